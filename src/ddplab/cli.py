@@ -1,0 +1,57 @@
+"""Command line: parse, validate, call one command, map errors to exit codes.
+
+Exit codes (errors.ExitCode): 0 pass/warn, 1 a check failed, 2 bad usage (nothing
+was started), 3 this machine cannot run it, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import __version__, commands
+from .errors import DdplabError, ExitCode, invalid_choice
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's own errors: same shape and exit code as ours
+        self.print_usage(sys.stderr)
+        self.exit(ExitCode.USAGE, f"error: invalid-usage\n  {self.prog}: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ddplab", description="Prove a distributed-training communication stack on one machine.")
+    parser.add_argument("--version", action="version", version=f"ddplab {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in commands.COMMANDS:
+        module = commands.load(name)
+        p = sub.add_parser(name, help=module.SUMMARY, description=module.__doc__.strip().splitlines()[0])
+        module.add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and not argv[0].startswith("-") and argv[0] not in commands.COMMANDS:
+        err = invalid_choice("command", argv[0], commands.COMMANDS)
+        print(err.render(), file=sys.stderr)
+        return ExitCode.USAGE
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return ExitCode.USAGE
+
+    from .display import make_console
+
+    console = make_console()
+    module = commands.load(args.command)
+    try:
+        module.validate(args)
+        return int(module.main(args, console))
+    except DdplabError as exc:
+        print(exc.render(), file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("interrupted by user", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)

@@ -1,0 +1,20 @@
+"""Command registry: CLI word -> module. Dict order is help order.
+
+A command module defines SUMMARY, add_arguments(parser), validate(args) (pure checks,
+raising UsageError before anything starts) and main(args, console) -> exit code.
+Command modules import torch only inside functions, so `ddplab --help` is instant.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+COMMANDS: dict[str, str] = {
+    "run": "ddplab.commands.run",
+    "env": "ddplab.commands.env",
+    "train": "ddplab.commands.train",
+}
+
+
+def load(name: str):
+    return importlib.import_module(COMMANDS[name])

@@ -1,0 +1,295 @@
+"""Find out what this machine is: accelerator, plug-in, backends, library versions.
+
+Two halves, so that vendors we cannot run here are still tested:
+- ``gather_probe()`` asks torch, the plug-ins, the loaded libraries and the process
+  table, and returns a plain ``Probe`` of facts.
+- ``describe(probe)`` turns facts into a ``Platform`` decision without touching the
+  machine; unit tests feed it hand-made probes for MUSA, Ascend and XPU.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import platform as _pyplatform
+import shutil
+import socket
+from dataclasses import asdict, dataclass, field
+
+from ..errors import EnvironmentUnsupported, invalid_choice
+from . import collective_lib, device_monitor
+from .vendors import HOST_CPU, KNOWN_BACKENDS, PLUGIN_ORDER, VENDORS, KnobReading, Vendor, read_knobs
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    index: int
+    name: str
+    total_bytes: int | None = None
+    free_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Raw facts about the machine. Built by gather_probe(), or by hand in tests."""
+
+    torch_version: str
+    accelerator: str | None  # device type torch reports as available, after plug-ins load
+    plugins: dict[str, str | None] = field(default_factory=dict)  # module -> version, None if absent
+    plugin_errors: dict[str, str] = field(default_factory=dict)  # module -> why the import failed
+    device_count: int = 0
+    devices: tuple[DeviceInfo, ...] = ()
+    backends_available: dict[str, bool] = field(default_factory=dict)
+    torch_default_backend: str | None = None  # what torch's own map says for the device
+    collective_built_version: str | None = None
+    collective_loaded_version: str | None = None
+    collective_loaded_path: str | None = None
+    management_tool_path: str | None = None
+    driver_version: str | None = None
+    sharing_daemon_running: bool | None = None  # None: this vendor has no such daemon
+    environ: dict[str, str] = field(default_factory=dict)  # whitelisted only
+    host_memory: tuple[int, int] | None = None  # (total, available) bytes
+    hostname: str = ""
+    python_version: str = ""
+
+
+@dataclass(frozen=True)
+class Platform:
+    """What ddplab decided this machine is. Serialised into every report."""
+
+    device_type: str
+    vendor: str
+    plugin_module: str | None
+    plugin_version: str | None
+    torch_version: str
+    backend: str  # the vendor's collective backend for this device
+    backend_available: bool
+    torch_default_backend: str | None
+    collective_library: str | None
+    collective_built_version: str | None
+    collective_loaded_version: str | None
+    collective_loaded_path: str | None
+    device_count: int
+    devices: tuple[DeviceInfo, ...]
+    management_tool: str | None
+    management_tool_path: str | None
+    driver_version: str | None
+    sharing_daemon: str | None
+    sharing_daemon_running: bool | None
+    per_process_memory_api: str | None
+    visible_devices_env: str | None
+    backends_available: dict[str, bool]
+    knobs: tuple[KnobReading, ...]
+    environ: dict[str, str]
+    hostname: str
+    python_version: str
+
+    @property
+    def spec(self) -> Vendor:
+        return VENDORS[self.device_type]
+
+    @property
+    def is_host_only(self) -> bool:
+        return self.device_type == HOST_CPU.device_type
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def describe(probe: Probe, device_request: str | None = None) -> Platform:
+    """Decide the device type and backend from the facts in ``probe``.
+
+    ``device_request`` is the user's ``--device`` (None or "auto" = what is detected).
+    Raises UsageError for an unknown device and EnvironmentUnsupported for a known
+    device this machine does not have.
+    """
+    if device_request in (None, "auto"):
+        device_type = probe.accelerator if probe.accelerator in VENDORS and probe.device_count > 0 else "cpu"
+    elif device_request not in VENDORS:
+        raise invalid_choice("device", device_request, ["auto", *VENDORS])
+    elif device_request != "cpu" and (probe.accelerator != device_request or probe.device_count < 1):
+        have = probe.accelerator if probe.device_count > 0 else "none"
+        raise EnvironmentUnsupported(
+            "device-unavailable",
+            f'device "{device_request}" is not available on this machine (accelerator found: {have})',
+            hint="run `ddplab env` to see what was detected, or use --device cpu",
+        )
+    else:
+        device_type = device_request
+
+    vendor = VENDORS[device_type]
+    host_only = device_type == HOST_CPU.device_type
+    daemon = vendor.multi_rank.sharing_daemon if vendor.multi_rank else None
+    return Platform(
+        device_type=device_type,
+        vendor=vendor.vendor,
+        plugin_module=vendor.plugin_module,
+        plugin_version=probe.plugins.get(vendor.plugin_module) if vendor.plugin_module else None,
+        torch_version=probe.torch_version,
+        backend=vendor.backend,
+        backend_available=bool(probe.backends_available.get(vendor.backend)),
+        torch_default_backend=probe.torch_default_backend if not host_only else "gloo",
+        collective_library=vendor.collective_library,
+        collective_built_version=None if host_only else probe.collective_built_version,
+        collective_loaded_version=None if host_only else probe.collective_loaded_version,
+        collective_loaded_path=None if host_only else probe.collective_loaded_path,
+        # The host counts as one device that every rank shares.
+        device_count=1 if host_only else probe.device_count,
+        devices=(DeviceInfo(0, "host CPU", *(probe.host_memory or (None, None))),) if host_only else probe.devices,
+        management_tool=vendor.management_tool,
+        management_tool_path=None if host_only else probe.management_tool_path,
+        driver_version=None if host_only else probe.driver_version,
+        sharing_daemon=daemon,
+        sharing_daemon_running=probe.sharing_daemon_running if daemon else None,
+        per_process_memory_api=vendor.per_process_memory_api,
+        visible_devices_env=vendor.visible_devices_env,
+        backends_available=dict(probe.backends_available),
+        knobs=tuple(read_knobs(vendor, probe.environ)),
+        environ=dict(probe.environ),
+        hostname=probe.hostname,
+        python_version=probe.python_version,
+    )
+
+
+def validate_device_request(device_request: str | None) -> None:
+    """Reject an unknown --device before torch is even imported."""
+    if device_request not in (None, "auto") and device_request not in VENDORS:
+        raise invalid_choice("device", device_request, ["auto", *VENDORS])
+
+
+# ----------------------------------------------------------------------------------
+# Gathering facts from the real machine
+# ----------------------------------------------------------------------------------
+
+def gather_probe(with_memory: bool = True) -> Probe:
+    """Ask this machine. ``with_memory`` reads free device memory (NVML when present)."""
+    import torch
+    import torch.distributed as dist
+
+    plugins, plugin_errors = _import_plugins()
+    accelerator, count = _accelerator(torch)
+    vendor = VENDORS.get(accelerator or "", HOST_CPU)
+    devices = _devices(torch, accelerator, count, with_memory)
+    loaded = (collective_lib.find_loaded(vendor.library_names, vendor.version_symbol)
+              if vendor.library_names else None)
+    return Probe(
+        torch_version=torch.__version__,
+        accelerator=accelerator,
+        plugins=plugins,
+        plugin_errors=plugin_errors,
+        device_count=count,
+        devices=devices,
+        backends_available=_backends_available(dist),
+        torch_default_backend=_torch_default_backend(dist, accelerator),
+        collective_built_version=_built_version(torch, accelerator),
+        collective_loaded_version=loaded.version if loaded else None,
+        collective_loaded_path=loaded.path if loaded else None,
+        management_tool_path=shutil.which(vendor.management_tool) if vendor.management_tool else None,
+        driver_version=device_monitor.driver_version(vendor),
+        sharing_daemon_running=_daemon_running(vendor),
+        environ=whitelisted_environ(os.environ),
+        host_memory=_host_memory(),
+        hostname=socket.gethostname(),
+        python_version=_pyplatform.python_version(),
+    )
+
+
+def whitelisted_environ(environ) -> dict[str, str]:
+    from .vendors import env_whitelisted
+
+    return {k: v for k, v in sorted(environ.items()) if env_whitelisted(k)}
+
+
+def _import_plugins() -> tuple[dict[str, str | None], dict[str, str]]:
+    versions: dict[str, str | None] = {}
+    errors: dict[str, str] = {}
+    for vendor in PLUGIN_ORDER:
+        name = vendor.plugin_module
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError:
+            versions[name] = None
+            continue
+        except Exception as exc:  # a broken plug-in is worth reporting, not crashing on
+            versions[name] = None
+            errors[name] = f"{type(exc).__name__}: {exc}"
+            continue
+        versions[name] = str(getattr(module, "__version__", "unknown"))
+    return versions, errors
+
+
+def _accelerator(torch) -> tuple[str | None, int]:
+    acc_api = getattr(torch, "accelerator", None)
+    if acc_api is not None and hasattr(acc_api, "current_accelerator"):
+        if not acc_api.is_available():
+            return None, 0
+        acc = acc_api.current_accelerator()
+        return (acc.type if acc is not None else None), int(acc_api.device_count())
+    # torch < 2.6: ask each known device module.
+    for device_type in VENDORS:
+        mod = getattr(torch, device_type, None)
+        if device_type != "cpu" and mod is not None and getattr(mod, "is_available", lambda: False)():
+            return device_type, int(mod.device_count())
+    return None, 0
+
+
+def _devices(torch, accelerator, count, with_memory) -> tuple[DeviceInfo, ...]:
+    if not accelerator or count < 1:
+        return ()
+    mod = torch.get_device_module(accelerator)
+    memory = device_monitor.device_memory(VENDORS.get(accelerator), torch, count) if with_memory else {}
+    infos = []
+    for i in range(count):
+        name = mod.get_device_name(i) if hasattr(mod, "get_device_name") else accelerator
+        total, free = memory.get(i, (None, None))
+        infos.append(DeviceInfo(i, name, total, free))
+    return tuple(infos)
+
+
+def _backends_available(dist) -> dict[str, bool]:
+    out = {}
+    for name in KNOWN_BACKENDS:
+        checker = getattr(dist, f"is_{name}_available", None)
+        try:
+            if checker is not None:
+                out[name] = bool(checker())
+            else:  # plug-in backends register themselves by name
+                out[name] = name in getattr(dist.Backend, "backend_list", [])
+        except Exception:
+            out[name] = False
+    return out
+
+
+def _torch_default_backend(dist, accelerator) -> str | None:
+    mapping = getattr(dist.Backend, "default_device_backend_map", {})
+    return mapping.get(accelerator or "cpu")
+
+
+def _built_version(torch, accelerator) -> str | None:
+    # Only NVIDIA exposes the version torch was compiled against.
+    if accelerator == "cuda":
+        try:
+            v = torch.cuda.nccl.version()
+            return ".".join(str(p) for p in v) if isinstance(v, tuple) else collective_lib.decode_version(v)
+        except Exception:
+            return None
+    return None
+
+
+def _host_memory() -> tuple[int, int]:
+    import psutil
+
+    vm = psutil.virtual_memory()
+    return int(vm.total), int(vm.available)
+
+
+def _daemon_running(vendor: Vendor) -> bool | None:
+    if not vendor.sharing_daemon_processes:
+        return None
+    import psutil
+
+    names = set(vendor.sharing_daemon_processes)
+    for proc in psutil.process_iter(["name"]):
+        if proc.info.get("name") in names:
+            return True
+    return False

@@ -1,0 +1,209 @@
+"""What ddplab knows about each accelerator vendor, as data.
+
+This table is the only place that names vendors' devices, libraries, tools and
+knobs. Adding a vendor means adding one ``Vendor`` entry, not ``if`` chains.
+Facts and defaults come from ``shared/reference/anchors-faults.md`` and
+``measured.md``; where a fact was not verified on hardware, the README says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Knob:
+    """An environment variable that changes how failures are detected or reported."""
+
+    name: str
+    default: str  # the library's documented default when unset
+    meaning: str
+
+
+@dataclass(frozen=True)
+class MultiRankRule:
+    """Whether (and from which library version) several ranks may share one device."""
+
+    min_version: tuple[int, int, int] | None  # None: never allowed
+    enable_env: dict[str, str]  # what must be set to allow it
+    refusal: str  # the library's own words when it refuses
+    sharing_daemon: str | None = None  # e.g. MPS: without it ranks time-slice
+
+
+@dataclass(frozen=True)
+class Vendor:
+    device_type: str  # torch device type: "cuda", "musa", ...
+    vendor: str  # who makes it
+    plugin_module: str | None  # out-of-tree torch plug-in to import, if any
+    backend: str  # torch.distributed backend for this device
+    collective_library: str | None  # human name of the collective library
+    library_names: tuple[str, ...] = ()  # shared objects to look for in /proc/self/maps
+    version_symbol: str | None = None  # C function returning the loaded version as int
+    management_tool: str | None = None  # CLI that shows devices and processes
+    sharing_daemon_processes: tuple[str, ...] = ()  # process names of a device-sharing daemon
+    sharing_daemon_control: str | None = None  # the daemon's control binary
+    visible_devices_env: str | None = None
+    device_node_globs: tuple[str, ...] = ()  # /dev nodes a process holding the device has open
+    env_prefixes: tuple[str, ...] = ()  # environment variables worth showing
+    knobs: tuple[Knob, ...] = ()
+    multi_rank: MultiRankRule | None = None
+    per_process_memory_api: str | None = None  # how memory per process is read, or None
+
+
+_TORCH_WATCHDOG = "the process-group timeout passed to init_process_group"
+
+NVIDIA = Vendor(
+    device_type="cuda",
+    vendor="NVIDIA",
+    plugin_module=None,
+    backend="nccl",
+    collective_library="NCCL",
+    library_names=("libnccl.so",),
+    version_symbol="ncclGetVersion",
+    management_tool="nvidia-smi",
+    sharing_daemon_processes=("nvidia-cuda-mps-control", "nvidia-cuda-mps-server"),
+    sharing_daemon_control="nvidia-cuda-mps-control",
+    visible_devices_env="CUDA_VISIBLE_DEVICES",
+    device_node_globs=("/dev/nvidia[0-9]*",),
+    env_prefixes=("NCCL_", "TORCH_NCCL_", "TORCH_FR_", "CUDA_", "PYTORCH_CUDA_", "NVIDIA_"),
+    knobs=(
+        Knob("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3",
+             "3 = tear down without ncclCommAbort; torchrun/elastic sets 1 for its workers"),
+        Knob("TORCH_NCCL_BLOCKING_WAIT", "0",
+             "1 = wait() raises a Python exception after the timeout instead of SIGABRT"),
+        Knob("TORCH_NCCL_ENABLE_MONITORING", "1", "heartbeat monitor that kills a stuck watchdog"),
+        Knob("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "480", "seconds before the heartbeat monitor kills"),
+        Knob("TORCH_NCCL_DUMP_ON_TIMEOUT", "1", "dump the flight recorder on timeout"),
+        Knob("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000", "flight-recorder entries per rank"),
+        Knob("TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC", "15000", "extra wait for the dump before abort"),
+        Knob("TORCH_NCCL_DESYNC_DEBUG", "0", "report which ranks lag on a timeout"),
+        Knob("NCCL_MULTI_RANK_GPU_ENABLE", "0",
+             "NCCL >= 2.30: allow several ranks of one communicator on one GPU"),
+        Knob("NCCL_DEBUG", "(off)", "NCCL's own logging: VERSION, WARN, INFO, TRACE"),
+    ),
+    multi_rank=MultiRankRule(
+        min_version=(2, 30, 0),
+        enable_env={"NCCL_MULTI_RANK_GPU_ENABLE": "1"},
+        refusal="Duplicate GPU detected",
+        sharing_daemon="MPS",
+    ),
+    per_process_memory_api="NVML",
+)
+
+MOORE_THREADS = Vendor(
+    device_type="musa",
+    vendor="Moore Threads",
+    plugin_module="torch_musa",
+    backend="mccl",
+    collective_library="MCCL",
+    library_names=("libmccl.so",),
+    version_symbol="mcclGetVersion",
+    management_tool="mthreads-gmi",
+    visible_devices_env="MUSA_VISIBLE_DEVICES",
+    device_node_globs=("/dev/mtgpu*",),
+    env_prefixes=("MCCL_", "TORCH_MCCL_", "MUSA_"),
+    knobs=(
+        Knob("TORCH_MCCL_ASYNC_ERROR_HANDLING", "3", "torch_musa's mirror of TORCH_NCCL_ASYNC_ERROR_HANDLING"),
+        Knob("TORCH_MCCL_BLOCKING_WAIT", "0", "1 = wait() raises after the timeout"),
+        Knob("TORCH_MCCL_DUMP_ON_TIMEOUT", "0", "flight-recorder dump on timeout (off in torch_musa)"),
+        Knob("TORCH_MCCL_TRACE_BUFFER_SIZE", "0", "flight-recorder entries (off in torch_musa)"),
+    ),
+    # Not documented by the vendor: ddplab runs it and reports what happens.
+    multi_rank=None,
+    per_process_memory_api=None,  # pymtml has no per-process memory call
+)
+
+ASCEND = Vendor(
+    device_type="npu",
+    vendor="Huawei Ascend",
+    plugin_module="torch_npu",
+    backend="hccl",
+    collective_library="HCCL",
+    library_names=("libhccl.so",),
+    version_symbol=None,
+    management_tool="npu-smi",
+    visible_devices_env="ASCEND_RT_VISIBLE_DEVICES",
+    device_node_globs=("/dev/davinci[0-9]*",),
+    env_prefixes=("HCCL_", "TORCH_HCCL_", "ASCEND_"),
+    knobs=(
+        Knob("HCCL_CONNECT_TIMEOUT", "120", "seconds HCCL waits for peers when building links"),
+        Knob("HCCL_EXEC_TIMEOUT", "1800", "seconds a collective may run before HCCL reports it"),
+        Knob("TORCH_HCCL_ENABLE_MONITORING", "0", "heartbeat monitor (off in torch_npu)"),
+        Knob("TORCH_HCCL_HEARTBEAT_TIMEOUT_SEC", "600", "heartbeat monitor timeout"),
+        Knob("TORCH_HCCL_DUMP_ON_TIMEOUT", "0", "flight-recorder dump on timeout (off in torch_npu)"),
+        Knob("TORCH_HCCL_BLOCKING_WAIT", "0", "1 = wait() raises after the timeout"),
+    ),
+    multi_rank=None,
+    per_process_memory_api="npu-smi process table (not read by ddplab yet)",
+)
+
+INTEL = Vendor(
+    device_type="xpu",
+    vendor="Intel",
+    plugin_module=None,
+    backend="xccl",
+    collective_library="oneCCL",
+    library_names=("libccl.so",),
+    version_symbol=None,
+    management_tool="xpu-smi",
+    visible_devices_env="ZE_AFFINITY_MASK",
+    device_node_globs=("/dev/dri/renderD*",),
+    env_prefixes=("CCL_", "TORCH_XCCL_", "ZE_", "ONEAPI_"),
+    knobs=(
+        Knob("TORCH_XCCL_BLOCKING_WAIT", "0", "1 = wait() raises after the timeout"),
+        Knob("TORCH_XCCL_HEARTBEAT_TIMEOUT_SEC", "480", "heartbeat monitor timeout"),
+        Knob("TORCH_XCCL_WAIT_TIMEOUT_DUMP_MILSEC", "15000", "extra wait for the dump before abort"),
+    ),
+    multi_rank=None,
+)
+
+HOST_CPU = Vendor(
+    device_type="cpu",
+    vendor="host CPU",
+    plugin_module=None,
+    backend="gloo",
+    collective_library="Gloo",
+    env_prefixes=("GLOO_", "OMP_NUM_THREADS"),
+    knobs=(),
+    # Every rank on a CPU host shares it; gloo has no objection.
+    multi_rank=MultiRankRule(min_version=(0, 0, 0), enable_env={}, refusal=""),
+)
+
+VENDORS: dict[str, Vendor] = {v.device_type: v for v in (NVIDIA, MOORE_THREADS, ASCEND, INTEL, HOST_CPU)}
+
+# Plug-ins are imported in this order before asking torch which accelerator it has,
+# because they register their device type with torch only once imported.
+PLUGIN_ORDER = tuple(v for v in VENDORS.values() if v.plugin_module)
+
+# Backends a user may name. Which are usable here is probed at run time.
+KNOWN_BACKENDS = ("gloo", "nccl", "mccl", "hccl", "xccl", "mpi", "ucc")
+
+# Environment shown by `ddplab env` and written into reports: never the whole environment.
+GENERIC_ENV_PREFIXES = (
+    "TORCH_DISTRIBUTED_", "TORCH_CPP_LOG_LEVEL", "TORCHELASTIC_", "TORCH_ELASTIC_",
+    "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "DDPLAB_",
+    "PYTORCH_ALLOC_CONF", "TORCH_DEVICE_BACKEND_AUTOLOAD",
+)
+GENERIC_ENV_SUFFIXES = ("_VISIBLE_DEVICES",)
+
+
+def env_whitelisted(name: str) -> bool:
+    prefixes = GENERIC_ENV_PREFIXES + tuple(p for v in VENDORS.values() for p in v.env_prefixes)
+    return name.startswith(prefixes) or name.endswith(GENERIC_ENV_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class KnobReading:
+    name: str
+    default: str
+    effective: str
+    source: str  # "environment" or "default"
+    meaning: str
+
+
+def read_knobs(vendor: Vendor, environ: dict[str, str]) -> list[KnobReading]:
+    return [
+        KnobReading(k.name, k.default, environ.get(k.name, k.default),
+                    "environment" if k.name in environ else "default", k.meaning)
+        for k in vendor.knobs
+    ]

@@ -1,0 +1,111 @@
+"""Watch the ranks while they run: the report's `watch -n 0.5 nvidia-smi`, kept as data.
+
+A thread in the launcher samples every ``interval_s``: each rank's host CPU time
+(user, system), RSS and context switches from psutil, and its device memory and
+utilisation from the platform's device monitor (NVML on NVIDIA). Ranks are found
+through the pid files they write into the run directory.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+import psutil
+
+from .launch import RunDir
+from .platform import DeviceMonitor
+
+METHOD = ("every {interval}s in the launcher: psutil cpu_times/memory_info/num_ctx_switches per rank pid; "
+          "device memory and utilisation per pid from {api}")
+
+
+class RankSampler:
+    def __init__(self, run: RunDir, monitor: DeviceMonitor, interval_s: float = 0.5,
+                 on_sample: Callable[[dict], None] | None = None):
+        self.run = run
+        self.monitor = monitor
+        self.interval_s = interval_s
+        self.on_sample = on_sample
+        self.samples: list[dict] = []
+        self._procs: dict[int, psutil.Process] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="ddplab-sampler", daemon=True)
+        self._t0 = time.monotonic()
+
+    def __enter__(self):
+        self._t0 = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _loop(self):
+        while not self._stop.is_set():
+            sample = self.sample_once()
+            if sample["ranks"]:
+                self.samples.append(sample)
+                if self.on_sample:
+                    self.on_sample(sample)
+            self._stop.wait(self.interval_s)
+
+    def sample_once(self) -> dict:
+        device = self.monitor.sample()
+        ranks = []
+        for rank, pid in sorted(self.run.rank_pids().items()):
+            proc = self._procs.get(pid) or self._procs.setdefault(pid, _process(pid))
+            if proc is None:
+                continue
+            try:
+                with proc.oneshot():
+                    cpu = proc.cpu_times()
+                    ctx = proc.num_ctx_switches()
+                    entry = {
+                        "rank": rank,
+                        "pid": pid,
+                        "cpu_user_s": round(cpu.user, 3),
+                        "cpu_system_s": round(cpu.system, 3),
+                        "ctx_switches": ctx.voluntary + ctx.involuntary,
+                        "rss_bytes": proc.memory_info().rss,
+                    }
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            entry["device_mem_bytes"] = device.process_mem_bytes.get(pid)
+            entry["device_util_pct"] = device.process_util_pct.get(pid)
+            ranks.append(entry)
+        return {
+            "t_s": round(time.monotonic() - self._t0, 3),
+            "ranks": ranks,
+            "device_used_bytes": device.device_used_bytes,
+            "device_util_pct": device.device_util_pct,
+        }
+
+    def timeseries(self) -> dict:
+        return {
+            "interval_s": self.interval_s,
+            "method": METHOD.format(interval=self.interval_s, api=self.monitor.api or "nowhere (no vendor API)"),
+            "samples": self.samples,
+        }
+
+    def peaks(self) -> dict[int, dict]:
+        """Per rank: peak device memory and RSS seen, last CPU times."""
+        out: dict[int, dict] = {}
+        for s in self.samples:
+            for r in s["ranks"]:
+                cur = out.setdefault(r["rank"], {"peak_device_mem_bytes": None, "peak_rss_bytes": 0})
+                if r["device_mem_bytes"] is not None:
+                    cur["peak_device_mem_bytes"] = max(cur["peak_device_mem_bytes"] or 0, r["device_mem_bytes"])
+                cur["peak_rss_bytes"] = max(cur["peak_rss_bytes"], r["rss_bytes"])
+                cur["cpu_user_s"] = r["cpu_user_s"]
+                cur["cpu_system_s"] = r["cpu_system_s"]
+        return out
+
+
+def _process(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None

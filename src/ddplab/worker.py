@@ -1,0 +1,114 @@
+"""The per-rank entry point the launcher starts: guard, set up the device and the
+process group, run one workload from the registry, return its result.
+
+``rank_main`` runs in a process spawned by torch.distributed.elastic; what it
+returns travels back to the launcher through elastic's return-value queue.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+
+
+def guard_parent(launcher_pid: int, poll_s: float = 0.25) -> None:
+    """Make sure this rank dies when the launcher dies, even by SIGKILL.
+
+    PR_SET_PDEATHSIG is immediate but tied to the parent *thread* (pitfalls.md), so a
+    watcher thread also polls the parent and the launcher and kills this rank if
+    either is gone.
+    """
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):
+            pass
+
+    def orphaned() -> bool:
+        if os.getppid() != parent:
+            return True
+        try:
+            os.kill(launcher_pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass
+        return False
+
+    if orphaned():  # the launcher died before the guard was armed
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def watch():
+        while True:
+            time.sleep(poll_s)
+            if orphaned():
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="ddplab-parent-guard", daemon=True).start()
+
+
+@dataclass
+class RankContext:
+    """What a workload gets: who it is, its device, and the job description."""
+
+    rank: int
+    local_rank: int
+    world_size: int
+    runtime: object  # platform.DeviceRuntime
+    job: dict
+
+    @property
+    def device(self):
+        return self.runtime.device
+
+
+def rank_main(job: dict) -> dict:
+    guard_parent(int(os.environ["DDPLAB_LAUNCHER_PID"]))
+    rank = int(os.environ["RANK"])
+    local_rank = int(os.environ["LOCAL_RANK"])
+    world_size = int(os.environ["WORLD_SIZE"])
+    Path(os.environ["DDPLAB_RUN_DIR"], "pids", str(rank)).write_text(f"{os.getpid()}\n")
+
+    placement = job["placement"]
+    os.environ.update(placement["env"])  # before torch.distributed creates any communicator
+
+    import torch.distributed as dist
+
+    from .platform import DeviceRuntime
+    from .workloads import get_workload
+
+    runtime = DeviceRuntime(placement["device_type"], placement["device_indices"][local_rank])
+    runtime.activate()
+    capped = runtime.cap_memory(placement["memory_fraction"])
+
+    init_kwargs = {"backend": placement["backend"], "timeout": timedelta(seconds=job["timeout_s"])}
+    if placement["backend"] == job["platform_backend"] and not runtime.is_host:
+        # Eager communicator creation, so that refusals ("Duplicate GPU detected")
+        # surface in init_process_group rather than at the first collective.
+        init_kwargs["device_id"] = runtime.device
+    dist.init_process_group(**init_kwargs)
+    try:
+        result = get_workload(job["workload"]).run(RankContext(rank, local_rank, world_size, runtime, job))
+    finally:
+        dist.destroy_process_group()
+    return {
+        "rank": rank,
+        "local_rank": local_rank,
+        "pid": os.getpid(),
+        "hostname": socket.gethostname(),
+        "device": runtime.device_label(),
+        "backend": placement["backend"],
+        "memory_cap_applied": capped,
+        **result,
+    }

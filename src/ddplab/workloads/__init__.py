@@ -1,0 +1,20 @@
+"""Workloads a rank can run. Name -> module, imported lazily (torch stays out of --help).
+
+Each module exposes ``SUMMARY`` and ``run(ctx: worker.RankContext) -> dict``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import invalid_choice
+
+WORKLOADS: dict[str, str] = {
+    "ddp_train": "ddplab.workloads.ddp_train",
+}
+
+
+def get_workload(name: str):
+    if name not in WORKLOADS:
+        raise invalid_choice("workload", name, WORKLOADS)
+    return importlib.import_module(WORKLOADS[name])
