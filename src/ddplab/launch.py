@@ -114,6 +114,9 @@ def launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous = Re
         shutdown_timeout=5,
     )
     marker_env = {RUN_ID_ENV: run.run_id, RUN_DIR_ENV: str(run.path), LAUNCHER_PID_ENV: str(os.getpid())}
+    if nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
+        # What torchrun does: N ranks each spinning up all-core thread pools overload the host.
+        marker_env["OMP_NUM_THREADS"] = "1"
     start = time.monotonic()
     with _environ(marker_env):  # spawned ranks inherit it at exec, so it shows in /proc/<pid>/environ
         try:

@@ -2,7 +2,7 @@
 
 A thread in the launcher samples every ``interval_s``: each rank's host CPU time
 (user, system), RSS and context switches from psutil, and its device memory and
-utilisation from the platform's device monitor (NVML on NVIDIA). Ranks are found
+utilisation from the platform's device monitor (the vendor's library). Ranks are found
 through the pid files they write into the run directory.
 """
 

@@ -17,6 +17,7 @@ step, host wall clock with the device synchronised before and after (blocking).
 from __future__ import annotations
 
 import copy
+import ctypes
 import hashlib
 import statistics
 import time
@@ -128,6 +129,7 @@ def _grad_error(synced, reference, batch) -> tuple[float, float]:
 def _params_digest(model) -> str:
     h = hashlib.sha256()
     for p in model.parameters():
-        # clone(): a storage holding exactly this tensor's bytes (no numpy needed)
-        h.update(bytes(p.detach().cpu().clone().untyped_storage()))
+        t = p.detach().cpu().contiguous()
+        # The tensor's raw bytes, read in one copy (no numpy dependency).
+        h.update(ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()))
     return h.hexdigest()

@@ -1,0 +1,49 @@
+"""Shared test helpers: run the real CLI in a subprocess and reap what it started."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+
+def run_cli(*args: str, timeout: float = 240, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
+    """`python -m ddplab ARGS` as a user would run it; output captured."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="200")
+    return subprocess.run([sys.executable, "-m", "ddplab", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd, env=env)
+
+
+def load_json(path: str | Path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def processes_with_env(key: str, value: str) -> list[psutil.Process]:
+    """Live processes whose initial environment carries key=value."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get(key) == value and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+            continue
+    return found
+
+
+@pytest.fixture(autouse=True)
+def _reap_children():
+    """Whatever a test started is gone when it ends, pass or fail."""
+    yield
+    me = psutil.Process()
+    children = me.children(recursive=True)
+    for child in children:
+        try:
+            child.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(children, timeout=5)
