@@ -141,11 +141,20 @@ def _failed_result(run: RunDir, exc, duration_s: float) -> LaunchResult:
                 sig = f"signal {-f.exitcode}"
         failures[int(rank)] = RankFailure(
             rank=int(rank), local_rank=f.local_rank, pid=f.pid, exitcode=f.exitcode, signal=sig,
-            message=str(f.message), timestamp=float(f.timestamp), log_tail=_log_tail(run, f.local_rank),
+            message=_failure_text(f.message), timestamp=float(f.timestamp),
+            log_tail=_log_tail(run, f.local_rank),
         )
     root_rank, _ = exc.get_first_failure()
     return LaunchResult(run.run_id, str(run.path), False, duration_s,
                         failures=failures, torchrun_root_cause_rank=int(root_rank))
+
+
+def _failure_text(message) -> str:
+    """Elastic's error-file message: a plain string, or {"message": ..., "extraInfo": {"py_callstack": ...}}."""
+    if isinstance(message, dict):
+        stack = (message.get("extraInfo") or {}).get("py_callstack") or ""
+        return stack if stack else str(message.get("message", message))
+    return str(message)
 
 
 def _log_tail(run: RunDir, local_rank: int, max_chars: int = 2000) -> str:
@@ -165,10 +174,11 @@ def _launch_config(cls, **kwargs):
 
 
 def _quiet_elastic_logging() -> None:
-    # Elastic logs its agent's life at WARNING; ddplab reports outcomes itself.
+    # Elastic logs its agent's life and each rank's traceback; ddplab reports outcomes itself
+    # (DDPLAB_DEBUG=1 shows elastic's own log).
     if not os.environ.get("DDPLAB_DEBUG"):
-        for name in ("torch.distributed.elastic", "torch.distributed.launcher"):
-            logging.getLogger(name).setLevel(logging.ERROR)
+        for name in ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 class _environ:

@@ -31,6 +31,11 @@ class Placement:
     env: dict[str, str] = field(default_factory=dict)  # set in every rank before init
     warnings: tuple[str, ...] = ()
     expected_failure: str | None = None  # what the library will refuse, when the user forced it
+    host_only: bool = False  # ranks run on the host CPU (no device index)
+
+    def device_label(self, local_rank: int) -> str:
+        """How torch names the rank's device: "cpu" or "<type>:<index>"."""
+        return self.device_type if self.host_only else f"{self.device_type}:{self.device_indices[local_rank]}"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -52,6 +57,7 @@ def plan(opts: LaunchOptions, platform: Platform) -> Placement:
         env=env,
         warnings=tuple(warnings),
         expected_failure=expected,
+        host_only=platform.is_host_only,
     )
 
 

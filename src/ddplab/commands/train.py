@@ -94,19 +94,21 @@ def execute(cfg: TrainConfig, console=None, live: bool = True) -> dict:
     finally:
         monitor.close()
 
-    results = aggregate(outcome, placement, sampler)
+    results = aggregate(outcome, placement, sampler, run.rank_pids())
     doc = report.document("train", cfg.to_dict(), platform.to_dict(), results, train_verdict(results))
     return doc
 
 
-def aggregate(outcome, placement, sampler) -> dict:
+def aggregate(outcome, placement, sampler, rank_pids: dict[int, int]) -> dict:
     peaks = sampler.peaks()
     ranks = []
-    for rank in range(max([*outcome.return_values, *outcome.failures, -1]) + 1):
+    for rank in range(len(placement.device_indices)):  # every rank, whether it finished or not
         value = outcome.return_values.get(rank)
         failure = outcome.failures.get(rank)
-        entry = {"rank": rank, "pid": (value or {}).get("pid") or (failure.pid if failure else None),
-                 "device": (value or {}).get("device"), "peak_mem_bytes": (value or {}).get("peak_mem_bytes")}
+        device = placement.device_label(rank)
+        entry = {"rank": rank, "pid": (value or {}).get("pid") or (failure.pid if failure else rank_pids.get(rank)),
+                 "device": device, "peak_mem_bytes": (value or {}).get("peak_mem_bytes"),
+                 "status": "finished" if value else ("failed" if failure else "stopped by launcher")}
         entry.update(peaks.get(rank, {}))
         if value:
             entry.update({k: v for k, v in value.items() if k not in entry})
