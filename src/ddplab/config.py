@@ -44,6 +44,8 @@ class LaunchOptions:
     """Process-group timeout passed to init_process_group."""
     run_dir: str | None = None
     """Directory for this run's logs and results; default ./ddplab-runs/<run id>."""
+    sharing_daemon: bool = False
+    """Start a private device-sharing daemon (MPS) for this run and stop it afterwards."""
 
     def __post_init__(self):
         _require(isinstance(self.nproc, int) and 1 <= self.nproc <= MAX_NPROC, "invalid-nproc",

@@ -3,6 +3,8 @@ so what the terminal shows is what the report holds."""
 
 from __future__ import annotations
 
+import os
+
 from rich.console import Console
 from rich.table import Table
 
@@ -12,7 +14,11 @@ VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red"
 
 
 def make_console() -> Console:
-    return Console(highlight=False, soft_wrap=False, width=None)
+    console = Console(highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        # Logs and CI: wide enough that tables and the nccl-tests layout do not fold.
+        console = Console(highlight=False, width=160)
+    return console
 
 
 def kv_table(title: str, rows: list[tuple[str, object]]) -> Table:
@@ -44,6 +50,20 @@ def rank_table(title: str, ranks: list[dict]) -> Table:
     return table
 
 
+def failures(results: dict, console) -> None:
+    """Each failed rank's own error text, and whom torchrun would blame."""
+    for rank in results["ranks"]:
+        if rank.get("failure"):
+            f = rank["failure"]
+            console.print(f"[red]rank {rank['rank']} failed[/] (exit {f['exitcode']}, {f['signal'] or 'no signal'}): "
+                          f"{f['message'].strip()[-600:]}")
+    if results.get("launcher_error"):
+        console.print(f"[red]launcher error:[/] {results['launcher_error']}")
+    if results.get("torchrun_root_cause_rank") is not None:
+        console.print(f"torchrun would name rank {results['torchrun_root_cause_rank']} as root cause "
+                      f"(first to fail)")
+
+
 def stage_table(title: str, stages: list[dict]) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("stage")
@@ -56,3 +76,40 @@ def stage_table(title: str, stages: list[dict]) -> Table:
 
 def _num(v) -> str:
     return "n/a" if v is None else f"{v:.2f}"
+
+
+def announce(console, placement, nproc: int, run) -> None:
+    """One line on where the ranks go and which backend, with the reason; then the warnings."""
+    where = "all on device 0" if placement.shared_device else "one per device"
+    cap = ""
+    if placement.memory_fraction is not None:
+        cap = f", allocator cap {placement.memory_fraction:.3f} per rank"
+        if not placement.memory_fraction_enforced:
+            cap += " (not enforced on the host)"
+    console.print(f"{nproc} ranks {where}{cap}; backend [bold]{placement.backend}[/]: {placement.backend_reason}")
+    for w in placement.warnings:
+        console.print(f"[yellow]warning:[/] {w}")
+    console.print(f"run {run.run_id} -> {run.path}")
+
+
+class live_ranks:
+    """Live per-rank table while ranks run (terminal only); yields the sampler's callback or None."""
+
+    title = "Ranks (live, every 0.5 s)"
+
+    def __init__(self, console):
+        self.console = console if console is not None and console.is_terminal else None
+        self.live = None
+
+    def __enter__(self):
+        if self.console is None:
+            return None
+        from rich.live import Live
+
+        self.live = Live(rank_table(self.title, []), console=self.console, refresh_per_second=4, transient=True)
+        self.live.__enter__()
+        return lambda sample: self.live.update(rank_table(self.title, sample["ranks"]))
+
+    def __exit__(self, *exc):
+        if self.live is not None:
+            self.live.__exit__(*exc)

@@ -42,6 +42,11 @@ class Placement:
 
 
 def plan(opts: LaunchOptions, platform: Platform) -> Placement:
+    if opts.sharing_daemon and not platform.spec.sharing_daemon_control:
+        raise EnvironmentUnsupported(
+            "no-sharing-daemon",
+            f"--mps asks for a device-sharing daemon, but {platform.vendor} ({platform.device_type}) has none "
+            f"ddplab can start")
     shared = _decide_sharing(opts, platform)
     fraction = _memory_fraction(opts, shared, platform)
     backend, reason, env, warnings, expected = _choose_backend(opts, platform, shared)
@@ -141,7 +146,7 @@ def _choose_backend(opts: LaunchOptions, platform: Platform, shared: bool):
         reason = (f"{lib} {version} ({which}) >= {need} allows several ranks on one device with {env_text}; "
                   f"ddplab sets it")
         warnings = []
-        if rule.sharing_daemon and not platform.sharing_daemon_running:
+        if rule.sharing_daemon and not (platform.sharing_daemon_running or opts.sharing_daemon):
             warnings.append(f"no {rule.sharing_daemon} daemon is running: ranks time-slice the device and every "
                             f"collective pays a context switch ({NO_DAEMON_COST})")
         return platform.backend, reason, dict(rule.enable_env), warnings, None

@@ -23,11 +23,12 @@ METHOD = ("every {interval}s in the launcher: psutil cpu_times/memory_info/num_c
 
 class RankSampler:
     def __init__(self, run: RunDir, monitor: DeviceMonitor, interval_s: float = 0.5,
-                 on_sample: Callable[[dict], None] | None = None):
+                 on_sample: Callable[[dict], None] | None = None, enabled: bool = True):
         self.run = run
         self.monitor = monitor
         self.interval_s = interval_s
         self.on_sample = on_sample
+        self.enabled = enabled  # off: measure a benchmark without the sampler's own disturbance
         self.samples: list[dict] = []
         self._procs: dict[int, psutil.Process] = {}
         self._stop = threading.Event()
@@ -36,12 +37,14 @@ class RankSampler:
 
     def __enter__(self):
         self._t0 = time.monotonic()
-        self._thread.start()
+        if self.enabled:
+            self._thread.start()
         return self
 
     def __exit__(self, *exc):
         self._stop.set()
-        self._thread.join(timeout=5)
+        if self.enabled:
+            self._thread.join(timeout=5)
 
     def _loop(self):
         while not self._stop.is_set():
@@ -85,6 +88,7 @@ class RankSampler:
 
     def timeseries(self) -> dict:
         return {
+            "enabled": self.enabled,
             "interval_s": self.interval_s,
             "method": METHOD.format(interval=self.interval_s, api=self.monitor.api or "nowhere (no vendor API)"),
             "samples": self.samples,

@@ -69,6 +69,11 @@ class RankContext:
     job: dict
 
     @property
+    def settings(self) -> dict:
+        """The workload's own settings (job[<workload name>])."""
+        return self.job[self.job["workload"]]
+
+    @property
     def device(self):
         return self.runtime.device
 

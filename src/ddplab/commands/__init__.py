@@ -13,6 +13,11 @@ COMMANDS: dict[str, str] = {
     "run": "ddplab.commands.run",
     "env": "ddplab.commands.env",
     "train": "ddplab.commands.train",
+    "storm": "ddplab.commands.storm",
+    "sweep": "ddplab.commands.sweep",
+    "ceiling": "ddplab.commands.ceiling",
+    "contention": "ddplab.commands.contention",
+    "compare": "ddplab.commands.compare",
 }
 
 

@@ -51,5 +51,11 @@ class DeviceRuntime:
             return (rss if sys.platform == "darwin" else rss * 1024), "host peak RSS (getrusage)"
         return int(self.module.max_memory_allocated(self.index)), "allocator peak (max_memory_allocated)"
 
+    def new_event(self):
+        """A device timing event, or None on the host."""
+        if self.is_host:
+            return None
+        return self.module.Event(enable_timing=True)
+
     def device_label(self) -> str:
         return str(self.device)

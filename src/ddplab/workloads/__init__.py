@@ -11,6 +11,10 @@ from ..errors import invalid_choice
 
 WORKLOADS: dict[str, str] = {
     "ddp_train": "ddplab.workloads.ddp_train",
+    "storm": "ddplab.workloads.storm",
+    "sweep": "ddplab.workloads.sweep",
+    "ceiling": "ddplab.workloads.ceiling",
+    "contention": "ddplab.workloads.contention",
 }
 
 

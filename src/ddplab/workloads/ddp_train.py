@@ -54,7 +54,7 @@ def run(ctx) -> dict:
     import torch
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    cfg = ctx.job["train"]
+    cfg = ctx.settings
     device = ctx.device
     # Real float32 matmuls: with TF32 the reference comparison measures rounding (~1e-3), not sync.
     torch.set_float32_matmul_precision("highest")

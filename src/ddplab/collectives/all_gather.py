@@ -1,0 +1,34 @@
+"""all_gather: every rank ends with all ranks' chunks, in rank order.
+
+S = count * elem bytes of the gathered buffer (each rank sends count/n); busbw =
+algbw * (n-1)/n (each rank receives n-1 chunks; nccl-tests all_gather.cu). In place,
+rank r's input is chunk r of the output buffer.
+"""
+
+from .common import Collective, Prepared, count_wrong, ident_values
+
+
+def _prepare(count, n, rank, dtype, device, in_place):
+    import torch
+    import torch.distributed as dist
+
+    per = count // n
+    out = torch.zeros(count, dtype=dtype, device=device)
+    inp = out[rank * per:(rank + 1) * per] if in_place else torch.empty(per, dtype=dtype, device=device)
+
+    def fill():
+        out.zero_()
+        inp.copy_(ident_values(rank, 0, per, dtype, device))
+
+    def expected():
+        return torch.cat([ident_values(r, 0, per, dtype, device) for r in range(n)])
+
+    # torch 2.13 renamed all_gather_into_tensor to all_gather_single; same arguments.
+    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+    fill()
+    return Prepared(run=lambda: gather(out, inp), fill=fill,
+                    wrong=lambda: count_wrong(out, expected()), output=out)
+
+
+SPEC = Collective("all_gather", chunked=True, bus_factor=lambda n: (n - 1) / n, placements=(False, True),
+                  prepare=_prepare)

@@ -1,0 +1,33 @@
+"""send_recv as a ring shift: rank r sends to r+1 and receives from r-1, all at once.
+
+S = count * elem bytes; busbw = algbw * 1 (every link carries one buffer; nccl-tests
+sendrecv.cu). Issued as one batch_isend_irecv so no rank waits on its neighbour's
+send before posting its receive. Needs at least 2 ranks.
+"""
+
+from .common import Collective, Prepared, count_wrong, ident_values
+
+
+def _prepare(count, n, rank, dtype, device, in_place):
+    import torch
+    import torch.distributed as dist
+
+    send = ident_values(rank, 0, count, dtype, device)
+    recv = torch.zeros(count, dtype=dtype, device=device)
+    peer_to, peer_from = (rank + 1) % n, (rank - 1) % n
+
+    def run():
+        ops = [dist.P2POp(dist.isend, send, peer_to), dist.P2POp(dist.irecv, recv, peer_from)]
+        for work in dist.batch_isend_irecv(ops):
+            work.wait()
+
+    def fill():
+        recv.zero_()
+        send.copy_(ident_values(rank, 0, count, dtype, device))
+
+    return Prepared(run=run, fill=fill, wrong=lambda: count_wrong(recv, ident_values(peer_from, 0, count, dtype,
+                                                                                      device)), output=recv)
+
+
+SPEC = Collective("send_recv", chunked=False, bus_factor=lambda n: 1.0, placements=(False,), prepare=_prepare,
+                  min_ranks=2)

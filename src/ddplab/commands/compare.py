@@ -1,0 +1,135 @@
+"""`ddplab compare A B`: put two sets of collective timings side by side.
+
+Each of A and B is nccl-tests / rccl-tests / mccl-tests text output, or a ddplab JSON
+document holding sweep rows (`ddplab sweep --json`, or `ddplab run`'s report). Rows are
+matched on (collective, size, in-place); B is "new": a row where B's time is worse than
+A's by more than --tolerance counts as a regression and the exit code is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from .. import report
+from ..errors import ExitCode, UsageError
+
+SUMMARY = "side by side: nccl-tests text or ddplab JSON, with regressions beyond a tolerance"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("old", metavar="A", help="baseline: nccl-tests text output or a ddplab JSON report")
+    parser.add_argument("new", metavar="B", help="candidate: nccl-tests text output or a ddplab JSON report")
+    parser.add_argument("--tolerance", default="5%", help="allowed slowdown of B against A (default: 5%%)")
+    parser.add_argument("--min-size", default="0", help="ignore sizes below this in the verdict (default: 0)")
+    parser.add_argument("--json", metavar="PATH", help="write the comparison as JSON")
+
+
+def parse_tolerance(text: str) -> float:
+    value = text.strip().rstrip("%")
+    try:
+        tol = float(value) / 100
+    except ValueError:
+        raise UsageError("invalid-tolerance", f'--tolerance "{text}" is not a percentage, e.g. 5%') from None
+    if tol < 0:
+        raise UsageError("invalid-tolerance", f"--tolerance {text} must not be negative")
+    return tol
+
+
+def validate(args) -> None:
+    from ..sizes import parse_size
+
+    parse_tolerance(args.tolerance)
+    if args.min_size != "0":
+        parse_size(args.min_size, "--min-size")
+    for path in (args.old, args.new):
+        if not Path(path).is_file():
+            raise UsageError("no-such-file", f"{path} is not a file")
+
+
+def load_rows(path: str) -> tuple[str, list[dict]]:
+    """(what the file is, its rows as dicts with op, size_bytes, in_place, time_us, busbw_gbps, num_wrong)."""
+    from .. import nccl_tests
+
+    text = Path(path).read_text(errors="replace")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        table = nccl_tests.parse(text)
+        if not table.rows:
+            raise UsageError("unreadable-input", f"{path}: neither a ddplab JSON report nor nccl-tests output "
+                                                 f"(no table rows found)")
+        return "nccl-tests", [r.to_dict() for r in table.rows]
+    rows = sweep_rows(doc)
+    if rows is None:
+        raise UsageError("no-sweep-rows", f"{path}: a ddplab {doc.get('command', '?')} report without sweep rows")
+    return "ddplab", rows
+
+
+def sweep_rows(doc: dict) -> list[dict] | None:
+    results = doc.get("results") or {}
+    if "rows" in results:
+        return [r for r in results["rows"] if "time_us" in r]
+    for stage in results.get("stages", []):
+        inner = stage.get("report") or {}
+        if inner.get("command") == "sweep":
+            return sweep_rows(inner)
+    return None
+
+
+def compare(old: list[dict], new: list[dict], tolerance: float, min_size: int) -> list[dict]:
+    index = {(r["op"], r["size_bytes"], r["in_place"]): r for r in old}
+    out = []
+    for r in new:
+        base = index.get((r["op"], r["size_bytes"], r["in_place"]))
+        if base is None or not base.get("time_us") or not r.get("time_us"):
+            continue
+        change = r["time_us"] / base["time_us"] - 1
+        out.append({"op": r["op"], "size_bytes": r["size_bytes"], "in_place": r["in_place"],
+                    "old_time_us": base["time_us"], "new_time_us": r["time_us"],
+                    "old_busbw_gbps": base.get("busbw_gbps"), "new_busbw_gbps": r.get("busbw_gbps"),
+                    "time_change": change,
+                    "regression": r["size_bytes"] >= min_size and change > tolerance,
+                    "new_wrong": bool(r.get("num_wrong"))})
+    return out
+
+
+def table_text(rows: list[dict], old_label: str, new_label: str) -> str:
+    lines = [f"# A = {old_label}   B = {new_label}   (time in us, busbw in GB/s, change = B/A - 1)",
+             f"# {'op':<14} {'size (B)':>12} {'place':>6} {'A time':>10} {'B time':>10} {'change':>8} "
+             f"{'A busbw':>8} {'B busbw':>8}"]
+    for r in rows:
+        flag = "  <- slower" if r["regression"] else ""
+        lines.append(f"  {r['op']:<14} {r['size_bytes']:>12} {'in' if r['in_place'] else 'out':>6} "
+                     f"{r['old_time_us']:>10.2f} {r['new_time_us']:>10.2f} {100 * r['time_change']:>7.1f}% "
+                     f"{_bw(r['old_busbw_gbps'])} {_bw(r['new_busbw_gbps'])}{flag}")
+    return "\n".join(lines)
+
+
+def _bw(v) -> str:
+    return f"{v:>8.2f}" if v is not None else f"{'n/a':>8}"
+
+
+def main(args, console) -> int:
+    from ..sizes import parse_size
+
+    tolerance = parse_tolerance(args.tolerance)
+    min_size = parse_size(args.min_size, "--min-size") if args.min_size != "0" else 0
+    kind_a, rows_a = load_rows(args.old)
+    kind_b, rows_b = load_rows(args.new)
+    rows = compare(rows_a, rows_b, tolerance, min_size)
+    if not rows:
+        raise UsageError("nothing-to-compare", f"no (collective, size, placement) appears in both {args.old} and "
+                                               f"{args.new}")
+    console.print(table_text(rows, f"{kind_a} {args.old}", f"{kind_b} {args.new}"), markup=False, highlight=False, soft_wrap=True)
+    regressions = [r for r in rows if r["regression"]]
+    wrong = [r for r in rows if r["new_wrong"]]
+    verdict = "fail" if regressions or wrong else "pass"
+    console.print(f"{len(rows)} rows compared, {len(regressions)} slower than A by more than "
+                  f"{100 * tolerance:g}%, {len(wrong)} with wrong data in B: {verdict.upper()}")
+    if args.json:
+        doc = report.document("compare", {"old": args.old, "new": args.new, "tolerance": tolerance,
+                                          "min_size": min_size}, None, {"rows": rows}, verdict)
+        report.write_json(doc, args.json)
+    return ExitCode.CHECK_FAILED if verdict == "fail" else ExitCode.PASS

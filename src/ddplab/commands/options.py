@@ -1,0 +1,38 @@
+"""Options shared by the commands that start ranks, defined once (pip's cmdoptions)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..config import LaunchOptions
+
+
+def add_launch_arguments(parser: argparse.ArgumentParser, nproc_default: int = 2) -> None:
+    """Options every multi-rank command shares."""
+    parser.add_argument("--nproc", type=int, default=nproc_default, help="ranks on this node (default: %(default)s)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--share-device", dest="placement", action="store_const", const="shared",
+                       help="every rank on device 0 with a memory cap (default when nproc > devices)")
+    where.add_argument("--per-device", dest="placement", action="store_const", const="per-device",
+                       help="rank i on device i")
+    parser.set_defaults(placement="auto")
+    parser.add_argument("--backend", default="auto", help="collective backend (default: chosen by policy)")
+    parser.add_argument("--device", default="auto", help="device type (default: detected accelerator, else cpu)")
+    parser.add_argument("--memory-fraction", type=float, default=None,
+                        help="allocator cap per rank on a shared device (default: (1 - reserve) / ranks)")
+    parser.add_argument("--reserve", type=float, default=0.10,
+                        help="device memory left for contexts and buffers (default: %(default)s)")
+    parser.add_argument("--timeout", type=float, default=120.0, dest="timeout_s",
+                        help="process-group timeout in seconds (default: %(default)s)")
+    parser.add_argument("--run-dir", default=None, help="directory for logs and results (default: ./ddplab-runs/ID)")
+    parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
+    parser.add_argument("--mps", action="store_true", dest="sharing_daemon",
+                        help="start a private MPS daemon for this run and stop it afterwards (NVIDIA)")
+
+
+def launch_options(args) -> LaunchOptions:
+    return LaunchOptions(nproc=args.nproc, placement=args.placement, backend=args.backend, device=args.device,
+                         memory_fraction=args.memory_fraction, reserve=args.reserve, timeout_s=args.timeout_s,
+                         run_dir=args.run_dir, sharing_daemon=args.sharing_daemon)
+
+

@@ -1,0 +1,237 @@
+"""`ddplab sweep`: nccl-tests from Python. Same sizes (-b/-e/-f), byte counts, bus factors
+(GB = 1e9) and column layout, so the two outputs can be put side by side; a correctness
+check at every size with exact data; nonzero exit on wrong data or busbw below --min-busbw.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import collectives, display, report
+from ..collectives.common import DTYPES
+from ..errors import UsageError, invalid_choice
+from ..sizes import size_range
+from ..workloads.common import MODES
+from . import options
+
+SUMMARY = "nccl-tests-style sweep: algbw/busbw per size for each collective, with correctness checks"
+MAX_ITERS = 100_000
+CEILING_MAX_BYTES = 1 << 30
+# Bytes a rank holds per size: inputs, outputs and the expected buffer of the check.
+BUFFERS_PER_SIZE = 4
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    options.add_launch_arguments(parser)
+    parser.add_argument("--ops", default="all_reduce",
+                        help=f"comma list or 'all'; from {', '.join(collectives.COLLECTIVES)} (default: all_reduce)")
+    parser.add_argument("-b", "--minbytes", default="8", help="smallest size, K/M/G suffixes (default: 8)")
+    parser.add_argument("-e", "--maxbytes", default="64M", help="largest size (default: 64M)")
+    parser.add_argument("-f", "--stepfactor", type=float, default=2.0, help="size multiplier (default: 2)")
+    parser.add_argument("-n", "--iters", type=int, default=20, help="timed iterations per size (default: 20)")
+    parser.add_argument("-w", "--warmup", type=int, default=5, help="untimed iterations per size (default: 5)")
+    parser.add_argument("--dtype", default="float", help=f"one of {', '.join(DTYPES)} (default: float)")
+    parser.add_argument("--mode", default="pipelined",
+                        help="pipelined (nccl-tests default) or blocking (nccl-tests -z 1) (default: pipelined)")
+    parser.add_argument("--check", dest="check", action="store_true", default=True,
+                        help="check results at every size (default)")
+    parser.add_argument("--no-check", dest="check", action="store_false", help="skip the correctness check")
+    parser.add_argument("--min-busbw", type=float, default=None,
+                        help="fail when the average busbw (GB/s, as nccl-tests' footer) is below this")
+
+
+def settings(args) -> dict:
+    ops = collectives.parse_ops(args.ops)
+    sizes = size_range(args.minbytes, args.maxbytes, args.stepfactor)
+    if args.dtype not in DTYPES:
+        raise invalid_choice("dtype", args.dtype, DTYPES)
+    if args.mode not in MODES:
+        raise invalid_choice("mode", args.mode, MODES)
+    if not 1 <= args.iters <= MAX_ITERS:
+        raise UsageError("invalid-iters", f"-n {args.iters} is out of range; valid: 1 to {MAX_ITERS}")
+    if args.warmup < 0:
+        raise UsageError("invalid-warmup", f"-w {args.warmup} must be 0 or more")
+    if args.min_busbw is not None and args.min_busbw <= 0:
+        raise UsageError("invalid-min-busbw", f"--min-busbw {args.min_busbw} must be a positive GB/s figure")
+    return {"ops": ops, "sizes": sizes, "dtype": args.dtype, "mode": args.mode, "iters": args.iters,
+            "warmup": args.warmup, "check": args.check}
+
+
+def validate(args) -> None:
+    options.launch_options(args)
+    settings(args)
+
+
+def _check_memory(platform, placement, sizes: list[int]) -> None:
+    """Refuse a sweep that cannot fit, before any rank allocates (free memory known only here)."""
+    free = platform.devices[0].free_bytes if platform.devices else None
+    ranks_on_device = len(placement.device_indices) if placement.shared_device else 1
+    need = BUFFERS_PER_SIZE * max(sizes) * ranks_on_device
+    if free is not None and need > free:
+        raise UsageError("sweep-too-large",
+                         f"-e {max(sizes)} B needs about {need / 1e9:.1f} GB on device 0 ({BUFFERS_PER_SIZE} buffers "
+                         f"x {ranks_on_device} rank(s)), but only {free / 1e9:.1f} GB is free",
+                         hint="lower -e/--maxbytes")
+
+
+def execute(args, console=None, live: bool = True) -> dict:
+    from .. import session
+
+    opts = options.launch_options(args)
+    s = settings(args)
+    prepared = session.prepare(opts, with_memory=True)
+    platform, placement = prepared
+    _check_memory(platform, placement, s["sizes"])
+    if placement.shared_device and not placement.host_only:
+        s["ceiling_bytes"] = min(max(s["sizes"]), CEILING_MAX_BYTES)
+    sess = session.run_workload("sweep", s, opts, "sweep", console, live, prepared=prepared)
+    results = summarise(sess, s, args.min_busbw)
+    config = {**opts.to_dict(), **s, "min_busbw": args.min_busbw}
+    return report.document("sweep", config, sess.platform.to_dict(), results, _verdict(results))
+
+
+def summarise(sess, s: dict, min_busbw: float | None) -> dict:
+    results = sess.common_results()
+    values = sess.rank_values()
+    n = results["world_size"]
+    rows = merge_rows([v["rows"] for v in values], n, s["dtype"]) if values else []
+    ceiling = next((v["ceiling"] for v in values if v.get("ceiling")), None)
+    if ceiling:
+        for row in rows:
+            if row.get("busbw_gbps") is not None:
+                row["busbw_fraction_of_ceiling"] = row["busbw_gbps"] / ceiling["gbps"]
+    timed = [r for r in rows if r.get("busbw_gbps") is not None]
+    avg_busbw = sum(r["busbw_gbps"] for r in timed) / len(timed) if timed else None
+    results.update({
+        "mode": s["mode"],
+        "time_method": ("pipelined: iters back to back, one device sync, wall/iters" if s["mode"] == "pipelined"
+                        else "blocking: device sync after each op, mean of per-op wall times"),
+        "dtype": s["dtype"],
+        "rows": rows,
+        "num_wrong_total": sum(r.get("num_wrong") or 0 for r in rows),
+        "errors": [r for r in rows if r.get("error")],
+        "avg_busbw_gbps": avg_busbw,
+        "min_busbw_gbps": min_busbw,
+        "ceiling": ceiling,
+    })
+    return results
+
+
+def merge_rows(per_rank_rows: list[list[dict]], n: int, dtype: str) -> list[dict]:
+    """Average time over ranks (nccl-tests -a 1), sum wrong elements, derive algbw and busbw."""
+    merged = []
+    for same in zip(*per_rank_rows):
+        first = same[0]
+        row = {"op": first["op"], "dtype": dtype}
+        if "skipped" in first:
+            merged.append({**row, "skipped": first["skipped"]})
+            continue
+        row.update(size_bytes=first["size_bytes"], count=first["count"], in_place=first["in_place"])
+        errors = [r["error"] for r in same if r.get("error")]
+        if errors:
+            merged.append({**row, "error": errors[0]})
+            continue
+        spec = collectives.get(first["op"])
+        time_us = sum(r["time_us"] for r in same) / len(same)
+        elem = first["size_bytes"] // first["count"]
+        algbw = spec.algbw_gbps(first["count"], elem, time_us)
+        wrong = [r.get("num_wrong") for r in same]
+        row.update(time_us=time_us, time_us_max_rank=max(r["time_us"] for r in same), algbw_gbps=algbw,
+                   busbw_gbps=spec.busbw_gbps(algbw, n),
+                   num_wrong=None if any(w is None for w in wrong) else sum(wrong))
+        merged.append(row)
+    return merged
+
+
+def _verdict(r: dict) -> str:
+    if not r["completed"] or r["num_wrong_total"] or r["errors"]:
+        return "fail"
+    if r["min_busbw_gbps"] is not None:
+        if r["avg_busbw_gbps"] is None:
+            return "warn"  # world size 1: busbw is not defined, the floor cannot be judged
+        if r["avg_busbw_gbps"] < r["min_busbw_gbps"]:
+            return "fail"
+    return "warn" if r["warnings"] else "pass"
+
+
+def nccl_tests_table(r: dict) -> str:
+    """The rows in nccl-tests' column layout, one block per collective (N/A where torch has no such row)."""
+    lines = []
+    ops = dict.fromkeys(row["op"] for row in r["rows"])
+    for op in ops:
+        lines.append(f"# ddplab {op}, {r['world_size']} ranks, backend {r['backend']}, time: {r['mode']}")
+        lines.append(f"# {'':>10}  {'':>12}  {'':>6}  {'':>6}  {'':>6}  {'out-of-place':^30}  {'in-place':^30}")
+        lines.append(f"# {'size':>10}  {'count':>12}  {'type':>6}  {'redop':>6}  {'root':>6}  " +
+                     "  ".join([f"{'time':>7}  {'algbw':>6}  {'busbw':>6}  {'#wrong':>6}"] * 2))
+        lines.append(f"# {'(B)':>10}  {'(elements)':>12}  {'':>6}  {'':>6}  {'':>6}  " +
+                     "  ".join([f"{'(us)':>7}  {'(GB/s)':>6}  {'(GB/s)':>6}  {'':>6}"] * 2))
+        by_size: dict[int, dict[bool, dict]] = {}
+        for row in r["rows"]:
+            if row["op"] != op:
+                continue
+            if "skipped" in row:
+                lines.append(f"#  skipped: {row['skipped']}")
+                continue
+            by_size.setdefault(row["size_bytes"], {})[row["in_place"]] = row
+        redop = "sum" if op in ("all_reduce", "reduce", "reduce_scatter") else "none"
+        root = "0" if op in ("broadcast", "reduce") else "-1"
+        for size, cells in by_size.items():
+            any_row = next(iter(cells.values()))
+            parts = [_cell(cells.get(False)), _cell(cells.get(True))]
+            lines.append(f"{size:>12}  {any_row['count']:>12}  {r['dtype']:>6}  {redop:>6}  {root:>6}  "
+                         + "  ".join(parts))
+    wrong = r["num_wrong_total"]
+    lines.append(f"# Out of bounds values : {wrong} {'OK' if not wrong else 'FAILED'}")
+    avg = r["avg_busbw_gbps"]
+    lines.append(f"# Avg bus bandwidth    : {avg:.3f}" if avg is not None else "# Avg bus bandwidth    : n/a "
+                                                                                 "(world size 1)")
+    return "\n".join(lines)
+
+
+def _cell(row: dict | None) -> str:
+    if row is None:
+        return f"{'N/A':>7}  {'N/A':>6}  {'N/A':>6}  {'N/A':>6}"
+    if row.get("error"):
+        return f"{'ERROR':>7}  {'':>6}  {'':>6}  {'':>6}"
+    busbw = f"{row['busbw_gbps']:6.2f}" if row["busbw_gbps"] is not None else f"{'n/a':>6}"
+    wrong = "N/A" if row["num_wrong"] is None else str(row["num_wrong"])
+    return f"{_time(row['time_us'])}  {row['algbw_gbps']:6.2f}  {busbw}  {wrong:>6}"
+
+
+def _time(us: float) -> str:
+    return f"{us:7.2f}" if us < 10_000 else f"{us:7.1f}" if us < 100_000 else f"{us:7.0f}"
+
+
+def render(doc: dict, console) -> None:
+    r = doc["results"]
+    display.failures(r, console)
+    if r["completed"]:
+        console.print(nccl_tests_table(r), markup=False, highlight=False, soft_wrap=True)
+    for e in r["errors"]:
+        console.print(f"[red]{e['op']} {e['size_bytes']} B in_place={e['in_place']}:[/] {e['error']}")
+    if r.get("ceiling"):
+        c = r["ceiling"]
+        best = max((x.get("busbw_fraction_of_ceiling") or 0) for x in r["rows"]) if r["rows"] else 0
+        console.print(f"device copy ceiling {c['gbps']:.1f} GB/s at {c['size_bytes']} B ({c['method']}); "
+                      f"best busbw reached {100 * best:.1f}% of it")
+    for w in r["warnings"]:
+        console.print(f"[yellow]warning:[/] {w}")
+    console.print(f"verdict: {display.verdict_text(doc['verdict'])} - {summary_line(r)}")
+
+
+def summary_line(r: dict) -> str:
+    if not r["completed"]:
+        return f"{r['backend']}: did not complete"
+    avg = f"{r['avg_busbw_gbps']:.2f} GB/s" if r["avg_busbw_gbps"] is not None else "n/a"
+    text = f"{r['backend']}: {len(r['rows'])} rows, #wrong {r['num_wrong_total']}, avg busbw {avg}"
+    if r["min_busbw_gbps"] is not None:
+        text += f" (floor {r['min_busbw_gbps']} GB/s)"
+    return text
+
+
+def main(args, console) -> int:
+    doc = execute(args, console)
+    render(doc, console)
+    if args.json:
+        report.write_json(doc, args.json)
+    return report.exit_code(doc["verdict"])

@@ -1,0 +1,107 @@
+"""Read nccl-tests text output (and its forks rccl-tests and mccl-tests, which print the
+same table) into rows ddplab can put beside its own.
+
+Robust to what real logs contain: NCCL/MCCL INFO and WARN lines interleaved with the
+table, `#` headers, tables with or without the redop/root columns, N/A cells, and
+several collectives in one file. Sizes, times (us) and GB/s are taken as printed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+_COLLECTIVE = re.compile(r"Collective test (?:starting|concluded):\s*(\w+?)_perf")
+_BINARY = re.compile(r"\b(\w+?)_perf\b")
+_RANK_LINE = re.compile(r"^#\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+")
+_TYPES = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16",
+          "fp8_e4m3", "fp8_e5m2", "int", "char"}
+# nccl-tests binary stem -> ddplab collective name
+_OP_NAMES = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
+             "broadcast": "broadcast", "reduce": "reduce", "alltoall": "all_to_all", "sendrecv": "send_recv"}
+
+
+@dataclass(frozen=True)
+class Row:
+    op: str | None
+    size_bytes: int
+    count: int
+    dtype: str
+    in_place: bool
+    time_us: float | None
+    algbw_gbps: float | None
+    busbw_gbps: float | None
+    num_wrong: int | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Table:
+    rows: list[Row]
+    world_size: int | None  # from the "# Rank N ..." lines, when present
+    avg_busbw_gbps: float | None
+
+
+def parse(text: str) -> Table:
+    rows: list[Row] = []
+    op = None
+    ranks = 0
+    avg = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("#"):
+            m = _COLLECTIVE.search(stripped) or (_BINARY.search(stripped) if "_perf" in stripped else None)
+            if m:
+                op = _OP_NAMES.get(m.group(1), m.group(1))
+                # "concluded" comes after its table: name the rows that were read without one.
+                rows = [r if r.op else _with_op(r, op) for r in rows]
+            if _RANK_LINE.match(stripped):
+                ranks += 1
+            if "Avg bus bandwidth" in stripped:
+                avg = _number(stripped.split(":")[-1])
+            continue
+        row_pair = _parse_row(stripped.split(), op)
+        if row_pair:
+            rows.extend(row_pair)
+    return Table(rows=rows, world_size=ranks or None, avg_busbw_gbps=avg)
+
+
+def _parse_row(tokens: list[str], op: str | None) -> list[Row] | None:
+    """A data row: size count type [redop root] then 4 cells per placement. Anything else is None."""
+    if len(tokens) < 11 or not (tokens[0].isdigit() and tokens[1].isdigit()) or tokens[2] not in _TYPES:
+        return None
+    i = 3
+    if not _is_number(tokens[i]):  # redop column (sum, prod, none, ...)
+        i += 1
+    if len(tokens) - i >= 9 and re.fullmatch(r"-?\d+", tokens[i]):  # root column
+        i += 1
+    cells = tokens[i:i + 8]
+    if len(cells) < 8:
+        return None
+    size, count, dtype = int(tokens[0]), int(tokens[1]), tokens[2]
+    out = []
+    for in_place, (t, alg, bus, wrong) in ((False, cells[0:4]), (True, cells[4:8])):
+        if t.upper() == "N/A" and alg.upper() == "N/A":
+            continue
+        out.append(Row(op, size, count, dtype, in_place, _number(t), _number(alg), _number(bus),
+                       int(wrong) if wrong.isdigit() else None))
+    return out
+
+
+def _with_op(row: Row, op: str) -> Row:
+    return Row(**{**asdict(row), "op": op})
+
+
+def _is_number(text: str) -> bool:
+    return _number(text) is not None or text.upper() == "N/A"
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None

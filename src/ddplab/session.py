@@ -1,0 +1,116 @@
+"""One multi-rank run of a workload: detect, plan, launch, sample. Shared by every command
+that starts ranks (train, storm, sweep, ceiling, contention), so each command only says
+what its ranks do and how to summarise what they return.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .config import LaunchOptions
+from .launch import LaunchResult, RunDir, launch
+from .platform import Platform
+from .policy import Placement
+
+
+@dataclass
+class Session:
+    platform: Platform
+    placement: Placement
+    run: RunDir
+    outcome: LaunchResult
+    sampler: Any  # sampler.RankSampler, after it stopped
+    daemon: dict | None = None  # what the private sharing daemon did, when one was used
+
+    def rank_values(self) -> list[dict]:
+        return [self.outcome.return_values[r] for r in sorted(self.outcome.return_values)]
+
+    def common_results(self) -> dict:
+        """What every multi-rank command reports: placement, outcome, ranks, time series."""
+        outcome, placement = self.outcome, self.placement
+        return {
+            "backend": placement.backend,
+            "backend_reason": placement.backend_reason,
+            "shared_device": placement.shared_device,
+            "placement": placement.to_dict(),
+            "warnings": list(placement.warnings),
+            "sharing_daemon": self.daemon,
+            "run_id": outcome.run_id,
+            "run_dir": outcome.run_dir,
+            "world_size": len(placement.device_indices),
+            "completed": outcome.ok and bool(outcome.return_values),
+            "ranks": self.rank_entries(),
+            "torchrun_root_cause_rank": outcome.torchrun_root_cause_rank,
+            "launcher_error": outcome.launcher_error,
+            "duration_s": round(outcome.duration_s, 3),
+            "timeseries": self.sampler.timeseries(),
+        }
+
+    def rank_entries(self) -> list[dict]:
+        """One entry per rank, finished or not: identity, status, sampler peaks, what it returned."""
+        peaks = self.sampler.peaks()
+        pids = self.run.rank_pids()
+        entries = []
+        for rank in range(len(self.placement.device_indices)):
+            value = self.outcome.return_values.get(rank)
+            failure = self.outcome.failures.get(rank)
+            entry = {"rank": rank,
+                     "pid": (value or {}).get("pid") or (failure.pid if failure else pids.get(rank)),
+                     "device": self.placement.device_label(rank),
+                     "peak_mem_bytes": (value or {}).get("peak_mem_bytes"),
+                     "status": "finished" if value else ("failed" if failure else "stopped by launcher")}
+            entry.update(peaks.get(rank, {}))
+            if value:
+                entry.update({k: v for k, v in value.items() if k not in entry})
+            if failure:
+                entry["failure"] = {"exitcode": failure.exitcode, "signal": failure.signal,
+                                    "message": failure.message[-1500:], "log_tail": failure.log_tail}
+            entries.append(entry)
+        return entries
+
+
+def prepare(opts: LaunchOptions, with_memory: bool = False) -> tuple[Platform, Placement]:
+    """Everything that can refuse the request, before anything is started or written."""
+    from .platform import detect
+    from .policy import plan
+
+    platform = detect(opts.device, with_memory=with_memory)
+    return platform, plan(opts, platform)
+
+
+def run_workload(workload: str, payload: dict, opts: LaunchOptions, label: str, console=None,
+                 live: bool = True, sample: bool = True, prepared: tuple | None = None) -> Session:
+    """Start ``opts.nproc`` ranks running ``workload`` with ``payload`` as its settings."""
+    from . import display
+    from .platform import open_monitor, sharing_daemon as daemon_mod
+    from .sampler import RankSampler
+    from .worker import rank_main
+
+    platform, placement = prepared or prepare(opts)
+    run = RunDir.create(opts.run_dir, label)
+    if console is not None:
+        display.announce(console, placement, opts.nproc, run)
+
+    job = {
+        "workload": workload,
+        "placement": placement.to_dict(),
+        "platform_backend": platform.backend,
+        "timeout_s": opts.timeout_s,
+        workload: payload,
+    }
+    monitor = open_monitor(platform.spec)
+    daemon = daemon_mod.PrivateDaemon(platform.spec, run.path) if opts.sharing_daemon else None
+    try:
+        if daemon is not None:
+            job["placement"]["env"] = {**job["placement"]["env"], **daemon.start()}
+            if console is not None:
+                console.print(f"sharing daemon: {daemon.describe()}")
+        with display.live_ranks(console if live else None) as update, \
+                RankSampler(run, monitor, on_sample=update, enabled=sample) as sampler:
+            outcome = launch(rank_main, job, opts.nproc, run)
+    finally:
+        monitor.close()
+        if daemon is not None:
+            daemon.stop()
+    return Session(platform, placement, run, outcome, sampler, daemon.record() if daemon else None)

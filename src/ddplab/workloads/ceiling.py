@@ -1,0 +1,55 @@
+"""The loopback ceiling (the report's 3.2): how fast this device copies memory.
+
+Device-to-device: ``dst.copy_(src)`` of S bytes timed with device events. Reported two
+ways: copy rate S/t (bytes counted once, comparable with algbw) and memory traffic
+2S/t (bytes read + written, comparable with the datasheet's memory bandwidth).
+Host<->device: pinned host memory, S/t each way. On the host CPU: host memcpy only.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+SUMMARY = "device copy bandwidth (the loopback ceiling) and host<->device bandwidth"
+
+
+def copy_gbps(runtime, size_bytes: int, iters: int = 20, src_device=None, dst_device=None) -> dict:
+    import torch
+
+    src = torch.empty(size_bytes, dtype=torch.uint8, device=src_device or runtime.device,
+                      pin_memory=(src_device == "cpu" and not runtime.is_host))
+    dst = torch.empty(size_bytes, dtype=torch.uint8, device=dst_device or runtime.device,
+                      pin_memory=(dst_device == "cpu" and not runtime.is_host))
+    src.fill_(1)
+    for _ in range(3):
+        dst.copy_(src, non_blocking=True)
+    runtime.synchronize()
+    times_us = []
+    for _ in range(iters):
+        start, end = runtime.new_event(), runtime.new_event()
+        if start is None:  # host: wall clock around a synchronous copy
+            t0 = time.perf_counter()
+            dst.copy_(src)
+            times_us.append((time.perf_counter() - t0) * 1e6)
+            continue
+        start.record()
+        dst.copy_(src, non_blocking=True)
+        end.record()
+        end.synchronize()
+        times_us.append(start.elapsed_time(end) * 1e3)
+    t = statistics.median(times_us)
+    return {"size_bytes": size_bytes, "time_us": t, "gbps": size_bytes / 1e9 / (t * 1e-6),
+            "method": "host perf_counter per copy" if runtime.is_host else "device events per copy",
+            "iters": iters}
+
+
+def run(ctx) -> dict:
+    s = ctx.settings
+    d2d = copy_gbps(ctx.runtime, s["bytes"], s["iters"])
+    d2d["rw_gbps"] = 2 * d2d["gbps"]
+    out = {"device_copy": d2d}
+    if not ctx.runtime.is_host:
+        out["host_to_device"] = copy_gbps(ctx.runtime, s["host_bytes"], s["iters"], src_device="cpu")
+        out["device_to_host"] = copy_gbps(ctx.runtime, s["host_bytes"], s["iters"], dst_device="cpu")
+    return out

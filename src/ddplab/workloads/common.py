@@ -1,0 +1,72 @@
+"""Timing and statistics shared by the benchmark workloads; names no collective.
+
+Modes, as nccl-tests defines them (anchors-benchmarks.md):
+  pipelined - N launches back to back, one device sync, wall time / N (nccl-tests' default)
+  blocking  - device sync after every op, mean of the per-op wall times (nccl-tests -z 1)
+  events    - device events around each op, no host sync in between: device-side time
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+MODES = ("pipelined", "blocking")
+
+
+def barrier() -> None:
+    import torch.distributed as dist
+
+    dist.barrier()
+
+
+def pipelined_us(run: Callable[[], None], runtime, iters: int) -> float:
+    runtime.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        run()
+    runtime.synchronize()
+    return (time.perf_counter() - t0) / iters * 1e6
+
+
+def blocking_us(run: Callable[[], None], runtime, iters: int) -> list[float]:
+    times = []
+    runtime.synchronize()
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        run()
+        runtime.synchronize()
+        times.append((time.perf_counter() - t0) * 1e6)
+    return times
+
+
+def device_event_us(run: Callable[[], None], runtime, iters: int) -> list[float] | None:
+    """Device-side time of each op from event pairs; None where the device has no events (host)."""
+    pairs = []
+    for _ in range(iters):
+        start, end = runtime.new_event(), runtime.new_event()
+        if start is None:
+            return None
+        start.record()
+        run()
+        end.record()
+        pairs.append((start, end))
+    runtime.synchronize()
+    return [s.elapsed_time(e) * 1e3 for s, e in pairs]  # elapsed_time is in ms
+
+
+def time_mode(run: Callable[[], None], runtime, iters: int, mode: str) -> float:
+    if mode == "pipelined":
+        return pipelined_us(run, runtime, iters)
+    return statistics.fmean(blocking_us(run, runtime, iters))
+
+
+def distribution(values: list[float]) -> dict:
+    """p50/p90/p99/max by nearest rank: each one a value that was measured."""
+    from ..report import percentile
+
+    if not values:
+        return {"n": 0}
+    return {"n": len(values), "min": min(values), "p50": percentile(values, 50), "p90": percentile(values, 90),
+            "p99": percentile(values, 99), "max": max(values), "mean": statistics.fmean(values)}

@@ -1,0 +1,62 @@
+"""Collective sweep in the nccl-tests manner: every size, out-of-place and in-place where
+torch offers both, timed pipelined (default) or blocking, then checked with exact data.
+
+Each rank returns its own time per row; the launcher averages across ranks (nccl-tests
+`-a 1`) and sums the wrong-element counts. On a shared device rank 0 also measures a
+device copy so the launcher can state busbw as a fraction of that ceiling.
+"""
+
+from __future__ import annotations
+
+from .. import collectives
+from ..collectives.common import torch_dtype
+from .ceiling import copy_gbps
+from .common import barrier, time_mode
+
+SUMMARY = "nccl-tests-style sweep of collectives over message sizes"
+
+
+def run(ctx) -> dict:
+    import torch
+
+    s = ctx.settings
+    dtype = torch_dtype(s["dtype"])
+    elem = torch.tensor([], dtype=dtype).element_size()
+    n = ctx.world_size
+    rows = []
+    for name in s["ops"]:
+        spec = collectives.get(name)
+        if n < spec.min_ranks:
+            rows.append({"op": name, "skipped": f"needs at least {spec.min_ranks} ranks"})
+            continue
+        for size in s["sizes"]:
+            count = spec.count_for(size, n, elem)
+            if count == 0:
+                continue  # smaller than one element per rank: nccl-tests prints nothing either
+            for in_place in spec.placements:
+                rows.append(_one_row(ctx, spec, count, elem, dtype, in_place, s))
+    ceiling = None
+    if s.get("ceiling_bytes") and ctx.rank == 0:
+        ceiling = copy_gbps(ctx.runtime, s["ceiling_bytes"], iters=10)
+    return {"rows": rows, "ceiling": ceiling}
+
+
+def _one_row(ctx, spec, count, elem, dtype, in_place, s) -> dict:
+    row = {"op": spec.name, "size_bytes": count * elem, "count": count, "in_place": in_place}
+    try:
+        prepared = spec.prepare(count, ctx.world_size, ctx.rank, dtype, ctx.device, in_place)
+        for _ in range(s["warmup"]):
+            prepared.run()
+        ctx.runtime.synchronize()
+        barrier()
+        row["time_us"] = time_mode(prepared.run, ctx.runtime, s["iters"], s["mode"])
+        if s["check"]:
+            prepared.fill()
+            ctx.runtime.synchronize()
+            barrier()
+            prepared.run()
+            ctx.runtime.synchronize()
+            row["num_wrong"] = prepared.wrong()
+    except Exception as exc:  # e.g. an op the backend lacks: every rank fails alike, the sweep goes on
+        row["error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
+    return row

@@ -1,0 +1,115 @@
+"""storm, sweep, ceiling, contention and compare for real on CPU with gloo (CI-sized)."""
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import load_json, processes_with_env, run_cli
+
+pytestmark = pytest.mark.slow
+FIXTURE = Path(__file__).resolve().parents[3] / "shared/fixtures/nccl-tests/all_reduce_perf_2xH200_nccl2.28.9.txt"
+ROW_KEYS = {"op", "size_bytes", "count", "dtype", "time_us", "algbw_gbps", "busbw_gbps", "num_wrong", "in_place"}
+
+
+def _run(tmp_path, *args):
+    out = tmp_path / "out.json"
+    proc = run_cli(*args, "--json", str(out), cwd=tmp_path)
+    return proc, (load_json(out) if out.exists() else None)
+
+
+def test_sweep_every_collective_checked_and_correct(tmp_path):
+    proc, doc = _run(tmp_path, "sweep", "--nproc", "2", "--ops", "all", "-b", "4", "-e", "64K", "-f", "4",
+                     "-n", "3", "-w", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    r = doc["results"]
+    rows = r["rows"]
+    assert {row["op"] for row in rows} == {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
+                                           "all_to_all", "send_recv"}
+    for row in rows:
+        assert ROW_KEYS <= set(row), row
+        assert row["num_wrong"] == 0 and row["time_us"] > 0
+        assert row["size_bytes"] == row["count"] * 4
+    # both placements where torch offers them, one where it does not
+    assert {row["in_place"] for row in rows if row["op"] == "all_gather"} == {False, True}
+    assert {row["in_place"] for row in rows if row["op"] == "all_reduce"} == {True}
+    big = next(row for row in rows if row["op"] == "all_reduce" and row["size_bytes"] == 65536)
+    assert big["busbw_gbps"] == pytest.approx(big["algbw_gbps"] * 2 * (2 - 1) / 2)
+    # the nccl-tests layout is printed
+    assert "#       size         count    type   redop    root" in proc.stdout
+    assert "# Out of bounds values : 0 OK" in proc.stdout
+    assert processes_with_env("DDPLAB_RUN_ID", r["run_id"]) == []
+
+
+def test_sweep_min_busbw_floor_fails_with_exit_1(tmp_path):
+    proc, doc = _run(tmp_path, "sweep", "--nproc", "2", "-b", "1K", "-e", "4K", "-n", "2", "--min-busbw", "100000")
+    assert proc.returncode == 1
+    assert doc["verdict"] == "fail" and doc["results"]["avg_busbw_gbps"] < 100000
+
+
+def test_sweep_three_ranks_blocking(tmp_path):
+    proc, doc = _run(tmp_path, "sweep", "--nproc", "3", "--ops", "all_gather,reduce_scatter", "-b", "12",
+                     "-e", "12K", "-f", "32", "-n", "2", "--mode", "blocking")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert all(row["num_wrong"] == 0 for row in doc["results"]["rows"])
+    assert doc["results"]["mode"] == "blocking" and doc["results"]["world_size"] == 3
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["sweep", "-b", "4X"], '"4X" is not a size'),
+    (["sweep", "-b", "1G", "-e", "1M"], "larger than -e 1M"),
+    (["sweep", "--ops", "allreduce"], 'maybe you meant "all_reduce"'),
+    (["sweep", "--dtype", "fp64"], 'unknown dtype "fp64"'),
+    (["sweep", "-e", "64G"], "sweep-too-large"),
+    (["storm", "--iters", "0"], "--iters 0"),
+    (["storm", "--mps"], "--mps asks for a device-sharing daemon"),
+    (["contention", "--per-device"], "--per-device does not apply"),
+])
+def test_benchmark_bad_input_exits_2_before_launch(tmp_path, argv, fragment):
+    proc = run_cli(*argv, cwd=tmp_path)
+    assert proc.returncode in (2, 3), proc.stdout + proc.stderr
+    assert fragment in proc.stderr
+    assert not (tmp_path / "ddplab-runs").exists()
+
+
+def test_storm_reports_latency_cpu_and_threshold(tmp_path):
+    proc, doc = _run(tmp_path, "storm", "--nproc", "2", "--iters", "500")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    r = doc["results"]
+    assert r["correct"] is True and r["mean_us"] > 0
+    assert r["per_op_us"]["n"] == 500 and r["per_op_us"]["p99"] >= r["per_op_us"]["p50"]
+    assert r["device_us"] is None  # the host has no device events
+    assert r["threshold_us"] == 500 and "host" in r["threshold_reason"]
+    for rank in r["ranks"]:
+        assert rank["cpu_user_s"] >= 0 and rank["ctx_switches"] > 0
+    assert "pipelined" in r["method"]
+
+
+def test_storm_threshold_failure_exits_1(tmp_path):
+    proc, doc = _run(tmp_path, "storm", "--nproc", "2", "--iters", "200", "--threshold-us", "0.001")
+    assert proc.returncode == 1 and doc["results"]["within_threshold"] is False
+
+
+def test_ceiling_and_contention_on_host(tmp_path):
+    proc, doc = _run(tmp_path, "ceiling", "--bytes", "16M")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    d = doc["results"]["device_copy"]
+    assert d["gbps"] > 0 and d["rw_gbps"] == pytest.approx(2 * d["gbps"])
+    proc, doc = _run(tmp_path, "contention", "--nproc", "2", "--seconds", "0.5", "--size", "128")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    r = doc["results"]
+    assert r["solo_tflops"] > 0 and len(r["together_tflops"]) == 2 and r["efficiency"] > 0
+
+
+def test_compare_fixture_with_a_sweep(tmp_path):
+    if not FIXTURE.exists():
+        pytest.skip("nccl-tests fixture not found")
+    proc, _ = _run(tmp_path, "sweep", "--nproc", "2", "-b", "4", "-e", "1K", "-f", "4", "-n", "2")
+    assert proc.returncode == 0
+    sweep_json = tmp_path / "out.json"
+    proc = run_cli("compare", str(FIXTURE), str(sweep_json), "--tolerance", "1000000%", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "5 rows compared" in proc.stdout  # 4, 16, 64, 256, 1024 bytes, in-place
+    proc = run_cli("compare", str(FIXTURE), str(sweep_json), cwd=tmp_path)  # gloo on 2 cores vs NVLink
+    assert proc.returncode == 1 and "<- slower" in proc.stdout
+    proc = run_cli("compare", str(sweep_json), str(sweep_json), cwd=tmp_path)
+    assert proc.returncode == 0 and "0 slower" in proc.stdout
