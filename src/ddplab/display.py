@@ -64,6 +64,19 @@ def failures(results: dict, console) -> None:
                       f"(first to fail)")
 
 
+def failure_reason(results: dict) -> str:
+    """One line on why a run did not complete: the predicted refusal, or the first rank's last words."""
+    if results.get("expected_failure_observed"):
+        return f"failed as expected: {results['expected_failure']}"
+    if results.get("launcher_error"):
+        return results["launcher_error"]
+    for rank in results["ranks"]:
+        text = (rank.get("failure") or {}).get("message", "").strip()
+        if text:
+            return text.splitlines()[-1]
+    return "a rank failed"
+
+
 def stage_table(title: str, stages: list[dict]) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("stage")

@@ -43,9 +43,20 @@ class Session:
             "ranks": self.rank_entries(),
             "torchrun_root_cause_rank": outcome.torchrun_root_cause_rank,
             "launcher_error": outcome.launcher_error,
+            "expected_failure": placement.expected_failure,
+            "expected_failure_observed": self._refusal_seen(),
             "duration_s": round(outcome.duration_s, 3),
             "timeseries": self.sampler.timeseries(),
         }
+
+    def _refusal_seen(self) -> bool | None:
+        """Did the library refuse with the words the policy predicted (forced backend)?"""
+        refusal = self.placement.expected_failure
+        if not refusal or self.outcome.ok:
+            return None
+        quoted = refusal.split('"')[1] if '"' in refusal else refusal
+        text = " ".join(f.message + f.log_tail for f in self.outcome.failures.values())
+        return quoted.lower() in text.lower()
 
     def rank_entries(self) -> list[dict]:
         """One entry per rank, finished or not: identity, status, sampler peaks, what it returned."""

@@ -26,7 +26,7 @@ def _prepare(count, n, rank, dtype, device, in_place):
     # torch 2.13 renamed all_gather_into_tensor to all_gather_single; same arguments.
     gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
     fill()
-    return Prepared(run=lambda: gather(out, inp), fill=fill,
+    return Prepared(run=lambda async_op=False: gather(out, inp, async_op=async_op), fill=fill,
                     wrong=lambda: count_wrong(out, expected()), output=out)
 
 

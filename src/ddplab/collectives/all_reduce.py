@@ -16,7 +16,7 @@ def _prepare(count, n, rank, dtype, device, in_place):
     def expected():
         return sum(reduce_values(r, 0, count, dtype, device) for r in range(n))
 
-    return Prepared(run=lambda: dist.all_reduce(buf),
+    return Prepared(run=lambda async_op=False: dist.all_reduce(buf, async_op=async_op),
                     fill=lambda: buf.copy_(reduce_values(rank, 0, count, dtype, device)),
                     wrong=lambda: count_wrong(buf, expected()), output=buf)
 

@@ -23,7 +23,7 @@ def _prepare(count, n, rank, dtype, device, in_place):
         return torch.cat([ident_values(j, rank, per, dtype, device) for j in range(n)])
 
     fill()
-    return Prepared(run=lambda: dist.all_to_all_single(out, inp), fill=fill,
+    return Prepared(run=lambda async_op=False: dist.all_to_all_single(out, inp, async_op=async_op), fill=fill,
                     wrong=lambda: count_wrong(out, expected()), output=out)
 
 

@@ -19,7 +19,7 @@ def _prepare(count, n, rank, dtype, device, in_place):
         buf.copy_(ident_values(ROOT, 0, count, dtype, device)) if rank == ROOT else buf.zero_()
 
     fill()
-    return Prepared(run=lambda: dist.broadcast(buf, ROOT), fill=fill,
+    return Prepared(run=lambda async_op=False: dist.broadcast(buf, ROOT, async_op=async_op), fill=fill,
                     wrong=lambda: count_wrong(buf, ident_values(ROOT, 0, count, dtype, device)), output=buf)
 
 

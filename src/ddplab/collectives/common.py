@@ -31,7 +31,7 @@ def torch_dtype(name: str):
 class Prepared:
     """Buffers for one (size, placement) on one rank."""
 
-    run: Callable[[], None]  # issue the collective once
+    run: Callable[..., object]  # issue the collective once; run(async_op=True) returns its work handle(s)
     fill: Callable[[], None]  # write this rank's check data into the inputs
     wrong: Callable[[], int]  # elements that differ from the expected output on this rank
     output: object = None  # the tensor the check reads (tests corrupt it to prove the check bites)

@@ -19,7 +19,7 @@ def _prepare(count, n, rank, dtype, device, in_place):
             return 0
         return count_wrong(buf, sum(reduce_values(r, 0, count, dtype, device) for r in range(n)))
 
-    return Prepared(run=lambda: dist.reduce(buf, ROOT),
+    return Prepared(run=lambda async_op=False: dist.reduce(buf, ROOT, async_op=async_op),
                     fill=lambda: buf.copy_(reduce_values(rank, 0, count, dtype, device)), wrong=wrong, output=buf)
 
 

@@ -25,7 +25,7 @@ def _prepare(count, n, rank, dtype, device, in_place):
     # torch 2.13 renamed reduce_scatter_tensor to reduce_scatter_single; same arguments.
     scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
     fill()
-    return Prepared(run=lambda: scatter(out, inp), fill=fill,
+    return Prepared(run=lambda async_op=False: scatter(out, inp, async_op=async_op), fill=fill,
                     wrong=lambda: count_wrong(out, expected()), output=out)
 
 

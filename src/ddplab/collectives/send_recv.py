@@ -16,9 +16,12 @@ def _prepare(count, n, rank, dtype, device, in_place):
     recv = torch.zeros(count, dtype=dtype, device=device)
     peer_to, peer_from = (rank + 1) % n, (rank - 1) % n
 
-    def run():
+    def run(async_op=False):
         ops = [dist.P2POp(dist.isend, send, peer_to), dist.P2POp(dist.irecv, recv, peer_from)]
-        for work in dist.batch_isend_irecv(ops):
+        works = dist.batch_isend_irecv(ops)
+        if async_op:
+            return works
+        for work in works:
             work.wait()
 
     def fill():

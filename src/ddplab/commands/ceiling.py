@@ -76,7 +76,7 @@ def render(doc: dict, console) -> None:
 
 def summary_line(r: dict) -> str:
     if not r["completed"]:
-        return "did not complete"
+        return display.failure_reason(r)
     return f"device copy {r['device_copy']['gbps']:.1f} GB/s ({r['device_copy']['rw_gbps']:.1f} GB/s read+write)"
 
 

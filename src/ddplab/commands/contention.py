@@ -89,7 +89,7 @@ def render(doc: dict, console) -> None:
 
 def summary_line(r: dict) -> str:
     if not r["completed"]:
-        return "did not complete"
+        return display.failure_reason(r)
     return f"{r['world_size']} processes: {100 * r['efficiency']:.1f}% aggregate efficiency"
 
 

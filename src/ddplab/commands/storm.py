@@ -96,7 +96,10 @@ def summarise(s, threshold: float, why: str) -> dict:
         "seed_method_us": max(v["seed_method_us"] for v in values),
         "per_op_us": _straggler_view([v["per_op_us"] for v in values]),
         "device_us": _straggler_view(device) if device else None,
-        "dispatch_overhead_us": (mean - device_p50) if device_p50 is not None else None,
+        # Device-bound when each op's device time is most of the wall time per op; then the
+        # host is not the bottleneck and the dispatch overhead is hidden (negative difference).
+        "mean_minus_device_us": (mean - device_p50) if device_p50 is not None else None,
+        "bound_by": None if device_p50 is None else ("device" if device_p50 >= 0.8 * mean else "host dispatch"),
         "cpu_system_pct_of_wall": max(100 * v["cpu_system_s"] / v["storm_wall_s"] for v in values),
         "cpu_user_pct_of_wall": max(100 * v["cpu_user_s"] / v["storm_wall_s"] for v in values),
         "device_util_pct_max": max(util) if util else None,
@@ -119,7 +122,7 @@ def render(doc: dict, console) -> None:
     console.print(display.rank_table("Ranks", r["ranks"]))
     display.failures(r, console)
     if not r["completed"]:
-        console.print(f"verdict: {display.verdict_text(doc['verdict'])} - the storm did not complete")
+        console.print(f"verdict: {display.verdict_text(doc['verdict'])} - {summary_line(r)}")
         return
     per, dev = r["per_op_us"], r["device_us"]
     rows = [
@@ -130,8 +133,8 @@ def render(doc: dict, console) -> None:
         ("per op, blocking", f"p50 {per['p50']:.2f}  p90 {per['p90']:.2f}  p99 {per['p99']:.2f}  "
                              f"max {per['max']:.2f} us  (n={per['n']})"),
         ("device time per op (events)", f"p50 {dev['p50']:.2f}  p99 {dev['p99']:.2f} us" if dev else "n/a (host)"),
-        ("dispatch overhead (mean - device p50)", f"{r['dispatch_overhead_us']:.2f} us"
-         if r["dispatch_overhead_us"] is not None else "n/a"),
+        ("mean - device p50", f"{r['mean_minus_device_us']:.2f} us: bound by {r['bound_by']}"
+         if r["mean_minus_device_us"] is not None else "n/a"),
         ("CPU during the storm (worst rank)", f"user {r['cpu_user_pct_of_wall']:.0f}%  system "
                                               f"{r['cpu_system_pct_of_wall']:.0f}% of wall time"),
         ("device utilisation (max sampled)", f"{r['device_util_pct_max']}%" if r["device_util_pct_max"] is not None
@@ -148,7 +151,7 @@ def render(doc: dict, console) -> None:
 
 def summary_line(r: dict) -> str:
     if not r["completed"]:
-        return f"{r['backend']}: did not complete"
+        return f"{r['backend']}: {display.failure_reason(r)}"
     side = "<=" if r["within_threshold"] else ">"
     return f"{r['backend']}: mean {r['mean_us']:.1f} us {side} {r['threshold_us']:.0f} us"
 

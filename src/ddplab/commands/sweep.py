@@ -221,7 +221,7 @@ def render(doc: dict, console) -> None:
 
 def summary_line(r: dict) -> str:
     if not r["completed"]:
-        return f"{r['backend']}: did not complete"
+        return f"{r['backend']}: {display.failure_reason(r)}"
     avg = f"{r['avg_busbw_gbps']:.2f} GB/s" if r["avg_busbw_gbps"] is not None else "n/a"
     text = f"{r['backend']}: {len(r['rows'])} rows, #wrong {r['num_wrong_total']}, avg busbw {avg}"
     if r["min_busbw_gbps"] is not None:

@@ -54,8 +54,6 @@ def aggregate(s) -> dict:
     results = s.common_results()
     values = s.rank_values()
     completed = results["completed"]
-    refusal = s.placement.expected_failure
-    messages = " ".join(f.message + f.log_tail for f in s.outcome.failures.values())
     results.update({
         "params_identical": (len({v["params_sha256"] for v in values}) == 1) if completed else None,
         "grad_matches_reference": all(v["grad_matches_reference"] for v in values) if completed else None,
@@ -63,8 +61,6 @@ def aggregate(s) -> dict:
                                if completed and len(values) > 1 else None),
         "step_time_us": distribution([t for v in values for t in v["step_times_us"]]),
         "step_time_method": TIMING_METHOD,
-        "expected_failure": refusal,
-        "expected_failure_observed": (_refusal_seen(refusal, messages) if refusal and not completed else None),
     })
     return results
 
@@ -79,12 +75,7 @@ def train_verdict(results: dict) -> str:
 
 def summary_line(results: dict) -> str:
     if not results["completed"]:
-        why = results.get("launcher_error") or next(
-            (r["failure"]["message"].strip().splitlines()[-1] for r in results["ranks"]
-             if r.get("failure") and r["failure"]["message"].strip()), "a rank failed")
-        if results.get("expected_failure_observed"):
-            why = f"failed as expected: {results['expected_failure']}"
-        return f"{results['backend']}: {why}"
+        return f"{results['backend']}: {display.failure_reason(results)}"
     st = results["step_time_us"]
     return (f"{results['backend']}, {results['world_size']} ranks, "
             f"{'shared device' if results['shared_device'] else 'one per device'}: params identical="
@@ -118,8 +109,3 @@ def main(args, console) -> int:
     if args.json:
         report.write_json(doc, args.json)
     return report.exit_code(doc["verdict"])
-
-
-def _refusal_seen(refusal: str, messages: str) -> bool:
-    quoted = refusal.split('"')[1] if '"' in refusal else refusal
-    return quoted.lower() in messages.lower()

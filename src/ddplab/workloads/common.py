@@ -1,7 +1,9 @@
 """Timing and statistics shared by the benchmark workloads; names no collective.
 
 Modes, as nccl-tests defines them (anchors-benchmarks.md):
-  pipelined - N launches back to back, one device sync, wall time / N (nccl-tests' default)
+  pipelined - N launches back to back, one device sync, wall time / N (nccl-tests' default).
+              Collectives are issued with async_op=True and waited at the end, so (as in
+              nccl-tests) no op waits for the previous one on the host or the compute stream.
   blocking  - device sync after every op, mean of the per-op wall times (nccl-tests -z 1)
   events    - device events around each op, no host sync in between: device-side time
 """
@@ -56,9 +58,20 @@ def device_event_us(run: Callable[[], None], runtime, iters: int) -> list[float]
     return [s.elapsed_time(e) * 1e3 for s, e in pairs]  # elapsed_time is in ms
 
 
-def time_mode(run: Callable[[], None], runtime, iters: int, mode: str) -> float:
+def pipelined_async_us(run: Callable[..., object], runtime, iters: int) -> float:
+    runtime.synchronize()
+    t0 = time.perf_counter()
+    works = [run(async_op=True) for _ in range(iters)]
+    for work in works:
+        for w in work if isinstance(work, list) else [work]:
+            w.wait()
+    runtime.synchronize()
+    return (time.perf_counter() - t0) / iters * 1e6
+
+
+def time_mode(run: Callable[..., object], runtime, iters: int, mode: str) -> float:
     if mode == "pipelined":
-        return pipelined_us(run, runtime, iters)
+        return pipelined_async_us(run, runtime, iters)
     return statistics.fmean(blocking_us(run, runtime, iters))
 
 

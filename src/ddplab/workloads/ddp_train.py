@@ -5,7 +5,8 @@ batch is generated from (seed, step, rank), every rank can rebuild the batches o
 all ranks without communicating, and so compute a single-process reference: the
 gradient of the loss over the concatenated batch, which is exactly what DDP's
 averaged gradient must equal (equal batch sizes, mean loss). Two proofs:
-  1. the averaged gradient matches that reference within a float32 tolerance,
+  1. the averaged gradient matches that reference (see _check_step for the tolerance,
+     which allows this device's own arithmetic noise, measured without communication),
      while the rank's own local gradient does not (the negative control: without it
      a check that compares a gradient with itself would also pass);
   2. after training, parameters are bit-identical on all ranks (SHA-256 of the bytes).
@@ -87,27 +88,27 @@ def run(ctx) -> dict:
         step_times_us.append((time.perf_counter() - t0) * 1e6)
 
         if check:
-            full = torch.cat(batches).to(device)
-            err, scale = _grad_error(model, reference, full)
-            checks.append({"step": step, "max_abs_err": err, "grad_scale": scale,
-                           "ok": err <= GRAD_RTOL * scale + 1e-12})
+            c = _check_step(model, reference, [b.to(device) for b in batches], ctx.rank)
+            checks.append({"step": step, **c})
             if local_gap_rel is None and ctx.world_size > 1:
-                gap, _ = _grad_error(model, reference, x)
-                local_gap_rel = gap / scale if scale else None
+                local_gap_rel = c["local_gap_rel"]
 
     ctx.runtime.synchronize()
     peak_bytes, peak_method = ctx.runtime.peak_memory_bytes()
-    worst = max(checks, key=lambda c: c["max_abs_err"] / (c["grad_scale"] or 1.0))
+    worst = max(checks, key=lambda c: c["err_concat_rel"])
     return {
         "params_sha256": _params_digest(model),
         "grad_matches_reference": all(c["ok"] for c in checks),
         "grad_checks": len(checks),
-        "grad_worst_max_abs_err": worst["max_abs_err"],
-        "grad_worst_scale": worst["grad_scale"],
+        "grad_worst_step": worst["step"],
+        "grad_err_vs_concat_rel": worst["err_concat_rel"],
+        "grad_err_vs_rank_average_rel": max(c["err_average_rel"] for c in checks),
+        "device_numeric_noise_rel": max(c["noise_rel"] for c in checks),
         "grad_rtol": GRAD_RTOL,
         # Negative control: the unsynchronised gradient must differ from the reference.
         "local_grad_rel_gap": local_gap_rel,
-        "local_grad_differs": None if local_gap_rel is None else local_gap_rel > 10 * GRAD_RTOL,
+        "local_grad_differs": None if local_gap_rel is None else local_gap_rel > 10 * GRAD_RTOL + 4 * max(
+            c["noise_rel"] for c in checks),
         "final_loss": float(loss.detach().cpu()),
         "step_times_us": [round(t, 2) for t in step_times_us],
         "step_time_p50_us": statistics.median(step_times_us),
@@ -118,15 +119,43 @@ def run(ctx) -> dict:
     }
 
 
-def _grad_error(synced, reference, batch) -> tuple[float, float]:
-    """Largest |synced.grad - reference.grad| and the largest |reference.grad|, over all parameters."""
-    reference.zero_grad(set_to_none=False)
-    reference(batch).mean().backward()
-    err, scale = 0.0, 0.0
-    for p, r in zip(synced.parameters(), reference.parameters()):
-        err = max(err, float((p.grad - r.grad).abs().max()))
-        scale = max(scale, float(r.grad.abs().max()))
-    return err, scale
+def _grads(module, batch) -> list:
+    module.zero_grad(set_to_none=False)
+    module(batch).mean().backward()
+    return [p.grad.detach().clone() for p in module.parameters()]
+
+
+def _max_diff(xs, ys) -> float:
+    return max(float((x - y).abs().max()) for x, y in zip(xs, ys))
+
+
+def _check_step(synced, reference, batches, rank: int) -> dict:
+    """Compare DDP's gradient with two single-process references, all relative to the largest gradient.
+
+    - concat: the gradient of the loss over all ranks' batches concatenated (what DDP means);
+    - rank average: the mean of each rank's batch gradient, computed here without communication
+      (what DDP computes, same kernels, so it must agree to float32 rounding).
+    The two references differ only by this device's arithmetic (a batch of 20 and of 20*n
+    take different kernels): that difference is measured as ``noise`` and allowed on the
+    concat check, so the check stays strict on the host and honest on accelerators.
+    """
+    import torch
+
+    got = [p.grad.detach() for p in synced.parameters()]
+    concat = _grads(reference, torch.cat(batches))
+    per_rank = [_grads(reference, b) for b in batches]
+    average = [sum(gs) / len(per_rank) for gs in zip(*per_rank)]
+    scale = max(float(g.abs().max()) for g in concat) or 1.0
+    err_concat = _max_diff(got, concat) / scale
+    err_average = _max_diff(got, average) / scale
+    noise = _max_diff(average, concat) / scale
+    return {
+        "err_concat_rel": err_concat,
+        "err_average_rel": err_average,
+        "noise_rel": noise,
+        "local_gap_rel": _max_diff(per_rank[rank], concat) / scale,
+        "ok": err_average <= GRAD_RTOL and err_concat <= GRAD_RTOL + 2 * noise,
+    }
 
 
 def _params_digest(model) -> str:
