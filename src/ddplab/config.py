@@ -46,6 +46,8 @@ class LaunchOptions:
     """Directory for this run's logs and results; default ./ddplab-runs/<run id>."""
     sharing_daemon: bool = False
     """Start a private device-sharing daemon (MPS) for this run and stop it afterwards."""
+    hang_timeout_s: float | None = None
+    """ddplab's supervisor declares a hang when no rank progresses this long; None: off."""
 
     def __post_init__(self):
         _require(isinstance(self.nproc, int) and 1 <= self.nproc <= MAX_NPROC, "invalid-nproc",
@@ -63,6 +65,8 @@ class LaunchOptions:
                  f"--reserve {self.reserve} is out of range; valid: 0 <= reserve < 1")
         _require(self.timeout_s > 0, "invalid-timeout",
                  f"--timeout {self.timeout_s} must be a positive number of seconds")
+        _require(self.hang_timeout_s is None or self.hang_timeout_s > 0, "invalid-hang-timeout",
+                 f"--hang-timeout {self.hang_timeout_s} must be a positive number of seconds")
 
     def to_dict(self) -> dict:
         return asdict(self)

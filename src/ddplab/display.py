@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .report import human_bytes
@@ -21,12 +22,14 @@ def make_console() -> Console:
     return console
 
 
-def kv_table(title: str, rows: list[tuple[str, object]]) -> Table:
+def kv_table(title: str, rows: list[tuple[str, object]], markup: bool = False) -> Table:
+    """Two columns. Values are escaped unless ``markup``: error texts contain [brackets]."""
     table = Table(title=title, show_header=False, title_justify="left")
     table.add_column("key", style="bold")
     table.add_column("value", overflow="fold")
     for k, v in rows:
-        table.add_row(k, "n/a" if v is None else str(v))
+        text = "n/a" if v is None else str(v)
+        table.add_row(escape(str(k)), text if markup else escape(text))
     return table
 
 
@@ -56,9 +59,9 @@ def failures(results: dict, console) -> None:
         if rank.get("failure"):
             f = rank["failure"]
             console.print(f"[red]rank {rank['rank']} failed[/] (exit {f['exitcode']}, {f['signal'] or 'no signal'}): "
-                          f"{f['message'].strip()[-600:]}")
+                          f"{escape(f['message'].strip()[-600:])}")
     if results.get("launcher_error"):
-        console.print(f"[red]launcher error:[/] {results['launcher_error']}")
+        console.print(f"[red]launcher error:[/] {escape(results['launcher_error'])}")
     if results.get("torchrun_root_cause_rank") is not None:
         console.print(f"torchrun would name rank {results['torchrun_root_cause_rank']} as root cause "
                       f"(first to fail)")

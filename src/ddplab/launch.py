@@ -78,6 +78,7 @@ class LaunchResult:
     failures: dict[int, RankFailure] = field(default_factory=dict)
     torchrun_root_cause_rank: int | None = None  # the rank elastic would blame (first to fail)
     launcher_error: str | None = None
+    interrupted: bool = False  # the launcher itself got SIGINT/SIGTERM
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -92,7 +93,7 @@ class Rendezvous:
 
 def launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous = Rendezvous()) -> LaunchResult:
     """Run ``entrypoint(job)`` in ``nproc`` ranks and gather what each returns."""
-    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException, Std
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
@@ -125,6 +126,9 @@ def launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous = Re
                                 return_values={int(k): v for k, v in values.items()})
         except ChildFailedError as exc:
             return _failed_result(run, exc, time.monotonic() - start)
+        except SignalException as exc:  # SIGINT/SIGTERM to the launcher: elastic stopped the ranks
+            return LaunchResult(run.run_id, str(run.path), False, time.monotonic() - start,
+                                launcher_error=f"interrupted: {exc}", interrupted=True)
         except Exception as exc:  # rendezvous or agent failure: still a report, never a traceback
             return LaunchResult(run.run_id, str(run.path), False, time.monotonic() - start,
                                 launcher_error=f"{type(exc).__name__}: {exc}")

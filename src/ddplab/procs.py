@@ -26,6 +26,7 @@ TORCHRUN_MARKER = "TORCHELASTIC_RUN_ID"
 class Orphan:
     pid: int
     ppid: int
+    create_time: float  # with pid, identifies the process (pids are reused)
     age_s: float
     cmdline: str
     device_mem_bytes: int | None
@@ -50,6 +51,7 @@ def find_orphans(monitor: DeviceMonitor | None = None, device_node_globs: tuple[
             found.append(Orphan(
                 pid=pid,
                 ppid=proc.info["ppid"],
+                create_time=proc.info["create_time"] or 0.0,
                 age_s=round(time.time() - (proc.info["create_time"] or time.time()), 1),
                 cmdline=" ".join(proc.info["cmdline"] or [])[:200],
                 device_mem_bytes=device_mem.get(pid),
@@ -96,3 +98,31 @@ def _holds_device_node(proc: psutil.Process, device_nodes: set[str]) -> bool:
         except OSError:
             continue
     return False
+
+
+def end(orphans: list[Orphan], grace_s: float = 5.0) -> dict:
+    """SIGTERM exactly these processes, SIGKILL what is left after ``grace_s``."""
+    procs = []
+    for o in orphans:
+        try:
+            p = psutil.Process(o.pid)
+            if abs(p.create_time() - o.create_time) > 1:  # the pid was reused since it was listed
+                continue
+            procs.append(p)
+        except psutil.NoSuchProcess:
+            continue
+    for p in procs:
+        _send(p, "terminate")
+    gone, alive = psutil.wait_procs(procs, timeout=grace_s)
+    for p in alive:
+        _send(p, "kill")
+    gone2, still = psutil.wait_procs(alive, timeout=grace_s)
+    return {"terminated": sorted(p.pid for p in gone), "killed": sorted(p.pid for p in gone2),
+            "survived": sorted(p.pid for p in still)}  # e.g. D state: wedged in the driver
+
+
+def _send(proc: psutil.Process, how: str) -> None:
+    try:
+        getattr(proc, how)()
+    except psutil.NoSuchProcess:
+        pass

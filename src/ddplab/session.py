@@ -5,13 +5,16 @@ what its ranks do and how to summarise what they return.
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from .config import LaunchOptions
 from .launch import LaunchResult, RunDir, launch
 from .platform import Platform
 from .policy import Placement
+from .supervisor import Supervisor
 
 
 @dataclass
@@ -22,6 +25,8 @@ class Session:
     outcome: LaunchResult
     sampler: Any  # sampler.RankSampler, after it stopped
     daemon: dict | None = None  # what the private sharing daemon did, when one was used
+    hang: dict | None = None  # what the supervisor declared, when it declared a hang
+    ended_at: float = 0.0  # wall time the launch returned
 
     def rank_values(self) -> list[dict]:
         return [self.outcome.return_values[r] for r in sorted(self.outcome.return_values)]
@@ -43,6 +48,8 @@ class Session:
             "ranks": self.rank_entries(),
             "torchrun_root_cause_rank": outcome.torchrun_root_cause_rank,
             "launcher_error": outcome.launcher_error,
+            "interrupted": outcome.interrupted,
+            "hang": self.hang,
             "expected_failure": placement.expected_failure,
             "expected_failure_observed": self._refusal_seen(),
             "duration_s": round(outcome.duration_s, 3),
@@ -91,8 +98,13 @@ def prepare(opts: LaunchOptions, with_memory: bool = False) -> tuple[Platform, P
 
 
 def run_workload(workload: str, payload: dict, opts: LaunchOptions, label: str, console=None,
-                 live: bool = True, sample: bool = True, prepared: tuple | None = None) -> Session:
-    """Start ``opts.nproc`` ranks running ``workload`` with ``payload`` as its settings."""
+                 live: bool = True, sample: bool = True, prepared: tuple | None = None,
+                 controller: Callable[[RunDir], None] | None = None) -> Session:
+    """Start ``opts.nproc`` ranks running ``workload`` with ``payload`` as its settings.
+
+    ``controller(run)``, if given, runs in a launcher-side thread while the ranks run
+    (fault drills inject kills and pauses from there).
+    """
     from . import display
     from .platform import open_monitor, sharing_daemon as daemon_mod
     from .sampler import RankSampler
@@ -118,10 +130,15 @@ def run_workload(workload: str, payload: dict, opts: LaunchOptions, label: str, 
             if console is not None:
                 console.print(f"sharing daemon: {daemon.describe()}")
         with display.live_ranks(console if live else None) as update, \
-                RankSampler(run, monitor, on_sample=update, enabled=sample) as sampler:
+                RankSampler(run, monitor, on_sample=update, enabled=sample) as sampler, \
+                Supervisor(run.path, opts.nproc, opts.hang_timeout_s) as supervisor:
+            if controller is not None:
+                threading.Thread(target=controller, args=(run,), name="ddplab-controller", daemon=True).start()
             outcome = launch(rank_main, job, opts.nproc, run)
+            ended_at = time.time()
     finally:
         monitor.close()
         if daemon is not None:
             daemon.stop()
-    return Session(platform, placement, run, outcome, sampler, daemon.record() if daemon else None)
+    return Session(platform, placement, run, outcome, sampler, daemon.record() if daemon else None,
+                   supervisor.hang, ended_at)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from .status import RankStatus
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -60,13 +62,14 @@ def guard_parent(launcher_pid: int, poll_s: float = 0.25) -> None:
 
 @dataclass
 class RankContext:
-    """What a workload gets: who it is, its device, and the job description."""
+    """What a workload gets: who it is, its device, the job description, its status writer."""
 
     rank: int
     local_rank: int
     world_size: int
     runtime: object  # platform.DeviceRuntime
     job: dict
+    status: object = None  # status.RankStatus
 
     @property
     def settings(self) -> dict:
@@ -83,8 +86,29 @@ def rank_main(job: dict) -> dict:
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ["LOCAL_RANK"])
     world_size = int(os.environ["WORLD_SIZE"])
-    Path(os.environ["DDPLAB_RUN_DIR"], "pids", str(rank)).write_text(f"{os.getpid()}\n")
+    run_dir = os.environ["DDPLAB_RUN_DIR"]
+    Path(run_dir, "pids", str(rank)).write_text(f"{os.getpid()}\n")
+    status = RankStatus(run_dir, rank)
+    _stacks_on_sigusr1(run_dir, rank)
+    try:
+        result, runtime, capped = _run(job, rank, local_rank, world_size, status)
+    except BaseException as exc:
+        status.phase("failed", error=f"{type(exc).__name__}: {exc}"[-2000:], failed_at=time.time())
+        raise
+    status.phase("finished")
+    return {
+        "rank": rank,
+        "local_rank": local_rank,
+        "pid": os.getpid(),
+        "hostname": socket.gethostname(),
+        "device": runtime.device_label(),
+        "backend": job["placement"]["backend"],
+        "memory_cap_applied": capped,
+        **result,
+    }
 
+
+def _run(job: dict, rank: int, local_rank: int, world_size: int, status):
     placement = job["placement"]
     os.environ.update(placement["env"])  # before torch.distributed creates any communicator
 
@@ -93,27 +117,34 @@ def rank_main(job: dict) -> dict:
     from .platform import DeviceRuntime
     from .workloads import get_workload
 
+    workload = get_workload(job["workload"])
     runtime = DeviceRuntime(placement["device_type"], placement["device_indices"][local_rank])
     runtime.activate()
     capped = runtime.cap_memory(placement["memory_fraction"])
+    ctx = RankContext(rank, local_rank, world_size, runtime, job, status)
+    if hasattr(workload, "before_init"):  # e.g. a drill's late rank
+        workload.before_init(ctx)
 
     init_kwargs = {"backend": placement["backend"], "timeout": timedelta(seconds=job["timeout_s"])}
     if placement["backend"] == job["platform_backend"] and not runtime.is_host:
         # Eager communicator creation, so that refusals ("Duplicate GPU detected")
         # surface in init_process_group rather than at the first collective.
         init_kwargs["device_id"] = runtime.device
+    status.phase("in-init")
     dist.init_process_group(**init_kwargs)
+    status.phase("running")
     try:
-        result = get_workload(job["workload"]).run(RankContext(rank, local_rank, world_size, runtime, job))
+        result = workload.run(ctx)
     finally:
         dist.destroy_process_group()
-    return {
-        "rank": rank,
-        "local_rank": local_rank,
-        "pid": os.getpid(),
-        "hostname": socket.gethostname(),
-        "device": runtime.device_label(),
-        "backend": placement["backend"],
-        "memory_cap_applied": capped,
-        **result,
-    }
+    return result, runtime, capped
+
+
+def _stacks_on_sigusr1(run_dir: str, rank: int) -> None:
+    """The supervisor sends SIGUSR1 before tearing a hung group down: dump every thread's stack."""
+    import faulthandler
+
+    path = Path(run_dir, "stacks", f"{rank}.txt")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "w")  # kept open for the life of the rank: faulthandler writes to its fd
+    faulthandler.register(signal.SIGUSR1, file=handle, all_threads=True)

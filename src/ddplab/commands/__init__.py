@@ -18,6 +18,8 @@ COMMANDS: dict[str, str] = {
     "ceiling": "ddplab.commands.ceiling",
     "contention": "ddplab.commands.contention",
     "compare": "ddplab.commands.compare",
+    "drill": "ddplab.commands.drill",
+    "clean": "ddplab.commands.clean",
 }
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 
+from rich.markup import escape
+
 from .. import display, report
 from ..errors import DdplabError
 
@@ -100,10 +102,11 @@ def render(doc: dict, console) -> None:
         label = "2 ranks, one device" if key == "shared_device" else "2 ranks, one per device"
         text = (f"{'works' if s['will_work'] else 'will NOT work'}"
                 + (f" with {s['backend']}" if s.get("backend") else "") + f": {s['reason']}")
+        text = escape(text)
         for w in s.get("warnings", []):
-            text += f"\n[yellow]warning:[/] {w}"
+            text += f"\n[yellow]warning:[/] {escape(w)}"
         plan_rows.append((label, text))
-    console.print(display.kv_table("Pseudo-DDP plan", plan_rows))
+    console.print(display.kv_table("Pseudo-DDP plan", plan_rows, markup=True))
     if p["knobs"]:
         console.print(display.kv_table("Watchdog knobs (effective)", [
             (k["name"], f"{k['effective']} ({k['source']}) - {k['meaning']}") for k in p["knobs"]]))

@@ -26,6 +26,8 @@ def add_launch_arguments(parser: argparse.ArgumentParser, nproc_default: int = 2
                         help="process-group timeout in seconds (default: %(default)s)")
     parser.add_argument("--run-dir", default=None, help="directory for logs and results (default: ./ddplab-runs/ID)")
     parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
+    parser.add_argument("--hang-timeout", type=float, default=None, dest="hang_timeout_s",
+                        help="declare a hang when no rank progresses this many seconds (default: off)")
     parser.add_argument("--mps", action="store_true", dest="sharing_daemon",
                         help="start a private MPS daemon for this run and stop it afterwards (NVIDIA)")
 
@@ -33,6 +35,7 @@ def add_launch_arguments(parser: argparse.ArgumentParser, nproc_default: int = 2
 def launch_options(args) -> LaunchOptions:
     return LaunchOptions(nproc=args.nproc, placement=args.placement, backend=args.backend, device=args.device,
                          memory_fraction=args.memory_fraction, reserve=args.reserve, timeout_s=args.timeout_s,
-                         run_dir=args.run_dir, sharing_daemon=args.sharing_daemon)
+                         run_dir=args.run_dir, sharing_daemon=args.sharing_daemon,
+                         hang_timeout_s=args.hang_timeout_s)
 
 

@@ -23,6 +23,7 @@ class DeviceRuntime:
         self.is_host = device_type == HOST_CPU.device_type
         self.module = None if self.is_host else torch.get_device_module(device_type)
         self.device = torch.device(device_type) if self.is_host else torch.device(device_type, index)
+        self.fraction: float | None = None  # allocator cap, once cap_memory() set one
 
     def activate(self) -> None:
         if not self.is_host:
@@ -33,6 +34,7 @@ class DeviceRuntime:
         if fraction is None or self.is_host:
             return False
         self.module.set_per_process_memory_fraction(float(fraction), self.index)
+        self.fraction = float(fraction)
         return True
 
     def synchronize(self) -> None:
@@ -50,6 +52,14 @@ class DeviceRuntime:
             # ru_maxrss is KiB on Linux, bytes on macOS.
             return (rss if sys.platform == "darwin" else rss * 1024), "host peak RSS (getrusage)"
         return int(self.module.max_memory_allocated(self.index)), "allocator peak (max_memory_allocated)"
+
+    def allocator_cap_bytes(self, host_default: int = 256 << 20) -> int:
+        """The bytes this rank may allocate: fraction x device memory, or a fixed cap on the host."""
+        if self.is_host:
+            return host_default
+        total = self.module.get_device_properties(self.index).total_memory
+        fraction = self.fraction or 1.0
+        return int(total * fraction)
 
     def new_event(self):
         """A device timing event, or None on the host."""

@@ -48,12 +48,14 @@ class Vendor:
     knobs: tuple[Knob, ...] = ()
     multi_rank: MultiRankRule | None = None
     per_process_memory_api: str | None = None  # how memory per process is read, or None
+    blocking_wait_env: str | None = None  # makes a timed-out wait() raise in Python instead of aborting
 
 
 _TORCH_WATCHDOG = "the process-group timeout passed to init_process_group"
 
 NVIDIA = Vendor(
     device_type="cuda",
+    blocking_wait_env="TORCH_NCCL_BLOCKING_WAIT",
     vendor="NVIDIA",
     plugin_module=None,
     backend="nccl",
@@ -92,6 +94,7 @@ NVIDIA = Vendor(
 
 MOORE_THREADS = Vendor(
     device_type="musa",
+    blocking_wait_env="TORCH_MCCL_BLOCKING_WAIT",
     vendor="Moore Threads",
     plugin_module="torch_musa",
     backend="mccl",
@@ -115,6 +118,7 @@ MOORE_THREADS = Vendor(
 
 ASCEND = Vendor(
     device_type="npu",
+    blocking_wait_env="TORCH_HCCL_BLOCKING_WAIT",
     vendor="Huawei Ascend",
     plugin_module="torch_npu",
     backend="hccl",
@@ -139,6 +143,7 @@ ASCEND = Vendor(
 
 INTEL = Vendor(
     device_type="xpu",
+    blocking_wait_env="TORCH_XCCL_BLOCKING_WAIT",
     vendor="Intel",
     plugin_module=None,
     backend="xccl",

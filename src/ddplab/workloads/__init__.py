@@ -15,6 +15,7 @@ WORKLOADS: dict[str, str] = {
     "sweep": "ddplab.workloads.sweep",
     "ceiling": "ddplab.workloads.ceiling",
     "contention": "ddplab.workloads.contention",
+    "drill": "ddplab.workloads.drill",
 }
 
 

@@ -1,0 +1,18 @@
+"""late_rank: one rank sleeps before init_process_group (the report's scenario B).
+
+gloo: the others' store wait times out after --timeout (measured: DistStoreError naming the
+missing key). NCCL: communicator creation is NOT bounded by the timeout (measured: still
+hanging at 150 s with timeout=20 s); ddplab's supervisor sees every other rank in init and
+the victim before it, names the victim and tears the group down.
+"""
+
+from .common import judge, run_inprocess
+
+SUMMARY = "one rank arrives late to init_process_group"
+EXPECT = "detected within timeout + 5 s (by the backend or ddplab's supervisor), the late rank named"
+
+
+def run(opts, console=None) -> dict:
+    out = run_inprocess("late_rank", opts, "late", console)
+    out["verdict"] = judge(out, opts.victim, opts.timeout_s, out["device_mem_before_bytes"] is not None)
+    return out
