@@ -22,7 +22,7 @@ import psutil
 from ..config import LaunchOptions
 from ..launch import RUN_ID_ENV
 
-MEMORY_SLACK_BYTES = 64 << 20  # NVML "used" moves by a few MiB on its own
+MEMORY_SLACK_BYTES = 64 << 20  # device-wide "used" memory moves by a few MiB on its own
 MEMORY_WAIT_S = 5.0
 LEAK_WAIT_S = 3.0
 
