@@ -10,4 +10,5 @@ lab: setup
 	$(PYTHON) -m ddplab run
 
 test: setup
+	bash scripts/setup-browser.sh
 	$(PYTHON) -m pytest -q

@@ -80,6 +80,16 @@ def failure_reason(results: dict) -> str:
     return "a rank failed"
 
 
+def check_table(title: str, rows: list[dict]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("stage", "check", "verdict", "value", "threshold"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(escape(r["stage"]), escape(r["check"]), verdict_text(r["verdict"]), escape(r["value"]),
+                      escape(r["threshold"]))
+    return table
+
+
 def stage_table(title: str, stages: list[dict]) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("stage")

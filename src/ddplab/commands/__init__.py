@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "compare": "ddplab.commands.compare",
     "drill": "ddplab.commands.drill",
     "clean": "ddplab.commands.clean",
+    "report": "ddplab.commands.report",
 }
 
 

@@ -61,21 +61,45 @@ def load_rows(path: str) -> tuple[str, list[dict]]:
             raise UsageError("unreadable-input", f"{path}: neither a ddplab JSON report nor nccl-tests output "
                                                  f"(no table rows found)")
         return "nccl-tests", [r.to_dict() for r in table.rows]
-    rows = sweep_rows(doc)
-    if rows is None:
-        raise UsageError("no-sweep-rows", f"{path}: a ddplab {doc.get('command', '?')} report without sweep rows")
+    if not isinstance(doc, dict) or "results" not in doc:
+        raise UsageError("unreadable-input", f"{path}: JSON, but not a ddplab report")
+    rows = timed_rows(doc)
+    if not rows:
+        raise UsageError("nothing-timed", f"{path}: a ddplab {doc.get('command', '?')} report with no timings")
     return "ddplab", rows
 
 
-def sweep_rows(doc: dict) -> list[dict] | None:
+def timed_rows(doc: dict, stage: str | None = None) -> list[dict]:
+    """Every timing a report holds, as comparable rows keyed by (op, size_bytes, in_place).
+
+    sweep rows keep their collective name (so nccl-tests output lines up with them); a
+    storm becomes op "storm" (its pipelined mean), a train run op "train" (step p50).
+    Inside a `ddplab run` report, stages other than the main one are prefixed "stage:".
+    """
     results = doc.get("results") or {}
-    if "rows" in results:
-        return [r for r in results["rows"] if "time_us" in r]
-    for stage in results.get("stages", []):
-        inner = stage.get("report") or {}
-        if inner.get("command") == "sweep":
-            return sweep_rows(inner)
-    return None
+    command = doc.get("command")
+    prefix = f"{stage}:" if stage and stage != command else ""
+    if command == "run":
+        return [r for st in results.get("stages", []) if st.get("report")
+                for r in timed_rows(st["report"], st["name"])]
+    if command == "sweep":
+        return [{**r, "op": prefix + r["op"]} for r in results.get("rows", []) if r.get("time_us")]
+    if command == "storm" and results.get("completed"):
+        return [{"op": f"{prefix}storm", "size_bytes": doc["config"]["bytes"], "in_place": True,
+                 "time_us": results["mean_us"], "busbw_gbps": None}]
+    if command == "train" and results.get("completed"):
+        return [{"op": f"{prefix}train", "size_bytes": 0, "in_place": True,
+                 "time_us": results["step_time_us"]["p50"], "busbw_gbps": None}]
+    return []
+
+
+def verdict_changes(old: dict, new: dict) -> list[dict]:
+    """Stages of two `ddplab run` reports whose verdict got worse."""
+    rank = {"pass": 0, "skip": 0, "warn": 1, "fail": 2}
+    before = {s["name"]: s["verdict"] for s in (old.get("results") or {}).get("stages", [])}
+    after = {s["name"]: s["verdict"] for s in (new.get("results") or {}).get("stages", [])}
+    return [{"stage": n, "old": before[n], "new": v} for n, v in after.items()
+            if n in before and rank.get(v, 2) > rank.get(before[n], 2)]
 
 
 def compare(old: list[dict], new: list[dict], tolerance: float, min_size: int) -> list[dict]:
@@ -119,17 +143,25 @@ def main(args, console) -> int:
     kind_a, rows_a = load_rows(args.old)
     kind_b, rows_b = load_rows(args.new)
     rows = compare(rows_a, rows_b, tolerance, min_size)
-    if not rows:
+    changes = []
+    if kind_a == kind_b == "ddplab":
+        changes = verdict_changes(json.loads(Path(args.old).read_text()), json.loads(Path(args.new).read_text()))
+    if not rows and not changes:
         raise UsageError("nothing-to-compare", f"no (collective, size, placement) appears in both {args.old} and "
                                                f"{args.new}")
-    console.print(table_text(rows, f"{kind_a} {args.old}", f"{kind_b} {args.new}"), markup=False, highlight=False, soft_wrap=True)
+    console.print(table_text(rows, f"{kind_a} {args.old}", f"{kind_b} {args.new}"), markup=False, highlight=False,
+                  soft_wrap=True)
+    for c in changes:
+        console.print(f"verdict of stage {c['stage']} changed: {c['old'].upper()} -> {c['new'].upper()}")
     regressions = [r for r in rows if r["regression"]]
     wrong = [r for r in rows if r["new_wrong"]]
-    verdict = "fail" if regressions or wrong else "pass"
+    verdict = "fail" if regressions or wrong or changes else "pass"
     console.print(f"{len(rows)} rows compared, {len(regressions)} slower than A by more than "
-                  f"{100 * tolerance:g}%, {len(wrong)} with wrong data in B: {verdict.upper()}")
+                  f"{100 * tolerance:g}%, {len(wrong)} with wrong data in B, {len(changes)} verdict(s) worse: "
+                  f"{verdict.upper()}")
     if args.json:
         doc = report.document("compare", {"old": args.old, "new": args.new, "tolerance": tolerance,
-                                          "min_size": min_size}, None, {"rows": rows}, verdict)
+                                          "min_size": min_size}, None, {"rows": rows, "verdict_changes": changes},
+                              verdict)
         report.write_json(doc, args.json)
     return ExitCode.CHECK_FAILED if verdict == "fail" else ExitCode.PASS

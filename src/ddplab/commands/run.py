@@ -1,9 +1,10 @@
-"""`ddplab run`: the main job. Runs the lab's stages in order and prints a verdict table.
+"""`ddplab run`: the main job. The whole lab in one command.
 
-Stages now: env -> train on a shared device -> train one rank per device (when
-there are two or more devices). Each stage is isolated: one that fails or cannot
-run on this machine is recorded and the next one still runs. Everything lands in
-one directory: <out>/report.json plus each stage's run directory.
+env -> shared-device train -> per-device train (2+ devices) -> storm -> sweep ->
+ceiling/contention -> drills -> leftover check -> report. Each stage is isolated: one
+that fails or cannot run here is recorded and the next still runs; ranks that hang are
+cut by ddplab's supervisor (--stage-deadline); Ctrl+C stops the lab and still writes a
+report marked interrupted. <out>/report.json and <out>/report.html hold everything.
 """
 
 from __future__ import annotations
@@ -12,104 +13,167 @@ import argparse
 import time
 from pathlib import Path
 
-from .. import display, report
-from ..config import MODELS, LaunchOptions, TrainConfig
-from ..errors import DdplabError, UsageError
+from .. import checks, display, report
+from ..errors import DdplabError, invalid_choice
+from ..profiles import PROFILES, Stage, stages
 
-SUMMARY = "the whole lab in one command: env, pseudo-DDP on one device, DDP one rank per device"
+SUMMARY = "the whole lab in one command: env, DDP, storm, sweep, ceiling, contention, drills, report"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--nproc", type=int, default=2, help="ranks for the shared-device stage (default: 2)")
-    parser.add_argument("--steps", type=int, default=20, help="training steps per stage (default: 20)")
-    parser.add_argument("--model", default="linear", help=f"one of {', '.join(MODELS)} (default: linear)")
+    parser.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default: quick)")
+    parser.add_argument("--nproc", type=int, default=2, help="ranks for the shared-device stages (default: 2)")
     parser.add_argument("--device", default="auto", help="device type (default: detected accelerator, else cpu)")
+    parser.add_argument("--stage-deadline", type=float, default=120.0,
+                        help="seconds without progress before a stage's ranks are cut (default: 120)")
     parser.add_argument("--out", default=None, help="output directory (default: ./ddplab-runs/run-<time>)")
     parser.add_argument("--json", metavar="PATH", help="also write the JSON report here")
 
 
-def _train_config(args, placement: str, nproc: int, run_dir: Path) -> TrainConfig:
-    return TrainConfig(launch=LaunchOptions(nproc=nproc, placement=placement, device=args.device,
-                                            run_dir=str(run_dir)),
-                       steps=args.steps, model=args.model)
-
-
 def validate(args) -> None:
+    from ..config import LaunchOptions
     from ..platform import validate_device_request
 
+    if args.profile not in PROFILES:
+        raise invalid_choice("profile", args.profile, PROFILES)
     validate_device_request(args.device)
-    _train_config(args, "shared", args.nproc, Path("."))
+    LaunchOptions(nproc=args.nproc, device=args.device, hang_timeout_s=args.stage_deadline)
 
 
 def execute(args, console) -> dict:
-    from . import env, train
+    from . import env
 
     out = Path(args.out or f"ddplab-runs/run-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
-    stages: list[dict] = []
-
-    env_doc = _stage(stages, "env", console, lambda: env.execute(args.device), _env_summary, env.render)
+    started = time.monotonic()
+    records: list[dict] = []
+    interrupted = False
+    env_doc = _stage(records, Stage("env", "env"), console, lambda: env.execute(args.device))
     platform = (env_doc or {}).get("platform") or {}
-
-    def train_stage(name: str, placement: str, nproc: int):
-        cfg = _train_config(args, placement, nproc, out / name)
-        _stage(stages, name, console, lambda: train.execute(cfg, console),
-               lambda d: train.summary_line(d["results"]), train.render)
-
-    train_stage("train-shared", "shared", args.nproc)
-    devices = platform.get("device_count", 0)
-    if platform and not platform.get("device_type") == "cpu" and devices >= 2:
-        train_stage("train-per-device", "per-device", devices)
-    else:
-        stages.append({"name": "train-per-device", "verdict": "skip",
-                       "summary": f"needs 2 or more accelerator devices; found {devices}"})
-
-    verdict = report.worst(s["verdict"] for s in stages)
-    doc = report.document("run", {"nproc": args.nproc, "steps": args.steps, "model": args.model,
-                                  "device": args.device, "out": str(out)},
-                          platform or None, {"stages": stages, "out": str(out.resolve())}, verdict)
-    report.write_json(doc, out / "report.json")
+    host_only = platform.get("device_type", "cpu") == "cpu"
+    has_daemon = bool(platform.get("sharing_daemon")) and bool(platform.get("management_tool_path"))
+    plan = stages(args.profile, args.nproc, platform.get("device_count", 1), host_only, has_daemon)
+    for stage in plan[1:]:
+        try:
+            doc = _stage(records, stage, console, lambda s=stage: _run_command(s, args, out))
+        except KeyboardInterrupt:
+            interrupted = True
+            records.append({"name": stage.name, "verdict": "fail", "summary": "interrupted by the user"})
+            break
+        if doc and doc["results"].get("interrupted"):
+            interrupted = True
+            break
+    records.append(_leftover_check(records))
+    rows = [r for rec in records for r in checks.for_stage(rec)]
+    verdict = report.worst(s["verdict"] for s in records if s["verdict"] != "skip")
+    results = {"profile": args.profile, "stages": records, "checks": rows, "interrupted": interrupted,
+               "duration_s": round(time.monotonic() - started, 1), "out": str(out.resolve())}
+    config = {"profile": args.profile, "nproc": args.nproc, "device": args.device, "out": str(out),
+              "stage_deadline_s": args.stage_deadline, "stages": [s.__dict__ for s in plan]}
+    doc = report.document("run", config, platform or None, results, verdict)
+    write_reports(doc, out)
     return doc
 
 
-def _stage(stages: list, name: str, console, run, summarise, render) -> dict | None:
-    console.rule(f"stage: {name}")
+def write_reports(doc: dict, out: Path) -> None:
+    from ..html_report import render_html
+
+    report.write_json(doc, out / "report.json")
+    (out / "report.html").write_text(render_html(doc))
+
+
+def _run_command(stage: Stage, args, out: Path) -> dict:
+    """Parse the stage's command line with the command's own parser, validate, execute."""
+    from .. import commands
+
+    module = commands.load(stage.command)
+    parser = argparse.ArgumentParser(prog=f"ddplab {stage.command}")
+    module.add_arguments(parser)
+    argv = list(stage.argv) + ["--device", args.device]
+    if "--run-dir" in {a.option_strings[0] for a in parser._actions if a.option_strings}:
+        argv += ["--run-dir", str(out / stage.name)]
+    if any("--hang-timeout" in a.option_strings for a in parser._actions):
+        argv += ["--hang-timeout", str(args.stage_deadline)]
+    stage_args = parser.parse_args(argv)
+    module.validate(stage_args)
+    call = _STAGE_CALLS.get(stage.command, lambda m, a: m.execute(a, None, live=False))
+    return call(module, stage_args)
+
+
+# Commands whose library entry point takes more than the parsed arguments.
+_STAGE_CALLS = {
+    "env": lambda m, a: m.execute(a.device),
+    "train": lambda m, a: m.execute(m.config_from_args(a), None, live=False),
+    "drill": lambda m, a: m.execute(m.names(a.name), m.options(a)),
+}
+
+
+def _stage(records: list, stage: Stage, console, run) -> dict | None:
+    console.rule(f"stage: {stage.name}  (ddplab {stage.command} {' '.join(stage.argv)})")
     started = time.monotonic()
+    record = {"name": stage.name, "command": f"ddplab {stage.command} {' '.join(stage.argv)}".strip()}
     try:
         doc = run()
-    except UsageError:
+    except KeyboardInterrupt:
         raise
     except DdplabError as exc:  # this machine cannot run the stage: record it, go on
-        stages.append({"name": name, "verdict": "fail", "summary": exc.message,
-                       "error": exc.reference, "duration_s": round(time.monotonic() - started, 2)})
-        console.print(exc.render())
+        records.append({**record, "verdict": "skip" if exc.exit_code == 3 else "fail", "summary": exc.message,
+                        "error": exc.reference, "duration_s": round(time.monotonic() - started, 2)})
+        console.print(f"[yellow]{stage.name}:[/] {exc.message}")
         return None
     except Exception as exc:  # a bug in one stage must not hide the others' results
-        stages.append({"name": name, "verdict": "fail", "summary": f"{type(exc).__name__}: {exc}",
-                       "error": "stage-crashed", "duration_s": round(time.monotonic() - started, 2)})
-        console.print(f"[red]stage {name} crashed:[/] {type(exc).__name__}: {exc}")
+        records.append({**record, "verdict": "fail", "summary": f"{type(exc).__name__}: {exc}",
+                        "error": "stage-crashed", "duration_s": round(time.monotonic() - started, 2)})
+        console.print(f"[red]stage {stage.name} crashed:[/] {type(exc).__name__}: {exc}")
         return None
-    stages.append({"name": name, "verdict": doc["verdict"], "summary": summarise(doc),
-                   "duration_s": round(time.monotonic() - started, 2), "report": doc})
-    render(doc, console)
+    summary = _summary(doc)
+    records.append({**record, "verdict": doc["verdict"], "summary": summary,
+                    "duration_s": round(time.monotonic() - started, 2), "report": doc})
+    console.print(f"{display.verdict_text(doc['verdict'])} {stage.name}: {summary} "
+                  f"({time.monotonic() - started:.1f} s)")
     return doc
 
 
-def _env_summary(doc: dict) -> str:
-    p, r = doc["platform"], doc["results"]
-    shared = r["shared_device"]
-    text = (f"{p['device_type']} ({p['vendor']}), {p['device_count']} device(s), torch {p['torch_version']}; "
-            f"shared device: {shared.get('backend', 'none')}")
-    if r["orphans"]:
-        text += f"; {len(r['orphans'])} orphaned process(es)"
-    return text
+def _summary(doc: dict) -> str:
+    from .. import commands
+
+    module = commands.load(doc["command"])
+    if hasattr(module, "summary_line"):
+        return module.summary_line(doc["results"])
+    if doc["command"] == "env":
+        p = doc["platform"]
+        return f"{p['device_type']} ({p['vendor']}), {p['device_count']} device(s), torch {p['torch_version']}"
+    return doc["verdict"]
+
+
+def _leftover_check(records: list[dict]) -> dict:
+    """After every stage: no process of any stage's run still alive, no new orphan."""
+    from ..drills.common import leaked
+    from ..procs import find_orphans
+
+    run_ids = []
+    for rec in records:
+        results = (rec.get("report") or {}).get("results") or {}
+        if results.get("run_id"):
+            run_ids.append(results["run_id"])
+    left = sorted({p for rid in run_ids for p in leaked(rid, [])})
+    orphans = [o.to_dict() for o in find_orphans()]
+    verdict = "pass" if not left and not orphans else "fail"
+    return {"name": "leftovers", "command": "(ddplab run)", "verdict": verdict,
+            "summary": f"{len(left)} process(es) of this lab and {len(orphans)} orphan(s) left",
+            "left_pids": left, "orphans": orphans}
 
 
 def main(args, console) -> int:
     doc = execute(args, console)
     console.rule("verdict")
-    console.print(display.stage_table("ddplab run", doc["results"]["stages"]))
-    console.print(f"verdict: {display.verdict_text(doc['verdict'])}; report: {doc['results']['out']}/report.json")
+    console.print(display.check_table(f"ddplab run --profile {args.profile}", doc["results"]["checks"]))
+    note = " (INTERRUPTED: partial report)" if doc["results"]["interrupted"] else ""
+    console.print(f"verdict: {display.verdict_text(doc['verdict'])}{note} in {doc['results']['duration_s']} s; "
+                  f"report: {doc['results']['out']}/report.html")
     if args.json:
         report.write_json(doc, args.json)
+    if doc["results"]["interrupted"]:
+        return 130
     return report.exit_code(doc["verdict"])
+

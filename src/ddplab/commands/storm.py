@@ -26,7 +26,8 @@ METHOD = ("mean: pipelined (N back-to-back all_reduces, one device sync, wall/N)
 THRESHOLDS = {
     "device": (100.0, "the report's warning line for device loopback (0.1 ms); measured 31 us on 2x H200 NCCL"),
     "gloo-on-device": (1000.0, "gloo stages device tensors through host memory; measured 371 us on H200"),
-    "host": (500.0, "gloo over loopback TCP on the host CPU; measured 164 us on a 2-core machine, 96 us on 16"),
+    "host": (1000.0, "gloo over loopback TCP on the host CPU; measured 164-300 us on an idle 2-core machine, 96 us on "
+                     "16 cores; a busy host can double that"),
 }
 
 
@@ -95,6 +96,8 @@ def summarise(s, threshold: float, why: str) -> dict:
         "mean_us_max_rank": max(v["mean_us"] for v in values),
         "seed_method_us": max(v["seed_method_us"] for v in values),
         "per_op_us": _straggler_view([v["per_op_us"] for v in values]),
+        "per_op_histogram": {"edges_us": values[0]["per_op_histogram"]["edges_us"],
+                             "counts": [sum(c) for c in zip(*(v["per_op_histogram"]["counts"] for v in values))]},
         "device_us": _straggler_view(device) if device else None,
         # Device-bound when each op's device time is most of the wall time per op; then the
         # host is not the bottleneck and the dispatch overhead is hidden (negative difference).

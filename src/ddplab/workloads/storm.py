@@ -16,7 +16,7 @@ from __future__ import annotations
 import resource
 import time
 
-from .common import barrier, blocking_us, device_event_us, distribution, pipelined_us
+from .common import barrier, blocking_us, device_event_us, distribution, histogram, pipelined_us
 
 SUMMARY = "10,000 tiny all_reduces: mean latency, per-op distribution, CPU cost, device time"
 
@@ -65,6 +65,7 @@ def run(ctx) -> dict:
         "mean_us": mean_us,
         "seed_method_us": seed_method_us,
         "per_op_us": distribution(per_op),
+        "per_op_histogram": histogram(per_op),
         "device_us": distribution(device) if device else None,
         "cpu_user_s": after.ru_utime - before.ru_utime,
         "cpu_system_s": after.ru_stime - before.ru_stime,

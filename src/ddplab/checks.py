@@ -1,0 +1,132 @@
+"""The verdict table: one row per check, with the number, the threshold, what it means and
+what to do next. Built from the stages' JSON documents alone, so `ddplab report` can
+rebuild it from report.json.
+"""
+
+from __future__ import annotations
+
+CONTENTION_WARN = 0.80  # below this aggregate efficiency, time slicing costs more than it should
+
+
+def row(stage: str, check: str, verdict: str, value: str, threshold: str, meaning: str, next_step: str) -> dict:
+    return {"stage": stage, "check": check, "verdict": verdict, "value": value, "threshold": threshold,
+            "meaning": meaning, "next_step": next_step}
+
+
+def for_stage(stage: dict) -> list[dict]:
+    doc = stage.get("report")
+    name = stage["name"]
+    if name == "leftovers":
+        return [row(name, "nothing left running", stage["verdict"], stage["summary"], "0 processes",
+                    "every process the lab started is gone, and no orphan holds a device",
+                    "none" if stage["verdict"] == "pass" else "`ddplab clean` lists them; report the stage that "
+                                                              "left them")]
+    if doc is None:
+        return [row(name, "stage ran", stage["verdict"], stage.get("summary", ""), "completes", "the stage could "
+                    "not run here", "see the stage's error; `ddplab env` shows what this machine lacks")]
+    builder = _BUILDERS.get(doc["command"])
+    return builder(name, doc) if builder else []
+
+
+def _env(name, doc):
+    p, r = doc["platform"], doc["results"]
+    rows = [row(name, "collective backend available", "pass" if p["backend_available"] else "fail",
+                f"{p['backend']} ({p['collective_library']} loaded {p['collective_loaded_version'] or 'n/a'})",
+                "available", "ranks can form a process group on this device",
+                "install the vendor's torch build or plug-in" if not p["backend_available"] else "none")]
+    orphans = len(r["orphans"])
+    rows.append(row(name, "orphaned processes", "warn" if orphans else "pass", str(orphans), "0",
+                    "processes holding a device after their launcher died block the next job",
+                    "`ddplab clean` lists them, `ddplab clean --yes` ends exactly those" if orphans else "none"))
+    return rows
+
+
+def _train(name, doc):
+    r = doc["results"]
+    if not r["completed"]:
+        return [row(name, "DDP ran", "fail", _failure(r), "completes", "the DDP step never finished",
+                    "read the rank errors in the stage's run directory")]
+    st = r["step_time_us"]
+    return [
+        row(name, "gradients synchronised", "pass" if r["grad_matches_reference"] and r["params_identical"]
+            else "fail", f"params identical={r['params_identical']}, grad = reference={r['grad_matches_reference']}",
+            "both true", f"{r['world_size']} ranks on {r['backend']} train as one model",
+            "none" if r["grad_matches_reference"] else "the backend corrupts or skips gradient all_reduce: "
+                                                        "report it with this JSON"),
+        row(name, "step time", "pass", f"p50 {st['p50']:.0f} us, p99 {st['p99']:.0f} us", "informational",
+            r["step_time_method"], "compare with last week's report (`ddplab compare`)"),
+    ]
+
+
+def _storm(name, doc):
+    r = doc["results"]
+    if not r["completed"]:
+        return [row(name, "latency storm ran", "fail", _failure(r), "completes", "the storm did not finish",
+                    "see the stage's run directory")]
+    ok = r["within_threshold"]
+    return [row(name, "mean all_reduce latency", "pass" if ok else "fail", f"{r['mean_us']:.1f} us "
+                f"(p99 {r['per_op_us']['p99']:.0f} us)", f"<= {r['threshold_us']:.0f} us",
+                r["threshold_reason"],
+                "none" if ok else "too slow for this setup: check the sharing daemon (MPS), the backend choice, "
+                                  "and the driver's launch overhead")]
+
+
+def _sweep(name, doc):
+    r = doc["results"]
+    if not r["completed"]:
+        return [row(name, "sweep ran", "fail", _failure(r), "completes", "the sweep did not finish", "see logs")]
+    wrong = r["num_wrong_total"]
+    rows = [row(name, "collective results correct", "pass" if not wrong and not r["errors"] else "fail",
+                f"#wrong {wrong}, errors {len(r['errors'])}", "0", "every size of every collective gave exact data",
+                "none" if not wrong else "data corruption: report the rows with #wrong > 0")]
+    timed = [x for x in r["rows"] if x.get("busbw_gbps") is not None]
+    if timed:
+        best = max(timed, key=lambda x: x["busbw_gbps"])
+        text = f"{best['busbw_gbps']:.1f} GB/s ({best['op']}, {best['size_bytes']} B)"
+        if r.get("ceiling"):
+            text += f" = {100 * best['busbw_gbps'] / r['ceiling']['gbps']:.2f}% of the copy ceiling"
+        rows.append(row(name, "peak bus bandwidth", "pass", text, "informational (--min-busbw to gate)",
+                        "nccl-tests' busbw definition, GB = 1e9", "compare with nccl-tests: `ddplab compare`"))
+    return rows
+
+
+def _ceiling(name, doc):
+    r = doc["results"]
+    if not r["completed"]:
+        return [row(name, "copy ceiling measured", "fail", _failure(r), "completes", "", "see logs")]
+    d = r["device_copy"]
+    return [row(name, "device copy bandwidth", "pass", f"{d['gbps']:.0f} GB/s ({d['rw_gbps']:.0f} GB/s read+write)",
+                "informational", "the loopback ceiling: shared-device busbw cannot exceed it",
+                "far below the datasheet's memory bandwidth: the copy path is broken")]
+
+
+def _contention(name, doc):
+    r = doc["results"]
+    if not r["completed"]:
+        return [row(name, "contention measured", "fail", _failure(r), "completes", "", "see logs")]
+    eff = r["efficiency"]
+    ok = eff >= CONTENTION_WARN
+    return [row(name, "aggregate efficiency", "pass" if ok else "warn", f"{100 * eff:.1f}%",
+                f">= {100 * CONTENTION_WARN:.0f}%", f"{r['world_size']} processes sharing one device vs one alone",
+                "none" if ok else "time slicing is expensive here: use the sharing daemon (--mps)")]
+
+
+def _drill(name, doc):
+    rows = []
+    for d in doc["results"]["drills"]:
+        value = f"detected by {d.get('detected_by')} in {d.get('detect_s')} s; culprit {d.get('culprit_ranks')}; " \
+                f"leaked {len(d.get('leaked_pids') or [])}"
+        rows.append(row(name, f"drill {d['drill']}", d["verdict"], value, d.get("expect", ""),
+                        "the stack reacted to the fault as it must",
+                        "none" if d["verdict"] == "pass" else "see the drill's error excerpt and run directory"))
+    return rows
+
+
+def _failure(r: dict) -> str:
+    from .display import failure_reason
+
+    return failure_reason(r)
+
+
+_BUILDERS = {"env": _env, "train": _train, "storm": _storm, "sweep": _sweep, "ceiling": _ceiling,
+             "contention": _contention, "drill": _drill}

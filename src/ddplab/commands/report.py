@@ -1,0 +1,44 @@
+"""`ddplab report report.json [--out report.html]`: render the HTML page again from the
+JSON alone (a report from another machine, or last week's)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..errors import UsageError
+
+SUMMARY = "re-render report.html from a report.json"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("report", metavar="REPORT_JSON", help="a report.json written by `ddplab run`")
+    parser.add_argument("--out", default=None, help="HTML file to write (default: beside the JSON)")
+
+
+def load(path: str) -> dict:
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError("no-such-file", f"{path} is not a file")
+    try:
+        doc = json.loads(p.read_text())
+    except json.JSONDecodeError as exc:
+        raise UsageError("unreadable-report", f"{path} is not JSON: {exc}") from None
+    if not isinstance(doc, dict) or "schema_version" not in doc or "results" not in doc:
+        raise UsageError("not-a-report", f"{path} is not a ddplab report (no schema_version/results)")
+    return doc
+
+
+def validate(args) -> None:
+    load(args.report)
+
+
+def main(args, console) -> int:
+    from ..html_report import render_html
+
+    doc = load(args.report)
+    out = Path(args.out) if args.out else Path(args.report).with_suffix(".html")
+    out.write_text(render_html(doc))
+    console.print(f"wrote {out}")
+    return 0
