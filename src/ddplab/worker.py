@@ -133,10 +133,10 @@ def _run(job: dict, rank: int, local_rank: int, world_size: int, status):
     status.phase("in-init")
     dist.init_process_group(**init_kwargs)
     status.phase("running")
-    try:
-        result = workload.run(ctx)
-    finally:
-        dist.destroy_process_group()
+    result = workload.run(ctx)
+    # Only after success: destroying a communicator while peers wait inside a collective
+    # blocks (seen on NCCL), which would hide this rank's own error from everyone.
+    dist.destroy_process_group()
     return result, runtime, capped
 
 
