@@ -139,3 +139,20 @@ class live_ranks:
     def __exit__(self, *exc):
         if self.live is not None:
             self.live.__exit__(*exc)
+
+
+def footer(console, results: dict, verdict: str, summary: str) -> None:
+    """The warnings a run carried, then its verdict with a one-line summary."""
+    for w in results.get("warnings", []):
+        console.print(f"[yellow]warning:[/] {escape(w)}")
+    console.print(f"verdict: {verdict_text(verdict)} - {escape(summary)}")
+
+
+def finish(doc: dict, render, json_path: str | None, console) -> int:
+    """What every command ends with: show the document, write it if asked, map its verdict to an exit code."""
+    from .report import exit_code, write_json
+
+    render(doc, console)
+    if json_path:
+        write_json(doc, json_path)
+    return int(exit_code(doc["verdict"]))

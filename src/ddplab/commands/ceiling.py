@@ -81,8 +81,4 @@ def summary_line(r: dict) -> str:
 
 
 def main(args, console) -> int:
-    doc = execute(args, console)
-    render(doc, console)
-    if args.json:
-        report.write_json(doc, args.json)
-    return report.exit_code(doc["verdict"])
+    return display.finish(execute(args, console), render, args.json, console)

@@ -83,8 +83,4 @@ def render(doc: dict, console) -> None:
 
 
 def main(args, console) -> int:
-    doc = execute(args.yes, args.grace)
-    render(doc, console)
-    if args.json:
-        report.write_json(doc, args.json)
-    return report.exit_code(doc["verdict"])
+    return display.finish(execute(args.yes, args.grace), render, args.json, console)

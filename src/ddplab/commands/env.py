@@ -124,8 +124,4 @@ def render(doc: dict, console) -> None:
 
 
 def main(args, console) -> int:
-    doc = execute(args.device)
-    render(doc, console)
-    if args.json:
-        report.write_json(doc, args.json)
-    return report.exit_code(doc["verdict"])
+    return display.finish(execute(args.device), render, args.json, console)

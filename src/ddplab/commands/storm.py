@@ -147,9 +147,7 @@ def render(doc: dict, console) -> None:
         ("method", r["method"]),
     ]
     console.print(display.kv_table("Latency storm", rows))
-    for w in r["warnings"]:
-        console.print(f"[yellow]warning:[/] {w}")
-    console.print(f"verdict: {display.verdict_text(doc['verdict'])} - {summary_line(r)}")
+    display.footer(console, r, doc["verdict"], summary_line(r))
 
 
 def summary_line(r: dict) -> str:
@@ -160,8 +158,4 @@ def summary_line(r: dict) -> str:
 
 
 def main(args, console) -> int:
-    doc = execute(args, console)
-    render(doc, console)
-    if args.json:
-        report.write_json(doc, args.json)
-    return report.exit_code(doc["verdict"])
+    return display.finish(execute(args, console), render, args.json, console)

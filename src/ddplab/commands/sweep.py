@@ -214,9 +214,7 @@ def render(doc: dict, console) -> None:
         best = max((x.get("busbw_fraction_of_ceiling") or 0) for x in r["rows"]) if r["rows"] else 0
         console.print(f"device copy ceiling {c['gbps']:.1f} GB/s at {c['size_bytes']} B ({c['method']}); "
                       f"best busbw reached {100 * best:.1f}% of it")
-    for w in r["warnings"]:
-        console.print(f"[yellow]warning:[/] {w}")
-    console.print(f"verdict: {display.verdict_text(doc['verdict'])} - {summary_line(r)}")
+    display.footer(console, r, doc["verdict"], summary_line(r))
 
 
 def summary_line(r: dict) -> str:
@@ -230,8 +228,4 @@ def summary_line(r: dict) -> str:
 
 
 def main(args, console) -> int:
-    doc = execute(args, console)
-    render(doc, console)
-    if args.json:
-        report.write_json(doc, args.json)
-    return report.exit_code(doc["verdict"])
+    return display.finish(execute(args, console), render, args.json, console)

@@ -98,14 +98,8 @@ def render(doc: dict, console) -> None:
                                   f"({r['step_time_method']})"))
     rows.append(("run directory", r["run_dir"]))
     console.print(display.kv_table("DDP train", rows))
-    for w in r["warnings"]:
-        console.print(f"[yellow]warning:[/] {w}")
-    console.print(f"verdict: {display.verdict_text(doc['verdict'])} - {summary_line(r)}")
+    display.footer(console, r, doc["verdict"], summary_line(r))
 
 
 def main(args, console) -> int:
-    doc = execute(config_from_args(args), console)
-    render(doc, console)
-    if args.json:
-        report.write_json(doc, args.json)
-    return report.exit_code(doc["verdict"])
+    return display.finish(execute(config_from_args(args), console), render, args.json, console)
