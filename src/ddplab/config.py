@@ -15,7 +15,7 @@ from .platform.vendors import KNOWN_BACKENDS, VENDORS
 # More ranks than this on one node is almost certainly a typo (e.g. 1000 for 10).
 MAX_NPROC = 64
 MAX_STEPS = 1_000_000
-PLACEMENTS = ("auto", "shared", "per-device")
+PLACEMENTS = ("auto", "shared", "per-device", "spread")
 MODELS = ("linear", "mlp")
 DEFAULT_RESERVE = 0.10  # device memory left for contexts and communicator buffers
 
@@ -32,7 +32,8 @@ class LaunchOptions:
     nproc: int = 2
     """Ranks on this node."""
     placement: str = "auto"
-    """shared: every rank on device 0; per-device: rank i on device i; auto: shared when nproc > devices."""
+    """shared: every rank on device 0; per-device: rank i on device i; spread: rank i on device i mod
+    devices (several ranks per device on every device); auto: shared when nproc > devices."""
     backend: str = "auto"
     """Collective backend, or auto to let the placement policy choose."""
     device: str = "auto"

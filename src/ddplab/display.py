@@ -106,7 +106,9 @@ def _num(v) -> str:
 
 def announce(console, placement, nproc: int, run) -> None:
     """One line on where the ranks go and which backend, with the reason; then the warnings."""
-    where = "all on device 0" if placement.shared_device else "one per device"
+    devices = sorted(set(placement.device_indices))
+    where = ("one per device" if not placement.shared_device else "all on device 0" if devices == [0]
+             else f"{len(placement.device_indices) // len(devices)} per device on devices {devices}")
     cap = ""
     if placement.memory_fraction is not None:
         cap = f", allocator cap {placement.memory_fraction:.3f} per rank"

@@ -48,9 +48,11 @@ def plan(opts: LaunchOptions, platform: Platform) -> Placement:
             f"--mps asks for a device-sharing daemon, but {platform.vendor} ({platform.device_type}) has none "
             f"ddplab can start")
     shared = _decide_sharing(opts, platform)
-    fraction = _memory_fraction(opts, shared, platform)
+    indices = _device_indices(opts, platform, shared)
+    per_device = max(indices.count(i) for i in set(indices))
+    shared = per_device > 1
+    fraction = _memory_fraction(opts, shared, per_device)
     backend, reason, env, warnings, expected = _choose_backend(opts, platform, shared)
-    indices = tuple(0 for _ in range(opts.nproc)) if shared else tuple(range(opts.nproc))
     return Placement(
         shared_device=shared,
         device_type=platform.device_type,
@@ -82,10 +84,16 @@ def _decide_sharing(opts: LaunchOptions, platform: Platform) -> bool:
     return opts.nproc > devices
 
 
-def _memory_fraction(opts: LaunchOptions, shared: bool, platform: Platform) -> float | None:
+def _device_indices(opts: LaunchOptions, platform: Platform, shared: bool) -> tuple[int, ...]:
+    if opts.placement == "spread":
+        return tuple(i % platform.device_count for i in range(opts.nproc))
+    return tuple(0 for _ in range(opts.nproc)) if shared else tuple(range(opts.nproc))
+
+
+def _memory_fraction(opts: LaunchOptions, shared: bool, ranks: int) -> float | None:
+    """Allocator cap per rank; ``ranks`` is the number of ranks on the busiest device."""
     if not shared:
         return opts.memory_fraction  # one rank per device: cap only if asked
-    ranks = opts.nproc
     if opts.memory_fraction is None:
         return round((1.0 - opts.reserve) / ranks, 6)
     total = opts.memory_fraction * ranks
@@ -126,10 +134,10 @@ def _choose_backend(opts: LaunchOptions, platform: Platform, shared: bool):
                   f"{backend} is the {platform.vendor} backend for {platform.device_type} ({where})")
         return backend, reason, {}, [], None
 
-    # Several ranks on one accelerator.
+    # Several ranks on one accelerator (on device 0, or on every device when spread).
     rule = vendor.multi_rank
     if requested and requested != platform.backend:
-        return requested, f"requested with --backend; all {opts.nproc} ranks share device 0", {}, [], None
+        return requested, "requested with --backend; several ranks share a device", {}, [], None
 
     if rule is None or rule.min_version is None:
         reason = (f"{platform.backend} is the {platform.vendor} backend; whether {lib} allows several ranks on "

@@ -113,3 +113,22 @@ def test_vendor_backend_missing_is_environment_error():
 def test_explicit_gloo_on_shared_accelerator_is_honoured():
     p = _plan(fakes.nvidia(loaded="2.30.7"), nproc=2, backend="gloo")
     assert p.backend == "gloo" and "requested" in p.backend_reason and p.env == {}
+
+
+def test_spread_puts_two_ranks_on_every_device_with_per_device_caps():
+    p = _plan(fakes.nvidia(count=2, loaded="2.28.9"), nproc=4, placement="spread")
+    assert p.device_indices == (0, 1, 0, 1) and p.shared_device
+    assert p.memory_fraction == pytest.approx(0.45)  # 2 ranks per device, not 4
+    assert p.backend == "gloo" and "Duplicate GPU detected" in p.backend_reason
+    assert [p.device_label(i) for i in range(4)] == ["cuda:0", "cuda:1", "cuda:0", "cuda:1"]
+
+
+def test_spread_with_one_rank_per_device_is_per_device():
+    p = _plan(fakes.nvidia(count=2, loaded="2.30.7"), nproc=2, placement="spread")
+    assert not p.shared_device and p.backend == "nccl" and p.env == {}
+
+
+def test_eight_ranks_on_one_gpu_with_new_nccl_and_mps():
+    p = _plan(fakes.nvidia(count=1, loaded="2.30.7", mps=True), nproc=8)
+    assert p.device_indices == (0,) * 8 and p.memory_fraction == pytest.approx(0.1125)
+    assert p.backend == "nccl" and p.warnings == ()

@@ -15,6 +15,8 @@ def add_launch_arguments(parser: argparse.ArgumentParser, nproc_default: int = 2
                        help="every rank on device 0 with a memory cap (default when nproc > devices)")
     where.add_argument("--per-device", dest="placement", action="store_const", const="per-device",
                        help="rank i on device i")
+    where.add_argument("--spread", dest="placement", action="store_const", const="spread",
+                       help="rank i on device i mod devices: several ranks on every device")
     parser.set_defaults(placement="auto")
     parser.add_argument("--backend", default="auto", help="collective backend (default: chosen by policy)")
     parser.add_argument("--device", default="auto", help="device type (default: detected accelerator, else cpu)")
