@@ -82,3 +82,13 @@ def test_torchrun_orphans_are_found_and_cleaned(tmp_path):
 def test_drill_bad_input_exits_2(tmp_path, argv, fragment):
     proc = run_cli(*argv, cwd=tmp_path)
     assert proc.returncode == 2 and fragment in proc.stderr
+
+
+def test_stall_among_eight_ranks_names_the_one_behind(tmp_path):
+    """Issue 6's scale on CPU: 8 ranks, the last one stalls; ddplab must name it, not a waiter."""
+    proc, d = _drill(tmp_path, "stall", "--nproc", "8")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert d["default_handling"]["culprit_ranks"] == [7]
+    assert d["blocking_wait"]["culprit_ranks"] == [7]
+    assert d["torchrun_root_cause_rank"] != 7
+    assert d["leaked_pids"] == []
