@@ -26,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--share-device", dest="placement", action="store_const", const="shared")
     where.add_argument("--per-device", dest="placement", action="store_const", const="per-device")
+    where.add_argument("--spread", dest="placement", action="store_const", const="spread")
     parser.set_defaults(placement="auto")
     parser.add_argument("--timeout", type=float, default=10.0, dest="timeout_s",
                         help="process-group timeout and ddplab's hang timeout, seconds (default: 10)")

@@ -281,7 +281,8 @@ def signal_child_launcher(name: str, opts: DrillOptions, sig: int, console=None)
     before = device_used_bytes(monitor)
     run = RunDir.create(opts.run_dir, f"drill-{name}")
     child_dir, report = run.path / "launcher", run.path / "launcher-report.json"
-    placement = {"shared": ["--share-device"], "per-device": ["--per-device"]}.get(opts.placement, [])
+    placement = {"shared": ["--share-device"], "per-device": ["--per-device"],
+                 "spread": ["--spread"]}.get(opts.placement, [])
     child = child_launcher(["-m", "ddplab", "train", "--nproc", str(opts.nproc), "--steps", "1000000",
                             "--backend", opts.backend, "--device", opts.device, "--timeout", str(opts.timeout_s),
                             "--run-dir", str(child_dir), "--json", str(report), *placement])
