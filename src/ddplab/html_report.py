@@ -162,8 +162,8 @@ def _busbw_section(stages: dict) -> str:
         body = [_axes("message size (bytes, log)", f"{key.split('_')[0]} (GB/s)")]
         for i, (label, pts) in enumerate(sorted(series.items())):
             pts = sorted(pts, key=lambda x: x["size_bytes"])
-            coords = " ".join(f"{_log_x(x['size_bytes'], lo, hi):.1f},{H - PAD - (H - PAD - 20) * (x[key] or 0) / top:.1f}"
-                              for x in pts)
+            coords = " ".join(f"{_log_x(x['size_bytes'], lo, hi):.1f},"
+                              f"{H - PAD - (H - PAD - 20) * (x[key] or 0) / top:.1f}" for x in pts)
             color = COLORS[i % len(COLORS)]
             body.append(f"<polyline class='series' points='{coords}' fill='none' stroke='{color}' stroke-width='2'>"
                         f"<title>{_e(label)}</title></polyline>")
@@ -180,7 +180,7 @@ def _busbw_section(stages: dict) -> str:
                 body.append(f"<text x='{x:.1f}' y='{H - PAD + 14}' text-anchor='middle'>1e{tick}</text>")
         body.append(f"<text x='{PAD - 4}' y='20' text-anchor='end'>{top:.0f}</text>")
         caption = (f"{name}: {r['world_size']} ranks, backend {r['backend']}, time {r['mode']}, dtype {r['dtype']}"
-                   + (f"; dashed: device copy ceiling (ddplab ceiling method)" if ceiling else ""))
+                   + ("; dashed: device copy ceiling (ddplab ceiling method)" if ceiling else ""))
         figs.append(_svg("".join(body), f"busbw-{_e(name)}", caption))
     return "".join(figs) or "<p class='note'>no sweep stage in this report</p>"
 

@@ -71,7 +71,8 @@ def _orphan_reason(proc: psutil.Process, device_mem: int | None, device_nodes: s
             return f"ddplab rank of run {run_id}; its launcher (pid {launcher}) is gone", run_id
         return None, None
     if parent_is_init and env.get(TORCHRUN_MARKER):
-        return f"torchrun worker (run {env[TORCHRUN_MARKER]}) whose agent is gone (parent is init)", env[TORCHRUN_MARKER]
+        run = env[TORCHRUN_MARKER]
+        return f"torchrun worker (run {run}) whose agent is gone (parent is init)", run
     if parent_is_init and (device_mem or _holds_device_node(proc, device_nodes)):
         return "holds device memory and its parent is gone (parent is init)", None
     return None, None

@@ -59,7 +59,7 @@ def load_rows(path: str) -> tuple[str, list[dict]]:
         table = nccl_tests.parse(text)
         if not table.rows:
             raise UsageError("unreadable-input", f"{path}: neither a ddplab JSON report nor nccl-tests output "
-                                                 f"(no table rows found)")
+                                                 f"(no table rows found)") from None
         return "nccl-tests", [r.to_dict() for r in table.rows]
     if not isinstance(doc, dict) or "results" not in doc:
         raise UsageError("unreadable-input", f"{path}: JSON, but not a ddplab report")
