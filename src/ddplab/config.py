@@ -15,9 +15,15 @@ from .platform.vendors import KNOWN_BACKENDS, VENDORS
 # More ranks than this on one node is almost certainly a typo (e.g. 1000 for 10).
 MAX_NPROC = 64
 MAX_STEPS = 1_000_000
+MAX_NODES = 1024
 PLACEMENTS = ("auto", "shared", "per-device", "spread")
 MODELS = ("linear", "mlp")
 DEFAULT_RESERVE = 0.10  # device memory left for contexts and communicator buffers
+
+
+def _is_endpoint(text: str) -> bool:
+    host, sep, port = text.rpartition(":")
+    return bool(sep and host and port.isdigit() and 1 <= int(port) <= 65535)
 
 
 def _require(ok: bool, reference: str, message: str) -> None:
@@ -49,6 +55,10 @@ class LaunchOptions:
     """Start a private device-sharing daemon (MPS) for this run and stop it afterwards."""
     hang_timeout_s: float | None = None
     """ddplab's supervisor declares a hang when no rank progresses this long; None: off."""
+    nnodes: int = 1
+    """Machines in the job; each runs ddplab with the same --rdzv-endpoint (torch's c10d rendezvous)."""
+    rdzv_endpoint: str | None = None
+    """host:port of the c10d rendezvous store; default 127.0.0.1 with a free port (one machine)."""
 
     def __post_init__(self):
         _require(isinstance(self.nproc, int) and 1 <= self.nproc <= MAX_NPROC, "invalid-nproc",
@@ -66,6 +76,12 @@ class LaunchOptions:
                  f"--reserve {self.reserve} is out of range; valid: 0 <= reserve < 1")
         _require(self.timeout_s > 0, "invalid-timeout",
                  f"--timeout {self.timeout_s} must be a positive number of seconds")
+        _require(isinstance(self.nnodes, int) and 1 <= self.nnodes <= MAX_NODES, "invalid-nnodes",
+                 f"--nnodes {self.nnodes} is out of range; valid: 1 to {MAX_NODES}")
+        _require(self.nnodes == 1 or bool(self.rdzv_endpoint), "rdzv-endpoint-required",
+                 f"--nnodes {self.nnodes} needs --rdzv-endpoint HOST:PORT, the same on every machine")
+        _require(self.rdzv_endpoint is None or _is_endpoint(self.rdzv_endpoint), "invalid-rdzv-endpoint",
+                 f'--rdzv-endpoint "{self.rdzv_endpoint}" is not HOST:PORT (port 1-65535), e.g. node0:29400')
         _require(self.hang_timeout_s is None or self.hang_timeout_s > 0, "invalid-hang-timeout",
                  f"--hang-timeout {self.hang_timeout_s} must be a positive number of seconds")
 

@@ -90,6 +90,11 @@ class Rendezvous:
     endpoint: str = "127.0.0.1:0"  # port 0: the c10d store picks a free port (torchrun --standalone)
     join_timeout_s: float = 120.0
 
+    @property
+    def run_id(self) -> str | None:
+        """Every machine of a job must name the same rendezvous; one machine uses its own run id."""
+        return f"ddplab-{self.endpoint}" if self.nnodes > 1 else None
+
 
 def launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous = Rendezvous()) -> LaunchResult:
     """Run ``entrypoint(job)`` in ``nproc`` ranks and gather what each returns."""
@@ -104,7 +109,7 @@ def launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous = Re
         min_nodes=rdzv.nnodes,
         max_nodes=rdzv.nnodes,
         nproc_per_node=nproc,
-        run_id=run.run_id,
+        run_id=rdzv.run_id or run.run_id,
         rdzv_backend="c10d",
         rdzv_endpoint=rdzv.endpoint,
         rdzv_configs={"join_timeout": rdzv.join_timeout_s, "timeout": rdzv.join_timeout_s},

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .config import LaunchOptions
-from .launch import LaunchResult, RunDir, launch
+from .launch import LaunchResult, Rendezvous, RunDir, launch
 from .platform import Platform
 from .policy import Placement
 from .supervisor import Supervisor
@@ -27,6 +27,7 @@ class Session:
     daemon: dict | None = None  # what the private sharing daemon did, when one was used
     hang: dict | None = None  # what the supervisor declared, when it declared a hang
     ended_at: float = 0.0  # wall time the launch returned
+    nnodes: int = 1
 
     def rank_values(self) -> list[dict]:
         return [self.outcome.return_values[r] for r in sorted(self.outcome.return_values)]
@@ -43,7 +44,8 @@ class Session:
             "sharing_daemon": self.daemon,
             "run_id": outcome.run_id,
             "run_dir": outcome.run_dir,
-            "world_size": len(placement.device_indices),
+            "world_size": self.world_size(),
+            "nnodes": self.nnodes,
             "completed": outcome.ok and bool(outcome.return_values),
             "ranks": self.rank_entries(),
             "torchrun_root_cause_rank": outcome.torchrun_root_cause_rank,
@@ -65,17 +67,32 @@ class Session:
         text = " ".join(f.message + f.log_tail for f in self.outcome.failures.values())
         return quoted.lower() in text.lower()
 
+    def world_size(self) -> int:
+        reported = [v.get("world_size") for v in self.outcome.return_values.values() if v.get("world_size")]
+        return reported[0] if reported else len(self.placement.device_indices) * self.nnodes
+
+    def local_ranks(self) -> dict[int, int]:
+        """Global rank -> local rank of the ranks this launcher started.
+
+        Elastic keys results by global rank and gives each node a contiguous block of
+        nproc ranks in local-rank order, so one known global rank locates the block.
+        """
+        n = len(self.placement.device_indices)
+        seen = set(self.run.rank_pids()) | set(self.outcome.return_values) | set(self.outcome.failures)
+        base = (min(seen) // n) * n if seen else 0
+        return {base + i: i for i in range(n)}
+
     def rank_entries(self) -> list[dict]:
-        """One entry per rank, finished or not: identity, status, sampler peaks, what it returned."""
+        """One entry per rank this launcher started, finished or not: identity, status, sampler peaks, result."""
         peaks = self.sampler.peaks()
         pids = self.run.rank_pids()
         entries = []
-        for rank in range(len(self.placement.device_indices)):
+        for rank, local in self.local_ranks().items():
             value = self.outcome.return_values.get(rank)
             failure = self.outcome.failures.get(rank)
-            entry = {"rank": rank,
+            entry = {"rank": rank, "local_rank": local,
                      "pid": (value or {}).get("pid") or (failure.pid if failure else pids.get(rank)),
-                     "device": self.placement.device_label(rank),
+                     "device": self.placement.device_label(local),
                      "peak_mem_bytes": (value or {}).get("peak_mem_bytes"),
                      "status": "finished" if value else ("failed" if failure else "stopped by launcher")}
             entry.update(peaks.get(rank, {}))
@@ -134,11 +151,12 @@ def run_workload(workload: str, payload: dict, opts: LaunchOptions, label: str, 
                 Supervisor(run.path, opts.nproc, opts.hang_timeout_s) as supervisor:
             if controller is not None:
                 threading.Thread(target=controller, args=(run,), name="ddplab-controller", daemon=True).start()
-            outcome = launch(rank_main, job, opts.nproc, run)
+            rdzv = Rendezvous(nnodes=opts.nnodes, endpoint=opts.rdzv_endpoint or Rendezvous.endpoint)
+            outcome = launch(rank_main, job, opts.nproc, run, rdzv)
             ended_at = time.time()
     finally:
         monitor.close()
         if daemon is not None:
             daemon.stop()
     return Session(platform, placement, run, outcome, sampler, daemon.record() if daemon else None,
-                   supervisor.hang, ended_at)
+                   supervisor.hang, ended_at, opts.nnodes)

@@ -99,6 +99,7 @@ def rank_main(job: dict) -> dict:
     return {
         "rank": rank,
         "local_rank": local_rank,
+        "world_size": world_size,
         "pid": os.getpid(),
         "hostname": socket.gethostname(),
         "device": runtime.device_label(),

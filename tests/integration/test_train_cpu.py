@@ -51,3 +51,30 @@ def test_single_rank_has_no_negative_control_but_passes(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert doc["results"]["local_grad_differs"] is None
     assert doc["results"]["grad_matches_reference"] is True
+
+
+def test_two_machines_through_c10d_rendezvous(tmp_path):
+    """Two launchers with --nnodes 2 and one endpoint form one job, as two machines would."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = [subprocess.Popen([sys.executable, "-m", "ddplab", "train", "--nnodes", "2", "--nproc", "1",
+                               "--rdzv-endpoint", f"127.0.0.1:{port}", "--steps", "3",
+                               "--run-dir", str(tmp_path / node), "--json", str(tmp_path / f"{node}.json")],
+                              cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for node in ("a", "b")]
+    try:
+        assert [p.wait(timeout=180) for p in procs] == [0, 0]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    docs = [load_json(tmp_path / f"{node}.json")["results"] for node in ("a", "b")]
+    assert [d["world_size"] for d in docs] == [2, 2]
+    assert sorted(d["ranks"][0]["rank"] for d in docs) == [0, 1]  # one global rank per machine
+    for d in docs:
+        assert d["params_identical"] and d["grad_matches_reference"] and d["local_grad_differs"]

@@ -28,6 +28,10 @@ def add_launch_arguments(parser: argparse.ArgumentParser, nproc_default: int = 2
                         help="process-group timeout in seconds (default: %(default)s)")
     parser.add_argument("--run-dir", default=None, help="directory for logs and results (default: ./ddplab-runs/ID)")
     parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
+    parser.add_argument("--nnodes", type=int, default=1,
+                        help="machines in the job, each running this command (default: 1)")
+    parser.add_argument("--rdzv-endpoint", default=None,
+                        help="HOST:PORT of the c10d rendezvous, the same on every machine (default: local)")
     parser.add_argument("--hang-timeout", type=float, default=None, dest="hang_timeout_s",
                         help="declare a hang when no rank progresses this many seconds (default: off)")
     parser.add_argument("--mps", action="store_true", dest="sharing_daemon",
@@ -38,6 +42,7 @@ def launch_options(args) -> LaunchOptions:
     return LaunchOptions(nproc=args.nproc, placement=args.placement, backend=args.backend, device=args.device,
                          memory_fraction=args.memory_fraction, reserve=args.reserve, timeout_s=args.timeout_s,
                          run_dir=args.run_dir, sharing_daemon=args.sharing_daemon,
-                         hang_timeout_s=args.hang_timeout_s)
+                         hang_timeout_s=args.hang_timeout_s, nnodes=args.nnodes,
+                         rdzv_endpoint=args.rdzv_endpoint)
 
 

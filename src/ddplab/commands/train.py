@@ -55,10 +55,11 @@ def aggregate(s) -> dict:
     values = s.rank_values()
     completed = results["completed"]
     results.update({
-        "params_identical": (len({v["params_sha256"] for v in values}) == 1) if completed else None,
+        # every rank's digest as gathered by each rank: covers ranks on other machines too
+        "params_identical": (len({d for v in values for d in v["all_params_sha256"]}) == 1) if completed else None,
         "grad_matches_reference": all(v["grad_matches_reference"] for v in values) if completed else None,
         "local_grad_differs": (all(v["local_grad_differs"] for v in values)
-                               if completed and len(values) > 1 else None),
+                               if completed and results["world_size"] > 1 else None),
         "step_time_us": distribution([t for v in values for t in v["step_times_us"]]),
         "step_time_method": TIMING_METHOD,
     })

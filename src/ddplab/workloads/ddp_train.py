@@ -95,9 +95,15 @@ def run(ctx) -> dict:
 
     ctx.runtime.synchronize()
     peak_bytes, peak_method = ctx.runtime.peak_memory_bytes()
+    digest = _params_digest(model)
+    import torch.distributed as dist
+
+    all_digests = [None] * ctx.world_size  # every rank's digest, so other machines' ranks are compared too
+    dist.all_gather_object(all_digests, digest)
     worst = max(checks, key=lambda c: c["err_concat_rel"])
     return {
-        "params_sha256": _params_digest(model),
+        "params_sha256": digest,
+        "all_params_sha256": all_digests,
         "grad_matches_reference": all(c["ok"] for c in checks),
         "grad_checks": len(checks),
         "grad_worst_step": worst["step"],
