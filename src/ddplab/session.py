@@ -1,6 +1,6 @@
-"""One multi-rank run of a workload: detect, plan, launch, sample. Shared by every command
-that starts ranks (train, storm, sweep, ceiling, contention), so each command only says
-what its ranks do and how to summarise what they return.
+"""One multi-rank run of a workload: detect, plan, launch, sample, supervise. Shared by
+every command that starts ranks (train, storm, sweep, ceiling, contention, drills), so each
+command only says what its ranks do and how to summarise what they return.
 """
 
 from __future__ import annotations
