@@ -96,10 +96,7 @@ def run(ctx) -> dict:
     ctx.runtime.synchronize()
     peak_bytes, peak_method = ctx.runtime.peak_memory_bytes()
     digest = _params_digest(model)
-    import torch.distributed as dist
-
-    all_digests = [None] * ctx.world_size  # every rank's digest, so other machines' ranks are compared too
-    dist.all_gather_object(all_digests, digest)
+    all_digests = _gather_digests(digest, ctx.world_size, device)  # so other machines' ranks are compared too
     worst = max(checks, key=lambda c: c["err_concat_rel"])
     return {
         "params_sha256": digest,
@@ -162,6 +159,22 @@ def _check_step(synced, reference, batches, rank: int) -> dict:
         "local_gap_rel": _max_diff(per_rank[rank], concat) / scale,
         "ok": err_average <= GRAD_RTOL and err_concat <= GRAD_RTOL + 2 * noise,
     }
+
+
+def _gather_digests(digest: str, world_size: int, device) -> list[str]:
+    """Every rank's digest, through a plain all_gather of its 32 bytes.
+
+    Not all_gather_object: that needs numpy, which torch does not install.
+    """
+    import torch
+    import torch.distributed as dist
+
+    if dist.get_backend() == "gloo":
+        device = "cpu"  # gloo always takes host tensors; device tensors only for some collectives
+    mine = torch.tensor(list(bytes.fromhex(digest)), dtype=torch.uint8, device=device)
+    everyone = [torch.empty_like(mine) for _ in range(world_size)]
+    dist.all_gather(everyone, mine)
+    return [bytes(t.cpu().tolist()).hex() for t in everyone]
 
 
 def _params_digest(model) -> str:
