@@ -25,7 +25,13 @@ def for_stage(stage: dict) -> list[dict]:
         return [row(name, "stage ran", stage["verdict"], stage.get("summary", ""), "completes", "the stage could "
                     "not run here", "see the stage's error; `ddplab env` shows what this machine lacks")]
     builder = _BUILDERS.get(doc["command"])
-    return builder(name, doc) if builder else []
+    if builder is None:
+        return []
+    results = doc["results"]
+    if "completed" in results and not results["completed"]:  # one row for any stage whose ranks did not finish
+        return [row(name, f"{doc['command']} completed", "fail", _failure(results), "completes",
+                    "the stage's ranks did not finish", "read the rank errors in the stage's run directory")]
+    return builder(name, doc)
 
 
 def _env(name, doc):
@@ -43,9 +49,6 @@ def _env(name, doc):
 
 def _train(name, doc):
     r = doc["results"]
-    if not r["completed"]:
-        return [row(name, "DDP ran", "fail", _failure(r), "completes", "the DDP step never finished",
-                    "read the rank errors in the stage's run directory")]
     st = r["step_time_us"]
     return [
         row(name, "gradients synchronised", "pass" if r["grad_matches_reference"] and r["params_identical"]
@@ -60,9 +63,6 @@ def _train(name, doc):
 
 def _storm(name, doc):
     r = doc["results"]
-    if not r["completed"]:
-        return [row(name, "latency storm ran", "fail", _failure(r), "completes", "the storm did not finish",
-                    "see the stage's run directory")]
     ok = r["within_threshold"]
     return [row(name, "mean all_reduce latency", "pass" if ok else "fail", f"{r['mean_us']:.1f} us "
                 f"(p99 {r['per_op_us']['p99']:.0f} us)", f"<= {r['threshold_us']:.0f} us",
@@ -73,8 +73,6 @@ def _storm(name, doc):
 
 def _sweep(name, doc):
     r = doc["results"]
-    if not r["completed"]:
-        return [row(name, "sweep ran", "fail", _failure(r), "completes", "the sweep did not finish", "see logs")]
     wrong = r["num_wrong_total"]
     rows = [row(name, "collective results correct", "pass" if not wrong and not r["errors"] else "fail",
                 f"#wrong {wrong}, errors {len(r['errors'])}", "0", "every size of every collective gave exact data",
@@ -92,8 +90,6 @@ def _sweep(name, doc):
 
 def _ceiling(name, doc):
     r = doc["results"]
-    if not r["completed"]:
-        return [row(name, "copy ceiling measured", "fail", _failure(r), "completes", "", "see logs")]
     d = r["device_copy"]
     return [row(name, "device copy bandwidth", "pass", f"{d['gbps']:.0f} GB/s ({d['rw_gbps']:.0f} GB/s read+write)",
                 "informational", "the loopback ceiling: shared-device busbw cannot exceed it",
@@ -102,8 +98,6 @@ def _ceiling(name, doc):
 
 def _contention(name, doc):
     r = doc["results"]
-    if not r["completed"]:
-        return [row(name, "contention measured", "fail", _failure(r), "completes", "", "see logs")]
     eff = r["efficiency"]
     ok = eff >= CONTENTION_WARN
     return [row(name, "aggregate efficiency", "pass" if ok else "warn", f"{100 * eff:.1f}%",

@@ -58,6 +58,10 @@ def _e(text) -> str:
     return html.escape(str(text))
 
 
+def _badge(verdict: str) -> str:
+    return f"<span class='badge {VERDICT_CLASS.get(verdict, '')}'>{_e(verdict.upper())}</span>"
+
+
 def _json_for_script(doc: dict) -> str:
     return json.dumps(doc, default=str).replace("</", "<\\/")
 
@@ -75,8 +79,7 @@ def _verdict_table(rows: list[dict]) -> str:
            "<th>threshold</th><th>what it means</th><th>next step</th></tr></thead><tbody>"]
     for r in rows:
         out.append(f"<tr class='check-row'><td>{_e(r['stage'])}</td><td>{_e(r['check'])}</td>"
-                   f"<td><span class='badge {VERDICT_CLASS.get(r['verdict'], '')}'>{_e(r['verdict'].upper())}"
-                   f"</span></td><td>{_e(r['value'])}</td><td>{_e(r['threshold'])}</td><td>{_e(r['meaning'])}</td>"
+                   f"<td>{_badge(r['verdict'])}</td><td>{_e(r['value'])}</td><td>{_e(r['threshold'])}</td><td>{_e(r['meaning'])}</td>"
                    f"<td>{_e(r['next_step'])}</td></tr>")
     out.append("</tbody></table>")
     return "".join(out)
@@ -87,8 +90,8 @@ def _stage_table(stages: list[dict]) -> str:
            "</thead><tbody>"]
     for s in stages:
         out.append(f"<tr><td>{_e(s['name'])}</td><td><code>{_e(s.get('command', ''))}</code></td>"
-                   f"<td><span class='badge {VERDICT_CLASS.get(s['verdict'], '')}'>{_e(s['verdict'].upper())}</span>"
-                   f"</td><td>{_e(s.get('summary', ''))}</td><td>{_e(s.get('duration_s', ''))}</td></tr>")
+                   f"<td>{_badge(s['verdict'])}</td><td>{_e(s.get('summary', ''))}</td>"
+                   f"<td>{_e(s.get('duration_s', ''))}</td></tr>")
     out.append("</tbody></table>")
     return "".join(out)
 
