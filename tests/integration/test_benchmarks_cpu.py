@@ -7,7 +7,7 @@ import pytest
 from tests.conftest import load_json, processes_with_env, run_cli
 
 pytestmark = pytest.mark.slow
-FIXTURE = Path(__file__).resolve().parents[3] / "shared/fixtures/nccl-tests/all_reduce_perf_2xH200_nccl2.28.9.txt"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures/all_reduce_perf_2xH200_nccl2.28.9.txt"
 ROW_KEYS = {"op", "size_bytes", "count", "dtype", "time_us", "algbw_gbps", "busbw_gbps", "num_wrong", "in_place"}
 
 
@@ -101,8 +101,6 @@ def test_ceiling_and_contention_on_host(tmp_path):
 
 
 def test_compare_fixture_with_a_sweep(tmp_path):
-    if not FIXTURE.exists():
-        pytest.skip("nccl-tests fixture not found")
     proc, _ = _run(tmp_path, "sweep", "--nproc", "2", "-b", "4", "-e", "1K", "-f", "4", "-n", "2")
     assert proc.returncode == 0
     sweep_json = tmp_path / "out.json"
