@@ -137,3 +137,16 @@ def test_start_ticks_reads_past_a_command_name_with_spaces_and_parentheses(tmp_p
     assert start_ticks(4242) == 123456
     assert start_ticks(os.getpid()) is not None
 
+
+def test_run_ids_are_the_stages_own_not_those_of_orphans_the_env_stage_listed():
+    from ddplab.commands.run import _run_ids
+
+    records = [
+        {"name": "env", "report": {"results": {"orphans": [{"pid": 5, "run_id": "train-older"}]}}},
+        {"name": "train-shared", "report": {"results": {"run_id": "train-1"}}},
+        {"name": "drills", "report": {"results": {"drills": [
+            {"drill": "kill_rank", "session": {"run_id": "drill-kill_rank-1"}},
+            {"drill": "kill_launcher", "run_id": "c0ffee-torchrun"}]}}},
+        {"name": "sweep", "verdict": "skip", "summary": "cannot run here"},
+    ]
+    assert _run_ids(records) == {"train-1", "drill-kill_rank-1", "c0ffee-torchrun"}

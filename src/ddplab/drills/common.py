@@ -21,6 +21,7 @@ import psutil
 
 from ..config import LaunchOptions
 from ..launch import RUN_ID_ENV
+from ..procs import TORCHRUN_MARKER
 
 MEMORY_SLACK_BYTES = 64 << 20  # device-wide "used" memory moves by a few MiB on its own
 MEMORY_WAIT_S = 5.0
@@ -324,6 +325,7 @@ def signal_child_launcher(name: str, opts: DrillOptions, sig: int, console=None)
         "device_mem_after_bytes": after,
         "memory_back_s": back_s,
         "run_dir": str(run.path),
+        "run_id": run_id,
     }
 
 
@@ -344,6 +346,7 @@ def torchrun_orphans(opts: DrillOptions, console=None) -> dict:
                             "--device-type", placement.device_type, "--placement", shared])
     try:
         workers = _torchrun_workers(agent.pid, opts.nproc, monitor)
+        run_id = _run_id_of(workers, TORCHRUN_MARKER)  # read while they live: `ddplab run` counts this run's
         injected_at = time.time()
         os.kill(agent.pid, signal.SIGKILL)
         agent.wait(timeout=10)
@@ -378,6 +381,7 @@ def torchrun_orphans(opts: DrillOptions, console=None) -> dict:
         "device_mem_after_bytes": after,
         "memory_back_s": back_s,
         "run_dir": str(run.path),
+        "run_id": run_id,
     }
 
 
@@ -422,10 +426,10 @@ def _torchrun_leftovers(pids: list[int]) -> list[psutil.Process]:
     return out
 
 
-def _run_id_of(pids: list[int]) -> str | None:
+def _run_id_of(pids: list[int], key: str = RUN_ID_ENV) -> str | None:
     for p in pids:
         try:
-            return psutil.Process(p).environ().get(RUN_ID_ENV)
+            return psutil.Process(p).environ().get(key)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return None
