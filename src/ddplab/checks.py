@@ -18,7 +18,7 @@ def for_stage(stage: dict) -> list[dict]:
     name = stage["name"]
     if name == "leftovers":
         return [row(name, "nothing left running", stage["verdict"], stage["summary"], "0 processes",
-                    "every process the lab started is gone, and no orphan holds a device",
+                    "every process the lab's stages started is gone (orphans of other runs are shown, not counted)",
                     "none" if stage["verdict"] == "pass" else "`ddplab clean` lists them; report the stage that "
                                                               "left them")]
     if doc is None:
@@ -42,8 +42,14 @@ def _env(name, doc):
                 "install the vendor's torch build or plug-in" if not p["backend_available"] else "none")]
     orphans = len(r["orphans"])
     rows.append(row(name, "orphaned processes", "warn" if orphans else "pass", str(orphans), "0",
-                    "processes holding a device after their launcher died block the next job",
+                    "ranks a launcher marked whose launcher is provably gone: they hold what the next job needs",
                     "`ddplab clean` lists them, `ddplab clean --yes` ends exactly those" if orphans else "none"))
+    others = r.get("other_processes") or []
+    if others:  # someone's work, not a fault: shown, never a warning by itself
+        rows.append(row(name, "other processes on the device", "pass", f"{len(others)}: " + ", ".join(
+            f"{o['pid']} {o['program'] or '?'}" for o in others[:5]), "informational",
+            "they share the device (memory, time slices) but are not orphans", "none; `ddplab clean --pid N --yes` "
+            "ends one you name"))
     return rows
 
 

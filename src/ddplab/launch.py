@@ -28,6 +28,9 @@ DEFAULT_RUNS_DIR = "ddplab-runs"
 RUN_ID_ENV = "DDPLAB_RUN_ID"  # every worker carries it: how `ddplab clean` recognises our ranks
 RUN_DIR_ENV = "DDPLAB_RUN_DIR"
 LAUNCHER_PID_ENV = "DDPLAB_LAUNCHER_PID"
+# The launcher's start time in clock ticks since boot: with its pid, an identity that reads the
+# same from any PID namespace (a pid alone does not), so `ddplab clean` can tell whether it lives.
+LAUNCHER_START_ENV = "DDPLAB_LAUNCHER_START"
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,10 @@ def launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous = Re
         logs_specs=DefaultLogsSpecs(log_dir=str(run.path / "logs"), redirects=Std.ALL, tee=Std.NONE),
         shutdown_timeout=5,
     )
-    marker_env = {RUN_ID_ENV: run.run_id, RUN_DIR_ENV: str(run.path), LAUNCHER_PID_ENV: str(os.getpid())}
+    from .procs import start_ticks
+
+    marker_env = {RUN_ID_ENV: run.run_id, RUN_DIR_ENV: str(run.path), LAUNCHER_PID_ENV: str(os.getpid()),
+                  LAUNCHER_START_ENV: str(start_ticks(os.getpid()) or "")}
     if nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
         # What torchrun does: N ranks each spinning up all-core thread pools overload the host.
         marker_env["OMP_NUM_THREADS"] = "1"

@@ -1,10 +1,25 @@
-"""Processes whose launcher is gone: orphaned ranks that may still hold a device.
+"""Which processes `ddplab clean` may end, and which it only shows.
 
-A process is listed only with evidence, never by name (the report's
-`ps | grep python | xargs kill -9` kills every Python process on the machine):
-  - it carries a ddplab run marker (DDPLAB_RUN_ID) and its launcher pid is dead, or
-  - it carries torchrun's markers (TORCHELASTIC_RUN_ID) and its parent is init, or
-  - it holds device memory (vendor monitor) or device nodes, and its parent is init.
+An orphan is a process that a launcher marked AND whose launcher is provably gone. The
+evidence is the process's real parent, read from /proc: never a pid carried in the
+environment (it belongs to the PID namespace that set it), never "the parent is pid 1"
+(containers run torchrun as pid 1; nohup/setsid jobs and services have parent 1). The rules
+and why each holds are in docs/processes.md; in short:
+
+- ddplab rank (DDPLAB_RUN_ID): its launcher wrote its identity into the rank's environment,
+  (pid in its own PID namespace, start time in clock ticks since boot), which reads the same
+  from every PID namespace. The launcher lives while the rank's parent, or any process we
+  can see, has that identity.
+- torchrun worker (TORCHELASTIC_RUN_ID): alive while its parent is an elastic agent; gone
+  when it was re-parented to the init of its PID namespace and that init cannot be a
+  launcher (it is neither torchrun nor a Python program).
+- a process carrying its parent's marker (a dataloader worker) shares its parent's verdict.
+- no evidence (parent outside our PID namespace, unreadable, another time namespace, no
+  recorded launcher identity): never an orphan.
+
+Every other process holding device memory or a device node is an "other process on the
+device": shown with its program name only (arguments can carry secrets), never counted as
+an orphan, ended only when the user names it (`ddplab clean --pid N`).
 """
 
 from __future__ import annotations
@@ -12,70 +27,123 @@ from __future__ import annotations
 import glob
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Mapping, Sequence
 
 import psutil
 
-from .launch import LAUNCHER_PID_ENV, RUN_ID_ENV
+from .launch import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
 from .platform import DeviceMonitor
 
 TORCHRUN_MARKER = "TORCHELASTIC_RUN_ID"
+# Launcher marker variable -> which launcher set it. ddplab's comes first: its ranks may carry both.
+MARKERS = ((RUN_ID_ENV, "ddplab"), (TORCHRUN_MARKER, "torchrun"))
+_ENV_KEPT = (RUN_ID_ENV, LAUNCHER_PID_ENV, LAUNCHER_START_ENV, TORCHRUN_MARKER)
+ELASTIC_AGENT_PROGRAMS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
+INTERPRETERS = ("python", "pypy")
+# Interpreter flags that take no value: skipped to find the script an interpreter runs.
+_BARE_INTERPRETER_FLAGS = {"-u", "-B", "-O", "-OO", "-E", "-s", "-S", "-I", "-b", "-bb", "-q", "-P", "-R"}
+SAME_PROCESS_SLACK_S = 0.005  # start times are whole clock ticks (10 ms): another process differs by one
+
+
+# ---------------------------------------------------------------------------------------------
+# What /proc says about a process, read once
 
 
 @dataclass(frozen=True)
-class Orphan:
+class Facts:
+    """One process as /proc showed it. ``markers`` holds only the launcher variables."""
+
     pid: int
-    ppid: int
-    create_time: float  # with pid, identifies the process (pids are reused)
-    age_s: float
-    cmdline: str
-    device_mem_bytes: int | None
-    run_id: str | None
-    reason: str
+    ppid: int  # 0: the parent is outside this PID namespace
+    start_ticks: int | None  # clock ticks after boot: the same value from every PID namespace
+    ns_pid: int | None  # its pid inside its own PID namespace (last NSpid entry)
+    create_time: float
+    argv: tuple[str, ...] = ()  # kept in memory to recognise launchers; reports get program_name() only
+    name: str = ""
+    user: str | None = None
+    markers: Mapping[str, str] = field(default_factory=dict)
+    same_clock: bool = True  # in our time namespace, so its recorded start times compare with ours
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    @property
+    def program(self) -> str:
+        return program_name(self.argv) or self.name
 
 
-def find_orphans(monitor: DeviceMonitor | None = None, device_node_globs: tuple[str, ...] = ()) -> list[Orphan]:
-    device_mem = monitor.sample().process_mem_bytes if monitor else {}
-    device_nodes = {os.path.realpath(p) for g in device_node_globs for p in glob.glob(g)}
-    me = os.getpid()
-    found = []
-    for proc in psutil.process_iter(["pid", "ppid", "create_time", "cmdline"]):
-        pid = proc.info["pid"]
-        if pid in (me, 1):
+def program_name(argv: Sequence[str]) -> str:
+    """The program, never its arguments: `python train.py --hf-token X` -> `python train.py`.
+
+    An interpreter's program is the script or module it runs (`python -m torch.distributed.run`);
+    the code of `python -c` is an argument and is dropped.
+    """
+    if not argv:
+        return ""
+    prog = os.path.basename(argv[0])
+    if not prog.startswith(INTERPRETERS):
+        return prog
+    rest = list(argv[1:])
+    while rest and rest[0] in _BARE_INTERPRETER_FLAGS:
+        rest.pop(0)
+    if not rest:
+        return prog
+    if rest[0] == "-m" and len(rest) > 1:
+        return f"{prog} -m {rest[1]}"
+    if rest[0] == "-c":
+        return f"{prog} -c"
+    if not rest[0].startswith("-"):
+        return f"{prog} {os.path.basename(rest[0])}"
+    return prog
+
+
+def start_ticks(pid: int) -> int | None:
+    """Field 22 of /proc/PID/stat: start time in clock ticks since boot.
+
+    Unlike psutil's create_time (boot time + ticks, moved by clock steps) it is exactly the
+    same number for every reader in the same time namespace.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+        # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+        return int(stat[stat.rindex(")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def ns_pid(pid: int) -> int | None:
+    """The pid a process has inside its own PID namespace (what its os.getpid() returns)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _time_namespace(pid: int | str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/time")
+    except OSError:
+        return None
+
+
+def snapshot() -> dict[int, Facts]:
+    """Every live process we can see (zombies left out: they hold nothing and cannot be ended)."""
+    ours = _time_namespace("self")
+    table = {}
+    for proc in psutil.process_iter(["pid", "ppid", "create_time", "cmdline", "name", "username", "status"]):
+        info = proc.info
+        if info["status"] == psutil.STATUS_ZOMBIE or info["create_time"] is None:
             continue
-        reason, run_id = _orphan_reason(proc, device_mem.get(pid), device_nodes)
-        if reason:
-            found.append(Orphan(
-                pid=pid,
-                ppid=proc.info["ppid"],
-                create_time=proc.info["create_time"] or 0.0,
-                age_s=round(time.time() - (proc.info["create_time"] or time.time()), 1),
-                cmdline=" ".join(proc.info["cmdline"] or [])[:200],
-                device_mem_bytes=device_mem.get(pid),
-                run_id=run_id,
-                reason=reason,
-            ))
-    return found
-
-
-def _orphan_reason(proc: psutil.Process, device_mem: int | None, device_nodes: set[str]):
-    parent_is_init = proc.info["ppid"] == 1
-    env = _environ(proc)
-    run_id = env.get(RUN_ID_ENV)
-    if run_id:
-        launcher = env.get(LAUNCHER_PID_ENV, "")
-        if launcher.isdigit() and int(launcher) != proc.pid and not psutil.pid_exists(int(launcher)):
-            return f"ddplab rank of run {run_id}; its launcher (pid {launcher}) is gone", run_id
-        return None, None
-    if parent_is_init and env.get(TORCHRUN_MARKER):
-        run = env[TORCHRUN_MARKER]
-        return f"torchrun worker (run {run}) whose agent is gone (parent is init)", run
-    if parent_is_init and (device_mem or _holds_device_node(proc, device_nodes)):
-        return "holds device memory and its parent is gone (parent is init)", None
-    return None, None
+        env = _environ(proc)
+        table[info["pid"]] = Facts(
+            pid=info["pid"], ppid=info["ppid"] or 0, start_ticks=start_ticks(info["pid"]), ns_pid=ns_pid(info["pid"]),
+            create_time=info["create_time"], argv=tuple(info["cmdline"] or ()), name=info["name"] or "",
+            user=info["username"], markers={k: env[k] for k in _ENV_KEPT if k in env},
+            same_clock=_time_namespace(info["pid"]) == ours)
+    return table
 
 
 def _environ(proc: psutil.Process) -> dict[str, str]:
@@ -85,29 +153,242 @@ def _environ(proc: psutil.Process) -> dict[str, str]:
         return {}
 
 
-def _holds_device_node(proc: psutil.Process, device_nodes: set[str]) -> bool:
+# ---------------------------------------------------------------------------------------------
+# The decision: pure, over a snapshot
+
+
+@dataclass(frozen=True)
+class Verdict:
+    orphan: bool
+    reason: str
+    run_id: str | None = None
+
+
+def marker(p: Facts) -> tuple[str, str] | None:
+    """(launcher kind, run id) of the launcher that marked this process, if any."""
+    for key, kind in MARKERS:
+        if p.markers.get(key):
+            return kind, p.markers[key]
+    return None
+
+
+def classify(pid: int, table: Mapping[int, Facts], _depth: int = 0) -> Verdict:
+    """Is ``pid`` an orphan, with the evidence in words either way."""
+    p = table[pid]
+    mark = marker(p)
+    if mark is None:
+        return Verdict(False, "no launcher marked it")
+    kind, run_id = mark
+    parent = table.get(p.ppid)
+    if parent is None or parent.start_ticks is None:  # ppid 0, or it vanished while we read it
+        return Verdict(False, f"{kind} process of run {run_id}; its parent is outside this PID namespace or "
+                              "unreadable: no evidence", run_id)
+    if marker(parent) == mark:  # a worker's own child (a dataloader worker): judged with the worker
+        if _depth >= 64:
+            return Verdict(False, f"{kind} process of run {run_id} under too deep a tree: no evidence", run_id)
+        up = classify(parent.pid, table, _depth + 1)
+        return Verdict(up.orphan, f"child of pid {parent.pid} of the same run: {up.reason}", run_id)
+    if kind == "ddplab":
+        return _ddplab_rank(p, parent, table, run_id)
+    return _torchrun_worker(p, parent, run_id)
+
+
+def _ddplab_rank(p: Facts, parent: Facts, table: Mapping[int, Facts], run_id: str) -> Verdict:
+    launcher = _launcher_identity(p)
+    if launcher is None:
+        return Verdict(False, f"ddplab rank of run {run_id} without a recorded launcher start time (an older "
+                              "ddplab): no evidence", run_id)
+    if not p.same_clock:
+        return Verdict(False, f"ddplab rank of run {run_id} in another time namespace: start times do not "
+                              "compare: no evidence", run_id)
+    if _has_identity(parent, launcher):
+        return Verdict(False, f"ddplab rank of run {run_id}; its launcher (pid {parent.pid}) is alive", run_id)
+    elsewhere = next((q for q in table.values() if _has_identity(q, launcher)), None)
+    if elsewhere is not None:
+        return Verdict(False, f"ddplab rank of run {run_id}; its launcher (pid {elsewhere.pid}) is alive", run_id)
+    return Verdict(True, f"ddplab rank of run {run_id}; its launcher (pid {launcher[0]} in its PID namespace) is "
+                         f"gone: re-parented to pid {parent.pid} ({parent.program})", run_id)
+
+
+def _launcher_identity(p: Facts) -> tuple[int, int] | None:
+    pid, ticks = p.markers.get(LAUNCHER_PID_ENV, ""), p.markers.get(LAUNCHER_START_ENV, "")
+    return (int(pid), int(ticks)) if pid.isdigit() and ticks.isdigit() else None
+
+
+def _has_identity(q: Facts, launcher: tuple[int, int]) -> bool:
+    pid, ticks = launcher
+    return q.start_ticks == ticks and (q.ns_pid is None or q.ns_pid == pid)
+
+
+def _torchrun_worker(p: Facts, parent: Facts, run_id: str) -> Verdict:
+    if is_elastic_agent(parent):
+        return Verdict(False, f"torchrun worker of run {run_id}; its elastic agent (pid {parent.pid}) is alive",
+                       run_id)
+    if _is_namespace_init(parent) and not _may_be_launcher(parent):
+        return Verdict(True, f"torchrun worker of run {run_id}; its agent is gone: re-parented to init "
+                             f"(pid {parent.pid}, {parent.program})", run_id)
+    return Verdict(False, f"torchrun worker of run {run_id}; its parent pid {parent.pid} ({parent.program}) may "
+                          "be a launcher running elastic as a library: no evidence", run_id)
+
+
+def is_elastic_agent(p: Facts) -> bool:
+    return any(os.path.basename(a) in ELASTIC_AGENT_PROGRAMS for a in p.argv[:3])
+
+
+def _is_namespace_init(p: Facts) -> bool:
+    return p.ns_pid == 1 if p.ns_pid is not None else p.pid == 1
+
+
+def _may_be_launcher(p: Facts) -> bool:
+    # A Python pid 1 may be the user's own launcher calling elastic as a library (a container's
+    # `python train.py`): its workers are its children, not orphans.
+    return is_elastic_agent(p) or p.program.startswith(INTERPRETERS)
+
+
+# ---------------------------------------------------------------------------------------------
+# What `clean`, `env` and `run` report
+
+
+@dataclass(frozen=True)
+class Orphan:
+    pid: int
+    ppid: int
+    create_time: float  # with pid, identifies the process (pids are reused)
+    age_s: float
+    cmdline: str  # the program name only: arguments can carry secrets
+    device_mem_bytes: int | None
+    run_id: str | None
+    reason: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class OtherProcess:
+    """A process on the device that is not an orphan: shown, never ended unless named."""
+
+    pid: int
+    user: str | None
+    program: str | None
+    create_time: float | None
+    age_s: float | None
+    device_mem_bytes: int | None
+    holds_device_node: bool
+    not_orphan_because: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Survey:
+    orphans: list[Orphan]
+    other_processes: list[OtherProcess]
+
+    def to_dict(self) -> dict:
+        return {"orphans": [o.to_dict() for o in self.orphans],
+                "other_processes": [o.to_dict() for o in self.other_processes]}
+
+
+def survey(monitor: DeviceMonitor | None = None, device_node_globs: Sequence[str] = ()) -> Survey:
+    """Orphans (by the rules above) and the other processes holding the device. `env`, `run` and
+    `clean` all ask this one function."""
+    device_mem = monitor.sample().process_mem_bytes if monitor else {}
+    device_nodes = {os.path.realpath(p) for g in device_node_globs for p in glob.glob(g)}
+    table = snapshot()
+    me, now = os.getpid(), time.time()
+    orphans, others = [], []
+    for pid, p in sorted(table.items()):
+        if pid == me:
+            continue
+        verdict = classify(pid, table)
+        holds_node = _holds_device_node(pid, device_nodes)
+        if verdict.orphan:
+            orphans.append(Orphan(pid=pid, ppid=p.ppid, create_time=p.create_time, age_s=_age(p.create_time, now),
+                                  cmdline=p.program, device_mem_bytes=device_mem.get(pid), run_id=verdict.run_id,
+                                  reason=verdict.reason))
+        elif pid in device_mem or holds_node:
+            others.append(_other(p, device_mem.get(pid), holds_node, verdict.reason, now))
+    for pid in sorted(set(device_mem) - set(table) - {me}):  # the device reports a pid /proc does not show
+        others.append(OtherProcess(pid=pid, user=None, program=None, create_time=None, age_s=None,
+                                   device_mem_bytes=device_mem[pid], holds_device_node=False,
+                                   not_orphan_because="not visible in this PID namespace (the device reports "
+                                                      "pids of the host's namespace)"))
+    return Survey(orphans, others)
+
+
+def _other(p: Facts, mem: int | None, holds_node: bool, why: str, now: float) -> OtherProcess:
+    return OtherProcess(pid=p.pid, user=p.user, program=p.program, create_time=p.create_time,
+                        age_s=_age(p.create_time, now), device_mem_bytes=mem, holds_device_node=holds_node,
+                        not_orphan_because=why)
+
+
+def _age(create_time: float, now: float) -> float:
+    return round(max(0.0, now - create_time), 1)
+
+
+def _holds_device_node(pid: int, device_nodes: set[str]) -> bool:
     if not device_nodes:
         return False
     try:
-        fds = os.listdir(f"/proc/{proc.pid}/fd")
+        fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
         return False
     for fd in fds:
         try:
-            if os.readlink(f"/proc/{proc.pid}/fd/{fd}") in device_nodes:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in device_nodes:
                 return True
         except OSError:
             continue
     return False
 
 
-def end(orphans: list[Orphan], grace_s: float = 5.0) -> dict:
-    """SIGTERM exactly these processes, SIGKILL what is left after ``grace_s``."""
-    procs = []
-    for o in orphans:
+def find_orphans(monitor: DeviceMonitor | None = None, device_node_globs: Sequence[str] = ()) -> list[Orphan]:
+    return survey(monitor, device_node_globs).orphans
+
+
+def describe(pid: int, found: Survey) -> Orphan | OtherProcess | None:
+    """The process the user named (`clean --pid`), as the survey saw it or read now; None if gone."""
+    for entry in (*found.orphans, *found.other_processes):
+        if entry.pid == pid:
+            return entry
+    table = snapshot()
+    if pid not in table:
+        return None
+    return _other(table[pid], None, False, classify(pid, table).reason, time.time())
+
+
+def refuse_to_name(pid: int) -> str | None:
+    """Why ``pid`` may not be named for ending (None: it may). Pid 1, ddplab itself and its
+    ancestors are never ended: that would end this command or the machine's init."""
+    if pid <= 1:
+        return "the init process" if pid == 1 else "not a pid"
+    me = psutil.Process()
+    if pid == me.pid:
+        return "ddplab itself"
+    try:
+        if pid in {p.pid for p in me.parents()}:
+            return "an ancestor of this ddplab process (ending it would end this command)"
+    except psutil.Error:
+        pass
+    if not psutil.pid_exists(pid):
+        return "not a running process"
+    return None
+
+
+def end(targets: Sequence[Orphan | OtherProcess], grace_s: float = 5.0) -> dict:
+    """SIGTERM exactly these processes, SIGKILL what is left after ``grace_s``.
+
+    A pid is signalled only if it still has the start time it was listed with: a pid reused
+    since the listing is refused, not signalled.
+    """
+    procs, refused = [], []
+    for t in targets:
         try:
-            p = psutil.Process(o.pid)
-            if abs(p.create_time() - o.create_time) > 1:  # the pid was reused since it was listed
+            p = psutil.Process(t.pid)
+            if t.create_time is None or abs(p.create_time() - t.create_time) > SAME_PROCESS_SLACK_S:
+                refused.append(t.pid)
                 continue
             procs.append(p)
         except psutil.NoSuchProcess:
@@ -119,7 +400,8 @@ def end(orphans: list[Orphan], grace_s: float = 5.0) -> dict:
         _send(p, "kill")
     gone2, still = psutil.wait_procs(alive, timeout=grace_s)
     return {"terminated": sorted(p.pid for p in gone), "killed": sorted(p.pid for p in gone2),
-            "survived": sorted(p.pid for p in still)}  # e.g. D state: wedged in the driver
+            "survived": sorted(p.pid for p in still),  # e.g. D state: wedged in the driver
+            "refused": sorted(refused)}
 
 
 def _send(proc: psutil.Process, how: str) -> None:

@@ -1,82 +1,101 @@
-"""`ddplab clean` on real orphans (a torchrun whose agent was SIGKILLed), beside an innocent
-Python process that must survive."""
+"""`ddplab clean` ends only what a launcher marked and whose launcher is provably gone
+(docs/processes.md): real torchrun orphans are ended; a nohup'd user job, live runs in other
+PID namespaces and torchrun workers under a pid-1 torchrun are left alone; `--pid` ends only
+the process named, and only if it is still the same process."""
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 
+from ddplab import procs
+from ddplab.commands import run as run_command
+from ddplab.platform import DeviceMonitor, DeviceSample
 from tests.conftest import load_json, run_cli
 
 pytestmark = pytest.mark.slow
 
+SECRET = "hf_DoNotLeakThisToken"
 SLEEPER = "import time\nwhile True: time.sleep(1)\n"
+# A user's own job on the device: holds a "device node" (a file the test names as one), has
+# secrets in its arguments, no launcher variables; started with nohup from a shell that exits.
+GPU_JOB = """import sys, time
+node = open(sys.argv[1], "rb")
+open(sys.argv[2], "w").close()
+while True: time.sleep(1)
+"""
+# torchrun's worker: says it is ready only after init_process_group, so the agent is never
+# killed while a worker could still end on its own.
+TORCHRUN_WORKER = """import os, sys, time
+import torch.distributed as dist
+dist.init_process_group("gloo")
+ready = sys.argv[sys.argv.index("--ready-dir") + 1]
+with open(os.path.join(ready, os.environ["LOCAL_RANK"]), "w") as f:
+    f.write(str(os.getpid()))
+while True: time.sleep(1)
+"""
+# A ddplab launcher as launch.py marks its ranks (run id, pid, start ticks), without torch.
+FAKE_LAUNCHER = """import os, subprocess, sys, time
+stat = open("/proc/self/stat").read()
+ticks = stat[stat.rindex(")") + 2:].split()[19]
+env = {k: v for k, v in os.environ.items() if not k.startswith(("DDPLAB_", "TORCHELASTIC_"))}
+env.update(DDPLAB_RUN_ID=sys.argv[1], DDPLAB_LAUNCHER_PID=str(os.getpid()), DDPLAB_LAUNCHER_START=ticks)
+rank = subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(1)\\n"], env=env)
+print(rank.pid, flush=True)
+while True: time.sleep(1)
+"""
 
 
-def _detached_python(code: str) -> int:
-    """A Python process whose parent is init, with no ddplab or torchrun markers (an innocent job)."""
-    r, w = os.pipe()
-    if os.fork() == 0:  # double fork: the grandchild is re-parented to init
-        os.setsid()
-        pid = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, env={k: v for k, v in os.environ.items()
-                                                                if not k.startswith(("DDPLAB_", "TORCHELASTIC_"))}).pid
-        os.write(w, str(pid).encode())
-        os._exit(0)
-    os.close(w)
-    pid = int(os.read(r, 32))
-    os.close(r)
-    return pid
+class FakeDeviceMonitor(DeviceMonitor):
+    """Device memory per pid, as the platform's monitor reports it on an accelerator."""
+
+    api = "test"
+
+    def __init__(self, process_mem_bytes: dict[int, int]):
+        self.process_mem_bytes = process_mem_bytes
+
+    def sample(self) -> DeviceSample:
+        return DeviceSample(process_mem_bytes=dict(self.process_mem_bytes))
 
 
-def _torchrun_orphans(tmp_path, n=2) -> list[int]:
-    script = tmp_path / "worker.py"
-    script.write_text("import torch.distributed as dist, time\ndist.init_process_group('gloo')\n" + SLEEPER)
-    agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-                              str(n), str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
-    deadline = time.monotonic() + 60
-    workers = []
-    while time.monotonic() < deadline and len(workers) < n:
-        time.sleep(0.5)
-        workers = [c.pid for c in psutil.Process(agent.pid).children() if "worker.py" in " ".join(c.cmdline())]
-    time.sleep(2)
-    os.kill(agent.pid, signal.SIGKILL)
-    agent.wait()
-    time.sleep(1)
-    assert all(psutil.Process(p).ppid() == 1 for p in workers), "workers should be orphans now"
-    return workers
+def _clean_env() -> dict:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("DDPLAB_", "TORCHELASTIC_"))}
 
 
-def test_clean_ends_exactly_the_orphans(tmp_path):
-    innocent = _detached_python(SLEEPER)
-    workers = _torchrun_orphans(tmp_path)
-    try:
-        assert psutil.Process(innocent).ppid() == 1
-        listed = run_cli("clean", "--json", str(tmp_path / "list.json"))
-        doc = load_json(tmp_path / "list.json")
-        listed_pids = {o["pid"] for o in doc["results"]["orphans"]}
-        assert set(workers) <= listed_pids and innocent not in listed_pids
-        assert all(psutil.pid_exists(p) for p in workers), "without --yes nothing is ended"
-        assert listed.returncode == 0 and doc["verdict"] == "warn"
+def _nohup(*argv: str) -> int:
+    """`nohup ARGV &` from a shell that exits at once: the job's parent becomes init."""
+    line = " ".join(f"'{a}'" for a in argv)
+    out = subprocess.run(["sh", "-c", f"nohup {line} >/dev/null 2>&1 & echo $!"], capture_output=True, text=True,
+                         env=_clean_env(), check=True).stdout
+    return int(out.strip())  # the shell has exited: the job's parent is init now
 
-        proc = run_cli("clean", "--yes", "--json", str(tmp_path / "clean.json"))
-        doc = load_json(tmp_path / "clean.json")
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert set(workers) <= set(doc["results"]["ended"]["terminated"]) | set(doc["results"]["ended"]["killed"])
-        time.sleep(0.5)
-        assert not any(_alive(p) for p in workers)
-        assert _alive(innocent), "an innocent Python process was killed"
-    finally:
-        for p in [innocent, *workers]:
-            try:
-                os.kill(p, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+
+def _wait_for(predicate, timeout_s: float, step_s: float = 0.2):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+        except psutil.Error:
+            value = None
+        if value:
+            return value
+        time.sleep(step_s)
+    return None
+
+
+def _kill(*pids: int) -> None:
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except (ProcessLookupError, TypeError):
+            pass
 
 
 def _alive(pid: int) -> bool:
@@ -84,3 +103,228 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def _gpu_job(tmp_path: Path) -> int:
+    node, started = tmp_path / "accel0", tmp_path / "job-started"
+    node.write_bytes(b"")
+    script = tmp_path / "gpu_job.py"
+    script.write_text(GPU_JOB)
+    pid = _nohup(sys.executable, str(script), str(node), str(started), "--hf-token", SECRET)
+    assert _wait_for(started.exists, 30), "the stand-in GPU job never started"
+    return pid
+
+
+def _torchrun_argv(tmp_path: Path, n: int) -> tuple[list[str], Path]:
+    script, ready = tmp_path / "worker.py", tmp_path / "ready"
+    script.write_text(TORCHRUN_WORKER)
+    ready.mkdir(exist_ok=True)
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(n), str(script),
+            "--ready-dir", str(ready), "--hf-token", SECRET], ready
+
+
+def _torchrun_orphans(tmp_path, n=2) -> list[int]:
+    argv, ready = _torchrun_argv(tmp_path, n)
+    agent = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                             env=_clean_env())
+    if not _wait_for(lambda: len(list(ready.glob("*"))) == n, 120):
+        _kill(*[c.pid for c in psutil.Process(agent.pid).children(recursive=True)], agent.pid)
+        agent.wait()
+        pytest.fail("torchrun workers never finished init")
+    workers = sorted(int(f.read_text()) for f in ready.glob("*"))
+    os.kill(agent.pid, signal.SIGKILL)
+    agent.wait()
+    assert _wait_for(lambda: all(psutil.Process(p).ppid() == 1 for p in workers), 10), "workers should be orphans"
+    return workers
+
+
+def test_clean_ends_exactly_the_orphans(tmp_path):
+    innocent = _nohup(sys.executable, "-c", SLEEPER)
+    workers = []
+    try:
+        workers = _torchrun_orphans(tmp_path)
+        listed = run_cli("clean", "--json", str(tmp_path / "list.json"))
+        doc = load_json(tmp_path / "list.json")
+        mine = {o["pid"]: o for o in doc["results"]["orphans"] if o["pid"] in workers}
+        assert set(mine) == set(workers) and innocent not in {o["pid"] for o in doc["results"]["orphans"]}
+        for o in mine.values():
+            assert set(o) == {"pid", "ppid", "create_time", "age_s", "cmdline", "device_mem_bytes", "run_id",
+                              "reason"}
+            assert o["cmdline"] == f"{Path(sys.executable).name} worker.py" and o["ppid"] == 1
+        assert SECRET not in (tmp_path / "list.json").read_text(), "an orphan's arguments reached the report"
+        assert all(_alive(p) for p in workers), "without --yes nothing is ended"
+        assert listed.returncode == 0 and doc["verdict"] == "warn"
+
+        proc = run_cli("clean", "--yes", "--json", str(tmp_path / "clean.json"))
+        doc = load_json(tmp_path / "clean.json")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert set(workers) <= set(doc["results"]["ended"]["terminated"]) | set(doc["results"]["ended"]["killed"])
+        assert _wait_for(lambda: not any(_alive(p) for p in workers), 5)
+        assert _alive(innocent), "an innocent Python process was killed"
+    finally:
+        _kill(innocent, *workers)
+
+
+def test_a_nohup_gpu_job_is_another_process_never_an_orphan(tmp_path):
+    job = _gpu_job(tmp_path)
+    try:
+        assert psutil.Process(job).ppid() == 1
+        monitor, nodes = FakeDeviceMonitor({job: 1_717_986_918}), (str(tmp_path / "accel*"),)  # 1.6 GiB
+        assert job not in {o.pid for o in procs.find_orphans(monitor, nodes)}
+        others = {o.pid: o for o in procs.survey(monitor, nodes).other_processes}
+        entry = others[job]
+        assert (entry.program, entry.user, entry.device_mem_bytes, entry.holds_device_node) == \
+            (f"{Path(sys.executable).name} gpu_job.py", psutil.Process(job).username(), 1_717_986_918, True)
+        assert entry.not_orphan_because == "no launcher marked it"
+        assert SECRET not in json.dumps(entry.to_dict()), "the job's arguments reached the report"
+
+        proc = run_cli("clean", "--yes", "--json", str(tmp_path / "clean.json"))
+        assert proc.returncode in (0, 1), proc.stderr
+        assert job not in {o["pid"] for o in load_json(tmp_path / "clean.json")["results"]["orphans"]}
+        assert _alive(job), "`ddplab clean --yes` ended a user's job"
+        env = run_cli("env", "--json", str(tmp_path / "env.json"))
+        assert env.returncode in (0, 1), env.stderr
+        assert job not in {o["pid"] for o in load_json(tmp_path / "env.json")["results"]["orphans"]}
+    finally:
+        _kill(job)
+
+
+def test_clean_pid_ends_only_the_named_process_and_only_with_yes(tmp_path):
+    named, bystander = _nohup(sys.executable, "-c", SLEEPER), _nohup(sys.executable, "-c", SLEEPER)
+    try:
+        proc = run_cli("clean", "--pid", str(named), "--json", str(tmp_path / "list.json"))
+        doc = load_json(tmp_path / "list.json")
+        assert proc.returncode == 0, proc.stderr
+        assert doc["results"]["named"]["pid"] == named and doc["results"]["ended"] is None
+        assert _alive(named), "--pid without --yes must only show the process"
+
+        proc = run_cli("clean", "--pid", str(named), "--yes", "--json", str(tmp_path / "end.json"))
+        ended = load_json(tmp_path / "end.json")["results"]["ended"]
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert ended["terminated"] + ended["killed"] == [named] and ended["refused"] == []
+        assert _wait_for(lambda: not _alive(named), 5) and _alive(bystander)
+
+        for pid in ("1", str(os.getpid()), "0"):  # init, an ancestor of the ddplab process, not a pid
+            refused = run_cli("clean", "--pid", pid, "--yes")
+            assert refused.returncode == 2 and "refused-pid" in refused.stderr, refused.stderr
+    finally:
+        _kill(named, bystander)
+
+
+def test_a_pid_reused_since_it_was_listed_is_refused():
+    sleeper = subprocess.Popen([sys.executable, "-c", SLEEPER])
+    try:
+        real = psutil.Process(sleeper.pid).create_time()
+        listed = procs.Orphan(pid=sleeper.pid, ppid=os.getpid(), create_time=real - 3.0, age_s=3.0, cmdline="python",
+                              device_mem_bytes=None, run_id="r", reason="listed before the pid was reused")
+        result = procs.end([listed], grace_s=1)
+        assert result["refused"] == [sleeper.pid] and result["terminated"] == [] and result["killed"] == []
+        assert sleeper.poll() is None, "a process that merely reused a listed pid was signalled"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_ddplab_rank_is_an_orphan_once_its_launcher_is_gone(tmp_path):
+    launcher, rank = _fake_ddplab_run(tmp_path, "train-launcher-test")
+    try:
+        assert rank not in {o.pid for o in procs.find_orphans()}, "its launcher is alive"
+        os.kill(launcher.pid, signal.SIGKILL)
+        launcher.wait()
+        assert _wait_for(lambda: psutil.Process(rank).ppid() != launcher.pid, 10)
+        orphan = {o.pid: o for o in procs.find_orphans()}[rank]
+        assert orphan.run_id == "train-launcher-test" and "gone" in orphan.reason
+    finally:
+        _kill(launcher.pid, rank)
+
+
+def test_run_leftover_check_counts_only_this_runs_orphans(tmp_path):
+    older, older_rank = _fake_ddplab_run(tmp_path, "train-older-run")
+    ours, our_rank = _fake_ddplab_run(tmp_path, "train-this-run")
+    try:
+        for launcher in (older, ours):
+            os.kill(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+        records = [{"name": "train-shared", "verdict": "pass", "report": {"results": {"run_id": "train-other"}}}]
+        check = run_command._leftover_check(records)
+        assert check["verdict"] == "pass", check["summary"]
+        assert older_rank in {o["pid"] for o in check["other_orphans"]} and check["orphans"] == []
+
+        records.append({"name": "drills", "verdict": "pass",
+                        "report": {"results": {"drills": [{"session": {"run_id": "train-this-run"}}]}}})
+        check = run_command._leftover_check(records)
+        assert check["verdict"] == "fail" and [o["pid"] for o in check["orphans"]] == [our_rank]
+    finally:
+        _kill(older.pid, older_rank, ours.pid, our_rank)
+
+
+def _fake_ddplab_run(tmp_path: Path, run_id: str) -> tuple[subprocess.Popen, int]:
+    script = tmp_path / "fake_launcher.py"
+    script.write_text(FAKE_LAUNCHER)
+    launcher = subprocess.Popen([sys.executable, str(script), run_id], stdout=subprocess.PIPE, text=True,
+                                env=_clean_env())
+    return launcher, int(launcher.stdout.readline())
+
+
+# -- PID namespaces: a pid in the environment means nothing outside its namespace ------------------
+
+def _unshare_pid(*argv: str) -> subprocess.Popen:
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("nsenter"):
+        pytest.skip("needs root, unshare and nsenter for a PID namespace")
+    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot create a PID namespace here: {probe.stderr.strip()}")
+    return subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", *argv], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=_clean_env(), start_new_session=True)
+
+
+def _end_namespace(unshare: subprocess.Popen) -> None:
+    """SIGKILL of a namespace's init ends every process in it."""
+    try:
+        for child in psutil.Process(unshare.pid).children():
+            child.kill()
+    except psutil.NoSuchProcess:
+        pass
+    unshare.kill()
+    unshare.wait()
+
+
+def test_a_live_ddplab_run_in_another_pid_namespace_is_not_listed(tmp_path):
+    run_dir = tmp_path / "run"
+    # The launcher gets pid 32001 in its namespace: a pid that means nothing (or someone else) here.
+    unshare = _unshare_pid("sh", "-c", f"echo 32000 > /proc/sys/kernel/ns_last_pid; {sys.executable} -m ddplab "
+                                       f"train --nproc 2 --steps 1000000 --run-dir {run_dir}; exit 0")
+    try:
+        assert _wait_for(lambda: len(list((run_dir / "pids").glob("*"))) == 2, 120), "ranks never started"
+        ranks = [p.pid for p in psutil.process_iter() if _environ(p).get("DDPLAB_RUN_DIR") == str(run_dir)]
+        assert len(ranks) >= 2 and all(_alive(p) for p in ranks)
+        proc = run_cli("clean", "--json", str(tmp_path / "clean.json"))
+        assert proc.returncode == 0, proc.stderr
+        listed = {o["pid"] for o in load_json(tmp_path / "clean.json")["results"]["orphans"]}
+        assert not listed & set(ranks), "ranks of a live run in another PID namespace were listed as orphans"
+    finally:
+        _end_namespace(unshare)
+
+
+def test_workers_of_a_pid_1_torchrun_are_not_listed_inside_its_namespace(tmp_path):
+    argv, ready = _torchrun_argv(tmp_path, 2)
+    unshare = _unshare_pid(*argv)
+    try:
+        assert _wait_for(lambda: len(list(ready.glob("*"))) == 2, 120), "torchrun workers never finished init"
+        workers = {int(f.read_text()) for f in ready.glob("*")}  # pids inside the namespace
+        agent = psutil.Process(unshare.pid).children()[0]  # the namespace's pid 1: torchrun
+        out = tmp_path / "clean.json"
+        proc = subprocess.run(["nsenter", "--target", str(agent.pid), "--pid", "--mount", sys.executable, "-m",
+                               "ddplab", "clean", "--json", str(out)], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        listed = {o["pid"] for o in load_json(out)["results"]["orphans"]}
+        assert not listed & workers, "workers of a live pid-1 torchrun were listed as orphans"
+    finally:
+        _end_namespace(unshare)
+
+
+def _environ(proc: psutil.Process) -> dict:
+    try:
+        return proc.environ()
+    except psutil.Error:
+        return {}

@@ -3,7 +3,8 @@
 Reports platform and versions (the collective library BUILT into torch and the one
 LOADED), devices and free memory, available backends, the shared-device plan for
 two ranks, the sharing daemon (MPS), the vendor's watchdog knobs, a whitelisted
-environment, and processes that hold a device but whose launcher is gone.
+environment, orphaned ranks (a launcher marked them and it is provably gone) and, apart
+from them, the other processes on the device.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def execute(device: str = "auto") -> dict:
     from ..config import LaunchOptions
     from ..platform import describe, gather_probe, open_monitor
     from ..policy import plan
-    from ..procs import find_orphans
+    from ..procs import survey
 
     probe = gather_probe(with_memory=True)
     platform = describe(probe, device)
@@ -61,16 +62,18 @@ def execute(device: str = "auto") -> dict:
 
     monitor = open_monitor(platform.spec)
     try:
-        orphans = find_orphans(monitor, platform.spec.device_node_globs)
+        found = survey(monitor, platform.spec.device_node_globs)
     finally:
         monitor.close()
-    results["orphans"] = [o.to_dict() for o in orphans]
-    if orphans:
+    results.update(found.to_dict())
+    if found.orphans:  # other processes on the device are someone's work, not a warning
         verdicts.append("warn")
     return report.document("env", {"device": device}, platform.to_dict(), results, report.worst(verdicts))
 
 
 def render(doc: dict, console) -> None:
+    from .clean import render_other_processes
+
     p, r = doc["platform"], doc["results"]
     plugin = f"{p['plugin_module']} {p['plugin_version'] or '(not installed)'}" if p["plugin_module"] else "none needed"
     lib = p["collective_library"]
@@ -118,6 +121,7 @@ def render(doc: dict, console) -> None:
                             f"{o['cmdline']}") for o in r["orphans"]]))
     else:
         console.print("orphaned processes: none")
+    render_other_processes(r.get("other_processes", []), console)
     for mod, err in r["plugin_errors"].items():
         console.print(f"[red]plug-in {mod} failed to import:[/] {err}")
     console.print(f"verdict: {display.verdict_text(doc['verdict'])}")

@@ -147,21 +147,35 @@ def _summary(doc: dict) -> str:
 
 
 def _leftover_check(records: list[dict]) -> dict:
-    """After every stage: no process of any stage's run still alive, no new orphan."""
+    """After every stage: nothing that this run's stages started (their run ids) is still alive.
+    Orphans of other runs on the machine are shown as information: they are not this run's doing."""
     from ..drills.common import leaked
-    from ..procs import find_orphans
+    from ..procs import survey
 
-    run_ids = []
+    run_ids = _run_ids(records)
+    left = sorted({p for rid in run_ids for p in leaked(rid, [])})
+    orphans = survey().orphans
+    ours = [o.to_dict() for o in orphans if o.run_id in run_ids]
+    others = [o.to_dict() for o in orphans if o.run_id not in run_ids]
+    summary = f"{len(left)} process(es) of this lab and {len(ours)} orphan(s) of this lab left"
+    if others:
+        summary += f"; {len(others)} orphan(s) of other runs on this machine, not counted (`ddplab clean`)"
+    return {"name": "leftovers", "command": "(ddplab run)", "verdict": "pass" if not left and not ours else "fail",
+            "summary": summary, "left_pids": left, "orphans": ours, "other_orphans": others}
+
+
+def _run_ids(records: list[dict]) -> set[str]:
+    """The run ids this lab's stages started: each stage's own and each drill's (its ddplab session,
+    or the child launcher / torchrun it started). Not every "run_id" in the JSON: the env stage lists
+    orphans of other runs with theirs."""
+    found = set()
     for rec in records:
         results = (rec.get("report") or {}).get("results") or {}
-        if results.get("run_id"):
-            run_ids.append(results["run_id"])
-    left = sorted({p for rid in run_ids for p in leaked(rid, [])})
-    orphans = [o.to_dict() for o in find_orphans()]
-    verdict = "pass" if not left and not orphans else "fail"
-    return {"name": "leftovers", "command": "(ddplab run)", "verdict": verdict,
-            "summary": f"{len(left)} process(es) of this lab and {len(orphans)} orphan(s) left",
-            "left_pids": left, "orphans": orphans}
+        found.add(results.get("run_id"))
+        for drill in results.get("drills") or []:
+            found.add(drill.get("run_id"))
+            found.add((drill.get("session") or {}).get("run_id"))
+    return {rid for rid in found if isinstance(rid, str) and rid}
 
 
 def main(args, console) -> int:

@@ -21,6 +21,7 @@ import psutil
 
 from ..config import LaunchOptions
 from ..launch import RUN_ID_ENV
+from ..procs import TORCHRUN_MARKER
 
 MEMORY_SLACK_BYTES = 64 << 20  # device-wide "used" memory moves by a few MiB on its own
 MEMORY_WAIT_S = 5.0
@@ -324,6 +325,7 @@ def signal_child_launcher(name: str, opts: DrillOptions, sig: int, console=None)
         "device_mem_after_bytes": after,
         "memory_back_s": back_s,
         "run_dir": str(run.path),
+        "run_id": run_id,
     }
 
 
@@ -339,11 +341,14 @@ def torchrun_orphans(opts: DrillOptions, console=None) -> dict:
     run = RunDir.create(opts.run_dir, "drill-kill_launcher-torchrun")
     shared = "shared" if placement.shared_device else "per-device"
     workers: list[int] = []
+    ready = run.path / "ready"
+    ready.mkdir(exist_ok=True)
     agent = child_launcher(["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(opts.nproc),
                             "-m", "ddplab.drills.torchrun_victim", "--backend", placement.backend,
-                            "--device-type", placement.device_type, "--placement", shared])
+                            "--device-type", placement.device_type, "--placement", shared, "--ready-dir", str(ready)])
     try:
-        workers = _torchrun_workers(agent.pid, opts.nproc, monitor)
+        workers = _torchrun_workers(agent.pid, opts.nproc, monitor, ready)
+        run_id = _run_id_of(workers, TORCHRUN_MARKER)  # read while they live: `ddplab run` counts this run's
         injected_at = time.time()
         os.kill(agent.pid, signal.SIGKILL)
         agent.wait(timeout=10)
@@ -378,10 +383,11 @@ def torchrun_orphans(opts: DrillOptions, console=None) -> dict:
         "device_mem_after_bytes": after,
         "memory_back_s": back_s,
         "run_dir": str(run.path),
+        "run_id": run_id,
     }
 
 
-def _torchrun_workers(agent_pid: int, count: int, monitor, timeout_s: float = 120) -> list[int]:
+def _torchrun_workers(agent_pid: int, count: int, monitor, ready: Path, timeout_s: float = 120) -> list[int]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
@@ -396,18 +402,10 @@ def _torchrun_workers(agent_pid: int, count: int, monitor, timeout_s: float = 12
                     workers.append(k.pid)
             except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
                 continue
-        if len(workers) >= count and _marked_ready(workers):
+        if len(workers) >= count and len(list(ready.glob("*"))) >= count:  # each wrote it after init
             return sorted(workers)
         time.sleep(0.3)
     return []
-
-
-def _marked_ready(pids: list[int]) -> bool:
-    # The victim script prints nothing; it is ready once it has run for 3 s (init + allocation).
-    try:
-        return all(time.time() - psutil.Process(p).create_time() > 3 for p in pids)
-    except psutil.NoSuchProcess:
-        return False
 
 
 def _torchrun_leftovers(pids: list[int]) -> list[psutil.Process]:
@@ -422,10 +420,10 @@ def _torchrun_leftovers(pids: list[int]) -> list[psutil.Process]:
     return out
 
 
-def _run_id_of(pids: list[int]) -> str | None:
+def _run_id_of(pids: list[int], key: str = RUN_ID_ENV) -> str | None:
     for p in pids:
         try:
-            return psutil.Process(p).environ().get(RUN_ID_ENV)
+            return psutil.Process(p).environ().get(key)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return None

@@ -1,12 +1,13 @@
 """A plain torchrun worker for the kill_launcher drill (--launcher torchrun): joins the
-group, holds some device memory, and issues all_reduces until it is killed. It carries
-no ddplab marker on purpose: `ddplab clean` must recognise it from torchrun's own
-environment and its parent being init.
+group, holds some device memory, writes <ready-dir>/<local rank> once it has, and issues
+all_reduces until it is killed. It carries no ddplab marker on purpose: `ddplab clean`
+must recognise it from torchrun's own environment and its real parent (docs/processes.md).
 """
 
 import argparse
 import os
 import time
+from pathlib import Path
 
 
 def main() -> None:
@@ -14,6 +15,7 @@ def main() -> None:
     parser.add_argument("--backend", required=True)
     parser.add_argument("--device-type", required=True)
     parser.add_argument("--placement", choices=("shared", "per-device"), required=True)
+    parser.add_argument("--ready-dir", required=True, help="where to say that init and allocation are done")
     args = parser.parse_args()
 
     import torch
@@ -27,6 +29,8 @@ def main() -> None:
     dist.init_process_group(args.backend)
     hold = torch.ones(64 << 20, device=runtime.device)  # 256 MiB that an orphan keeps holding
     buf = torch.ones(1024, device=runtime.device)
+    # The drill kills the agent only after this: a worker still in init could end on its own.
+    Path(args.ready_dir, str(local_rank)).write_text(f"{os.getpid()}\n")
     while True:
         dist.all_reduce(buf)
         runtime.synchronize()

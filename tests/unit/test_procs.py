@@ -1,0 +1,152 @@
+"""Orphan evidence as a pure decision over process tables (no processes started).
+
+Each table is what /proc would show in one situation from docs/processes.md; the
+integration tests in tests/integration/test_clean.py run the same situations for real.
+"""
+
+import os
+
+from ddplab.launch import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
+from ddplab.procs import TORCHRUN_MARKER, Facts, classify, program_name, start_ticks
+
+INIT = Facts(pid=1, ppid=0, start_ticks=5, ns_pid=1, create_time=0.0, argv=("/sbin/init",))
+TORCHRUN = ("/venv/bin/python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "train.py")
+
+
+def table(*procs: Facts) -> dict[int, Facts]:
+    return {p.pid: p for p in procs}
+
+
+def rank(pid=300, ppid=200, launcher_ns_pid=200, launcher_ticks=1000, run_id="train-1", **kw) -> Facts:
+    markers = {RUN_ID_ENV: run_id, LAUNCHER_PID_ENV: str(launcher_ns_pid), LAUNCHER_START_ENV: str(launcher_ticks)}
+    return Facts(pid=pid, ppid=ppid, start_ticks=1100, ns_pid=pid, create_time=1.0,
+                 argv=("python", "-c", "spawn"), markers=markers, **kw)
+
+
+def worker(pid=300, ppid=200, run_id="tr-1", ticks=1100, **kw) -> Facts:
+    return Facts(pid=pid, ppid=ppid, start_ticks=ticks, ns_pid=pid, create_time=1.0, argv=("python", "-u", "train.py"),
+                 markers={TORCHRUN_MARKER: run_id}, **kw)
+
+
+# -- processes no launcher marked --------------------------------------------------------------
+
+def test_a_nohup_job_with_parent_init_is_not_an_orphan():
+    job = Facts(pid=300, ppid=1, start_ticks=1100, ns_pid=300, create_time=1.0, argv=("python", "train.py"))
+    v = classify(300, table(INIT, job))
+    assert not v.orphan and v.reason == "no launcher marked it"
+
+
+# -- ddplab ranks: the launcher's identity (pid in its namespace, start ticks) -------------------
+
+def test_ddplab_rank_whose_parent_is_its_launcher_is_alive():
+    launcher = Facts(pid=200, ppid=1, start_ticks=1000, ns_pid=200, create_time=0.5, argv=("python", "-m", "ddplab"))
+    assert not classify(300, table(INIT, launcher, rank())).orphan
+
+
+def test_ddplab_rank_of_a_launcher_in_another_pid_namespace_is_alive():
+    # Seen from the host: the launcher is pid 303 in its namespace and 45678 here; the rank
+    # carries 303, which names an unrelated or no process here.
+    launcher = Facts(pid=45678, ppid=45600, start_ticks=1000, ns_pid=303, create_time=0.5, argv=("python", "-m",
+                                                                                                   "ddplab"))
+    unrelated_303 = Facts(pid=303, ppid=1, start_ticks=50, ns_pid=303, create_time=0.1, argv=("sshd",))
+    r = rank(pid=45700, ppid=45678, launcher_ns_pid=303)
+    v = classify(45700, table(INIT, launcher, unrelated_303, r))
+    assert not v.orphan and "alive" in v.reason
+
+
+def test_ddplab_rank_reparented_to_init_is_an_orphan():
+    v = classify(300, table(INIT, rank(ppid=1)))
+    assert v.orphan and v.run_id == "train-1" and "gone" in v.reason
+
+
+def test_ddplab_rank_reparented_while_its_launcher_lives_elsewhere_is_not_an_orphan():
+    launcher = Facts(pid=200, ppid=1, start_ticks=1000, ns_pid=200, create_time=0.5, argv=("pytest",))
+    assert not classify(300, table(INIT, launcher, rank(ppid=1))).orphan
+
+
+def test_a_new_process_reusing_the_launcher_pid_does_not_keep_the_rank_alive():
+    impostor = Facts(pid=200, ppid=1, start_ticks=9999, ns_pid=200, create_time=9.0, argv=("python", "-m", "ddplab"))
+    assert classify(300, table(INIT, impostor, rank(ppid=1))).orphan
+
+
+def test_no_evidence_means_not_an_orphan():
+    no_start = rank(ppid=1)
+    no_start.markers.pop(LAUNCHER_START_ENV)  # a rank of an older ddplab
+    assert not classify(300, table(INIT, no_start)).orphan
+    assert not classify(300, table(INIT, rank(ppid=0))).orphan  # parent outside our PID namespace
+    assert not classify(300, table(rank(ppid=77))).orphan  # parent unreadable / not in the table
+    assert not classify(300, table(INIT, rank(ppid=1, same_clock=False))).orphan  # another time namespace
+
+
+# -- torchrun workers: their real parent -------------------------------------------------------
+
+def test_torchrun_worker_of_a_live_agent_is_alive_even_when_the_agent_is_pid_1():
+    agent_pid1 = Facts(pid=1, ppid=0, start_ticks=900, ns_pid=1, create_time=0.4, argv=TORCHRUN)
+    assert not classify(300, table(agent_pid1, worker(ppid=1))).orphan
+    agent = Facts(pid=200, ppid=100, start_ticks=900, ns_pid=200, create_time=0.4, argv=("/venv/bin/torchrun",))
+    assert not classify(300, table(INIT, agent, worker())).orphan
+
+
+def test_torchrun_worker_reparented_to_init_is_an_orphan():
+    v = classify(300, table(INIT, worker(ppid=1)))
+    assert v.orphan and v.run_id == "tr-1"
+
+
+def test_torchrun_worker_reparented_to_a_container_init_seen_from_the_host_is_an_orphan():
+    tini = Facts(pid=5000, ppid=4990, start_ticks=10, ns_pid=1, create_time=0.1, argv=("/sbin/docker-init", "--"))
+    assert classify(300, table(INIT, tini, worker(ppid=5000))).orphan
+
+
+def test_torchrun_worker_under_a_process_that_is_neither_agent_nor_init_is_no_evidence():
+    # e.g. re-parented to a subreaper (systemd --user), or started by a launcher we do not know
+    subreaper = Facts(pid=250, ppid=1, start_ticks=20, ns_pid=250, create_time=0.2, argv=("systemd", "--user"))
+    assert not classify(300, table(INIT, subreaper, worker(ppid=250))).orphan
+
+
+def test_python_pid_1_may_be_a_library_launcher_so_its_workers_are_not_orphans():
+    launcher = Facts(pid=1, ppid=0, start_ticks=900, ns_pid=1, create_time=0.4, argv=("python", "launch_job.py"))
+    assert not classify(300, table(launcher, worker(ppid=1))).orphan
+
+
+def test_a_workers_own_child_shares_its_verdict():
+    agent = Facts(pid=200, ppid=1, start_ticks=900, ns_pid=200, create_time=0.4, argv=TORCHRUN)
+    loader = worker(pid=400, ppid=300, ticks=1200)
+    assert not classify(400, table(INIT, agent, worker(), loader)).orphan
+    v = classify(400, table(INIT, worker(ppid=1), loader))
+    assert v.orphan and "child of pid 300" in v.reason
+
+
+# -- what reports may show ---------------------------------------------------------------------
+
+def test_program_name_drops_arguments():
+    assert program_name(["/usr/bin/python3", "-u", "/home/u/train.py", "--hf-token", "hf_x"]) == "python3 train.py"
+    assert program_name(["python", "-m", "torch.distributed.run", "--rdzv-conf", "secret=1"]) == \
+        "python -m torch.distributed.run"
+    assert program_name(["python", "-c", "import os; TOKEN='x'"]) == "python -c"
+    assert program_name(["/opt/bin/my-trainer", "--api-key", "abc"]) == "my-trainer"
+    assert program_name([]) == ""
+
+
+def test_start_ticks_reads_past_a_command_name_with_spaces_and_parentheses(tmp_path, monkeypatch):
+    stat = "4242 (evil) (name x) S 1 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 123456 1000 10"
+    real_open = open
+    fake = tmp_path / "stat"
+    fake.write_text(stat)
+    monkeypatch.setattr("builtins.open", lambda path, *a, **k: real_open(fake if path == "/proc/4242/stat" else path,
+                                                                          *a, **k))
+    assert start_ticks(4242) == 123456
+    assert start_ticks(os.getpid()) is not None
+
+
+def test_run_ids_are_the_stages_own_not_those_of_orphans_the_env_stage_listed():
+    from ddplab.commands.run import _run_ids
+
+    records = [
+        {"name": "env", "report": {"results": {"orphans": [{"pid": 5, "run_id": "train-older"}]}}},
+        {"name": "train-shared", "report": {"results": {"run_id": "train-1"}}},
+        {"name": "drills", "report": {"results": {"drills": [
+            {"drill": "kill_rank", "session": {"run_id": "drill-kill_rank-1"}},
+            {"drill": "kill_launcher", "run_id": "c0ffee-torchrun"}]}}},
+        {"name": "sweep", "verdict": "skip", "summary": "cannot run here"},
+    ]
+    assert _run_ids(records) == {"train-1", "drill-kill_rank-1", "c0ffee-torchrun"}
