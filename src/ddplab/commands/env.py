@@ -81,13 +81,12 @@ def render(doc: dict, console) -> None:
         ("backend", f"{p['backend']} ({'available' if p['backend_available'] else 'NOT available'}); "
                     f"torch's default map says {p['torch_default_backend']}"),
         (f"{lib} built into torch", p["collective_built_version"]),
-        (f"{lib} loaded", f"{p['collective_loaded_version']} ({p['collective_loaded_path']})"
-         if p["collective_loaded_path"] else None),
+        (f"{lib} loaded (calls bind here)", _bound_text(p)),
+        *_copies_rows(p, lib),
         ("driver", p["driver_version"]),
         ("management tool", f"{p['management_tool']} -> {p['management_tool_path'] or 'not on PATH'}"
          if p["management_tool"] else None),
-        ("sharing daemon", f"{p['sharing_daemon']}: {'running' if p['sharing_daemon_running'] else 'not running'}"
-         if p["sharing_daemon"] else None),
+        ("sharing daemon", _daemon_text(p)),
         ("per-process memory", p["per_process_memory_api"] or "no vendor API (allocator and RSS only)"),
         ("backends available", ", ".join(b for b, ok in p["backends_available"].items() if ok)),
         ("host", f"{p['hostname']}, Python {p['python_version']}"),
@@ -121,6 +120,34 @@ def render(doc: dict, console) -> None:
     for mod, err in r["plugin_errors"].items():
         console.print(f"[red]plug-in {mod} failed to import:[/] {err}")
     console.print(f"verdict: {display.verdict_text(doc['verdict'])}")
+
+
+def _bound_text(p: dict) -> str | None:
+    bound = next((c for c in p.get("collective_loaded_copies", []) if c["bound_via"]), None)
+    if bound is None:
+        return f"{p['collective_loaded_version']} ({p['collective_loaded_path']})" if p["collective_loaded_path"] \
+            else None
+    return f"{bound['version']} ({bound['path']}) [{bound['bound_via']}]"
+
+
+def _daemon_text(p: dict) -> str | None:
+    if not p["sharing_daemon"]:
+        return None
+    state = "running (ddplab uses it and leaves it alone)" if p["sharing_daemon_running"] else "not running"
+    control = p.get("sharing_daemon_control_path")
+    start = (f"ddplab can start a private one ({control})" if control
+             else "ddplab cannot start one (its control binary is not on PATH)")
+    return f"{p['sharing_daemon']}: {state}; {start}"
+
+
+def _copies_rows(p: dict, lib: str) -> list[tuple[str, str]]:
+    """A row only when several copies are mapped: then which one calls bind to matters."""
+    copies = p.get("collective_loaded_copies", [])
+    if len(copies) < 2:
+        return []
+    return [(f"{lib} copies mapped", "\n".join(
+        f"{c['version'] or 'version unknown'} {c['path']}: {'BOUND' if c['bound_via'] else 'mapped, not bound'}"
+        for c in copies))]
 
 
 def main(args, console) -> int:

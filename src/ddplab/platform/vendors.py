@@ -39,6 +39,9 @@ class Vendor:
     collective_library: str | None  # human name of the collective library
     library_names: tuple[str, ...] = ()  # shared objects to look for in /proc/self/maps
     version_symbol: str | None = None  # C function returning the loaded version as int
+    # Framework libraries that link the collective library: where its symbols bind when the
+    # global scope lacks them (docs/shared-device.md, "Which library is bound").
+    collective_linked_by: tuple[str, ...] = ()
     management_tool: str | None = None  # CLI that shows devices and processes
     sharing_daemon_processes: tuple[str, ...] = ()  # process names of a device-sharing daemon
     sharing_daemon_control: str | None = None  # the daemon's control binary
@@ -62,6 +65,7 @@ NVIDIA = Vendor(
     collective_library="NCCL",
     library_names=("libnccl.so",),
     version_symbol="ncclGetVersion",
+    collective_linked_by=("libtorch_cuda.so",),
     management_tool="nvidia-smi",
     sharing_daemon_processes=("nvidia-cuda-mps-control", "nvidia-cuda-mps-server"),
     sharing_daemon_control="nvidia-cuda-mps-control",
