@@ -127,3 +127,31 @@ def test_without_preload_the_framework_local_copy_is_bound(two_copies, question)
     assert seen["calls_reach"] == 22809
     framework = str(two_copies / "fw" / "libframework.so")
     assert seen["libs"] == [[old, "2.28.9", f"local scope of {framework}"]]
+
+
+def test_env_lists_every_mapped_copy_and_marks_the_bound_one():
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from ddplab import report
+    from ddplab.commands import env
+    from ddplab.platform import describe
+    from ddplab.platform.collective_lib import LoadedLibrary
+    from tests.unit import fakes
+
+    venv_copy = "/venv/nvidia/nccl/lib/libnccl.so.2"
+    preloaded = "/opt/nccl-2.30.7/libnccl.so.2"
+    probe = replace(fakes.nvidia(loaded="2.30.7"), collective_loaded_path=preloaded, collective_loaded_copies=(
+        LoadedLibrary(venv_copy, "2.28.9"), LoadedLibrary(preloaded, "2.30.7", "global scope (LD_PRELOAD first)")))
+    platform = describe(probe)
+    doc = report.document("env", {}, platform.to_dict(), {**env.experiment_plans(platform)[0], "plugin_errors": {},
+                                                          "orphans": []}, "pass")
+    console = Console(width=400, record=True, highlight=False)
+    env.render(doc, console)
+    screen = console.export_text()
+    assert f"NCCL loaded (calls bind here) │ 2.30.7 ({preloaded}) [global scope (LD_PRELOAD first)]" in screen
+    assert f"2.28.9 {venv_copy}: mapped, not bound" in screen
+    assert f"2.30.7 {preloaded}: BOUND" in screen
+    assert doc["platform"]["collective_loaded_copies"][1] == {"path": preloaded, "version": "2.30.7",
+                                                              "bound_via": "global scope (LD_PRELOAD first)"}

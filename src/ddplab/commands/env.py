@@ -30,9 +30,7 @@ def validate(args) -> None:
 
 
 def execute(device: str = "auto") -> dict:
-    from ..config import LaunchOptions
     from ..platform import describe, gather_probe, open_monitor
-    from ..policy import plan
     from ..procs import find_orphans
 
     probe = gather_probe(with_memory=True)
@@ -40,7 +38,29 @@ def execute(device: str = "auto") -> dict:
     results: dict = {"plugin_errors": probe.plugin_errors}
     verdicts = ["pass" if platform.backend_available else "fail"]
 
-    # Would the report's experiment work here? Plan it without starting anything.
+    plans, plan_verdicts = experiment_plans(platform)
+    results.update(plans)
+    verdicts += plan_verdicts
+
+    monitor = open_monitor(platform.spec)
+    try:
+        orphans = find_orphans(monitor, platform.spec.device_node_globs)
+    finally:
+        monitor.close()
+    results["orphans"] = [o.to_dict() for o in orphans]
+    if orphans:
+        verdicts.append("warn")
+    return report.document("env", {"device": device}, platform.to_dict(), results, report.worst(verdicts))
+
+
+def experiment_plans(platform) -> tuple[dict, list[str]]:
+    """Would the report's experiment work here? Plan it without starting anything: for 2 ranks on
+    one device and one per device, the backend, the sharing daemon, and every option weighed."""
+    from ..config import LaunchOptions
+    from ..policy import plan
+
+    results: dict = {}
+    verdicts: list[str] = []
     for key, placement in (("shared_device", "shared"), ("per_device", "per-device")):
         nproc = 2
         if placement == "per-device" and platform.device_count < 2:
@@ -52,22 +72,14 @@ def execute(device: str = "auto") -> dict:
             will_work = p.expected_failure is None
             results[key] = {"nproc": nproc, "will_work": will_work, "backend": p.backend,
                             "reason": p.backend_reason, "env": p.env, "warnings": list(p.warnings),
-                            "memory_fraction": p.memory_fraction}
+                            "memory_fraction": p.memory_fraction, "sharing_daemon": p.sharing_daemon,
+                            "considered": p.to_dict()["considered"]}
             if p.warnings:
                 verdicts.append("warn")
         except DdplabError as exc:
             results[key] = {"nproc": nproc, "will_work": False, "reason": exc.message}
             verdicts.append("warn")
-
-    monitor = open_monitor(platform.spec)
-    try:
-        orphans = find_orphans(monitor, platform.spec.device_node_globs)
-    finally:
-        monitor.close()
-    results["orphans"] = [o.to_dict() for o in orphans]
-    if orphans:
-        verdicts.append("warn")
-    return report.document("env", {"device": device}, platform.to_dict(), results, report.worst(verdicts))
+    return results, verdicts
 
 
 def render(doc: dict, console) -> None:
@@ -104,6 +116,7 @@ def render(doc: dict, console) -> None:
         text = escape(text)
         for w in s.get("warnings", []):
             text += f"\n[yellow]warning:[/] {escape(w)}"
+        text += _considered_text(s.get("considered", []))
         plan_rows.append((label, text))
     console.print(display.kv_table("Pseudo-DDP plan", plan_rows, markup=True))
     if p["knobs"]:
@@ -122,12 +135,22 @@ def render(doc: dict, console) -> None:
     console.print(f"verdict: {display.verdict_text(doc['verdict'])}")
 
 
+def _considered_text(options: list[dict]) -> str:
+    """Every setup the policy weighed, when there was a choice: chosen or rejected, and why."""
+    if len(options) < 2:
+        return ""
+    return "".join(f"\n{'[green]chosen[/]  ' if o['chosen'] else 'rejected'} {escape(o['setup'])}"
+                   + ("" if o["chosen"] else f": {escape(o['why'])}") for o in options)
+
+
 def _bound_text(p: dict) -> str | None:
-    bound = next((c for c in p.get("collective_loaded_copies", []) if c["bound_via"]), None)
-    if bound is None:
-        return f"{p['collective_loaded_version']} ({p['collective_loaded_path']})" if p["collective_loaded_path"] \
-            else None
-    return f"{bound['version']} ({bound['path']}) [{bound['bound_via']}]"
+    copies = p.get("collective_loaded_copies") or []
+    bound = next((c for c in copies if c["bound_via"]), None)
+    if bound is not None:
+        return f"{bound['version']} ({bound['path']}) [{bound['bound_via']}]"
+    if copies:
+        return "mapped, but which copy calls bind to could not be told"
+    return f"{p['collective_loaded_version']} ({p['collective_loaded_path']})" if p["collective_loaded_path"] else None
 
 
 def _daemon_text(p: dict) -> str | None:

@@ -295,12 +295,9 @@ def _host_memory() -> tuple[int, int]:
 
 
 def _daemon_running(vendor: Vendor) -> bool | None:
+    """A sharing daemon our ranks would reach (not another run's private one)."""
     if not vendor.sharing_daemon_processes:
         return None
-    import psutil
+    from .sharing_daemon import running_daemons
 
-    names = set(vendor.sharing_daemon_processes)
-    for proc in psutil.process_iter(["name"]):
-        if proc.info.get("name") in names:
-            return True
-    return False
+    return bool(running_daemons(vendor))
