@@ -259,17 +259,18 @@ def _shared_with_library(opts: LaunchOptions, platform: Platform, daemon: _Daemo
             Option("gloo", "gloo", None, False, f"slower{_measured(costs, 'gloo_us')}"),
             Option(alone, vendor_backend, None, False, only_when_asked)))
 
-    warnings = (f"{daemon.why}; falling back",) if daemon.failed else ()
     rejected = Option(with_daemon, vendor_backend, None, False, daemon.why)
     gloo_ok = bool(platform.backends_available.get("gloo"))
     if opts.backend == vendor_backend or not gloo_ok:
         asked = f"requested with --backend {vendor_backend}" if gloo_ok else "gloo is not available"
         reason = f"{asked}; {allows}; {daemon.why}; {time_slicing}"
-        return _Choice(vendor_backend, reason, dict(rule.enable_env), warnings=(*warnings, time_slicing),
+        failed = (f"{daemon.why}; running {vendor_backend} without it",) if daemon.failed else ()
+        return _Choice(vendor_backend, reason, dict(rule.enable_env), warnings=(*failed, time_slicing),
                        considered=(rejected, Option("gloo", "gloo", None, False, asked),
                                    Option(alone, vendor_backend, None, True, reason)))
     reason = f"{allows}, but {daemon.why}; {slicing}, so gloo is faster{_gloo_vs_alone(costs)}"
-    return _Choice("gloo", reason, warnings=warnings, considered=(
+    failed = (f"{daemon.why}; running gloo instead of {with_daemon}",) if daemon.failed else ()
+    return _Choice("gloo", reason, warnings=failed, considered=(
         rejected, Option("gloo", "gloo", None, True, reason), Option(alone, vendor_backend, None, False,
                                                                       only_when_asked)))
 
