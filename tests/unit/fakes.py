@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 from ddplab.platform import DeviceInfo, Probe
 
 
@@ -51,3 +53,17 @@ def intel(count: int = 1) -> Probe:
 
 def cpu_only() -> Probe:
     return probe(None, 0, host_memory=(24 * 2**30, 20 * 2**30))
+
+
+def env_screen(monkeypatch, probe_: Probe) -> tuple[dict, str]:
+    """`ddplab env` on a machine described by ``probe_``: its JSON document and what it prints."""
+    from rich.console import Console
+
+    import ddplab.platform
+    from ddplab.commands import env
+
+    monkeypatch.setattr(ddplab.platform, "gather_probe", lambda with_memory=True: probe_)
+    doc = env.execute("auto")
+    console = Console(width=400, record=True, highlight=False, file=io.StringIO())
+    env.render(doc, console)
+    return doc, console.export_text()

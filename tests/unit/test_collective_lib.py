@@ -129,14 +129,9 @@ def test_without_preload_the_framework_local_copy_is_bound(two_copies, question)
     assert seen["libs"] == [[old, "2.28.9", f"local scope of {framework}"]]
 
 
-def test_env_lists_every_mapped_copy_and_marks_the_bound_one():
+def test_env_lists_every_mapped_copy_and_marks_the_bound_one(monkeypatch):
     from dataclasses import replace
 
-    from rich.console import Console
-
-    from ddplab import report
-    from ddplab.commands import env
-    from ddplab.platform import describe
     from ddplab.platform.collective_lib import LoadedLibrary
     from tests.unit import fakes
 
@@ -144,12 +139,7 @@ def test_env_lists_every_mapped_copy_and_marks_the_bound_one():
     preloaded = "/opt/nccl-2.30.7/libnccl.so.2"
     probe = replace(fakes.nvidia(loaded="2.30.7"), collective_loaded_path=preloaded, collective_loaded_copies=(
         LoadedLibrary(venv_copy, "2.28.9"), LoadedLibrary(preloaded, "2.30.7", "global scope (LD_PRELOAD first)")))
-    platform = describe(probe)
-    doc = report.document("env", {}, platform.to_dict(), {**env.experiment_plans(platform)[0], "plugin_errors": {},
-                                                          "orphans": []}, "pass")
-    console = Console(width=400, record=True, highlight=False)
-    env.render(doc, console)
-    screen = console.export_text()
+    doc, screen = fakes.env_screen(monkeypatch, probe)
     assert f"NCCL loaded (calls bind here) │ 2.30.7 ({preloaded}) [global scope (LD_PRELOAD first)]" in screen
     assert f"2.28.9 {venv_copy}: mapped, not bound" in screen
     assert f"2.30.7 {preloaded}: BOUND" in screen

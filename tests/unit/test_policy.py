@@ -229,24 +229,11 @@ def test_eight_ranks_on_one_gpu_with_new_nccl_and_mps():
     assert p.backend == "nccl" and p.warnings == ()
 
 
-def _env_screen(probe) -> str:
-    """What `ddplab env` prints for this machine (plans and platform, no process table)."""
-    from rich.console import Console
-
-    from ddplab import report
-    from ddplab.commands import env
-
-    platform = describe(probe)
-    plans, verdicts = env.experiment_plans(platform)
-    doc = report.document("env", {"device": "auto"}, platform.to_dict(),
-                          {**plans, "plugin_errors": {}, "orphans": []}, report.worst(["pass", *verdicts]))
-    console = Console(width=400, record=True, highlight=False)
-    env.render(doc, console)
-    return console.export_text()
-
-
-def test_env_shows_every_option_considered_and_why():
-    screen = _env_screen(fakes.nvidia(loaded="2.30.7", mps_control=True))
+def test_env_shows_every_option_considered_and_why(monkeypatch):
+    doc, screen = fakes.env_screen(monkeypatch, fakes.nvidia(loaded="2.30.7", mps_control=True))
+    plan_ = doc["results"]["shared_device"]
+    assert plan_["sharing_daemon"] == PRIVATE_DAEMON and [o["chosen"] for o in plan_["considered"]] == [
+        True, False, False]
     assert "works with nccl" in screen
     assert "chosen   nccl with MPS (a private daemon, started and stopped by ddplab)" in screen
     assert "rejected gloo: slower (390 us per op" in screen
@@ -255,8 +242,8 @@ def test_env_shows_every_option_considered_and_why():
     assert f"MPS: not running; ddplab can start a private one ({fakes.MPS_CONTROL})" in screen
 
 
-def test_env_shows_why_gloo_when_the_daemon_cannot_be_had():
-    screen = _env_screen(fakes.nvidia(loaded="2.30.7", mps_control=False))
+def test_env_shows_why_gloo_when_the_daemon_cannot_be_had(monkeypatch):
+    _, screen = fakes.env_screen(monkeypatch, fakes.nvidia(loaded="2.30.7", mps_control=False))
     assert "works with gloo" in screen
     assert "rejected nccl with MPS: no MPS daemon runs, and nvidia-cuda-mps-control is not on PATH" in screen
     assert "chosen   gloo" in screen

@@ -30,7 +30,9 @@ def validate(args) -> None:
 
 
 def execute(device: str = "auto") -> dict:
+    from ..config import LaunchOptions
     from ..platform import describe, gather_probe, open_monitor
+    from ..policy import plan
     from ..procs import find_orphans
 
     probe = gather_probe(with_memory=True)
@@ -38,29 +40,7 @@ def execute(device: str = "auto") -> dict:
     results: dict = {"plugin_errors": probe.plugin_errors}
     verdicts = ["pass" if platform.backend_available else "fail"]
 
-    plans, plan_verdicts = experiment_plans(platform)
-    results.update(plans)
-    verdicts += plan_verdicts
-
-    monitor = open_monitor(platform.spec)
-    try:
-        orphans = find_orphans(monitor, platform.spec.device_node_globs)
-    finally:
-        monitor.close()
-    results["orphans"] = [o.to_dict() for o in orphans]
-    if orphans:
-        verdicts.append("warn")
-    return report.document("env", {"device": device}, platform.to_dict(), results, report.worst(verdicts))
-
-
-def experiment_plans(platform) -> tuple[dict, list[str]]:
-    """Would the report's experiment work here? Plan it without starting anything: for 2 ranks on
-    one device and one per device, the backend, the sharing daemon, and every option weighed."""
-    from ..config import LaunchOptions
-    from ..policy import plan
-
-    results: dict = {}
-    verdicts: list[str] = []
+    # Would the report's experiment work here? Plan it without starting anything.
     for key, placement in (("shared_device", "shared"), ("per_device", "per-device")):
         nproc = 2
         if placement == "per-device" and platform.device_count < 2:
@@ -79,7 +59,16 @@ def experiment_plans(platform) -> tuple[dict, list[str]]:
         except DdplabError as exc:
             results[key] = {"nproc": nproc, "will_work": False, "reason": exc.message}
             verdicts.append("warn")
-    return results, verdicts
+
+    monitor = open_monitor(platform.spec)
+    try:
+        orphans = find_orphans(monitor, platform.spec.device_node_globs)
+    finally:
+        monitor.close()
+    results["orphans"] = [o.to_dict() for o in orphans]
+    if orphans:
+        verdicts.append("warn")
+    return report.document("env", {"device": device}, platform.to_dict(), results, report.worst(verdicts))
 
 
 def render(doc: dict, console) -> None:
