@@ -17,6 +17,7 @@ MAX_NPROC = 64
 MAX_STEPS = 1_000_000
 MAX_NODES = 1024
 PLACEMENTS = ("auto", "shared", "per-device", "spread")
+SHARING_DAEMON_MODES = ("auto", "on", "off")
 MODELS = ("linear", "mlp")
 DEFAULT_RESERVE = 0.10  # device memory left for contexts and communicator buffers
 
@@ -51,8 +52,10 @@ class LaunchOptions:
     """Process-group timeout passed to init_process_group."""
     run_dir: str | None = None
     """Directory for this run's logs and results; default ./ddplab-runs/<run id>."""
-    sharing_daemon: bool = False
-    """Start a private device-sharing daemon (MPS) for this run and stop it afterwards."""
+    sharing_daemon: str = "auto"
+    """Device-sharing daemon (MPS): auto = use one when several ranks share a device and the library allows
+    it (a running one as it is, else a private one started and stopped for this run); on = insist (--mps);
+    off = never (--no-mps)."""
     hang_timeout_s: float | None = None
     """ddplab's supervisor declares a hang when no rank progresses this long; None: off."""
     nnodes: int = 1
@@ -69,6 +72,8 @@ class LaunchOptions:
             raise invalid_choice("backend", self.backend, ("auto", *KNOWN_BACKENDS))
         if self.device not in ("auto", *VENDORS):
             raise invalid_choice("device", self.device, ("auto", *VENDORS))
+        if self.sharing_daemon not in SHARING_DAEMON_MODES:
+            raise invalid_choice("sharing_daemon", self.sharing_daemon, SHARING_DAEMON_MODES)
         if self.memory_fraction is not None:
             _require(0.0 < self.memory_fraction <= 1.0, "invalid-memory-fraction",
                      f"--memory-fraction {self.memory_fraction} is out of range; valid: 0 < fraction <= 1")

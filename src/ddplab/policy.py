@@ -1,22 +1,38 @@
-"""Placement policy: which device each rank uses, its memory cap, and the backend.
+"""Placement policy: which device each rank uses, its memory cap, the backend and the sharing daemon.
 
 Pure decisions over a ``Platform`` and ``LaunchOptions``; no probing here, so every
 vendor's branch is unit-tested with hand-made platforms. Every choice carries its
-reason in words, because "why gloo and not NCCL?" is the user's first question.
+reason in words, because "why gloo and not NCCL?" is the user's first question; with
+several ranks on one device every option considered is kept with why it was chosen or
+rejected. The policy only decides: the session starts (and always stops) a daemon.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from .config import LaunchOptions
 from .errors import EnvironmentUnsupported, UsageError
 from .platform import Platform
 from .platform.collective_lib import version_tuple
+from .platform.vendors import SharedDeviceCosts
 
-# Device-sharing daemon absent: measured on 1x H200, NCCL 2.30.7, 2 ranks, 4-byte all_reduce.
-NO_DAEMON_COST = "measured on H200: 4,501 us per 4-byte all_reduce without MPS vs 45 us with it"
 _EPS = 1e-9
+
+# Placement.sharing_daemon: what the session does about the device-sharing daemon.
+PRIVATE_DAEMON = "private"  # start one for this run, stop it afterwards
+RUNNING_DAEMON = "running"  # one already runs (not ours): use it as it is, leave it running
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setup the policy weighed for the ranks, and its verdict."""
+
+    setup: str  # e.g. "nccl with MPS (private daemon)"
+    backend: str
+    sharing_daemon: str | None  # PRIVATE_DAEMON, RUNNING_DAEMON or None
+    chosen: bool
+    why: str
 
 
 @dataclass(frozen=True)
@@ -32,6 +48,8 @@ class Placement:
     warnings: tuple[str, ...] = ()
     expected_failure: str | None = None  # what the library will refuse, when the user forced it
     host_only: bool = False  # ranks run on the host CPU (no device index)
+    sharing_daemon: str | None = None  # PRIVATE_DAEMON, RUNNING_DAEMON or None: no daemon for this run
+    considered: tuple[Option, ...] = ()  # every setup weighed, the chosen one marked
 
     def device_label(self, local_rank: int) -> str:
         """How torch names the rank's device: "cpu" or "<type>:<index>"."""
@@ -41,31 +59,78 @@ class Placement:
         return asdict(self)
 
 
-def plan(opts: LaunchOptions, platform: Platform) -> Placement:
-    if opts.sharing_daemon and not platform.spec.sharing_daemon_control:
-        raise EnvironmentUnsupported(
-            "no-sharing-daemon",
-            f"--mps asks for a device-sharing daemon, but {platform.vendor} ({platform.device_type}) has none "
-            f"ddplab can start")
+@dataclass(frozen=True)
+class _Daemon:
+    """Can this run have the sharing daemon, and in words why (not)."""
+
+    kind: str | None  # PRIVATE_DAEMON, RUNNING_DAEMON, or None: not available
+    why: str
+    failed: bool = False  # it was tried and could not be used: worth a warning
+
+
+@dataclass(frozen=True)
+class _Choice:
+    backend: str
+    reason: str
+    env: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    expected_failure: str | None = None
+    sharing_daemon: str | None = None
+    considered: tuple[Option, ...] = ()
+
+
+def plan(opts: LaunchOptions, platform: Platform, daemon_failure: str | None = None) -> Placement:
+    """Decide placement, backend and daemon. ``daemon_failure``: why the sharing daemon the first plan
+    chose could not be used (the session re-plans with it)."""
+    daemon = _daemon_availability(opts, platform, daemon_failure)
     shared = _decide_sharing(opts, platform)
     indices = _device_indices(opts, platform, shared)
     per_device = max(indices.count(i) for i in set(indices))
     shared = per_device > 1
     fraction = _memory_fraction(opts, shared, per_device)
-    backend, reason, env, warnings, expected = _choose_backend(opts, platform, shared)
+    choice = _choose_backend(opts, platform, shared, daemon)
     return Placement(
         shared_device=shared,
         device_type=platform.device_type,
         device_indices=indices,
         memory_fraction=fraction,
         memory_fraction_enforced=fraction is not None and not platform.is_host_only,
-        backend=backend,
-        backend_reason=reason,
-        env=env,
-        warnings=tuple(warnings),
-        expected_failure=expected,
+        backend=choice.backend,
+        backend_reason=choice.reason,
+        env=choice.env,
+        warnings=choice.warnings,
+        expected_failure=choice.expected_failure,
         host_only=platform.is_host_only,
+        sharing_daemon=choice.sharing_daemon,
+        considered=choice.considered,
     )
+
+
+def _daemon_availability(opts: LaunchOptions, platform: Platform, failure: str | None) -> _Daemon:
+    """Whether this run can have the sharing daemon. ``--mps`` where it cannot is refused (exit 3)."""
+    control, name = platform.spec.sharing_daemon_control, platform.sharing_daemon
+    if not control or not name:
+        if opts.sharing_daemon == "on":
+            raise EnvironmentUnsupported(
+                "no-sharing-daemon", f"--mps asks for a device-sharing daemon, but {platform.vendor} "
+                                     f"({platform.device_type}) has none ddplab can start")
+        return _Daemon(None, f"{platform.vendor} ({platform.device_type}) has no sharing daemon ddplab can use")
+    if failure:
+        daemon = _Daemon(None, f"the {name} daemon could not be used: {failure}", failed=True)
+    elif opts.sharing_daemon == "off":
+        daemon = _Daemon(None, f"--no-mps keeps the {name} daemon out")
+    elif platform.sharing_daemon_running:
+        daemon = _Daemon(RUNNING_DAEMON, f"the {name} daemon already running (not ddplab's) is used as it is "
+                                         f"and left running")
+    elif platform.sharing_daemon_control_path:
+        daemon = _Daemon(PRIVATE_DAEMON, f"ddplab starts a private {name} daemon "
+                                         f"({platform.sharing_daemon_control_path}) and stops it afterwards")
+    else:
+        daemon = _Daemon(None, f"no {name} daemon runs, and {control} is not on PATH to start one")
+    if opts.sharing_daemon == "on" and daemon.kind is None:
+        raise EnvironmentUnsupported("sharing-daemon-unavailable", f"--mps: {daemon.why}",
+                                     hint="run without --mps to let ddplab choose a setup that works here")
+    return daemon
 
 
 def _decide_sharing(opts: LaunchOptions, platform: Platform) -> bool:
@@ -107,10 +172,33 @@ def _memory_fraction(opts: LaunchOptions, shared: bool, ranks: int) -> float | N
     return opts.memory_fraction
 
 
-def _choose_backend(opts: LaunchOptions, platform: Platform, shared: bool):
-    """Returns (backend, reason, env, warnings, expected_failure)."""
-    vendor = platform.spec
-    lib = platform.collective_library
+def _choose_backend(opts: LaunchOptions, platform: Platform, shared: bool, daemon: _Daemon) -> _Choice:
+    _check_backend_available(opts, platform)
+    requested = opts.backend if opts.backend != "auto" else None
+    insisted = daemon.kind if opts.sharing_daemon == "on" else None  # --mps: whatever the backend
+    if not shared or platform.is_host_only:
+        backend = requested or platform.backend
+        where = "every rank on the host CPU" if platform.is_host_only else "one rank per device"
+        reason = (f'requested with --backend ({where})' if requested else
+                  f"{backend} is the {platform.vendor} backend for {platform.device_type} ({where})")
+        return _single(backend, reason, insisted, platform)
+
+    # Several ranks on one accelerator (on device 0, or on every device when spread).
+    rule = platform.spec.multi_rank
+    if requested and requested != platform.backend:
+        return _single(requested, "requested with --backend; several ranks share a device", insisted, platform)
+    if rule is None or rule.min_version is None:
+        lib = platform.collective_library
+        reason = (f"{platform.backend} is the {platform.vendor} backend; whether {lib} allows several ranks on "
+                  f"one device is not documented, so ddplab runs it and reports what happens")
+        return _single(platform.backend, reason, None, platform, warnings=(f"{lib} with several ranks per device "
+                                                                            f"is unverified",))
+    if _library_allows_sharing(platform):
+        return _shared_with_library(opts, platform, daemon)
+    return _shared_refused_by_library(opts, platform, insisted)
+
+
+def _check_backend_available(opts: LaunchOptions, platform: Platform) -> None:
     if opts.backend != "auto":
         if not platform.backends_available.get(opts.backend):
             available = [b for b, ok in platform.backends_available.items() if ok]
@@ -126,45 +214,112 @@ def _choose_backend(opts: LaunchOptions, platform: Platform, shared: bool):
             hint="install the vendor's torch build or plug-in, or use --device cpu",
         )
 
-    requested = opts.backend if opts.backend != "auto" else None
-    if not shared or platform.is_host_only:
-        backend = requested or platform.backend
-        where = "every rank on the host CPU" if platform.is_host_only else "one rank per device"
-        reason = (f'requested with --backend ({where})' if requested else
-                  f"{backend} is the {platform.vendor} backend for {platform.device_type} ({where})")
-        return backend, reason, {}, [], None
 
-    # Several ranks on one accelerator (on device 0, or on every device when spread).
-    rule = vendor.multi_rank
-    if requested and requested != platform.backend:
-        return requested, "requested with --backend; several ranks share a device", {}, [], None
+def _single(backend: str, reason: str, daemon_kind: str | None, platform: Platform,
+            warnings: tuple[str, ...] = ()) -> _Choice:
+    """A choice with nothing to weigh: one option, chosen."""
+    if daemon_kind:
+        reason += f"; under the {platform.sharing_daemon} daemon (--mps)"
+    option = Option(_setup(backend, daemon_kind, platform), backend, daemon_kind, True, reason)
+    return _Choice(backend, reason, warnings=warnings, sharing_daemon=daemon_kind, considered=(option,))
 
-    if rule is None or rule.min_version is None:
-        reason = (f"{platform.backend} is the {platform.vendor} backend; whether {lib} allows several ranks on "
-                  f"one device is not documented, so ddplab runs it and reports what happens")
-        return platform.backend, reason, {}, [f"{lib} with several ranks per device is unverified"], None
 
-    version = platform.collective_loaded_version or platform.collective_built_version
-    which = "loaded" if platform.collective_loaded_version else "built-in (loaded version unknown)"
+def _library_version(platform: Platform) -> tuple[str | None, str]:
+    if platform.collective_loaded_version:
+        return platform.collective_loaded_version, "loaded"
+    return platform.collective_built_version, "built-in (loaded version unknown)"
+
+
+def _library_allows_sharing(platform: Platform) -> bool:
+    version, _ = _library_version(platform)
+    return (version_tuple(version) or (0,)) >= platform.spec.multi_rank.min_version
+
+
+def _shared_with_library(opts: LaunchOptions, platform: Platform, daemon: _Daemon) -> _Choice:
+    """The library allows several ranks per device. Fastest first (docs/shared-device.md): the vendor
+    backend with the sharing daemon, gloo, the vendor backend alone (only when asked: it time-slices)."""
+    rule, lib, vendor_backend = platform.spec.multi_rank, platform.collective_library, platform.backend
+    version, which = _library_version(platform)
     need = ".".join(str(p) for p in rule.min_version)
-    allowed = (version_tuple(version) or (0,)) >= rule.min_version
     env_text = " ".join(f"{k}={v}" for k, v in rule.enable_env.items())
+    allows = f"{lib} {version} ({which}) >= {need} allows several ranks on one device with {env_text} (ddplab sets it)"
+    costs = rule.costs
+    with_daemon = _setup(vendor_backend, daemon.kind, platform) if daemon.kind else \
+        f"{vendor_backend} with {platform.sharing_daemon}"
+    alone = f"{vendor_backend} without {platform.sharing_daemon} (time slicing)"
+    slicing = (f"without the {platform.sharing_daemon} daemon the ranks time-slice the device and every "
+               f"collective pays a context switch")
+    time_slicing = f"{slicing}{_measured(costs, 'without_daemon_us')}"
+    only_when_asked = f"{time_slicing}; used only when asked: --backend {vendor_backend} --no-mps"
 
-    if allowed:
-        reason = (f"{lib} {version} ({which}) >= {need} allows several ranks on one device with {env_text}; "
-                  f"ddplab sets it")
-        warnings = []
-        if rule.sharing_daemon and not (platform.sharing_daemon_running or opts.sharing_daemon):
-            warnings.append(f"no {rule.sharing_daemon} daemon is running: ranks time-slice the device and every "
-                            f"collective pays a context switch ({NO_DAEMON_COST})")
-        return platform.backend, reason, dict(rule.enable_env), warnings, None
+    if daemon.kind:
+        reason = f"{allows}, and {daemon.why}: the fastest setup{_comparison(costs)}"
+        return _Choice(vendor_backend, reason, dict(rule.enable_env), sharing_daemon=daemon.kind, considered=(
+            Option(with_daemon, vendor_backend, daemon.kind, True, reason),
+            Option("gloo", "gloo", None, False, f"slower{_measured(costs, 'gloo_us')}"),
+            Option(alone, vendor_backend, None, False, only_when_asked)))
 
+    rejected = Option(with_daemon, vendor_backend, None, False, daemon.why)
+    gloo_ok = bool(platform.backends_available.get("gloo"))
+    if opts.backend == vendor_backend or not gloo_ok:
+        asked = f"requested with --backend {vendor_backend}" if gloo_ok else "gloo is not available"
+        reason = f"{asked}; {allows}; {daemon.why}; {time_slicing}"
+        failed = (f"{daemon.why}; running {vendor_backend} without it",) if daemon.failed else ()
+        return _Choice(vendor_backend, reason, dict(rule.enable_env), warnings=(*failed, time_slicing),
+                       considered=(rejected, Option("gloo", "gloo", None, False, asked),
+                                   Option(alone, vendor_backend, None, True, reason)))
+    reason = f"{allows}, but {daemon.why}; {slicing}, so gloo is faster{_gloo_vs_alone(costs)}"
+    failed = (f"{daemon.why}; running gloo instead of {with_daemon}",) if daemon.failed else ()
+    return _Choice("gloo", reason, warnings=failed, considered=(
+        rejected, Option("gloo", "gloo", None, True, reason), Option(alone, vendor_backend, None, False,
+                                                                      only_when_asked)))
+
+
+def _shared_refused_by_library(opts: LaunchOptions, platform: Platform, insisted: str | None) -> _Choice:
+    rule, lib, vendor_backend = platform.spec.multi_rank, platform.collective_library, platform.backend
+    version, which = _library_version(platform)
+    need = ".".join(str(p) for p in rule.min_version)
+    env_text = " ".join(f"{k}={v}" for k, v in rule.enable_env.items())
     refusal = (f'{lib} {version} ({which}) refuses several ranks on one device ("{rule.refusal}"); '
                f"it needs >= {need} with {env_text}")
-    if requested:
-        return (platform.backend, f"forced with --backend although {refusal}", {},
-                [f"expected to fail: {refusal}"], refusal)
+    if opts.backend == vendor_backend:
+        forced = _single(vendor_backend, f"forced with --backend although {refusal}", insisted, platform,
+                         warnings=(f"expected to fail: {refusal}",))
+        return replace(forced, expected_failure=refusal)
     if not platform.backends_available.get("gloo"):
         raise EnvironmentUnsupported("no-shared-device-backend", f"{refusal}, and gloo is not available either")
     reason = f"{refusal}; gloo works on device tensors by staging them through host memory (correct, slower)"
-    return "gloo", reason, {}, [], None
+    gloo = _single("gloo", reason, insisted, platform)
+    refused = Option(vendor_backend, vendor_backend, None, False, refusal)
+    return replace(gloo, considered=(refused, *gloo.considered))
+
+
+def _setup(backend: str, daemon_kind: str | None, platform: Platform) -> str:
+    if daemon_kind == PRIVATE_DAEMON:
+        return f"{backend} with {platform.sharing_daemon} (a private daemon, started and stopped by ddplab)"
+    if daemon_kind == RUNNING_DAEMON:
+        return f"{backend} with {platform.sharing_daemon} (the daemon already running)"
+    return backend
+
+
+def _us(value: float) -> str:
+    return f"{value:,.1f}".removesuffix(".0") + " us"
+
+
+def _measured(costs: SharedDeviceCosts | None, setup: str) -> str:
+    """" (4,501.7 us per op, measured on ...)" for one setup, or nothing where the vendor has no measurement."""
+    return f" ({_us(getattr(costs, setup))} per op, measured on {costs.measured_on})" if costs else ""
+
+
+def _gloo_vs_alone(costs: SharedDeviceCosts | None) -> str:
+    if costs is None:
+        return ""
+    return (f" ({_us(costs.gloo_us)} vs {_us(costs.without_daemon_us)} per op, measured on {costs.measured_on}; "
+            f"gloo stages device tensors through host memory)")
+
+
+def _comparison(costs: SharedDeviceCosts | None) -> str:
+    if costs is None:
+        return ""
+    return (f" ({_us(costs.with_daemon_us)} per op vs gloo {_us(costs.gloo_us)} and "
+            f"{_us(costs.without_daemon_us)} without the daemon, measured on {costs.measured_on})")

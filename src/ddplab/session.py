@@ -1,4 +1,5 @@
-"""One multi-rank run of a workload: detect, plan, launch, sample, supervise. Shared by
+"""One multi-rank run of a workload: detect, plan, start the sharing daemon the plan chose
+(re-planning without it when it cannot be used), launch, sample, supervise. Shared by
 every command that starts ranks (train, storm, sweep, ceiling, contention, drills), so each
 command only says what its ranks do and how to summarise what they return.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from .config import LaunchOptions
@@ -24,7 +25,7 @@ class Session:
     run: RunDir
     outcome: LaunchResult
     sampler: Any  # sampler.RankSampler, after it stopped
-    daemon: dict | None = None  # what the private sharing daemon did, when one was used
+    daemon: dict | None = None  # what the sharing daemon did (or why it was not used), when the plan chose one
     hang: dict | None = None  # what the supervisor declared, when it declared a hang
     ended_at: float = 0.0  # wall time the launch returned
     nnodes: int = 1
@@ -114,38 +115,63 @@ def prepare(opts: LaunchOptions, with_memory: bool = False) -> tuple[Platform, P
     return platform, plan(opts, platform)
 
 
+def start_sharing_daemon(opts: LaunchOptions, platform: Platform, placement: Placement, run_path,
+                         make_daemon: Callable | None = None) -> tuple[Placement, Any]:
+    """Start the sharing daemon the placement chose, if any; returns (placement to run, daemon or None).
+
+    If the daemon cannot be used (it does not start, or refuses a test client), it is stopped
+    at once and the run is re-planned without it: the policy's reason and warning say why
+    (with --mps that is an error, exit 3). The caller stops a returned daemon in its finally.
+    ``make_daemon(vendor, run_path)`` is the seam tests use to inject a daemon that fails.
+    """
+    from .platform import sharing_daemon as daemon_mod
+    from .policy import plan
+
+    if placement.sharing_daemon is None:
+        return placement, None
+    daemon = (make_daemon or daemon_mod.PrivateDaemon)(platform.spec, run_path)
+    try:
+        env = daemon.start(placement.device_indices)
+    except daemon_mod.DaemonUnusable as exc:
+        daemon.stop()
+        return plan(opts, platform, daemon_failure=exc.message), daemon
+    except BaseException:
+        daemon.stop()
+        raise
+    return replace(placement, env={**placement.env, **env}), daemon
+
+
 def run_workload(workload: str, payload: dict, opts: LaunchOptions, label: str, console=None,
                  live: bool = True, sample: bool = True, prepared: tuple | None = None,
-                 controller: Callable[[RunDir], None] | None = None) -> Session:
+                 controller: Callable[[RunDir], None] | None = None,
+                 make_daemon: Callable | None = None) -> Session:
     """Start ``opts.nproc`` ranks running ``workload`` with ``payload`` as its settings.
 
     ``controller(run)``, if given, runs in a launcher-side thread while the ranks run
-    (fault drills inject kills and pauses from there).
+    (fault drills inject kills and pauses from there). ``make_daemon``: see start_sharing_daemon.
     """
     from . import display
-    from .platform import open_monitor, sharing_daemon as daemon_mod
+    from .platform import open_monitor
     from .sampler import RankSampler
     from .worker import rank_main
 
     platform, placement = prepared or prepare(opts)
     run = RunDir.create(opts.run_dir, label)
-    if console is not None:
-        display.announce(console, placement, opts.nproc, run)
-
-    job = {
-        "workload": workload,
-        "placement": placement.to_dict(),
-        "platform_backend": platform.backend,
-        "timeout_s": opts.timeout_s,
-        workload: payload,
-    }
-    monitor = open_monitor(platform.spec)
-    daemon = daemon_mod.PrivateDaemon(platform.spec, run.path) if opts.sharing_daemon else None
+    monitor = daemon = None
     try:
-        if daemon is not None:
-            job["placement"]["env"] = {**job["placement"]["env"], **daemon.start()}
-            if console is not None:
+        placement, daemon = start_sharing_daemon(opts, platform, placement, run.path, make_daemon)
+        if console is not None:
+            display.announce(console, placement, opts.nproc, run)
+            if daemon is not None:
                 console.print(f"sharing daemon: {daemon.describe()}")
+        job = {
+            "workload": workload,
+            "placement": placement.to_dict(),
+            "platform_backend": platform.backend,
+            "timeout_s": opts.timeout_s,
+            workload: payload,
+        }
+        monitor = open_monitor(platform.spec)
         with display.live_ranks(console if live else None) as update, \
                 RankSampler(run, monitor, on_sample=update, enabled=sample) as sampler, \
                 Supervisor(run.path, opts.nproc, opts.hang_timeout_s) as supervisor:
@@ -155,8 +181,9 @@ def run_workload(workload: str, payload: dict, opts: LaunchOptions, label: str, 
             outcome = launch(rank_main, job, opts.nproc, run, rdzv)
             ended_at = time.time()
     finally:
-        monitor.close()
+        if monitor is not None:
+            monitor.close()
         if daemon is not None:
-            daemon.stop()
+            daemon.stop()  # never leave a daemon behind, least of all one a crashed rank may have poisoned
     return Session(platform, placement, run, outcome, sampler, daemon.record() if daemon else None,
                    supervisor.hang, ended_at, opts.nnodes)

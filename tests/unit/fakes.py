@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 from ddplab.platform import DeviceInfo, Probe
 
 
@@ -22,11 +24,17 @@ def probe(accelerator: str | None, count: int = 1, **overrides) -> Probe:
     return Probe(**fields)
 
 
-def nvidia(count: int = 1, loaded: str | None = "2.28.9", built: str = "2.28.9", mps: bool = False) -> Probe:
+MPS_CONTROL = "/usr/bin/nvidia-cuda-mps-control"
+
+
+def nvidia(count: int = 1, loaded: str | None = "2.28.9", built: str = "2.28.9", mps: bool = False,
+           mps_control: bool = False) -> Probe:
+    """``mps``: a (user's) MPS daemon is running; ``mps_control``: its control binary is on PATH."""
     return probe("cuda", count, backends={"nccl": True}, collective_built_version=built,
                  collective_loaded_version=loaded,
                  collective_loaded_path="/site-packages/nvidia/nccl/lib/libnccl.so.2" if loaded else None,
-                 sharing_daemon_running=mps, torch_default_backend="nccl")
+                 sharing_daemon_running=mps, sharing_daemon_control_path=MPS_CONTROL if mps_control else None,
+                 torch_default_backend="nccl")
 
 
 def musa(count: int = 1) -> Probe:
@@ -45,3 +53,17 @@ def intel(count: int = 1) -> Probe:
 
 def cpu_only() -> Probe:
     return probe(None, 0, host_memory=(24 * 2**30, 20 * 2**30))
+
+
+def env_screen(monkeypatch, probe_: Probe) -> tuple[dict, str]:
+    """`ddplab env` on a machine described by ``probe_``: its JSON document and what it prints."""
+    from rich.console import Console
+
+    import ddplab.platform
+    from ddplab.commands import env
+
+    monkeypatch.setattr(ddplab.platform, "gather_probe", lambda with_memory=True: probe_)
+    doc = env.execute("auto")
+    console = Console(width=400, record=True, highlight=False, file=io.StringIO())
+    env.render(doc, console)
+    return doc, console.export_text()

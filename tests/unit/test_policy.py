@@ -1,11 +1,14 @@
 """The shared-device policy: caps, sharing decision and backend choice, with reasons."""
 
+import argparse
+
 import pytest
 
+from ddplab.commands import options
 from ddplab.config import LaunchOptions
 from ddplab.errors import EnvironmentUnsupported, UsageError
 from ddplab.platform import describe
-from ddplab.policy import plan
+from ddplab.policy import PRIVATE_DAEMON, RUNNING_DAEMON, plan
 from tests.unit import fakes
 
 
@@ -45,22 +48,114 @@ def test_auto_uses_one_rank_per_device_when_enough_devices():
 
 def test_old_nccl_shared_falls_back_to_gloo_and_says_why():
     p = _plan(fakes.nvidia(loaded="2.28.9"), nproc=2)
-    assert p.backend == "gloo"
+    assert p.backend == "gloo" and p.sharing_daemon is None
     assert "Duplicate GPU detected" in p.backend_reason and "2.28.9" in p.backend_reason
     assert "NCCL_MULTI_RANK_GPU_ENABLE=1" in p.backend_reason
     assert p.expected_failure is None
 
 
-def test_new_nccl_shared_uses_nccl_with_variable_and_warns_without_mps():
-    p = _plan(fakes.nvidia(loaded="2.30.7", built="2.28.9", mps=False), nproc=2)
-    assert p.backend == "nccl"
+def test_new_nccl_with_daemon_control_uses_nccl_with_a_private_daemon():
+    p = _plan(fakes.nvidia(loaded="2.30.7", built="2.28.9", mps_control=True), nproc=2)
+    assert p.backend == "nccl" and p.sharing_daemon == PRIVATE_DAEMON
     assert p.env == {"NCCL_MULTI_RANK_GPU_ENABLE": "1"}
-    assert any("MPS" in w and "4,501 us" in w for w in p.warnings)
+    assert "private MPS daemon" in p.backend_reason and fakes.MPS_CONTROL in p.backend_reason
+    assert "45 us" in p.backend_reason and p.warnings == ()
 
 
-def test_new_nccl_with_mps_running_has_no_warning():
-    p = _plan(fakes.nvidia(loaded="2.30.7", mps=True), nproc=2)
-    assert p.backend == "nccl" and p.warnings == ()
+def test_new_nccl_with_a_running_daemon_reuses_it_and_starts_none():
+    p = _plan(fakes.nvidia(loaded="2.30.7", mps=True, mps_control=True), nproc=2)
+    assert p.backend == "nccl" and p.sharing_daemon == RUNNING_DAEMON
+    assert "already running" in p.backend_reason and "left running" in p.backend_reason
+    assert p.warnings == ()
+
+
+def test_new_nccl_without_daemon_control_falls_back_to_gloo_and_says_why():
+    p = _plan(fakes.nvidia(loaded="2.30.7", mps=False, mps_control=False), nproc=2)
+    assert p.backend == "gloo" and p.sharing_daemon is None and p.env == {}
+    assert "nvidia-cuda-mps-control is not on PATH" in p.backend_reason
+    assert "390 us" in p.backend_reason and "4,501.7 us" in p.backend_reason
+
+
+def test_forced_nccl_without_daemon_runs_it_with_the_measured_cost():
+    p = _plan(fakes.nvidia(loaded="2.30.7", mps_control=True), nproc=2, backend="nccl", sharing_daemon="off")
+    assert p.backend == "nccl" and p.sharing_daemon is None
+    assert p.env == {"NCCL_MULTI_RANK_GPU_ENABLE": "1"}
+    assert "--no-mps" in p.backend_reason and "4,501.7 us per op" in p.backend_reason
+    assert any("time-slice" in w and "4,501.7 us" in w for w in p.warnings)
+
+
+def test_no_mps_without_a_backend_picks_gloo_and_names_the_way_to_force_nccl():
+    p = _plan(fakes.nvidia(loaded="2.30.7", mps_control=True), nproc=2, sharing_daemon="off")
+    assert p.backend == "gloo" and p.sharing_daemon is None
+    [alone] = [o for o in p.considered if o.setup.startswith("nccl without")]
+    assert "--backend nccl --no-mps" in alone.why and not alone.chosen
+
+
+def test_every_option_considered_is_listed_with_exactly_one_chosen():
+    p = _plan(fakes.nvidia(loaded="2.30.7", mps_control=True), nproc=2)
+    assert [(o.backend, o.sharing_daemon, o.chosen) for o in p.considered] == [
+        ("nccl", PRIVATE_DAEMON, True), ("gloo", None, False), ("nccl", None, False)]
+    assert all(o.why for o in p.considered)
+    assert p.considered[0].why == p.backend_reason
+
+
+def test_daemon_failure_replans_to_gloo_with_reason_and_warning():
+    platform = describe(fakes.nvidia(loaded="2.30.7", mps_control=True))
+    p = plan(LaunchOptions(nproc=2), platform, daemon_failure="CUDA-capable device(s) is/are busy or unavailable")
+    assert p.backend == "gloo" and p.sharing_daemon is None
+    assert "could not be used: CUDA-capable device(s) is/are busy or unavailable" in p.backend_reason
+    assert any("busy or unavailable" in w for w in p.warnings)
+
+
+def test_daemon_failure_with_mps_insisted_is_exit_3():
+    platform = describe(fakes.nvidia(loaded="2.30.7", mps_control=True))
+    with pytest.raises(EnvironmentUnsupported) as err:
+        plan(LaunchOptions(nproc=2, sharing_daemon="on"), platform, daemon_failure="quit unexpectedly")
+    assert err.value.reference == "sharing-daemon-unavailable" and err.value.exit_code == 3
+    assert "quit unexpectedly" in err.value.message
+
+
+@pytest.mark.parametrize("probe", [fakes.musa(), fakes.cpu_only()])
+def test_mps_on_a_vendor_without_a_daemon_is_exit_3(probe):
+    with pytest.raises(EnvironmentUnsupported) as err:
+        _plan(probe, nproc=2, sharing_daemon="on")
+    assert err.value.reference == "no-sharing-daemon" and err.value.exit_code == 3
+
+
+def test_mps_where_the_control_binary_is_missing_is_exit_3_before_anything_starts():
+    with pytest.raises(EnvironmentUnsupported) as err:
+        _plan(fakes.nvidia(loaded="2.30.7", mps_control=False), nproc=2, sharing_daemon="on")
+    assert err.value.reference == "sharing-daemon-unavailable"
+    assert "nvidia-cuda-mps-control is not on PATH" in err.value.message
+
+
+def test_old_nccl_keeps_gloo_even_with_a_daemon_to_start():
+    p = _plan(fakes.nvidia(loaded="2.28.9", mps_control=True), nproc=2)
+    assert p.backend == "gloo" and p.sharing_daemon is None
+    assert [(o.backend, o.chosen) for o in p.considered] == [("nccl", False), ("gloo", True)]
+
+
+def test_mps_with_gloo_on_old_nccl_still_starts_the_daemon():
+    p = _plan(fakes.nvidia(loaded="2.28.9", mps_control=True), nproc=2, sharing_daemon="on")
+    assert p.backend == "gloo" and p.sharing_daemon == PRIVATE_DAEMON
+
+
+def test_one_rank_per_device_needs_no_daemon_unless_asked():
+    probe = fakes.nvidia(count=2, loaded="2.30.7", mps_control=True)
+    assert _plan(probe, nproc=2).sharing_daemon is None
+    assert _plan(probe, nproc=2, sharing_daemon="on").sharing_daemon == PRIVATE_DAEMON
+
+
+def test_sharing_daemon_option_has_three_values_from_the_flags():
+    parser = argparse.ArgumentParser()
+    options.add_launch_arguments(parser)
+    assert [options.launch_options(parser.parse_args(argv)).sharing_daemon
+            for argv in ([], ["--mps"], ["--no-mps"])] == ["auto", "on", "off"]
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--mps", "--no-mps"])
+    with pytest.raises(UsageError) as err:
+        LaunchOptions(sharing_daemon="yes")
+    assert err.value.reference == "invalid-sharing-daemon" and "auto, on, off" in err.value.message
 
 
 def test_decision_uses_loaded_not_built_version():
@@ -132,3 +227,23 @@ def test_eight_ranks_on_one_gpu_with_new_nccl_and_mps():
     p = _plan(fakes.nvidia(count=1, loaded="2.30.7", mps=True), nproc=8)
     assert p.device_indices == (0,) * 8 and p.memory_fraction == pytest.approx(0.1125)
     assert p.backend == "nccl" and p.warnings == ()
+
+
+def test_env_shows_every_option_considered_and_why(monkeypatch):
+    doc, screen = fakes.env_screen(monkeypatch, fakes.nvidia(loaded="2.30.7", mps_control=True))
+    plan_ = doc["results"]["shared_device"]
+    assert plan_["sharing_daemon"] == PRIVATE_DAEMON and [o["chosen"] for o in plan_["considered"]] == [
+        True, False, False]
+    assert "works with nccl" in screen
+    assert "chosen   nccl with MPS (a private daemon, started and stopped by ddplab)" in screen
+    assert "rejected gloo: slower (390 us per op" in screen
+    assert "rejected nccl without MPS (time slicing): without the MPS daemon" in screen
+    assert "used only when asked: --backend nccl --no-mps" in screen
+    assert f"MPS: not running; ddplab can start a private one ({fakes.MPS_CONTROL})" in screen
+
+
+def test_env_shows_why_gloo_when_the_daemon_cannot_be_had(monkeypatch):
+    _, screen = fakes.env_screen(monkeypatch, fakes.nvidia(loaded="2.30.7", mps_control=False))
+    assert "works with gloo" in screen
+    assert "rejected nccl with MPS: no MPS daemon runs, and nvidia-cuda-mps-control is not on PATH" in screen
+    assert "chosen   gloo" in screen

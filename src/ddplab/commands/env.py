@@ -53,7 +53,8 @@ def execute(device: str = "auto") -> dict:
             will_work = p.expected_failure is None
             results[key] = {"nproc": nproc, "will_work": will_work, "backend": p.backend,
                             "reason": p.backend_reason, "env": p.env, "warnings": list(p.warnings),
-                            "memory_fraction": p.memory_fraction}
+                            "memory_fraction": p.memory_fraction, "sharing_daemon": p.sharing_daemon,
+                            "considered": p.to_dict()["considered"]}
             if p.warnings:
                 verdicts.append("warn")
         except DdplabError as exc:
@@ -84,13 +85,12 @@ def render(doc: dict, console) -> None:
         ("backend", f"{p['backend']} ({'available' if p['backend_available'] else 'NOT available'}); "
                     f"torch's default map says {p['torch_default_backend']}"),
         (f"{lib} built into torch", p["collective_built_version"]),
-        (f"{lib} loaded", f"{p['collective_loaded_version']} ({p['collective_loaded_path']})"
-         if p["collective_loaded_path"] else None),
+        (f"{lib} loaded (calls bind here)", _bound_text(p)),
+        *_copies_rows(p, lib),
         ("driver", p["driver_version"]),
         ("management tool", f"{p['management_tool']} -> {p['management_tool_path'] or 'not on PATH'}"
          if p["management_tool"] else None),
-        ("sharing daemon", f"{p['sharing_daemon']}: {'running' if p['sharing_daemon_running'] else 'not running'}"
-         if p["sharing_daemon"] else None),
+        ("sharing daemon", _daemon_text(p)),
         ("per-process memory", p["per_process_memory_api"] or "no vendor API (allocator and RSS only)"),
         ("backends available", ", ".join(b for b, ok in p["backends_available"].items() if ok)),
         ("host", f"{p['hostname']}, Python {p['python_version']}"),
@@ -108,6 +108,7 @@ def render(doc: dict, console) -> None:
         text = escape(text)
         for w in s.get("warnings", []):
             text += f"\n[yellow]warning:[/] {escape(w)}"
+        text += _considered_text(s.get("considered", []))
         plan_rows.append((label, text))
     console.print(display.kv_table("Pseudo-DDP plan", plan_rows, markup=True))
     if p["knobs"]:
@@ -125,6 +126,44 @@ def render(doc: dict, console) -> None:
     for mod, err in r["plugin_errors"].items():
         console.print(f"[red]plug-in {mod} failed to import:[/] {err}")
     console.print(f"verdict: {display.verdict_text(doc['verdict'])}")
+
+
+def _considered_text(options: list[dict]) -> str:
+    """Every setup the policy weighed, when there was a choice: chosen or rejected, and why."""
+    if len(options) < 2:
+        return ""
+    return "".join(f"\n{'[green]chosen[/]  ' if o['chosen'] else 'rejected'} {escape(o['setup'])}"
+                   + ("" if o["chosen"] else f": {escape(o['why'])}") for o in options)
+
+
+def _bound_text(p: dict) -> str | None:
+    copies = p.get("collective_loaded_copies") or []
+    bound = next((c for c in copies if c["bound_via"]), None)
+    if bound is not None:
+        return f"{bound['version']} ({bound['path']}) [{bound['bound_via']}]"
+    if copies:
+        return "mapped, but which copy calls bind to could not be told"
+    return f"{p['collective_loaded_version']} ({p['collective_loaded_path']})" if p["collective_loaded_path"] else None
+
+
+def _daemon_text(p: dict) -> str | None:
+    if not p["sharing_daemon"]:
+        return None
+    state = "running (ddplab uses it and leaves it alone)" if p["sharing_daemon_running"] else "not running"
+    control = p.get("sharing_daemon_control_path")
+    start = (f"ddplab can start a private one ({control})" if control
+             else "ddplab cannot start one (its control binary is not on PATH)")
+    return f"{p['sharing_daemon']}: {state}; {start}"
+
+
+def _copies_rows(p: dict, lib: str) -> list[tuple[str, str]]:
+    """A row only when several copies are mapped: then which one calls bind to matters."""
+    copies = p.get("collective_loaded_copies", [])
+    if len(copies) < 2:
+        return []
+    return [(f"{lib} copies mapped", "\n".join(
+        f"{c['version'] or 'version unknown'} {c['path']}: {'BOUND' if c['bound_via'] else 'mapped, not bound'}"
+        for c in copies))]
 
 
 def main(args, console) -> int:

@@ -34,8 +34,13 @@ def add_launch_arguments(parser: argparse.ArgumentParser, nproc_default: int = 2
                         help="HOST:PORT of the c10d rendezvous, the same on every machine (default: local)")
     parser.add_argument("--hang-timeout", type=float, default=None, dest="hang_timeout_s",
                         help="declare a hang when no rank progresses this many seconds (default: off)")
-    parser.add_argument("--mps", action="store_true", dest="sharing_daemon",
-                        help="start a private MPS daemon for this run and stop it afterwards (NVIDIA)")
+    daemon = parser.add_mutually_exclusive_group()
+    daemon.add_argument("--mps", dest="sharing_daemon", action="store_const", const="on",
+                        help="insist on the device-sharing daemon (MPS): use a running one, else start a private "
+                             "one and stop it afterwards; exit 3 where none can be used")
+    daemon.add_argument("--no-mps", dest="sharing_daemon", action="store_const", const="off",
+                        help="never use the sharing daemon (ranks sharing a device time-slice it)")
+    parser.set_defaults(sharing_daemon="auto")
 
 
 def launch_options(args) -> LaunchOptions:

@@ -1,25 +1,90 @@
-"""The collective library this process actually LOADED, and its version.
+"""The collective library this process's calls really BIND to, and every copy that is mapped.
 
-torch reports the version it was BUILT against (``torch.cuda.nccl.version()``),
-which differs from the loaded one when a newer library is preloaded
-(measured.md: built 2.28.9, loaded 2.30.7). Decisions such as "may two ranks
-share a GPU" depend on the loaded library, so we ask it directly.
+torch reports the version it was BUILT against (``torch.cuda.nccl.version()``), which
+differs from the loaded one when a newer library is preloaded. Worse, with ``LD_PRELOAD``
+of a newer library two copies can be mapped at once: torch loads its own wheel copy by
+absolute path, while its calls bind to the preloaded one. /proc/self/maps lists them in
+address order, which says nothing about binding (docs/shared-device.md, "Which library is
+bound"). So we ask the way the dynamic linker resolves a symbol:
+
+1. the version symbol through the global scope (``dlsym(RTLD_DEFAULT)``: the program,
+   LD_PRELOAD objects and everything loaded RTLD_GLOBAL, in that order);
+2. if it is not there, through the local scope of the framework library that links the
+   collective library (named in the vendor table, else any mapped object whose
+   dependencies resolve the symbol);
+
+then ``dladdr`` on the function pointer names the file that DEFINES it, and calling that
+function gives the version. Vendor-neutral: names come from ``vendors.py``.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 from dataclasses import dataclass
+
+RTLD_DEFAULT = None  # dlsym's pseudo-handle for the global scope (a null pointer)
+_VERSION_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int))
 
 
 @dataclass(frozen=True)
 class LoadedLibrary:
     path: str
     version: str | None  # "2.30.7"; None when the library could not be asked
+    bound_via: str | None = None  # how calls reach this copy; None: this copy is mapped but not bound
+
+
+@dataclass(frozen=True)
+class CollectiveLibraries:
+    """What is mapped, and which copy calls bind to."""
+
+    bound: LoadedLibrary | None
+    copies: tuple[LoadedLibrary, ...]  # every mapped copy, the bound one marked by bound_via
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+class _Linker:
+    """dlopen/dlsym/dladdr/dlclose through ctypes (in libc since glibc 2.34, libdl before)."""
+
+    def __init__(self):
+        lib = ctypes.CDLL(None)
+        if not hasattr(lib, "dladdr"):
+            lib = ctypes.CDLL("libdl.so.2")
+        self.dlopen = lib.dlopen
+        self.dlopen.restype, self.dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
+        self.dlsym = lib.dlsym
+        self.dlsym.restype, self.dlsym.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
+        self.dladdr = lib.dladdr
+        self.dladdr.restype, self.dladdr.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+        self.dlclose = lib.dlclose
+        self.dlclose.restype, self.dlclose.argtypes = ctypes.c_int, [ctypes.c_void_p]
+
+    def symbol(self, handle, name: str) -> int | None:
+        return self.dlsym(handle, name.encode()) or None
+
+    def defining_file(self, address: int) -> str | None:
+        info = _DlInfo()
+        if not self.dladdr(address, ctypes.byref(info)) or not info.dli_fname:
+            return None
+        return os.path.realpath(info.dli_fname.decode())
+
+    def in_local_scope(self, path: str, name: str) -> int | None:
+        """Resolve ``name`` the way ``path`` (already mapped) sees it in its own dependency tree."""
+        handle = self.dlopen(path.encode(), os.RTLD_LAZY | os.RTLD_NOLOAD)  # never loads anything new
+        if not handle:
+            return None
+        try:
+            return self.symbol(handle, name)
+        finally:
+            self.dlclose(handle)
 
 
 def mapped_paths(maps_file: str = "/proc/self/maps") -> list[str]:
-    """Paths of the shared objects mapped into this process, in load order."""
+    """Paths of the files mapped into this process, in address order, each once."""
     try:
         with open(maps_file) as f:
             lines = f.read().splitlines()
@@ -44,29 +109,90 @@ def decode_version(code: int) -> str:
 
 
 def find_loaded(library_names: tuple[str, ...], version_symbol: str | None,
-                maps_file: str = "/proc/self/maps") -> LoadedLibrary | None:
-    """The first mapped library whose file name starts with one of ``library_names``."""
-    for path in mapped_paths(maps_file):
-        name = path.rsplit("/", 1)[-1]
-        if not name.startswith(library_names):
-            continue
-        return LoadedLibrary(path=path, version=_ask_version(path, version_symbol))
+                linked_by: tuple[str, ...] = (), maps_file: str = "/proc/self/maps") -> LoadedLibrary | None:
+    """The copy of the collective library that calls bind to (see the module docstring)."""
+    return find_copies(library_names, version_symbol, linked_by, maps_file).bound
+
+
+def find_copies(library_names: tuple[str, ...], version_symbol: str | None,
+                linked_by: tuple[str, ...] = (), maps_file: str = "/proc/self/maps") -> CollectiveLibraries:
+    """Every mapped copy of the library (file name starting with one of ``library_names``), with
+    its own version, and the one calls bind to. ``linked_by``: file-name prefixes of the
+    framework libraries that link it (e.g. libtorch_cuda.so), asked first for their local scope."""
+    paths = mapped_paths(maps_file)
+    copy_paths = [p for p in paths if _file_name(p).startswith(library_names)]
+    linker = _linker()
+    binding = _resolve_binding(linker, version_symbol, paths, copy_paths, linked_by) if linker else None
+    copies = [LoadedLibrary(p, _copy_version(linker, p, version_symbol)) for p in copy_paths]
+    if binding is None:
+        if len(copies) == 1:  # nothing to choose between: the only copy is the one in use
+            copies[0] = LoadedLibrary(copies[0].path, copies[0].version, "the only mapped copy")
+    else:
+        path, address, via = binding
+        bound = LoadedLibrary(path, _call_version(address), via)
+        copies = [bound if _same_file(c.path, path) else c for c in copies]
+        if not any(_same_file(c, path) for c in copy_paths):
+            copies.append(bound)  # defined by a file of another name, e.g. linked statically into the framework
+    bound_copy = next((c for c in copies if c.bound_via), None)
+    return CollectiveLibraries(bound_copy, tuple(copies))
+
+
+def _resolve_binding(linker: _Linker, symbol: str | None, paths: list[str], copy_paths: list[str],
+                     linked_by: tuple[str, ...]) -> tuple[str, int, str] | None:
+    """(defining file, function address, how it was found), or None when the symbol resolves nowhere."""
+    if not symbol:
+        return None
+    address = linker.symbol(RTLD_DEFAULT, symbol)
+    if address:
+        return _defined_in(linker, address), address, "global scope (LD_PRELOAD / RTLD_GLOBAL first)"
+    # Only shared objects are asked: dlopen would open any other mapped file (device nodes too).
+    objects = [p for p in paths if ".so" in _file_name(p) and p not in copy_paths]
+    named = [p for p in objects if linked_by and _file_name(p).startswith(linked_by)]
+    others = [p for p in objects if p not in named]
+    for framework in named + others:
+        address = linker.in_local_scope(framework, symbol)
+        if address:
+            return _defined_in(linker, address), address, f"local scope of {framework}"
     return None
 
 
-def _ask_version(path: str, symbol: str | None) -> str | None:
-    if not symbol:
+def _defined_in(linker: _Linker, address: int) -> str:
+    return linker.defining_file(address) or "(file not known to dladdr)"
+
+
+def _copy_version(linker: _Linker | None, path: str, symbol: str | None) -> str | None:
+    """The version this copy itself reports (its own definition, not one it would find elsewhere)."""
+    if not linker or not symbol:
         return None
-    try:
-        lib = ctypes.CDLL(path)  # already mapped: dlopen returns the same handle
-        fn = getattr(lib, symbol)
-    except (OSError, AttributeError):
+    address = linker.in_local_scope(path, symbol)
+    if not address or not _same_file(linker.defining_file(address) or "", path):
         return None
+    return _call_version(address)
+
+
+def _call_version(address: int) -> str | None:
     code = ctypes.c_int(0)
-    fn.argtypes = [ctypes.POINTER(ctypes.c_int)]
-    if fn(ctypes.byref(code)) != 0 or code.value <= 0:
+    if _VERSION_FN(address)(ctypes.byref(code)) != 0 or code.value <= 0:
         return None
     return decode_version(code.value)
+
+
+def _linker() -> _Linker | None:
+    try:
+        return _Linker()
+    except (OSError, AttributeError):  # not a glibc-like system: nothing can be asked
+        return None
+
+
+def _file_name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def version_tuple(version: str | None) -> tuple[int, ...] | None:

@@ -42,11 +42,13 @@ class Probe:
     backends_available: dict[str, bool] = field(default_factory=dict)
     torch_default_backend: str | None = None  # what torch's own map says for the device
     collective_built_version: str | None = None
-    collective_loaded_version: str | None = None
-    collective_loaded_path: str | None = None
+    collective_loaded_version: str | None = None  # of the copy calls bind to
+    collective_loaded_path: str | None = None  # the copy calls bind to
+    collective_loaded_copies: tuple[collective_lib.LoadedLibrary, ...] = ()  # every mapped copy
     management_tool_path: str | None = None
     driver_version: str | None = None
     sharing_daemon_running: bool | None = None  # None: this vendor has no such daemon
+    sharing_daemon_control_path: str | None = None  # the daemon's control binary, when on PATH
     environ: dict[str, str] = field(default_factory=dict)  # whitelisted only
     host_memory: tuple[int, int] | None = None  # (total, available) bytes
     hostname: str = ""
@@ -69,6 +71,7 @@ class Platform:
     collective_built_version: str | None
     collective_loaded_version: str | None
     collective_loaded_path: str | None
+    collective_loaded_copies: tuple[collective_lib.LoadedLibrary, ...]
     device_count: int
     devices: tuple[DeviceInfo, ...]
     management_tool: str | None
@@ -76,6 +79,7 @@ class Platform:
     driver_version: str | None
     sharing_daemon: str | None
     sharing_daemon_running: bool | None
+    sharing_daemon_control_path: str | None
     per_process_memory_api: str | None
     visible_devices_env: str | None
     backends_available: dict[str, bool]
@@ -133,6 +137,7 @@ def describe(probe: Probe, device_request: str | None = None) -> Platform:
         collective_built_version=None if host_only else probe.collective_built_version,
         collective_loaded_version=None if host_only else probe.collective_loaded_version,
         collective_loaded_path=None if host_only else probe.collective_loaded_path,
+        collective_loaded_copies=() if host_only else tuple(probe.collective_loaded_copies),
         # The host counts as one device that every rank shares.
         device_count=1 if host_only else probe.device_count,
         devices=(DeviceInfo(0, "host CPU", *(probe.host_memory or (None, None))),) if host_only else probe.devices,
@@ -141,6 +146,7 @@ def describe(probe: Probe, device_request: str | None = None) -> Platform:
         driver_version=None if host_only else probe.driver_version,
         sharing_daemon=daemon,
         sharing_daemon_running=probe.sharing_daemon_running if daemon else None,
+        sharing_daemon_control_path=probe.sharing_daemon_control_path if daemon else None,
         per_process_memory_api=vendor.per_process_memory_api,
         visible_devices_env=vendor.visible_devices_env,
         backends_available=dict(probe.backends_available),
@@ -170,8 +176,10 @@ def gather_probe(with_memory: bool = True) -> Probe:
     accelerator, count = _accelerator(torch)
     vendor = VENDORS.get(accelerator or "", HOST_CPU)
     devices = _devices(torch, accelerator, count, with_memory)
-    loaded = (collective_lib.find_loaded(vendor.library_names, vendor.version_symbol)
-              if vendor.library_names else None)
+    libraries = (collective_lib.find_copies(vendor.library_names, vendor.version_symbol,
+                                            vendor.collective_linked_by)
+                 if vendor.library_names else collective_lib.CollectiveLibraries(None, ()))
+    loaded = libraries.bound
     return Probe(
         torch_version=torch.__version__,
         accelerator=accelerator,
@@ -184,9 +192,12 @@ def gather_probe(with_memory: bool = True) -> Probe:
         collective_built_version=_built_version(torch, accelerator),
         collective_loaded_version=loaded.version if loaded else None,
         collective_loaded_path=loaded.path if loaded else None,
+        collective_loaded_copies=libraries.copies,
         management_tool_path=shutil.which(vendor.management_tool) if vendor.management_tool else None,
         driver_version=device_monitor.driver_version(vendor),
         sharing_daemon_running=_daemon_running(vendor),
+        sharing_daemon_control_path=(shutil.which(vendor.sharing_daemon_control)
+                                     if vendor.sharing_daemon_control else None),
         environ=whitelisted_environ(os.environ),
         host_memory=_host_memory(),
         hostname=socket.gethostname(),
@@ -284,12 +295,9 @@ def _host_memory() -> tuple[int, int]:
 
 
 def _daemon_running(vendor: Vendor) -> bool | None:
+    """A sharing daemon our ranks would reach (not another run's private one)."""
     if not vendor.sharing_daemon_processes:
         return None
-    import psutil
+    from .sharing_daemon import running_daemons
 
-    names = set(vendor.sharing_daemon_processes)
-    for proc in psutil.process_iter(["name"]):
-        if proc.info.get("name") in names:
-            return True
-    return False
+    return bool(running_daemons(vendor))

@@ -1,11 +1,13 @@
-"""A private device-sharing daemon (NVIDIA MPS) for one run.
+"""The device-sharing daemon (NVIDIA MPS) for one run: a private one, or the one already running.
 
-Without MPS, processes sharing a GPU time-slice and every NCCL collective pays a
-context switch (4.5 ms vs 45 us per all_reduce, measured.md). `--mps` starts a
-control daemon with its own pipe and log directories inside the run directory, points
-only this run's ranks at it, and stops it afterwards even on failure. A daemon the
-user started is never stopped or reconfigured, and the device's compute mode is
-never changed.
+Without MPS, processes sharing a GPU time-slice and every NCCL collective pays a context
+switch (4,501.7 us vs 45.0 us per all_reduce, docs/shared-device.md). A private daemon has
+its own pipe and log directories inside the run directory, only this run's ranks are
+pointed at it, and it is stopped afterwards even on failure. A daemon the user started is
+used as it is: never stopped or reconfigured, and the device's compute mode is never
+changed. Either way, one small client must be served before the ranks start: a daemon
+whose client crashed can refuse every new one ("busy or unavailable") until it is stopped,
+and such a daemon is not used.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,7 +27,21 @@ from .vendors import Vendor
 
 PIPE_ENV = "CUDA_MPS_PIPE_DIRECTORY"
 LOG_ENV = "CUDA_MPS_LOG_DIRECTORY"
+DEFAULT_PIPE_DIR = "/tmp/nvidia-mps"  # where clients look when PIPE_ENV is unset
 _SOCKET_PATH_MAX = 100  # unix socket paths must stay under ~108 bytes
+_CLIENT_TIMEOUT_S = 120.0  # a fresh interpreter importing torch on a busy host, then one context per device
+
+# One tensor on each device the ranks will use, copied back: the first client a daemon serves.
+_CLIENT = ("import sys, torch\n"
+           "for index in sys.argv[2:]:\n"
+           "    torch.ones(1, device=f'{sys.argv[1]}:{index}').add_(1).cpu()\n")
+
+
+class DaemonUnusable(EnvironmentUnsupported):
+    """The sharing daemon could not be started, or it refuses clients. Nothing of ours is left running."""
+
+    def __init__(self, message: str):
+        super().__init__("sharing-daemon-failed", message)
 
 
 class PrivateDaemon:
@@ -32,24 +49,41 @@ class PrivateDaemon:
         self.vendor = vendor
         self.root = Path(run_path) / "mps"
         self.env: dict[str, str] = {}
-        self.started = False
+        self.started = False  # True from the moment ours may exist, so stop() always sweeps it
         self.reused_user_daemon = False
+        self.failure: str | None = None
         self.events: list[str] = []
-        self._control = None
+        self._control: str | None = None
 
-    def start(self) -> dict[str, str]:
-        """Start the daemon; returns the environment the ranks need to reach it."""
+    def start(self, device_indices: tuple[int, ...] = (0,)) -> dict[str, str]:
+        """Use the running daemon or start a private one; returns the environment the ranks need.
+
+        Raises DaemonUnusable when it cannot start or refuses a client; call stop() either way.
+        """
+        try:
+            return self._start(device_indices)
+        except DaemonUnusable as exc:
+            self.failure = exc.message
+            self.events.append(f"not used: {exc.message}")
+            raise
+
+    def _start(self, device_indices: tuple[int, ...]) -> dict[str, str]:
         if not self.vendor.sharing_daemon_control:
-            raise EnvironmentUnsupported(
-                "no-sharing-daemon", f"{self.vendor.vendor} devices have no sharing daemon ddplab can start (--mps)")
-        self._control = shutil.which(self.vendor.sharing_daemon_control)
-        if not self._control:
-            raise EnvironmentUnsupported(
-                "sharing-daemon-missing", f"--mps needs {self.vendor.sharing_daemon_control}, which is not on PATH")
-        if _daemons(self.vendor, None):
+            raise DaemonUnusable(f"{self.vendor.vendor} devices have no sharing daemon ddplab can start")
+        if running_daemons(self.vendor):
             self.reused_user_daemon = True
             self.events.append("a sharing daemon was already running (not ours): used as it is, left running")
+            self._check_serves_a_client({}, device_indices)
             return {}
+        self._control = shutil.which(self.vendor.sharing_daemon_control)
+        if not self._control:
+            raise DaemonUnusable(f"{self.vendor.sharing_daemon_control} is not on PATH")
+        pipe = self._start_private()
+        self.events.append(f"started private daemon, pipe {pipe}, log {self.env[LOG_ENV]}")
+        self._check_serves_a_client(self.env, device_indices)
+        return dict(self.env)
+
+    def _start_private(self) -> Path:
         pipe, log = self.root / "pipe", self.root / "log"
         if len(str(pipe / "control")) > _SOCKET_PATH_MAX:
             pipe = Path(tempfile.mkdtemp(prefix="ddplab-mps-"))
@@ -57,23 +91,45 @@ class PrivateDaemon:
         pipe.mkdir(parents=True, exist_ok=True)
         log.mkdir(parents=True, exist_ok=True)
         self.env = {PIPE_ENV: str(pipe), LOG_ENV: str(log)}
-        subprocess.run([self._control, "-d"], env={**os.environ, **self.env}, check=True, timeout=20,
-                       capture_output=True)
         self.started = True
+        try:
+            subprocess.run([self._control, "-d"], env={**os.environ, **self.env}, check=True, timeout=20,
+                           capture_output=True, text=True)
+        except subprocess.CalledProcessError as exc:
+            raise DaemonUnusable(f"`{self._control} -d` exited {exc.returncode}: "
+                                 f"{(exc.stderr or exc.stdout or '').strip()[-300:]}") from exc
+        except (subprocess.TimeoutExpired, OSError) as exc:
+            raise DaemonUnusable(f"`{self._control} -d` failed: {exc}") from exc
         deadline = time.monotonic() + 10
         while not (pipe / "control").exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-        self.events.append(f"started private daemon, pipe {pipe}, log {log}")
-        return dict(self.env)
+        if not (pipe / "control").exists():
+            raise DaemonUnusable(f"the daemon's control pipe {pipe / 'control'} did not appear within 10 s")
+        return pipe
+
+    def _check_serves_a_client(self, env: dict[str, str], device_indices: tuple[int, ...]) -> None:
+        indices = [str(i) for i in sorted(set(device_indices))]
+        try:
+            out = subprocess.run([sys.executable, "-c", _CLIENT, self.vendor.device_type, *indices],
+                                 env={**os.environ, **env}, capture_output=True, text=True,
+                                 timeout=_CLIENT_TIMEOUT_S)
+        except subprocess.TimeoutExpired as exc:
+            raise DaemonUnusable(f"a test client got no answer within {_CLIENT_TIMEOUT_S:.0f} s") from exc
+        if out.returncode != 0:
+            lines = [ln for ln in (out.stderr or out.stdout).splitlines() if ln.strip()]
+            raise DaemonUnusable(f"a test client was refused: {lines[-1] if lines else f'exit {out.returncode}'}")
+        self.events.append(f"served a test client on device(s) {', '.join(indices)}")
 
     def stop(self) -> None:
+        """Stop ours (quit, then kill what carries our pipe directory); never a daemon we did not start."""
         if not self.started:
             return
-        try:
-            subprocess.run([self._control], input="quit\n", text=True, env={**os.environ, **self.env},
-                           timeout=20, capture_output=True)
-        except (subprocess.SubprocessError, OSError) as exc:
-            self.events.append(f"quit command failed: {exc}")
+        if self._control:
+            try:
+                subprocess.run([self._control], input="quit\n", text=True, env={**os.environ, **self.env},
+                               timeout=20, capture_output=True)
+            except (subprocess.SubprocessError, OSError) as exc:
+                self.events.append(f"quit command failed: {exc}")
         deadline = time.monotonic() + 15
         while _daemons(self.vendor, self.env[PIPE_ENV]) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -91,21 +147,28 @@ class PrivateDaemon:
 
     def record(self) -> dict:
         return {"name": self.vendor.multi_rank.sharing_daemon if self.vendor.multi_rank else None,
-                "private": not self.reused_user_daemon, "env": self.env, "events": self.events}
+                "private": not self.reused_user_daemon, "used": self.failure is None, "failure": self.failure,
+                "env": self.env, "events": self.events}
 
 
-def _daemons(vendor: Vendor, pipe_dir: str | None) -> list[psutil.Process]:
-    """Sharing-daemon processes; with ``pipe_dir``, only those started with that pipe directory."""
+def running_daemons(vendor: Vendor) -> list[psutil.Process]:
+    """Sharing daemons this process's children would reach: those listening on the pipe directory
+    our environment names (or the default one). Another run's private daemon is not among them."""
+    return _daemons(vendor, os.environ.get(PIPE_ENV, DEFAULT_PIPE_DIR), unreadable_matches=True)
+
+
+def _daemons(vendor: Vendor, pipe_dir: str, unreadable_matches: bool = False) -> list[psutil.Process]:
+    """Sharing-daemon processes started with ``pipe_dir`` (unset counts as the default directory)."""
     found = []
     for proc in psutil.process_iter(["name"]):
         if proc.info.get("name") not in vendor.sharing_daemon_processes:
             continue
-        if pipe_dir is None:
-            found.append(proc)
-            continue
         try:
-            if proc.environ().get(PIPE_ENV) == pipe_dir:
+            if proc.environ().get(PIPE_ENV, DEFAULT_PIPE_DIR) == pipe_dir:
                 found.append(proc)
-        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
+        except psutil.AccessDenied:
+            if unreadable_matches:  # another user's daemon: cannot tell where it listens, assume the default
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
             continue
     return found

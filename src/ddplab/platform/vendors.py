@@ -21,6 +21,16 @@ class Knob:
 
 
 @dataclass(frozen=True)
+class SharedDeviceCosts:
+    """One tiny all_reduce with several ranks on one device, per setup (docs/shared-device.md)."""
+
+    measured_on: str
+    with_daemon_us: float  # the vendor backend with the sharing daemon
+    without_daemon_us: float  # the vendor backend alone: ranks time-slice the device
+    gloo_us: float
+
+
+@dataclass(frozen=True)
 class MultiRankRule:
     """Whether (and from which library version) several ranks may share one device."""
 
@@ -28,6 +38,7 @@ class MultiRankRule:
     enable_env: dict[str, str]  # what must be set to allow it
     refusal: str  # the library's own words when it refuses
     sharing_daemon: str | None = None  # e.g. MPS: without it ranks time-slice
+    costs: SharedDeviceCosts | None = None  # measured, when known
 
 
 @dataclass(frozen=True)
@@ -39,6 +50,9 @@ class Vendor:
     collective_library: str | None  # human name of the collective library
     library_names: tuple[str, ...] = ()  # shared objects to look for in /proc/self/maps
     version_symbol: str | None = None  # C function returning the loaded version as int
+    # Framework libraries that link the collective library: where its symbols bind when the
+    # global scope lacks them (docs/shared-device.md, "Which library is bound").
+    collective_linked_by: tuple[str, ...] = ()
     management_tool: str | None = None  # CLI that shows devices and processes
     sharing_daemon_processes: tuple[str, ...] = ()  # process names of a device-sharing daemon
     sharing_daemon_control: str | None = None  # the daemon's control binary
@@ -62,6 +76,7 @@ NVIDIA = Vendor(
     collective_library="NCCL",
     library_names=("libnccl.so",),
     version_symbol="ncclGetVersion",
+    collective_linked_by=("libtorch_cuda.so",),
     management_tool="nvidia-smi",
     sharing_daemon_processes=("nvidia-cuda-mps-control", "nvidia-cuda-mps-server"),
     sharing_daemon_control="nvidia-cuda-mps-control",
@@ -88,6 +103,8 @@ NVIDIA = Vendor(
         enable_env={"NCCL_MULTI_RANK_GPU_ENABLE": "1"},
         refusal="Duplicate GPU detected",
         sharing_daemon="MPS",
+        costs=SharedDeviceCosts(measured_on="one H200, 2 ranks, 4-byte all_reduce, NCCL 2.30.7",
+                                with_daemon_us=45.0, without_daemon_us=4501.7, gloo_us=390.0),
     ),
     per_process_memory_api="NVML",
 )
