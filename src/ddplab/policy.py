@@ -195,7 +195,7 @@ def _choose_backend(opts: LaunchOptions, platform: Platform, shared: bool, daemo
                                                                             f"is unverified",))
     if _library_allows_sharing(platform):
         return _shared_with_library(opts, platform, daemon)
-    return _shared_refused_by_library(opts, platform, insisted)
+    return _shared_refused_by_library(opts, platform, daemon, insisted)
 
 
 def _check_backend_available(opts: LaunchOptions, platform: Platform) -> None:
@@ -275,7 +275,10 @@ def _shared_with_library(opts: LaunchOptions, platform: Platform, daemon: _Daemo
                                                                       only_when_asked)))
 
 
-def _shared_refused_by_library(opts: LaunchOptions, platform: Platform, insisted: str | None) -> _Choice:
+def _shared_refused_by_library(opts: LaunchOptions, platform: Platform, daemon: _Daemon,
+                               insisted: str | None) -> _Choice:
+    """The library refuses several ranks per device: gloo, under the sharing daemon when one can be had
+    (gloo's host staging is faster there too: docs/background.md §2), or the vendor backend when forced."""
     rule, lib, vendor_backend = platform.spec.multi_rank, platform.collective_library, platform.backend
     version, which = _library_version(platform)
     need = ".".join(str(p) for p in rule.min_version)
@@ -289,8 +292,20 @@ def _shared_refused_by_library(opts: LaunchOptions, platform: Platform, insisted
     if not platform.backends_available.get("gloo"):
         raise EnvironmentUnsupported("no-shared-device-backend", f"{refusal}, and gloo is not available either")
     reason = f"{refusal}; gloo works on device tensors by staging them through host memory (correct, slower)"
-    gloo = _single("gloo", reason, insisted, platform)
     refused = Option(vendor_backend, vendor_backend, None, False, refusal)
+    if daemon.kind and opts.sharing_daemon != "off":
+        costs = rule.costs
+        faster = (f" ({_us(costs.gloo_with_daemon_us)} vs {_us(costs.gloo_us)} per op, measured on "
+                  f"{costs.measured_on})" if costs and costs.gloo_with_daemon_us else "")
+        with_daemon = (f"{reason}; {daemon.why}: gloo is faster under the {platform.sharing_daemon} daemon, which "
+                       f"spares the ranks a context switch per step{faster}")
+        alone = Option("gloo", "gloo", None, False, f"slower without the {platform.sharing_daemon} daemon{faster}")
+        return _Choice("gloo", with_daemon, sharing_daemon=daemon.kind, considered=(
+            refused, Option(_setup("gloo", daemon.kind, platform), "gloo", daemon.kind, True, with_daemon), alone))
+    if daemon.failed:
+        reason += f"; {daemon.why}"
+    gloo = _single("gloo", reason, None, platform,
+                   warnings=(f"{daemon.why}; running gloo without it",) if daemon.failed else ())
     return replace(gloo, considered=(refused, *gloo.considered))
 
 

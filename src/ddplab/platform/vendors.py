@@ -28,6 +28,7 @@ class SharedDeviceCosts:
     with_daemon_us: float  # the vendor backend with the sharing daemon
     without_daemon_us: float  # the vendor backend alone: ranks time-slice the device
     gloo_us: float
+    gloo_with_daemon_us: float | None = None  # gloo under the sharing daemon (it stages through the host)
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,8 @@ NVIDIA = Vendor(
         refusal="Duplicate GPU detected",
         sharing_daemon="MPS",
         costs=SharedDeviceCosts(measured_on="one H200, 2 ranks, 4-byte all_reduce, NCCL 2.30.7",
-                                with_daemon_us=45.0, without_daemon_us=4501.7, gloo_us=390.0),
+                                with_daemon_us=45.0, without_daemon_us=4501.7, gloo_us=390.0,
+                                gloo_with_daemon_us=216.0),
     ),
     per_process_memory_api="NVML",
 )
