@@ -85,7 +85,22 @@ def _sweep(name, doc):
             text += f" = {100 * best['busbw_gbps'] / r['ceiling']['gbps']:.2f}% of the copy ceiling"
         rows.append(row(name, "peak bus bandwidth", "pass", text, "informational (--min-busbw to gate)",
                         "nccl-tests' busbw definition, GB = 1e9", "compare with nccl-tests: `ddplab compare`"))
+    if "spikes" in r:  # reports written before spikes were looked for have no such row
+        rows.append(_sweep_spikes(name, r))
     return rows
+
+
+def _sweep_spikes(name, r):
+    from .spikes import FINDING
+
+    found = r["spikes"]
+    value = "; ".join(f"{x['op']} {x['size_bytes']} B {'in' if x['in_place'] else 'out'}-place "
+                      f"{x['time_us']:.1f} us = {x['factor']:.1f}x its neighbours" for x in found) or "none"
+    return row(name, "no size far off its neighbours", "warn" if found else "pass", value, r["spike_rule"],
+               f"{FINDING}; each size is the median of {r.get('repeat', 1)} repetition(s)",
+               "none" if not found else "measure again with more repetitions (-R) and look at the spread in the "
+                                        "JSON; `--no-sample` or `--sample-while-timing` tell whether the launcher's "
+                                        "sampler is the cause")
 
 
 def _ceiling(name, doc):
