@@ -5,8 +5,6 @@ rebuild it from report.json.
 
 from __future__ import annotations
 
-CONTENTION_WARN = 0.80  # below this aggregate efficiency, time slicing costs more than it should
-
 
 def row(stage: str, check: str, verdict: str, value: str, threshold: str, meaning: str, next_step: str) -> dict:
     return {"stage": stage, "check": check, "verdict": verdict, "value": value, "threshold": threshold,
@@ -112,12 +110,15 @@ def _ceiling(name, doc):
 
 
 def _contention(name, doc):
+    from .workloads.contention import judge
+
     r = doc["results"]
-    eff = r["efficiency"]
-    ok = eff >= CONTENTION_WARN
-    return [row(name, "aggregate efficiency", "pass" if ok else "warn", f"{100 * eff:.1f}%",
-                f">= {100 * CONTENTION_WARN:.0f}%", f"{r['world_size']} processes sharing one device vs one alone",
-                "none" if ok else "time slicing is expensive here: use the sharing daemon (--mps)")]
+    verdict, threshold, note = judge(r)
+    value = "n/a" if r.get("efficiency") is None else f"{100 * r['efficiency']:.1f}%"
+    basis = f"the ideal aggregate of {r['usable_cores']} usable cores" if r.get("ideal_basis") == "cores" \
+        else "one process alone"
+    return [row(name, "aggregate efficiency", verdict, value, threshold,
+                f"{r['world_size']} processes computing together vs {basis}", note)]
 
 
 def _drill(name, doc):
