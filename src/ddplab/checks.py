@@ -89,12 +89,13 @@ def _sweep(name, doc):
 
 
 def _sweep_spikes(name, r):
-    from .spikes import FINDING
+    from .spikes import FINDING, judge
 
     found = r["spikes"]
     value = "; ".join(f"{x['op']} {x['size_bytes']} B {'in' if x['in_place'] else 'out'}-place "
                       f"{x['time_us']:.1f} us = {x['factor']:.1f}x its neighbours" for x in found) or "none"
-    return row(name, "no size far off its neighbours", "warn" if found else "pass", value, r["spike_rule"],
+    verdict = judge(found, bool((r.get("placement") or {}).get("host_only")))
+    return row(name, "no size far off its neighbours", verdict, value, r["spike_rule"],
                f"{FINDING}; each size is the median of {r.get('repeat', 1)} repetition(s)",
                "none" if not found else "measure again with more repetitions (-R) and look at the spread in the "
                                         "JSON; `--no-sample` or `--sample-while-timing` tell whether the launcher's "

@@ -12,12 +12,20 @@ came out 5-15x slower than nccl-tests while their neighbours matched (docs/metri
 
 Inside the curve no scaling is needed: a smooth curve never takes longer than its
 larger neighbour, so it can never be more than 2x both. Pure: rows in, findings out.
+
+``judge`` is the one rule for what a spike does to a verdict (the sweep's and its check
+row's): WARN on an accelerator; on the host CPU the spikes are listed and printed but
+informational, because gloo on shared cores is disturbed by whatever else the machine
+runs (on a 2-core machine under load, repetitions of one size varied 4x).
 """
 
 from __future__ import annotations
 
 FACTOR = 2.0
 FINDING = "a size far off its neighbours is a finding to explain"
+RULE = (f"more than {FACTOR:g}x the time of both neighbours (same op and placement); the largest size against its "
+        f"smaller neighbour scaled by the size ratio")
+HOST_NOTE = "informational on the host CPU: its cores are shared with everything else the machine runs"
 
 
 def find_spikes(rows: list[dict], factor: float = FACTOR) -> list[dict]:
@@ -37,6 +45,10 @@ def find_spikes(rows: list[dict], factor: float = FACTOR) -> list[dict]:
                     "factor": round(ratio, 2),
                 })
     return spikes
+
+
+def judge(found: list[dict], host_only: bool) -> str:
+    return "warn" if found and not host_only else "pass"
 
 
 def spike_key(spike: dict) -> tuple:

@@ -143,6 +143,17 @@ def test_a_spike_makes_the_sweep_warn_and_is_shown_after_its_block():
     assert [x.size_bytes for x in nccl_tests.parse(table).rows if x.in_place] == [8, 16, 32]
 
 
+def test_on_the_host_spikes_are_listed_but_informational():
+    rows = series({8: 18.0, 16: 215.0, 32: 18.5})
+    r = {**sweep_results(rows, spikes.find_spikes(rows)), "placement": {"host_only": True}}
+    assert sweep._verdict(r) == "pass" and "informational" in sweep.summary_line(r)
+    doc = {"command": "sweep", "results": r}
+    row = next(c for c in checks.for_stage({"name": "sweep", "verdict": "pass", "report": doc})
+               if c["check"] == "no size far off its neighbours")
+    assert row["verdict"] == "pass" and "16 B" in row["value"]
+    assert spikes.judge(r["spikes"], host_only=False) == "warn"
+
+
 def test_the_check_row_for_spikes_warns_with_the_finding():
     rows = series({8: 18.0, 16: 215.0, 32: 18.5})
     doc = {"command": "sweep", "results": sweep_results(rows, spikes.find_spikes(rows))}

@@ -140,8 +140,7 @@ def summarise(sess, s: dict, min_busbw: float | None) -> dict:
         "min_busbw_gbps": min_busbw,
         "ceiling": ceiling,
         "spikes": spikes.find_spikes(rows),
-        "spike_rule": f"more than {spikes.FACTOR:g}x the time of both neighbours (same op and placement); the "
-                      f"largest size against its smaller neighbour scaled by the size ratio",
+        "spike_rule": spikes.RULE + ("; " + spikes.HOST_NOTE if sess.placement.host_only else ""),
         "sampler": _sampler_record(results["timeseries"], rows, queries),
     })
     return results
@@ -224,7 +223,11 @@ def _verdict(r: dict) -> str:
             return "warn"  # world size 1: busbw is not defined, the floor cannot be judged
         if r["avg_busbw_gbps"] < r["min_busbw_gbps"]:
             return "fail"
-    return "warn" if r["warnings"] or r["spikes"] else "pass"
+    return report.worst(["warn" if r["warnings"] else "pass", spikes.judge(r["spikes"], _host_only(r))])
+
+
+def _host_only(r: dict) -> bool:
+    return bool((r.get("placement") or {}).get("host_only"))
 
 
 def nccl_tests_table(r: dict) -> str:
@@ -309,6 +312,8 @@ def summary_line(r: dict) -> str:
     text = f"{r['backend']}: {len(r['rows'])} rows, #wrong {r['num_wrong_total']}, avg busbw {avg}"
     if r.get("spikes"):
         text += f", {len(r['spikes'])} spike(s): {spikes.FINDING}"
+        if _host_only(r):
+            text += f" ({spikes.HOST_NOTE.split(':')[0]})"
     if r["min_busbw_gbps"] is not None:
         text += f" (floor {r['min_busbw_gbps']} GB/s)"
     return text
