@@ -16,8 +16,7 @@ from typing import Callable
 import psutil
 
 from .launch import RunDir
-from .platform import DeviceMonitor
-from .platform.device_monitor import DeviceSample
+from .platform import DeviceMonitor, DeviceSample
 from .timed_windows import SamplerGate
 
 METHOD = ("every {interval}s in the launcher: psutil cpu_times/memory_info/num_ctx_switches per rank pid; "
@@ -33,7 +32,7 @@ class RankSampler:
         self.interval_s = interval_s
         self.on_sample = on_sample
         self.enabled = enabled  # off: measure a benchmark without the sampler's own disturbance
-        self.gate = None if query_device_while_timing else SamplerGate(run.path / "status")
+        self.gate = None if query_device_while_timing else SamplerGate(run.path)
         self.samples: list[dict] = []
         self.device_queries: list[tuple[float, float]] = []  # wall-clock (start, end) of each device query
         self.device_queries_skipped = 0  # skipped because a rank was timing
@@ -113,7 +112,7 @@ class RankSampler:
         return {
             "enabled": self.enabled,
             "interval_s": self.interval_s,
-            "device_queries_kept_out_of_timed_windows": self.gate is not None,
+            "device_queries_kept_out_of_timed_windows": self.enabled and self.gate is not None,
             "device_queries": len(self.device_queries),
             "device_queries_skipped_while_timing": self.device_queries_skipped,
             "method": METHOD.format(interval=self.interval_s, api=self.monitor.api or "nowhere (no vendor API)"),

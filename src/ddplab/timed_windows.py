@@ -21,11 +21,12 @@ query overlapped a timed window rather than just claim it (``overlaps``).
 
 from __future__ import annotations
 
-import json
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+
+from . import status
 
 TIMING_PHASE = "timing"
 AFTER_TIMING_PHASE = "running"
@@ -37,45 +38,36 @@ POLL_S = 0.0005
 class SamplerGate:
     """Launcher side: lets a device query through only while no rank is timing."""
 
-    def __init__(self, status_dir: str | Path):
-        self.status_dir = Path(status_dir)
-        self.flag = self.status_dir / SAMPLER_FLAG
+    def __init__(self, run_dir: str | Path):
+        self.run_dir = Path(run_dir)
+        self.flag = self.run_dir / "status" / SAMPLER_FLAG  # beside the ranks' status files (status.py)
 
     @contextmanager
     def device_query(self) -> Iterator[bool]:
         """Yields True when the device may be queried now, False when a rank is timing."""
-        self.status_dir.mkdir(parents=True, exist_ok=True)
+        self.flag.parent.mkdir(parents=True, exist_ok=True)
         self.flag.touch()
         try:
-            yield not self._any_rank_timing()
+            yield not any(s.get("phase") == TIMING_PHASE for s in status.read_all(self.run_dir).values())
         finally:
             self.flag.unlink(missing_ok=True)
 
-    def _any_rank_timing(self) -> bool:
-        for path in self.status_dir.glob("*.json"):
-            try:
-                if json.loads(path.read_text()).get("phase") == TIMING_PHASE:
-                    return True
-            except (ValueError, OSError):
-                return True  # unreadable: assume the worst rather than query into a window
-        return False
-
 
 @contextmanager
-def timing(status, max_wait_s: float = MAX_WAIT_S) -> Iterator[float]:
+def timing(rank_status, max_wait_s: float = MAX_WAIT_S) -> Iterator[float]:
     """Rank side: mark a timed window, wait out a device query in progress, then run the body.
 
-    Yields the seconds spent waiting for the sampler. ``status`` is the rank's RankStatus
-    (None outside a launched rank: nothing is marked and nothing is waited for).
+    Yields the seconds spent waiting for the sampler. ``rank_status`` is the rank's
+    status.RankStatus (None outside a launched rank: nothing is marked or waited for).
     """
-    if status is None:
+    if rank_status is None:
         yield 0.0
         return
-    status.phase(TIMING_PHASE)
+    rank_status.phase(TIMING_PHASE)
     try:
-        yield wait_for_sampler(Path(status.path).parent / SAMPLER_FLAG, max_wait_s)
+        yield wait_for_sampler(Path(rank_status.path).parent / SAMPLER_FLAG, max_wait_s)
     finally:
-        status.phase(AFTER_TIMING_PHASE)
+        rank_status.phase(AFTER_TIMING_PHASE)
 
 
 def wait_for_sampler(flag: Path, max_wait_s: float) -> float:

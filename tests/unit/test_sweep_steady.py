@@ -199,7 +199,7 @@ def test_compare_with_only_a_spike_warns_and_exits_0(tmp_path):
 
 def test_the_gate_skips_a_device_query_while_a_rank_is_timing(tmp_path):
     status = RankStatus(str(tmp_path), 0)
-    gate = timed_windows.SamplerGate(tmp_path / "status")
+    gate = timed_windows.SamplerGate(tmp_path)
     with gate.device_query() as clear:
         assert clear  # the rank is "before-init"
         assert gate.flag.exists()  # raised while the query runs
