@@ -5,8 +5,6 @@ rebuild it from report.json.
 
 from __future__ import annotations
 
-CONTENTION_WARN = 0.80  # below this aggregate efficiency, time slicing costs more than it should
-
 
 def row(stage: str, check: str, verdict: str, value: str, threshold: str, meaning: str, next_step: str) -> dict:
     return {"stage": stage, "check": check, "verdict": verdict, "value": value, "threshold": threshold,
@@ -91,7 +89,23 @@ def _sweep(name, doc):
             text += f" = {100 * best['busbw_gbps'] / r['ceiling']['gbps']:.2f}% of the copy ceiling"
         rows.append(row(name, "peak bus bandwidth", "pass", text, "informational (--min-busbw to gate)",
                         "nccl-tests' busbw definition, GB = 1e9", "compare with nccl-tests: `ddplab compare`"))
+    if "spikes" in r:  # reports written before spikes were looked for have no such row
+        rows.append(_sweep_spikes(name, r))
     return rows
+
+
+def _sweep_spikes(name, r):
+    from .spikes import FINDING, judge
+
+    found = r["spikes"]
+    value = "; ".join(f"{x['op']} {x['size_bytes']} B {'in' if x['in_place'] else 'out'}-place "
+                      f"{x['time_us']:.1f} us = {x['factor']:.1f}x its neighbours" for x in found) or "none"
+    verdict = judge(found, bool((r.get("placement") or {}).get("host_only")))
+    return row(name, "no size far off its neighbours", verdict, value, r["spike_rule"],
+               f"{FINDING}; each size is the median of {r.get('repeat', 1)} repetition(s)",
+               "none" if not found else "measure again with more repetitions (-R) and look at the spread in the "
+                                        "JSON; `--no-sample` or `--sample-while-timing` tell whether the launcher's "
+                                        "sampler is the cause")
 
 
 def _ceiling(name, doc):
@@ -103,12 +117,15 @@ def _ceiling(name, doc):
 
 
 def _contention(name, doc):
+    from .workloads.contention import judge
+
     r = doc["results"]
-    eff = r["efficiency"]
-    ok = eff >= CONTENTION_WARN
-    return [row(name, "aggregate efficiency", "pass" if ok else "warn", f"{100 * eff:.1f}%",
-                f">= {100 * CONTENTION_WARN:.0f}%", f"{r['world_size']} processes sharing one device vs one alone",
-                "none" if ok else "time slicing is expensive here: use the sharing daemon (--mps)")]
+    verdict, threshold, note = judge(r)
+    value = "n/a" if r.get("efficiency") is None else f"{100 * r['efficiency']:.1f}%"
+    basis = f"the ideal aggregate of {r['usable_cores']} usable cores" if r.get("ideal_basis") == "cores" \
+        else "one process alone"
+    return [row(name, "aggregate efficiency", verdict, value, threshold,
+                f"{r['world_size']} processes computing together vs {basis}", note)]
 
 
 def _drill(name, doc):

@@ -43,8 +43,9 @@ def stages(profile: str, nproc: int, device_count: int, host_only: bool, has_dae
         out.append(Stage("storm-shared", "storm", ("--nproc", "2", "--share-device")))
         if has_daemon:
             out.append(Stage("storm-shared-mps", "storm", ("--nproc", "2", "--share-device", "--mps")))
+    # -R 3 also on the host: one disturbed repetition on a busy CPU would otherwise show as a spike
     sweep = ("--ops", "all", "-b", "8", "-e", "1G", "-f", "2") if full else ("-b", "8", "-e", "1M", "-f", "4",
-                                                                             "-n", "5", "-w", "1")
+                                                                             "-n", "5", "-w", "1", "-R", "3")
     out.append(Stage("sweep", "sweep", (*per_dev, *sweep)))
     if full and not host_only:
         out.append(Stage("sweep-shared", "sweep", ("--nproc", "2", "--share-device", "-b", "8", "-e", "256M",

@@ -3,7 +3,8 @@
 A thread in the launcher samples every ``interval_s``: each rank's host CPU time
 (user, system), RSS and context switches from psutil, and its device memory and
 utilisation from the platform's device monitor (the vendor's library). Ranks are found
-through the pid files they write into the run directory.
+through the pid files they write into the run directory. Device queries keep out of the
+ranks' timed windows unless told otherwise (timed_windows.py says how, and why).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Callable
 import psutil
 
 from .launch import RunDir
-from .platform import DeviceMonitor
+from .platform import DeviceMonitor, DeviceSample
+from .timed_windows import SamplerGate
 
 METHOD = ("every {interval}s in the launcher: psutil cpu_times/memory_info/num_ctx_switches per rank pid; "
           "device memory and utilisation per pid from {api}")
@@ -23,13 +25,17 @@ METHOD = ("every {interval}s in the launcher: psutil cpu_times/memory_info/num_c
 
 class RankSampler:
     def __init__(self, run: RunDir, monitor: DeviceMonitor, interval_s: float = 0.5,
-                 on_sample: Callable[[dict], None] | None = None, enabled: bool = True):
+                 on_sample: Callable[[dict], None] | None = None, enabled: bool = True,
+                 query_device_while_timing: bool = False):
         self.run = run
         self.monitor = monitor
         self.interval_s = interval_s
         self.on_sample = on_sample
         self.enabled = enabled  # off: measure a benchmark without the sampler's own disturbance
+        self.gate = None if query_device_while_timing else SamplerGate(run.path)
         self.samples: list[dict] = []
+        self.device_queries: list[tuple[float, float]] = []  # wall-clock (start, end) of each device query
+        self.device_queries_skipped = 0  # skipped because a rank was timing
         self._procs: dict[int, psutil.Process] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ddplab-sampler", daemon=True)
@@ -56,7 +62,7 @@ class RankSampler:
             self._stop.wait(self.interval_s)
 
     def sample_once(self) -> dict:
-        device = self.monitor.sample()
+        device = self._query_device()
         ranks = []
         for rank, pid in sorted(self.run.rank_pids().items()):
             proc = self._procs.get(pid) or self._procs.setdefault(pid, _process(pid))
@@ -86,10 +92,29 @@ class RankSampler:
             "device_util_pct": device.device_util_pct,
         }
 
+    def _query_device(self) -> DeviceSample:
+        if self.gate is None:
+            return self._timed_query()
+        with self.gate.device_query() as clear:
+            if clear:
+                return self._timed_query()
+        self.device_queries_skipped += 1
+        return DeviceSample()  # empty: "not available" for this sample, never zero
+
+    def _timed_query(self) -> DeviceSample:
+        start = time.time()
+        try:
+            return self.monitor.sample()
+        finally:
+            self.device_queries.append((start, time.time()))
+
     def timeseries(self) -> dict:
         return {
             "enabled": self.enabled,
             "interval_s": self.interval_s,
+            "device_queries_kept_out_of_timed_windows": self.enabled and self.gate is not None,
+            "device_queries": len(self.device_queries),
+            "device_queries_skipped_while_timing": self.device_queries_skipped,
             "method": METHOD.format(interval=self.interval_s, api=self.monitor.api or "nowhere (no vendor API)"),
             "samples": self.samples,
         }

@@ -144,8 +144,11 @@ def start_sharing_daemon(opts: LaunchOptions, platform: Platform, placement: Pla
 def run_workload(workload: str, payload: dict, opts: LaunchOptions, label: str, console=None,
                  live: bool = True, sample: bool = True, prepared: tuple | None = None,
                  controller: Callable[[RunDir], None] | None = None,
-                 make_daemon: Callable | None = None) -> Session:
+                 make_daemon: Callable | None = None, sample_device_while_timing: bool = False) -> Session:
     """Start ``opts.nproc`` ranks running ``workload`` with ``payload`` as its settings.
+
+    The sampler keeps its device queries out of the ranks' timed windows unless
+    ``sample_device_while_timing`` (timed_windows.py).
 
     ``controller(run)``, if given, runs in a launcher-side thread while the ranks run
     (fault drills inject kills and pauses from there). ``make_daemon``: see start_sharing_daemon.
@@ -173,7 +176,8 @@ def run_workload(workload: str, payload: dict, opts: LaunchOptions, label: str, 
         }
         monitor = open_monitor(platform.spec)
         with display.live_ranks(console if live else None) as update, \
-                RankSampler(run, monitor, on_sample=update, enabled=sample) as sampler, \
+                RankSampler(run, monitor, on_sample=update, enabled=sample,
+                            query_device_while_timing=sample_device_while_timing) as sampler, \
                 Supervisor(run.path, opts.nproc, opts.hang_timeout_s) as supervisor:
             if controller is not None:
                 threading.Thread(target=controller, args=(run,), name="ddplab-controller", daemon=True).start()

@@ -3,7 +3,9 @@
 Each of A and B is nccl-tests / rccl-tests / mccl-tests text output, or a ddplab JSON
 document holding sweep rows (`ddplab sweep --json`, or `ddplab run`'s report). Rows are
 matched on (collective, size, in-place); B is "new": a row where B's time is worse than
-A's by more than --tolerance counts as a regression and the exit code is 1.
+A's by more than --tolerance counts as a regression and the exit code is 1. A size of B far
+off its own neighbours (spikes.py) is reported as a spike, apart from the regressions: a
+finding to explain (WARN), not a slowdown of the whole stack.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-from .. import report
+from .. import report, spikes
 from ..errors import ExitCode, UsageError
 
 SUMMARY = "side by side: nccl-tests text or ddplab JSON, with regressions beyond a tolerance"
@@ -103,18 +105,25 @@ def verdict_changes(old: dict, new: dict) -> list[dict]:
 
 
 def compare(old: list[dict], new: list[dict], tolerance: float, min_size: int) -> list[dict]:
+    """Matched rows; a row that is a spike in B carries ``spike`` and is not counted as a regression."""
     index = {(r["op"], r["size_bytes"], r["in_place"]): r for r in old}
+    spiked = {spikes.spike_key(x): x for x in spikes.find_spikes(new)}
     out = []
     for r in new:
-        base = index.get((r["op"], r["size_bytes"], r["in_place"]))
+        key = (r["op"], r["size_bytes"], r["in_place"])
+        base = index.get(key)
         if base is None or not base.get("time_us") or not r.get("time_us"):
             continue
         change = r["time_us"] / base["time_us"] - 1
+        spike = spiked.get(key)
+        judged = r["size_bytes"] >= min_size
         out.append({"op": r["op"], "size_bytes": r["size_bytes"], "in_place": r["in_place"],
                     "old_time_us": base["time_us"], "new_time_us": r["time_us"],
                     "old_busbw_gbps": base.get("busbw_gbps"), "new_busbw_gbps": r.get("busbw_gbps"),
                     "time_change": change,
-                    "regression": r["size_bytes"] >= min_size and change > tolerance,
+                    "regression": judged and change > tolerance and spike is None,
+                    "spike": spike is not None,
+                    "spike_factor": spike["factor"] if spike else None,
                     "new_wrong": bool(r.get("num_wrong"))})
     return out
 
@@ -125,6 +134,8 @@ def table_text(rows: list[dict], old_label: str, new_label: str) -> str:
              f"{'A busbw':>8} {'B busbw':>8}"]
     for r in rows:
         flag = "  <- slower" if r["regression"] else ""
+        if r.get("spike"):
+            flag = f"  <- spike in B: {r['spike_factor']:.1f}x its neighbours"
         lines.append(f"  {r['op']:<14} {r['size_bytes']:>12} {'in' if r['in_place'] else 'out':>6} "
                      f"{r['old_time_us']:>10.2f} {r['new_time_us']:>10.2f} {100 * r['time_change']:>7.1f}% "
                      f"{_bw(r['old_busbw_gbps'])} {_bw(r['new_busbw_gbps'])}{flag}")
@@ -154,11 +165,14 @@ def main(args, console) -> int:
     for c in changes:
         console.print(f"verdict of stage {c['stage']} changed: {c['old'].upper()} -> {c['new'].upper()}")
     regressions = [r for r in rows if r["regression"]]
+    spiked = [r for r in rows if r["spike"] and r["size_bytes"] >= min_size]
     wrong = [r for r in rows if r["new_wrong"]]
-    verdict = "fail" if regressions or wrong or changes else "pass"
+    verdict = "fail" if regressions or wrong or changes else "warn" if spiked else "pass"
+    if spiked:
+        console.print(f"{len(spiked)} spike(s) in B, not counted as slower: {spikes.FINDING}")
     console.print(f"{len(rows)} rows compared, {len(regressions)} slower than A by more than "
-                  f"{100 * tolerance:g}%, {len(wrong)} with wrong data in B, {len(changes)} verdict(s) worse: "
-                  f"{verdict.upper()}")
+                  f"{100 * tolerance:g}%, {len(spiked)} spike(s) in B, {len(wrong)} with wrong data in B, "
+                  f"{len(changes)} verdict(s) worse: {verdict.upper()}")
     if args.json:
         doc = report.document("compare", {"old": args.old, "new": args.new, "tolerance": tolerance,
                                           "min_size": min_size}, None, {"rows": rows, "verdict_changes": changes},

@@ -2,10 +2,11 @@
 
 K processes run the same compute kernel (a square matmul, bf16 on accelerators, fp32 on
 the host) on one device, for a fixed window, after one process ran it alone. Reports
-aggregate efficiency (sum of the K rates / the solo rate) and each process's slowdown.
-`--mps` runs the same with a private MPS daemon (measured on H200: 93% without, 99% with).
-Without `--mps` the processes time-slice: unlike other commands, contention never takes the
-sharing daemon by default, because time slicing is what it measures.
+aggregate efficiency (sum of the K rates / the ideal aggregate: the solo rate on one
+device, min(K, usable cores) x the solo rate on the host; workloads/contention.py) and each
+process's slowdown. `--mps` runs the same with a private MPS daemon (measured on H200: 93%
+without, 99% with). Without `--mps` the processes time-slice: unlike other commands,
+contention never takes the sharing daemon by default, because time slicing is what it measures.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 
 from .. import display, report
 from ..errors import UsageError
+from ..workloads import contention as measure
 from . import options
 
 SUMMARY = "K processes computing on one device vs one alone: efficiency and per-process slowdown"
@@ -63,17 +65,26 @@ def execute(args, console=None, live: bool = True) -> dict:
     if values:
         solo = next(v["solo"] for v in values if v["solo"])
         rates = [v["together"]["tflops"] for v in values]
+        first = values[0]
+        summary = measure.summarise(solo["tflops"], rates, placement.host_only, first.get("threads", 1),
+                                    first.get("usable_cores"))
         results.update({
-            "method": "fixed window per phase; device synchronised every batch; TFLOP/s = 2 n^3 x matmuls / time",
-            "matrix": values[0]["matrix"], "dtype": values[0]["dtype"], "seconds": s["seconds"],
+            "method": "fixed window per phase; device synchronised every batch; TFLOP/s = 2 n^3 x matmuls / time; "
+                      "efficiency = aggregate / ideal aggregate, " + summary["efficiency_method"],
+            "matrix": first["matrix"], "dtype": first["dtype"], "seconds": s["seconds"],
             "solo_tflops": solo["tflops"],
             "together_tflops": rates,
-            "aggregate_tflops": sum(rates),
-            "efficiency": sum(rates) / solo["tflops"],
-            "slowdown": [solo["tflops"] / r for r in rates],
+            **summary,
         })
-    verdict = "fail" if not results["completed"] else ("warn" if sess.placement.warnings else "pass")
-    return report.document("contention", {**opts.to_dict(), **s}, sess.platform.to_dict(), results, verdict)
+    return report.document("contention", {**opts.to_dict(), **s}, sess.platform.to_dict(), results,
+                           verdict(results))
+
+
+def verdict(results: dict) -> str:
+    if not results["completed"]:
+        return "fail"
+    judged, _, _ = measure.judge(results)
+    return report.worst([judged, "warn" if results["warnings"] else "pass"])
 
 
 def render(doc: dict, console) -> None:
@@ -81,10 +92,12 @@ def render(doc: dict, console) -> None:
     display.failures(r, console)
     if r["completed"]:
         shared_by = "MPS" if (r["sharing_daemon"] or {}).get("used") else "time slicing"
-        rows = [("processes", f"{r['world_size']} on one device ({shared_by})"),
+        where = (f"on the host CPU ({r['usable_cores']} usable cores)" if r.get("ideal_basis") == "cores" else
+                 f"on one device ({shared_by})")
+        rows = [("processes", f"{r['world_size']} {where}"),
                 ("alone", f"{r['solo_tflops']:.2f} TFLOP/s"),
                 ("together, each", ", ".join(f"{x:.2f}" for x in r["together_tflops"]) + " TFLOP/s"),
-                ("aggregate efficiency", f"{100 * r['efficiency']:.1f}% of one process alone"),
+                ("aggregate efficiency", efficiency_text(r)),
                 ("per-process slowdown", ", ".join(f"{x:.2f}x" for x in r["slowdown"])),
                 ("kernel", f"{r['matrix']}x{r['matrix']} {r['dtype']} matmul; {r['method']}")]
         console.print(display.kv_table("Contention", rows))
@@ -94,7 +107,18 @@ def render(doc: dict, console) -> None:
 def summary_line(r: dict) -> str:
     if not r["completed"]:
         return display.failure_reason(r)
-    return f"{r['world_size']} processes: {100 * r['efficiency']:.1f}% aggregate efficiency"
+    _, threshold, _ = measure.judge(r)
+    return f"{r['world_size']} processes: {efficiency_text(r)} ({threshold})"
+
+
+def efficiency_text(r: dict) -> str:
+    if r.get("efficiency") is None:
+        return f"n/a ({measure.judge(r)[2]})"
+    if r.get("ideal_basis") == "cores":
+        return (f"{100 * r['efficiency']:.1f}% of the ideal aggregate ({r['world_size']} processes on "
+                f"{r['usable_cores']} usable cores = {r['ideal_factor']:g}x one process alone; measured "
+                f"{r['aggregate_over_solo']:.2f}x)")
+    return f"{100 * r['efficiency']:.1f}% of one process alone"
 
 
 def main(args, console) -> int:

@@ -1,14 +1,19 @@
 """Collective sweep in the nccl-tests manner: every size, out-of-place and in-place where
 torch offers both, timed pipelined (default) or blocking, then checked with exact data.
 
-Each rank returns its own time per row; the launcher averages across ranks (nccl-tests
-`-a 1`) and sums the wrong-element counts. On a shared device rank 0 also measures a
-device copy so the launcher can state busbw as a fraction of that ceiling.
+Each size is timed ``repeat`` times after its warmup; each repetition is nccl-tests' own
+measurement (``iters`` ops) inside a timed window the launcher's sampler keeps out of
+(timed_windows.py). Each rank returns every repetition's time and wall-clock window; the
+launcher averages across ranks (nccl-tests `-a 1`), takes the median repetition and sums
+the wrong-element counts. On a shared device rank 0 also measures a device copy so the
+launcher can state busbw as a fraction of that ceiling.
 """
 
 from __future__ import annotations
 
-from .. import collectives
+import time
+
+from .. import collectives, timed_windows
 from ..collectives.common import torch_dtype
 from .ceiling import copy_gbps
 from .common import barrier, time_mode
@@ -48,8 +53,7 @@ def _one_row(ctx, spec, count, elem, dtype, in_place, s) -> dict:
         for _ in range(s["warmup"]):
             prepared.run()
         ctx.runtime.synchronize()
-        barrier()
-        row["time_us"] = time_mode(prepared.run, ctx.runtime, s["iters"], s["mode"])
+        row["repeats"] = [_repetition(ctx, prepared.run, s) for _ in range(s["repeat"])]
         if s["check"]:
             prepared.fill()
             ctx.runtime.synchronize()
@@ -60,3 +64,14 @@ def _one_row(ctx, spec, count, elem, dtype, in_place, s) -> dict:
     except Exception as exc:  # e.g. an op the backend lacks: every rank fails alike, the sweep goes on
         row["error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
     return row
+
+
+def _repetition(ctx, run, s) -> dict:
+    """One nccl-tests measurement of ``iters`` ops, with its wall-clock window."""
+    with timed_windows.timing(ctx.status) as waited_s:
+        ctx.runtime.synchronize()
+        barrier()
+        start = time.time()
+        time_us = time_mode(run, ctx.runtime, s["iters"], s["mode"])
+        end = time.time()
+    return {"time_us": time_us, "window": [start, end], "sampler_wait_s": round(waited_s, 6)}
