@@ -20,9 +20,12 @@ def main() -> None:
     parser.add_argument("--sleep", type=float, default=600.0, help="seconds the victim spends before init")
     parser.add_argument("--steps", type=int, default=5)
     args = parser.parse_args()
-    if int(os.environ["RANK"]) == args.victim:
-        announce(args.victim, f"sleeping {args.sleep:.0f} s before init_process_group")
+    rank = int(os.environ["RANK"])
+    if rank == args.victim:
+        announce(rank, f"sleeping {args.sleep:.0f} s before init_process_group")
         time.sleep(args.sleep)
+    else:
+        print(f"[rank {rank}] joining the job at {time.time():.3f}", flush=True)
     rank, _, device = setup()
     grad = torch.ones(1024, device=device)
     for _ in range(args.steps):

@@ -145,13 +145,13 @@ class Beacon:
             "recorder": (status or self._last_flight or {}).get("recorder"),
         }
 
-    def dump(self, request_id: str | None) -> None:
+    def dump(self, request_id: str | None, note: str = "") -> None:
         """The rank's full flight record and every thread's stack, then mark the request answered."""
         record = flight_recorder.read(include_collectives=True)
         if record is not None:
             write_json_atomically(self.job.flight_file(self.rank), {**record, "dumped_at": time.time()})
         stacks = self.job.stacks_file(self.rank)
-        stacks.write_text(f"# rank {self.rank}, pid {os.getpid()}, at {time.time():.3f}\n{format_all_stacks()}")
+        stacks.write_text(f"# rank {self.rank}, pid {os.getpid()}, at {time.time():.3f}\n{note}\n{format_all_stacks()}")
         if request_id:
             self._answered = request_id
             self.job.answered_file(self.rank).write_text(request_id)

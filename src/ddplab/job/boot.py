@@ -95,7 +95,7 @@ def run_script(path: str, args: tuple[str, ...]) -> None:
         sys.argv = [path, *args]
         runpy.run_path(path, run_name="__main__")
         return
-    full = os.path.abspath(path)
+    full = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)  # python does not normalise it
     main = types.ModuleType("__main__")
     main.__file__ = full
     main.__cached__ = None
@@ -195,7 +195,7 @@ class Rank:
         if not isinstance(exc, SystemExit):
             sys.stderr.write(text)
         self._record_error(exc, text)
-        self.beacon.dump(None)
+        self.beacon.dump(None, note=f"The user's code raised; its traceback:\n{text}")
         self.beacon.beat(phase="raised", exit_code=status)
         if ask_peers:
             self._collect_peer_evidence(f"rank {self.rank} raised {type(exc).__name__}")

@@ -88,13 +88,22 @@ def gather_evidence(request: LaunchRequest, outcome: JobOutcome) -> dict[int, fl
         ev.record = flight.load_record(job.flight_file(rank)) or _torch_dump(job, rank)
         if failure:
             ev.ended_by = failure["ended_by"]
-            ev.stopped_by_launcher = rank in torn_down
-        elif outcome.ok:
+            ev.stopped_by_launcher = rank in torn_down or _ended_in_teardown(rank, outcome.failures)
+        elif outcome.ok or (ev.status or {}).get("phase") == "finished":
             ev.ended_by = "exit 0"
         elif ev.status is not None:  # not among elastic's failures: it was stopped with the group
             ev.ended_by, ev.stopped_by_launcher = "the launcher's teardown", True
         evidence[rank] = ev
     return evidence
+
+
+def _ended_in_teardown(rank: int, failures: dict[int, dict]) -> bool:
+    """SIGTERM or SIGKILL after another rank had failed on its own: elastic stopping the group."""
+    mine = failures[rank]
+    if mine["ended_by"] not in ("SIGTERM", "SIGKILL"):
+        return False
+    return any(f["timestamp"] <= mine["timestamp"] and f["ended_by"] not in ("SIGTERM", "SIGKILL")
+               for r, f in failures.items() if r != rank)
 
 
 def expected_ranks(request: LaunchRequest) -> list[int]:
