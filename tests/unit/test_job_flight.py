@@ -227,3 +227,23 @@ def test_records_load_from_json_and_pickle(tmp_path):
                                       ("barrier", "barrier")])
 def test_op_name_drops_the_backend(name, op):
     assert flight.op_name({"profiling_name": name}) == op
+
+
+def test_the_culprit_is_named_at_the_first_collective_it_missed_not_at_the_leaders_last():
+    """On a GPU the waiting rank has enqueued several collectives past the missing one."""
+    ranks = {
+        0: RankEvidence(0, status=status(torch_call="destroy_process_group", enqueued=6), answered=True,
+                        record=record(*[entry(s) for s in range(1, 7)], completed=3)),
+        1: RankEvidence(1, status=status(enqueued=3), answered=True, record=record(entry(1), entry(2), entry(3))),
+    }
+    verdict = flight.name_culprits(ranks, [0, 1], use_analyzer=False)
+    assert (verdict.ranks, verdict.kind, verdict.collective["seq"]) == ([1], "behind", 4)
+
+
+def test_a_rank_without_a_process_group_while_the_others_wait_in_their_first_collective():
+    """NCCL builds its communicator at the first collective: that is where the others wait."""
+    ranks = {0: RankEvidence(0, status=status(torch_call="all_reduce", in_pg=True), answered=True),
+             1: RankEvidence(1, status=status(in_pg=False, frames=("late.py:25 in main",)), answered=True)}
+    verdict = flight.name_culprits(ranks, [0, 1], now=100.0)
+    assert (verdict.ranks, verdict.kind) == ([1], "never-reached-init")
+    assert "waited in all_reduce" in verdict.reason

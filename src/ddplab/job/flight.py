@@ -189,17 +189,20 @@ def _behind(ranks: dict[int, RankEvidence]) -> Verdict | None:
         # Every rank belongs to the default group; of the others, only the ranks that know them.
         members = {r: ev for r, ev in ranks.items() if pg == DEFAULT_PG or pg in ev.progress}
         lead = max(ev.progress.get(pg, -1) for ev in members.values())
-        ahead = sorted(r for r, ev in members.items() if ev.progress.get(pg, -1) == lead)
         behind = sorted(r for r, ev in members.items() if ev.trusted and ev.progress.get(pg, -1) < lead)
         if lead <= 0 or not behind:
             continue
-        call = _call_at(ranks, pg, lead)
-        what = _describe(call) if call else f"collective #{lead} of group {pg}"
+        # Launches are asynchronous on accelerators: the ranks ahead may have enqueued several
+        # collectives past the one the culprits never reached. Name that first one.
+        missed = min(ranks[r].progress.get(pg, -1) for r in behind) + 1
+        ahead = sorted(r for r, ev in members.items() if ev.progress.get(pg, -1) >= missed)
+        call = _call_at(ranks, pg, missed)
+        what = _describe(call) if call else f"collective #{missed} of group {pg}"
         evidence = [f"rank {r}: last enqueued #{ranks[r].progress.get(pg, -1)}; {ranks[r].state()}" for r in behind]
-        evidence += [f"rank {r}: enqueued #{lead}; {ranks[r].state()}" for r in ahead]
+        evidence += [f"rank {r}: enqueued #{ranks[r].progress.get(pg, -1)}; {ranks[r].state()}" for r in ahead]
         return Verdict(behind, "behind",
                        f"rank(s) {_list(behind)} never arrived at {what}, which rank(s) {_list(ahead)} entered",
-                       call or {"pg": pg, "seq": lead, "op": None, "input_sizes": None, "dtypes": None}, evidence)
+                       call or {"pg": pg, "seq": missed, "op": None, "input_sizes": None, "dtypes": None}, evidence)
     return None
 
 
@@ -263,17 +266,25 @@ def _novel_last_call(ranks: dict[int, RankEvidence], by_rank: dict[int, dict[int
 
 
 def _never_reached_init(ranks: dict[int, RankEvidence]) -> Verdict | None:
-    waiting = sorted(r for r, ev in ranks.items() if ev.torch_call == "init_process_group")
-    absent = sorted(r for r, ev in ranks.items() if r not in waiting and not ev.progress
-                    and not (ev.status or {}).get("in_process_group") and ev.phase != "finished")
-    if not waiting or not absent:
+    """Ranks without a process group while the others have one or wait in init_process_group
+    (with a lazily built communicator, the others wait in their first collective instead)."""
+    in_init = sorted(r for r, ev in ranks.items() if ev.torch_call == "init_process_group")
+    joined = sorted(r for r, ev in ranks.items() if r not in in_init and _joined(ev))
+    absent = sorted(r for r in ranks if r not in in_init and r not in joined and ranks[r].phase != "finished")
+    if not absent or not (in_init or joined):
         return None
-    evidence = [f"rank {r}: {ranks[r].state()}" for r in absent] + [f"rank {r}: waiting in init_process_group"
-                                                                   for r in waiting]
+    waits_in = "init_process_group" if in_init else (ranks[joined[0]].torch_call or "their first collective")
+    evidence = [f"rank {r}: {ranks[r].state()}" for r in absent]
+    evidence += [f"rank {r}: {ranks[r].state()}" for r in in_init + joined]
     return Verdict(absent, "never-reached-init",
-                   f"rank(s) {_list(absent)} never reached init_process_group, where rank(s) {_list(waiting)} waited",
+                   f"rank(s) {_list(absent)} never reached init_process_group; rank(s) {_list(in_init + joined)} "
+                   f"waited in {waits_in}",
                    {"pg": None, "seq": None, "op": "init_process_group", "input_sizes": None, "dtypes": None},
                    evidence)
+
+
+def _joined(ev: RankEvidence) -> bool:
+    return bool(ev.progress) or bool((ev.status or {}).get("in_process_group"))
 
 
 def _raised_or_died(ranks: dict[int, RankEvidence]) -> Verdict | None:
