@@ -71,11 +71,15 @@ def test_broken_example_is_caught_and_the_culprit_named(tmp_path, script):
     assert processes_with_env("DDPLAB_RUN_ID", results["run_id"]) == []
 
 
-def test_the_raising_rank_reports_its_real_traceback(tmp_path):
-    _, doc, _ = launch(tmp_path, "rank_exception", "--steps", "6")
+def test_the_raising_rank_reports_its_traceback_and_waits_for_its_peer_to_block(tmp_path):
+    """The peer computes for 1 s before its next all_reduce: the failing rank waits for it to get
+    there before asking for its record, so the record shows the collective it was left waiting in."""
+    _, doc, _ = launch(tmp_path, "rank_exception", "--steps", "6", "--interval", "1.0")
     error = {r["rank"]: r for r in doc["results"]["ranks"]}[1]["error"]
     assert error["type"] == "ValueError" and error["message"] == "corrupt sample in shard 1 at step 3"
     assert "in load_batch" in error["traceback"] and "rank_exception.py" in error["traceback"]
+    culprit = doc["results"]["culprit"]
+    assert (culprit["ranks"], culprit["kind"], culprit["collective"]["seq"]) == ([1], "behind", 4)
 
 
 def test_healthy_training_passes(tmp_path):

@@ -37,6 +37,7 @@ from ..platform import flight_recorder
 from ..worker import guard_parent
 from .beacon import Beacon
 from .layout import LAUNCHER_PID_ENV, JobDir, write_json_atomically
+from .watch import waiting_ranks
 
 # faulthandler's on-demand stack signal. A real-time signal, because the common ones are
 # taken in training stacks: Lightning and SLURM use SIGUSR1 (requeue) and SIGUSR2, submitit
@@ -45,7 +46,8 @@ from .layout import LAUNCHER_PID_ENV, JobDir, write_json_atomically
 # C libraries take the first real-time signals for themselves.
 STACK_SIGNAL = signal.SIGRTMIN + 4
 
-PEER_DUMP_WAIT_S = 3.0  # how long a failing rank waits for its peers' records before leaving
+PEER_SETTLE_S = 2.0  # how long a failing rank waits for its peers to block on it
+PEER_DUMP_WAIT_S = 3.0  # then, how long it waits for their records before leaving
 
 
 @dataclass(frozen=True)
@@ -221,19 +223,31 @@ class Rank:
 
     def _collect_peer_evidence(self, reason: str) -> None:
         """Ask every rank of this job for its record and stacks, and wait (briefly) for the
-        ones still running: they are waiting on this rank, and go when it goes."""
+        ones still running: they are waiting on this rank, and go when it goes. First let them
+        reach the collective they will wait in, so that their records show it."""
+        failed_at = time.time()
+        self._wait_until(lambda: all(self._settled(status, failed_at) for status in self._running_peers().values()),
+                         PEER_SETTLE_S)
         requested_at = time.time()
         request_id = self.job.request_dumps(reason, by=f"rank {self.rank}")
         self.beacon.mark_answered(request_id)
-        deadline = time.monotonic() + PEER_DUMP_WAIT_S
-        while time.monotonic() < deadline:
-            if all(self._answered_since(peer, requested_at) for peer in self._running_peers()):
-                return
+        self._wait_until(lambda: all(self._answered_since(peer, requested_at) for peer in self._running_peers()),
+                         PEER_DUMP_WAIT_S)
+
+    @staticmethod
+    def _settled(status: dict, since: float) -> bool:
+        """A heartbeat written after the failure, showing the peer waiting on others."""
+        return status.get("heartbeat", 0) > since and bool(waiting_ranks({0: status}))
+
+    @staticmethod
+    def _wait_until(condition, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not condition():
             time.sleep(0.05)
 
-    def _running_peers(self) -> list[int]:
-        return [rank for rank, status in self.job.statuses().items()
-                if rank != self.rank and status.get("phase") == "running" and _alive(status.get("pid"))]
+    def _running_peers(self) -> dict[int, dict]:
+        return {rank: status for rank, status in self.job.statuses().items()
+                if rank != self.rank and status.get("phase") == "running" and _alive(status.get("pid"))}
 
     def _answered_since(self, rank: int, when: float) -> bool:
         try:
