@@ -3,8 +3,8 @@ every rank through the boot module, with the watcher beside it; afterwards, what
 left behind is gathered as evidence and the culprits are named.
 
 elastic_launch runs in the calling thread, which must be the launcher's main thread: the
-ranks' PR_SET_PDEATHSIG fires when the thread that started them ends (pitfalls in
-docs/flight-recorder.md), so that thread must live as long as the launcher.
+ranks' PR_SET_PDEATHSIG fires when the thread that started them ends (docs/flight-recorder.md,
+"torchrun and processes"), so that thread must live as long as the launcher.
 """
 
 from __future__ import annotations
