@@ -11,7 +11,7 @@ move into the run directory object of the records redesign (issue 11) in one ste
         ranks/<rank>/fatal.txt       faulthandler: the stack signal (GIL held) and fatal signals
         ranks/<rank>/flight.json     the rank's flight record, dumped on request
         ranks/<rank>/answered        the id of the last dump request the rank answered
-        fr/torch_rank_<rank>         torch's own flight-recorder dumps (e.g. on an NCCL timeout)
+        fr/torch_rank_<rank>         torch's own flight-recorder dumps (e.g. on a collective timeout)
         dump-request.json            {"id", "reason", "by"}: every rank dumps when the id changes
         pids/<rank>                  the rank's pid (as ddplab's RunDir lays it out)
 """

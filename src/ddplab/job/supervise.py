@@ -153,7 +153,7 @@ def _failure(f) -> dict:
 
 
 def _torch_dump(job: JobDir, rank: int) -> dict | None:
-    """torch's own dump (e.g. written on an NCCL timeout) when the rank wrote none of ddplab's."""
+    """torch's own dump (e.g. written when a collective times out) when the rank wrote none of ddplab's."""
     prefix = job.torch_dump_prefix
     return flight.load_record(type(job.path)(f"{prefix}{rank}"))
 
