@@ -149,6 +149,8 @@ class Rank:
         self.job = job
         self.rank = rank
         self.beacon: Beacon | None = None
+        # This module runs as __main__ and the user's code replaces it there: keep it referenced.
+        self._boot_module = sys.modules.get(__name__)
 
     def arm(self) -> None:
         guard_parent(int(os.environ[LAUNCHER_PID_ENV]))

@@ -55,7 +55,8 @@ def user_buffer_setting(environ: dict[str, str]) -> str | None:
 def _c10d():
     """torch's c10d extension if this process has loaded it; never imports torch itself
     (a side thread importing torch while the main thread does can deadlock on import locks)."""
-    return sys.modules.get("torch._C._distributed_c10d")
+    c10d = sys.modules.get("torch._C._distributed_c10d")
+    return c10d if c10d is not None else getattr(sys.modules.get("torch._C"), "_distributed_c10d", None)
 
 
 def read(include_collectives: bool) -> dict | None:
