@@ -25,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in commands.COMMANDS:
         module = commands.load(name)
-        p = sub.add_parser(name, help=module.SUMMARY, description=module.__doc__.strip().splitlines()[0])
+        p = sub.add_parser(name, help=module.SUMMARY, description=module.__doc__.strip().splitlines()[0],
+                           **getattr(module, "PARSER_OPTIONS", {}))
         module.add_arguments(p)
     return parser
 

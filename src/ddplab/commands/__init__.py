@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "contention": "ddplab.commands.contention",
     "compare": "ddplab.commands.compare",
     "drill": "ddplab.commands.drill",
+    "launch": "ddplab.commands.launch",
     "clean": "ddplab.commands.clean",
     "report": "ddplab.commands.report",
 }

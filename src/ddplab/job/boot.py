@@ -1,0 +1,288 @@
+"""What each rank of `ddplab launch` runs before the user's code.
+
+    python -u -m ddplab.job.boot script.py args...      as `python -u script.py args...`
+    python -u -m ddplab.job.boot -m module args...      as `python -u -m module args...`
+    python -u -m ddplab.job.boot --no-python cmd args   arms the guard, then execs cmd
+
+In order: arm the parent-death guard (no orphans when the launcher is SIGKILLed); switch the
+flight recorder on unless the user set it, with torch's own dumps going into the job
+directory; arm faulthandler on fatal signals and on STACK_SIGNAL; start the beacon
+(heartbeat, progress, dumps on request); then run the user's code with ``sys.argv``,
+``sys.path[0]`` and ``__main__`` as python itself sets them (runpy.run_path would leave
+``sys.path[0]`` pointing at this package's caller and set argv[0] to an absolute path).
+
+When the user's code raises, the rank prints the traceback as python would, records it
+with its flight record and stacks, asks its peers for theirs (they are the ones waiting
+on it), and leaves through ``os._exit``: a failing rank that went through interpreter
+shutdown could hang in destroy_process_group and hide its own error.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib.machinery
+import io
+import os
+import runpy
+import signal
+import sys
+import time
+import traceback
+import types
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from ..platform import flight_recorder
+from ..worker import guard_parent
+from .beacon import Beacon
+from .layout import LAUNCHER_PID_ENV, JobDir, write_json_atomically
+from .watch import waiting_ranks
+
+# faulthandler's on-demand stack signal. A real-time signal, because the common ones are
+# taken in training stacks: Lightning and SLURM use SIGUSR1 (requeue) and SIGUSR2, submitit
+# SIGUSR2, torchrun forwards TERM/INT/HUP/QUIT to the workers, and profilers use
+# SIGPROF/SIGALRM/SIGVTALRM. SIGRTMIN itself and the next two are kept clear of, since some
+# C libraries take the first real-time signals for themselves.
+STACK_SIGNAL = signal.SIGRTMIN + 4
+
+PEER_SETTLE_S = 2.0  # how long a failing rank waits for its peers to block on it
+PEER_DUMP_WAIT_S = 3.0  # then, how long it waits for their records before leaving
+
+
+@dataclass(frozen=True)
+class Target:
+    """The user's program, as torchrun's command line names it."""
+
+    kind: str  # "script", "module" or "command" (--no-python)
+    name: str
+    args: tuple[str, ...] = ()
+
+    def boot_argv(self) -> list[str]:
+        """The arguments after `python -u -m ddplab.job.boot`."""
+        flag = {"script": [], "module": ["-m"], "command": ["--no-python"]}[self.kind]
+        return [*flag, self.name, *self.args]
+
+    @classmethod
+    def from_boot_argv(cls, argv: list[str]) -> "Target":
+        if not argv or (argv[0] in ("-m", "--no-python") and len(argv) < 2):
+            raise SystemExit("usage: python -m ddplab.job.boot [-m module | --no-python cmd | script.py] [args...]")
+        if argv[0] == "-m":
+            return cls("module", argv[1], tuple(argv[2:]))
+        if argv[0] == "--no-python":
+            return cls("command", argv[1], tuple(argv[2:]))
+        return cls("script", argv[0], tuple(argv[1:]))
+
+
+def torch_version() -> tuple[int, int]:
+    """torch's release without importing torch (the user's code will, when it wants to)."""
+    try:
+        major, minor = metadata.version("torch").split(".")[:2]
+        return int(major), int(minor)
+    except (metadata.PackageNotFoundError, ValueError):
+        return (0, 0)
+
+
+def switch_on_flight_recorder(job: JobDir) -> str:
+    """Set the recorder's environment before torch reads it; says what was decided."""
+    user = flight_recorder.user_buffer_setting(os.environ)
+    os.environ.update(flight_recorder.recorder_environment(os.environ, job.torch_dump_prefix, torch_version()))
+    return f"set by the user ({user})" if user else f"switched on by ddplab ({flight_recorder.DEFAULT_BUFFER_ENTRIES} entries)"
+
+
+def run_script(path: str, args: tuple[str, ...]) -> None:
+    """Run a file as `python path args` does: a fresh __main__ with __file__, argv as typed,
+    sys.path[0] the script's real directory."""
+    if not os.path.isfile(path):  # a directory or zip with __main__.py: runpy sets sys.path itself
+        sys.argv = [path, *args]
+        runpy.run_path(path, run_name="__main__")
+        return
+    full = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)  # python does not normalise it
+    main = types.ModuleType("__main__")
+    main.__file__ = full
+    main.__cached__ = None
+    main.__loader__ = importlib.machinery.SourceFileLoader("__main__", full)
+    main.__spec__ = None
+    main.__package__ = None
+    main.__builtins__ = __builtins__
+    with io.open_code(full) as f:
+        code = compile(f.read(), full, "exec")
+    sys.argv = [path, *args]
+    sys.path[0] = os.path.dirname(os.path.realpath(full))
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
+
+
+def run_module(name: str, args: tuple[str, ...]) -> None:
+    """Run a module as `python -m name args` does: sys.path[0] the working directory, argv[0]
+    the module's file (runpy sets it), a fresh __main__."""
+    sys.argv = [name, *args]
+    sys.path[0] = os.getcwd()
+    runpy.run_module(name, run_name="__main__", alter_sys=True)
+
+
+def user_traceback(exc: BaseException) -> str:
+    """The traceback python would print for the user's program: without the boot frames."""
+    tb = exc.__traceback__
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    while tb is not None and (tb.tb_frame.f_code.co_filename.startswith(here)
+                              or tb.tb_frame.f_code.co_filename in ("<frozen runpy>",)
+                              or tb.tb_frame.f_code.co_filename.endswith(os.sep + "runpy.py")):
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+def exit_status(exc: SystemExit) -> int:
+    """The process exit status python gives a SystemExit (printing a non-integer code)."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    print(exc.code, file=sys.stderr)
+    return 1
+
+
+class Rank:
+    """One rank's life around the user's code."""
+
+    def __init__(self, job: JobDir, rank: int):
+        self.job = job
+        self.rank = rank
+        self.beacon: Beacon | None = None
+        # This module runs as __main__ and the user's code replaces it there: keep it referenced.
+        self._boot_module = sys.modules.get(__name__)
+
+    def arm(self) -> None:
+        guard_parent(int(os.environ[LAUNCHER_PID_ENV]))
+        self.job.prepare_rank(self.rank)
+        self.job.pid_file(self.rank).write_text(f"{os.getpid()}\n")
+
+    def exec_command(self, target: Target) -> None:
+        """--no-python: nothing of ours survives exec but the guard's PR_SET_PDEATHSIG."""
+        write_json_atomically(self.job.status_file(self.rank), {
+            "rank": self.rank, "pid": os.getpid(), "phase": "exec", "heartbeat": None,
+            "started_at": time.time(), "command": [target.name, *target.args]})
+        try:
+            os.execvp(target.name, [target.name, *target.args])
+        except OSError as exc:
+            self._record_error(exc, user_traceback(exc))
+            os._exit(127)
+
+    def run(self, target: Target) -> None:
+        recorder = switch_on_flight_recorder(self.job)
+        fatal = open(self.job.fatal_file(self.rank), "w")  # kept open: faulthandler writes to its fd
+        faulthandler.enable(fatal, all_threads=True)
+        faulthandler.register(STACK_SIGNAL, file=fatal, all_threads=True)
+        self.beacon = Beacon(self.job, self.rank, int(STACK_SIGNAL), recorder).start()
+        try:
+            if target.kind == "module":
+                run_module(target.name, target.args)
+            else:
+                run_script(target.name, target.args)
+        except SystemExit as exc:
+            status = exit_status(exc)
+            if status == 0:
+                self.beacon.beat(phase="finished", exit_code=0)
+                raise
+            self.fail(exc, status)
+        except KeyboardInterrupt as exc:  # Ctrl+C reaches every rank: no peer to wait for
+            self.fail(exc, 130, ask_peers=False)
+        except BaseException as exc:
+            self.fail(exc, 1)
+        self.beacon.beat(phase="finished", exit_code=0)
+
+    def fail(self, exc: BaseException, status: int, ask_peers: bool = True) -> None:
+        # The launcher may already be stopping the group (another rank died first): let its
+        # SIGTERM wait until the evidence is written; os._exit follows within seconds.
+        signal.signal(signal.SIGTERM, _note_late_sigterm)
+        text = user_traceback(exc)
+        if not isinstance(exc, SystemExit):
+            sys.stderr.write(text)
+        self._record_error(exc, text)
+        self.beacon.dump(None, note=f"The user's code raised; its traceback:\n{text}")
+        self.beacon.beat(phase="raised", exit_code=status)
+        if ask_peers:
+            self._collect_peer_evidence(f"rank {self.rank} raised {type(exc).__name__}")
+        self._tell_elastic(exc)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+    def _record_error(self, exc: BaseException, text: str) -> None:
+        write_json_atomically(self.job.error_file(self.rank), {
+            "rank": self.rank, "type": type(exc).__name__, "message": str(exc), "traceback": text,
+            "at": time.time()})
+
+    def _tell_elastic(self, exc: BaseException) -> None:
+        """Elastic's error file too, so torchrun-style summaries show the real traceback."""
+        if "TORCHELASTIC_ERROR_FILE" in os.environ and "torch" in sys.modules:
+            try:
+                from torch.distributed.elastic.multiprocessing.errors import ErrorHandler
+
+                ErrorHandler().record_exception(exc)
+            except Exception:
+                pass
+
+    def _collect_peer_evidence(self, reason: str) -> None:
+        """Ask every rank of this job for its record and stacks, and wait (briefly) for the
+        ones still running: they are waiting on this rank, and go when it goes. First let them
+        reach the collective they will wait in, so that their records show it."""
+        failed_at = time.time()
+        self._wait_until(lambda: all(self._settled(status, failed_at) for status in self._running_peers().values()),
+                         PEER_SETTLE_S)
+        requested_at = time.time()
+        request_id = self.job.request_dumps(reason, by=f"rank {self.rank}")
+        self.beacon.mark_answered(request_id)
+        self._wait_until(lambda: all(self._answered_since(peer, requested_at) for peer in self._running_peers()),
+                         PEER_DUMP_WAIT_S)
+
+    @staticmethod
+    def _settled(status: dict, since: float) -> bool:
+        """A heartbeat written after the failure, showing the peer waiting on others."""
+        return status.get("heartbeat", 0) > since and bool(waiting_ranks({0: status}))
+
+    @staticmethod
+    def _wait_until(condition, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not condition():
+            time.sleep(0.05)
+
+    def _running_peers(self) -> dict[int, dict]:
+        return {rank: status for rank, status in self.job.statuses().items()
+                if rank != self.rank and status.get("phase") == "running" and _alive(status.get("pid"))}
+
+    def _answered_since(self, rank: int, when: float) -> bool:
+        try:
+            return self.job.answered_file(rank).stat().st_mtime >= when
+        except OSError:
+            return False
+
+
+def _note_late_sigterm(signum, frame) -> None:
+    """SIGTERM while a failing rank writes its evidence: it leaves right after."""
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def main(argv: list[str] | None = None) -> None:
+    target = Target.from_boot_argv(sys.argv[1:] if argv is None else argv)
+    job = JobDir.from_environ()
+    rank = Rank(job, int(os.environ.get("RANK", "0")))
+    rank.arm()
+    if target.kind == "command":
+        rank.exec_command(target)
+    rank.run(target)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""One supervised job: torch's elastic launcher (torchrun's engine, called as a library) runs
+every rank through the boot module, with the watcher beside it; afterwards, what each rank
+left behind is gathered as evidence and the culprits are named.
+
+elastic_launch runs in the calling thread, which must be the launcher's main thread: the
+ranks' PR_SET_PDEATHSIG fires when the thread that started them ends (docs/flight-recorder.md,
+"torchrun and processes"), so that thread must live as long as the launcher.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+
+import psutil
+
+from . import flight
+from .layout import RUN_ID_ENV, JobDir
+from .torchrun_args import LaunchRequest
+from .watch import Watcher
+
+BOOT_MODULE = "ddplab.job.boot"
+LEFTOVER_WAIT_S = 5.0
+
+
+@dataclass
+class JobOutcome:
+    job: JobDir
+    started_at: float
+    ended_at: float
+    ok: bool
+    failures: dict[int, dict] = field(default_factory=dict)  # global rank -> how elastic saw it fail
+    torchrun_root_cause_rank: int | None = None  # the rank torchrun would blame (first to fail)
+    launcher_error: str | None = None
+    interrupted: bool = False
+    hang: dict | None = None
+    first_failure_seen_at: float | None = None
+    left_running: list[dict] = field(default_factory=list)
+
+    @property
+    def detected_at(self) -> float | None:
+        """When ddplab knew the job had gone wrong: the hang declaration, a rank's error
+        record, or elastic's return, whichever came first."""
+        if self.ok:
+            return None
+        if self.hang:
+            return self.hang["declared_at"]
+        return min(t for t in (self.first_failure_seen_at, self.ended_at) if t is not None)
+
+
+def run_job(request: LaunchRequest, job: JobDir) -> JobOutcome:
+    from torch.distributed.elastic.multiprocessing import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import elastic_launch
+
+    env = {**request.worker_env, **job.rank_environment(os.getpid())}
+    started = time.time()
+    outcome = JobOutcome(job, started, started, ok=False)
+    with _environ(env), Watcher(job, request.hang_timeout_s) as watcher:
+        try:
+            elastic_launch(request.config, request.python)("-u", "-m", BOOT_MODULE, *request.target.boot_argv())
+            outcome.ok = True
+        except ChildFailedError as exc:
+            outcome.failures = {int(rank): _failure(f) for rank, f in exc.failures.items()}
+            outcome.torchrun_root_cause_rank = int(exc.get_first_failure()[0])
+        except SignalException as exc:  # SIGINT/SIGTERM to ddplab: elastic stopped the ranks
+            outcome.interrupted, outcome.launcher_error = True, f"interrupted: {exc}"
+        except Exception as exc:  # rendezvous or agent failure: still a report, never a traceback
+            outcome.launcher_error = f"{type(exc).__name__}: {exc}"
+        outcome.ended_at = time.time()
+    outcome.hang, outcome.first_failure_seen_at = watcher.hang, watcher.first_failure_seen_at
+    outcome.left_running = leftovers(job.run_id)
+    return outcome
+
+
+def gather_evidence(request: LaunchRequest, outcome: JobOutcome) -> dict[int, flight.RankEvidence]:
+    """Everything each rank left in the job directory, and how elastic saw it end."""
+    job = outcome.job
+    request_id = (job.read_request() or {}).get("id")
+    torn_down = set((outcome.hang or {}).get("terminated", [])) | set((outcome.hang or {}).get("killed", []))
+    evidence = {}
+    for rank in sorted(set(job.ranks_seen()) | set(outcome.failures) | set(expected_ranks(request))):
+        failure = outcome.failures.get(rank)
+        ev = flight.RankEvidence(rank, status=job.read_status(rank), error=job.read_error(rank),
+                                 answered=request_id is not None and job.answered(rank) == request_id)
+        ev.record = flight.load_record(job.flight_file(rank)) or _torch_dump(job, rank)
+        if failure:
+            ev.ended_by = failure["ended_by"]
+            ev.stopped_by_launcher = rank in torn_down or _ended_in_teardown(rank, outcome.failures)
+        elif outcome.ok or (ev.status or {}).get("phase") == "finished":
+            ev.ended_by = "exit 0"
+        elif ev.status is not None:  # not among elastic's failures: it was stopped with the group
+            ev.ended_by, ev.stopped_by_launcher = "the launcher's teardown", True
+        evidence[rank] = ev
+    return evidence
+
+
+def _ended_in_teardown(rank: int, failures: dict[int, dict]) -> bool:
+    """SIGTERM or SIGKILL after another rank had failed on its own: elastic stopping the group."""
+    mine = failures[rank]
+    if mine["ended_by"] not in ("SIGTERM", "SIGKILL"):
+        return False
+    return any(f["timestamp"] <= mine["timestamp"] and f["ended_by"] not in ("SIGTERM", "SIGKILL")
+               for r, f in failures.items() if r != rank)
+
+
+def expected_ranks(request: LaunchRequest) -> list[int]:
+    """The global ranks this machine starts, when that is known without asking the rendezvous."""
+    return list(range(request.nproc_per_node)) if request.single_node else []
+
+
+def leftovers(run_id: str) -> list[dict]:
+    """Processes still carrying this job's run id (ranks, or what they started), after a short wait."""
+    deadline = time.monotonic() + LEFTOVER_WAIT_S
+    while True:
+        found = _marked(run_id)
+        if not found or time.monotonic() > deadline:
+            return [{"pid": p.pid, "cmdline": " ".join(_cmdline(p))[:200]} for p in found]
+        time.sleep(0.1)
+
+
+def _marked(run_id: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid != os.getpid() and proc.status() != psutil.STATUS_ZOMBIE \
+                    and proc.environ().get(RUN_ID_ENV) == run_id:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+            continue
+    return found
+
+
+def _cmdline(proc: psutil.Process) -> list[str]:
+    try:
+        return proc.cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return []
+
+
+def _failure(f) -> dict:
+    """Elastic's ProcessFailure as plain data: exit code or signal, and its error file's message."""
+    ended_by = f"exit {f.exitcode}"
+    if f.exitcode is not None and f.exitcode < 0:
+        try:
+            ended_by = signal.Signals(-f.exitcode).name
+        except ValueError:
+            ended_by = f"signal {-f.exitcode}"
+    return {"local_rank": f.local_rank, "pid": f.pid, "exitcode": f.exitcode, "ended_by": ended_by,
+            "timestamp": float(f.timestamp)}
+
+
+def _torch_dump(job: JobDir, rank: int) -> dict | None:
+    """torch's own dump (e.g. written when a collective times out) when the rank wrote none of ddplab's."""
+    prefix = job.torch_dump_prefix
+    return flight.load_record(type(job.path)(f"{prefix}{rank}"))
+
+
+class _environ:
+    """Set variables for the ranks to inherit while they start; restore afterwards."""
+
+    def __init__(self, values: dict[str, str]):
+        self.values = values
+        self.saved: dict[str, str | None] = {}
+
+    def __enter__(self):
+        for k, v in self.values.items():
+            self.saved[k] = os.environ.get(k)
+            os.environ[k] = v
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

@@ -1,0 +1,79 @@
+"""torch's flight recorder (FR): the environment that switches it on, and reading it in a rank.
+
+The flight recorder keeps, per rank, the last collectives each process group issued
+(sequence number, op, sizes, state) and a per-group status (last enqueued / started /
+completed collective). It has a generic recorder (gloo and other CPU backends) and the
+NCCL process group's own one, each with its own functions and older environment names;
+those vendor names are data here, so nothing outside this package spells them.
+Facts and versions: docs/flight-recorder.md.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+# Every name torch reads for the same setting, current name first. The older names are
+# NCCL's and are the only ones torch read before 2.9.
+BUFFER_SIZE_ENV = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
+DUMP_FILE_ENV = ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
+CURRENT_NAMES_FROM = (2, 9)  # torch reads the TORCH_FR_* names from this release on
+
+# torch's own default buffer from 2.11 on; before 2.11 the recorder is off (0) unless set.
+DEFAULT_BUFFER_ENTRIES = 2000
+
+# In-process dump functions of torch._C._distributed_c10d, vendor's first: a job on the
+# vendor's backend records there; the generic recorder is the one gloo writes to.
+# Each takes (includeCollectives, onlyActive) and returns JSON bytes. With
+# includeCollectives=False the answer is only the per-group status: about 80 us on a
+# 2-core CPU machine, cheap enough to poll. Stack traces are never asked for: collecting
+# them needs the GIL and can hang the dump (pytorch#167023).
+JSON_DUMPERS = ("_dump_nccl_trace_json", "_dump_fr_trace_json")
+
+
+def recorder_environment(environ: dict[str, str], dump_prefix: str, torch_version: tuple[int, int]) -> dict[str, str]:
+    """What to add to a rank's environment so that its flight recorder is on and dumps into
+    ``dump_prefix`` (torch appends the rank). A setting the user made, under any of its
+    names, is left alone, including a buffer of 0 (the user switched the recorder off)."""
+    names = 0 if torch_version >= CURRENT_NAMES_FROM else 1
+    wanted = {}
+    if not any(name in environ for name in BUFFER_SIZE_ENV):
+        wanted[BUFFER_SIZE_ENV[names]] = str(DEFAULT_BUFFER_ENTRIES)
+    if not any(name in environ for name in DUMP_FILE_ENV):
+        wanted[DUMP_FILE_ENV[names]] = dump_prefix
+    return wanted
+
+
+def user_buffer_setting(environ: dict[str, str]) -> str | None:
+    """The buffer size the user chose, under whichever name, or None."""
+    for name in BUFFER_SIZE_ENV:
+        if name in environ:
+            return f"{name}={environ[name]}"
+    return None
+
+
+def _c10d():
+    """torch's c10d extension if this process has loaded it; never imports torch itself
+    (a side thread importing torch while the main thread does can deadlock on import locks)."""
+    c10d = sys.modules.get("torch._C._distributed_c10d")
+    return c10d if c10d is not None else getattr(sys.modules.get("torch._C"), "_distributed_c10d", None)
+
+
+def read(include_collectives: bool) -> dict | None:
+    """This rank's flight record (or only its per-group status), from the recorder that has
+    process groups in it; None before torch.distributed is loaded or when no recorder has any."""
+    c10d = _c10d()
+    if c10d is None:
+        return None
+    for name in JSON_DUMPERS:
+        dumper = getattr(c10d, name, None)
+        if dumper is None:
+            continue
+        try:
+            record = json.loads(dumper(include_collectives, False))
+        except Exception:  # a recorder torch built but cannot dump here: try the next one
+            continue
+        if record.get("pg_status"):
+            record["recorder"] = name
+            return record
+    return None

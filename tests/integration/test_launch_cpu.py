@@ -1,0 +1,183 @@
+"""`ddplab launch` on the broken examples, for real: two gloo ranks on CPU through elastic.
+
+Every example must be detected within hang timeout + 5 s of its fault, with the culprit rank
+and the collective named, stacks saved, a non-zero exit and no process left; the healthy loop
+must pass. SIGKILL of `ddplab launch` must leave no rank, where plain torchrun leaves orphans.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import load_json, processes_with_env, run_cli
+
+pytestmark = pytest.mark.slow
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+HANG_TIMEOUT_S = 5
+FAULT_AT = re.compile(r"\] (?:injecting fault|joining the job).* at (\d+\.\d+)")
+
+# example -> (its arguments, culprit kind, the collective: op, sequence number, input sizes)
+CASES = {
+    "skipped_collective": (["--steps", "6"], "behind", ("all_reduce", 6, [[1024]])),
+    "size_mismatch": (["--steps", "6"], "desync", ("all_reduce", 4, [[2048]])),
+    "rank_oom": (["--steps", "6"], "behind", ("all_reduce", 4, [[1024]])),
+    # Rank 0 computes for 1 s before the all_reduce rank 1 never reaches: rank 1, failing, waits
+    # for it to get there before asking for its record, so that the record shows it.
+    "rank_exception": (["--steps", "6", "--interval", "1.0"], "behind", ("all_reduce", 4, [[1024]])),
+    "late_init": (["--sleep", "60"], "never-reached-init", ("init_process_group", None, None)),
+    "user_deadlock": (["--steps", "6"], "behind", ("all_reduce", 4, [[1024]])),
+}
+# the victim's own error, as its traceback recorded it: type, words of the message, a frame
+ERRORS = {
+    "rank_exception": ("ValueError", "corrupt sample in shard 1 at step 3", "in load_batch"),
+    "rank_oom": ("RuntimeError", "can't allocate memory", "in allocate_too_much"),
+}
+
+
+def launch(tmp_path: Path, script: str, *args: str) -> tuple[subprocess.CompletedProcess, dict, float]:
+    """`ddplab launch` of one example; its report, and the wall time its fault happened."""
+    out = tmp_path / "job"
+    done = run_cli("launch", "--nproc-per-node", "2", "--hang-timeout", str(HANG_TIMEOUT_S), "--out", str(out),
+                   "--", str(EXAMPLES / f"{script}.py"), *args, timeout=180, cwd=tmp_path)
+    stamps = [float(t) for t in FAULT_AT.findall(done.stdout)]
+    return done, load_json(out / "report.json"), max(stamps) if stamps else None
+
+
+@pytest.mark.parametrize("script", sorted(CASES))
+def test_broken_example_is_caught_and_the_culprit_named(tmp_path, script):
+    args, kind, (op, seq, sizes) = CASES[script]
+    done, doc, fault_at = launch(tmp_path, script, *args)
+    results = doc["results"]
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert doc["verdict"] == "fail" and results["outcome"] in ("failed", "hung")
+
+    culprit = results["culprit"]
+    assert (culprit["ranks"], culprit["kind"]) == ([1], kind), culprit
+    assert culprit["collective"]["op"] == op
+    assert culprit["collective"]["seq"] == seq
+    assert culprit["collective"]["input_sizes"] == sizes
+
+    assert fault_at is not None, done.stdout[-2000:]
+    assert results["detected_at"] - fault_at <= HANG_TIMEOUT_S + 5
+
+    for rank in results["ranks"]:  # every rank that had not finished its script left its stack
+        if rank["last_status"]["phase"] != "finished":
+            assert Path(rank["stacks"] or rank["fatal_stacks"]).read_text(), rank
+    if results["outcome"] == "hung":  # every rank was alive when the hang was declared: all answered
+        assert set(results["stacks"]) == {"0", "1"} and results["hang"]["answered"] == [0, 1]
+
+    if script in ERRORS:
+        kind_of_error, words, frame = ERRORS[script]
+        error = ranks_by_number(results)[1]["error"]
+        assert error["type"] == kind_of_error and words in error["message"]
+        assert frame in error["traceback"] and f"{script}.py" in error["traceback"]
+
+    assert results["left_running"] == [] and results["nothing_left_running"]
+    assert processes_with_env("DDPLAB_RUN_ID", results["run_id"]) == []
+
+
+def ranks_by_number(results: dict) -> dict[int, dict]:
+    return {r["rank"]: r for r in results["ranks"]}
+
+
+def test_healthy_training_passes(tmp_path):
+    done, doc, _ = launch(tmp_path, "healthy_mlp", "--steps", "20", "--width", "128")
+    results = doc["results"]
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (doc["verdict"], results["outcome"], results["culprit"]) == ("pass", "succeeded", None)
+    assert re.search(r"RESULT \{.*\"median_ms\"", done.stdout)
+    assert [r["ended_by"] for r in results["ranks"]] == ["exit 0", "exit 0"]
+    assert all(r["last_status"]["progress"]["0"]["completed"] > 20 for r in results["ranks"])
+    assert results["left_running"] == []
+
+
+def test_sigkill_of_ddplab_launch_leaves_no_rank_while_torchrun_leaves_orphans(tmp_path):
+    script = str(EXAMPLES / "healthy_mlp.py")
+    args = ["--steps", "1000000", "--width", "64"]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+
+    job = tmp_path / "job"
+    launcher = subprocess.Popen([sys.executable, "-m", "ddplab", "launch", "--nproc-per-node", "2", "--out",
+                                 str(job), "--", script, *args], cwd=tmp_path, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    training = _wait_for(lambda: _ddplab_ranks_training(job), 90)
+    assert len(training) == 2, "ddplab's ranks never started training"
+    ranks = [psutil.Process(status["pid"]) for status in training]
+    run_id = ranks[0].environ()["DDPLAB_RUN_ID"]
+    os.kill(launcher.pid, signal.SIGKILL)
+    launcher.wait(10)
+    time.sleep(3)
+    assert [p.pid for p in ranks if _alive(p)] == []
+    assert processes_with_env("DDPLAB_RUN_ID", run_id) == []
+
+    torchrun = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", script,
+                                 *args], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers = _wait_for(lambda: _children_running(torchrun.pid, script), 90)
+    try:
+        assert len(workers) == 2, "torchrun's workers never started"
+        time.sleep(2)
+        os.kill(torchrun.pid, signal.SIGKILL)
+        torchrun.wait(10)
+        time.sleep(3)
+        orphans = [p for p in workers if _alive(p)]
+        assert len(orphans) == 2 and all(p.ppid() != torchrun.pid for p in orphans)
+    finally:
+        for worker in workers:  # the orphans torchrun left: this test's own, ended by pid
+            _kill(worker)
+        psutil.wait_procs(workers, timeout=10)
+    assert [p.pid for p in workers if _alive(p)] == []
+
+
+def _ddplab_ranks_training(job: Path) -> list[dict]:
+    """Both ranks' statuses once their flight recorders show collectives completing."""
+    statuses = [load_json(p) for p in sorted(job.glob("ranks/*/status.json"))]
+    if len(statuses) == 2 and all((s.get("progress") or {}).get("0", {}).get("completed", -1) > 0 for s in statuses):
+        return statuses
+    return []
+
+
+def _children_running(pid: int, script: str) -> list[psutil.Process]:
+    ranks = [c for c in psutil.Process(pid).children() if script in " ".join(_cmdline(c))]
+    return ranks if len(ranks) == 2 else []
+
+
+def _wait_for(predicate, timeout: float):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+        except psutil.Error:
+            value = None
+        if value:
+            return value
+        time.sleep(0.2)
+    return []
+
+
+def _cmdline(proc: psutil.Process) -> list[str]:
+    try:
+        return proc.cmdline()
+    except psutil.Error:
+        return []
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _kill(proc: psutil.Process) -> None:
+    try:
+        proc.kill()
+    except psutil.NoSuchProcess:
+        pass

@@ -1,0 +1,249 @@
+"""Naming culprits from flight records, heartbeats and exits, without processes.
+
+The fixtures under tests/fixtures/flight are real dumps from torch 2.13 (CPU, gloo): two
+ranks, rank 1 stuck in its own code after 3 all_reduces while rank 0 waits in the 4th. Their
+pg_config has an empty group name, which makes torch's analyzer raise KeyError.
+"""
+
+import copy
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from ddplab.job import flight
+from ddplab.job.flight import RankEvidence
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "flight"
+
+
+def gloo_dump(rank: int) -> dict:
+    return json.loads((FIXTURES / f"gloo-2.13-rank{rank}.json").read_text())
+
+
+def with_named_group(record: dict) -> dict:
+    """The same dump as a recorder that names its groups writes it (what the analyzer expects)."""
+    record = copy.deepcopy(record)
+    record["pg_config"] = {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}}
+    return record
+
+
+def entry(seq: int, sizes=((1024,),), op="all_reduce", pg=0) -> dict:
+    return {"collective_seq_id": seq, "p2p_seq_id": 0, "op_id": seq, "record_id": seq - 1, "pg_id": pg,
+            "process_group": [str(pg), "default_pg"], "profiling_name": f"gloo:{op}", "is_p2p": False,
+            "input_sizes": [list(s) for s in sizes], "output_sizes": [list(s) for s in sizes],
+            "input_dtypes": ["Float"], "output_dtypes": ["Float"], "state": "scheduled", "retired": True,
+            "time_created_ns": seq, "time_discovered_started_ns": 0, "time_discovered_completed_ns": 0,
+            "timeout_ms": 1000}
+
+
+def record(*entries, enqueued=None, completed=None, ranks="[0, 1]") -> dict:
+    last = entries[-1]["collective_seq_id"] if entries else 0
+    return {"version": "2.10", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": ranks}},
+            "pg_status": {"0": {"last_enqueued_collective": str(enqueued if enqueued is not None else last),
+                                "last_started_collective": "-1",
+                                "last_completed_collective": str(completed if completed is not None else last)}},
+            "entries": list(entries)}
+
+
+def status(phase="running", torch_call=None, enqueued=None, in_pg=True, frames=("train.py:10 in main",),
+           heartbeat=100.0) -> dict:
+    progress = {"0": {"enqueued": enqueued, "started": -1, "completed": enqueued}} if enqueued is not None else None
+    return {"phase": phase, "heartbeat": heartbeat, "in_process_group": in_pg, "progress": progress,
+            "where": {"torch_call": torch_call, "call_site": None, "frames": list(frames)}}
+
+
+def test_real_gloo_dumps_crash_torchs_analyzer_and_ddplab_still_names_the_rank_behind():
+    ranks = {r: RankEvidence(r, status=status(), record=gloo_dump(r), answered=True) for r in (0, 1)}
+    verdict = flight.name_culprits(ranks, [0, 1])
+    assert verdict.analyzer["status"] == "failed"
+    assert "KeyError" in verdict.analyzer["error"]
+    assert (verdict.ranks, verdict.kind) == ([1], "behind")
+    assert verdict.collective == {"pg": "0", "seq": 4, "op": "all_reduce", "input_sizes": [[1024]],
+                                  "dtypes": ["Float"]}
+
+
+def test_torchs_analyzer_is_used_where_it_works():
+    ranks = {r: RankEvidence(r, status=status(), record=with_named_group(gloo_dump(r)), answered=True)
+             for r in (0, 1)}
+    verdict = flight.name_culprits(ranks, [0, 1])
+    assert verdict.analyzer["status"] == "used"
+    assert (verdict.ranks, verdict.kind) == ([1], "behind")
+    assert verdict.collective["seq"] == 4 and verdict.collective["op"] == "all_reduce"
+
+
+def test_same_answer_without_the_analyzer():
+    ranks = {r: RankEvidence(r, status=status(), record=with_named_group(gloo_dump(r)), answered=True)
+             for r in (0, 1)}
+    verdict = flight.name_culprits(ranks, [0, 1], use_analyzer=False)
+    assert (verdict.ranks, verdict.kind, verdict.collective["seq"]) == ([1], "behind", 4)
+
+
+def test_a_rank_that_raised_before_the_collective_is_behind_the_waiting_one():
+    ranks = {
+        0: RankEvidence(0, status=status(torch_call="all_reduce", enqueued=4), answered=True,
+                        record=record(entry(1), entry(2), entry(3), entry(4), completed=3)),
+        1: RankEvidence(1, status=status(phase="raised", enqueued=3), record=record(entry(1), entry(2), entry(3)),
+                        error={"type": "ValueError", "message": "corrupt sample", "traceback": "...", "at": 5.0}),
+    }
+    verdict = flight.name_culprits(ranks, [0, 1])
+    assert (verdict.ranks, verdict.kind) == ([1], "behind")
+    assert "raised ValueError: corrupt sample" in " ".join(verdict.evidence)
+
+
+def test_a_heartbeat_of_a_rank_killed_by_a_signal_is_not_held_against_it_as_progress():
+    """Its last heartbeat is a lower bound: it may have entered #4 just before SIGKILL."""
+    ranks = {
+        0: RankEvidence(0, status=status(torch_call="all_reduce", enqueued=4), answered=True,
+                        record=record(entry(1), entry(2), entry(3), entry(4), completed=3)),
+        1: RankEvidence(1, status=status(enqueued=3), ended_by="SIGKILL"),
+    }
+    verdict = flight.name_culprits(ranks, [0, 1])
+    assert (verdict.ranks, verdict.kind) == ([1], "died")
+    assert "SIGKILL" in verdict.reason
+
+
+def test_desync_names_the_minority():
+    calls = {0: (1024,), 1: (1024,), 2: (2048,)}
+    ranks = {r: RankEvidence(r, status=status(torch_call="all_reduce", enqueued=2), answered=True,
+                             record=record(entry(1), entry(2, sizes=(size,)), completed=1, ranks="[0, 1, 2]"))
+             for r, size in calls.items()}
+    verdict = flight.name_culprits(ranks, [0, 1, 2], use_analyzer=False)
+    assert (verdict.ranks, verdict.kind) == ([2], "desync")
+    assert verdict.collective["seq"] == 2 and verdict.collective["input_sizes"] == [[2048]]
+
+
+def test_desync_between_two_ranks_names_the_one_whose_call_is_new_to_it():
+    history = [entry(s) for s in (1, 2, 3)]
+    ranks = {
+        0: RankEvidence(0, status=status(torch_call="all_reduce"), answered=True,
+                        record=record(*history, entry(4), completed=3)),
+        1: RankEvidence(1, status=status(torch_call="all_reduce"), answered=True,
+                        record=record(*history, entry(4, sizes=((2048,),)), completed=3)),
+    }
+    verdict = flight.name_culprits(ranks, [0, 1])
+    assert (verdict.ranks, verdict.kind) == ([1], "desync")
+    assert verdict.collective["input_sizes"] == [[2048]]
+
+
+def test_desync_between_two_ranks_without_history_names_both():
+    ranks = {
+        0: RankEvidence(0, status=status(torch_call="all_reduce"), answered=True, record=record(entry(1))),
+        1: RankEvidence(1, status=status(torch_call="all_reduce"), answered=True,
+                        record=record(entry(1, sizes=((2048,),)))),
+    }
+    verdict = flight.name_culprits(ranks, [0, 1], use_analyzer=False)
+    assert (verdict.ranks, verdict.kind) == ([0, 1], "desync")
+
+
+def test_one_sided_record_names_the_rank_whose_last_call_is_new():
+    """gloo aborts the rank that receives an unexpected size: only the sender's record survives."""
+    ranks = {
+        0: RankEvidence(0, status=status(enqueued=3), ended_by="SIGABRT"),
+        1: RankEvidence(1, status=status(phase="raised", enqueued=4),
+                        record=record(entry(1), entry(2), entry(3), entry(4, sizes=((2048,),)), completed=3),
+                        error={"type": "RuntimeError", "message": "Connection reset by peer", "traceback": "",
+                               "at": 2.0}),
+    }
+    verdict = flight.name_culprits(ranks, [0, 1])
+    assert (verdict.ranks, verdict.kind) == ([1], "desync")
+    assert "inferred from one side" in verdict.reason
+
+
+def test_one_sided_record_with_a_familiar_last_call_blames_nobody_for_desync():
+    """Bucketed gradients repeat their sizes: a familiar call is no evidence, the dead rank is."""
+    sizes = [((4096,),), ((1024,),)] * 3
+    calls = [entry(i + 1, sizes=s) for i, s in enumerate(sizes)]
+    ranks = {
+        0: RankEvidence(0, status=status(torch_call="all_reduce", enqueued=6), answered=True,
+                        record=record(*calls, completed=5)),
+        1: RankEvidence(1, status=status(enqueued=5), ended_by="SIGKILL"),
+    }
+    verdict = flight.name_culprits(ranks, [0, 1])
+    assert (verdict.ranks, verdict.kind) == ([1], "died")
+
+
+def test_rank_that_never_reached_init_while_others_wait_in_it():
+    ranks = {0: RankEvidence(0, status=status(torch_call="init_process_group", in_pg=False), answered=True),
+             1: RankEvidence(1, status=status(in_pg=False, frames=("late.py:25 in main",)), answered=True)}
+    verdict = flight.name_culprits(ranks, [0, 1])
+    assert (verdict.ranks, verdict.kind) == ([1], "never-reached-init")
+    assert verdict.collective["op"] == "init_process_group"
+    assert "late.py:25" in " ".join(verdict.evidence)
+
+
+def test_rank_that_never_wrote_a_status_never_started():
+    ranks = {0: RankEvidence(0, status=status(torch_call="init_process_group", in_pg=False))}
+    verdict = flight.name_culprits(ranks, [0, 1])
+    assert (verdict.ranks, verdict.kind) == ([1], "never-started")
+
+
+def test_frozen_heartbeat_names_the_paused_rank():
+    ranks = {0: RankEvidence(0, status=status(torch_call="all_reduce", enqueued=4, heartbeat=99.0), answered=True),
+             1: RankEvidence(1, status=status(torch_call="all_reduce", enqueued=4, heartbeat=80.0))}
+    verdict = flight.name_culprits(ranks, [0, 1], now=100.0)
+    assert (verdict.ranks, verdict.kind) == ([1], "frozen")
+
+
+def test_all_ranks_in_the_same_collective_blames_nobody():
+    ranks = {r: RankEvidence(r, status=status(torch_call="all_reduce", enqueued=4), answered=True,
+                             record=record(entry(1), entry(2), entry(3), entry(4), completed=3))
+             for r in (0, 1)}
+    verdict = flight.name_culprits(ranks, [0, 1], now=100.0)
+    assert (verdict.ranks, verdict.kind) == ([], "stuck-together")
+
+
+def test_subgroup_progress_is_compared_only_among_its_members():
+    """Rank 2 is not in group 1: its missing numbers there are no evidence against it."""
+    def st(enq0, enq1=None):
+        progress = {"0": {"enqueued": enq0, "started": -1, "completed": enq0}}
+        if enq1 is not None:
+            progress["1"] = {"enqueued": enq1, "started": -1, "completed": enq1}
+        return {**status(), "progress": progress}
+
+    ranks = {0: RankEvidence(0, status=st(5, 2), answered=True), 1: RankEvidence(1, status=st(5, 2), answered=True),
+             2: RankEvidence(2, status=st(4), answered=True)}
+    verdict = flight.name_culprits(ranks, [0, 1, 2], use_analyzer=False)
+    assert (verdict.ranks, verdict.kind, verdict.collective["seq"]) == ([2], "behind", 5)
+
+
+def test_records_load_from_json_and_pickle(tmp_path):
+    dump = gloo_dump(0)
+    (tmp_path / "a.json").write_text(json.dumps(dump))
+    as_pickle = {**dump, "pg_status": {"0": {"last_enqueued_collective": 4, "last_started_collective": -1,
+                                             "last_completed_collective": 3}}}
+    (tmp_path / "torch_rank_0").write_bytes(pickle.dumps(as_pickle))
+    (tmp_path / "garbage").write_bytes(b"\x00not a dump")
+    for name in ("a.json", "torch_rank_0"):
+        loaded = flight.load_record(tmp_path / name)
+        assert flight.progress_of(loaded) == {"0": 4}
+        assert flight.collectives_by_seq(loaded, "0")[4]["input_sizes"] == [[1024]]
+    assert flight.load_record(tmp_path / "garbage") is None
+    assert flight.load_record(tmp_path / "missing") is None
+
+
+@pytest.mark.parametrize("name, op", [("gloo:all_reduce", "all_reduce"), ("nccl:broadcast", "broadcast"),
+                                      ("barrier", "barrier")])
+def test_op_name_drops_the_backend(name, op):
+    assert flight.op_name({"profiling_name": name}) == op
+
+
+def test_the_culprit_is_named_at_the_first_collective_it_missed_not_at_the_leaders_last():
+    """On a GPU the waiting rank has enqueued several collectives past the missing one."""
+    ranks = {
+        0: RankEvidence(0, status=status(torch_call="destroy_process_group", enqueued=6), answered=True,
+                        record=record(*[entry(s) for s in range(1, 7)], completed=3)),
+        1: RankEvidence(1, status=status(enqueued=3), answered=True, record=record(entry(1), entry(2), entry(3))),
+    }
+    verdict = flight.name_culprits(ranks, [0, 1], use_analyzer=False)
+    assert (verdict.ranks, verdict.kind, verdict.collective["seq"]) == ([1], "behind", 4)
+
+
+def test_a_rank_without_a_process_group_while_the_others_wait_in_their_first_collective():
+    """NCCL builds its communicator at the first collective: that is where the others wait."""
+    ranks = {0: RankEvidence(0, status=status(torch_call="all_reduce", in_pg=True), answered=True),
+             1: RankEvidence(1, status=status(in_pg=False, frames=("late.py:25 in main",)), answered=True)}
+    verdict = flight.name_culprits(ranks, [0, 1], now=100.0)
+    assert (verdict.ranks, verdict.kind) == ([1], "never-reached-init")
+    assert "waited in all_reduce" in verdict.reason

@@ -1,0 +1,120 @@
+"""`ddplab launch`'s command line: torchrun's own parser and config, ddplab's options apart."""
+
+import os
+import sys
+
+import pytest
+
+from ddplab.cli import main
+from ddplab.errors import UsageError
+from ddplab.job import torchrun_args
+from ddplab.job.boot import Target
+
+
+@pytest.fixture
+def script(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print('hello')\n")
+    return "train.py"
+
+
+def test_torchrun_options_ddplab_options_and_the_scripts_own_arguments(script, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    request = torchrun_args.parse(["--nproc-per-node", "2", "--hang-timeout", "7", "--out", "job", "--max-restarts",
+                                   "0", "--", script, "--lr", "0.1", "--out", "mine", "--hang-timeout", "9"])
+    assert request.config.nproc_per_node == 2
+    assert (request.hang_timeout_s, request.out) == (7.0, "job")
+    assert request.target == Target("script", script, ("--lr", "0.1", "--out", "mine", "--hang-timeout", "9"))
+    assert request.python == sys.executable
+    # torchrun sets OMP_NUM_THREADS=1 in its own environment for several ranks; ddplab hands it to the
+    # ranks instead, and parsing leaves this process as it was.
+    assert request.worker_env == {"OMP_NUM_THREADS": "1"}
+    assert "OMP_NUM_THREADS" not in os.environ
+    assert "ddplab_hang_timeout" not in request.torchrun and request.torchrun["nproc_per_node"] == "2"
+
+
+def test_the_separator_is_optional_as_with_torchrun(script):
+    request = torchrun_args.parse(["--nproc_per_node=3", script, "--epochs", "1"])
+    assert request.config.nproc_per_node == 3
+    assert request.target == Target("script", script, ("--epochs", "1"))
+    assert request.hang_timeout_s == torchrun_args.DEFAULT_HANG_TIMEOUT_S
+
+
+def test_module_and_no_python_targets(script):
+    module = torchrun_args.parse(["-m", "json.tool", "--sort-keys"])
+    assert module.target == Target("module", "json.tool", ("--sort-keys",))
+    command = torchrun_args.parse(["--no-python", "echo", "hi"])
+    assert command.target == Target("command", "echo", ("hi",))
+    assert command.target.boot_argv() == ["--no-python", "echo", "hi"]
+    assert module.target.boot_argv() == ["-m", "json.tool", "--sort-keys"]
+
+
+def test_standalone_and_the_default_single_machine_rendezvous_as_torchrun_runs_them(script):
+    for argv in (["--standalone", "--rdzv-backend", "static", "--rdzv-endpoint", "10.0.0.1:1234", script],
+                 [script]):
+        config = torchrun_args.parse(argv).config
+        assert (config.rdzv_backend, config.rdzv_endpoint) == ("c10d", "127.0.0.1:0")
+        assert config.run_id not in ("", "none")
+
+
+def test_several_machines_keep_their_rendezvous(script):
+    config = torchrun_args.parse(["--nnodes", "1:2", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                                  "10.0.0.1:29400", "--rdzv-id", "job7", script]).config
+    assert (config.min_nodes, config.max_nodes) == (1, 2)
+    assert (config.rdzv_backend, config.rdzv_endpoint, config.run_id) == ("c10d", "10.0.0.1:29400", "job7")
+    assert not torchrun_args.parse(["--nnodes", "2", "--rdzv-endpoint", "h:1", script]).single_node
+
+
+def test_ddplab_options_are_not_torchruns():
+    """A torch release that adds one of ddplab's option names would change its meaning silently."""
+    from torch.distributed.run import get_args_parser
+
+    torchrun_options = {s for action in get_args_parser()._actions for s in action.option_strings}
+    assert not torchrun_options & set(torchrun_args.DDPLAB_OPTIONS)
+    ours = {s for a in torchrun_args.build_parser()._actions for s in a.option_strings} - torchrun_options
+    assert ours == set(torchrun_args.DDPLAB_OPTIONS)
+
+
+BAD = [
+    (["--start-method", "bogus", "train.py"], "invalid-launch-arguments", "invalid choice: 'bogus'"),
+    (["--start-method", "bogus", "train.py"], "invalid-launch-arguments", "'spawn', 'fork', 'forkserver'"),
+    (["--max-restarts", "two", "train.py"], "invalid-launch-arguments", "invalid int value: 'two'"),
+    (["--max-restarts", "-1", "train.py"], "invalid-launch-arguments", "max_restarts must be >= 0"),
+    (["--nnodes", "3:1", "train.py"], "invalid-launch-arguments", "min_nodes=3, max_nodes=1"),
+    (["--nnodes", "x", "train.py"], "invalid-nnodes", "--nnodes x: valid forms are N or MIN:MAX"),
+    (["--nproc-per-node", "0", "train.py"], "invalid-nproc-per-node", "--nproc-per-node 0"),
+    (["--nproc-per-node", "lots", "train.py"], "invalid-nproc-per-node", "auto, cpu"),
+    (["--rdzv-conf", "novalue", "train.py"], "invalid-launch-arguments", "novalue"),
+    (["--hang-timeout", "-1", "train.py"], "invalid-hang-timeout", "--hang-timeout -1"),
+    (["--hang-timeout", "soon", "train.py"], "invalid-launch-arguments", "invalid float value: 'soon'"),
+    (["--run-path", "train.py"], "unsupported-option", "--run-path"),
+    (["missing.py"], "script-not-found", "'missing.py' does not exist"),
+    (["-m", "no_such_module_ddplab"], "module-not-found", "-m no_such_module_ddplab"),
+    (["--no-python", "no-such-command-ddplab"], "command-not-found", "no-such-command-ddplab"),
+    (["-m", "--no-python", "json"], "invalid-launch-arguments", "-m and --no-python together"),
+    (["--nproc-per-node", "2"], "invalid-launch-arguments", "training_script"),
+]
+
+
+@pytest.mark.parametrize("argv, reference, fragment", BAD, ids=[" ".join(a) for a, _, _ in BAD])
+def test_bad_input_is_refused_with_the_value_and_the_choices(argv, reference, fragment, script):
+    with pytest.raises(UsageError) as caught:
+        torchrun_args.parse(argv)
+    assert caught.value.reference == reference
+    assert fragment in caught.value.message
+
+
+def test_bad_input_exits_2_before_anything_starts(script, tmp_path, capsys):
+    assert main(["launch", "--nproc-per-node", "0", "--", script]) == 2
+    err = capsys.readouterr().err
+    assert "error: invalid-nproc-per-node" in err and "--nproc-per-node 0" in err
+    assert not (tmp_path / "ddplab-runs").exists()
+
+
+def test_help_lists_torchruns_options_and_ddplabs_own_group(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["launch", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "--nproc-per-node" in out and "--rdzv-endpoint" in out
+    assert "ddplab options" in out and "--hang-timeout" in out
