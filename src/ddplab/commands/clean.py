@@ -23,10 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def validate(args) -> None:
-    from ..errors import UsageError
+    from ..config import check_number
 
-    if not 0 <= args.grace <= 300:
-        raise UsageError("invalid-grace", f"--grace {args.grace} is out of range; valid: 0 to 300 seconds")
+    check_number(args.grace, "--grace", 0, 300, unit=" seconds")
 
 
 def execute(yes: bool, grace_s: float = 5.0) -> dict:

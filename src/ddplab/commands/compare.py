@@ -13,9 +13,11 @@ import json
 from pathlib import Path
 
 from .. import report
+from ..config import check_number
 from ..errors import ExitCode, UsageError
 
 SUMMARY = "side by side: nccl-tests text or ddplab JSON, with regressions beyond a tolerance"
+MAX_TOLERANCE_PCT = 10_000  # B a hundred times slower than A: beyond that a tolerance means nothing
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,8 +34,7 @@ def parse_tolerance(text: str) -> float:
         tol = float(value) / 100
     except ValueError:
         raise UsageError("invalid-tolerance", f'--tolerance "{text}" is not a percentage, e.g. 5%') from None
-    if tol < 0:
-        raise UsageError("invalid-tolerance", f"--tolerance {text} must not be negative")
+    check_number(tol * 100, "--tolerance", 0, MAX_TOLERANCE_PCT, unit="%", reference="invalid-tolerance")
     return tol
 
 
