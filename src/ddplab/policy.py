@@ -114,7 +114,7 @@ def _choose_backend(opts: LaunchOptions, platform: Platform, shared: bool):
     if opts.backend != "auto":
         if not platform.backends_available.get(opts.backend):
             available = [b for b, ok in platform.backends_available.items() if ok]
-            raise UsageError(
+            raise EnvironmentUnsupported(
                 "backend-unavailable",
                 f'backend "{opts.backend}" is not available on this machine; available: {", ".join(available)}',
             )
