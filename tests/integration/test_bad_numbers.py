@@ -41,8 +41,8 @@ NON_FINITE_OR_ABSURD = [
 # needs more before its ranks allocate anything.
 TOO_LARGE_FOR_MEMORY = [
     (["ceiling", "--bytes", "1T"], "ceiling-too-large", "--bytes 1T (a source and a destination buffer) needs about"),
-    (["storm", "--bytes", str(GiB)], "storm-too-large", f"--bytes {GiB} needs about 4.0 GiB on the host"),
-    (["sweep", "-e", "256M"], "sweep-too-large", "needs about 2.0 GiB on the host (available memory) (2 rank(s)"),
+    (["storm", "--bytes", str(GiB)], "storm-too-large", f"--bytes {GiB} needs about 4.0 GiB in host memory"),
+    (["sweep", "-e", "256M"], "sweep-too-large", "needs about 2.0 GiB in host memory (2 rank(s) x 1.0 GiB)"),
     (["train", "--model", "mlp", "--batch-size", "100000"], "batch-too-large",
      "--batch-size 100000 with --model mlp needs about"),
     (["contention", "--size", "16384"], "contention-too-large", "--size 16384 (3 matrices per process) needs"),
@@ -74,14 +74,18 @@ def _exit(argv) -> int:
         return exc.code
 
 
-@pytest.mark.parametrize("argv, message", NON_FINITE_OR_ABSURD, ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def _argv_id(value) -> str:
+    return " ".join(value) if isinstance(value, list) else ""
+
+
+@pytest.mark.parametrize("argv, message", NON_FINITE_OR_ABSURD, ids=_argv_id)
 def test_non_finite_and_absurd_numbers_exit_2_before_anything_starts(nothing_starts, capsys, argv, message):
     assert _exit(argv) == 2
     err = capsys.readouterr().err
     assert message in err, err
 
 
-@pytest.mark.parametrize("argv, reference, message", TOO_LARGE_FOR_MEMORY, ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+@pytest.mark.parametrize("argv, reference, message", TOO_LARGE_FOR_MEMORY, ids=_argv_id)
 def test_buffers_larger_than_the_memory_exit_2_before_anything_starts(nothing_starts, capsys, monkeypatch, argv,
                                                                       reference, message):
     # the module, not the function of the same name that ddplab.platform exports

@@ -63,14 +63,14 @@ def require_fits(platform, placement, bytes_per_rank: int, what: str, reference:
             continue
         ranks = len(indices) if placement.host_only else indices.count(index)
         need = bytes_per_rank * ranks
-        where = "the host (available memory)" if placement.host_only else f"device {index} ({device.name})"
+        where = "in host memory" if placement.host_only else f"on device {index} ({device.name})"
         if need > device.free_bytes:
-            raise UsageError(reference, f"{what} needs about {human_bytes(need)} on {where} ({ranks} rank(s) x "
+            raise UsageError(reference, f"{what} needs about {human_bytes(need)} {where} ({ranks} rank(s) x "
                                         f"{human_bytes(bytes_per_rank)}), but only {human_bytes(device.free_bytes)} "
                                         f"is free", hint=hint)
         cap = placement.memory_fraction * device.total_bytes if (
             placement.memory_fraction_enforced and device.total_bytes) else None
         if cap is not None and bytes_per_rank > cap:
             raise UsageError(reference, f"{what} needs about {human_bytes(bytes_per_rank)} per rank, more than each "
-                                        f"rank's cap of {human_bytes(int(cap))} ({placement.memory_fraction} of "
-                                        f"{where})", hint=hint)
+                                        f"rank's cap {where}: {human_bytes(int(cap))} ({placement.memory_fraction} of "
+                                        f"{human_bytes(device.total_bytes)})", hint=hint)
