@@ -19,8 +19,8 @@ from tests.conftest import run_cli
 from tests.crafted_reports import PAYLOADS, fields_the_renderer_reads, load_fixture, with_value
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(not CHROMIUM and not os.environ.get("CI"),
-                                reason="chromium not installed (CI installs it)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not CHROMIUM and not os.environ.get("CI"),
+                                                    reason="chromium not installed (CI installs it)")]
 
 
 def crafted(monkeypatch, accepts) -> tuple[dict, int]:
