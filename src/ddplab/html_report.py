@@ -9,10 +9,11 @@ time, and the drill timeline (inject -> detect -> nothing left).
 Every value from the document reaches the page through ``h()``, which escapes all of them
 (numbers too); only ``Markup`` (fragments ``h()`` built from this module's own templates)
 is inserted as is, and anything else handed to ``concat()`` is escaped as text. A value
-interpolated any other way would be a plain string, which ``concat()`` escapes: an
-unescaped value cannot reach the page by omission (tests/unit/test_html_report.py checks
-that this module builds no markup with f-strings). `ddplab report` checks the document's
-shape first (report_schema.py), so the numbers here are numbers.
+interpolated any other way (an f-string, ``+``) is a plain string, which ``concat()``
+escapes: an unescaped value cannot reach the page by omission. tests/unit/test_html_report.py
+checks that every template is a literal and that ``Markup()`` wraps only the CSS and the
+JSON data block. `ddplab report` checks the document's shape first (report_schema.py), so
+the numbers here are numbers.
 """
 
 from __future__ import annotations
