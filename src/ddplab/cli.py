@@ -1,13 +1,19 @@
 """Command line: parse, validate, call one command, map errors to exit codes.
 
 Exit codes (errors.ExitCode): 0 pass/warn, 1 a check failed, 2 bad usage (nothing
-was started), 3 this machine cannot run it, 130 interrupted.
+was started), 3 this machine cannot run it, 70 a bug in ddplab (the traceback is in a
+file), 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
 
 from . import __version__, commands
 from .errors import DdplabError, ExitCode, invalid_choice
@@ -56,3 +62,38 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted by user", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
+    except Exception as exc:  # a bug: one line here, the whole traceback in a file
+        print(internal_error_line(args, exc, write_traceback(args)), file=sys.stderr)
+        return int(ExitCode.INTERNAL)
+
+
+def internal_error_line(args, exc: BaseException, traceback_path: Path | None) -> str:
+    """What broke and where, in one line, and where the full traceback is."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    what = (str(exc).strip().splitlines() or [""])[0][:200]
+    saved = f"full traceback: {traceback_path}" if traceback_path else "the traceback could not be written"
+    return (f"error: internal-error: ddplab {args.command} broke ({type(exc).__name__}: {what}{where}); "
+            f"{saved}")
+
+
+def write_traceback(args) -> Path | None:
+    """The traceback, in the command's run directory when it has one, else in a temp file."""
+    text = traceback.format_exc()
+    name = f"ddplab-traceback-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+    for folder in (getattr(args, "run_dir", None), getattr(args, "out", None) if args.command == "run" else None):
+        if folder and Path(folder).is_dir():
+            try:
+                path = Path(folder) / name
+                path.write_text(text)
+                return path.resolve()
+            except OSError:
+                break
+    try:
+        fd, path = tempfile.mkstemp(prefix="ddplab-traceback-", suffix=".txt")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        return Path(path)
+    except OSError:
+        print(text, file=sys.stderr)  # nowhere to write it: better on the screen than lost
+        return None

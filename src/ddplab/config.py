@@ -7,6 +7,7 @@ the machine (is this backend available? are there enough devices?) live in
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 from .errors import UsageError, invalid_choice
@@ -16,6 +17,11 @@ from .platform.vendors import KNOWN_BACKENDS, VENDORS
 MAX_NPROC = 64
 MAX_STEPS = 1_000_000
 MAX_NODES = 1024
+# A timeout longer than a day is a typo (or inf, which torch turns into an OverflowError in every rank).
+MAX_TIMEOUT_S = 86_400.0
+# Samples per rank per step: every rank also rebuilds all ranks' batches for the reference gradient.
+MAX_BATCH_SIZE = 1 << 20
+MAX_SEED = 2**32 - 1  # the batch generator's seed is seed * 1_000_003 + ..., which must stay below 2**64
 PLACEMENTS = ("auto", "shared", "per-device", "spread")
 SHARING_DAEMON_MODES = ("auto", "on", "off")
 MODELS = ("linear", "mlp")
@@ -30,6 +36,37 @@ def _is_endpoint(text: str) -> bool:
 def _require(ok: bool, reference: str, message: str) -> None:
     if not ok:
         raise UsageError(reference, message)
+
+
+def check_number(value, flag: str, low: float, high: float, *, integer: bool = False, name: str | None = None,
+                 low_open: bool = False, high_open: bool = False, unit: str = "", reference: str | None = None) -> None:
+    """The one check every numeric option goes through: a finite number inside its range.
+
+    argparse's float() accepts "nan", "inf" and "1e15"; each would start ranks that crash
+    (a timedelta of inf seconds) or run forever, so they are refused here, before anything
+    starts. ``name`` shows the range as a comparison ("0 < seconds <= 86400"), needed when
+    an end is open; without it the range reads "1 to 64".
+    """
+    reference = reference or f"invalid-{flag.lstrip('-')}"
+    if name or low_open or high_open:
+        valid = (f"{_number_text(low)} {'<' if low_open else '<='} {name or 'value'} "
+                 f"{'<' if high_open else '<='} {_number_text(high)}{unit}")
+    else:
+        valid = f"{_number_text(low)} to {_number_text(high)}{unit}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
+        kind = "a whole number" if integer else "a number"
+        raise UsageError(reference, f"{flag} {value!r} is not {kind}; valid: {valid}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UsageError(reference, f"{flag} {value} is not a finite number; valid: {valid}")
+    too_low = value <= low if low_open else value < low
+    too_high = value >= high if high_open else value > high
+    if too_low or too_high:
+        raise UsageError(reference, f"{flag} {value} is out of range; valid: {valid}")
+
+
+def _number_text(x: float) -> str:
+    """A range end as people write it: 1048576, not 1.04858e+06."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,8 +101,7 @@ class LaunchOptions:
     """host:port of the c10d rendezvous store; default 127.0.0.1 with a free port (one machine)."""
 
     def __post_init__(self):
-        _require(isinstance(self.nproc, int) and 1 <= self.nproc <= MAX_NPROC, "invalid-nproc",
-                 f"--nproc {self.nproc} is out of range; valid: 1 to {MAX_NPROC} ranks per node")
+        check_number(self.nproc, "--nproc", 1, MAX_NPROC, integer=True, unit=" ranks per node")
         if self.placement not in PLACEMENTS:
             raise invalid_choice("placement", self.placement, PLACEMENTS)
         if self.backend not in ("auto", *KNOWN_BACKENDS):
@@ -75,20 +111,16 @@ class LaunchOptions:
         if self.sharing_daemon not in SHARING_DAEMON_MODES:
             raise invalid_choice("sharing_daemon", self.sharing_daemon, SHARING_DAEMON_MODES)
         if self.memory_fraction is not None:
-            _require(0.0 < self.memory_fraction <= 1.0, "invalid-memory-fraction",
-                     f"--memory-fraction {self.memory_fraction} is out of range; valid: 0 < fraction <= 1")
-        _require(0.0 <= self.reserve < 1.0, "invalid-reserve",
-                 f"--reserve {self.reserve} is out of range; valid: 0 <= reserve < 1")
-        _require(self.timeout_s > 0, "invalid-timeout",
-                 f"--timeout {self.timeout_s} must be a positive number of seconds")
-        _require(isinstance(self.nnodes, int) and 1 <= self.nnodes <= MAX_NODES, "invalid-nnodes",
-                 f"--nnodes {self.nnodes} is out of range; valid: 1 to {MAX_NODES}")
+            check_number(self.memory_fraction, "--memory-fraction", 0, 1, name="fraction", low_open=True)
+        check_number(self.reserve, "--reserve", 0, 1, name="reserve", high_open=True)
+        check_number(self.timeout_s, "--timeout", 0, MAX_TIMEOUT_S, name="seconds", low_open=True)
+        check_number(self.nnodes, "--nnodes", 1, MAX_NODES, integer=True)
         _require(self.nnodes == 1 or bool(self.rdzv_endpoint), "rdzv-endpoint-required",
                  f"--nnodes {self.nnodes} needs --rdzv-endpoint HOST:PORT, the same on every machine")
         _require(self.rdzv_endpoint is None or _is_endpoint(self.rdzv_endpoint), "invalid-rdzv-endpoint",
                  f'--rdzv-endpoint "{self.rdzv_endpoint}" is not HOST:PORT (port 1-65535), e.g. node0:29400')
-        _require(self.hang_timeout_s is None or self.hang_timeout_s > 0, "invalid-hang-timeout",
-                 f"--hang-timeout {self.hang_timeout_s} must be a positive number of seconds")
+        if self.hang_timeout_s is not None:
+            check_number(self.hang_timeout_s, "--hang-timeout", 0, MAX_TIMEOUT_S, name="seconds", low_open=True)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -110,12 +142,12 @@ class TrainConfig:
     """Compare gradients with the single-process reference every N steps (first and last always)."""
 
     def __post_init__(self):
-        _require(isinstance(self.steps, int) and 1 <= self.steps <= MAX_STEPS, "invalid-steps",
-                 f"--steps {self.steps} is out of range; valid: 1 to {MAX_STEPS}")
+        check_number(self.steps, "--steps", 1, MAX_STEPS, integer=True)
         if self.model not in MODELS:
             raise invalid_choice("model", self.model, MODELS)
-        _require(self.batch_size >= 1, "invalid-batch-size", f"--batch-size {self.batch_size} must be >= 1")
-        _require(self.check_every >= 1, "invalid-check-every", f"--check-every {self.check_every} must be >= 1")
+        check_number(self.batch_size, "--batch-size", 1, MAX_BATCH_SIZE, integer=True)
+        check_number(self.seed, "--seed", 0, MAX_SEED, integer=True)
+        check_number(self.check_every, "--check-every", 1, MAX_STEPS, integer=True)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -17,6 +17,7 @@ class ExitCode(enum.IntEnum):
     CHECK_FAILED = 1  # the run completed but a check failed (verdict fail)
     USAGE = 2  # bad input, refused before any process started
     ENVIRONMENT = 3  # this machine cannot run it (backend or device missing)
+    INTERNAL = 70  # a bug in ddplab: the traceback went to a file (sysexits.h EX_SOFTWARE)
     INTERRUPTED = 130  # Ctrl+C
 
 

@@ -202,7 +202,7 @@ def _check_backend_available(opts: LaunchOptions, platform: Platform) -> None:
     if opts.backend != "auto":
         if not platform.backends_available.get(opts.backend):
             available = [b for b, ok in platform.backends_available.items() if ok]
-            raise UsageError(
+            raise EnvironmentUnsupported(
                 "backend-unavailable",
                 f'backend "{opts.backend}" is not available on this machine; available: {", ".join(available)}',
             )

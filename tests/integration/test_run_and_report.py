@@ -75,6 +75,7 @@ def test_html_report_in_a_real_browser(quick_run, tmp_path):
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
         page.goto((out / "report.html").as_uri())
         assert page.locator("#verdict-table tr.check-row").count() == len(checks)
         assert page.locator("#overall-verdict").inner_text() == "PASS"

@@ -14,7 +14,14 @@ from ddplab.errors import UsageError
     ({"backend": "ncll"}, "invalid-backend", 'maybe you meant "nccl"'),
     ({"device": "gpu"}, "invalid-device", "cuda"),
     ({"reserve": 1.0}, "invalid-reserve", "0 <= reserve < 1"),
-    ({"timeout_s": 0}, "invalid-timeout", "positive"),
+    ({"timeout_s": 0}, "invalid-timeout", "0 < seconds <= 86400"),
+    ({"timeout_s": float("inf")}, "invalid-timeout", "--timeout inf is not a finite number"),
+    ({"timeout_s": 1e15}, "invalid-timeout", "--timeout 1000000000000000.0 is out of range"),
+    ({"timeout_s": float("nan")}, "invalid-timeout", "--timeout nan is not a finite number"),
+    ({"hang_timeout_s": float("inf")}, "invalid-hang-timeout", "--hang-timeout inf is not a finite number"),
+    ({"memory_fraction": float("nan")}, "invalid-memory-fraction", "--memory-fraction nan is not a finite number"),
+    ({"reserve": float("nan")}, "invalid-reserve", "--reserve nan is not a finite number"),
+    ({"nproc": 2.0}, "invalid-nproc", "--nproc 2.0 is not a whole number"),
 ])
 def test_launch_options_refuse_bad_values(kwargs, reference, fragment):
     with pytest.raises(UsageError) as err:
@@ -28,6 +35,10 @@ def test_launch_options_refuse_bad_values(kwargs, reference, fragment):
     ({"steps": 0}, "invalid-steps"),
     ({"model": "resnet"}, "invalid-model"),
     ({"batch_size": 0}, "invalid-batch-size"),
+    ({"batch_size": 100_000_000}, "invalid-batch-size"),
+    ({"seed": -1}, "invalid-seed"),
+    ({"seed": 2**64}, "invalid-seed"),
+    ({"check_every": 10**9}, "invalid-check-every"),
 ])
 def test_train_config_refuses_bad_values(kwargs, reference):
     with pytest.raises(UsageError) as err:

@@ -209,10 +209,10 @@ def test_cpu_shares_the_host_with_gloo_and_does_not_enforce_caps():
     assert p.shared_device and p.backend == "gloo" and not p.memory_fraction_enforced
 
 
-def test_requested_backend_not_available_is_usage_error_listing_available():
-    with pytest.raises(UsageError) as err:
+def test_requested_backend_not_available_here_is_environment_error_listing_available():
+    with pytest.raises(EnvironmentUnsupported) as err:
         _plan(fakes.cpu_only(), nproc=2, backend="nccl")
-    assert err.value.reference == "backend-unavailable"
+    assert err.value.reference == "backend-unavailable" and err.value.exit_code == 3
     assert '"nccl"' in err.value.message and "available: gloo" in err.value.message
 
 

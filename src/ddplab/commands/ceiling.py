@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 
 from .. import display, report
-from ..config import LaunchOptions
-from ..errors import UsageError
+from ..config import LaunchOptions, check_number
 from ..sizes import parse_size
+from . import options
 
 SUMMARY = "device-to-device and host<->device copy bandwidth (the loopback ceiling)"
+MAX_ITERS = 10_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,8 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings(args) -> dict:
-    if not 1 <= args.iters <= 10_000:
-        raise UsageError("invalid-iters", f"--iters {args.iters} is out of range; valid: 1 to 10000")
+    check_number(args.iters, "--iters", 1, MAX_ITERS, integer=True)
     return {"bytes": parse_size(args.bytes, "--bytes"), "host_bytes": parse_size(args.host_bytes, "--host-bytes"),
             "iters": args.iters}
 
@@ -47,7 +47,11 @@ def execute(args, console=None, live: bool = True) -> dict:
     from .. import session
 
     opts = launch_options(args)
-    s = session.run_workload("ceiling", settings(args), opts, "ceiling", console, live)
+    prepared = session.prepare(opts, with_memory=True)
+    copy_bytes = settings(args)["bytes"]
+    options.require_fits(*prepared, 2 * copy_bytes, f"--bytes {args.bytes} (a source and a destination buffer)",
+                         "ceiling-too-large", hint="lower --bytes")
+    s = session.run_workload("ceiling", settings(args), opts, "ceiling", console, live, prepared=prepared)
     results = s.common_results()
     values = s.rank_values()
     if values:

@@ -27,11 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def validate(args) -> None:
+    from ..config import check_number
     from ..errors import UsageError
     from ..procs import refuse_to_name
 
-    if not 0 <= args.grace <= 300:
-        raise UsageError("invalid-grace", f"--grace {args.grace} is out of range; valid: 0 to 300 seconds")
+    check_number(args.grace, "--grace", 0, 300, unit=" seconds")
     if args.pid is not None:
         why = refuse_to_name(args.pid)
         if why:

@@ -11,13 +11,14 @@ finding to explain (WARN), not a slowdown of the whole stack.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from .. import report, spikes
+from ..config import check_number
 from ..errors import ExitCode, UsageError
 
 SUMMARY = "side by side: nccl-tests text or ddplab JSON, with regressions beyond a tolerance"
+MAX_TOLERANCE_PCT = 10_000  # B a hundred times slower than A: beyond that a tolerance means nothing
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,8 +35,7 @@ def parse_tolerance(text: str) -> float:
         tol = float(value) / 100
     except ValueError:
         raise UsageError("invalid-tolerance", f'--tolerance "{text}" is not a percentage, e.g. 5%') from None
-    if tol < 0:
-        raise UsageError("invalid-tolerance", f"--tolerance {text} must not be negative")
+    check_number(tol * 100, "--tolerance", 0, MAX_TOLERANCE_PCT, unit="%", reference="invalid-tolerance")
     return tol
 
 
@@ -52,23 +52,31 @@ def validate(args) -> None:
 
 def load_rows(path: str) -> tuple[str, list[dict]]:
     """(what the file is, its rows as dicts with op, size_bytes, in_place, time_us, busbw_gbps, num_wrong)."""
-    from .. import nccl_tests
+    kind, rows, _ = load_input(path)
+    return kind, rows
 
-    text = Path(path).read_text(errors="replace")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError:
-        table = nccl_tests.parse(text)
-        if not table.rows:
-            raise UsageError("unreadable-input", f"{path}: neither a ddplab JSON report nor nccl-tests output "
-                                                 f"(no table rows found)") from None
-        return "nccl-tests", [r.to_dict() for r in table.rows]
-    if not isinstance(doc, dict) or "results" not in doc:
-        raise UsageError("unreadable-input", f"{path}: JSON, but not a ddplab report")
-    rows = timed_rows(doc)
-    if not rows:
-        raise UsageError("nothing-timed", f"{path}: a ddplab {doc.get('command', '?')} report with no timings")
-    return "ddplab", rows
+
+def load_input(path: str) -> tuple[str, list[dict], dict | None]:
+    """(what the file is, its rows, the ddplab document when it is one). A file that is
+    neither (binary, empty, broken JSON, a document of the wrong shape) is a UsageError
+    naming the file and what is wrong with it."""
+    from .. import nccl_tests, report_schema
+
+    data = report_schema.read_bytes(path)
+    if report_schema.looks_like_json(data):
+        doc = report_schema.parse_document(data, path)
+        rows = timed_rows(doc)
+        if not rows:
+            raise UsageError("nothing-timed", f"{path}: a ddplab {doc['command']} report with no timings")
+        return "ddplab", rows, doc
+    if b"\0" in data:
+        raise UsageError("unreadable-input", f"{path} is a binary file: neither a ddplab JSON report nor "
+                                             f"nccl-tests output")
+    table = nccl_tests.parse(data.decode("utf-8", errors="replace"))
+    if not table.rows:
+        raise UsageError("unreadable-input", f"{path}: neither a ddplab JSON report nor nccl-tests output "
+                                             f"(no table rows found)")
+    return "nccl-tests", [r.to_dict() for r in table.rows], None
 
 
 def timed_rows(doc: dict, stage: str | None = None) -> list[dict]:
@@ -151,12 +159,12 @@ def main(args, console) -> int:
 
     tolerance = parse_tolerance(args.tolerance)
     min_size = parse_size(args.min_size, "--min-size") if args.min_size != "0" else 0
-    kind_a, rows_a = load_rows(args.old)
-    kind_b, rows_b = load_rows(args.new)
+    kind_a, rows_a, doc_a = load_input(args.old)
+    kind_b, rows_b, doc_b = load_input(args.new)
     rows = compare(rows_a, rows_b, tolerance, min_size)
     changes = []
     if kind_a == kind_b == "ddplab":
-        changes = verdict_changes(json.loads(Path(args.old).read_text()), json.loads(Path(args.new).read_text()))
+        changes = verdict_changes(doc_a, doc_b)
     if not rows and not changes:
         raise UsageError("nothing-to-compare", f"no (collective, size, placement) appears in both {args.old} and "
                                                f"{args.new}")

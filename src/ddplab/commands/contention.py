@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 
 from .. import display, report
+from ..config import check_number
 from ..errors import UsageError
 from ..workloads import contention as measure
 from . import options
@@ -30,10 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings(args, host_only: bool) -> dict:
     size = args.size or (512 if host_only else 8192)
-    if not 16 <= size <= 65536:
-        raise UsageError("invalid-size", f"--size {size} is out of range; valid: 16 to 65536")
-    if not 0.1 <= args.seconds <= 600:
-        raise UsageError("invalid-seconds", f"--seconds {args.seconds} is out of range; valid: 0.1 to 600")
+    check_number(size, "--size", 16, 65536, integer=True)
+    check_number(args.seconds, "--seconds", 0.1, 600)
     return {"size": size, "seconds": args.seconds, "batch": 4 if host_only else 20}
 
 
@@ -57,8 +56,12 @@ def execute(args, console=None, live: bool = True) -> dict:
     from .. import session
 
     opts = launch_options(args)
-    platform, placement = session.prepare(opts)
+    platform, placement = session.prepare(opts, with_memory=True)
     s = settings(args, placement.host_only)
+    # Two operands and a result, float32 on the host and bfloat16 on a device (workloads/contention.py).
+    matrix_bytes = s["size"] ** 2 * (4 if placement.host_only else 2)
+    options.require_fits(platform, placement, 3 * matrix_bytes, f"--size {s['size']} (3 matrices per process)",
+                         "contention-too-large", hint="lower --size")
     sess = session.run_workload("contention", s, opts, "contention", console, live, prepared=(platform, placement))
     results = sess.common_results()
     values = sess.rank_values()

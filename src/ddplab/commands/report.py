@@ -4,10 +4,7 @@ JSON alone (a report from another machine, or last week's)."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
-
-from ..errors import UsageError
 
 SUMMARY = "re-render report.html from a report.json"
 
@@ -18,16 +15,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load(path: str) -> dict:
-    p = Path(path)
-    if not p.is_file():
-        raise UsageError("no-such-file", f"{path} is not a file")
-    try:
-        doc = json.loads(p.read_text())
-    except json.JSONDecodeError as exc:
-        raise UsageError("unreadable-report", f"{path} is not JSON: {exc}") from None
-    if not isinstance(doc, dict) or "schema_version" not in doc or "results" not in doc:
-        raise UsageError("not-a-report", f"{path} is not a ddplab report (no schema_version/results)")
-    return doc
+    """The report, read and checked field by field (report_schema.py); UsageError otherwise."""
+    from ..report_schema import read_document
+
+    return read_document(path)
 
 
 def validate(args) -> None:

@@ -31,12 +31,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def validate(args) -> None:
-    from ..config import LaunchOptions
+    from ..config import MAX_TIMEOUT_S, LaunchOptions, check_number
     from ..platform import validate_device_request
 
     if args.profile not in PROFILES:
         raise invalid_choice("profile", args.profile, PROFILES)
     validate_device_request(args.device)
+    check_number(args.stage_deadline, "--stage-deadline", 0, MAX_TIMEOUT_S, name="seconds", low_open=True)
     LaunchOptions(nproc=args.nproc, device=args.device, hang_timeout_s=args.stage_deadline)
 
 

@@ -12,12 +12,16 @@ from __future__ import annotations
 import argparse
 
 from .. import display, report
-from ..errors import UsageError
+from ..config import check_number
 from . import options
 
 SUMMARY = "latency storm: N tiny all_reduces, mean/p50/p99 latency, CPU cost, device time"
 MAX_ITERS = 10_000_000
 MAX_BYTES = 1 << 30
+MAX_THRESHOLD_US = 60e6  # a minute per 4-byte all_reduce is no threshold at all
+# What a rank holds per storm byte: its buffer and the backend's staging copies (gloo copies
+# into its own buffers); a floor, so a refusal is certain to be right.
+BUFFERS_PER_BYTE = 2
 METHOD = ("mean: pipelined (N back-to-back all_reduces, one device sync, wall/N), averaged over ranks; "
           "per-op: blocking (device sync after each op, host perf_counter); device: event pairs per op")
 
@@ -42,12 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings(args) -> dict:
-    if not 1 <= args.iters <= MAX_ITERS:
-        raise UsageError("invalid-iters", f"--iters {args.iters} is out of range; valid: 1 to {MAX_ITERS}")
-    if not 1 <= args.bytes <= MAX_BYTES:
-        raise UsageError("invalid-bytes", f"--bytes {args.bytes} is out of range; valid: 1 to {MAX_BYTES}")
-    if args.threshold_us is not None and args.threshold_us <= 0:
-        raise UsageError("invalid-threshold", f"--threshold-us {args.threshold_us} must be positive")
+    check_number(args.iters, "--iters", 1, MAX_ITERS, integer=True)
+    check_number(args.bytes, "--bytes", 1, MAX_BYTES, integer=True)
+    if args.threshold_us is not None:
+        check_number(args.threshold_us, "--threshold-us", 0, MAX_THRESHOLD_US, name="us", low_open=True,
+                     reference="invalid-threshold")
     return {"iters": args.iters, "bytes": args.bytes, "warmup": min(100, args.iters),
             "per_op_iters": min(args.iters, 2000)}
 
@@ -71,7 +74,11 @@ def execute(args, console=None, live: bool = True) -> dict:
     from .. import session
 
     opts = options.launch_options(args)
-    s = session.run_workload("storm", settings(args), opts, "storm", console, live, sample=args.sample)
+    prepared = session.prepare(opts, with_memory=True)
+    options.require_fits(*prepared, BUFFERS_PER_BYTE * args.bytes, f"--bytes {args.bytes}", "storm-too-large",
+                         hint="lower --bytes")
+    s = session.run_workload("storm", settings(args), opts, "storm", console, live, sample=args.sample,
+                             prepared=prepared)
     threshold, why = threshold_for(s.placement, args.threshold_us)
     results = summarise(s, threshold, why)
     verdict = "fail" if not results["completed"] or not results["correct"] or not results["within_threshold"] \

@@ -11,7 +11,8 @@ import argparse
 
 from .. import collectives, display, report, spikes, timed_windows
 from ..collectives.common import DTYPES
-from ..errors import UsageError, invalid_choice
+from ..config import check_number
+from ..errors import invalid_choice
 from ..sizes import size_range
 from ..workloads.common import MODES
 from . import options
@@ -21,6 +22,7 @@ MAX_ITERS = 100_000
 MAX_REPEAT = 100
 REPEAT_ON_ACCELERATOR = 3  # one disturbed repetition cannot move the median of three
 REPEAT_ON_HOST = 1  # the host runs gloo as a functional check; the lab asks for -R 3 (profiles.py)
+MAX_BUSBW_GBPS = 1e6  # a petabyte per second: no interconnect is near it
 CEILING_MAX_BYTES = 1 << 30
 # Bytes a rank holds per size: inputs, outputs and the expected buffer of the check.
 BUFFERS_PER_SIZE = 4
@@ -61,14 +63,12 @@ def settings(args) -> dict:
         raise invalid_choice("dtype", args.dtype, DTYPES)
     if args.mode not in MODES:
         raise invalid_choice("mode", args.mode, MODES)
-    if not 1 <= args.iters <= MAX_ITERS:
-        raise UsageError("invalid-iters", f"-n {args.iters} is out of range; valid: 1 to {MAX_ITERS}")
-    if args.warmup < 0:
-        raise UsageError("invalid-warmup", f"-w {args.warmup} must be 0 or more")
-    if args.repeat is not None and not 1 <= args.repeat <= MAX_REPEAT:
-        raise UsageError("invalid-repeat", f"-R {args.repeat} is out of range; valid: 1 to {MAX_REPEAT}")
-    if args.min_busbw is not None and args.min_busbw <= 0:
-        raise UsageError("invalid-min-busbw", f"--min-busbw {args.min_busbw} must be a positive GB/s figure")
+    check_number(args.iters, "-n", 1, MAX_ITERS, integer=True, reference="invalid-iters")
+    check_number(args.warmup, "-w", 0, MAX_ITERS, integer=True, reference="invalid-warmup")
+    if args.repeat is not None:
+        check_number(args.repeat, "-R", 1, MAX_REPEAT, integer=True, reference="invalid-repeat")
+    if args.min_busbw is not None:
+        check_number(args.min_busbw, "--min-busbw", 0, MAX_BUSBW_GBPS, name="GB/s", low_open=True)
     return {"ops": ops, "sizes": sizes, "dtype": args.dtype, "mode": args.mode, "iters": args.iters,
             "warmup": args.warmup, "check": args.check, "repeat": args.repeat}
 
@@ -84,13 +84,8 @@ def validate(args) -> None:
 
 def _check_memory(platform, placement, sizes: list[int]) -> None:
     """Refuse a sweep that cannot fit, before any rank allocates (free memory known only here)."""
-    free = platform.devices[0].free_bytes if platform.devices else None
-    ranks_on_device = len(placement.device_indices) if placement.shared_device else 1
-    need = BUFFERS_PER_SIZE * max(sizes) * ranks_on_device
-    if free is not None and need > free:
-        raise UsageError("sweep-too-large",
-                         f"-e {max(sizes)} B needs about {need / 1e9:.1f} GB on device 0 ({BUFFERS_PER_SIZE} buffers "
-                         f"x {ranks_on_device} rank(s)), but only {free / 1e9:.1f} GB is free",
+    options.require_fits(platform, placement, BUFFERS_PER_SIZE * max(sizes),
+                         f"-e {max(sizes)} B ({BUFFERS_PER_SIZE} buffers per rank)", "sweep-too-large",
                          hint="lower -e/--maxbytes")
 
 

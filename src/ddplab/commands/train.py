@@ -44,9 +44,21 @@ def execute(cfg: TrainConfig, console=None, live: bool = True) -> dict:
 
     payload = {"steps": cfg.steps, "model": cfg.model, "batch_size": cfg.batch_size, "seed": cfg.seed,
                "check_every": cfg.check_every}
-    s = session.run_workload("ddp_train", payload, cfg.launch, "train", console, live)
+    prepared = session.prepare(cfg.launch, with_memory=True)
+    options.require_fits(*prepared, memory_per_rank(cfg), f"--batch-size {cfg.batch_size} with --model {cfg.model}",
+                         "batch-too-large", hint="lower --batch-size")
+    s = session.run_workload("ddp_train", payload, cfg.launch, "train", console, live, prepared=prepared)
     results = aggregate(s)
     return report.document("train", cfg.to_dict(), s.platform.to_dict(), results, train_verdict(results))
+
+
+def memory_per_rank(cfg: TrainConfig) -> int:
+    """A floor on the bytes one rank holds (workloads/ddp_train.py): every rank rebuilds all
+    ranks' batches on the host, copies them to its device and concatenates them for the
+    reference gradient, whose forward pass keeps each layer's output for the backward."""
+    world = cfg.launch.nproc * cfg.launch.nnodes
+    features, activations = {"linear": (10, 2 * 10), "mlp": (1024, 7 * 1024)}[cfg.model]
+    return world * cfg.batch_size * 4 * (3 * features + activations)
 
 
 def aggregate(s) -> dict:

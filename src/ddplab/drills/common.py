@@ -122,7 +122,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def first_detection(session, injected_at: float, victim: int) -> dict:
+def first_detection(session, injected_at: float | None, victim: int) -> dict:
     """The earliest of: ddplab's supervisor, a rank's own error, the launcher tearing down."""
     from .. import status as status_mod
 
@@ -144,7 +144,8 @@ def first_detection(session, injected_at: float, victim: int) -> dict:
     if not candidates:
         return {"detected_by": None, "detect_s": None, "error_excerpt": ""}
     when, how, text = min(candidates, key=lambda c: c[0])
-    return {"detected_by": how, "detect_s": round(max(0.0, when - injected_at), 2), "error_excerpt": excerpt(text)}
+    detect_s = round(max(0.0, when - injected_at), 2) if injected_at is not None else None
+    return {"detected_by": how, "detect_s": detect_s, "error_excerpt": excerpt(text)}
 
 
 def ddplab_culprits(session, states: dict[int, dict]) -> tuple[list[int], str]:
@@ -164,8 +165,9 @@ def ddplab_culprits(session, states: dict[int, dict]) -> tuple[list[int], str]:
     return status_mod.name_culprits(snapshot, len(session.placement.device_indices), time.time(), stale_s=1e9)
 
 
-def injected_time(states: dict[int, dict], victim: int, fallback: float) -> float:
-    return states.get(victim, {}).get("injected_at") or fallback
+def injected_time(states: dict[int, dict], victim: int) -> float | None:
+    """When the victim rank says it injected its fault; None when it never did."""
+    return states.get(victim, {}).get("injected_at")
 
 
 def child_launcher(argv: list[str], env: dict | None = None) -> subprocess.Popen:
@@ -217,13 +219,14 @@ def run_inprocess(name: str, opts: DrillOptions, fault: str, console=None, setti
                 "interval_s": 0.01, "late_s": opts.timeout_s + 60, "stall_s": 3 * opts.timeout_s + 60,
                 **(settings or {})}
     injected: dict = {}
-    started = time.time()
     with _environ(env or {}):
         s = session.run_workload("drill", workload, lopts, f"drill-{name}", console, live=False,
                                  prepared=(platform, placement),
                                  controller=controller_factory(injected, opts) if controller_factory else None)
     states = status_mod.read_all(s.run.path)
-    inject_at = injected.get("at") or injected_time(states, opts.victim, started)
+    # Only a fault that really went in has a time. A fallback (the start time) once let ranks that
+    # crashed before any fault pass as a detection of it, and judge() requires the time.
+    inject_at = injected.get("at") or injected_time(states, opts.victim)
     culprits, why = ddplab_culprits(s, states)
     leaks = leaked(s.run.run_id, list(s.run.rank_pids().values()))
     after, back_s = wait_memory_back(monitor, before)
@@ -245,9 +248,16 @@ def run_inprocess(name: str, opts: DrillOptions, fault: str, console=None, setti
     }
 
 
+def fault_injected(outcome: dict) -> bool:
+    """The drill's fault really went in: its injection has a time."""
+    return (outcome.get("injected") or {}).get("at") is not None
+
+
 def judge(outcome: dict, victim: int, timeout_s: float, memory_measured: bool) -> str:
-    """pass: detected within timeout + 5 s, the victim named, nothing leaked, memory back."""
-    ok = (outcome["detected_by"] is not None and outcome["detect_s"] is not None
+    """pass: the fault went in, was detected within timeout + 5 s, the victim named, nothing
+    leaked, memory back."""
+    ok = (fault_injected(outcome)
+          and outcome["detected_by"] is not None and outcome["detect_s"] is not None
           and outcome["detect_s"] <= timeout_s + 5
           and victim in outcome["culprit_ranks"]
           and not outcome["leaked_pids"]
@@ -263,11 +273,12 @@ def kill_when_running(sig: int, what: str):
             victim_pid = run.rank_pids().get(opts.victim)
             if not pids or victim_pid is None:
                 return
-            injected.update(at=time.time(), what=what)
+            sent_at = time.time()
             try:
                 os.kill(victim_pid, sig)
             except ProcessLookupError:
-                pass
+                return  # the rank was already gone: nothing was injected
+            injected.update(at=sent_at, what=what)
         return control
     return factory
 
@@ -290,8 +301,9 @@ def signal_child_launcher(name: str, opts: DrillOptions, sig: int, console=None)
     try:
         pids = wait_for_pids(child_dir, opts.nproc)
         run_id = _run_id_of(pids)
-        injected_at = time.time()
+        injected_at = None
         if pids:
+            injected_at = time.time()
             os.kill(child.pid, sig)
         gone_at = _wait_gone(pids, opts.timeout_s + 10)
         try:

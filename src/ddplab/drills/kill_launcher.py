@@ -8,7 +8,7 @@ proves `ddplab clean` finds exactly those orphans, ends them, and the memory com
 
 import signal
 
-from .common import signal_child_launcher, torchrun_orphans
+from .common import fault_injected, signal_child_launcher, torchrun_orphans
 
 SUMMARY = "SIGKILL the launcher (ddplab's, or plain torchrun's for comparison)"
 EXPECT = ("ddplab: no rank survives 3 s later. torchrun: orphans remain, and ddplab clean removes exactly "
@@ -23,5 +23,6 @@ def run(opts, console=None) -> dict:
             else "fail"
         return out
     out = signal_child_launcher("kill_launcher", opts, signal.SIGKILL, console)
-    out["verdict"] = "pass" if out["detect_s"] is not None and not out["leaked_pids"] else "fail"
+    out["verdict"] = "pass" if fault_injected(out) and out["detect_s"] is not None and not out["leaked_pids"] \
+        else "fail"
     return out

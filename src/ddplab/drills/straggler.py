@@ -8,7 +8,7 @@ import signal
 import time
 
 from ..workloads.common import distribution
-from .common import run_inprocess, wait_for_pids
+from .common import fault_injected, run_inprocess, wait_for_pids
 
 SUMMARY = "pause one rank P ms every second; latency inflation seen by the others"
 EXPECT = "both runs complete, the others' p99 grows with the pause, nothing is left"
@@ -21,10 +21,12 @@ def _pauser(injected: dict, opts):
         if not wait_for_pids(run.path, opts.nproc):
             return
         pid = run.rank_pids().get(opts.victim)
-        injected.update(at=time.time(), what=f"SIGSTOP for {PAUSE_MS} ms every second")
         try:
             while True:
+                paused_at = time.time()
                 os.kill(pid, signal.SIGSTOP)
+                injected.setdefault("at", paused_at)  # recorded once the first pause really happened
+                injected.setdefault("what", f"SIGSTOP for {PAUSE_MS} ms every second")
                 time.sleep(PAUSE_MS / 1000)
                 os.kill(pid, signal.SIGCONT)
                 time.sleep(1 - PAUSE_MS / 1000)
@@ -51,5 +53,6 @@ def run(opts, console=None) -> dict:
                inflation={k: (p[k] / b[k] if b.get(k) else None) for k in ("p50", "p99", "max")})
     out["leaked_pids"] = sorted(set(base["leaked_pids"]) | set(paused["leaked_pids"]))
     completed = base["session"]["completed"] and paused["session"]["completed"]
-    out["verdict"] = "pass" if completed and not out["leaked_pids"] and p.get("p99", 0) > b.get("p99", 0) else "fail"
+    out["verdict"] = "pass" if (fault_injected(paused) and completed and not out["leaked_pids"]
+                                and p.get("p99", 0) > b.get("p99", 0)) else "fail"
     return out
