@@ -87,7 +87,9 @@ def test_compare_refuses_a_bad_file_on_either_side(tmp_path, capsys, name, make,
 
 def test_compare_still_reads_a_good_report_against_itself(tmp_path, capsys):
     assert _exit(["compare", str(FIXTURE), str(FIXTURE)]) == 0
-    assert "0 verdict(s) worse: PASS" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # The fixture's host sweep holds a size far off its neighbours: compare names it (WARN), never a slowdown.
+    assert "0 slower than A" in out and "0 verdict(s) worse" in out
 
 
 @pytest.mark.parametrize("command", ["report", "compare"])
