@@ -12,9 +12,10 @@ import psutil
 import pytest
 
 
-def run_cli(*args: str, timeout: float = 240, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
-    """`python -m ddplab ARGS` as a user would run it; output captured."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="200")
+def run_cli(*args: str, timeout: float = 240, cwd: str | Path | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`python -m ddplab ARGS` as a user would run it (``env``: extra variables); output captured."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="200", **(env or {}))
     return subprocess.run([sys.executable, "-m", "ddplab", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd, env=env)
 

@@ -200,6 +200,18 @@ def whitelisted_environ(environ) -> dict[str, str]:
     return {k: v for k, v in sorted(environ.items()) if env_whitelisted(k)}
 
 
+def loopback_interface() -> str:
+    """Name of the network interface that carries 127.0.0.1 ("lo" on Linux)."""
+    import ipaddress
+
+    import psutil
+
+    for name, addresses in psutil.net_if_addrs().items():
+        if any(a.family == socket.AF_INET and ipaddress.ip_address(a.address).is_loopback for a in addresses):
+            return name
+    return "lo"
+
+
 def _import_plugins() -> tuple[dict[str, str | None], dict[str, str]]:
     versions: dict[str, str | None] = {}
     errors: dict[str, str] = {}

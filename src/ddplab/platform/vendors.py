@@ -49,6 +49,7 @@ class Vendor:
     multi_rank: MultiRankRule | None = None
     per_process_memory_api: str | None = None  # how memory per process is read, or None
     blocking_wait_env: str | None = None  # makes a timed-out wait() raise in Python instead of aborting
+    socket_interface_env: str | None = None  # pins the collective library's sockets to one network interface
 
 
 _TORCH_WATCHDOG = "the process-group timeout passed to init_process_group"
@@ -67,6 +68,7 @@ NVIDIA = Vendor(
     sharing_daemon_control="nvidia-cuda-mps-control",
     visible_devices_env="CUDA_VISIBLE_DEVICES",
     device_node_globs=("/dev/nvidia[0-9]*",),
+    socket_interface_env="NCCL_SOCKET_IFNAME",
     env_prefixes=("NCCL_", "TORCH_NCCL_", "TORCH_FR_", "CUDA_", "PYTORCH_CUDA_", "NVIDIA_"),
     knobs=(
         Knob("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3",
@@ -104,6 +106,7 @@ MOORE_THREADS = Vendor(
     management_tool="mthreads-gmi",
     visible_devices_env="MUSA_VISIBLE_DEVICES",
     device_node_globs=("/dev/mtgpu*",),
+    socket_interface_env="MCCL_SOCKET_IFNAME",  # seen in public scripts; not run here (docs/exposure.md)
     env_prefixes=("MCCL_", "TORCH_MCCL_", "MUSA_"),
     knobs=(
         Knob("TORCH_MCCL_ASYNC_ERROR_HANDLING", "3", "torch_musa's mirror of TORCH_NCCL_ASYNC_ERROR_HANDLING"),
@@ -128,6 +131,7 @@ ASCEND = Vendor(
     management_tool="npu-smi",
     visible_devices_env="ASCEND_RT_VISIBLE_DEVICES",
     device_node_globs=("/dev/davinci[0-9]*",),
+    socket_interface_env="HCCL_SOCKET_IFNAME",  # CANN documents it; not run here (docs/exposure.md)
     env_prefixes=("HCCL_", "TORCH_HCCL_", "ASCEND_"),
     knobs=(
         Knob("HCCL_CONNECT_TIMEOUT", "120", "seconds HCCL waits for peers when building links"),
@@ -153,6 +157,7 @@ INTEL = Vendor(
     management_tool="xpu-smi",
     visible_devices_env="ZE_AFFINITY_MASK",
     device_node_globs=("/dev/dri/renderD*",),
+    # oneCCL's interface variable is not verified: ddplab pins nothing for it and says so.
     env_prefixes=("CCL_", "TORCH_XCCL_", "ZE_", "ONEAPI_"),
     knobs=(
         Knob("TORCH_XCCL_BLOCKING_WAIT", "0", "1 = wait() raises after the timeout"),
@@ -168,6 +173,7 @@ HOST_CPU = Vendor(
     plugin_module=None,
     backend="gloo",
     collective_library="Gloo",
+    socket_interface_env="GLOO_SOCKET_IFNAME",
     env_prefixes=("GLOO_", "OMP_NUM_THREADS"),
     knobs=(),
     # Every rank on a CPU host shares it; gloo has no objection.
@@ -195,6 +201,16 @@ GENERIC_ENV_SUFFIXES = ("_VISIBLE_DEVICES",)
 def env_whitelisted(name: str) -> bool:
     prefixes = GENERIC_ENV_PREFIXES + tuple(p for v in VENDORS.values() for p in v.env_prefixes)
     return name.startswith(prefixes) or name.endswith(GENERIC_ENV_SUFFIXES)
+
+
+def socket_interface_envs(vendor: Vendor) -> tuple[str, ...]:
+    """Variables that choose the interface the ranks' collective sockets listen on.
+
+    The vendor's library's, and gloo's on every device: ranks sharing one device may run gloo
+    (policy.py).
+    """
+    names = (vendor.socket_interface_env, HOST_CPU.socket_interface_env)
+    return tuple(dict.fromkeys(n for n in names if n))
 
 
 @dataclass(frozen=True)
