@@ -1,4 +1,4 @@
-"""Nothing exposed: a one-machine run listens on loopback only."""
+"""Nothing exposed: a one-machine run listens on loopback only, and secrets stay out of reports."""
 
 import ipaddress
 import os
@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from tests.conftest import load_json, run_cli
+from tests.conftest import PLANTED_SECRETS, REDACTED_BY_VALUE, load_json, run_cli
 
 
 def _listening(pids: set[int]) -> set[tuple[int, str, int]]:
@@ -107,3 +107,18 @@ def test_a_socket_interface_the_user_set_is_kept_and_loopback_is_not_claimed(tmp
                                   "set_by": "user", "loopback": False}]
     assert "You set GLOO_SOCKET_IFNAME=ddplab-no-such-if0" in listen["why_not"][0]
     assert proc.returncode != 0  # gloo really used the user's (missing) interface: nothing overrode it
+
+
+def test_env_keeps_secrets_out_and_says_where_a_run_listens(tmp_path):
+    out = tmp_path / "env.json"
+    proc = run_cli("env", "--json", str(out), env={**PLANTED_SECRETS, "TORCH_CPP_LOG_LEVEL": "ERROR"}, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = out.read_text()
+    for value in PLANTED_SECRETS.values():
+        assert value not in text and value not in proc.stdout
+    environ = load_json(out)["platform"]["environ"]
+    assert not {"RANKING_API_KEY", "DDPLAB_WEBHOOK_TOKEN", "GLOO_TOKEN"} & set(environ)
+    assert {k: environ[k] for k in REDACTED_BY_VALUE} == {k: "[redacted]" for k in REDACTED_BY_VALUE}
+    assert environ["TORCH_CPP_LOG_LEVEL"] == "ERROR"  # an ordinary knob is still shown as it is
+    assert "where a one-machine run listens: loopback only: rendezvous store 127.0.0.1" in proc.stdout
+    assert load_json(out)["results"]["listen"]["loopback_only"] is True

@@ -3,8 +3,8 @@
 Reports platform and versions (the collective library BUILT into torch and the one
 LOADED), devices and free memory, available backends, the shared-device plan for
 two ranks, where a one-machine run listens, the sharing daemon (MPS), the vendor's
-watchdog knobs, a whitelisted environment, and processes that hold a device but whose
-launcher is gone.
+watchdog knobs, a whitelisted environment (secrets redacted), and processes that hold a
+device but whose launcher is gone.
 """
 
 from __future__ import annotations

@@ -195,9 +195,11 @@ def gather_probe(with_memory: bool = True) -> Probe:
 
 
 def whitelisted_environ(environ) -> dict[str, str]:
+    """The variables ddplab knows, by exact name, with anything that looks like a secret redacted."""
+    from ..redaction import redact
     from .vendors import env_whitelisted
 
-    return {k: v for k, v in sorted(environ.items()) if env_whitelisted(k)}
+    return {k: redact(k, v) for k, v in sorted(environ.items()) if env_whitelisted(k)}
 
 
 def loopback_interface() -> str:
