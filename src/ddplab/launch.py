@@ -90,7 +90,7 @@ class LaunchResult:
 @dataclass(frozen=True)
 class Rendezvous:
     nnodes: int = 1
-    endpoint: str = "127.0.0.1:0"  # port 0: the c10d store picks a free port (torchrun --standalone)
+    endpoint: str = "127.0.0.1:0"  # one machine: the loopback store (rendezvous.py) on a free port
     join_timeout_s: float = 120.0
 
     @property
