@@ -12,11 +12,24 @@ import psutil
 import pytest
 
 
-def run_cli(*args: str, timeout: float = 240, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
-    """`python -m ddplab ARGS` as a user would run it; output captured."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="200")
+def run_cli(*args: str, timeout: float = 240, cwd: str | Path | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`python -m ddplab ARGS` as a user would run it (``env``: extra variables); output captured."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="200", **(env or {}))
     return subprocess.run([sys.executable, "-m", "ddplab", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd, env=env)
+
+
+# Secrets a user's environment commonly holds (issue 10 found these three in reports), and two
+# variables ddplab does show whose values have a credential's shape. All fake.
+PLANTED_SECRETS = {
+    "RANKING_API_KEY": "rk-planted-ranking-key-0001",
+    "DDPLAB_WEBHOOK_TOKEN": "planted-webhook-token-0002",
+    "GLOO_TOKEN": "planted-gloo-token-0003",
+    "NCCL_DEBUG_FILE": "/tmp/ddplab-debug.log?token=UGxhbnRlZFNlY3JldEJsb2IwMDA0",
+    "NCCL_NET": "hf_PlantedHuggingFaceToken0005",
+}
+REDACTED_BY_VALUE = ("NCCL_DEBUG_FILE", "NCCL_NET")
 
 
 def load_json(path: str | Path) -> dict:

@@ -24,6 +24,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .exposure import where_to_listen
+
 DEFAULT_RUNS_DIR = "ddplab-runs"
 RUN_ID_ENV = "DDPLAB_RUN_ID"  # every worker carries it: how `ddplab clean` recognises our ranks
 RUN_DIR_ENV = "DDPLAB_RUN_DIR"
@@ -82,6 +84,7 @@ class LaunchResult:
     torchrun_root_cause_rank: int | None = None  # the rank elastic would blame (first to fail)
     launcher_error: str | None = None
     interrupted: bool = False  # the launcher itself got SIGINT/SIGTERM
+    listen: dict = field(default_factory=dict)  # where the store and the ranks' sockets listened (exposure.py)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -90,7 +93,7 @@ class LaunchResult:
 @dataclass(frozen=True)
 class Rendezvous:
     nnodes: int = 1
-    endpoint: str = "127.0.0.1:0"  # port 0: the c10d store picks a free port (torchrun --standalone)
+    endpoint: str = "127.0.0.1:0"  # one machine: the loopback store (rendezvous.py) on a free port
     join_timeout_s: float = 120.0
 
     @property
@@ -100,7 +103,33 @@ class Rendezvous:
 
 
 def launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous = Rendezvous()) -> LaunchResult:
-    """Run ``entrypoint(job)`` in ``nproc`` ranks and gather what each returns."""
+    """Run ``entrypoint(job)`` in ``nproc`` ranks and gather what each returns.
+
+    On one machine the rendezvous store listens on a socket bound to loopback here, and the
+    ranks' collective sockets are pinned to the loopback interface (exposure.py).
+    """
+    exposure = where_to_listen(rdzv.nnodes, rdzv.endpoint, job["placement"]["device_type"])
+    if not exposure.loopback_store:
+        result = _launch(entrypoint, job, nproc, run, rdzv, "c10d", {}, exposure.environment())
+        result.listen = exposure.to_dict()
+        return result
+    from . import rendezvous as loopback
+
+    try:
+        listener = loopback.bind_loopback(exposure.store_port)
+    except OSError as exc:
+        return LaunchResult(run.run_id, str(run.path), False, 0.0, listen=exposure.to_dict(),
+                            launcher_error=f"cannot listen on {exposure.store}: {exc}")
+    with listener:  # the store serves on a duplicate of it; this copy is closed when the launch ends
+        exposure = exposure.listening_at(listener.getsockname()[1])
+        result = _launch(entrypoint, job, nproc, run, rdzv, loopback.register(),
+                         {loopback.LISTEN_FD_KEY: listener.fileno()}, exposure.environment())
+    result.listen = exposure.to_dict()
+    return result
+
+
+def _launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous, rdzv_backend: str,
+            rdzv_configs: dict, socket_env: dict[str, str]) -> LaunchResult:
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException, Std
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
@@ -113,9 +142,9 @@ def launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous = Re
         max_nodes=rdzv.nnodes,
         nproc_per_node=nproc,
         run_id=rdzv.run_id or run.run_id,
-        rdzv_backend="c10d",
+        rdzv_backend=rdzv_backend,
         rdzv_endpoint=rdzv.endpoint,
-        rdzv_configs={"join_timeout": rdzv.join_timeout_s, "timeout": rdzv.join_timeout_s},
+        rdzv_configs={"join_timeout": rdzv.join_timeout_s, "timeout": rdzv.join_timeout_s, **rdzv_configs},
         max_restarts=0,
         monitor_interval=0.1,
         start_method="spawn",
@@ -125,7 +154,7 @@ def launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous = Re
     from .procs import start_ticks
 
     marker_env = {RUN_ID_ENV: run.run_id, RUN_DIR_ENV: str(run.path), LAUNCHER_PID_ENV: str(os.getpid()),
-                  LAUNCHER_START_ENV: str(start_ticks(os.getpid()) or "")}
+                  LAUNCHER_START_ENV: str(start_ticks(os.getpid()) or ""), **socket_env}
     if nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
         # What torchrun does: N ranks each spinning up all-core thread pools overload the host.
         marker_env["OMP_NUM_THREADS"] = "1"

@@ -51,6 +51,7 @@ class Session:
             "ranks": self.rank_entries(),
             "torchrun_root_cause_rank": outcome.torchrun_root_cause_rank,
             "launcher_error": outcome.launcher_error,
+            "listen": outcome.listen,
             "interrupted": outcome.interrupted,
             "hang": self.hang,
             "expected_failure": placement.expected_failure,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import load_json, run_cli
+from tests.conftest import PLANTED_SECRETS, REDACTED_BY_VALUE, load_json, run_cli
 
 pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -17,7 +17,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("lab")
-    proc = run_cli("run", "--profile", "quick", "--out", str(out / "run"), cwd=out, timeout=300)
+    # run in an environment holding secrets, as users' shells do
+    proc = run_cli("run", "--profile", "quick", "--out", str(out / "run"), cwd=out, timeout=300, env=PLANTED_SECRETS)
     return proc, out / "run"
 
 
@@ -33,6 +34,16 @@ def test_quick_profile_runs_every_stage_and_writes_both_files(quick_run):
     # the whole environment is never written, only the whitelist
     text = (out / "report.json").read_text()
     assert '"PATH"' not in text and '"HOME"' not in text
+
+
+def test_secrets_in_the_environment_stay_out_of_both_report_files(quick_run):
+    _, out = quick_run
+    json_text, html_text = (out / "report.json").read_text(), (out / "report.html").read_text()
+    for value in PLANTED_SECRETS.values():
+        assert value not in json_text and value not in html_text
+    environ = load_json(out / "report.json")["platform"]["environ"]
+    assert not {"RANKING_API_KEY", "DDPLAB_WEBHOOK_TOKEN", "GLOO_TOKEN"} & set(environ)
+    assert {k: environ[k] for k in REDACTED_BY_VALUE} == {k: "[redacted]" for k in REDACTED_BY_VALUE}
 
 
 def test_report_rerenders_from_json_alone(quick_run, tmp_path):

@@ -2,9 +2,9 @@
 
 Reports platform and versions (the collective library BUILT into torch and the one
 LOADED), devices and free memory, available backends, the shared-device plan for
-two ranks, the sharing daemon (MPS), the vendor's watchdog knobs, a whitelisted
-environment, orphaned ranks (a launcher marked them and it is provably gone) and, apart
-from them, the other processes on the device.
+two ranks, where a one-machine run listens, the sharing daemon (MPS), the vendor's
+watchdog knobs, a whitelisted environment (secrets redacted), orphaned ranks (a launcher
+marked them and it is provably gone) and, apart from them, the other processes on the device.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ def validate(args) -> None:
 
 def execute(device: str = "auto") -> dict:
     from ..config import LaunchOptions
+    from ..exposure import where_to_listen
+    from ..launch import Rendezvous
     from ..platform import describe, gather_probe, open_monitor
     from ..policy import plan
     from ..procs import survey
@@ -60,6 +62,9 @@ def execute(device: str = "auto") -> dict:
         except DdplabError as exc:
             results[key] = {"nproc": nproc, "will_work": False, "reason": exc.message}
             verdicts.append("warn")
+
+    # Where `ddplab train` and friends would listen on this machine (nothing is started here).
+    results["listen"] = where_to_listen(1, Rendezvous.endpoint, platform.device_type).to_dict()
 
     monitor = open_monitor(platform.spec)
     try:
@@ -111,6 +116,7 @@ def render(doc: dict, console) -> None:
         text += _considered_text(s.get("considered", []))
         plan_rows.append((label, text))
     console.print(display.kv_table("Pseudo-DDP plan", plan_rows, markup=True))
+    console.print(f"where a one-machine run listens: {escape(r['listen']['summary'])}")
     if p["knobs"]:
         console.print(display.kv_table("Watchdog knobs (effective)", [
             (k["name"], f"{k['effective']} ({k['source']}) - {k['meaning']}") for k in p["knobs"]]))

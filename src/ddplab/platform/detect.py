@@ -206,9 +206,23 @@ def gather_probe(with_memory: bool = True) -> Probe:
 
 
 def whitelisted_environ(environ) -> dict[str, str]:
+    """The variables ddplab knows, by exact name, with anything that looks like a secret redacted."""
+    from ..redaction import redact
     from .vendors import env_whitelisted
 
-    return {k: v for k, v in sorted(environ.items()) if env_whitelisted(k)}
+    return {k: redact(k, v) for k, v in sorted(environ.items()) if env_whitelisted(k)}
+
+
+def loopback_interface() -> str:
+    """Name of the network interface that carries 127.0.0.1 ("lo" on Linux)."""
+    import ipaddress
+
+    import psutil
+
+    for name, addresses in psutil.net_if_addrs().items():
+        if any(a.family == socket.AF_INET and ipaddress.ip_address(a.address).is_loopback for a in addresses):
+            return name
+    return "lo"
 
 
 def _import_plugins() -> tuple[dict[str, str | None], dict[str, str]]:

@@ -59,11 +59,12 @@ class Vendor:
     sharing_daemon_control: str | None = None  # the daemon's control binary
     visible_devices_env: str | None = None
     device_node_globs: tuple[str, ...] = ()  # /dev nodes a process holding the device has open
-    env_prefixes: tuple[str, ...] = ()  # environment variables worth showing
+    env_names: tuple[str, ...] = ()  # environment variables worth showing, besides knobs (exact names)
     knobs: tuple[Knob, ...] = ()
     multi_rank: MultiRankRule | None = None
     per_process_memory_api: str | None = None  # how memory per process is read, or None
     blocking_wait_env: str | None = None  # makes a timed-out wait() raise in Python instead of aborting
+    socket_interface_env: str | None = None  # pins the collective library's sockets to one network interface
 
 
 _TORCH_WATCHDOG = "the process-group timeout passed to init_process_group"
@@ -83,7 +84,13 @@ NVIDIA = Vendor(
     sharing_daemon_control="nvidia-cuda-mps-control",
     visible_devices_env="CUDA_VISIBLE_DEVICES",
     device_node_globs=("/dev/nvidia[0-9]*",),
-    env_prefixes=("NCCL_", "TORCH_NCCL_", "TORCH_FR_", "CUDA_", "PYTORCH_CUDA_", "NVIDIA_"),
+    socket_interface_env="NCCL_SOCKET_IFNAME",
+    env_names=("NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE",
+               "NCCL_IB_DISABLE", "NCCL_NVLS_ENABLE", "NCCL_CUMEM_ENABLE", "NCCL_BUFFSIZE", "NCCL_MAX_CTAS",
+               "NCCL_RAS_ENABLE", "NCCL_ALGO", "NCCL_PROTO", "NCCL_NET", "NCCL_VERSION", "TORCH_FR_BUFFER_SIZE",
+               "TORCH_FR_DUMP_TEMP_FILE", "CUDA_VERSION", "CUDA_HOME", "CUDA_LAUNCH_BLOCKING",
+               "CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY",
+               "PYTORCH_CUDA_ALLOC_CONF", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES"),
     knobs=(
         Knob("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3",
              "3 = tear down without ncclCommAbort; torchrun/elastic sets 1 for its workers"),
@@ -123,7 +130,9 @@ MOORE_THREADS = Vendor(
     management_tool="mthreads-gmi",
     visible_devices_env="MUSA_VISIBLE_DEVICES",
     device_node_globs=("/dev/mtgpu*",),
-    env_prefixes=("MCCL_", "TORCH_MCCL_", "MUSA_"),
+    socket_interface_env="MCCL_SOCKET_IFNAME",  # seen in public scripts; not run here (docs/exposure.md)
+    env_names=("MCCL_DEBUG", "MCCL_DEBUG_SUBSYS", "MCCL_P2P_DISABLE", "MCCL_IB_DISABLE", "MCCL_BUFFSIZE",
+               "MUSA_LAUNCH_BLOCKING", "PYTORCH_MUSA_ALLOC_CONF", "MTHREADS_VISIBLE_DEVICES"),
     knobs=(
         Knob("TORCH_MCCL_ASYNC_ERROR_HANDLING", "3", "torch_musa's mirror of TORCH_NCCL_ASYNC_ERROR_HANDLING"),
         Knob("TORCH_MCCL_BLOCKING_WAIT", "0", "1 = wait() raises after the timeout"),
@@ -147,7 +156,9 @@ ASCEND = Vendor(
     management_tool="npu-smi",
     visible_devices_env="ASCEND_RT_VISIBLE_DEVICES",
     device_node_globs=("/dev/davinci[0-9]*",),
-    env_prefixes=("HCCL_", "TORCH_HCCL_", "ASCEND_"),
+    socket_interface_env="HCCL_SOCKET_IFNAME",  # CANN documents it; not run here (docs/exposure.md)
+    env_names=("HCCL_BUFFSIZE", "HCCL_IF_IP", "HCCL_EVENT_TIMEOUT", "HCCL_WHITELIST_DISABLE",
+               "TORCH_HCCL_TRACE_BUFFER_SIZE", "TORCH_HCCL_WAIT_TIMEOUT_DUMP_MILSEC", "TORCH_HCCL_DESYNC_DEBUG"),
     knobs=(
         Knob("HCCL_CONNECT_TIMEOUT", "120", "seconds HCCL waits for peers when building links"),
         Knob("HCCL_EXEC_TIMEOUT", "1800", "seconds a collective may run before HCCL reports it"),
@@ -172,7 +183,8 @@ INTEL = Vendor(
     management_tool="xpu-smi",
     visible_devices_env="ZE_AFFINITY_MASK",
     device_node_globs=("/dev/dri/renderD*",),
-    env_prefixes=("CCL_", "TORCH_XCCL_", "ZE_", "ONEAPI_"),
+    # oneCCL's interface variable is not verified: ddplab pins nothing for it and says so.
+    env_names=("CCL_LOG_LEVEL", "CCL_ATL_TRANSPORT", "ONEAPI_DEVICE_SELECTOR"),
     knobs=(
         Knob("TORCH_XCCL_BLOCKING_WAIT", "0", "1 = wait() raises after the timeout"),
         Knob("TORCH_XCCL_HEARTBEAT_TIMEOUT_SEC", "480", "heartbeat monitor timeout"),
@@ -187,7 +199,8 @@ HOST_CPU = Vendor(
     plugin_module=None,
     backend="gloo",
     collective_library="Gloo",
-    env_prefixes=("GLOO_", "OMP_NUM_THREADS"),
+    socket_interface_env="GLOO_SOCKET_IFNAME",
+    env_names=("GLOO_DEVICE_TRANSPORT", "OMP_NUM_THREADS"),
     knobs=(),
     # Every rank on a CPU host shares it; gloo has no objection.
     multi_rank=MultiRankRule(min_version=(0, 0, 0), enable_env={}, refusal=""),
@@ -202,18 +215,45 @@ PLUGIN_ORDER = tuple(v for v in VENDORS.values() if v.plugin_module)
 # Backends a user may name. Which are usable here is probed at run time.
 KNOWN_BACKENDS = ("gloo", "nccl", "mccl", "hccl", "xccl", "mpi", "ucc")
 
-# Environment shown by `ddplab env` and written into reports: never the whole environment.
-GENERIC_ENV_PREFIXES = (
-    "TORCH_DISTRIBUTED_", "TORCH_CPP_LOG_LEVEL", "TORCHELASTIC_", "TORCH_ELASTIC_",
-    "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "DDPLAB_",
-    "PYTORCH_ALLOC_CONF", "TORCH_DEVICE_BACKEND_AUTOLOAD",
+# Environment shown by `ddplab env` and written into reports: never the whole environment, only
+# names ddplab knows, matched exactly (prefixes let RANKING_API_KEY and GLOO_TOKEN through,
+# docs/exposure.md). Values that look like secrets are redacted on top of this (redaction.py).
+GENERIC_ENV_NAMES = (
+    # what elastic gives each rank, and the launcher's own knobs
+    "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+    "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_USE_AGENT_STORE",
+    "TORCHELASTIC_ERROR_FILE", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "USE_LIBUV",
+    # torch.distributed's debugging and allocator knobs
+    "TORCH_DISTRIBUTED_DEBUG", "TORCH_CPP_LOG_LEVEL", "TORCH_SHOW_CPP_STACKTRACES", "PYTORCH_ALLOC_CONF",
+    "TORCH_DEVICE_BACKEND_AUTOLOAD",
+    # ddplab's own markers (launch.py)
+    "DDPLAB_RUN_ID", "DDPLAB_RUN_DIR", "DDPLAB_LAUNCHER_PID", "DDPLAB_DEBUG",
 )
-GENERIC_ENV_SUFFIXES = ("_VISIBLE_DEVICES",)
+
+
+def _vendor_env_names(vendor: Vendor) -> tuple[str, ...]:
+    """Every variable the vendor table itself names: knobs, device selection, sockets, extras."""
+    named = (vendor.visible_devices_env, vendor.blocking_wait_env, vendor.socket_interface_env)
+    enable = tuple(vendor.multi_rank.enable_env) if vendor.multi_rank else ()
+    return tuple(n for n in named if n) + enable + tuple(k.name for k in vendor.knobs) + vendor.env_names
+
+
+ENV_WHITELIST = frozenset(GENERIC_ENV_NAMES).union(*(_vendor_env_names(v) for v in VENDORS.values()))
 
 
 def env_whitelisted(name: str) -> bool:
-    prefixes = GENERIC_ENV_PREFIXES + tuple(p for v in VENDORS.values() for p in v.env_prefixes)
-    return name.startswith(prefixes) or name.endswith(GENERIC_ENV_SUFFIXES)
+    return name in ENV_WHITELIST
+
+
+def socket_interface_envs(vendor: Vendor) -> tuple[str, ...]:
+    """Variables that choose the interface the ranks' collective sockets listen on.
+
+    The vendor's library's, and gloo's on every device: ranks sharing one device may run gloo
+    (policy.py).
+    """
+    names = (vendor.socket_interface_env, HOST_CPU.socket_interface_env)
+    return tuple(dict.fromkeys(n for n in names if n))
 
 
 @dataclass(frozen=True)
