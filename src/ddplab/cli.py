@@ -15,8 +15,9 @@ import time
 import traceback
 from pathlib import Path
 
-from . import __version__, commands
+from . import __version__, commands, interrupts
 from .errors import DdplabError, ExitCode, invalid_choice
+from .files import check_output_file
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@interrupts.owned  # from the first line: Ctrl+C and SIGTERM become an orderly stop (interrupts.py)
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and not argv[0].startswith("-") and argv[0] not in commands.COMMANDS:
@@ -55,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     module = commands.load(args.command)
     try:
         module.validate(args)
+        if getattr(args, "json", None):  # written at the end: refuse now what could not be written then
+            check_output_file(args.json, "--json")
         return int(module.main(args, console))
     except DdplabError as exc:
         print(exc.render(), file=sys.stderr)

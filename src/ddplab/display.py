@@ -151,10 +151,14 @@ def footer(console, results: dict, verdict: str, summary: str) -> None:
 
 
 def finish(doc: dict, render, json_path: str | None, console) -> int:
-    """What every command ends with: show the document, write it if asked, map its verdict to an exit code."""
+    """What every command ends with: write the document if asked, show it, map its verdict to an exit code.
+
+    Written first: a verdict is printed only once its report is safely stored, never a PASS
+    followed by a write error.
+    """
     from .report import exit_code, write_json
 
-    render(doc, console)
     if json_path:
         write_json(doc, json_path)
+    render(doc, console)
     return int(exit_code(doc["verdict"]))

@@ -1,7 +1,8 @@
 """Start ranks through torch.distributed.elastic (torchrun's engine, used as a library).
 
-One run = one run directory:
+One run = one run directory, and one directory = one run:
     <run_dir>/
+        run-id               written first, atomically: a directory holding it is in use
         job.json             what every rank was asked to do
         pids/<rank>          each rank's pid, written by the rank itself (the sampler reads it)
         logs/<elastic run id>_*/attempt_0/<local_rank>/{stdout,stderr}.log, error.json
@@ -10,21 +11,33 @@ Workers must not outlive the launcher (plain torchrun leaves orphans holding dev
 memory when its agent is SIGKILLed, measured.md). Elastic cannot guarantee that, so
 every rank arms a parent-death guard first thing (``worker.guard_parent``). This
 module knows nothing about what the ranks compute.
+
+SIGINT and SIGTERM are ddplab's (interrupts.py), during a launch too: elastic is asked to
+handle only SIGHUP and SIGQUIT, a stop signal is raised as elastic's own SignalException so
+that elastic tears the ranks down with SIGTERM, and every handler elastic installed is put
+back afterwards.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import os
 import signal
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
+from . import interrupts
+from .errors import UsageError
 from .exposure import where_to_listen
+from .files import create_exclusive, make_directory, raise_if_full, write_text_atomic
 
 DEFAULT_RUNS_DIR = "ddplab-runs"
 RUN_ID_ENV = "DDPLAB_RUN_ID"  # every worker carries it: how `ddplab clean` recognises our ranks
@@ -33,6 +46,12 @@ LAUNCHER_PID_ENV = "DDPLAB_LAUNCHER_PID"
 # The launcher's start time in clock ticks since boot: with its pid, an identity that reads the
 # same from any PID namespace (a pid alone does not), so `ddplab clean` can tell whether it lives.
 LAUNCHER_START_ENV = "DDPLAB_LAUNCHER_START"
+RUN_ID_FILE = "run-id"
+# What marks a directory as a run's, besides RUN_ID_FILE: runs from before it existed.
+EARLIER_RUN_MARKERS = ("job.json", "report.json", "pids")
+# Elastic keeps these; SIGINT/SIGTERM are ddplab's (see the module docstring).
+ELASTIC_SIGNALS = "SIGHUP,SIGQUIT"
+ELASTIC_SIGNALS_ENV = "TORCHELASTIC_SIGNALS_TO_HANDLE"  # launch_agent sets it for the process: restored after
 
 
 @dataclass(frozen=True)
@@ -42,10 +61,12 @@ class RunDir:
 
     @classmethod
     def create(cls, base: str | None, label: str) -> "RunDir":
-        run_id = f"{label}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+        """A fresh run directory: ``base`` if given (refused when it already holds a run), else a
+        new one under ./ddplab-runs named by the run id."""
+        run_id = new_run_id(label)
         path = Path(base) if base else Path(DEFAULT_RUNS_DIR) / run_id
-        path.mkdir(parents=True, exist_ok=True)
-        (path / "pids").mkdir(exist_ok=True)
+        claim_directory(path, run_id, "--run-dir")
+        make_directory(path / "pids", "--run-dir")
         return cls(path.resolve(), run_id)
 
     def rank_pids(self) -> dict[int, int]:
@@ -59,6 +80,51 @@ class RunDir:
 
     def log_files(self, local_rank: int) -> list[Path]:
         return sorted(self.path.glob(f"logs/*/attempt_*/{local_rank}/std*.log"))
+
+
+def new_run_id(label: str) -> str:
+    """label-YYYYmmdd-HHMMSS-xxxxxx: readable, sortable, and unique even within one second."""
+    return f"{label}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
+def claim_directory(path: Path, run_id: str, option: str) -> None:
+    """Make ``path`` the directory of run ``run_id`` alone, or refuse it (exit 2) if it holds a run.
+
+    Two launchers sharing a directory overwrite each other's pid and status files and sample
+    each other's ranks. The claim file is created atomically (files.create_exclusive), so of two
+    runs racing for one directory exactly one gets it.
+    """
+    make_directory(path, option)
+    check_unused(path, option)
+    if not create_exclusive(path / RUN_ID_FILE, f"{run_id}\n"):  # another run took it since the check
+        raise _in_use(path, option, run_in(path) or "(another run)")
+
+
+def check_unused(path: Path, option: str) -> None:
+    """Refuse (exit 2) a directory that already holds a run."""
+    holder = run_in(path)
+    if holder is not None:
+        raise _in_use(path, option, holder)
+
+
+def _in_use(path: Path, option: str, holder: str) -> UsageError:
+    return UsageError("run-dir-in-use", f"{option} {path} already holds run {holder}; every run needs a "
+                                        f"directory of its own: give a new one, or leave {option} out")
+
+
+def run_in(path: Path) -> str | None:
+    """The run a directory holds: its run id, a description of an earlier run's files, or None."""
+    try:
+        claim = (path / RUN_ID_FILE).read_text().strip()
+        return claim or "(being created)"
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return "(unreadable run-id)"
+    for name in EARLIER_RUN_MARKERS:
+        if (path / name).exists():
+            return f"(an earlier run: {name})"
+    return None
 
 
 @dataclass
@@ -135,7 +201,7 @@ def _launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous, rd
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     _quiet_elastic_logging()
-    (run.path / "job.json").write_text(json.dumps(job, indent=2, default=str))
+    write_text_atomic(run.path / "job.json", json.dumps(job, indent=2, default=str))
     config = _launch_config(
         LaunchConfig,
         min_nodes=rdzv.nnodes,
@@ -150,6 +216,7 @@ def _launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous, rd
         start_method="spawn",
         logs_specs=DefaultLogsSpecs(log_dir=str(run.path / "logs"), redirects=Std.ALL, tee=Std.NONE),
         shutdown_timeout=5,
+        signals_to_handle=ELASTIC_SIGNALS,
     )
     from .procs import start_ticks
 
@@ -158,20 +225,94 @@ def _launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous, rd
     if nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
         # What torchrun does: N ranks each spinning up all-core thread pools overload the host.
         marker_env["OMP_NUM_THREADS"] = "1"
+
+    def stop_ranks(name: str) -> BaseException:
+        # Elastic's own signal exception: its agent stops the ranks with ``sigval``. SIGTERM, not the
+        # SIGINT received: ranks ignore SIGINT (worker.py).
+        return SignalException(f"{name} to the launcher", sigval=signal.SIGTERM)
+
     start = time.monotonic()
-    with _environ(marker_env):  # spawned ranks inherit it at exec, so it shows in /proc/<pid>/environ
+    # _environ: spawned ranks inherit marker_env at exec, so it shows in /proc/<pid>/environ.
+    # handlers_restored: elastic installs handlers when it starts the ranks and never removes them;
+    # left in place, they turned the next Ctrl+C into a SignalException inside whatever ran after
+    # the launch (a drill's `except Exception` swallowed it).
+    with _ranks_start_with_sigint_blocked(), _environ({**marker_env, ELASTIC_SIGNALS_ENV: ELASTIC_SIGNALS}), \
+            interrupts.handlers_restored((signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)):
         try:
-            values = elastic_launch(config, entrypoint)(job)
+            with interrupts.raising(stop_ranks):  # raises at once if a stop came before the launch
+                values = elastic_launch(config, entrypoint)(job)
             return LaunchResult(run.run_id, str(run.path), True, time.monotonic() - start,
                                 return_values={int(k): v for k, v in values.items()})
         except ChildFailedError as exc:
+            _raise_if_disk_full(run)
             return _failed_result(run, exc, time.monotonic() - start)
         except SignalException as exc:  # SIGINT/SIGTERM to the launcher: elastic stopped the ranks
+            _end_unregistered_ranks(run)
             return LaunchResult(run.run_id, str(run.path), False, time.monotonic() - start,
                                 launcher_error=f"interrupted: {exc}", interrupted=True)
         except Exception as exc:  # rendezvous or agent failure: still a report, never a traceback
+            _end_unregistered_ranks(run)
+            _raise_if_disk_full(run)
             return LaunchResult(run.run_id, str(run.path), False, time.monotonic() - start,
                                 launcher_error=f"{type(exc).__name__}: {exc}")
+
+
+def _end_unregistered_ranks(run: RunDir, grace_s: float = 3.0) -> None:
+    """End ranks elastic started but never registered, and so never tears down.
+
+    A stop that lands while elastic is still starting the ranks aborts its start loop: the ranks
+    already started are left out of its process context. Still importing torch, they would fail
+    later on the launcher's vanished pipes and semaphores (a traceback each) or wait for peers.
+    Evidence they are ours: children of this launcher, started by multiprocessing's spawn, that
+    carry this run's id.
+    """
+    ranks = []
+    for child in psutil.Process().children():
+        try:
+            if child.environ().get(RUN_ID_ENV) == run.run_id and "spawn_main" in " ".join(child.cmdline()):
+                ranks.append(child)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    for rank in ranks:
+        rank.terminate()  # SIGTERM, as elastic's teardown: quiet, nothing handles it while starting
+    _, alive = psutil.wait_procs(ranks, timeout=grace_s)
+    for rank in alive:
+        rank.kill()
+    psutil.wait_procs(alive, timeout=grace_s)
+
+
+def _raise_if_disk_full(run: RunDir) -> None:
+    """A rank that hits ENOSPC cannot write its error file either, and elastic then fails on the
+    empty file with a JSONDecodeError: name the full disk instead (exit 3)."""
+    raise_if_full(run.path, "the run directory: ranks' pid, status, log and error files")
+
+
+@contextlib.contextmanager
+def _ranks_start_with_sigint_blocked():
+    """Ranks start with SIGINT blocked, so a Ctrl+C that reaches them while they still import torch
+    (a terminal signals the whole foreground process group) stays pending until the rank ignores
+    SIGINT (worker.py), instead of printing one KeyboardInterrupt traceback per rank.
+
+    A child inherits the signal mask of the thread that starts it, through exec. Meanwhile a
+    helper thread keeps SIGINT deliverable to this process: Python runs the handler in the main
+    thread whichever thread the kernel handed the signal to.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    # multiprocessing starts its resource tracker at first use (inside elastic) and unblocks SIGINT
+    # in the calling thread afterwards, whatever was blocked before: start it now.
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    done = threading.Event()
+    threading.Thread(target=done.wait, name="ddplab-sigint-receiver", daemon=True).start()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        done.set()
 
 
 def _failed_result(run: RunDir, exc, duration_s: float) -> LaunchResult:
@@ -222,7 +363,13 @@ def _quiet_elastic_logging() -> None:
     # (DDPLAB_DEBUG=1 shows elastic's own log).
     if not os.environ.get("DDPLAB_DEBUG"):
         for name in ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing"):
-            logging.getLogger(name).setLevel(logging.CRITICAL)
+            logger = logging.getLogger(name)
+            logger.setLevel(logging.CRITICAL)
+            # Elastic's module loggers set their own level (WARNING), so the parent's level does not
+            # hold them (a JSONDecodeError traceback hid a full disk): stop their records here.
+            if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+                logger.addHandler(logging.NullHandler())
+            logger.propagate = False
 
 
 class _environ:

@@ -38,10 +38,10 @@ def document(command: str, config: dict, platform: dict | None, results: dict, v
 
 
 def write_json(doc: dict, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2, default=_jsonable) + "\n")
-    return path
+    """Write the document atomically: a full disk leaves the previous file (or none), never half a JSON."""
+    from .files import write_text_atomic
+
+    return write_text_atomic(path, json.dumps(doc, indent=2, default=_jsonable) + "\n", make_parents=True)
 
 
 def worst(verdicts) -> str:

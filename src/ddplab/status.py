@@ -16,6 +16,8 @@ import threading
 import time
 from pathlib import Path
 
+from .files import write_text_atomic
+
 HEARTBEAT_S = 0.5
 
 
@@ -56,9 +58,8 @@ class RankStatus:
 
     def _write(self) -> None:
         self.state["heartbeat"] = time.time()
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.state))
-        os.replace(tmp, self.path)
+        # Rewritten at every collective: atomic for the supervisor, not fsync'ed (files.py).
+        write_text_atomic(self.path, json.dumps(self.state), durable=False)
 
 
 def read_all(run_dir: str | Path) -> dict[int, dict]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from .files import write_text_atomic
 from .status import RankStatus
 
 _PR_SET_PDEATHSIG = 1
@@ -81,13 +82,25 @@ class RankContext:
         return self.runtime.device
 
 
+def ignore_sigint() -> None:
+    """Ctrl+C is the launcher's to handle: it stops the ranks with SIGTERM (launch.py), so a rank
+    that also took the terminal's SIGINT would only add a KeyboardInterrupt traceback per rank.
+
+    The launcher starts ranks with SIGINT blocked; one that arrived during start-up is pending,
+    and setting SIG_IGN discards it before the unblock.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def rank_main(job: dict) -> dict:
     guard_parent(int(os.environ["DDPLAB_LAUNCHER_PID"]))
+    ignore_sigint()
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ["LOCAL_RANK"])
     world_size = int(os.environ["WORLD_SIZE"])
     run_dir = os.environ["DDPLAB_RUN_DIR"]
-    Path(run_dir, "pids", str(rank)).write_text(f"{os.getpid()}\n")
+    write_text_atomic(Path(run_dir, "pids", str(rank)), f"{os.getpid()}\n")
     status = RankStatus(run_dir, rank)
     _stacks_on_sigusr1(run_dir, rank)
     try:

@@ -67,7 +67,7 @@ def test_sigkill_launcher_frees_device_memory(tmp_path):
         deadline = time.monotonic() + 120
         pids = []
         while time.monotonic() < deadline:
-            pids = [int(p.read_text()) for p in (run_dir / "pids").glob("*")] if (run_dir / "pids").exists() else []
+            pids = [int(p.read_text()) for p in (run_dir / "pids").glob("[0-9]*")]  # not writers' temporaries
             if len(pids) == 2 and all(monitor.sample().process_mem_bytes.get(p) for p in pids):
                 break
             time.sleep(0.5)

@@ -29,8 +29,8 @@ def test_sigkill_of_ddplab_leaves_no_rank_alive(tmp_path):
         [sys.executable, "-m", "ddplab", "train", "--nproc", "2", "--steps", "1000000", "--run-dir", str(run_dir)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
     try:
-        pid_files = _wait_for(lambda: len(list((run_dir / "pids").glob("*"))) == 2 and
-                              list((run_dir / "pids").glob("*")), timeout=60)
+        pid_files = _wait_for(lambda: len(list((run_dir / "pids").glob("[0-9]*"))) == 2 and
+                              list((run_dir / "pids").glob("[0-9]*")), timeout=60)
         assert pid_files, "ranks never started"
         rank_pids = [int(p.read_text()) for p in pid_files]
         run_id = (run_dir / "job.json").exists() and _run_id_of(rank_pids[0])

@@ -8,8 +8,9 @@ NAME is one of the drills in ddplab.drills (kill-rank and kill_rank both work), 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from .. import display, drills, report
+from .. import display, drills, interrupts, report
 from ..config import LaunchOptions
 from ..errors import UsageError, invalid_choice
 
@@ -62,8 +63,23 @@ def options(args):
 
 
 def validate(args) -> None:
-    names(args.name)
-    options(args)
+    selected = names(args.name)
+    opts = options(args)
+    for name in selected:
+        check_drill_dir(opts.run_dir, name)
+
+
+def check_drill_dir(run_dir: str | None, name: str) -> None:
+    """Each drill's runs go to <run-dir>/<drill>/: refuse one that already holds runs (exit 2)."""
+    from ..files import check_output_dir
+
+    if not run_dir:
+        return
+    drill_dir = Path(run_dir) / name
+    check_output_dir(drill_dir, "--run-dir")
+    if drill_dir.is_dir() and any(drill_dir.iterdir()):
+        raise UsageError("run-dir-in-use", f"--run-dir {run_dir} already holds runs of drill {name} ({drill_dir}); "
+                                           f"every run needs a directory of its own: give a new one")
 
 
 def execute(selected: list[str], opts, console=None) -> dict:
@@ -74,6 +90,8 @@ def execute(selected: list[str], opts, console=None) -> dict:
     platform, placement = session.prepare(opts.launch())  # refuse bad setups before the first drill
     outcomes = []
     for name in selected:
+        if interrupts.requested():  # Ctrl+C/SIGTERM: the drills run so far make a partial report
+            break
         if console is not None:
             console.rule(f"drill: {name}")
         run_opts = opts
@@ -83,15 +101,16 @@ def execute(selected: list[str], opts, console=None) -> dict:
             run_opts = replace(opts, run_dir=f"{opts.run_dir}/{name}")
         try:
             out = drills.get(name).run(run_opts, console)
-        except Exception as exc:  # one broken drill must not hide the others' results
+        except Exception as exc:  # one broken drill must not hide the others' results (Ctrl+C is not one of them)
             out = {"drill": name, "verdict": "fail", "error": f"{type(exc).__name__}: {exc}", "leaked_pids": []}
         out["expect"] = drills.get(name).EXPECT
         outcomes.append(out)
         if console is not None:
             render_one(out, console)
-    verdict = report.worst(o["verdict"] for o in outcomes)
+    interrupted = bool(interrupts.requested())
+    verdict = "fail" if interrupted else report.worst(o["verdict"] for o in outcomes)
     results = {"backend": placement.backend, "backend_reason": placement.backend_reason,
-               "shared_device": placement.shared_device, "drills": outcomes}
+               "shared_device": placement.shared_device, "interrupted": interrupted, "drills": outcomes}
     return report.document("drill", asdict(opts) | {"drills": selected}, platform.to_dict(), results, verdict)
 
 
@@ -123,8 +142,9 @@ def summary_line(results: dict) -> str:
 
 def main(args, console) -> int:
     doc = execute(names(args.name), options(args), console)
-    console.rule("drills")
-    console.print(f"verdict: {display.verdict_text(doc['verdict'])} - {summary_line(doc['results'])}")
-    if args.json:
+    if args.json:  # before the verdict line: it is printed only once the report is stored
         report.write_json(doc, args.json)
+    console.rule("drills")
+    note = " (INTERRUPTED: partial report)" if doc["results"]["interrupted"] else ""
+    console.print(f"verdict: {display.verdict_text(doc['verdict'])}{note} - {summary_line(doc['results'])}")
     return report.exit_code(doc["verdict"])

@@ -26,10 +26,11 @@ def validate(args) -> None:
 
 
 def main(args, console) -> int:
+    from ..files import write_text_atomic
     from ..html_report import render_html
 
     doc = load(args.report)
     out = Path(args.out) if args.out else Path(args.report).with_suffix(".html")
-    out.write_text(render_html(doc))
+    write_text_atomic(out, render_html(doc))
     console.print(f"wrote {out}")
     return 0

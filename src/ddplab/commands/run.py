@@ -3,8 +3,9 @@
 env -> shared-device train -> per-device train (2+ devices) -> storm -> sweep ->
 ceiling/contention -> drills -> leftover check -> report. Each stage is isolated: one
 that fails or cannot run here is recorded and the next still runs; ranks that hang are
-cut by ddplab's supervisor (--stage-deadline); Ctrl+C stops the lab and still writes a
-report marked interrupted. <out>/report.json and <out>/report.html hold everything.
+cut by ddplab's supervisor (--stage-deadline); Ctrl+C or SIGTERM stops the lab (the running
+stage's ranks at once, interrupts.py), still writes a report marked interrupted and exits 130.
+<out>/report.json and <out>/report.html hold everything; <out> is this run's alone.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import argparse
 import time
 from pathlib import Path
 
-from .. import checks, display, report
-from ..errors import DdplabError, invalid_choice
+from .. import checks, display, interrupts, report
+from ..errors import DdplabError, ExitCode, invalid_choice
+from ..files import DiskFull
 from ..profiles import PROFILES, Stage, stages
 
 SUMMARY = "the whole lab in one command: env, DDP, storm, sweep, ceiling, contention, drills, report"
@@ -26,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help="device type (default: detected accelerator, else cpu)")
     parser.add_argument("--stage-deadline", type=float, default=120.0,
                         help="seconds without progress before a stage's ranks are cut (default: 120)")
-    parser.add_argument("--out", default=None, help="output directory (default: ./ddplab-runs/run-<time>)")
+    parser.add_argument("--out", default=None,
+                        help="output directory, new or empty (default: ./ddplab-runs/run-<time>-<id>)")
     parser.add_argument("--json", metavar="PATH", help="also write the JSON report here")
 
 
@@ -39,13 +42,24 @@ def validate(args) -> None:
     validate_device_request(args.device)
     check_number(args.stage_deadline, "--stage-deadline", 0, MAX_TIMEOUT_S, name="seconds", low_open=True)
     LaunchOptions(nproc=args.nproc, device=args.device, hang_timeout_s=args.stage_deadline)
+    if args.out:
+        check_out_dir(Path(args.out))
+
+
+def check_out_dir(out: Path) -> None:
+    """Refuse at once an --out that holds a run (one report would overwrite the other) or that
+    ddplab could not write."""
+    from ..files import check_output_dir
+    from ..launch import check_unused
+
+    check_output_dir(out, "--out")
+    check_unused(out, "--out")
 
 
 def execute(args, console) -> dict:
     from . import env
 
-    out = Path(args.out or f"ddplab-runs/run-{time.strftime('%Y%m%d-%H%M%S')}")
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim_out_dir(args.out)
     started = time.monotonic()
     records: list[dict] = []
     interrupted = False
@@ -55,16 +69,19 @@ def execute(args, console) -> dict:
     has_daemon = bool(platform.get("sharing_daemon")) and bool(platform.get("management_tool_path"))
     plan = stages(args.profile, args.nproc, platform.get("device_count", 1), host_only, has_daemon)
     for stage in plan[1:]:
+        if interrupts.requested():  # Ctrl+C/SIGTERM between stages (or during env)
+            break
         try:
             doc = _stage(records, stage, console, lambda s=stage: _run_command(s, args, out))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # a second Ctrl+C: the stage was cut short
             interrupted = True
             records.append({"name": stage.name, "verdict": "fail", "summary": "interrupted by the user"})
             break
-        if doc and doc["results"].get("interrupted"):
+        if doc and doc["results"].get("interrupted"):  # its ranks, or its drills, were stopped
             interrupted = True
             break
     records.append(_leftover_check(records))
+    interrupted = interrupted or bool(interrupts.requested())
     rows = [r for rec in records for r in checks.for_stage(rec)]
     verdict = report.worst(s["verdict"] for s in records if s["verdict"] != "skip")
     results = {"profile": args.profile, "stages": records, "checks": rows, "interrupted": interrupted,
@@ -76,11 +93,23 @@ def execute(args, console) -> dict:
     return doc
 
 
+def claim_out_dir(out: str | None) -> Path:
+    """This run's own output directory: --out (refused if it holds a run), else a new one whose name
+    carries a unique suffix: two runs started in the same second once shared one, and lost a report."""
+    from ..launch import DEFAULT_RUNS_DIR, claim_directory, new_run_id
+
+    run_id = new_run_id("run")
+    path = Path(out) if out else Path(DEFAULT_RUNS_DIR) / run_id
+    claim_directory(path, run_id, "--out")
+    return path
+
+
 def write_reports(doc: dict, out: Path) -> None:
+    from ..files import write_text_atomic
     from ..html_report import render_html
 
     report.write_json(doc, out / "report.json")
-    (out / "report.html").write_text(render_html(doc))
+    write_text_atomic(out / "report.html", render_html(doc))
 
 
 def _run_command(stage: Stage, args, out: Path) -> dict:
@@ -118,7 +147,8 @@ def _stage(records: list, stage: Stage, console, run) -> dict | None:
     except KeyboardInterrupt:
         raise
     except DdplabError as exc:  # this machine cannot run the stage: record it, go on
-        records.append({**record, "verdict": "skip" if exc.exit_code == 3 else "fail", "summary": exc.message,
+        cannot_run_here = exc.exit_code == ExitCode.ENVIRONMENT and not isinstance(exc, DiskFull)
+        records.append({**record, "verdict": "skip" if cannot_run_here else "fail", "summary": exc.message,
                         "error": exc.reference, "duration_s": round(time.monotonic() - started, 2)})
         console.print(f"[yellow]{stage.name}:[/] {exc.message}")
         return None
@@ -181,14 +211,14 @@ def _run_ids(records: list[dict]) -> set[str]:
 
 def main(args, console) -> int:
     doc = execute(args, console)
+    if args.json:  # before the verdict: it is printed only once every report is stored
+        report.write_json(doc, args.json)
     console.rule("verdict")
     console.print(display.check_table(f"ddplab run --profile {args.profile}", doc["results"]["checks"]))
     note = " (INTERRUPTED: partial report)" if doc["results"]["interrupted"] else ""
     console.print(f"verdict: {display.verdict_text(doc['verdict'])}{note} in {doc['results']['duration_s']} s; "
                   f"report: {doc['results']['out']}/report.html")
-    if args.json:
-        report.write_json(doc, args.json)
     if doc["results"]["interrupted"]:
-        return 130
+        return ExitCode.INTERRUPTED
     return report.exit_code(doc["verdict"])
 

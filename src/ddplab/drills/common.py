@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psutil
 
+from .. import interrupts
 from ..config import LaunchOptions
 from ..launch import RUN_ID_ENV
 from ..procs import TORCHRUN_MARKER
@@ -54,6 +55,12 @@ class DrillOptions:
         base = LaunchOptions(nproc=self.nproc, backend=self.backend, device=self.device, placement=self.placement,
                              timeout_s=self.timeout_s, hang_timeout_s=self.timeout_s, run_dir=self.run_dir)
         return replace(base, **overrides)
+
+
+def session_dir(opts: DrillOptions, name: str) -> str | None:
+    """Each launch of a drill gets a run directory of its own inside the drill's (stall and
+    straggler launch twice), because one directory holds one run (launch.RunDir)."""
+    return str(Path(opts.run_dir) / name) if opts.run_dir else None
 
 
 def classify(text: str) -> str | None:
@@ -171,24 +178,61 @@ def injected_time(states: dict[int, dict], victim: int) -> float | None:
 
 
 def child_launcher(argv: list[str], env: dict | None = None) -> subprocess.Popen:
-    """A separate ddplab (or torchrun) process, so the drill can kill it like a user would."""
+    """A separate ddplab (or torchrun) process, so the drill can kill it like a user would.
+
+    It leads a new session, hence its own process group, which its ranks join: a terminal's
+    Ctrl+C meant for this drill does not reach it, and ``end_child_launcher`` can end all of it.
+    """
     return subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, **(env or {})}, start_new_session=True)
 
 
+def end_child_launcher(child: subprocess.Popen) -> None:
+    """End a child launcher with everything in its process group (its ranks), then reap it.
+
+    Reaping matters: an unreaped launcher is a zombie whose pid still answers kill(pid, 0), so a
+    rank that armed its parent-death guard after the launcher died took it for alive and ran on.
+    """
+    if child.returncode is None:  # not reaped yet: its pid, the group's id, cannot have been reused
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    child.wait()
+
+
+def end_processes(pids: list[int]) -> None:
+    """SIGKILL processes found to belong to a run (leaked ranks) and wait for them: reported, not left."""
+    procs = []
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            proc.kill()
+            procs.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    psutil.wait_procs(procs, timeout=5)
+
+
 def wait_for_pids(run_dir: Path, count: int, timeout_s: float = 120.0) -> list[int]:
+    """The ranks' pids once every rank is running; [] on timeout or when a stop was requested."""
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        pids = []
-        for f in (run_dir / "pids").glob("*") if (run_dir / "pids").exists() else []:
-            try:
-                pids.append(int(f.read_text()))
-            except ValueError:
-                continue
+    while time.monotonic() < deadline and not interrupts.requested():
+        pids = _pids_written(run_dir)
         if len(pids) >= count and _all_running(run_dir, count):
             return pids
         time.sleep(0.2)
     return []
+
+
+def _pids_written(run_dir: Path) -> list[int]:
+    pids = []
+    for f in (run_dir / "pids").glob("[0-9]*"):  # not the writers' hidden temporary files
+        try:
+            pids.append(int(f.read_text()))
+        except (ValueError, OSError):
+            continue
+    return pids
 
 
 def _all_running(run_dir: Path, count: int) -> bool:
@@ -211,7 +255,7 @@ def run_inprocess(name: str, opts: DrillOptions, fault: str, console=None, setti
     from ..launch import _environ
     from ..platform import open_monitor
 
-    lopts = opts.launch(**launch_overrides)
+    lopts = opts.launch(**{"run_dir": session_dir(opts, name), **launch_overrides})
     platform, placement = session.prepare(lopts)
     monitor = open_monitor(platform.spec)
     before = device_used_bytes(monitor)
@@ -245,6 +289,7 @@ def run_inprocess(name: str, opts: DrillOptions, fault: str, console=None, setti
         "memory_back_s": back_s,
         "session": s.common_results(),
         "latencies": {r: v.get("latencies_us") for r, v in s.outcome.return_values.items()},
+        "interrupted": s.outcome.interrupted or bool(interrupts.requested()),
     }
 
 
@@ -291,31 +336,28 @@ def signal_child_launcher(name: str, opts: DrillOptions, sig: int, console=None)
     platform = detect(opts.device, with_memory=False)
     monitor = open_monitor(platform.spec)
     before = device_used_bytes(monitor)
-    run = RunDir.create(opts.run_dir, f"drill-{name}")
+    run = RunDir.create(session_dir(opts, name), f"drill-{name}")
     child_dir, report = run.path / "launcher", run.path / "launcher-report.json"
     placement = {"shared": ["--share-device"], "per-device": ["--per-device"],
                  "spread": ["--spread"]}.get(opts.placement, [])
     child = child_launcher(["-m", "ddplab", "train", "--nproc", str(opts.nproc), "--steps", "1000000",
                             "--backend", opts.backend, "--device", opts.device, "--timeout", str(opts.timeout_s),
                             "--run-dir", str(child_dir), "--json", str(report), *placement])
+    pids, run_id, injected_at, gone_at, child_exit = [], None, None, None, None
     try:
         pids = wait_for_pids(child_dir, opts.nproc)
         run_id = _run_id_of(pids)
-        injected_at = None
-        if pids:
+        if pids and not interrupts.requested():
             injected_at = time.time()
             os.kill(child.pid, sig)
-        gone_at = _wait_gone(pids, opts.timeout_s + 10)
-        try:
-            child_exit = child.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child_exit = child.wait()
-        log = child.stdout.read() if child.stdout else ""
+            gone_at = _wait_gone(pids, opts.timeout_s + 10)
+            child_exit = _wait_exit(child, timeout_s=60)
     finally:
-        if child.poll() is None:
-            child.kill()
+        if child_exit is None:  # never signalled, stuck, or this drill is being stopped: end it and its ranks
+            end_child_launcher(child)
     leaks = leaked(run_id, pids) if run_id else [p for p in pids if _alive(p)]
+    end_processes(leaks)
+    log = child.stdout.read() if child.stdout else ""  # after the leaks end: they may hold the pipe open
     after, back_s = wait_memory_back(monitor, before)
     monitor.close()
     return {
@@ -338,6 +380,7 @@ def signal_child_launcher(name: str, opts: DrillOptions, sig: int, console=None)
         "memory_back_s": back_s,
         "run_dir": str(run.path),
         "run_id": run_id,
+        "interrupted": bool(interrupts.requested()),
     }
 
 
@@ -350,28 +393,34 @@ def torchrun_orphans(opts: DrillOptions, console=None) -> dict:
     platform, placement = session.prepare(opts.launch())
     monitor = open_monitor(platform.spec)
     before = device_used_bytes(monitor)
-    run = RunDir.create(opts.run_dir, "drill-kill_launcher-torchrun")
+    run = RunDir.create(session_dir(opts, "kill_launcher-torchrun"), "drill-kill_launcher-torchrun")
     shared = "shared" if placement.shared_device else "per-device"
     workers: list[int] = []
     ready = run.path / "ready"
     ready.mkdir(exist_ok=True)
+    injected_at, orphans, survivors, clean, run_id = None, [], [], None, None
     agent = child_launcher(["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(opts.nproc),
                             "-m", "ddplab.drills.torchrun_victim", "--backend", placement.backend,
                             "--device-type", placement.device_type, "--placement", shared, "--ready-dir", str(ready)])
     try:
         workers = _torchrun_workers(agent.pid, opts.nproc, monitor, ready)
         run_id = _run_id_of(workers, TORCHRUN_MARKER)  # read while they live: `ddplab run` counts this run's
-        injected_at = time.time()
-        os.kill(agent.pid, signal.SIGKILL)
-        agent.wait(timeout=10)
-        time.sleep(LEAK_WAIT_S)
-        orphans = [p for p in workers if _alive(p)]
-        clean = subprocess.run([sys.executable, "-m", "ddplab", "clean", "--yes", "--json",
-                                str(run.path / "clean.json")], capture_output=True, text=True, timeout=120)
-        survivors = [p for p in workers if _alive(p)]
+        if not interrupts.requested():
+            injected_at = time.time()
+            os.kill(agent.pid, signal.SIGKILL)
+            agent.wait(timeout=10)
+            time.sleep(LEAK_WAIT_S)
+            orphans = [p for p in workers if _alive(p)]
+            clean = subprocess.run([sys.executable, "-m", "ddplab", "clean", "--yes", "--json",
+                                    str(run.path / "clean.json")], capture_output=True, text=True, timeout=120)
+            survivors = [p for p in workers if _alive(p)]
     finally:
-        for proc in _torchrun_leftovers(workers):  # whatever the drill itself failed to clean
-            proc.kill()
+        # torchrun's workers lead sessions of their own: ending the agent's group misses them, so
+        # find them as the agent's descendants first (this drill started the agent).
+        strays = _descendants(agent) if agent.returncode is None else []
+        end_child_launcher(agent)
+        for proc in _torchrun_leftovers(workers) + strays:  # whatever the drill itself failed to clean
+            _kill_quietly(proc)
     after, back_s = wait_memory_back(monitor, before)
     monitor.close()
     return {
@@ -387,8 +436,8 @@ def torchrun_orphans(opts: DrillOptions, console=None) -> dict:
         "torchrun_root_cause_rank": None,
         "worker_pids": workers,
         "orphans_after_kill": orphans,
-        "clean_exit_code": clean.returncode,
-        "clean_output": clean.stdout[-1500:],
+        "clean_exit_code": clean.returncode if clean else None,
+        "clean_output": clean.stdout[-1500:] if clean else "",
         "cleaned": bool(orphans) and not survivors,
         "leaked_pids": survivors,
         "device_mem_before_bytes": before,
@@ -396,12 +445,27 @@ def torchrun_orphans(opts: DrillOptions, console=None) -> dict:
         "memory_back_s": back_s,
         "run_dir": str(run.path),
         "run_id": run_id,
+        "interrupted": bool(interrupts.requested()),
     }
+
+
+def _descendants(child: subprocess.Popen) -> list[psutil.Process]:
+    try:
+        return psutil.Process(child.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _kill_quietly(proc: psutil.Process) -> None:
+    try:
+        proc.kill()  # psutil checks the process is still the one it found (pid reuse)
+    except psutil.NoSuchProcess:
+        pass
 
 
 def _torchrun_workers(agent_pid: int, count: int, monitor, ready: Path, timeout_s: float = 120) -> list[int]:
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not interrupts.requested():
         try:
             kids = psutil.Process(agent_pid).children(recursive=True)
         except psutil.NoSuchProcess:
@@ -443,8 +507,18 @@ def _run_id_of(pids: list[int], key: str = RUN_ID_ENV) -> str | None:
 
 def _wait_gone(pids: list[int], timeout_s: float) -> float | None:
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not interrupts.requested():
         if pids and not any(_alive(p) for p in pids):
             return time.time()
         time.sleep(0.05)
     return None
+
+
+def _wait_exit(child: subprocess.Popen, timeout_s: float) -> int | None:
+    """The child's exit code once it exits (reaped); None after ``timeout_s`` or on a stop request."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not interrupts.requested():
+        if child.poll() is not None:
+            return child.returncode
+        time.sleep(0.05)
+    return child.poll()

@@ -1,0 +1,113 @@
+"""Ctrl+C and SIGTERM belong to the launcher, from the first line of `ddplab` to its exit.
+
+A stop signal must neither kill ddplab half-way (no report, ranks left behind) nor be
+swallowed. It becomes a *stop request*, acted on at the next safe point:
+
+- while ranks run (``launch.py`` inside ``raising``), it is raised at once as the exception
+  the launcher gives it, so elastic tears the ranks down and the launch returns "interrupted";
+- before a launch, the launch starts nothing and returns "interrupted" (still a report);
+- between the stages of `run` and the drills of `drill`, they stop and write a partial report.
+
+A second signal outside a launch raises KeyboardInterrupt: the way out of a step that is slow
+to reach a safe point. Inside a launch further signals are absorbed, because elastic's
+teardown (SIGTERM, then SIGKILL after its shutdown timeout) is already bounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import signal
+import threading
+from typing import Callable
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class _StopState:
+    def __init__(self):
+        self.requested: str | None = None  # name of the first stop signal received
+        self.raise_in_launch: Callable[[str], BaseException] | None = None
+        self.raised_in_launch = False
+
+
+_state = _StopState()
+
+
+def install() -> None:
+    """Own SIGINT and SIGTERM in this process. Only the main thread can set handlers; elsewhere
+    (ddplab used as a library from a thread) the process keeps its own."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _on_stop_signal)
+
+
+def owned(func):
+    """Decorator: ``func`` runs with the stop signals owned; afterwards the previous handlers and a
+    clean state are back (an in-process caller, such as a test, gets its process as it was)."""
+    @functools.wraps(func)
+    def with_stop_signals_owned(*args, **kwargs):
+        with handlers_restored(STOP_SIGNALS):
+            install()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                reset()
+    return with_stop_signals_owned
+
+
+@contextlib.contextmanager
+def handlers_restored(signals):
+    """On exit, put back the handlers ``signals`` had on entry. Handlers live in the main thread;
+    elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.getsignal(sig) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            if handler is not None:  # None: installed outside Python; leave it
+                signal.signal(sig, handler)
+
+
+def requested() -> str | None:
+    """The name of the stop signal received so far (SIGINT, SIGTERM), or None."""
+    return _state.requested
+
+
+def reset() -> None:
+    """Forget a stop request (tests that exercise it in-process)."""
+    _state.__init__()
+
+
+@contextlib.contextmanager
+def raising(make_exception: Callable[[str], BaseException]):
+    """Inside the block, the first stop signal (or one already pending) raises
+    ``make_exception(signal_name)``; later ones are absorbed. Handlers are ours inside the block
+    even if ``install`` was never called (library use); ``handlers_restored`` puts back the old ones."""
+    install()
+    _state.raise_in_launch, _state.raised_in_launch = make_exception, False
+    try:
+        if _state.requested:  # arrived before the block: nothing must start
+            _state.raised_in_launch = True
+            raise make_exception(_state.requested)
+        yield
+    finally:
+        _state.raise_in_launch = None
+
+
+def _on_stop_signal(signum, frame) -> None:
+    name = signal.Signals(signum).name
+    first = _state.requested is None
+    if first:
+        _state.requested = name
+    if _state.raise_in_launch is not None:
+        if not _state.raised_in_launch:
+            _state.raised_in_launch = True
+            raise _state.raise_in_launch(name)
+        return
+    if not first:
+        raise KeyboardInterrupt(f"{name} again: stopping at once")

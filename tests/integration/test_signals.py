@@ -1,0 +1,202 @@
+"""Ctrl+C and SIGTERM at any point: an orderly stop, a report marked interrupted, quiet ranks,
+and nothing left running. Signals are sent once the target is observably ready (run directory,
+spawned ranks, pid files), never after a guessed sleep."""
+
+import glob
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import load_json
+
+pytestmark = pytest.mark.slow
+
+
+def start(args, tmp_path) -> subprocess.Popen:
+    """`python -m ddplab ARGS` in a session of its own (a terminal's foreground group, for killpg);
+    output to a file, which cannot fill up and block the process as a pipe would."""
+    log = open(tmp_path / "output.txt", "w")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="200")
+    return subprocess.Popen([sys.executable, "-m", "ddplab", *args], stdout=log, stderr=subprocess.STDOUT,
+                            cwd=tmp_path, env=env, start_new_session=True)
+
+
+def finish(proc, tmp_path, timeout=180) -> str:
+    proc.wait(timeout=timeout)
+    return (tmp_path / "output.txt").read_text()
+
+
+def wait_for(predicate, proc, timeout=240, step=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        assert proc.poll() is None, f"ddplab exited ({proc.returncode}) before it was ready"
+        time.sleep(step)
+    pytest.fail("never ready")
+
+
+def spawned_ranks(proc) -> list[psutil.Process]:
+    try:
+        kids = psutil.Process(proc.pid).children()
+    except psutil.NoSuchProcess:
+        return []
+    out = []
+    for k in kids:
+        try:
+            if "spawn_main" in " ".join(k.cmdline()):
+                out.append(k)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+def child_launcher_pid_files(runs: Path) -> list[str]:
+    """Pid files of the ranks of kill_launcher's child `ddplab train`, wherever under ``runs``."""
+    return glob.glob(f"{runs}/**/launcher/pids/[0-9]*", recursive=True)
+
+
+def processes_under(directory: Path) -> list[int]:
+    """Live processes of any run whose directory is inside ``directory`` (DDPLAB_RUN_DIR)."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            run_dir = proc.environ().get("DDPLAB_RUN_DIR", "")
+            if run_dir.startswith(str(directory)) and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def alive(procs: list[psutil.Process]) -> list[int]:
+    out = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p.pid)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+def settle(check, timeout=5.0):
+    """``check()`` once it is empty, or its last value: a process that just got SIGKILL needs a moment."""
+    deadline = time.monotonic() + timeout
+    value = check()
+    while value and time.monotonic() < deadline:
+        time.sleep(0.1)
+        value = check()
+    return value
+
+
+def rank_logs(run_dir: Path) -> str:
+    return "".join(Path(f).read_text(errors="replace") for f in glob.glob(f"{run_dir}/logs/*/*/*/std*.log"))
+
+
+def test_sigterm_before_any_rank_started_still_writes_an_interrupted_report(tmp_path):
+    run_dir, report = tmp_path / "run", tmp_path / "train.json"
+    proc = start(["train", "--nproc", "2", "--steps", "1000000", "--run-dir", str(run_dir), "--json", str(report)],
+                 tmp_path)
+    wait_for(run_dir.is_dir, proc)  # planned, run directory made, no rank yet
+    os.kill(proc.pid, signal.SIGTERM)
+    out = finish(proc, tmp_path)
+    assert proc.returncode == 1, out[-3000:]  # a run stopped by a signal: report written, check failed
+    results = load_json(report)["results"]
+    assert results["interrupted"] is True and "SIGTERM" in results["launcher_error"]
+    assert "Traceback" not in out
+    assert settle(lambda: processes_under(run_dir)) == []
+
+
+@pytest.mark.parametrize("target", ["launcher", "process group"])
+def test_sigint_while_ranks_start_is_an_orderly_quiet_stop(tmp_path, target):
+    """The launcher stops the ranks (with SIGTERM); ranks print no KeyboardInterrupt, even when the
+    terminal's Ctrl+C reaches them too (the whole process group) while they still import torch."""
+    run_dir, report = tmp_path / "run", tmp_path / "train.json"
+    proc = start(["train", "--nproc", "2", "--steps", "1000000", "--run-dir", str(run_dir), "--json", str(report)],
+                 tmp_path)
+    ranks = wait_for(lambda: len(spawned_ranks(proc)) == 2 and spawned_ranks(proc), proc)
+    if target == "launcher":
+        os.kill(proc.pid, signal.SIGINT)
+    else:
+        os.killpg(proc.pid, signal.SIGINT)
+    out = finish(proc, tmp_path)
+    assert proc.returncode == 1, out[-3000:]
+    assert load_json(report)["results"]["interrupted"] is True
+    assert "KeyboardInterrupt" not in out and "Traceback" not in out, out[-3000:]
+    assert "KeyboardInterrupt" not in rank_logs(run_dir)
+    assert settle(lambda: alive(ranks)) == []
+    assert settle(lambda: processes_under(run_dir)) == []
+
+
+def test_sigint_to_a_drill_stops_its_child_launcher_and_reaps_everything(tmp_path):
+    """kill_launcher runs `ddplab train` as a child launcher; stopping the drill while that child's
+    ranks run must end them all and still write the drill report, marked interrupted."""
+    runs, report = tmp_path / "runs", tmp_path / "drill.json"
+    proc = start(["drill", "kill_launcher", "--timeout", "6", "--run-dir", str(runs), "--json", str(report)],
+                 tmp_path)
+    wait_for(lambda: len(child_launcher_pid_files(runs)) == 2, proc)
+    tree = psutil.Process(proc.pid).children(recursive=True)
+    os.kill(proc.pid, signal.SIGINT)
+    out = finish(proc, tmp_path)
+    assert proc.returncode == 1, out[-3000:]
+    doc = load_json(report)
+    assert doc["results"]["interrupted"] is True and doc["verdict"] == "fail"
+    assert doc["results"]["drills"][0]["interrupted"] is True
+    assert settle(lambda: alive(tree)) == []
+    assert settle(lambda: processes_under(runs)) == []
+
+
+def test_sigterm_during_the_labs_drills_exits_130_with_a_partial_report_and_nothing_left(tmp_path):
+    out_dir = tmp_path / "lab"
+    proc = start(["run", "--profile", "quick", "--out", str(out_dir)], tmp_path)
+    seen: dict[int, psutil.Process] = {}  # every process the lab started, and the run id it carried
+    run_ids: set[str] = set()
+
+    def drills_child_running():
+        try:
+            tree = psutil.Process(proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return False
+        for child in tree:
+            if child.pid not in seen:
+                seen[child.pid] = child
+                try:
+                    run_ids.add(child.environ().get("DDPLAB_RUN_ID") or "")
+                except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                    pass
+        return len(child_launcher_pid_files(out_dir / "drills")) == 2
+
+    wait_for(drills_child_running, proc, timeout=420, step=0.1)
+    drills_child_running()
+    os.kill(proc.pid, signal.SIGTERM)
+    out = finish(proc, tmp_path)
+    assert proc.returncode == 130, out[-3000:]
+    doc = load_json(out_dir / "report.json")
+    assert doc["results"]["interrupted"] is True
+    names = [s["name"] for s in doc["results"]["stages"]]
+    assert names[-2:] == ["drills", "leftovers"] and "sweep" in names  # partial: up to the drills
+    assert (out_dir / "report.html").exists()
+    run_ids.discard("")
+    assert run_ids, "the lab's ranks were never seen"
+    assert settle(lambda: alive(list(seen.values()))) == []
+    assert settle(lambda: [p for rid in run_ids for p in _carrying(rid)]) == []
+    assert settle(lambda: processes_under(out_dir)) == []
+
+
+def _carrying(run_id: str) -> list[int]:
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("DDPLAB_RUN_ID") == run_id and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found

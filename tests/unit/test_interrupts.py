@@ -1,0 +1,61 @@
+"""Ctrl+C and SIGTERM become a stop request: never fatal, never lost, acted on at safe points."""
+
+import os
+import signal
+
+import pytest
+
+from ddplab import interrupts
+
+
+class Stop(Exception):
+    pass
+
+
+@pytest.fixture
+def owned():
+    """The stop signals owned by ddplab for the test, the process's own handlers back afterwards."""
+    with interrupts.handlers_restored(interrupts.STOP_SIGNALS):
+        interrupts.reset()
+        interrupts.install()
+        assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL  # or SIGTERM would end pytest
+        yield
+        interrupts.reset()
+
+
+def test_a_stop_signal_outside_a_launch_is_recorded_not_fatal(owned):
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert interrupts.requested() == "SIGTERM"
+
+
+def test_a_second_signal_outside_a_launch_stops_at_once(owned):
+    os.kill(os.getpid(), signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_inside_a_launch_the_first_signal_raises_and_later_ones_are_absorbed(owned):
+    with pytest.raises(Stop, match="SIGINT"):
+        with interrupts.raising(lambda name: Stop(name)):
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGTERM)  # absorbed: the teardown is already under way
+    assert interrupts.requested() == "SIGINT"
+
+
+def test_a_stop_that_came_before_the_launch_raises_on_entry(owned):
+    os.kill(os.getpid(), signal.SIGTERM)
+    with pytest.raises(Stop, match="SIGTERM"):
+        with interrupts.raising(lambda name: Stop(name)):
+            pytest.fail("the launch must not start")
+
+
+def test_owned_puts_the_process_handlers_back():
+    before = signal.getsignal(signal.SIGTERM)
+
+    @interrupts.owned
+    def command():
+        os.kill(os.getpid(), signal.SIGTERM)
+        return interrupts.requested()
+
+    assert command() == "SIGTERM"
+    assert signal.getsignal(signal.SIGTERM) is before and interrupts.requested() is None
