@@ -197,17 +197,20 @@ def _storm_doc(per_rank: list[dict], header: dict) -> dict:
             avg[k] = {s: sum(x[k][s] for x in same) / n for s in ("mean", "p50", "p99")}
         rounds.append(avg)
     for i, r in enumerate(rounds):
-        added = r["torch_pipelined_us"] - r["library_pipelined_us"]
-        print(f"# storm round {i + 1}: 4 B all_reduce, {per_rank[0]['iters']} calls  library {r['library_pipelined_us']:.2f} us"
-              f"  torch {r['torch_pipelined_us']:.2f} us  torch adds {added:.2f} us ({100 * added / r['torch_pipelined_us']:.0f}%)"
-              f" | blocking mean/p50/p99  library {_fmt(r['library_blocking_us'])}  torch {_fmt(r['torch_blocking_us'])}",
-              flush=True)
+        print(_round_line(i + 1, r, per_rank[0]["iters"]), flush=True)
     wrong = sum(r["num_wrong"] for r in per_rank)
     mean = statistics.median(r["library_pipelined_us"] for r in rounds)
     print(f"# storm: library engine {mean:.2f} us (median of 3 rounds), #wrong {wrong}", flush=True)
     return {"command": "storm", "config": {"bytes": 4, "iters": per_rank[0]["iters"], "engine": "library"},
             "results": {"completed": True, "mean_us": mean, "rounds": rounds, "num_wrong": wrong, **header},
             "verdict": "pass" if wrong == 0 else "fail"}
+
+
+def _round_line(number: int, r: dict, iters: int) -> str:
+    lib, fw = r["library_pipelined_us"], r["torch_pipelined_us"]
+    return (f"# storm round {number}: 4 B all_reduce, {iters} calls  library {lib:.2f} us  torch {fw:.2f} us  "
+            f"torch adds {fw - lib:.2f} us ({100 * (fw - lib) / fw:.0f}%) | blocking mean/p50/p99  "
+            f"library {_fmt(r['library_blocking_us'])}  torch {_fmt(r['torch_blocking_us'])}")
 
 
 def _fmt(s: dict) -> str:

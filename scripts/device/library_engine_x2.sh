@@ -44,11 +44,13 @@ nccl_tests() {  # build nccl-tests against torch's libnccl (its headers ship in 
   local nccl_dir lib=/tmp/nccl-link
   nccl_dir=$($py -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))" 2>/dev/null) ||
     nccl_dir=$($py -c "import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])")
-  mkdir -p $lib/lib && ln -sf "$nccl_dir"/lib/libnccl.so.* $lib/lib/ && ln -sf "$nccl_dir"/lib/libnccl.so.2 $lib/lib/libnccl.so
+  mkdir -p $lib/lib
+  ln -sf "$nccl_dir"/lib/libnccl.so.* $lib/lib/ && ln -sf "$nccl_dir"/lib/libnccl.so.2 $lib/lib/libnccl.so
   ln -sfn "$nccl_dir/include" $lib/include
   local t0=$SECONDS
   make -C "$src" -j 32 MPI=0 CUDA_HOME="$(dirname "$(dirname "$(command -v nvcc)")")" NCCL_HOME=$lib \
-    BUILDDIR=/tmp/nccl-tests-build NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" > "$res/nccl_tests_build.log" 2>&1 ||
+    BUILDDIR=/tmp/nccl-tests-build NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" \
+    > "$res/nccl_tests_build.log" 2>&1 ||
     { echo "nccl-tests: build failed"; tail -5 "$res/nccl_tests_build.log"; return 1; }
   echo "nccl-tests: built in $((SECONDS - t0))s"
   for bin in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do
