@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+import ddplab
 from ddplab import collectives
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[2]  # for tests.library_fake
+PACKAGE_ROOT = str(Path(ddplab.__file__).resolve().parents[1])  # the ranks run the ddplab under test
 RANK_PROGRAM = Path(__file__).with_name("library_fake_rank.py")
 
 
@@ -25,7 +27,7 @@ def two_ranks(tmp_path_factory):
     store = dist.TCPStore("127.0.0.1", 0, 3, is_master=True, wait_for_workers=False)  # loopback, any free port
     env = dict(os.environ, WORLD_SIZE="2", DDPLAB_TEST_STORE_PORT=str(store.port), GLOO_SOCKET_IFNAME="lo",
                DDPLAB_LIBRARY_BINDING="tests.library_fake:GlooBinding",
-               PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+               PYTHONPATH=os.pathsep.join([PACKAGE_ROOT, str(ROOT), os.environ.get("PYTHONPATH", "")]))
     ranks = [subprocess.Popen([sys.executable, str(RANK_PROGRAM), str(out / f"rank{r}.json")],
                               env={**env, "RANK": str(r)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for r in range(2)]

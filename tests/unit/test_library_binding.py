@@ -159,7 +159,7 @@ def test_the_id_crosses_two_processes_through_a_tcp_store(tmp_path):
     store = dist.TCPStore("127.0.0.1", 0, 2, is_master=True, wait_for_workers=False)
     reader = f"""
 import sys
-sys.path[:0] = {[str(ROOT / "src"), str(ROOT)]!r}
+sys.path[:0] = {[str(Path(lb.__file__).resolve().parents[2]), str(ROOT)]!r}
 import torch.distributed as dist
 from ddplab.platform import library_binding as lb
 store = dist.TCPStore("127.0.0.1", {store.port}, 2, is_master=False)
