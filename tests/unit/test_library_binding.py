@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ddplab.errors import EnvironmentUnsupported, ExitCode
+from ddplab.errors import EnvironmentUnsupported, ExitCode, UsageError
 from ddplab.platform import VENDORS, describe
 from ddplab.platform import library_binding as lb
 from tests.unit import fakes
@@ -67,6 +67,12 @@ def test_a_missing_binding_is_exit_3_with_the_install_hint():
     assert err.value.hint == VENDORS["cuda"].library_binding.install_hint
 
 
+def test_a_missing_part_of_the_binding_itself_counts_as_not_installed():
+    with pytest.raises(EnvironmentUnsupported) as err:
+        lb.open_binding(describe(fakes.nvidia(2)), environ={}, import_module=_no_module("nccl.core"))
+    assert "nccl4py is not installed" in err.value.message
+
+
 def test_a_missing_dependency_of_the_binding_is_named():
     with pytest.raises(EnvironmentUnsupported) as err:
         lb.open_binding(describe(fakes.nvidia(2)), environ={}, import_module=_no_module("cuda.bindings"))
@@ -92,9 +98,10 @@ def test_a_test_substitute_is_used_on_any_platform_and_named():
 
 @pytest.mark.parametrize("value", ["tests.library_fake", "tests.library_fake:Missing", "no_such_module:X"])
 def test_a_bad_substitute_is_refused(value):
-    with pytest.raises(EnvironmentUnsupported) as err:
+    with pytest.raises(UsageError) as err:
         lb.open_binding(describe(fakes.cpu_only()), environ={lb.SUBSTITUTE_ENV: value})
-    assert err.value.reference == "library-binding-substitute-invalid" and value in err.value.message
+    assert (err.value.exit_code, err.value.reference) == (2, "library-binding-substitute-invalid")
+    assert value in err.value.message
 
 
 # --- several ranks on one device -------------------------------------------------------------
@@ -267,3 +274,59 @@ def test_a_count_that_does_not_fit_its_buffer_is_refused():
         lb.check_call(lb.LibraryCall("send", 4, recv=out[:4], peer=1), 2)
     with pytest.raises(ValueError, match='unknown library call "alltoall"'):
         lb.check_call(lb.LibraryCall("alltoall", 4, send=out, recv=out), 2)
+
+
+# --- communicators in a one-rank group ---------------------------------------------------------
+
+@pytest.fixture()
+def one_rank_group(tmp_path):
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+class _RefusingBinding:
+    """A substitute whose library refuses every communicator."""
+
+    name = "refusing"
+
+    def new_unique_id(self) -> bytes:
+        return b"\x00" * 128
+
+    def open(self, world_size, rank, unique_id, device_index):
+        raise RuntimeError("ncclInvalidUsage: invalid usage")
+
+
+def test_a_communicator_is_made_through_the_group_store_and_the_key_removed(one_rank_group):
+    import torch
+
+    binding = lb.open_binding(describe(fakes.cpu_only()), environ={lb.SUBSTITUTE_ENV: "tests.library_fake:GlooBinding"})
+    with binding.communicator(device_index=None) as comm:
+        assert (comm.rank, comm.world_size) == (0, 1)
+        buf = torch.ones(4)
+        comm.bind([lb.LibraryCall("all_reduce", 4, send=buf, recv=buf, op="sum")])()
+        assert buf.tolist() == [1.0] * 4
+    assert len(binding.adapter.unique_ids) == 1
+    import torch.distributed as dist
+
+    group = dist.group.WORLD.group_name
+    assert not any(lb.group_store().check([f"ddplab/library-binding/{group}/{i}/unique-id"]) for i in range(3))
+
+
+def test_a_refused_communicator_is_exit_3_naming_the_rank(one_rank_group):
+    binding = lb.open_binding(describe(fakes.cpu_only()), environ={lb.SUBSTITUTE_ENV: f"{__name__}:_RefusingBinding"})
+    with pytest.raises(EnvironmentUnsupported) as err:
+        binding.communicator(device_index=None)
+    assert err.value.exit_code == 3 and err.value.reference == "library-communicator-failed"
+    assert "rank 0 of 1" in err.value.message and "ncclInvalidUsage" in err.value.message
+
+
+def test_several_ranks_per_device_are_refused_before_the_store_is_touched(one_rank_group):
+    nvidia = describe(fakes.nvidia(1, loaded="2.28.9"))
+    binding = lb.open_binding(nvidia, environ={lb.SUBSTITUTE_ENV: "tests.library_fake:GlooBinding"})
+    with pytest.raises(EnvironmentUnsupported) as err:
+        binding.communicator(device_index=0, shared_device=True)
+    assert err.value.reference == "library-refuses-shared-device"
+    assert binding.adapter.unique_ids == []  # no id made, no communicator attempted

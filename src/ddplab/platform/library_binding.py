@@ -34,7 +34,7 @@ from functools import partial
 from typing import Callable, Mapping, Protocol, Sequence
 
 from ..collectives.common import LIBRARY_CALL_KINDS, LibraryCall
-from ..errors import EnvironmentUnsupported
+from ..errors import EnvironmentUnsupported, UsageError
 from .collective_lib import decode_version, version_tuple
 from .detect import Platform
 from .vendors import LibraryBinding as BindingSpec
@@ -114,7 +114,8 @@ def _load_adapter(spec: BindingSpec, platform: Platform, import_module: Callable
         return ADAPTERS[spec.adapter](import_module(spec.module), import_module)
     except ImportError as exc:
         missing = getattr(exc, "name", None)
-        if missing and not spec.module.startswith(missing) and isinstance(exc, ModuleNotFoundError):
+        own = missing and missing.split(".")[0] == spec.module.split(".")[0]  # a module of the binding itself
+        if missing and not own and isinstance(exc, ModuleNotFoundError):
             what = f"{spec.name} is installed but its dependency {missing} is missing"
         elif isinstance(exc, ModuleNotFoundError):
             what = f"{spec.name} is not installed"
@@ -130,13 +131,13 @@ def _load_adapter(spec: BindingSpec, platform: Platform, import_module: Callable
 def _open_substitute(target: str, platform: Platform, import_module: Callable) -> LibraryBinding:
     module_name, _, attr = target.partition(":")
     if not module_name or not attr:
-        raise EnvironmentUnsupported(
+        raise UsageError(
             "library-binding-substitute-invalid",
             f'{SUBSTITUTE_ENV}="{target}" must name a factory as module:attribute')
     try:
         factory = getattr(import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
-        raise EnvironmentUnsupported(
+        raise UsageError(
             "library-binding-substitute-invalid",
             f'{SUBSTITUTE_ENV}="{target}" cannot be loaded: {type(exc).__name__}: {exc}') from exc
     adapter = factory()
@@ -264,7 +265,7 @@ class LibraryBinding:
                 "library-communicator-failed",
                 f"{self.name} could not make a communicator for rank {rank} of {world_size} on device "
                 f"{device_index}: {type(exc).__name__}: {exc}",
-                hint="NCCL_DEBUG=WARN shows the library's own reason" if self.spec else None) from exc
+                hint=self.spec.debug_hint if self.spec else None) from exc
         if rank == 0:
             store.delete_key(key)  # every rank joined the communicator, so every rank has read it
         return LibraryCommunicator(self, comm, self.adapter.new_stream(device_index), rank, world_size, device_index,

@@ -55,6 +55,7 @@ class LibraryBinding:
     adapter: str  # which class in platform/library_binding.py speaks to it
     extra: str  # ddplab's optional dependency group that installs it
     requires: tuple[str, ...] = ()  # what it needs at import time besides itself
+    debug_hint: str | None = None  # how to make the library say why it refused a communicator
 
     @property
     def install_hint(self) -> str:
@@ -134,7 +135,8 @@ NVIDIA = Vendor(
     library_binding=LibraryBinding(
         name="nccl4py", distribution="nccl4py", tested_version="0.6.0", module="nccl.bindings.nccl",
         adapter="nccl4py", extra="nccl",
-        requires=("cuda-bindings", "cuda-core", "cuda-pathfinder", "numpy")),
+        requires=("cuda-bindings", "cuda-core", "cuda-pathfinder", "numpy"),
+        debug_hint="NCCL_DEBUG=WARN prints NCCL's own reason"),
 )
 
 MOORE_THREADS = Vendor(
