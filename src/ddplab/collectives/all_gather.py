@@ -5,7 +5,7 @@ algbw * (n-1)/n (each rank receives n-1 chunks; nccl-tests all_gather.cu). In pl
 rank r's input is chunk r of the output buffer.
 """
 
-from .common import Collective, Prepared, count_wrong, ident_values
+from .common import Collective, LibraryCall, Prepared, count_wrong, ident_values
 
 
 def _prepare(count, n, rank, dtype, device, in_place):
@@ -27,7 +27,8 @@ def _prepare(count, n, rank, dtype, device, in_place):
     gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
     fill()
     return Prepared(run=lambda async_op=False: gather(out, inp, async_op=async_op), fill=fill,
-                    wrong=lambda: count_wrong(out, expected()), output=out)
+                    wrong=lambda: count_wrong(out, expected()), output=out,
+                    library=(LibraryCall("all_gather", per, send=inp, recv=out),))
 
 
 SPEC = Collective("all_gather", chunked=True, bus_factor=lambda n: (n - 1) / n, placements=(False, True),

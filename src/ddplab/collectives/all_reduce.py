@@ -5,7 +5,7 @@ n copies spread over n links; nccl-tests all_reduce.cu). torch's all_reduce work
 place only, so there is no out-of-place row.
 """
 
-from .common import Collective, Prepared, count_wrong, reduce_values
+from .common import Collective, LibraryCall, Prepared, count_wrong, reduce_values
 
 
 def _prepare(count, n, rank, dtype, device, in_place):
@@ -18,7 +18,8 @@ def _prepare(count, n, rank, dtype, device, in_place):
 
     return Prepared(run=lambda async_op=False: dist.all_reduce(buf, async_op=async_op),
                     fill=lambda: buf.copy_(reduce_values(rank, 0, count, dtype, device)),
-                    wrong=lambda: count_wrong(buf, expected()), output=buf)
+                    wrong=lambda: count_wrong(buf, expected()), output=buf,
+                    library=(LibraryCall("all_reduce", count, send=buf, recv=buf, op="sum"),))
 
 
 SPEC = Collective("all_reduce", chunked=False, bus_factor=lambda n: 2 * (n - 1) / n, placements=(True,),

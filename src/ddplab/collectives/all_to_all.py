@@ -4,7 +4,7 @@ S = count * elem bytes of one rank's buffer (n chunks of count/n); busbw = algbw
 (n-1)/n (nccl-tests alltoall.cu). Out of place only (torch's all_to_all_single).
 """
 
-from .common import Collective, Prepared, count_wrong, ident_values
+from .common import Collective, LibraryCall, Prepared, count_wrong, ident_values
 
 
 def _prepare(count, n, rank, dtype, device, in_place):
@@ -22,9 +22,14 @@ def _prepare(count, n, rank, dtype, device, in_place):
     def expected():
         return torch.cat([ident_values(j, rank, per, dtype, device) for j in range(n)])
 
+    # The library engine sends chunk j to rank j and receives rank j's chunk, every pair in one
+    # group, as nccl-tests' alltoall does.
+    exchange = tuple(call for j in range(n) for call in (
+        LibraryCall("send", per, send=inp[j * per:(j + 1) * per], peer=j),
+        LibraryCall("recv", per, recv=out[j * per:(j + 1) * per], peer=j)))
     fill()
     return Prepared(run=lambda async_op=False: dist.all_to_all_single(out, inp, async_op=async_op), fill=fill,
-                    wrong=lambda: count_wrong(out, expected()), output=out)
+                    wrong=lambda: count_wrong(out, expected()), output=out, library=exchange)
 
 
 SPEC = Collective("all_to_all", chunked=True, bus_factor=lambda n: (n - 1) / n, placements=(False,),

@@ -4,7 +4,7 @@ S = count * elem bytes; busbw = algbw * 1 (the root's link carries everything;
 nccl-tests broadcast.cu). torch broadcasts in place only.
 """
 
-from .common import Collective, Prepared, count_wrong, ident_values
+from .common import Collective, LibraryCall, Prepared, count_wrong, ident_values
 
 ROOT = 0
 
@@ -20,7 +20,8 @@ def _prepare(count, n, rank, dtype, device, in_place):
 
     fill()
     return Prepared(run=lambda async_op=False: dist.broadcast(buf, ROOT, async_op=async_op), fill=fill,
-                    wrong=lambda: count_wrong(buf, ident_values(ROOT, 0, count, dtype, device)), output=buf)
+                    wrong=lambda: count_wrong(buf, ident_values(ROOT, 0, count, dtype, device)), output=buf,
+                    library=(LibraryCall("broadcast", count, send=buf, recv=buf, root=ROOT),))
 
 
 SPEC = Collective("broadcast", chunked=False, bus_factor=lambda n: 1.0, placements=(True,), prepare=_prepare)

@@ -28,6 +28,34 @@ def torch_dtype(name: str):
 
 
 @dataclass(frozen=True)
+class LibraryCall:
+    """One call the library engine makes straight into the collective library (issue 14), on the
+    very buffers the torch engine prepared, so both engines move the same bytes and one check serves.
+
+    ``count`` is what the library is told, in elements, by the NCCL-style convention: all_gather
+    counts what each rank sends, reduce_scatter what each rank receives, send and recv one
+    direction, the others the whole buffer. Several calls of one collective go out as one group.
+    """
+
+    kind: str  # one of LIBRARY_CALL_KINDS
+    count: int
+    send: object = None  # the tensor the call reads; None for recv
+    recv: object = None  # the tensor the call writes; None for send
+    root: int | None = None  # broadcast, reduce
+    peer: int | None = None  # send, recv
+    op: str | None = None  # reductions: "sum"
+
+    def numels(self, world_size: int) -> tuple[int, int]:
+        """(send, recv) elements the library reads and writes for this call on one rank."""
+        whole = self.count * world_size
+        return {"all_gather": (self.count, whole), "reduce_scatter": (whole, self.count),
+                "send": (self.count, 0), "recv": (0, self.count)}.get(self.kind, (self.count, self.count))
+
+
+LIBRARY_CALL_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "send", "recv")
+
+
+@dataclass(frozen=True)
 class Prepared:
     """Buffers for one (size, placement) on one rank."""
 
@@ -35,6 +63,7 @@ class Prepared:
     fill: Callable[[], None]  # write this rank's check data into the inputs
     wrong: Callable[[], int]  # elements that differ from the expected output on this rank
     output: object = None  # the tensor the check reads (tests corrupt it to prove the check bites)
+    library: tuple[LibraryCall, ...] = ()  # the same collective as direct library calls (one group)
 
 
 @dataclass(frozen=True)

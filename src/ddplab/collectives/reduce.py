@@ -4,7 +4,7 @@ S = count * elem bytes; busbw = algbw * 1 (the root's link is the bottleneck;
 nccl-tests reduce.cu). torch reduces in place only; only the root's result is checked.
 """
 
-from .common import Collective, Prepared, count_wrong, reduce_values
+from .common import Collective, LibraryCall, Prepared, count_wrong, reduce_values
 
 ROOT = 0
 
@@ -20,7 +20,8 @@ def _prepare(count, n, rank, dtype, device, in_place):
         return count_wrong(buf, sum(reduce_values(r, 0, count, dtype, device) for r in range(n)))
 
     return Prepared(run=lambda async_op=False: dist.reduce(buf, ROOT, async_op=async_op),
-                    fill=lambda: buf.copy_(reduce_values(rank, 0, count, dtype, device)), wrong=wrong, output=buf)
+                    fill=lambda: buf.copy_(reduce_values(rank, 0, count, dtype, device)), wrong=wrong, output=buf,
+                    library=(LibraryCall("reduce", count, send=buf, recv=buf, root=ROOT, op="sum"),))
 
 
 SPEC = Collective("reduce", chunked=False, bus_factor=lambda n: 1.0, placements=(True,), prepare=_prepare)

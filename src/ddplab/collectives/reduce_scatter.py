@@ -5,7 +5,7 @@ algbw * (n-1)/n (nccl-tests reduce_scatter.cu). In place, rank r's output is chu
 of its input buffer.
 """
 
-from .common import Collective, Prepared, count_wrong, reduce_values
+from .common import Collective, LibraryCall, Prepared, count_wrong, reduce_values
 
 
 def _prepare(count, n, rank, dtype, device, in_place):
@@ -26,7 +26,8 @@ def _prepare(count, n, rank, dtype, device, in_place):
     scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
     fill()
     return Prepared(run=lambda async_op=False: scatter(out, inp, async_op=async_op), fill=fill,
-                    wrong=lambda: count_wrong(out, expected()), output=out)
+                    wrong=lambda: count_wrong(out, expected()), output=out,
+                    library=(LibraryCall("reduce_scatter", per, send=inp, recv=out, op="sum"),))
 
 
 SPEC = Collective("reduce_scatter", chunked=True, bus_factor=lambda n: (n - 1) / n, placements=(False, True),

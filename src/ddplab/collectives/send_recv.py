@@ -5,7 +5,7 @@ sendrecv.cu). Issued as one batch_isend_irecv so no rank waits on its neighbour'
 send before posting its receive. Needs at least 2 ranks.
 """
 
-from .common import Collective, Prepared, count_wrong, ident_values
+from .common import Collective, LibraryCall, Prepared, count_wrong, ident_values
 
 
 def _prepare(count, n, rank, dtype, device, in_place):
@@ -28,8 +28,11 @@ def _prepare(count, n, rank, dtype, device, in_place):
         recv.zero_()
         send.copy_(ident_values(rank, 0, count, dtype, device))
 
+    # The library engine posts the same pair as one group (nccl-tests' sendrecv).
+    pair = (LibraryCall("send", count, send=send, peer=peer_to), LibraryCall("recv", count, recv=recv, peer=peer_from))
     return Prepared(run=run, fill=fill, wrong=lambda: count_wrong(recv, ident_values(peer_from, 0, count, dtype,
-                                                                                      device)), output=recv)
+                                                                                      device)), output=recv,
+                    library=pair)
 
 
 SPEC = Collective("send_recv", chunked=False, bus_factor=lambda n: 1.0, placements=(False,), prepare=_prepare,

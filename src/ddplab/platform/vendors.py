@@ -43,6 +43,27 @@ class MultiRankRule:
 
 
 @dataclass(frozen=True)
+class LibraryBinding:
+    """The vendor's official Python binding for calling its collective library directly, without
+    the framework in between (issue 14: what torch adds per call). ``platform/library_binding.py``
+    is the only module that imports it."""
+
+    name: str  # what users call it
+    distribution: str  # its package on PyPI
+    tested_version: str  # the release ddplab's calls were written against
+    module: str  # what ddplab imports to reach the library's calls
+    adapter: str  # which class in platform/library_binding.py speaks to it
+    extra: str  # ddplab's optional dependency group that installs it
+    requires: tuple[str, ...] = ()  # what it needs at import time besides itself
+    debug_hint: str | None = None  # how to make the library say why it refused a communicator
+
+    @property
+    def install_hint(self) -> str:
+        return (f"pip install 'ddplab[{self.extra}]' (or: pip install {self.distribution}~={self.tested_version} "
+                f"{' '.join(self.requires)})")
+
+
+@dataclass(frozen=True)
 class Vendor:
     device_type: str  # torch device type: "cuda", "musa", ...
     vendor: str  # who makes it
@@ -65,6 +86,7 @@ class Vendor:
     per_process_memory_api: str | None = None  # how memory per process is read, or None
     blocking_wait_env: str | None = None  # makes a timed-out wait() raise in Python instead of aborting
     socket_interface_env: str | None = None  # pins the collective library's sockets to one network interface
+    library_binding: LibraryBinding | None = None  # None: no library binding known
 
 
 _TORCH_WATCHDOG = "the process-group timeout passed to init_process_group"
@@ -116,6 +138,12 @@ NVIDIA = Vendor(
                                 gloo_with_daemon_us=216.0),
     ),
     per_process_memory_api="NVML",
+    # NVIDIA's own binding; its bindings layer is as fast as CuPy's (docs/background.md §5).
+    library_binding=LibraryBinding(
+        name="nccl4py", distribution="nccl4py", tested_version="0.6.0", module="nccl.bindings.nccl",
+        adapter="nccl4py", extra="nccl",
+        requires=("cuda-bindings", "cuda-core", "cuda-pathfinder", "numpy"),
+        debug_hint="NCCL_DEBUG=WARN prints NCCL's own reason"),
 )
 
 MOORE_THREADS = Vendor(

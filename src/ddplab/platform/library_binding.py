@@ -1,0 +1,460 @@
+"""Calling the collective library directly, through the vendor's own Python binding (issue 14).
+
+The torch engine times a collective through torch.distributed; the library engine makes the
+same call on the same device buffers straight into the library, so the two side by side say
+what the framework adds per call (a 4-byte all_reduce on 2x H200: 10.8 us through nccl4py's
+bindings layer, 38-40 us through torch; docs/background.md §5).
+
+- ``open_binding(platform)``: the binding the vendor table names, imported, or
+  EnvironmentUnsupported (exit 3) with the install hint. ``binding_status(platform)`` answers
+  the same question for ``ddplab env`` without raising.
+- ``LibraryBinding.communicator(...)``: one communicator over a process group's ranks, on the
+  rank's device. Its unique id crosses processes through the c10d store that group was built on:
+  no second rendezvous, no extra port. Several ranks on one device only where the loaded library
+  allows it, with the environment the placement policy chose.
+- ``LibraryCommunicator.bind(calls)``: a collective's ``LibraryCall``s (collectives/*.py) turned
+  into one callable, with pointers, counts and codes resolved once, so each call is one binding
+  call on a stream the communicator owns. ``synchronize()`` waits for that stream, so the
+  communicator can stand where the timing helpers take a runtime: N calls then one
+  synchronize() is the pipelined mode, a synchronize() after each the blocking one.
+
+This is the only module that imports a binding. What is specific to one binding lives in one
+adapter class (``Nccl4pyAdapter``); tests substitute an adapter of their own through
+``DDPLAB_LIBRARY_BINDING=module:attr`` (a factory called with no arguments), which every rank
+inherits, and the substitute is named wherever the binding is reported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import os
+from dataclasses import asdict, dataclass
+from functools import partial
+from typing import Callable, Mapping, Protocol, Sequence
+
+from ..collectives.common import LIBRARY_CALL_KINDS, LibraryCall
+from ..errors import EnvironmentUnsupported, UsageError
+from .collective_lib import decode_version, version_tuple
+from .detect import Platform
+from .vendors import LibraryBinding as BindingSpec
+
+SUBSTITUTE_ENV = "DDPLAB_LIBRARY_BINDING"
+_KEY_PREFIX = "ddplab/library-binding"
+
+
+class BindingAdapter(Protocol):
+    """What the generic code needs from one binding. Communicators, streams and calls are the
+    adapter's own objects; nothing outside the adapter looks inside them."""
+
+    name: str
+
+    def versions(self) -> dict[str, str | None]: ...  # binding, library, library_path
+    def new_unique_id(self) -> bytes: ...
+    def open(self, world_size: int, rank: int, unique_id: bytes, device_index: int | None) -> object: ...
+    def close(self, comm: object) -> None: ...
+    def new_stream(self, device_index: int | None) -> object: ...
+    def synchronize(self, stream: object) -> None: ...
+    def follow_framework(self, stream: object, device_index: int | None) -> None: ...
+    def bind(self, calls: Sequence[LibraryCall], comm: object, stream: object) -> Callable[[], None]: ...
+
+
+@dataclass(frozen=True)
+class BindingStatus:
+    """Whether the library engine can run here, for ``ddplab env`` and the reports."""
+
+    name: str | None  # None: the vendor has no binding
+    importable: bool
+    reason: str  # why not, or what was found
+    hint: str | None = None
+    binding_version: str | None = None
+    library_version: str | None = None  # of the library the binding's calls reach
+    library_path: str | None = None
+    same_library_as_framework: bool | None = None  # None: one of the two paths is unknown
+    substitute: str | None = None  # DDPLAB_LIBRARY_BINDING, when a test put its own adapter in
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# ----------------------------------------------------------------------------------
+# Choosing and importing the binding
+# ----------------------------------------------------------------------------------
+
+def open_binding(platform: Platform, environ: Mapping[str, str] | None = None,
+                 import_module: Callable = importlib.import_module) -> LibraryBinding:
+    """The platform's binding, ready to make communicators. Raises EnvironmentUnsupported (exit 3)
+    when the vendor has none or it cannot be imported."""
+    environ = os.environ if environ is None else environ
+    if environ.get(SUBSTITUTE_ENV):
+        return _open_substitute(environ[SUBSTITUTE_ENV], platform, import_module)
+    spec = platform.spec.library_binding
+    if spec is None:
+        raise EnvironmentUnsupported(
+            "no-library-binding",
+            f"no library binding known for {platform.vendor} ({platform.device_type}, "
+            f"{platform.collective_library or 'no collective library'}): the library engine cannot run here",
+            hint="use the torch engine, which works everywhere torch.distributed does")
+    return LibraryBinding(spec.name, _load_adapter(spec, platform, import_module), platform, spec=spec)
+
+
+def binding_status(platform: Platform, environ: Mapping[str, str] | None = None,
+                   import_module: Callable = importlib.import_module) -> BindingStatus:
+    """``open_binding`` for ``ddplab env``: never raises."""
+    try:
+        return open_binding(platform, environ, import_module).available()
+    except EnvironmentUnsupported as exc:
+        spec = platform.spec.library_binding
+        return BindingStatus(spec.name if spec else None, False, exc.message, exc.hint)
+
+
+def _load_adapter(spec: BindingSpec, platform: Platform, import_module: Callable) -> BindingAdapter:
+    """Import the binding and build its adapter (which imports the rest of what it needs)."""
+    try:
+        return ADAPTERS[spec.adapter](import_module(spec.module), import_module)
+    except ImportError as exc:
+        missing = getattr(exc, "name", None)
+        own = missing and missing.split(".")[0] == spec.module.split(".")[0]  # a module of the binding itself
+        if missing and not own and isinstance(exc, ModuleNotFoundError):
+            what = f"{spec.name} is installed but its dependency {missing} is missing"
+        elif isinstance(exc, ModuleNotFoundError):
+            what = f"{spec.name} is not installed"
+        else:
+            what = f"{spec.name} could not be imported ({type(exc).__name__}: {exc})"
+        raise EnvironmentUnsupported(
+            "library-binding-missing",
+            f"{what}: the library engine calls {platform.collective_library} through {platform.vendor}'s "
+            f"binding {spec.distribution} {spec.tested_version} (module {spec.module})",
+            hint=spec.install_hint) from exc
+
+
+def _open_substitute(target: str, platform: Platform, import_module: Callable) -> LibraryBinding:
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise UsageError(
+            "library-binding-substitute-invalid",
+            f'{SUBSTITUTE_ENV}="{target}" must name a factory as module:attribute')
+    try:
+        factory = getattr(import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(
+            "library-binding-substitute-invalid",
+            f'{SUBSTITUTE_ENV}="{target}" cannot be loaded: {type(exc).__name__}: {exc}') from exc
+    adapter = factory()
+    return LibraryBinding(adapter.name, adapter, platform, substitute=target)
+
+
+# ----------------------------------------------------------------------------------
+# Several ranks on one device
+# ----------------------------------------------------------------------------------
+
+def shared_device_env(platform: Platform, shared_device: bool, placement_env: Mapping[str, str]) -> dict[str, str]:
+    """The environment the library needs before a communicator is made, or EnvironmentUnsupported
+    where the loaded library refuses several ranks on one device (docs/background.md §2).
+
+    With several ranks per device the placement policy may have chosen gloo for the torch engine
+    (the library alone time-slices the device); the library engine still calls the library, so
+    the rule's own switch is added to what the placement set.
+    """
+    env = dict(placement_env)
+    rule = platform.spec.multi_rank
+    if not shared_device or platform.is_host_only or rule is None or rule.min_version is None:
+        return env  # one rank per device, or a vendor whose rule is unknown: run it and report what happens
+    version = platform.collective_loaded_version or platform.collective_built_version
+    if (version_tuple(version) or (0,)) < rule.min_version:
+        need = ".".join(str(p) for p in rule.min_version)
+        switch = " ".join(f"{k}={v}" for k, v in rule.enable_env.items())
+        raise EnvironmentUnsupported(
+            "library-refuses-shared-device",
+            f'{platform.collective_library} {version or "(version unknown)"} refuses several ranks on one device '
+            f'("{rule.refusal}"); it needs >= {need} with {switch}',
+            hint="give each rank its own device (--per-device), or load a newer library")
+    return {**rule.enable_env, **env}
+
+
+def _apply_env(env: Mapping[str, str]) -> dict[str, str]:
+    """Set what is not set yet: a value the user exported wins (and the library says what it makes of it)."""
+    applied = {}
+    for key, value in env.items():
+        if key not in os.environ:
+            os.environ[key] = value
+        applied[key] = os.environ[key]
+    return applied
+
+
+# ----------------------------------------------------------------------------------
+# The unique id, through the job's own store
+# ----------------------------------------------------------------------------------
+
+def group_store(group=None):
+    """The c10d store the process group was built on (already prefixed with the group's name), else
+    the default group's. Both live in torch's private tables; reading them here spares a second
+    rendezvous and a port."""
+    from torch.distributed import distributed_c10d as c10d
+
+    pg = group if group is not None else c10d._get_default_group()
+    entry = c10d._world.pg_map.get(pg)
+    return entry[1] if entry else c10d._get_default_store()
+
+
+def exchange_unique_id(store, key: str, is_root: bool, make_id: Callable[[], bytes]) -> bytes:
+    """The root makes the id and publishes it; everyone (the root too) reads it back. ``store.get``
+    waits for the key up to the store's own timeout."""
+    if is_root:
+        store.set(key, make_id())
+    return bytes(store.get(key))
+
+
+_serials: dict[str, itertools.count] = {}
+
+
+def _next_key(group_name: str) -> str:
+    """A fresh key per communicator: ranks make their communicators in the same order."""
+    serial = next(_serials.setdefault(group_name, itertools.count()))
+    return f"{_KEY_PREFIX}/{group_name}/{serial}/unique-id"
+
+
+# ----------------------------------------------------------------------------------
+# Binding, communicator
+# ----------------------------------------------------------------------------------
+
+class LibraryBinding:
+    """An imported binding (or a test's substitute) and the platform it serves."""
+
+    def __init__(self, name: str, adapter: BindingAdapter, platform: Platform, spec: BindingSpec | None = None,
+                 substitute: str | None = None):
+        self.name = name
+        self.adapter = adapter
+        self.platform = platform
+        self.spec = spec
+        self.substitute = substitute
+
+    def available(self) -> BindingStatus:
+        """Importable; which library its calls reach, and whether that is the copy torch's calls bind to."""
+        try:
+            found = self.adapter.versions()
+        except Exception as exc:  # a binding that imports but cannot reach its library
+            return BindingStatus(self.name, False, f"{self.name} imports but cannot reach its library: "
+                                                   f"{type(exc).__name__}: {exc}",
+                                 self.spec.install_hint if self.spec else None, substitute=self.substitute)
+        path = found.get("library_path")
+        same = _same_file(path, self.platform.collective_loaded_path)
+        reason = f"{self.name} {found.get('binding')} calls {self.platform.collective_library or 'its library'} " \
+                 f"{found.get('library')}" + (f" at {path}" if path else "")
+        if same is False:
+            reason += f", not the copy torch's calls bind to ({self.platform.collective_loaded_path})"
+        return BindingStatus(self.name, True, reason, None, found.get("binding"), found.get("library"), path, same,
+                             self.substitute)
+
+    def communicator(self, *, device_index: int | None, group=None, store=None, shared_device: bool = False,
+                     placement_env: Mapping[str, str] | None = None) -> LibraryCommunicator:
+        """A communicator over ``group``'s ranks (default: all), on ``device_index``. Collective: every
+        rank of the group calls it, in the same order as its other communicators."""
+        import torch.distributed as dist
+
+        env = _apply_env(shared_device_env(self.platform, shared_device, placement_env or {}))
+        rank, world_size = dist.get_rank(group), dist.get_world_size(group)
+        store = store if store is not None else group_store(group)
+        group_name = (group if group is not None else dist.group.WORLD).group_name
+        key = _next_key(group_name)
+        unique_id = exchange_unique_id(store, key, rank == 0, self.adapter.new_unique_id)
+        try:
+            comm = self.adapter.open(world_size, rank, unique_id, device_index)
+        except Exception as exc:
+            raise EnvironmentUnsupported(
+                "library-communicator-failed",
+                f"{self.name} could not make a communicator for rank {rank} of {world_size} on device "
+                f"{device_index}: {type(exc).__name__}: {exc}",
+                hint=self.spec.debug_hint if self.spec else None) from exc
+        if rank == 0:
+            store.delete_key(key)  # every rank joined the communicator, so every rank has read it
+        return LibraryCommunicator(self, comm, self.adapter.new_stream(device_index), rank, world_size, device_index,
+                                   shared_device, env)
+
+
+class LibraryCommunicator:
+    """One rank's communicator and the stream its calls go on."""
+
+    def __init__(self, binding: LibraryBinding, comm, stream, rank: int, world_size: int, device_index: int | None,
+                 shared_device: bool, env: dict[str, str]):
+        self.binding = binding
+        self._comm = comm
+        self._stream = stream
+        self.rank = rank
+        self.world_size = world_size
+        self.device_index = device_index
+        self.shared_device = shared_device
+        self.env = env
+
+    def bind(self, calls: Sequence[LibraryCall]) -> Callable[[], None]:
+        """The calls as one callable (one group when there are several), checked once here: a count
+        that does not fit its buffer would let the library read or write past it."""
+        if not calls:
+            raise ValueError("no library calls to bind")
+        for call in calls:
+            check_call(call, self.world_size)
+        return self.binding.adapter.bind(tuple(calls), self._comm, self._stream)
+
+    def synchronize(self) -> None:
+        """Wait until every call issued so far has finished on this communicator's stream."""
+        self.binding.adapter.synchronize(self._stream)
+
+    def follow_framework(self) -> None:
+        """Make this communicator's stream wait for work torch queued on the device (filling the buffers),
+        without blocking the host."""
+        self.binding.adapter.follow_framework(self._stream, self.device_index)
+
+    def close(self) -> None:
+        if self._comm is not None:
+            self.binding.adapter.close(self._comm)
+            self._comm = None
+
+    def __enter__(self) -> LibraryCommunicator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def describe(self) -> dict:
+        return {"binding": self.binding.name, "substitute": self.binding.substitute, "rank": self.rank,
+                "world_size": self.world_size, "device_index": self.device_index,
+                "shared_device": self.shared_device, "env": dict(self.env)}
+
+
+def check_call(call: LibraryCall, world_size: int) -> None:
+    """Refuse a call whose buffers do not hold what the library will read and write."""
+    if call.kind not in LIBRARY_CALL_KINDS:
+        raise ValueError(f'unknown library call "{call.kind}"; valid: {", ".join(LIBRARY_CALL_KINDS)}')
+    want_send, want_recv = call.numels(world_size)
+    for role, tensor, want in (("send", call.send, want_send), ("recv", call.recv, want_recv)):
+        if want == 0:
+            continue
+        if tensor is None:
+            raise ValueError(f"{call.kind}: no {role} buffer")
+        if tensor.numel() != want or not tensor.is_contiguous():
+            raise ValueError(f"{call.kind}: {role} buffer holds {tensor.numel()} elements "
+                             f"({'contiguous' if tensor.is_contiguous() else 'not contiguous'}); the call needs "
+                             f"{want} contiguous (count {call.count}, {world_size} ranks)")
+    if call.send is not None and call.recv is not None and call.send.dtype != call.recv.dtype:
+        raise ValueError(f"{call.kind}: send is {call.send.dtype}, recv is {call.recv.dtype}")
+
+
+def _same_file(a: str | None, b: str | None) -> bool | None:
+    if not a or not b:
+        return None
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+# ----------------------------------------------------------------------------------
+# nccl4py
+# ----------------------------------------------------------------------------------
+
+class Nccl4pyAdapter:
+    """Everything nccl4py-specific (written against 0.6.0; its API changed between 0.3 and 0.6).
+
+    Its bindings layer, not its ``Communicator`` class: the bindings take raw pointers and release
+    the GIL around each NCCL call, while ``Communicator`` resolves buffer specs on every call
+    (~8-12 us more per call on H200; docs/background.md §5). The communicator comes from the
+    bindings' own ``comm_init_rank_scalable`` with one id, the call nccl4py's ``Communicator`` makes,
+    and is the bindings' ``Comm`` object the calls take.
+
+    Which libnccl: nccl4py looks each NCCL symbol up in the process's global scope first and
+    otherwise asks cuda-pathfinder, which returns a libnccl already loaded into the process before
+    it searches anywhere; so with torch imported first its calls reach the copy torch loaded.
+    ``versions()`` reports the path, and ``LibraryBinding.available()`` compares it with the copy
+    torch's own calls bind to (platform/collective_lib.py).
+    """
+
+    name = "nccl4py"
+
+    def __init__(self, bindings, import_module: Callable = importlib.import_module):
+        import torch
+
+        core = import_module("nccl.core")  # public enums and the unique id; needs cuda-core
+        self._nccl = bindings
+        self._core = core
+        self._torch = torch
+        kinds = core.NcclDataType
+        self._dtypes = {torch.float32: int(kinds.FLOAT32), torch.float64: int(kinds.FLOAT64),
+                        torch.float16: int(kinds.FLOAT16), torch.bfloat16: int(kinds.BFLOAT16),
+                        torch.int32: int(kinds.INT32), torch.int64: int(kinds.INT64),
+                        torch.int8: int(kinds.INT8), torch.uint8: int(kinds.UINT8)}
+        self._ops = {"sum": int(core.NcclRedOp.SUM)}
+
+    def versions(self) -> dict[str, str | None]:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            binding = version("nccl4py")
+        except PackageNotFoundError:
+            binding = None
+        path = self._nccl.get_library_path()
+        return {"binding": binding, "library": decode_version(int(self._nccl.get_version())),
+                "library_path": os.fsdecode(path) if path else None}
+
+    def new_unique_id(self) -> bytes:
+        return bytes(self._core.get_unique_id())
+
+    def open(self, world_size: int, rank: int, unique_id: bytes, device_index: int | None):
+        self._torch.cuda.set_device(device_index)  # NCCL binds the communicator to the current device
+        return self._nccl.comm_init_rank_scalable(world_size, rank, 1, bytearray(unique_id), 0)
+
+    def close(self, comm) -> None:
+        self._nccl.comm_finalize(comm)
+        self._nccl.comm_destroy(comm)
+
+    def new_stream(self, device_index: int | None):
+        return self._torch.cuda.Stream(device=device_index)
+
+    def synchronize(self, stream) -> None:
+        stream.synchronize()
+
+    def follow_framework(self, stream, device_index: int | None) -> None:
+        stream.wait_stream(self._torch.cuda.current_stream(device_index))
+
+    def bind(self, calls: Sequence[LibraryCall], comm, stream) -> Callable[[], None]:
+        handle = stream.cuda_stream
+        bound = [self._bind_one(call, comm, handle) for call in calls]
+        if len(bound) == 1:
+            return bound[0]
+        start, end = self._nccl.group_start, self._nccl.group_end
+
+        def grouped() -> None:
+            start()
+            try:
+                for issue in bound:
+                    issue()
+            finally:
+                end()
+
+        return grouped
+
+    def _bind_one(self, call: LibraryCall, comm, stream: int) -> Callable[[], None]:
+        nccl = self._nccl
+        tensor = call.send if call.send is not None else call.recv
+        if tensor.dtype not in self._dtypes:
+            raise ValueError(f"{self.name} has no data type for {tensor.dtype}; "
+                             f"supported: {', '.join(str(d) for d in self._dtypes)}")
+        dtype = self._dtypes[tensor.dtype]
+        send = call.send.data_ptr() if call.send is not None else 0
+        recv = call.recv.data_ptr() if call.recv is not None else 0
+        op, count = self._ops.get(call.op or "sum"), call.count
+        # Every bindings call ends with (comm, stream); partial() resolves all arguments now, so a
+        # call costs the binding's own call and nothing more.
+        head = {
+            "all_reduce": (nccl.all_reduce, send, recv, count, dtype, op),
+            "all_gather": (nccl.all_gather, send, recv, count, dtype),
+            "reduce_scatter": (nccl.reduce_scatter, send, recv, count, dtype, op),
+            "broadcast": (nccl.broadcast, send, recv, count, dtype, call.root),
+            "reduce": (nccl.reduce, send, recv, count, dtype, op, call.root),
+            "send": (nccl.send, send, count, dtype, call.peer),
+            "recv": (nccl.recv, recv, count, dtype, call.peer),
+        }[call.kind]
+        return partial(*head, comm, stream)
+
+
+# Vendor table ``LibraryBinding.adapter`` -> the class that speaks to that binding.
+ADAPTERS: dict[str, Callable[..., BindingAdapter]] = {"nccl4py": Nccl4pyAdapter}
