@@ -1,14 +1,20 @@
-"""Run configurations: frozen dataclasses validated on construction.
+"""Run configurations: frozen dataclasses validated on construction, one per measurement.
 
 Validation here is pure (no probing, no I/O): ranges and names. Checks that need
 the machine (is this backend available? are there enough devices?) live in
-``policy.py``. Both raise ``UsageError`` before any process starts.
+``policy.py`` and in each measurement's ``run`` before it starts anything. Both raise
+``UsageError`` before any process starts.
+
+Each Config also knows its command line (``to_argv``): the lab writes it beside every stage, so a
+stage can be reproduced alone, and a test parses it back with the command's own parser. A field
+says how it is spelt on the command line in its metadata: ``flag`` (an option with a value),
+``switch`` (an option that sets True/False), ``choices`` (a value that maps to its own option).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, field, fields
 
 from .errors import UsageError, invalid_choice
 from .platform.vendors import KNOWN_BACKENDS, VENDORS
@@ -73,31 +79,32 @@ def _number_text(x: float) -> str:
 class LaunchOptions:
     """Where and how ranks start. Shared by every multi-rank command."""
 
-    nproc: int = 2
+    nproc: int = field(default=2, metadata={"flag": "--nproc"})
     """Ranks on this node."""
-    placement: str = "auto"
+    placement: str = field(default="auto", metadata={"choices": {"shared": "--share-device", "per-device": "--per-device",
+                                                                "spread": "--spread"}})
     """shared: every rank on device 0; per-device: rank i on device i; spread: rank i on device i mod
     devices (several ranks per device on every device); auto: shared when nproc > devices."""
-    backend: str = "auto"
+    backend: str = field(default="auto", metadata={"flag": "--backend"})
     """Collective backend, or auto to let the placement policy choose."""
-    device: str = "auto"
+    device: str = field(default="auto", metadata={"flag": "--device"})
     """Device type, or auto for the detected accelerator (cpu when none)."""
-    memory_fraction: float | None = None
+    memory_fraction: float | None = field(default=None, metadata={"flag": "--memory-fraction"})
     """Allocator cap per rank on a shared device; default (1 - reserve) / ranks on the device."""
-    reserve: float = DEFAULT_RESERVE
-    timeout_s: float = 120.0
+    reserve: float = field(default=DEFAULT_RESERVE, metadata={"flag": "--reserve"})
+    timeout_s: float = field(default=120.0, metadata={"flag": "--timeout"})
     """Process-group timeout passed to init_process_group."""
-    run_dir: str | None = None
+    run_dir: str | None = field(default=None, metadata={"flag": "--run-dir"})
     """Directory for this run's logs and results; default ./ddplab-runs/<run id>."""
-    sharing_daemon: str = "auto"
+    sharing_daemon: str = field(default="auto", metadata={"choices": {"on": "--mps", "off": "--no-mps"}})
     """Device-sharing daemon (MPS): auto = use one when several ranks share a device and the library allows
     it (a running one as it is, else a private one started and stopped for this run); on = insist (--mps);
     off = never (--no-mps)."""
-    hang_timeout_s: float | None = None
+    hang_timeout_s: float | None = field(default=None, metadata={"flag": "--hang-timeout"})
     """ddplab's supervisor declares a hang when no rank progresses this long; None: off."""
-    nnodes: int = 1
+    nnodes: int = field(default=1, metadata={"flag": "--nnodes"})
     """Machines in the job; each runs ddplab with the same --rdzv-endpoint (torch's c10d rendezvous)."""
-    rdzv_endpoint: str | None = None
+    rdzv_endpoint: str | None = field(default=None, metadata={"flag": "--rdzv-endpoint"})
     """host:port of the c10d rendezvous store; default 127.0.0.1 with a free port (one machine)."""
 
     def __post_init__(self):
@@ -125,20 +132,23 @@ class LaunchOptions:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
 
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig:
     """The report's DDP experiment."""
 
-    launch: LaunchOptions
-    steps: int = 20
+    launch: LaunchOptions = field(default_factory=LaunchOptions)
+    steps: int = field(default=20, metadata={"flag": "--steps"})
     """Optimizer steps per rank."""
-    model: str = "linear"
+    model: str = field(default="linear", metadata={"flag": "--model"})
     """linear: the report's nn.Linear(10, 10); mlp: ~4.2 M parameters, a non-trivial all_reduce."""
-    batch_size: int = 20
+    batch_size: int = field(default=20, metadata={"flag": "--batch-size"})
     """Samples per rank per step (the report uses 20)."""
-    seed: int = 0
-    check_every: int = 1
+    seed: int = field(default=0, metadata={"flag": "--seed"})
+    check_every: int = field(default=1, metadata={"flag": "--check-every"})
     """Compare gradients with the single-process reference every N steps (first and last always)."""
 
     def __post_init__(self):
@@ -151,3 +161,71 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
+STORM_MAX_ITERS = 10_000_000
+STORM_MAX_BYTES = 1 << 30
+STORM_MAX_THRESHOLD_US = 60e6  # a minute per 4-byte all_reduce is no threshold at all
+
+
+@dataclass(frozen=True, kw_only=True)
+class StormConfig:
+    """The report's latency storm: N tiny all_reduces."""
+
+    launch: LaunchOptions = field(default_factory=LaunchOptions, metadata={"flatten": True})
+    iters: int = field(default=10_000, metadata={"flag": "--iters"})
+    """all_reduces in the storm."""
+    bytes: int = field(default=4, metadata={"flag": "--bytes"})
+    """Bytes per all_reduce."""
+    warmup: int = field(init=False, default=0)
+    """Untimed all_reduces first: min(100, iters)."""
+    per_op_iters: int = field(init=False, default=0)
+    """Ops in the blocking per-op pass: min(iters, 2000)."""
+    threshold_us: float | None = field(default=None, metadata={"flag": "--threshold-us"})
+    """Fail above this mean latency; None: chosen per setup."""
+    sample: bool = field(default=True, metadata={"switch": ("", "--no-sample")})
+    """Sample the ranks while the storm runs (off: to measure the sampler's own cost)."""
+
+    def __post_init__(self):
+        check_number(self.iters, "--iters", 1, STORM_MAX_ITERS, integer=True)
+        check_number(self.bytes, "--bytes", 1, STORM_MAX_BYTES, integer=True)
+        if self.threshold_us is not None:
+            check_number(self.threshold_us, "--threshold-us", 0, STORM_MAX_THRESHOLD_US, name="us", low_open=True,
+                         reference="invalid-threshold")
+        object.__setattr__(self, "warmup", min(100, self.iters))
+        object.__setattr__(self, "per_op_iters", min(self.iters, 2000))
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
+def argv_of(config) -> list[str]:
+    """The command-line options that give ``config`` back (defaults left out), from its fields' metadata."""
+    out: list[str] = []
+    for f in fields(config):
+        value = getattr(config, f.name)
+        if hasattr(value, "to_argv") and f.name == "launch":
+            out += value.to_argv()
+            continue
+        meta = f.metadata
+        default = f.default if f.default is not MISSING else (
+            f.default_factory() if f.default_factory is not MISSING else MISSING)
+        if value == default or not (meta.get("flag") or meta.get("switch") or meta.get("choices")):
+            continue
+        if "choices" in meta:
+            out.append(meta["choices"][value])
+        elif "switch" in meta:
+            on, off = meta["switch"]
+            out.append(on if value else off)
+        else:
+            out += [meta["flag"], _argv_text(value)]
+    return out
+
+
+def _argv_text(value) -> str:
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return _number_text(value) if isinstance(value, float) else str(value)

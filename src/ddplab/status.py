@@ -16,39 +16,15 @@ import json
 import os
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from .files import write_text_atomic
 from .records.codec import RecordError, from_json, to_json
+from .records.session import RankState
 from .rundir import RunDir
 
 HEARTBEAT_S = 0.5
 WAITING_PHASES = ("in-collective", "in-init")
-
-
-@dataclass(frozen=True)
-class RankState:
-    """One rank's status file."""
-
-    rank: int
-    local_rank: int
-    pid: int
-    phase: str
-    seq: int = 0
-    done: int = 0
-    op: str | None = None
-    numel: int | None = None
-    since: float = 0.0
-    heartbeat: float = 0.0
-    error: str | None = None
-    failed_at: float | None = None
-    injected: str | None = None
-    injected_at: float | None = None
-
-    @property
-    def node_base(self) -> int:
-        """The global rank of this machine's local rank 0 (elastic numbers each machine's ranks in a block)."""
-        return self.rank - self.local_rank
 
 
 class RankStatus:

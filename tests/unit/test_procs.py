@@ -6,7 +6,7 @@ integration tests in tests/integration/test_clean.py run the same situations for
 
 import os
 
-from ddplab.launch import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
+from ddplab.rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
 from ddplab.procs import TORCHRUN_MARKER, Facts, classify, program_name, start_ticks
 
 INIT = Facts(pid=1, ppid=0, start_ticks=5, ns_pid=1, create_time=0.0, argv=("/sbin/init",))

@@ -6,7 +6,7 @@ import pytest
 
 from ddplab.commands import run as run_command
 from ddplab.errors import ExitCode, UsageError
-from ddplab.launch import RunDir
+from ddplab.rundir import RunDir
 
 
 def test_a_run_directory_that_holds_a_run_is_refused(tmp_path):

@@ -51,31 +51,10 @@ def launch_options(args) -> LaunchOptions:
                          rdzv_endpoint=args.rdzv_endpoint)
 
 
-def require_fits(platform, placement, bytes_per_rank: int, what: str, reference: str, hint: str) -> None:
-    """Refuse, before any rank starts, buffers that the memory the ranks run on cannot hold.
+def run_measurement(measurement, config, render, args, console) -> int:
+    """What a measurement command does once its Config is built: run it, report, render, exit code."""
+    from .. import display, measurements
+    from ..session import Observer
 
-    On the host every rank draws on the host's available memory; on a device, the ranks
-    placed on it share its free memory and each is held to its allocator cap (policy.py).
-    A memory size nobody could read (None) is not judged.
-    """
-    from ..errors import UsageError
-    from ..report import human_bytes
-
-    indices = placement.device_indices
-    for index in sorted(set(indices)):
-        device = platform.devices[0 if placement.host_only else index] if platform.devices else None
-        if device is None or device.free_bytes is None:
-            continue
-        ranks = len(indices) if placement.host_only else indices.count(index)
-        need = bytes_per_rank * ranks
-        where = "in host memory" if placement.host_only else f"on device {index} ({device.name})"
-        if need > device.free_bytes:
-            raise UsageError(reference, f"{what} needs about {human_bytes(need)} {where} ({ranks} rank(s) x "
-                                        f"{human_bytes(bytes_per_rank)}), but only {human_bytes(device.free_bytes)} "
-                                        f"is free", hint=hint)
-        cap = placement.memory_fraction * device.total_bytes if (
-            placement.memory_fraction_enforced and device.total_bytes) else None
-        if cap is not None and bytes_per_rank > cap:
-            raise UsageError(reference, f"{what} needs about {human_bytes(bytes_per_rank)} per rank, more than each "
-                                        f"rank's cap {where}: {human_bytes(int(cap))} ({placement.memory_fraction} of "
-                                        f"{human_bytes(device.total_bytes)})", hint=hint)
+    record = measurement.run(config, Observer(console))
+    return display.finish(measurements.report(measurement, config, record), render, args.json, console)

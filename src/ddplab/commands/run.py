@@ -50,7 +50,7 @@ def check_out_dir(out: Path) -> None:
     """Refuse at once an --out that holds a run (one report would overwrite the other) or that
     ddplab could not write."""
     from ..files import check_output_dir
-    from ..launch import check_unused
+    from ..rundir import check_unused
 
     check_output_dir(out, "--out")
     check_unused(out, "--out")
@@ -96,7 +96,7 @@ def execute(args, console) -> dict:
 def claim_out_dir(out: str | None) -> Path:
     """This run's own output directory: --out (refused if it holds a run), else a new one whose name
     carries a unique suffix: two runs started in the same second once shared one, and lost a report."""
-    from ..launch import DEFAULT_RUNS_DIR, claim_directory, new_run_id
+    from ..rundir import DEFAULT_RUNS_DIR, claim_directory, new_run_id
 
     run_id = new_run_id("run")
     path = Path(out) if out else Path(DEFAULT_RUNS_DIR) / run_id

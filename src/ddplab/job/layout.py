@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # ddplab's existing markers: `ddplab clean` recognises a rank by them when its launcher is gone.
-from ..launch import DEFAULT_RUNS_DIR, LAUNCHER_PID_ENV, RUN_ID_ENV
+from ..rundir import DEFAULT_RUNS_DIR, LAUNCHER_PID_ENV, RUN_ID_ENV
 
 JOB_DIR_ENV = "DDPLAB_JOB_DIR"
 

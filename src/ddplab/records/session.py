@@ -145,6 +145,31 @@ class RankOutcome:
 
 
 @dataclass(frozen=True)
+class RankState:
+    """One rank's status file (status.py writes and reads it)."""
+
+    rank: int
+    local_rank: int
+    pid: int
+    phase: str
+    seq: int = 0
+    done: int = 0
+    op: str | None = None
+    numel: int | None = None
+    since: float = 0.0
+    heartbeat: float = 0.0
+    error: str | None = None
+    failed_at: float | None = None
+    injected: str | None = None
+    injected_at: float | None = None
+
+    @property
+    def node_base(self) -> int:
+        """The global rank of this machine's local rank 0 (elastic numbers each machine's ranks in a block)."""
+        return self.rank - self.local_rank
+
+
+@dataclass(frozen=True)
 class HangRecord:
     """What ddplab's supervisor declared: no rank progressed for the hang timeout (supervisor.py)."""
 
@@ -152,7 +177,7 @@ class HangRecord:
     no_progress_s: float
     culprit_ranks: list[int]
     reason: str
-    snapshot: dict[int, Any] = field(default_factory=dict)  # each rank's status file when it was declared
+    snapshot: dict[int, RankState] = field(default_factory=dict)  # each rank's status when it was declared
     stacks: dict[int, str] = field(default_factory=dict)  # rank -> stack file
     killed_after_grace: list[int] = field(default_factory=list)
 
@@ -182,6 +207,8 @@ class SessionRecord:
     expected_failure_observed: bool | None
     duration_s: float
     timeseries: Timeseries
+    # The machine the run was on: written at the report's top level, not inside results.
+    platform: Any = field(default=None, metadata={"skip": True}, compare=False)
 
     def failure_reason(self) -> str:
         """One line on why a run did not complete: the predicted refusal, or the first rank's last words."""

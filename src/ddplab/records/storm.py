@@ -1,0 +1,71 @@
+"""The latency storm's records: what each rank measured, and the storm as reported."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .codec import flatten
+from .compare import TimedRow
+from .session import Distribution, Histogram, SessionRecord
+
+
+@dataclass(frozen=True)
+class StormSettings:
+    """What every rank of a storm runs (rank side of config.StormConfig)."""
+
+    iters: int
+    bytes: int
+    warmup: int
+    per_op_iters: int
+
+
+@dataclass(frozen=True)
+class StormRankResult:
+    """One rank's storm: its four passes (workloads/storm.py)."""
+
+    mean_us: float  # pipelined: N back to back, one device sync, wall / N
+    seed_method_us: float  # the report's own script: no device sync
+    per_op_us: Distribution  # blocking: a device sync after each op
+    per_op_histogram: Histogram
+    device_us: Distribution | None  # device events per op; None on the host
+    cpu_user_s: float  # this rank's own CPU time during the pipelined pass
+    cpu_system_s: float
+    ctx_switches: int
+    storm_wall_s: float
+    correct: bool  # a final all_reduce of known values summed right
+
+
+@dataclass(frozen=True)
+class StormSummary:
+    """The storm over every rank (measurements/storm.py)."""
+
+    method: str
+    mean_us: float
+    mean_us_max_rank: float
+    seed_method_us: float
+    per_op_us: Distribution
+    per_op_histogram: Histogram
+    device_us: Distribution | None
+    mean_minus_device_us: float | None
+    bound_by: str | None
+    cpu_system_pct_of_wall: float
+    cpu_user_pct_of_wall: float
+    device_util_pct_max: int | None
+
+
+@dataclass(frozen=True)
+class StormRecord:
+    """The storm as reported: the session, and (when it completed) the storm's numbers and its threshold."""
+
+    session: SessionRecord = field(metadata=flatten())
+    correct: bool
+    threshold_us: float
+    threshold_reason: str
+    within_threshold: bool
+    summary: StormSummary | None = field(default=None, metadata=flatten())
+
+    def timed_rows(self, config) -> list[TimedRow]:
+        """The storm as one comparable row: its pipelined mean, op "storm", at the configured size."""
+        if not self.session.completed or self.summary is None:
+            return []
+        return [TimedRow("storm", config.bytes, True, self.summary.mean_us)]
