@@ -229,3 +229,38 @@ def _argv_text(value) -> str:
     if isinstance(value, (list, tuple)):
         return ",".join(str(v) for v in value)
     return _number_text(value) if isinstance(value, float) else str(value)
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """One stage as the report shows it: its name and the command line that reproduces it alone."""
+
+    name: str
+    command: str  # the measurement's command word
+    argv: list[str]
+
+
+PROFILES = ("quick", "full", "soak")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The whole lab: which profile, on which device, where its reports go."""
+
+    profile: str = "quick"
+    nproc: int = 2
+    """Ranks of the shared-device stages."""
+    device: str = "auto"
+    out: str | None = None
+    stage_deadline_s: float = 120.0
+    """Every stage's hang timeout: seconds without progress before its ranks are cut."""
+    stages: list[StagePlan] = field(default_factory=list)
+    """Filled in once the machine is known (the env stage): each stage's command line."""
+
+    def __post_init__(self):
+        if self.profile not in PROFILES:
+            raise invalid_choice("profile", self.profile, PROFILES)
+        if self.device not in ("auto", *VENDORS):
+            raise invalid_choice("device", self.device, ("auto", *VENDORS))
+        check_number(self.stage_deadline_s, "--stage-deadline", 0, MAX_TIMEOUT_S, name="seconds", low_open=True)
+        check_number(self.nproc, "--nproc", 1, MAX_NPROC, integer=True, unit=" ranks per node")

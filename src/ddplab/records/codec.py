@@ -52,6 +52,8 @@ def to_json(obj: Any) -> Any:
     if isinstance(obj, enum.Enum):
         return obj.value
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        if hasattr(obj, "to_json"):  # a record that writes itself (core.Report: its parts' types vary)
+            return obj.to_json()
         out: dict = {}
         _write_fields(obj, out)
         return out
@@ -131,6 +133,8 @@ def _read(tp: Any, data: Any, path: str) -> Any:
             return tp(data)
         except ValueError:
             raise RecordError(path, f"one of {[m.value for m in tp]}", data) from None
+    if dataclasses.is_dataclass(tp) and hasattr(tp, "from_json"):  # reads itself (core.Report)
+        return tp.from_json(data, path)
     if dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise RecordError(path, f"an object ({tp.__name__})", data)

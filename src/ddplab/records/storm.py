@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from .codec import flatten
 from .compare import TimedRow
+from .figures import BarChart
 from .session import Distribution, Histogram, SessionRecord
 
 
@@ -69,3 +70,16 @@ class StormRecord:
         if not self.session.completed or self.summary is None:
             return []
         return [TimedRow("storm", config.bytes, True, self.summary.mean_us)]
+
+    def figures(self, stage: str) -> list[BarChart]:
+        """The per-op latency histogram (log bins), against the threshold."""
+        if self.summary is None:
+            return []
+        s = self.summary
+        edges = s.per_op_histogram.edges_us
+        labels = [f"<{edges[0]:g}"] + [f"{a:g}-{b:g}" for a, b in zip(edges, edges[1:])] + [f">{edges[-1]:g}"]
+        caption = (f"{stage}: {s.per_op_us.n} ops per rank, per-op blocking latency (us, log bins); mean "
+                   f"{s.mean_us:.1f} us pipelined vs threshold {self.threshold_us:.0f} us; backend "
+                   f"{self.session.backend}")
+        return [BarChart(f"storm-hist-{stage}", "Latency storm", caption, "latency per op (us)", "ops", labels,
+                         [float(c) for c in s.per_op_histogram.counts])]

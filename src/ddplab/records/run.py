@@ -1,0 +1,54 @@
+"""`ddplab run`: what each stage gave (RunRecord); its plan is config.RunConfig."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .core import Check, Report, Verdict
+
+OMIT = {"omit_none": True}
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    """What one stage gave: its own report, or why it could not run; the leftovers check has its evidence."""
+
+    name: str
+    command: str
+    verdict: Verdict
+    summary: str
+    duration_s: float | None = field(default=None, metadata=OMIT)
+    report: Report | None = field(default=None, metadata=OMIT)
+    error: str | None = field(default=None, metadata=OMIT)  # the DdplabError reference, or "stage-crashed"
+    left_pids: list[int] | None = field(default=None, metadata=OMIT)  # leftovers: processes of this lab alive
+    orphans: list[Any] | None = field(default=None, metadata=OMIT)  # leftovers: orphans of this lab
+    other_orphans: list[Any] | None = field(default=None, metadata=OMIT)  # orphans of other runs (information)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    profile: str
+    stages: list[StageRecord]
+    checks: list[Check]
+    interrupted: bool
+    duration_s: float
+    out: str
+
+    def timed_rows(self, config=None) -> list:
+        """Every stage's comparable rows; a stage whose name differs from its command prefixes its ops
+        ("storm-shared:storm"), so two runs of one profile line up stage by stage."""
+        from dataclasses import replace
+
+        rows = []
+        for stage in self.stages:
+            report = stage.report
+            timed = getattr(report.results, "timed_rows", None) if report else None
+            if timed is None:
+                continue
+            prefix = f"{stage.name}:" if stage.name != report.command else ""
+            rows += [replace(r, op=prefix + r.op) for r in timed(report.config)]
+        return rows
+
+    def stage_verdicts(self) -> dict[str, Verdict]:
+        return {s.name: s.verdict for s in self.stages}
