@@ -14,7 +14,7 @@ says how it is spelt on the command line in its metadata: ``flag`` (an option wi
 from __future__ import annotations
 
 import math
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 
 from .errors import UsageError, invalid_choice
 from .platform.vendors import KNOWN_BACKENDS, VENDORS
@@ -202,10 +202,78 @@ class StormConfig:
         return argv_of(self)
 
 
+CEILING_MAX_ITERS = 10_000
+MAX_SIZE_BYTES = 1 << 50  # a pebibyte: no device or host holds one buffer that large (sizes.py uses it too)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CeilingConfig:
+    """The loopback ceiling: one rank on device 0 copies memory (the report's section 3.2)."""
+
+    device: str = field(default="auto", metadata={"flag": "--device"})
+    """Device type, or auto for the detected accelerator (cpu when none)."""
+    run_dir: str | None = field(default=None, metadata={"flag": "--run-dir"})
+    bytes: int = field(default=1 << 30, metadata={"flag": "--bytes"})
+    """Bytes per device copy."""
+    host_bytes: int = field(default=256 << 20, metadata={"flag": "--host-bytes"})
+    """Bytes per host<->device copy."""
+    iters: int = field(default=20, metadata={"flag": "--iters"})
+    """Timed copies per path; the median is reported."""
+    launch: LaunchOptions = field(init=False, default=None, metadata={"flatten": True})
+    """Derived: always one rank on device 0 (its keys sit beside the others in the JSON config)."""
+
+    def __post_init__(self):
+        check_number(self.bytes, "--bytes", 1, MAX_SIZE_BYTES, integer=True, unit=" bytes")
+        check_number(self.host_bytes, "--host-bytes", 1, MAX_SIZE_BYTES, integer=True, unit=" bytes")
+        check_number(self.iters, "--iters", 1, CEILING_MAX_ITERS, integer=True)
+        object.__setattr__(self, "launch", LaunchOptions(nproc=1, placement="per-device", device=self.device,
+                                                         run_dir=self.run_dir))
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
+CONTENTION_MIN_SIZE, CONTENTION_MAX_SIZE = 16, 65536
+CONTENTION_MIN_SECONDS, CONTENTION_MAX_SECONDS = 0.1, 600.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContentionConfig:
+    """K processes computing on one device vs one alone (the report's section 3.2).
+
+    The ranks always share one device, and the sharing daemon is off unless asked for (--mps): time
+    slicing is what contention measures, so unlike other commands it never takes the daemon by default.
+    """
+
+    launch: LaunchOptions = field(default_factory=LaunchOptions, metadata={"flatten": True})
+    size: int | None = field(default=None, metadata={"flag": "--size"})
+    """Matrix dimension; None: 8192 on an accelerator, 512 on the host (chosen once the device is known)."""
+    seconds: float = field(default=3.0, metadata={"flag": "--seconds"})
+    """Measurement window of each phase."""
+    batch: int | None = field(init=False, default=None)
+    """Matmuls between device synchronisations: 20 on an accelerator, 4 on the host, chosen with the
+    device like ``size``; kept in the JSON config, where reports before issue 11 wrote the chosen value."""
+
+    def __post_init__(self):
+        if self.launch.placement == "per-device":
+            raise UsageError("contention-needs-shared-device",
+                             "contention measures processes sharing one device; --per-device does not apply")
+        daemon = "off" if self.launch.sharing_daemon == "auto" else self.launch.sharing_daemon
+        object.__setattr__(self, "launch", replace(self.launch, placement="shared", sharing_daemon=daemon))
+        if self.size is not None:
+            check_number(self.size, "--size", CONTENTION_MIN_SIZE, CONTENTION_MAX_SIZE, integer=True)
+        check_number(self.seconds, "--seconds", CONTENTION_MIN_SECONDS, CONTENTION_MAX_SECONDS)
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
 def argv_of(config) -> list[str]:
     """The command-line options that give ``config`` back (defaults left out), from its fields' metadata."""
     out: list[str] = []
     for f in fields(config):
+        if not f.init:
+            continue  # derived from the other fields: never an option of its own
         value = getattr(config, f.name)
         if hasattr(value, "to_argv") and f.name == "launch":
             out += value.to_argv()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 
-from .config import check_number
+from .config import MAX_SIZE_BYTES, check_number
 from .errors import UsageError
 
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
@@ -14,7 +14,6 @@ _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 # -f 1.1 over the same range about 230; -f 1.0000001 would be about a billion.
 MAX_SIZES = 1000
 MAX_STEP_FACTOR = float(1 << 20)
-MAX_SIZE_BYTES = 1 << 50  # a pebibyte: no device or host holds one buffer that large
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)B?\s*$", re.IGNORECASE)
 
 

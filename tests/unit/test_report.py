@@ -2,8 +2,11 @@
 
 import pytest
 
-from ddplab import report
-from ddplab.commands.train import train_verdict
+from ddplab import measurements, report
+from ddplab.measurements import train
+from ddplab.records.session import Distribution
+from ddplab.records.train import TrainRecord
+from tests.unit.fake_sessions import session_record
 
 
 def test_document_has_contract_keys():
@@ -31,18 +34,18 @@ def test_worst_verdict_and_exit_codes():
     assert report.exit_code("warn") == 0 and report.exit_code("fail") == 1
 
 
-def _results(**kw):
-    base = {"completed": True, "params_identical": True, "grad_matches_reference": True,
-            "local_grad_differs": True, "warnings": []}
-    base.update(kw)
-    return base
+def train_verdict(completed=True, warnings=(), **proofs) -> str:
+    proofs = {"params_identical": True, "grad_matches_reference": True, "local_grad_differs": True, **proofs}
+    record = TrainRecord(session=session_record(completed=completed, warnings=warnings), **proofs,
+                         step_time_us=Distribution.of([100.0, 120.0]), step_time_method="test")
+    return measurements.verdict(train, record).value
 
 
 def test_train_verdict_requires_every_proof():
-    assert train_verdict(_results()) == "pass"
-    assert train_verdict(_results(warnings=["no MPS"])) == "warn"
-    assert train_verdict(_results(params_identical=False)) == "fail"
-    assert train_verdict(_results(grad_matches_reference=False)) == "fail"
-    assert train_verdict(_results(local_grad_differs=False)) == "fail"  # the check could not tell
-    assert train_verdict(_results(local_grad_differs=None)) == "pass"  # world size 1: not applicable
-    assert train_verdict(_results(completed=False, params_identical=None)) == "fail"
+    assert train_verdict() == "pass"
+    assert train_verdict(warnings=["no MPS"]) == "warn"
+    assert train_verdict(params_identical=False) == "fail"
+    assert train_verdict(grad_matches_reference=False) == "fail"
+    assert train_verdict(local_grad_differs=False) == "fail"  # the check could not tell
+    assert train_verdict(local_grad_differs=None) == "pass"  # world size 1: not applicable
+    assert train_verdict(completed=False, params_identical=None) == "fail"

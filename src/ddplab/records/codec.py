@@ -7,7 +7,8 @@ and `ddplab compare` refuse a crafted or damaged document before rendering anyth
 
 Field metadata understood here (``dataclasses.field(metadata=...)``):
   ``flatten``   - a nested dataclass whose keys are written into the parent object (today's flat JSON);
-                  keys the parent already wrote win. A ``dict`` or ``Any`` field with ``flatten`` holds,
+                  keys the parent already wrote win; an Optional one reads back as None when none of its
+                  keys are there (a run that failed). A ``dict`` or ``Any`` field with ``flatten`` holds,
                   when read back, the object's remaining keys (an open-ended part, e.g. a workload's
                   per-rank result inside a rank's entry).
   ``omit_none`` - leave the key out when the value is None.
@@ -157,8 +158,11 @@ def _read_dataclass(cls: type, data: dict, path: str) -> Any:
                 extras_field = f  # an open object: the keys no other field claimed
                 continue
             inner = _dataclass_of(tp)
-            kwargs[f.name] = _read_dataclass(inner, data, path)
             used |= _keys_of(inner)
+            if _optional(tp) and not _keys_of(inner) & data.keys():
+                kwargs[f.name] = None  # an optional part none of whose keys were written (e.g. a run that failed)
+                continue
+            kwargs[f.name] = _read_dataclass(inner, data, path)
             continue
         key = meta.get("json_name", f.name)
         used.add(key)
@@ -231,6 +235,10 @@ def _keys_of(cls: type) -> frozenset:
         else:
             keys.add(f.metadata.get("json_name", f.name))
     return frozenset(keys)
+
+
+def _optional(tp: Any) -> bool:
+    return typing.get_origin(tp) in (Union, types.UnionType) and type(None) in typing.get_args(tp)
 
 
 def _maybe_dataclass(tp):
