@@ -135,6 +135,13 @@ class LaunchOptions:
     def to_argv(self) -> list[str]:
         return argv_of(self)
 
+    @staticmethod
+    def json_upgrade(data: dict) -> dict:
+        """Reports before the three-valued daemon option wrote --mps as a boolean."""
+        if isinstance(data.get("sharing_daemon"), bool):
+            return {**data, "sharing_daemon": "on" if data["sharing_daemon"] else "auto"}
+        return data
+
 
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig:

@@ -103,7 +103,8 @@ def stages(profile: str, nproc: int, machine: Machine, out: Path, deadline_s: fl
             stepfactor=4.0)))
     big = full and not machine.host_only
     out_stages.append(Stage("ceiling", "ceiling", cfg.CeilingConfig(
-        launch=launch("ceiling"), bytes="4G" if big else "64M", host_bytes="256M" if full else "16M", iters=10)))
+        device=machine.device, run_dir=str(out / "ceiling"), bytes=(4 << 30) if big else (64 << 20),
+        host_bytes=(256 << 20) if full else (16 << 20), iters=10)))
     out_stages.append(Stage("contention", "contention", cfg.ContentionConfig(
         launch=launch("contention", nproc=2), seconds=3.0 if full else 1.0)))
     if full and machine.has_daemon:

@@ -14,7 +14,9 @@ Field metadata understood here (``dataclasses.field(metadata=...)``):
   ``omit_none`` - leave the key out when the value is None.
   ``json_name`` - the key in JSON when it differs from the field name.
   ``skip``      - never written (e.g. the platform, which the report envelope writes at its top level).
-Unknown keys are ignored when reading, so a newer ddplab's report still loads.
+Unknown keys are ignored when reading, so a newer ddplab's report still loads; keys added since schema 1 have
+defaults, and a class with a ``json_upgrade(data) -> data`` static method rewrites what earlier versions spelt
+differently, so an older report still loads too.
 """
 
 from __future__ import annotations
@@ -144,6 +146,9 @@ def _read(tp: Any, data: Any, path: str) -> Any:
 
 
 def _read_dataclass(cls: type, data: dict, path: str) -> Any:
+    upgrade = getattr(cls, "json_upgrade", None)
+    if upgrade is not None:  # a record that reads what earlier versions wrote (e.g. a flag that was a bool)
+        data = upgrade(data)
     kwargs = {}
     hints = _hints(cls)
     used: set[str] = set()

@@ -15,9 +15,9 @@ class StageRecord:
     """What one stage gave: its own report, or why it could not run; the leftovers check has its evidence."""
 
     name: str
-    command: str
-    verdict: Verdict
-    summary: str
+    command: str = ""  # the first lab reports did not record it
+    verdict: Verdict = Verdict.PASS
+    summary: str = ""
     duration_s: float | None = field(default=None, metadata=OMIT)
     report: Report | None = field(default=None, metadata=OMIT)
     error: str | None = field(default=None, metadata=OMIT)  # the DdplabError reference, or "stage-crashed"
@@ -26,9 +26,9 @@ class StageRecord:
     other_orphans: list[Any] | None = field(default=None, metadata=OMIT)  # orphans of other runs (information)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunRecord:
-    profile: str
+    profile: str = "(not recorded)"  # the first lab reports had one profile only
     stages: list[StageRecord]
     checks: list[Check]
     interrupted: bool

@@ -76,11 +76,11 @@ class Sample:
     device_util_pct: dict[int, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Timeseries:
     """The sampler's readings, every ``interval_s`` in the launcher (sampler.py)."""
 
-    enabled: bool
+    enabled: bool = True
     interval_s: float
     method: str
     samples: list[Sample] = field(default_factory=list)
@@ -124,16 +124,16 @@ class RankReturn:
     result: Any  # the workload's own record (records/<measurement>.py)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RankOutcome:
     """One rank this launcher started, finished or not."""
 
     rank: int
-    local_rank: int
+    local_rank: int | None = None  # None only in the first reports, which did not record it
     pid: int | None
-    device: str
+    device: str | None
     peak_mem_bytes: int | None
-    status: str  # finished | failed | stopped by launcher
+    status: str | None = None  # finished | failed | stopped by launcher (None: the first reports)
     peaks: SamplerPeaks | None = field(default=None, metadata=flatten())
     world_size: int | None = field(default=None, metadata=OMIT)
     hostname: str | None = field(default=None, metadata=OMIT)
@@ -182,7 +182,7 @@ class HangRecord:
     killed_after_grace: list[int] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SessionRecord:
     """What every multi-rank measurement reports about its run (flattened into its results)."""
 
@@ -191,20 +191,20 @@ class SessionRecord:
     shared_device: bool
     placement: Any  # policy.Placement as JSON (the plan, with every option weighed)
     warnings: list[str]
-    sharing_daemon: Any  # what the sharing daemon did, or None
+    sharing_daemon: Any = None  # what the sharing daemon did, or None
     run_id: str
     run_dir: str
     world_size: int
-    nnodes: int
+    nnodes: int = 1
     completed: bool
     ranks: list[RankOutcome]
-    torchrun_root_cause_rank: int | None
-    launcher_error: str | None
-    listen: Any  # where the run listened (exposure.py)
-    interrupted: bool
-    hang: HangRecord | None
-    expected_failure: str | None
-    expected_failure_observed: bool | None
+    torchrun_root_cause_rank: int | None = None
+    launcher_error: str | None = None
+    listen: Any = None  # where the run listened (exposure.py); reports before it have none
+    interrupted: bool = False
+    hang: HangRecord | None = None
+    expected_failure: str | None = None
+    expected_failure_observed: bool | None = None
     duration_s: float
     timeseries: Timeseries
     # The machine the run was on: written at the report's top level, not inside results.

@@ -36,7 +36,7 @@ class StormRankResult:
     correct: bool  # a final all_reduce of known values summed right
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StormSummary:
     """The storm over every rank (measurements/storm.py)."""
 
@@ -45,13 +45,13 @@ class StormSummary:
     mean_us_max_rank: float
     seed_method_us: float
     per_op_us: Distribution
-    per_op_histogram: Histogram
-    device_us: Distribution | None
-    mean_minus_device_us: float | None
-    bound_by: str | None
+    per_op_histogram: Histogram | None = None  # the first storm reports had none
+    device_us: Distribution | None = None
+    mean_minus_device_us: float | None = None  # the first storm reports called it dispatch_overhead_us
+    bound_by: str | None = None
     cpu_system_pct_of_wall: float
     cpu_user_pct_of_wall: float
-    device_util_pct_max: int | None
+    device_util_pct_max: int | None = None
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class StormRecord:
 
     def figures(self, stage: str) -> list[BarChart]:
         """The per-op latency histogram (log bins), against the threshold."""
-        if self.summary is None:
+        if self.summary is None or self.summary.per_op_histogram is None:
             return []
         s = self.summary
         edges = s.per_op_histogram.edges_us

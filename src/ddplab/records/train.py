@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from .codec import flatten
 from .compare import TimedRow
+from .figures import LineChart, Series
 from .session import Distribution, SessionRecord
 
 
@@ -90,3 +91,15 @@ class TrainRecord:
                 if value is not None:
                     by_rank.setdefault(r.rank, []).append((sample.t_s, value))
         return MemorySeries("device memory" if device else "host RSS", by_rank)
+
+    def figures(self, stage: str) -> list[LineChart]:
+        """Each rank's memory over the run, as the 0.5 s sampler saw it."""
+        memory = self.memory_series()
+        if not memory.by_rank:
+            return []
+        series = [Series(f"rank {rank}", [(t, float(v)) for t, v in points])
+                  for rank, points in sorted(memory.by_rank.items())]
+        ts = self.session.timeseries
+        return [LineChart("memory-over-time", "Per-rank memory over time",
+                          f"{stage}: sampled every {ts.interval_s} s ({ts.method})", "time (s)",
+                          f"{memory.what} (MiB)", series, y_divisor=2**20)]
