@@ -4,7 +4,7 @@ each rank's allocator cap on a shared device)."""
 
 import pytest
 
-from ddplab.commands.options import require_fits
+from ddplab.policy import require_fits
 from ddplab.config import LaunchOptions
 from ddplab.errors import UsageError
 from ddplab.platform import describe
