@@ -16,6 +16,7 @@ __all__ = ["SCHEMA_VERSION", "Check", "RecordError", "Report", "Verdict", "regis
 # Commands whose reports are not measurements (measurements register through ddplab.measurements).
 _REPORT_TYPES: dict[str, tuple[str, str, str]] = {
     # command: (module, config class, results class)
+    "compare": ("ddplab.records.compare", "CompareConfig", "CompareRecord"),
 }
 
 
