@@ -1,5 +1,6 @@
 """storm, sweep, ceiling, contention and compare for real on CPU with gloo (CI-sized)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,15 @@ def test_compare_fixture_with_a_sweep(tmp_path):
     assert proc.returncode == 1 and "<- slower" in proc.stdout
     proc = run_cli("compare", str(sweep_json), str(sweep_json), cwd=tmp_path)
     assert proc.returncode == 0 and "0 slower" in proc.stdout
+
+
+def test_compare_lines_up_storm_reports_through_their_record(tmp_path):
+    proc, doc = _run(tmp_path, "storm", "--nproc", "2", "--iters", "200")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc["results"]["mean_us"] *= 1.5  # planted: the storm got 50% slower
+    slower = tmp_path / "slower.json"
+    slower.write_text(json.dumps(doc))
+    proc = run_cli("compare", str(tmp_path / "out.json"), str(slower), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "storm" in proc.stdout and "50.0%" in proc.stdout and "<- slower" in proc.stdout
+    assert run_cli("compare", str(slower), str(slower), cwd=tmp_path).returncode == 0
