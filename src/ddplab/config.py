@@ -273,6 +273,89 @@ class ContentionConfig:
 
     def to_argv(self) -> list[str]:
         return argv_of(self)
+SWEEP_MAX_ITERS = 100_000
+SWEEP_MAX_REPEAT = 100
+SWEEP_MAX_BUSBW_GBPS = 1e6  # a petabyte per second: no interconnect is near it
+SWEEP_DEFAULT_SIZES = tuple(8 << i for i in range(24))  # -b 8 -e 64M -f 2 (sizes.size_range)
+SWEEP_DEFAULT_FACTOR = 2.0
+SWEEP_MODES = ("pipelined", "blocking")  # nccl-tests' default, and its -z 1 (workloads/common.py)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepConfig:
+    """nccl-tests from Python: every size of each collective, timed and checked."""
+
+    launch: LaunchOptions = field(default_factory=LaunchOptions, metadata={"flatten": True})
+    ops: tuple[str, ...] = field(default=("all_reduce",), metadata={"flag": "--ops"})
+    """Collectives, by ddplab's names (collectives.COLLECTIVES)."""
+    sizes: tuple[int, ...] = SWEEP_DEFAULT_SIZES
+    """The largest buffer of each measurement in bytes, as nccl-tests' -b/-e/-f make them; the command line
+    spells them back as -b/-e/-f (sizes.range_args), so they must be such a range."""
+    dtype: str = field(default="float", metadata={"flag": "--dtype"})
+    mode: str = field(default="pipelined", metadata={"flag": "--mode"})
+    """pipelined: nccl-tests' default; blocking: nccl-tests -z 1."""
+    iters: int = field(default=20, metadata={"flag": "-n"})
+    """Timed iterations per size."""
+    warmup: int = field(default=5, metadata={"flag": "-w"})
+    """Untimed iterations per size."""
+    check: bool = field(default=True, metadata={"switch": ("--check", "--no-check")})
+    """Check the results at every size with exact data."""
+    repeat: int | None = field(default=None, metadata={"flag": "-R"})
+    """Times each size is measured (the row reports the median); None: chosen per device when it runs."""
+    min_busbw: float | None = field(default=None, metadata={"flag": "--min-busbw"})
+    """Fail when the average busbw (GB/s, nccl-tests' footer) is below this."""
+    sample: bool = field(default=True, metadata={"switch": ("", "--no-sample")})
+    """Sample the ranks while the sweep runs (off: to measure the sampler's own cost)."""
+    sample_while_timing: bool = field(default=False, metadata={"switch": ("--sample-while-timing", "")})
+    """Let the sampler query the device inside timed windows too (the old behaviour, to test for spikes)."""
+
+    def __post_init__(self):
+        from . import collectives
+        from .collectives.common import DTYPES
+
+        _require(bool(self.ops), "invalid-collective", "--ops names no collective; valid: all, or a comma list of "
+                                                       + ", ".join(collectives.COLLECTIVES))
+        for op in self.ops:
+            if op not in collectives.COLLECTIVES:
+                raise invalid_choice("collective", op, collectives.COLLECTIVES)
+        self._check_sizes()
+        if self.dtype not in DTYPES:
+            raise invalid_choice("dtype", self.dtype, DTYPES)
+        if self.mode not in SWEEP_MODES:
+            raise invalid_choice("mode", self.mode, SWEEP_MODES)
+        check_number(self.iters, "-n", 1, SWEEP_MAX_ITERS, integer=True, reference="invalid-iters")
+        check_number(self.warmup, "-w", 0, SWEEP_MAX_ITERS, integer=True, reference="invalid-warmup")
+        if self.repeat is not None:
+            check_number(self.repeat, "-R", 1, SWEEP_MAX_REPEAT, integer=True, reference="invalid-repeat")
+        if self.min_busbw is not None:
+            check_number(self.min_busbw, "--min-busbw", 0, SWEEP_MAX_BUSBW_GBPS, name="GB/s", low_open=True)
+
+    def _check_sizes(self) -> None:
+        from .sizes import MAX_SIZE_BYTES, MAX_SIZES, range_args
+
+        _require(0 < len(self.sizes) <= MAX_SIZES, "invalid-sizes", f"{len(self.sizes)} sizes; valid: 1 to {MAX_SIZES}")
+        for size in self.sizes:
+            check_number(size, "size", 1, MAX_SIZE_BYTES, integer=True, unit=" bytes", reference="invalid-size")
+        _require(range_args(self.sizes, SWEEP_DEFAULT_FACTOR) is not None, "invalid-sizes",
+                 f"sizes {list(self.sizes)[:6]}{'...' if len(self.sizes) > 6 else ''} are not a range that "
+                 f"-b/-e/-f make (each size int(previous * factor), the same factor throughout)")
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self) + self._size_argv()
+
+    def _size_argv(self) -> list[str]:
+        """-b/-e/-f that give the same sizes back; each left out where it is the default."""
+        from .sizes import range_args
+
+        begin, end, factor = range_args(self.sizes, SWEEP_DEFAULT_FACTOR)
+        out = []
+        if self.sizes[0] != SWEEP_DEFAULT_SIZES[0]:
+            out += ["-b", begin]
+        if self.sizes[-1] != SWEEP_DEFAULT_SIZES[-1]:
+            out += ["-e", end]
+        if factor != SWEEP_DEFAULT_FACTOR:
+            out += ["-f", _argv_text(factor)]
+        return out
 
 
 def argv_of(config) -> list[str]:
@@ -303,7 +386,9 @@ def argv_of(config) -> list[str]:
 def _argv_text(value) -> str:
     if isinstance(value, (list, tuple)):
         return ",".join(str(v) for v in value)
-    return _number_text(value) if isinstance(value, float) else str(value)
+    if isinstance(value, float):  # repr: the shortest text that parses back to the same float ("%g" rounds)
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from .config import LaunchOptions
@@ -42,6 +42,9 @@ class Session:
     outcome: LaunchResult
     record: SessionRecord
     ended_at: float  # wall time the launch returned
+    # Wall-clock (start, end) of each device query the sampler made: a benchmark checks its timed windows
+    # against them (timed_windows.overlaps).
+    device_queries: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def returns(self) -> list[RankReturn]:
@@ -144,7 +147,7 @@ def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: 
             daemon.stop()  # never leave a daemon behind, least of all one a crashed rank may have poisoned
     record = replace(_record(placement, run, outcome, sampler, daemon.record() if daemon else None,
                              supervisor.hang, opts.nnodes), platform=platform)
-    return Session(platform, placement, run, outcome, record, ended_at)
+    return Session(platform, placement, run, outcome, record, ended_at, list(sampler.device_queries))
 
 
 def _record(placement: Placement, run: RunDir, outcome: LaunchResult, sampler: RankSampler, daemon: dict | None,

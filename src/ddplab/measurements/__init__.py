@@ -7,6 +7,8 @@
     run(config, observer=QUIET) -> Record       refuses (DdplabError) before it starts anything
     checks(record) -> list[Check]               the ONE rule: the report's verdict is the worst of these
     summary(record) -> str                      one line for the terminal and the lab's stage table
+    config_as_run(config, record) -> Config     optional: the config with what was chosen at run time filled
+                                                in (sweep: -R per device), as the report writes it
 
 Commands are arguments -> Config -> run -> render (commands/); the lab runs a profile's Configs
 (lab.py, profiles.py). A new measurement is one module here plus one registry line; ``register`` adds
@@ -53,6 +55,9 @@ def verdict(measurement, record) -> Verdict:
 
 def report(measurement, config, record) -> Report:
     """The JSON document of one measurement: its config, the platform, the record and the verdict its checks give."""
+    as_run = getattr(measurement, "config_as_run", None)
+    if as_run is not None:
+        config = as_run(config, record)
     return Report(command=measurement.NAME, config=config, platform=platform_of(record), results=record,
                   verdict=verdict(measurement, record))
 

@@ -14,6 +14,11 @@ Field metadata understood here (``dataclasses.field(metadata=...)``):
   ``omit_none`` - leave the key out when the value is None.
   ``json_name`` - the key in JSON when it differs from the field name.
   ``skip``      - never written (e.g. the platform, which the report envelope writes at its top level).
+  ``omit_with`` - the name of another field: this one is written (null included) exactly when that one is
+                  not None (a sweep row's bandwidths exist when the row was timed, null or not).
+  ``expect``    - (what it must be, predicate): a value read back must also pass the predicate; a value
+                  of the wrong type or failing it is refused as "must be <what it must be>".
+A record that refuses its values on construction (a Config's validation) is a RecordError at its path.
 Unknown keys are ignored when reading, so a newer ddplab's report still loads; keys added since schema 1 have
 defaults, and a class with a ``json_upgrade(data) -> data`` static method rewrites what earlier versions spelt
 differently, so an older report still loads too.
@@ -29,6 +34,8 @@ import typing
 from functools import lru_cache
 from typing import Any, Union
 
+from ..errors import DdplabError
+
 JSON_SCALARS = (str, int, float, bool, type(None))
 
 
@@ -37,6 +44,8 @@ class RecordError(ValueError):
 
     def __init__(self, path: str, expected: str, got: object):
         self.path, self.expected = path, expected
+        self.missing = got is _Missing
+        self.value = None if self.missing else got  # the bad value itself, for messages in the user's terms
         self.got = _describe(got)
         super().__init__(f"{path}: expected {expected}, got {self.got}")
 
@@ -81,6 +90,8 @@ def _write_fields(obj: Any, out: dict) -> None:
                 out.setdefault(k, v)
             continue
         if value is None and meta.get("omit_none"):
+            continue
+        if "omit_with" in meta and getattr(obj, meta["omit_with"]) is None:
             continue
         out[meta.get("json_name", f.name)] = to_json(value)
 
@@ -132,6 +143,8 @@ def _read(tp: Any, data: Any, path: str) -> Any:
         kt, vt = args if args else (str, Any)
         return {_key(kt, k, path): _read(vt, v, f"{path}.{k}") for k, v in data.items()}
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        if issubclass(tp, str) and not isinstance(data, str):
+            raise RecordError(path, "a string", data)
         try:
             return tp(data)
         except ValueError:
@@ -175,10 +188,28 @@ def _read_dataclass(cls: type, data: dict, path: str) -> Any:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise RecordError(f"{path}.{key}", f"a value ({_name(tp)})", _Missing)
             continue
-        kwargs[f.name] = _read(tp, data[key], f"{path}.{key}")
+        kwargs[f.name] = _read_field(tp, data[key], f"{path}.{key}", meta.get("expect"))
     if extras_field is not None:
         kwargs[extras_field.name] = {k: v for k, v in data.items() if k not in used}
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except DdplabError as exc:  # e.g. a Config whose validation refuses a value
+        raise RecordError(path, f"a valid {cls.__name__} ({exc.message})", data) from None
+
+
+def _read_field(tp: Any, data: Any, path: str, expect: tuple | None) -> Any:
+    if expect is None:
+        return _read(tp, data, path)
+    what, holds = expect
+    try:
+        value = _read(tp, data, path)
+    except RecordError as err:
+        if err.path == path:
+            raise RecordError(path, what, data) from None
+        raise
+    if value is not None and not holds(value):
+        raise RecordError(path, what, data)
+    return value
 
 
 def _read_scalar(tp: Any, data: Any, path: str) -> Any:
@@ -191,9 +222,9 @@ def _read_scalar(tp: Any, data: Any, path: str) -> Any:
             return data
         raise RecordError(path, "an integer", data)
     if tp is float:
-        if isinstance(data, (int, float)) and not isinstance(data, bool):
+        if isinstance(data, (int, float)) and not isinstance(data, bool) and math.isfinite(data):
             return float(data)
-        raise RecordError(path, "a number", data)
+        raise RecordError(path, "a finite number", data)
     if tp is str:
         if isinstance(data, str):
             return data
@@ -255,6 +286,9 @@ def _maybe_dataclass(tp):
 
 class _Missing:
     pass
+
+
+MISSING = _Missing  # what a caller passes for a key the document lacks: RecordError then says "missing"
 
 
 def _name(tp: Any) -> str:

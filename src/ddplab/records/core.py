@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .. import __version__
-from .codec import RecordError, from_json, to_json
+from .codec import MISSING, RecordError, from_json, to_json
 
 SCHEMA_VERSION = 1
 
@@ -94,18 +94,18 @@ class Report:
 
         if not isinstance(data, dict):
             raise RecordError(where, "a ddplab report (a JSON object)", data)
-        version = from_json(int, data.get("schema_version"), f"{where}.schema_version")
+        version = from_json(int, data.get("schema_version", MISSING), f"{where}.schema_version")
         if version > SCHEMA_VERSION:
             raise RecordError(f"{where}.schema_version", f"a version up to {SCHEMA_VERSION}", version)
-        command = from_json(str, data.get("command"), f"{where}.command")
+        command = from_json(str, data.get("command", MISSING), f"{where}.command")
         config_cls, results_cls = types_for(command, where=f"{where}.command")
         platform = data.get("platform")
         return cls(
             command=command,
-            config=from_json(config_cls, data.get("config"), f"{where}.config"),
+            config=from_json(config_cls, data.get("config", MISSING), f"{where}.config"),
             platform=None if platform is None else from_json(Platform, platform, f"{where}.platform"),
-            results=from_json(results_cls, data.get("results"), f"{where}.results"),
-            verdict=from_json(Verdict, data.get("verdict"), f"{where}.verdict"),
+            results=from_json(results_cls, data.get("results", MISSING), f"{where}.results"),
+            verdict=from_json(Verdict, data.get("verdict", MISSING), f"{where}.verdict"),
             schema_version=version,
             ddplab_version=str(data.get("ddplab_version", "")),
             created_utc=str(data.get("created_utc", "")),
