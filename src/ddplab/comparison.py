@@ -42,7 +42,7 @@ def load_input(path: str) -> Input:
     JSON, a report of the wrong shape) is a UsageError naming the file and what is wrong with it."""
     data = report_files.read_bytes(path)
     if report_files.looks_like_json(data):
-        report = _report(data, path)
+        report = report_files.parse_report(data, path)
         rows = timed_rows_of(report)
         if not rows:
             raise UsageError("nothing-timed", f"{path}: a ddplab {report.command} report with no timings")
@@ -55,15 +55,6 @@ def load_input(path: str) -> Input:
         raise UsageError("unreadable-input", f"{path}: neither a ddplab JSON report nor nccl-tests output "
                                              f"(no table rows found)")
     return Input(path, "nccl-tests", [t for t in (r.timed_row() for r in table.rows) if t is not None], None)
-
-
-def _report(data: bytes, path: str) -> Report:
-    from . import run_report_legacy
-
-    doc = report_files.parse_json(data, path)
-    if run_report_legacy.applies(doc):
-        return run_report_legacy.read(doc, path)
-    return report_files.report_from_json(doc, path)
 
 
 def compare(config: CompareConfig, old: Input, new: Input) -> CompareRecord:

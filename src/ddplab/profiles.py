@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from . import config as cfg
+from .collectives import COLLECTIVES
+from .sizes import size_range
 
 from .config import PROFILES  # noqa: F401  (the names the lab offers)
 SOAK_REPEATS = 5
@@ -70,7 +72,7 @@ def stages(profile: str, nproc: int, machine: Machine, out: Path, deadline_s: fl
         for i in range(1, SOAK_REPEATS + 1):
             out_stages.append(Stage(f"storm-{i}", "storm", cfg.StormConfig(launch=per_device(f"storm-{i}"))))
             out_stages.append(Stage(f"sweep-{i}", "sweep", cfg.SweepConfig(
-                launch=per_device(f"sweep-{i}"), minbytes="8", maxbytes="64M", stepfactor=4.0)))
+                launch=per_device(f"sweep-{i}"), sizes=tuple(size_range("8", "64M", 4.0)))))
         return out_stages
 
     steps = 20 if full else 10
@@ -91,16 +93,14 @@ def stages(profile: str, nproc: int, machine: Machine, out: Path, deadline_s: fl
                 launch=launch("storm-shared-no-mps", nproc=2, placement="shared", sharing_daemon="off"),
                 iters=1000)))
     if full:
-        sweep = cfg.SweepConfig(launch=per_device("sweep"), ops=("all",), minbytes="8", maxbytes="1G",
-                                stepfactor=2.0)
+        sweep = cfg.SweepConfig(launch=per_device("sweep"), ops=tuple(COLLECTIVES), sizes=tuple(size_range("8", "1G", 2.0)))
     else:
-        sweep = cfg.SweepConfig(launch=per_device("sweep"), minbytes="8", maxbytes="1M", stepfactor=4.0, iters=5,
+        sweep = cfg.SweepConfig(launch=per_device("sweep"), sizes=tuple(size_range("8", "1M", 4.0)), iters=5,
                                 warmup=1, repeat=3)
     out_stages.append(Stage("sweep", "sweep", sweep))
     if full and not machine.host_only:
         out_stages.append(Stage("sweep-shared", "sweep", cfg.SweepConfig(
-            launch=launch("sweep-shared", nproc=2, placement="shared"), minbytes="8", maxbytes="256M",
-            stepfactor=4.0)))
+            launch=launch("sweep-shared", nproc=2, placement="shared"), sizes=tuple(size_range("8", "256M", 4.0)))))
     big = full and not machine.host_only
     out_stages.append(Stage("ceiling", "ceiling", cfg.CeilingConfig(
         device=machine.device, run_dir=str(out / "ceiling"), bytes=(4 << 30) if big else (64 << 20),

@@ -6,12 +6,12 @@ from types import SimpleNamespace
 from rich.console import Console
 
 from ddplab import lab, measurements
-from ddplab.commands.compare import compare_reports
+from ddplab.comparison import line_up
 from ddplab.config import RunConfig
 from ddplab.html_report import render_html
 from ddplab.profiles import Stage
 from ddplab.records import Check, Verdict
-from ddplab.records.compare import TimedRow
+from ddplab.records.compare import TimedRow, timed_rows_of
 from ddplab.records.figures import BarChart
 from ddplab.records.load import read_report
 
@@ -55,5 +55,5 @@ def test_a_toy_measurement_runs_as_a_stage_renders_and_compares(tmp_path):
     assert again.results.stages[0].report.results == ToyRecord(12.5)
     page = render_html(again)
     assert "toy latency" in page and "id='toy-toy-1'" in page and "ddplab toy --size 64" in page
-    rows = compare_reports(again, again, tolerance=0.05, min_size=0)
+    rows = line_up(timed_rows_of(again), timed_rows_of(again), tolerance=0.05, min_size=0)
     assert [(r.op, r.size_bytes, r.regression) for r in rows] == [("toy-1:toy", 64, False)]

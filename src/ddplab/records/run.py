@@ -36,19 +36,12 @@ class RunRecord:
     out: str
 
     def timed_rows(self, config=None) -> list:
-        """Every stage's comparable rows; a stage whose name differs from its command prefixes its ops
-        ("storm-shared:storm"), so two runs of one profile line up stage by stage."""
-        from dataclasses import replace
+        """Every stage's comparable rows, prefixed with the stage's name where it differs from its command
+        (so two runs of one profile line up stage by stage)."""
+        from .compare import stage_rows
 
-        rows = []
-        for stage in self.stages:
-            report = stage.report
-            timed = getattr(report.results, "timed_rows", None) if report else None
-            if timed is None:
-                continue
-            prefix = f"{stage.name}:" if stage.name != report.command else ""
-            rows += [replace(r, op=prefix + r.op) for r in timed(report.config)]
-        return rows
+        return [row for stage in self.stages if stage.report is not None for row in stage_rows(stage.name,
+                                                                                                stage.report)]
 
     def stage_verdicts(self) -> dict[str, Verdict]:
         return {s.name: s.verdict for s in self.stages}

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from .codec import flatten
 from .compare import TimedRow
+from .figures import LineChart, Series
 from .session import SessionRecord
 
 OMIT = {"omit_none": True}
@@ -187,3 +188,23 @@ class SweepRecord:
     def timed_rows(self, config=None) -> list[TimedRow]:
         """Every timed row, by its collective's name, so nccl-tests output lines up with it."""
         return [t for t in (r.timed_row() for r in self.rows) if t is not None]
+
+    def figures(self, stage: str) -> list[LineChart]:
+        """Bus bandwidth (algbw at one rank) against message size, one line per collective and placement,
+        with the device copy ceiling where the ranks share a device."""
+        timed = [r for r in self.rows if r.size_bytes and (r.busbw_gbps is not None or r.algbw_gbps is not None)]
+        if not timed:
+            return []
+        bus = any(r.busbw_gbps is not None for r in timed)
+        series: dict[str, list[tuple[float, float]]] = {}
+        for r in timed:
+            value = r.busbw_gbps if bus else r.algbw_gbps
+            series.setdefault(f"{r.op} {'in' if r.in_place else 'out'}", []).append((float(r.size_bytes),
+                                                                                      value or 0.0))
+        caption = (f"{stage}: {self.session.world_size} ranks, backend {self.session.backend}, time {self.mode}, "
+                   f"dtype {self.dtype}" + ("; dashed: device copy ceiling (ddplab ceiling method)"
+                                            if self.ceiling else ""))
+        return [LineChart(f"busbw-{stage}", "Bus bandwidth vs message size", caption, "message size (bytes, log)",
+                          f"{'busbw' if bus else 'algbw'} (GB/s)",
+                          [Series(label, points) for label, points in sorted(series.items())], log_x=True,
+                          reference_line=("copy ceiling", self.ceiling.gbps) if self.ceiling else None)]
