@@ -14,8 +14,10 @@ from .core import SCHEMA_VERSION, Check, Report, Verdict
 __all__ = ["SCHEMA_VERSION", "Check", "RecordError", "Report", "Verdict", "register_report_type", "types_for"]
 
 # Commands whose reports are not measurements (measurements register through ddplab.measurements).
-_REPORT_TYPES: dict[str, tuple[str, str, str]] = {
-    # command: (module, config class, results class)
+_REPORT_TYPES: dict[str, tuple[str, str, str, str]] = {
+    # command: (config module, config class, results module, results class)
+    "clean": ("ddplab.config", "CleanConfig", "ddplab.records.clean", "CleanRecord"),
+    "launch": ("ddplab.config", "LaunchConfig", "ddplab.records.launch", "LaunchRecord"),
 }
 
 
@@ -37,9 +39,9 @@ def types_for(command: str, where: str = "$.command") -> tuple[type, type]:
             m = measurements.get(command)
             return m.Config, m.Record
         if command in _REPORT_TYPES:
-            module, config_name, results_name = _REPORT_TYPES[command]
-            mod = importlib.import_module(module)
-            return getattr(mod, config_name), getattr(mod, results_name)
+            config_module, config_name, results_module, results_name = _REPORT_TYPES[command]
+            return (getattr(importlib.import_module(config_module), config_name),
+                    getattr(importlib.import_module(results_module), results_name))
         known = sorted(set(measurements.MEASUREMENTS) | set(_REPORT_TYPES) | set(_REGISTERED))
         raise RecordError(where, f"a ddplab command ({', '.join(known)})", command)
     return _REGISTERED[command]

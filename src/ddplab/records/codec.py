@@ -153,8 +153,10 @@ def _read_dataclass(cls: type, data: dict, path: str) -> Any:
                 extras_field = f  # an open object: the keys no other field claimed
                 continue
             inner = _dataclass_of(tp)
-            kwargs[f.name] = _read_dataclass(inner, data, path)
             used |= _keys_of(inner)
+            if type(None) in typing.get_args(tp) and not _required_keys(inner) & data.keys():
+                continue  # an optional part that was not written (None): its default
+            kwargs[f.name] = _read_dataclass(inner, data, path)
             continue
         key = meta.get("json_name", f.name)
         used.add(key)
@@ -227,6 +229,14 @@ def _keys_of(cls: type) -> frozenset:
         else:
             keys.add(f.metadata.get("json_name", f.name))
     return frozenset(keys)
+
+
+@lru_cache(maxsize=None)
+def _required_keys(cls: type) -> frozenset:
+    """The keys a dataclass cannot be read without (its own fields without a default)."""
+    return frozenset(f.metadata.get("json_name", f.name) for f in dataclasses.fields(cls)
+                     if f.init and not f.metadata.get("skip") and not f.metadata.get("flatten")
+                     and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
 
 
 def _maybe_dataclass(tp):
