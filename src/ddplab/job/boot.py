@@ -30,7 +30,6 @@ import time
 import traceback
 import types
 from importlib import metadata
-from pathlib import Path
 
 from ..config import Target
 from ..platform import flight_recorder

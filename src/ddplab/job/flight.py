@@ -163,15 +163,15 @@ class Verdict:
         return asdict(self)
 
     def to_record(self) -> Culprit:
-        """The verdict as the job's report keeps it."""
-        call = self.collective
+        """The verdict as the job's report keeps it (the call and the analyzer's status are this module's dicts)."""
+        call, analyzer = self.collective, self.analyzer
         return Culprit(ranks=list(self.ranks), kind=self.kind, reason=self.reason,
                        collective=None if call is None else CollectiveCall(
                            pg=call.get("pg"), seq=call.get("seq"), op=call.get("op"),
                            input_sizes=call.get("input_sizes"), dtypes=call.get("dtypes")),
                        evidence=list(self.evidence),
-                       analyzer=Analyzer(tool=self.analyzer.get("tool", ANALYZER), status=self.analyzer.get("status", ""),
-                                         why=self.analyzer.get("why"), error=self.analyzer.get("error")))
+                       analyzer=Analyzer(tool=analyzer.get("tool", ANALYZER), status=analyzer.get("status", "not run"),
+                                         why=analyzer.get("why"), error=analyzer.get("error")))
 
 
 # ---------------------------------------------------------------- the rules
