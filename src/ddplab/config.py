@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from typing import Any
 
 from .errors import UsageError, invalid_choice
 from .platform.vendors import KNOWN_BACKENDS, VENDORS
@@ -424,3 +425,154 @@ class RunConfig:
             raise invalid_choice("device", self.device, ("auto", *VENDORS))
         check_number(self.stage_deadline_s, "--stage-deadline", 0, MAX_TIMEOUT_S, name="seconds", low_open=True)
         check_number(self.nproc, "--nproc", 1, MAX_NPROC, integer=True, unit=" ranks per node")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvConfig:
+    """The doctor: describe this machine."""
+
+    device: str = field(default="auto", metadata={"flag": "--device"})
+    """Device type to describe, or auto for the detected accelerator (cpu when none)."""
+
+    def __post_init__(self):
+        if self.device not in ("auto", *VENDORS):
+            raise invalid_choice("device", self.device, ("auto", *VENDORS))
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
+CLEAN_MAX_GRACE_S = 300.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class CleanConfig:
+    """List orphaned ranks, and with ``yes`` end exactly those (or the one process named by ``pid``)."""
+
+    yes: bool = field(default=False, metadata={"switch": ("--yes", "")})
+    """End the listed processes (default: only list them)."""
+    grace_s: float = field(default=5.0, metadata={"flag": "--grace"})
+    """Seconds between SIGTERM and SIGKILL."""
+    pid: int | None = field(default=None, metadata={"flag": "--pid"})
+    """End this one process instead of the orphans (with yes); whether it may be named is checked on the
+    machine (procs.refuse_to_name), before anything is surveyed."""
+
+    def __post_init__(self):
+        check_number(self.grace_s, "--grace", 0, CLEAN_MAX_GRACE_S, unit=" seconds")
+        if self.pid is not None:
+            check_number(self.pid, "--pid", 0, 2**31 - 1, integer=True, reference="refused-pid")
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
+# ---------------------------------------------------------------------------------------- ddplab launch
+
+DEFAULT_HANG_TIMEOUT_S = 600.0  # as long as torch's own default collective timeout (10 minutes)
+LAUNCH_USAGE = "ddplab launch [torchrun options] [--hang-timeout S] [--out DIR] [--] script.py [args]"
+TARGET_KINDS = ("script", "module", "command")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The user's program, as torchrun's command line names it."""
+
+    kind: str  # "script", "module" (-m) or "command" (--no-python)
+    name: str
+    args: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if self.kind not in TARGET_KINDS:
+            raise invalid_choice("target kind", self.kind, TARGET_KINDS)
+        object.__setattr__(self, "args", tuple(self.args))
+
+    def boot_argv(self) -> list[str]:
+        """The arguments after `python -u -m ddplab.job.boot`."""
+        return [*self._flag(), self.name, *self.args]
+
+    def launch_argv(self) -> list[str]:
+        """The end of `ddplab launch`'s command line: the flag that names the kind, then ``--`` and the
+        program, so that nothing of the program's is read as an option of ours or torchrun's."""
+        return [*self._flag(), "--", self.name, *self.args]
+
+    def command_line(self) -> str:
+        """The program as the user would run it alone (one rank of it)."""
+        import shlex
+
+        prefix = {"script": ["python"], "module": ["python", "-m"], "command": []}[self.kind]
+        return shlex.join([*prefix, self.name, *self.args])
+
+    def _flag(self) -> list[str]:
+        return {"script": [], "module": ["-m"], "command": ["--no-python"]}[self.kind]
+
+    @classmethod
+    def from_boot_argv(cls, argv: list[str]) -> "Target":
+        if not argv or (argv[0] in ("-m", "--no-python") and len(argv) < 2):
+            raise SystemExit("usage: python -m ddplab.job.boot [-m module | --no-python cmd | script.py] [args...]")
+        if argv[0] == "-m":
+            return cls("module", argv[1], tuple(argv[2:]))
+        if argv[0] == "--no-python":
+            return cls("command", argv[1], tuple(argv[2:]))
+        return cls("script", argv[0], tuple(argv[1:]))
+
+
+# torchrun options that the target's kind spells (Target.launch_argv), not the options list.
+TARGET_OPTIONS = ("module", "no_python")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchConfig:
+    """`ddplab launch`: the user's program, torchrun's options for it, and ddplab's supervision.
+
+    ``torchrun`` holds torchrun's options as its own parser reads them (commands/launch.py); the library
+    turns them into elastic's launch configuration (job/torchrun_args.py). In a report they are the options
+    the job ran with: the single-machine rendezvous ddplab chose (as torchrun's --standalone does) included.
+    """
+
+    target: Target
+    hang_timeout_s: float | None = DEFAULT_HANG_TIMEOUT_S
+    """Declare a hang when a rank waits and no rank progressed this long; None (--hang-timeout 0): off."""
+    out: str | None = None
+    """The job directory (report.json, stacks, flight records); default ./ddplab-runs/<run id>."""
+    torchrun: dict[str, Any] = field(default_factory=dict)
+    """torchrun's options by their parser's names (nproc_per_node, rdzv_backend, ...), JSON values."""
+    worker_env: dict[str, str] = field(default_factory=dict, compare=False)
+    """Filled in at launch, not asked for: what torch's launcher would set in its own environment for the
+    ranks (OMP_NUM_THREADS for several ranks), handed to the ranks instead."""
+
+    def __post_init__(self):
+        timeout = self.hang_timeout_s
+        if timeout is not None:
+            number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+            if not number or not timeout >= 0:  # not >= 0: also NaN, which would never declare a hang
+                raise UsageError("invalid-hang-timeout", f"--hang-timeout {timeout:g}: must be 0 (off) or a "
+                                 "positive number of seconds" if number else f"--hang-timeout {timeout!r}: must be "
+                                 "0 (off) or a positive number of seconds")
+            object.__setattr__(self, "hang_timeout_s", float(timeout) or None)  # 0 turns it off
+        if self.torchrun.get("run_path"):
+            raise UsageError("unsupported-option", "--run-path runs the script inside torchrun's own worker "
+                                                   "function; ddplab runs each rank as its own python process",
+                             hint="drop --run-path: the script runs as `python script.py` in every rank")
+
+    def to_argv(self) -> list[str]:
+        """Every torchrun option spelt out (their defaults come from PET_* variables, which differ between
+        machines), then ddplab's, then the program."""
+        out: list[str] = []
+        for name, value in sorted(self.torchrun.items()):
+            if name in TARGET_OPTIONS or value is None or value is False or value == []:
+                continue
+            flag = "--" + name.replace("_", "-")
+            if value is True:
+                out.append(flag)
+            else:
+                out.append(f"{flag}={_argv_text(value)}")
+        out.append(f"--hang-timeout={_number_text(self.hang_timeout_s or 0)}")
+        if self.out is not None:
+            out.append(f"--out={self.out}")
+        return out + self.target.launch_argv()
+
+    def command_line(self) -> str:
+        """`ddplab launch ...`: what reproduces this job."""
+        import shlex
+
+        return shlex.join(["ddplab", "launch", *self.to_argv()])

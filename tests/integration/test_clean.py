@@ -18,6 +18,7 @@ import pytest
 from ddplab import procs
 from ddplab.commands import run as run_command
 from ddplab.platform import DeviceMonitor, DeviceSample
+from ddplab.records.codec import to_json
 from tests.conftest import load_json, run_cli
 
 pytestmark = pytest.mark.slow
@@ -176,7 +177,7 @@ def test_a_nohup_gpu_job_is_another_process_never_an_orphan(tmp_path):
         assert (entry.program, entry.user, entry.device_mem_bytes, entry.holds_device_node) == \
             (f"{Path(sys.executable).name} gpu_job.py", psutil.Process(job).username(), 1_717_986_918, True)
         assert entry.not_orphan_because == "no launcher marked it"
-        assert SECRET not in json.dumps(entry.to_dict()), "the job's arguments reached the report"
+        assert SECRET not in json.dumps(to_json(entry)), "the job's arguments reached the report"
 
         proc = run_cli("clean", "--yes", "--json", str(tmp_path / "clean.json"))
         assert proc.returncode in (0, 1), proc.stderr
@@ -218,7 +219,7 @@ def test_a_pid_reused_since_it_was_listed_is_refused():
         listed = procs.Orphan(pid=sleeper.pid, ppid=os.getpid(), create_time=real - 3.0, age_s=3.0, cmdline="python",
                               device_mem_bytes=None, run_id="r", reason="listed before the pid was reused")
         result = procs.end([listed], grace_s=1)
-        assert result["refused"] == [sleeper.pid] and result["terminated"] == [] and result["killed"] == []
+        assert result.refused == [sleeper.pid] and result.terminated == [] and result.killed == []
         assert sleeper.poll() is None, "a process that merely reused a listed pid was signalled"
     finally:
         sleeper.kill()

@@ -22,6 +22,7 @@ import signal
 import threading
 import time
 
+from ..records.launch import JobHang
 from .layout import JobDir
 
 POLL_S = 0.25
@@ -61,7 +62,7 @@ class Watcher:
         self.job = job
         self.hang_timeout_s = hang_timeout_s
         self.grace_s = grace_s
-        self.hang: dict | None = None
+        self.hang: JobHang | None = None  # set once, when a hang is declared
         self.first_failure_seen_at: float | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ddplab-job-watch", daemon=True)
@@ -89,11 +90,8 @@ class Watcher:
                 return
 
     def _declare(self, statuses: dict[int, dict], last_change: float, now: float) -> None:
-        self.hang = {"declared_at": now, "last_progress_at": last_change, "no_progress_s": round(now - last_change, 2),
-                     "hang_timeout_s": self.hang_timeout_s, "waiting_ranks": waiting_ranks(statuses)}
         running = {r: s for r, s in statuses.items() if s.get("phase") == "running" and _is_our_rank(s)}
         request_id = self.job.request_dumps(f"hang: no progress for {now - last_change:.1f} s", by="launcher")
-        self.hang["dump_request"] = request_id
         answered = self._wait_for_answers(request_id, running)
         silent = [r for r in running if r not in answered]
         for rank in silent:  # something holds its GIL: faulthandler writes from the signal handler
@@ -101,8 +99,11 @@ class Watcher:
                 _signal(running[rank]["pid"], running[rank]["stack_signal"])
         if silent:
             time.sleep(STACK_SIGNAL_WAIT_S)
-        self.hang.update(answered=sorted(answered), signalled_for_stacks=silent)
-        self.hang.update(self._tear_down(running))
+        terminated, killed = self._tear_down(running)
+        self.hang = JobHang(declared_at=now, last_progress_at=last_change, no_progress_s=round(now - last_change, 2),
+                            hang_timeout_s=self.hang_timeout_s, waiting_ranks=waiting_ranks(statuses),
+                            dump_request=request_id, answered=sorted(answered), signalled_for_stacks=silent,
+                            terminated=terminated, killed=killed)
 
     def _wait_for_answers(self, request_id: str, running: dict[int, dict]) -> set[int]:
         deadline = time.monotonic() + DUMP_WAIT_S
@@ -114,7 +115,8 @@ class Watcher:
             time.sleep(0.05)
         return answered
 
-    def _tear_down(self, running: dict[int, dict]) -> dict:
+    def _tear_down(self, running: dict[int, dict]) -> tuple[list[int], list[int]]:
+        """SIGTERM every rank, SIGKILL what is left after the grace period: (terminated, killed) ranks."""
         pids = {r: s["pid"] for r, s in running.items() if _is_our_rank(s)}
         for pid in pids.values():
             _signal(pid, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
@@ -125,7 +127,7 @@ class Watcher:
         killed = sorted(r for r, p in pids.items() if _alive(p))
         for rank in killed:
             _signal(pids[rank], signal.SIGKILL)
-        return {"terminated": sorted(r for r in pids if r not in killed), "killed": killed}
+        return sorted(r for r in pids if r not in killed), killed
 
 
 def _is_our_rank(status: dict) -> bool:

@@ -18,6 +18,8 @@ _REPORT_TYPES: dict[str, tuple[str, str, str, str]] = {
     # command: (config module, config class, results module, results class)
     "run": ("ddplab.config", "RunConfig", "ddplab.records.run", "RunRecord"),
     "compare": ("ddplab.records.compare", "CompareConfig", "ddplab.records.compare", "CompareRecord"),
+    "clean": ("ddplab.config", "CleanConfig", "ddplab.records.clean", "CleanRecord"),
+    "launch": ("ddplab.config", "LaunchConfig", "ddplab.records.launch", "LaunchRecord"),
 }
 
 

@@ -177,9 +177,13 @@ def _read_dataclass(cls: type, data: dict, path: str) -> Any:
                 continue
             inner = _dataclass_of(tp)
             used |= _keys_of(inner)
-            if _optional(tp) and not _keys_of(inner) & data.keys():
-                kwargs[f.name] = None  # an optional part none of whose keys were written (e.g. a run that failed)
-                continue
+            if _optional(tp):
+                # An optional part that was not written reads back as None (e.g. the summary of a run that
+                # failed): none of the keys it cannot be read without (or, having none, none of its keys).
+                required = _required_keys(inner)
+                if not (required or _keys_of(inner)) & data.keys():
+                    kwargs[f.name] = None
+                    continue
             kwargs[f.name] = _read_dataclass(inner, data, path)
             continue
         key = meta.get("json_name", f.name)
@@ -275,6 +279,14 @@ def _keys_of(cls: type) -> frozenset:
 
 def _optional(tp: Any) -> bool:
     return typing.get_origin(tp) in (Union, types.UnionType) and type(None) in typing.get_args(tp)
+
+
+@lru_cache(maxsize=None)
+def _required_keys(cls: type) -> frozenset:
+    """The keys a dataclass cannot be read without (its own fields without a default)."""
+    return frozenset(f.metadata.get("json_name", f.name) for f in dataclasses.fields(cls)
+                     if f.init and not f.metadata.get("skip") and not f.metadata.get("flatten")
+                     and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
 
 
 def _maybe_dataclass(tp):

@@ -8,6 +8,7 @@ disappears; adding keys does not bump it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import enum
 import sys
@@ -100,14 +101,26 @@ class Report:
         command = from_json(str, data.get("command", MISSING), f"{where}.command")
         config_cls, results_cls = types_for(command, where=f"{where}.command")
         platform = data.get("platform")
+        platform_cls = getattr(results_cls, "platform_type", Platform)  # a job's report: its launcher's host
+        platform = None if platform is None else from_json(platform_cls, platform, f"{where}.platform")
         return cls(
             command=command,
             config=from_json(config_cls, data.get("config", MISSING), f"{where}.config"),
-            platform=None if platform is None else from_json(Platform, platform, f"{where}.platform"),
-            results=from_json(results_cls, data.get("results", MISSING), f"{where}.results"),
+            platform=platform,
+            results=_with_platform(from_json(results_cls, data.get("results", MISSING), f"{where}.results"),
+                                   platform),
             verdict=from_json(Verdict, data.get("verdict", MISSING), f"{where}.verdict"),
             schema_version=version,
             ddplab_version=str(data.get("ddplab_version", "")),
             created_utc=str(data.get("created_utc", "")),
             argv=tuple(str(a) for a in data.get("argv") or ()),
         )
+
+
+def _with_platform(results: Any, platform: Any) -> Any:
+    """A record that keeps its machine beside its results (a ``platform`` field the envelope writes at the top
+    level) gets it back, so its checks judge the same record that was written."""
+    if platform is None or not dataclasses.is_dataclass(results) or \
+            "platform" not in {f.name for f in dataclasses.fields(results)}:
+        return results
+    return dataclasses.replace(results, platform=platform)
