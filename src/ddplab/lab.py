@@ -154,8 +154,8 @@ def leftover_check(records: list[StageRecord]) -> StageRecord:
     run_ids = _run_ids(records)
     left = sorted({p for rid in run_ids for p in leaked(rid, [])})
     orphans = survey().orphans
-    ours = [o.to_dict() for o in orphans if o.run_id in run_ids]
-    others = [o.to_dict() for o in orphans if o.run_id not in run_ids]
+    ours = [o for o in orphans if o.run_id in run_ids]
+    others = [o for o in orphans if o.run_id not in run_ids]
     summary = f"{len(left)} process(es) of this lab and {len(ours)} orphan(s) of this lab left"
     if others:
         summary += f"; {len(others)} orphan(s) of other runs on this machine, not counted (`ddplab clean`)"

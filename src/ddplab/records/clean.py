@@ -28,12 +28,6 @@ class Orphan:
     run_id: str | None
     reason: str
 
-    def to_dict(self) -> dict:
-        """As JSON: the lab's leftover check (commands/run.py) keeps orphans so until it keeps records."""
-        from .codec import to_json
-
-        return to_json(self)
-
 
 @dataclass(frozen=True)
 class OtherProcess:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from .clean import Orphan
 from .core import Check, Report, Verdict
 
 OMIT = {"omit_none": True}
@@ -22,8 +22,8 @@ class StageRecord:
     report: Report | None = field(default=None, metadata=OMIT)
     error: str | None = field(default=None, metadata=OMIT)  # the DdplabError reference, or "stage-crashed"
     left_pids: list[int] | None = field(default=None, metadata=OMIT)  # leftovers: processes of this lab alive
-    orphans: list[Any] | None = field(default=None, metadata=OMIT)  # leftovers: orphans of this lab
-    other_orphans: list[Any] | None = field(default=None, metadata=OMIT)  # orphans of other runs (information)
+    orphans: list[Orphan] | None = field(default=None, metadata=OMIT)  # leftovers: orphans of this lab
+    other_orphans: list[Orphan] | None = field(default=None, metadata=OMIT)  # of other runs (information)
 
 
 @dataclass(frozen=True, kw_only=True)
