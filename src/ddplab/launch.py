@@ -36,7 +36,7 @@ import psutil
 
 from . import interrupts
 from .errors import UsageError
-from .exposure import where_to_listen
+from .exposure import Exposure, where_to_listen
 from .files import create_exclusive, make_directory, raise_if_full, write_text_atomic
 
 DEFAULT_RUNS_DIR = "ddplab-runs"
@@ -161,6 +161,13 @@ class Rendezvous:
     nnodes: int = 1
     endpoint: str = "127.0.0.1:0"  # one machine: the loopback store (rendezvous.py) on a free port
     join_timeout_s: float = 120.0
+    host: str = "auto"  # several machines: host the store here? auto (the endpoint is one of our addresses), yes, no
+    store_wait_s: float | None = None  # several machines: how long to wait for the store to answer; None: join timeout
+
+    @classmethod
+    def from_options(cls, opts) -> "Rendezvous":
+        """The rendezvous a command's LaunchOptions ask for (--nnodes, --rdzv-endpoint, --rdzv-host)."""
+        return cls(nnodes=opts.nnodes, endpoint=opts.rdzv_endpoint or cls.endpoint, host=opts.rdzv_host)
 
     @property
     def run_id(self) -> str | None:
@@ -172,9 +179,13 @@ def launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous = Re
     """Run ``entrypoint(job)`` in ``nproc`` ranks and gather what each returns.
 
     On one machine the rendezvous store listens on a socket bound to loopback here, and the
-    ranks' collective sockets are pinned to the loopback interface (exposure.py).
+    ranks' collective sockets are pinned to the loopback interface (exposure.py). Across machines
+    the store listens on the endpoint's address only, on the machine that holds it, and the
+    collectives are pinned to the interface that routes to the endpoint (cluster/endpoint.py).
     """
-    exposure = where_to_listen(rdzv.nnodes, rdzv.endpoint, job["placement"]["device_type"])
+    exposure = where_to_listen(rdzv.nnodes, rdzv.endpoint, job["placement"]["device_type"], rdzv_host=rdzv.host)
+    if exposure.across is not None:
+        return _launch_across_machines(entrypoint, job, nproc, run, rdzv, exposure)
     if not exposure.loopback_store:
         result = _launch(entrypoint, job, nproc, run, rdzv, "c10d", {}, exposure.environment())
         result.listen = exposure.to_dict()
@@ -194,8 +205,21 @@ def launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous = Re
     return result
 
 
+def _launch_across_machines(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous,
+                            exposure: Exposure) -> LaunchResult:
+    """Host the store or reach it (exit 3 when nothing answers), then launch through ddplab-c10d."""
+    from . import rendezvous
+
+    with rendezvous.meet(exposure.across, rdzv.store_wait_s or rdzv.join_timeout_s) as meeting:
+        exposure = exposure.meeting_through(meeting.store)
+        result = _launch(entrypoint, job, nproc, run, rdzv, rendezvous.register_across_machines(),
+                         meeting.rdzv_configs, exposure.environment(), local_addr=meeting.store.node_address)
+    result.listen = exposure.to_dict()
+    return result
+
+
 def _launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous, rdzv_backend: str,
-            rdzv_configs: dict, socket_env: dict[str, str]) -> LaunchResult:
+            rdzv_configs: dict, socket_env: dict[str, str], local_addr: str | None = None) -> LaunchResult:
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException, Std
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
@@ -211,6 +235,7 @@ def _launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous, rd
         rdzv_backend=rdzv_backend,
         rdzv_endpoint=rdzv.endpoint,
         rdzv_configs={"join_timeout": rdzv.join_timeout_s, "timeout": rdzv.join_timeout_s, **rdzv_configs},
+        local_addr=local_addr,  # how the rendezvous names this machine (torch: its fully qualified hostname)
         max_restarts=0,
         monitor_interval=0.1,
         start_method="spawn",

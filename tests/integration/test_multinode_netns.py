@@ -1,0 +1,91 @@
+"""Two machines for real: one launcher per network namespace, gloo, ranks meeting over the veth network.
+
+Before issue 13 both launchers timed out: torch hosts the store only where the endpoint matches the
+hostname, and in these namespaces the hostname resolves to 127.0.0.1 (docs/background.md section 6).
+"""
+
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.conftest import load_json
+from tests.netns import machines  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.slow
+
+PORT = 29400  # each test's machines are fresh namespaces: every port is free in them
+
+
+def _train(machine, tmp_path, name: str, endpoint: str, *extra: str) -> subprocess.Popen:
+    return machine.popen([sys.executable, "-m", "ddplab", "train", "--nnodes", "2", "--nproc", "2", "--steps", "3",
+                          "--rdzv-endpoint", endpoint, "--run-dir", str(tmp_path / name),
+                          "--json", str(tmp_path / f"{name}.json"), *extra],
+                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+class _Listeners(threading.Thread):
+    """Every listening TCP socket inside one machine, sampled while a process runs there."""
+
+    def __init__(self, machine, proc: subprocess.Popen):
+        super().__init__(daemon=True)
+        self.machine, self.proc = machine, proc
+        self.seen: set[str] = set()  # "address:port" as ss prints it
+
+    def run(self):
+        while self.proc.poll() is None:
+            out = self.machine.run(["ss", "-ltnH"]).stdout
+            self.seen |= {line.split()[3] for line in out.splitlines() if line.strip()}
+            time.sleep(0.05)
+
+
+def test_two_machines_form_one_job_and_the_store_listens_on_the_endpoint_address_only(machines, tmp_path):
+    a, b = machines(2)
+    endpoint = f"{a.address}:{PORT}"
+    launchers = [_train(a, tmp_path, "a", endpoint), _train(b, tmp_path, "b", endpoint)]
+    listeners = _Listeners(a, launchers[0])
+    listeners.start()
+    outputs = [p.communicate(timeout=240)[0] for p in launchers]
+    listeners.join(timeout=10)
+
+    assert [p.returncode for p in launchers] == [0, 0], "\n".join(o[-3000:] for o in outputs)
+    docs = {name: load_json(tmp_path / f"{name}.json") for name in ("a", "b")}
+    for name, doc in docs.items():
+        r = doc["results"]
+        assert doc["verdict"] == "pass" and r["world_size"] == 4, name
+        assert r["params_identical"] and r["grad_matches_reference"] and r["local_grad_differs"], name
+        assert r["listen"]["address"] == a.address, name  # every machine's ranks use the one store
+        pins = {p["variable"]: (p["value"], p["set_by"]) for p in r["listen"]["sockets"]}
+        assert pins == {"GLOO_SOCKET_IFNAME": ("eth0", "ddplab")}, name  # the veth, not loopback
+    assert sorted(x["rank"] for x in docs["a"]["results"]["ranks"]) == [0, 1]
+    assert sorted(x["rank"] for x in docs["b"]["results"]["ranks"]) == [2, 3]
+    across = {name: doc["results"]["listen"]["across_machines"] for name, doc in docs.items()}
+    assert (across["a"]["hosts_store"], across["b"]["hosts_store"]) == (True, False)
+    assert (across["a"]["node_address"], across["b"]["node_address"]) == (a.address, b.address)
+
+    # On the hosting machine nothing listened on every interface: the store on 10.9.0.1 only
+    # (gloo's listeners on the pinned veth's address too).
+    assert f"{a.address}:{PORT}" in listeners.seen
+    wildcard = {s for s in listeners.seen if s.rpartition(":")[0] in ("*", "0.0.0.0", "[::]")}
+    assert wildcard == set(), listeners.seen
+    assert {s.rpartition(":")[0] for s in listeners.seen} <= {a.address, "127.0.0.1"}
+    assert a.pids() == [] and b.pids() == []  # nothing left running on either machine
+
+
+def test_a_wrong_endpoint_is_exit_3_naming_it_the_addresses_tried_and_the_port(machines, tmp_path):
+    _, b = machines(2)
+    nobody = "10.9.0.77"  # on the network, but no machine has it
+    start = time.monotonic()
+    proc = _train(b, tmp_path, "b", f"{nobody}:{PORT}")
+    out = proc.communicate(timeout=120)[0]
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 3, out[-3000:]
+    assert elapsed < 30, elapsed  # the launcher's join timeout is 120 s: it did not wait for it
+    assert "error: rdzv-endpoint-unreachable" in out
+    assert f"nothing answers at the rendezvous endpoint {nobody}:{PORT} from this machine through eth0 " \
+           f"({b.address})" in out
+    assert f"tried {nobody}:{PORT}: no machine answers at that address (host unreachable)" in out
+    assert f"open TCP port {PORT}" in out
+    assert b.pids() == []
