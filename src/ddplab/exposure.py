@@ -86,7 +86,8 @@ class Exposure:
 
     def to_dict(self) -> dict:
         return {"loopback_only": self.loopback_only, "single_machine": self.single_machine,
-                "store": self.store, "address": self.address, "sockets": [dataclasses.asdict(p) for p in self.sockets],
+                "store": self.store, "address": self.address, "port": self.store_port,
+                "sockets": [dataclasses.asdict(p) for p in self.sockets],
                 "why_not": list(self.why_not), "summary": self.summary(),
                 "across_machines": self.across.to_dict() if self.across is not None else None}
 

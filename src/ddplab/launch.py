@@ -4,6 +4,8 @@ One run = one run directory, and one directory = one run:
     <run_dir>/
         run-id               written first, atomically: a directory holding it is in use
         job.json             what every rank was asked to do
+        listen.json          where the rendezvous store listens (exposure.py's record), written before
+                             the ranks start: a supervisor reads the job's store through it
         pids/<rank>          each rank's pid, written by the rank itself (the sampler reads it)
         logs/<elastic run id>_*/attempt_0/<local_rank>/{stdout,stderr}.log, error.json
 
@@ -47,6 +49,7 @@ LAUNCHER_PID_ENV = "DDPLAB_LAUNCHER_PID"
 # same from any PID namespace (a pid alone does not), so `ddplab clean` can tell whether it lives.
 LAUNCHER_START_ENV = "DDPLAB_LAUNCHER_START"
 RUN_ID_FILE = "run-id"
+LISTEN_FILE = "listen.json"
 # What marks a directory as a run's, besides RUN_ID_FILE: runs from before it existed.
 EARLIER_RUN_MARKERS = ("job.json", "report.json", "pids")
 # Elastic keeps these; SIGINT/SIGTERM are ddplab's (see the module docstring).
@@ -187,7 +190,7 @@ def launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous = Re
     if exposure.across is not None:
         return _launch_across_machines(entrypoint, job, nproc, run, rdzv, exposure)
     if not exposure.loopback_store:
-        result = _launch(entrypoint, job, nproc, run, rdzv, "c10d", {}, exposure.environment())
+        result = _launch(entrypoint, job, nproc, run, rdzv, "c10d", {}, exposure)
         result.listen = exposure.to_dict()
         return result
     from . import rendezvous as loopback
@@ -200,7 +203,7 @@ def launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous = Re
     with listener:  # the store serves on a duplicate of it; this copy is closed when the launch ends
         exposure = exposure.listening_at(listener.getsockname()[1])
         result = _launch(entrypoint, job, nproc, run, rdzv, loopback.register(),
-                         {loopback.LISTEN_FD_KEY: listener.fileno()}, exposure.environment())
+                         {loopback.LISTEN_FD_KEY: listener.fileno()}, exposure)
     result.listen = exposure.to_dict()
     return result
 
@@ -209,23 +212,29 @@ def _launch_across_machines(entrypoint, job: dict, nproc: int, run: RunDir, rdzv
                             exposure: Exposure) -> LaunchResult:
     """Host the store or reach it (exit 3 when nothing answers), then launch through ddplab-c10d."""
     from . import rendezvous
+    from .cluster.endpoint import StoreWaitStopped
 
-    with rendezvous.meet(exposure.across, rdzv.store_wait_s or rdzv.join_timeout_s) as meeting:
-        exposure = exposure.meeting_through(meeting.store)
-        result = _launch(entrypoint, job, nproc, run, rdzv, rendezvous.register_across_machines(),
-                         meeting.rdzv_configs, exposure.environment(), local_addr=meeting.store.node_address)
+    try:
+        with rendezvous.meet(exposure.across, rdzv.store_wait_s or rdzv.join_timeout_s) as meeting:
+            exposure = exposure.meeting_through(meeting.store)
+            result = _launch(entrypoint, job, nproc, run, rdzv, rendezvous.register_across_machines(),
+                             meeting.rdzv_configs, exposure, local_addr=meeting.store.node_address)
+    except StoreWaitStopped as exc:  # nothing started: a report that says so
+        result = LaunchResult(run.run_id, str(run.path), False, 0.0, launcher_error=f"interrupted: {exc}",
+                              interrupted=True)
     result.listen = exposure.to_dict()
     return result
 
 
 def _launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous, rdzv_backend: str,
-            rdzv_configs: dict, socket_env: dict[str, str], local_addr: str | None = None) -> LaunchResult:
+            rdzv_configs: dict, exposure: Exposure, local_addr: str | None = None) -> LaunchResult:
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException, Std
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     _quiet_elastic_logging()
     write_text_atomic(run.path / "job.json", json.dumps(job, indent=2, default=str))
+    write_text_atomic(run.path / LISTEN_FILE, json.dumps(exposure.to_dict(), indent=2))
     config = _launch_config(
         LaunchConfig,
         min_nodes=rdzv.nnodes,
@@ -246,7 +255,7 @@ def _launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous, rd
     from .procs import start_ticks
 
     marker_env = {RUN_ID_ENV: run.run_id, RUN_DIR_ENV: str(run.path), LAUNCHER_PID_ENV: str(os.getpid()),
-                  LAUNCHER_START_ENV: str(start_ticks(os.getpid()) or ""), **socket_env}
+                  LAUNCHER_START_ENV: str(start_ticks(os.getpid()) or ""), **exposure.environment()}
     if nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
         # What torchrun does: N ranks each spinning up all-core thread pools overload the host.
         marker_env["OMP_NUM_THREADS"] = "1"

@@ -216,12 +216,14 @@ class Meeting:
 
 @contextlib.contextmanager
 def meet(store: "StorePlan", wait_s: float) -> Iterator[Meeting]:
-    """Host the store (bind its socket) or wait, bounded, until it answers; exit 3 when it cannot.
+    """Host the store (bind its socket) or wait, bounded, until it answers; exit 3 when it cannot,
+    ``StoreWaitStopped`` when Ctrl+C or SIGTERM ends the wait.
 
     With ``--rdzv-host auto`` a taken port on this machine's own address means another launcher
     here hosts it (several launchers on one machine): this one joins as a client. The bound
     socket is closed when the block ends; the store serves on its own duplicate meanwhile.
     """
+    from . import interrupts
     from .cluster.endpoint import StoreAddressInUse, bind_store_socket, wait_for_store
 
     listener = None
@@ -236,7 +238,7 @@ def meet(store: "StorePlan", wait_s: float) -> Iterator[Meeting]:
         if listener is not None:
             yield Meeting(store, {LISTEN_FD_KEY: listener.fileno(), STORE_HOST_KEY: store.bind_address})
         else:
-            answered = wait_for_store(store, wait_s)
+            answered = wait_for_store(store, wait_s, stop_requested=interrupts.requested)
             yield Meeting(store, {STORE_HOST_KEY: answered.address})
     finally:
         if listener is not None:

@@ -4,6 +4,7 @@ Before issue 13 both launchers timed out: torch hosts the store only where the e
 hostname, and in these namespaces the hostname resolves to 127.0.0.1 (docs/background.md section 6).
 """
 
+import signal
 import subprocess
 import sys
 import threading
@@ -66,6 +67,9 @@ def test_two_machines_form_one_job_and_the_store_listens_on_the_endpoint_address
     across = {name: doc["results"]["listen"]["across_machines"] for name, doc in docs.items()}
     assert (across["a"]["hosts_store"], across["b"]["hosts_store"]) == (True, False)
     assert (across["a"]["node_address"], across["b"]["node_address"]) == (a.address, b.address)
+    for name in ("a", "b"):  # written before the ranks started: where a supervisor finds the job's store
+        written = load_json(tmp_path / name / "listen.json")
+        assert (written["address"], written["port"]) == (a.address, PORT), name
 
     # Nothing listened on every interface on either machine: the store on 10.9.0.1 only, no second
     # store on group rank 0's machine, gloo's listeners on each machine's pinned veth address.
@@ -91,4 +95,24 @@ def test_a_wrong_endpoint_is_exit_3_naming_it_the_addresses_tried_and_the_port(m
            f"({b.address})" in out
     assert f"tried {nobody}:{PORT}: no machine answers at that address (host unreachable)" in out
     assert f"open TCP port {PORT}" in out
+    assert b.pids() == []
+
+
+def test_ctrl_c_while_waiting_for_the_store_stops_at_once_with_an_interrupted_report(machines, tmp_path):
+    a, b = machines(2)  # a is there, but nobody listens on it: b keeps waiting for the store
+    proc = _train(b, tmp_path, "b", f"{a.address}:{PORT}")
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "b" / "run-id").exists() and time.monotonic() < deadline:  # the run has started
+        time.sleep(0.1)
+    time.sleep(2)  # now inside the wait (the launch itself takes a fraction of that to get there)
+    assert proc.poll() is None
+    stopped_at = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out = proc.communicate(timeout=60)[0]
+    assert time.monotonic() - stopped_at < 10, out[-2000:]  # not the 120 s the wait may take
+    assert proc.returncode == 1, out[-3000:]
+    doc = load_json(tmp_path / "b.json")
+    assert doc["results"]["interrupted"] is True
+    assert doc["results"]["launcher_error"] == f"interrupted: SIGINT while waiting for the store at {a.address}:{PORT}"
+    assert doc["results"]["listen"]["across_machines"]["hosts_store"] is False
     assert b.pids() == []

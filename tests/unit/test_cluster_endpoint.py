@@ -10,6 +10,7 @@ from ddplab.cluster.endpoint import (
     Endpoint,
     NetworkFacts,
     StoreAddressInUse,
+    StoreWaitStopped,
     bind_store_socket,
     decide,
     gather_facts,
@@ -233,3 +234,16 @@ def test_an_address_this_machine_does_not_hold_cannot_be_listened_on_exit_3():
     with pytest.raises(EnvironmentUnsupported) as caught:
         bind_store_socket(plan)
     assert caught.value.reference == "rdzv-store-cannot-listen" and "192.0.2.10:29400" in caught.value.message
+
+
+def test_a_stop_request_ends_the_wait_before_the_next_attempt():
+    clock, calls, stops = _Clock(), [], iter([None, None, "SIGINT", "SIGINT"])
+
+    def refused(address, port, timeout):
+        calls.append(address)
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "refused")
+
+    with pytest.raises(StoreWaitStopped) as caught:
+        wait_for_store(_plan(), 120, refused, clock, clock.sleep, stop_requested=lambda: next(stops))
+    assert calls == ["10.9.0.1", "10.9.0.1"] and clock.now == 1.0
+    assert str(caught.value) == "SIGINT while waiting for the store at 10.9.0.1:29400"

@@ -13,6 +13,7 @@ def test_one_machine_pins_every_socket_variable_to_loopback():
     assert e.loopback_only and e.loopback_store
     assert e.environment() == {"NCCL_SOCKET_IFNAME": "lo", "GLOO_SOCKET_IFNAME": "lo"}
     assert e.listening_at(4242).to_dict()["store"] == "127.0.0.1:4242"
+    assert (e.listening_at(4242).to_dict()["address"], e.listening_at(4242).to_dict()["port"]) == ("127.0.0.1", 4242)
     assert e.listening_at(4242).summary() == ("loopback only: rendezvous store 127.0.0.1:4242; collectives "
                                               "NCCL_SOCKET_IFNAME=lo, GLOO_SOCKET_IFNAME=lo")
 
@@ -70,7 +71,8 @@ def _across(interfaces, route_source, environ=None):
 def test_the_hosting_machine_records_the_one_address_its_store_listens_on():
     e = _across(MACHINE_A, "10.9.0.1")
     d = e.to_dict()
-    assert d["address"] == "10.9.0.1" and d["single_machine"] is False and d["loopback_only"] is False
+    assert d["address"] == "10.9.0.1" and d["port"] == 29400
+    assert d["single_machine"] is False and d["loopback_only"] is False
     assert d["store"] == "10.9.0.1:29400 (hosted by this machine, listening on 10.9.0.1 only)"
     assert d["across_machines"]["hosts_store"] is True and d["across_machines"]["interface"] == "eth0"
     assert e.summary() == ("across machines: rendezvous store 10.9.0.1:29400 (hosted by this machine, listening on "

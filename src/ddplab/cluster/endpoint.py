@@ -107,31 +107,29 @@ def decide(endpoint: Endpoint, facts: NetworkFacts, host_override: str = "auto")
     if host_override not in HOST_CHOICES:
         raise invalid_choice("rdzv_host", host_override, HOST_CHOICES)
     if not facts.resolved:
-        raise EnvironmentUnsupported(
-            "rdzv-endpoint-unresolved",
-            f"the rendezvous endpoint {endpoint}: {endpoint.host} does not resolve on this machine"
-            + (f" ({facts.resolve_error})" if facts.resolve_error else ""),
-            hint="give the address of the machine that hosts the store (e.g. 10.0.0.1:PORT), or add the name "
-                 "to this machine's /etc/hosts or DNS")
+        raise _unresolved(endpoint, facts)
     local = [a for a in facts.resolved if _is_local(a, facts.interfaces)]
-    interface = _interface_holding(facts.route_source, facts.interfaces)
-    notes = _notes(endpoint, facts, local)
+    on_route = {"interface": _interface_holding(facts.route_source, facts.interfaces),
+                "node_address": facts.route_source, "notes": _notes(endpoint, facts, local)}
     if host_override == "no":
-        return StorePlan(endpoint, False, None, facts.resolved, interface, facts.route_source,
-                         "--rdzv-host no: another machine hosts the store", notes, forced=True)
+        return StorePlan(endpoint, False, None, facts.resolved, decided_by="--rdzv-host no: another machine hosts "
+                         "the store", forced=True, **on_route)
     if local:
         why = (f"{endpoint.host} is {local[0]}, an address of this machine" if endpoint.host != local[0]
                else f"{local[0]} is an address of this machine")
-        if host_override == "yes":
-            why = f"--rdzv-host yes ({why})"
-        return StorePlan(endpoint, True, local[0], (local[0],), interface, facts.route_source, why, notes,
-                         forced=host_override == "yes")
+        forced = host_override == "yes"
+        return StorePlan(endpoint, True, local[0], (local[0],), decided_by=f"--rdzv-host yes ({why})" if forced
+                         else why, forced=forced, **on_route)
     if host_override == "auto":
-        return StorePlan(endpoint, False, None, facts.resolved, interface, facts.route_source,
-                         f"{_named(endpoint, facts.resolved)} is none of this machine's addresses "
-                         f"({', '.join(sorted(_all_addresses(facts.interfaces))) or 'none'})", notes)
-    # --rdzv-host yes for an address this machine does not hold (a container reached through a
-    # forwarded port): listen on the address the kernel uses toward the endpoint, still one address.
+        mine = ", ".join(sorted(_all_addresses(facts.interfaces))) or "none"
+        return StorePlan(endpoint, False, None, facts.resolved, decided_by=f"{_named(endpoint, facts.resolved)} is "
+                         f"none of this machine's addresses ({mine})", **on_route)
+    return _hosted_on_the_route(endpoint, facts, on_route)
+
+
+def _hosted_on_the_route(endpoint: Endpoint, facts: NetworkFacts, on_route: dict) -> StorePlan:
+    """--rdzv-host yes for an address this machine does not hold (a container reached through a
+    forwarded port): listen on the address the kernel uses toward the endpoint, still one address."""
     if facts.route_source is None:
         raise EnvironmentUnsupported(
             "rdzv-host-no-address",
@@ -139,9 +137,19 @@ def decide(endpoint: Endpoint, facts: NetworkFacts, host_override: str = "auto")
             f"addresses and no interface routes to it, so there is no address to host the store on",
             hint=f"name this machine's own address in --rdzv-endpoint, e.g. "
                  f"{_example_address(facts.interfaces)}:{endpoint.port}")
-    return StorePlan(endpoint, True, facts.route_source, (facts.route_source,), interface, facts.route_source,
-                     f"--rdzv-host yes: {endpoint.host} is not an address of this machine, so the store listens on "
-                     f"{facts.route_source}, the address that routes to it", notes, forced=True)
+    return StorePlan(endpoint, True, facts.route_source, (facts.route_source,),
+                     decided_by=f"--rdzv-host yes: {endpoint.host} is not an address of this machine, so the store "
+                                f"listens on {facts.route_source}, the address that routes to it",
+                     forced=True, **on_route)
+
+
+def _unresolved(endpoint: Endpoint, facts: NetworkFacts) -> EnvironmentUnsupported:
+    return EnvironmentUnsupported(
+        "rdzv-endpoint-unresolved",
+        f"the rendezvous endpoint {endpoint}: {endpoint.host} does not resolve on this machine"
+        + (f" ({facts.resolve_error})" if facts.resolve_error else ""),
+        hint="give the address of the machine that hosts the store (e.g. 10.0.0.1:PORT), or add the name "
+             "to this machine's /etc/hosts or DNS")
 
 
 def _named(endpoint: Endpoint, addresses: Sequence[str]) -> str:
@@ -276,12 +284,19 @@ class StoreWait:
     waited_s: float
 
 
+class StoreWaitStopped(Exception):
+    """A stop signal (Ctrl+C, SIGTERM) came while waiting for the store: nothing was started."""
+
+
 def wait_for_store(plan: StorePlan, wait_s: float, connect: Callable[[str, int, float], None] | None = None,
-                   clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> StoreWait:
+                   clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                   stop_requested: Callable[[], str | None] = lambda: None) -> StoreWait:
     """Wait until the store answers at one of the plan's addresses; exit 3 when none does.
 
     A refused connection or a silent one is retried until ``wait_s`` (the hosting machine may
-    start later); no route to the address ends the wait at once. ``connect`` is the seam tests use.
+    start later); no route to the address ends the wait at once, and so does a stop request
+    (``stop_requested`` returns the signal's name: interrupts.requested). ``connect`` is the seam
+    tests use.
     """
     connect = connect or _tcp_connect
     port = plan.endpoint.port
@@ -289,6 +304,9 @@ def wait_for_store(plan: StorePlan, wait_s: float, connect: Callable[[str, int, 
     deadline = start + wait_s
     tries = 0
     while True:
+        stop = stop_requested()
+        if stop:
+            raise StoreWaitStopped(f"{stop} while waiting for the store at {plan.endpoint}")
         tries += 1
         attempts = []
         for address in plan.connect_addresses:
