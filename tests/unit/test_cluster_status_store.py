@@ -105,3 +105,15 @@ def test_the_hot_path_and_one_publish_cost_on_this_machine(loopback_store, capsy
         print(f"\n  status store: enter+leave {hot_us:.2f} us, one publish (TCPStore set, loopback) {publish_us:.1f} us")
     # loose bounds for a loaded 2-core machine: the point is the ratio, memory vs a round trip
     assert hot_us < 50 and publish_us < 5000
+
+
+def test_an_elastic_worker_publishes_from_the_variables_elastic_and_the_launcher_set():
+    store = HashStore()
+    env = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "GROUP_RANK": "1", "TORCHELASTIC_RESTART_COUNT": "2",
+           "DDPLAB_NODE_ADDR": "10.9.0.2"}
+    StatusPublisher.from_environment(store, env, heartbeat=False)
+    assert not store.check([status_key(3)])  # an earlier attempt's key is never written or read
+    views = StatusReader(store, restart_count=2).read()
+    assert sorted(views) == [0, 1, 2, 3] and views[3].host == "10.9.0.2"
+    assert {k: views[3].status[k] for k in ("rank", "local_rank", "node_rank", "world_size")} == \
+        {"rank": 3, "local_rank": 1, "node_rank": 1, "world_size": 4}

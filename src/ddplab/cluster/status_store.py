@@ -42,6 +42,12 @@ def status_key(rank: int, restart_count: int = 0) -> str:
     return f"{status_prefix(restart_count)}/{rank}"
 
 
+def world_size_key(restart_count: int = 0) -> str:
+    """Every rank writes the job's world size here too, so a reader that has not been told it
+    learns it from whichever rank published first."""
+    return f"{status_prefix(restart_count)}/world_size"
+
+
 def open_store(host: str, port: int, timeout_s: float = 30.0):
     """A client connection of its own to the job's store (the publisher's thread and the reader
     must not share the process group's). Elastic tells each rank where: MASTER_ADDR/MASTER_PORT."""
@@ -59,6 +65,7 @@ class StatusPublisher:
                  heartbeat: bool = True):
         self._store = store
         self._key = status_key(rank, restart_count)
+        self._world_size_key = world_size_key(restart_count)
         self._clock = clock
         self._interval_s = interval_s
         self._lock = threading.Lock()  # the record
@@ -119,6 +126,8 @@ class StatusPublisher:
                 self.state["beat"] += 1
                 snapshot = dict(self.state)
             try:
+                if snapshot["beat"] == 1:
+                    self._store.set(self._world_size_key, str(snapshot["world_size"]))
                 self._store.set(self._key, json.dumps(snapshot))
             except Exception as exc:  # the store's host ended (job over, machine gone): not the rank's error
                 self.last_error = f"{type(exc).__name__}: {exc}"
@@ -209,14 +218,15 @@ class StatusReader:
         return _decoded(dict(zip(present, values)))
 
     def _fetch_probing(self) -> dict[int, dict]:
-        # Rank 0 carries the world size; until it has published, ranks are probed one by one.
-        first = self._store.check([status_key(0, self._restart_count)])
-        if first:
-            record = _decoded({0: self._store.get(status_key(0, self._restart_count))}).get(0)
-            if record and isinstance(record.get("world_size"), int):
-                self.world_size = record["world_size"]
-                return self._fetch()
-        return {}
+        """Before any rank has published, there is nothing to read, not even the world size."""
+        key = world_size_key(self._restart_count)
+        if not self._store.check([key]):
+            return {}
+        try:
+            self.world_size = int(self._store.get(key))
+        except ValueError:
+            return {}
+        return self._fetch()
 
 
 def _decoded(raw: Mapping[int, bytes]) -> dict[int, dict]:
