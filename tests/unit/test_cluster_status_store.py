@@ -5,7 +5,6 @@ import socket
 import time
 from datetime import timedelta
 
-import pytest
 from torch.distributed import HashStore, TCPStore
 
 from ddplab.cluster.status_store import StatusPublisher, StatusReader, status_key
@@ -102,7 +101,8 @@ def test_the_hot_path_and_one_publish_cost_on_this_machine(loopback_store, capsy
         publisher.publish()
     publish_us = (time.perf_counter() - start) / n * 1e6
     with capsys.disabled():
-        print(f"\n  status store: enter+leave {hot_us:.2f} us, one publish (TCPStore set, loopback) {publish_us:.1f} us")
+        print(f"\n  status store: enter+leave {hot_us:.2f} us, "
+              f"one publish (TCPStore set, loopback) {publish_us:.1f} us")
     # loose bounds for a loaded 2-core machine: the point is the ratio, memory vs a round trip
     assert hot_us < 50 and publish_us < 5000
 

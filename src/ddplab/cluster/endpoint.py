@@ -207,7 +207,8 @@ def resolve(endpoint: Endpoint) -> tuple[tuple[str, ...], str | None]:
         infos = socket.getaddrinfo(endpoint.host, endpoint.port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
         return (), str(exc)
-    return tuple(dict.fromkeys(_plain(info[4][0]) for info in infos if info[0] in (socket.AF_INET, socket.AF_INET6))), None
+    addresses = (_plain(info[4][0]) for info in infos if info[0] in (socket.AF_INET, socket.AF_INET6))
+    return tuple(dict.fromkeys(addresses)), None  # in the resolver's order, each once
 
 
 def interface_addresses() -> dict[str, tuple[str, ...]]:
@@ -345,5 +346,5 @@ def _unreachable(plan: StorePlan, attempts: list[_Attempt], waited_s: float, tri
         f"{waited_s:.1f} s ({tries} attempt(s)); tried {tried}",
         hint=f"start ddplab first on the machine that has {plan.endpoint.host} (it hosts the store), check the "
              f"address, and open TCP port {plan.endpoint.port} on that machine; the ranks also connect to each other "
-             f"on ports their collective library picks, so allow TCP between the machines' {plan.interface or 'network'}"
-             f" interfaces")
+             f"on ports their collective library picks, so allow TCP between the machines' "
+             f"{plan.interface or 'network'} interfaces")

@@ -23,7 +23,7 @@ Slurm allocation without a step (an sbatch script, salloc's shell) runs on one n
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
 ONE_PER_NODE = "one launcher per node"
