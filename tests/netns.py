@@ -99,6 +99,9 @@ class Machines:
         self._namespaces: list[str] = []
 
     def __enter__(self) -> Machines:
+        """Create the machines (once: entering again, as ``with group:`` after a probe, reuses them)."""
+        if self.machines:
+            return self
         try:
             self._create()
         except BaseException:

@@ -76,3 +76,11 @@ def test_two_groups_at_once_do_not_collide_and_everything_is_gone_after_a_failur
             raise RuntimeError("the test failed")
     assert not made & _namespaces()
     assert sleeper.wait(timeout=10) != 0  # ended by the teardown, not left running
+
+
+def test_entering_a_group_again_reuses_its_machines():
+    with machines_or_skip(2) as group:
+        names = [m.namespace for m in group]
+        with group:  # as a script does after probing whether namespaces can be made
+            assert [m.namespace for m in group] == names
+        assert not set(names) & _namespaces()  # the inner block's exit tore them down
