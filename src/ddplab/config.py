@@ -17,6 +17,7 @@ import math
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
+from .cluster.endpoint import HOST_CHOICES as RDZV_HOST_CHOICES
 from .errors import UsageError, invalid_choice
 from .platform.vendors import KNOWN_BACKENDS, VENDORS
 
@@ -107,6 +108,9 @@ class LaunchOptions:
     """Machines in the job; each runs ddplab with the same --rdzv-endpoint (torch's c10d rendezvous)."""
     rdzv_endpoint: str | None = field(default=None, metadata={"flag": "--rdzv-endpoint"})
     """host:port of the c10d rendezvous store; default 127.0.0.1 with a free port (one machine)."""
+    rdzv_host: str = "auto"
+    """Several machines: does this one host the store? auto = when the endpoint is one of its interface
+    addresses; yes / no decide (torch's is_host rendezvous setting)."""
 
     def __post_init__(self):
         check_number(self.nproc, "--nproc", 1, MAX_NPROC, integer=True, unit=" ranks per node")
@@ -127,6 +131,8 @@ class LaunchOptions:
                  f"--nnodes {self.nnodes} needs --rdzv-endpoint HOST:PORT, the same on every machine")
         _require(self.rdzv_endpoint is None or _is_endpoint(self.rdzv_endpoint), "invalid-rdzv-endpoint",
                  f'--rdzv-endpoint "{self.rdzv_endpoint}" is not HOST:PORT (port 1-65535), e.g. node0:29400')
+        if self.rdzv_host not in RDZV_HOST_CHOICES:
+            raise invalid_choice("rdzv_host", self.rdzv_host, RDZV_HOST_CHOICES)
         if self.hang_timeout_s is not None:
             check_number(self.hang_timeout_s, "--hang-timeout", 0, MAX_TIMEOUT_S, name="seconds", low_open=True)
 

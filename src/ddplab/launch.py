@@ -1,6 +1,7 @@
 """Start ranks through torch.distributed.elastic (torchrun's engine, used as a library).
 
-One run = one run directory (rundir.py owns its layout and the variables ranks carry).
+One run = one run directory (rundir.py owns its layout and the variables ranks carry; listen.json there says
+where the rendezvous store listens, written before the ranks start, so a supervisor can read the job's store).
 
 Workers must not outlive the launcher (plain torchrun leaves orphans holding device
 memory when its agent is SIGKILLed, docs/background.md §3). Elastic cannot guarantee that, so
@@ -29,7 +30,7 @@ from pathlib import Path
 import psutil
 
 from . import interrupts
-from .exposure import where_to_listen
+from .exposure import Exposure, where_to_listen
 from .files import raise_if_full, write_text_atomic
 from .records.session import RankReturn
 from .rundir import RUN_ID_ENV, RunDir
@@ -73,6 +74,13 @@ class Rendezvous:
     nnodes: int = 1
     endpoint: str = "127.0.0.1:0"  # one machine: the loopback store (rendezvous.py) on a free port
     join_timeout_s: float = 120.0
+    host: str = "auto"  # several machines: host the store here? auto (the endpoint is one of our addresses), yes, no
+    store_wait_s: float | None = None  # several machines: how long to wait for the store to answer; None: join timeout
+
+    @classmethod
+    def from_options(cls, opts) -> "Rendezvous":
+        """The rendezvous a command's LaunchOptions ask for (--nnodes, --rdzv-endpoint, --rdzv-host)."""
+        return cls(nnodes=opts.nnodes, endpoint=opts.rdzv_endpoint or cls.endpoint, host=opts.rdzv_host)
 
     @property
     def run_id(self) -> str | None:
@@ -84,11 +92,15 @@ def launch(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous = Rendezvo
     """Run ``entrypoint(job)`` (a worker.RankJob) in ``nproc`` ranks and gather what each returns.
 
     On one machine the rendezvous store listens on a socket bound to loopback here, and the
-    ranks' collective sockets are pinned to the loopback interface (exposure.py).
+    ranks' collective sockets are pinned to the loopback interface (exposure.py). Across machines
+    the store listens on the endpoint's address only, on the machine that holds it, and the
+    collectives are pinned to the interface that routes to the endpoint (cluster/endpoint.py).
     """
-    exposure = where_to_listen(rdzv.nnodes, rdzv.endpoint, job.placement.device_type)
+    exposure = where_to_listen(rdzv.nnodes, rdzv.endpoint, job.placement.device_type, rdzv_host=rdzv.host)
+    if exposure.across is not None:
+        return _launch_across_machines(entrypoint, job, nproc, run, rdzv, exposure)
     if not exposure.loopback_store:
-        result = _launch(entrypoint, job, nproc, run, rdzv, "c10d", {}, exposure.environment())
+        result = _launch(entrypoint, job, nproc, run, rdzv, "c10d", {}, exposure)
         result.listen = exposure.to_dict()
         return result
     from . import rendezvous as loopback
@@ -101,19 +113,38 @@ def launch(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous = Rendezvo
     with listener:  # the store serves on a duplicate of it; this copy is closed when the launch ends
         exposure = exposure.listening_at(listener.getsockname()[1])
         result = _launch(entrypoint, job, nproc, run, rdzv, loopback.register(),
-                         {loopback.LISTEN_FD_KEY: listener.fileno()}, exposure.environment())
+                         {loopback.LISTEN_FD_KEY: listener.fileno()}, exposure)
+    result.listen = exposure.to_dict()
+    return result
+
+
+def _launch_across_machines(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous,
+                            exposure: Exposure) -> LaunchResult:
+    """Host the store or reach it (exit 3 when nothing answers), then launch through ddplab-c10d."""
+    from . import rendezvous
+    from .cluster.endpoint import StoreWaitStopped
+
+    try:
+        with rendezvous.meet(exposure.across, rdzv.store_wait_s or rdzv.join_timeout_s) as meeting:
+            exposure = exposure.meeting_through(meeting.store)
+            result = _launch(entrypoint, job, nproc, run, rdzv, rendezvous.register_across_machines(),
+                             meeting.rdzv_configs, exposure, local_addr=meeting.store.node_address)
+    except StoreWaitStopped as exc:  # nothing started: a report that says so
+        result = LaunchResult(run.run_id, str(run.path), False, 0.0, launcher_error=f"interrupted: {exc}",
+                              interrupted=True)
     result.listen = exposure.to_dict()
     return result
 
 
 def _launch(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous, rdzv_backend: str,
-            rdzv_configs: dict, socket_env: dict[str, str]) -> LaunchResult:
+            rdzv_configs: dict, exposure: Exposure, local_addr: str | None = None) -> LaunchResult:
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException, Std
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     _quiet_elastic_logging()
     write_text_atomic(run.job_file, json.dumps(job.describe(), indent=2))
+    write_text_atomic(run.listen_file, json.dumps(exposure.to_dict(), indent=2))
     config = _launch_config(
         LaunchConfig,
         min_nodes=rdzv.nnodes,
@@ -123,6 +154,7 @@ def _launch(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous, rdzv_bac
         rdzv_backend=rdzv_backend,
         rdzv_endpoint=rdzv.endpoint,
         rdzv_configs={"join_timeout": rdzv.join_timeout_s, "timeout": rdzv.join_timeout_s, **rdzv_configs},
+        local_addr=local_addr,  # how the rendezvous names this machine (torch: its fully qualified hostname)
         max_restarts=0,
         monitor_interval=0.1,
         start_method="spawn",
@@ -132,7 +164,7 @@ def _launch(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous, rdzv_bac
     )
     from .procs import start_ticks
 
-    marker_env = {**run.marker_env(os.getpid(), start_ticks(os.getpid())), **socket_env}
+    marker_env = {**run.marker_env(os.getpid(), start_ticks(os.getpid())), **exposure.environment()}
     if nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
         # What torchrun does: N ranks each spinning up all-core thread pools overload the host.
         marker_env["OMP_NUM_THREADS"] = "1"

@@ -4,6 +4,7 @@ One run = one run directory, and one directory = one run:
     <run_dir>/
         run-id                  written first, atomically: a directory holding it is in use
         job.json                what every rank was asked to do (the RankJob, for people to read)
+        listen.json             where the rendezvous store listens (launch.py, exposure.py)
         pids/<rank>             each rank's pid, written by the rank itself (the sampler reads it)
         status/<rank>.json      each rank's phase, collective sequence and heartbeat (status.py)
         status/sampler-querying-device  the sampler's flag while it queries the device (timed_windows.py)
@@ -70,6 +71,11 @@ class RunDir:
     @property
     def job_file(self) -> Path:
         return self.path / "job.json"
+
+    @property
+    def listen_file(self) -> Path:
+        """Where the rendezvous store listens (exposure.py's record), written before the ranks start."""
+        return self.path / "listen.json"
 
     @property
     def logs_dir(self) -> Path:

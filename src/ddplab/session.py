@@ -137,7 +137,7 @@ def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: 
                 Supervisor(run, placement.nproc, opts.hang_timeout_s) as supervisor:
             if controller is not None:
                 threading.Thread(target=controller, args=(run,), name="ddplab-controller", daemon=True).start()
-            rdzv = Rendezvous(nnodes=opts.nnodes, endpoint=opts.rdzv_endpoint or Rendezvous.endpoint)
+            rdzv = Rendezvous.from_options(opts)
             outcome = launch(rank_main, job, placement.nproc, run, rdzv)
             ended_at = time.time()
     finally:

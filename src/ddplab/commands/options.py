@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config import LaunchOptions
+from ..config import RDZV_HOST_CHOICES, LaunchOptions
 
 
 def add_launch_arguments(parser: argparse.ArgumentParser, nproc_default: int = 2) -> None:
@@ -32,6 +32,9 @@ def add_launch_arguments(parser: argparse.ArgumentParser, nproc_default: int = 2
                         help="machines in the job, each running this command (default: 1)")
     parser.add_argument("--rdzv-endpoint", default=None,
                         help="HOST:PORT of the c10d rendezvous, the same on every machine (default: local)")
+    parser.add_argument("--rdzv-host", default="auto", metavar="|".join(RDZV_HOST_CHOICES),
+                        help="several machines: host the rendezvous store on this one? auto: when the endpoint is "
+                             "one of its interface addresses (default: %(default)s)")
     parser.add_argument("--hang-timeout", type=float, default=None, dest="hang_timeout_s",
                         help="declare a hang when no rank progresses this many seconds (default: off)")
     daemon = parser.add_mutually_exclusive_group()
@@ -48,7 +51,7 @@ def launch_options(args) -> LaunchOptions:
                          memory_fraction=args.memory_fraction, reserve=args.reserve, timeout_s=args.timeout_s,
                          run_dir=args.run_dir, sharing_daemon=args.sharing_daemon,
                          hang_timeout_s=args.hang_timeout_s, nnodes=args.nnodes,
-                         rdzv_endpoint=args.rdzv_endpoint)
+                         rdzv_endpoint=args.rdzv_endpoint, rdzv_host=args.rdzv_host)
 
 
 def run_measurement(measurement, config, render, args, console) -> int:
