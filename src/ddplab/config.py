@@ -363,6 +363,47 @@ class SweepConfig:
         if factor != SWEEP_DEFAULT_FACTOR:
             out += ["-f", _argv_text(factor)]
         return out
+DRILL_LAUNCHERS = ("ddplab", "torchrun")
+DRILL_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class DrillConfig:
+    """Fault drills: which ones, the victim, and where their ranks start.
+
+    ``--timeout`` is both the process-group timeout and ddplab's hang timeout, because every drill is judged
+    against it (detected within timeout + 5 s); ``--hang-timeout`` can only make the supervisor quicker.
+    """
+
+    launch: LaunchOptions = field(default_factory=lambda: LaunchOptions(timeout_s=DRILL_TIMEOUT_S),
+                                  metadata={"flatten": True})
+    drills: tuple[str, ...]
+    """Drill names in the order they run (kill-rank and kill_rank both accepted; stored as kill_rank)."""
+    victim: int | None = field(default=None, metadata={"flag": "--victim"})
+    """GLOBAL rank the fault goes into; None: the last rank of the job (nproc x nnodes - 1)."""
+    launcher: str = field(default="ddplab", metadata={"flag": "--launcher"})
+    """kill_launcher only: ddplab, or plain torchrun for comparison."""
+
+    def __post_init__(self):
+        from .drills import canonical
+
+        _require(bool(self.drills), "invalid-drill", "no drill named: give one of the drills, 'short' or 'all'")
+        object.__setattr__(self, "drills", tuple(canonical(name) for name in self.drills))
+        launch = self.launch
+        world = launch.nproc * launch.nnodes
+        job = f"--nproc {launch.nproc}" + (f" x --nnodes {launch.nnodes}" if launch.nnodes > 1 else "")
+        _require(world >= 2, "drill-needs-ranks", f"{job}: a drill needs at least 2 ranks")
+        victim = world - 1 if self.victim is None else self.victim
+        _require(isinstance(victim, int) and not isinstance(victim, bool) and 0 <= victim < world, "invalid-victim",
+                 f"--victim {victim} is not a rank of {job} (valid: 0 to {world - 1})")
+        object.__setattr__(self, "victim", victim)
+        if self.launcher not in DRILL_LAUNCHERS:
+            raise invalid_choice("launcher", self.launcher, DRILL_LAUNCHERS)
+        hang = launch.timeout_s if launch.hang_timeout_s is None else min(launch.timeout_s, launch.hang_timeout_s)
+        object.__setattr__(self, "launch", replace(launch, hang_timeout_s=hang))
+
+    def to_argv(self) -> list[str]:
+        return [",".join(self.drills), *argv_of(self)]
 
 
 def argv_of(config) -> list[str]:

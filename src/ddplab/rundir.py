@@ -62,6 +62,15 @@ class RunDir:
         environ = os.environ if environ is None else environ
         return cls(Path(environ[RUN_DIR_ENV]), environ[RUN_ID_ENV])
 
+    @classmethod
+    def existing(cls, path: str | os.PathLike) -> "RunDir | None":
+        """The run another launcher created at ``path``, by its run-id file; None while no run has claimed it."""
+        try:
+            run_id = (Path(path) / RUN_ID_FILE).read_text().strip()
+        except OSError:
+            return None
+        return cls(Path(path).resolve(), run_id) if run_id else None
+
     def marker_env(self, launcher_pid: int, launcher_start_ticks: int | None) -> dict[str, str]:
         """What every rank carries in its environment (so it shows in /proc/<pid>/environ)."""
         return {RUN_ID_ENV: self.run_id, RUN_DIR_ENV: str(self.path), LAUNCHER_PID_ENV: str(launcher_pid),

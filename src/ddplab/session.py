@@ -106,13 +106,14 @@ def start_sharing_daemon(opts: LaunchOptions, platform: Platform, placement: Pla
 def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: Observer = QUIET,
                  sample: bool = True, prepared: tuple[Platform, Placement] | None = None,
                  controller: Callable[[RunDir], None] | None = None, make_daemon: Callable | None = None,
-                 sample_device_while_timing: bool = False) -> Session:
+                 sample_device_while_timing: bool = False, rank_env: dict[str, str] | None = None) -> Session:
     """Start the planned ranks running ``workload``; return the session once they are all gone.
 
     The sampler keeps its device queries out of the ranks' timed windows unless
     ``sample_device_while_timing`` (timed_windows.py). ``controller(run)``, if given, runs in a
     launcher-side thread while the ranks run (fault drills inject kills and pauses from there).
-    ``make_daemon``: see start_sharing_daemon.
+    ``make_daemon``: see start_sharing_daemon. ``rank_env``: variables every rank sets before init, on top of
+    the placement's (a drill's blocking-wait switch); the report's placement shows them.
     """
     from . import display
     from .platform import open_monitor
@@ -124,6 +125,8 @@ def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: 
     console = observer.console
     try:
         placement, daemon = start_sharing_daemon(opts, platform, placement, run, make_daemon)
+        if rank_env:
+            placement = replace(placement, env={**placement.env, **rank_env})
         if console is not None:
             display.announce(console, placement, run)
             if daemon is not None:

@@ -97,28 +97,52 @@ def expected_ranks(states: dict[int, RankState], local_count: int) -> list[int] 
 def name_culprits(states: dict[int, RankState], local_count: int, now: float,
                   stale_s: float) -> tuple[list[int], str]:
     """The ranks holding the others up, and why, from a snapshot of this machine's ranks' status."""
+    unseen = _not_started(states, local_count)
+    if unseen:
+        return unseen
+    frozen = [r for r, s in states.items() if now - s.heartbeat > stale_s]
+    if frozen:
+        return sorted(frozen), f"heartbeat stopped for more than {stale_s:.0f} s (process paused or wedged)"
+    return _holding_up(states, waiting_phases=("in-collective",))
+
+
+def name_culprits_after_exit(states: dict[int, RankState], local_count: int) -> tuple[list[int], str]:
+    """The same judgement from the last status each rank wrote, once the ranks are gone (a drill reads them
+    after its run). Heartbeats say nothing then, since every rank stopped beating; and a rank that failed was
+    inside the collective that raised: "failed" stands where its status said "in-collective"."""
+    return _not_started(states, local_count) or _holding_up(states, waiting_phases=("in-collective", "failed"))
+
+
+def _not_started(states: dict[int, RankState], local_count: int) -> tuple[list[int], str] | None:
     expected = expected_ranks(states, local_count)
     if expected is None:
         return [], f"none of this machine's {local_count} rank(s) wrote a status (never started)"
     missing = [r for r in expected if r not in states]
     if missing:
         return missing, "never started (no status written)"
-    frozen = [r for r, s in states.items() if now - s.heartbeat > stale_s]
-    if frozen:
-        return sorted(frozen), f"heartbeat stopped for more than {stale_s:.0f} s (process paused or wedged)"
+    return None
+
+
+def _holding_up(states: dict[int, RankState], waiting_phases: tuple[str, ...]) -> tuple[list[int], str]:
+    """Who is behind, by phase and collective sequence, among ranks that all wrote a status."""
     not_in_init = [r for r, s in states.items() if s.phase == "before-init"]
     if not_in_init and len(not_in_init) < len(states):
         return sorted(not_in_init), "never reached init_process_group while the others waited in it"
+    if not_in_init:  # every rank here: the ranks waiting for them, if any, are on other machines
+        return sorted(not_in_init), "never reached init_process_group"
     entered = {r: s.seq for r, s in states.items()}
     low = min(entered.values())
     if low < max(entered.values()):
         behind = sorted(r for r, v in entered.items() if v == low)
         return behind, f"entered {low} collectives while others entered {max(entered.values())}"
-    waiting = [r for r, s in states.items() if s.phase == "in-collective"]
+    waiting = [r for r, s in states.items() if s.phase in waiting_phases]
     idle = sorted(r for r in states if r not in waiting)
     if waiting and idle:
         return idle, "not inside the collective the others are waiting in"
-    ops = {(s.op, s.numel) for s in states.values() if s.phase == "in-collective"}
+    if not any(s.phase in (*waiting_phases, "in-init") for s in states.values()):
+        # e.g. on one machine of a larger job, whose ranks waiting for these are elsewhere
+        return idle, "stopped making progress outside any collective (no rank here waits in one)"
+    ops = {(s.op, s.numel) for s in states.values() if s.phase in waiting_phases}
     if len(ops) > 1:
         detail = "; ".join(f"rank {r}: {s.op}({s.numel}) #{s.seq}" for r, s in sorted(states.items()))
         return sorted(states), f"ranks issued different collectives: {detail}"

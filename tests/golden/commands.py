@@ -19,9 +19,14 @@ COMMANDS = {
 }
 
 # Key paths that exist or not depending on how a run went, not on the code: a spike on a busy
-# machine, the time series of a run too short to be sampled.
+# machine, the time series of a run too short to be sampled (a drill's ranks are killed about a second
+# after they start: the 0.5 s sampler sees them or not, and its per-rank peaks with them).
+DRILL_SESSION = "results.drills[].session."
 VOLATILE = ("results.spikes[]", "results.timeseries.samples[]", "results.ranks[].failure",
-            "results.sampler.device_query_windows[]", "results.rows[].spike")
+            "results.sampler.device_query_windows[]", "results.rows[].spike",
+            DRILL_SESSION + "timeseries.samples[]",
+            *(DRILL_SESSION + f"ranks[].{k}" for k in ("peak_device_mem_bytes", "peak_rss_bytes", "cpu_user_s",
+                                                        "cpu_system_s")))
 
 
 # Lists whose elements exist or not depending on the machine, not on the code: orphans and other processes

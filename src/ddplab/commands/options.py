@@ -7,8 +7,11 @@ import argparse
 from ..config import RDZV_HOST_CHOICES, LaunchOptions
 
 
-def add_launch_arguments(parser: argparse.ArgumentParser, nproc_default: int = 2) -> None:
-    """Options every multi-rank command shares."""
+def add_launch_arguments(parser: argparse.ArgumentParser, nproc_default: int = 2, timeout_default: float = 120.0,
+                         timeout_help: str = "process-group timeout in seconds",
+                         hang_timeout_help: str = "declare a hang when no rank progresses this many seconds "
+                                                  "(default: off)") -> None:
+    """Options every multi-rank command shares (a command whose timeouts mean more says so in the helps)."""
     parser.add_argument("--nproc", type=int, default=nproc_default, help="ranks on this node (default: %(default)s)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--share-device", dest="placement", action="store_const", const="shared",
@@ -24,8 +27,8 @@ def add_launch_arguments(parser: argparse.ArgumentParser, nproc_default: int = 2
                         help="allocator cap per rank on a shared device (default: (1 - reserve) / ranks)")
     parser.add_argument("--reserve", type=float, default=0.10,
                         help="device memory left for contexts and buffers (default: %(default)s)")
-    parser.add_argument("--timeout", type=float, default=120.0, dest="timeout_s",
-                        help="process-group timeout in seconds (default: %(default)s)")
+    parser.add_argument("--timeout", type=float, default=timeout_default, dest="timeout_s",
+                        help=f"{timeout_help} (default: %(default)s)")
     parser.add_argument("--run-dir", default=None, help="directory for logs and results (default: ./ddplab-runs/ID)")
     parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
     parser.add_argument("--nnodes", type=int, default=1,
@@ -35,8 +38,7 @@ def add_launch_arguments(parser: argparse.ArgumentParser, nproc_default: int = 2
     parser.add_argument("--rdzv-host", default="auto", metavar="|".join(RDZV_HOST_CHOICES),
                         help="several machines: host the rendezvous store on this one? auto: when the endpoint is "
                              "one of its interface addresses (default: %(default)s)")
-    parser.add_argument("--hang-timeout", type=float, default=None, dest="hang_timeout_s",
-                        help="declare a hang when no rank progresses this many seconds (default: off)")
+    parser.add_argument("--hang-timeout", type=float, default=None, dest="hang_timeout_s", help=hang_timeout_help)
     daemon = parser.add_mutually_exclusive_group()
     daemon.add_argument("--mps", dest="sharing_daemon", action="store_const", const="on",
                         help="insist on the device-sharing daemon (MPS): use a running one, else start a private "

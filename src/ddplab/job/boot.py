@@ -33,6 +33,7 @@ from importlib import metadata
 
 from ..config import Target
 from ..platform import flight_recorder
+from ..procs import alive
 from ..rundir import LAUNCHER_PID_ENV
 from ..worker import guard_parent
 from .beacon import Beacon
@@ -225,7 +226,7 @@ class Rank:
 
     def _running_peers(self) -> dict[int, dict]:
         return {rank: status for rank, status in self.job.statuses().items()
-                if rank != self.rank and status.get("phase") == "running" and _alive(status.get("pid"))}
+                if rank != self.rank and status.get("phase") == "running" and alive(status.get("pid"))}
 
     def _answered_since(self, rank: int, when: float) -> bool:
         try:
@@ -236,18 +237,6 @@ class Rank:
 
 def _note_late_sigterm(signum, frame) -> None:
     """SIGTERM while a failing rank writes its evidence: it leaves right after."""
-
-
-def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -22,6 +22,7 @@ import signal
 import threading
 import time
 
+from ..procs import alive, signal_quietly
 from ..records.launch import JobHang
 from .layout import JobDir
 
@@ -96,7 +97,7 @@ class Watcher:
         silent = [r for r in running if r not in answered]
         for rank in silent:  # something holds its GIL: faulthandler writes from the signal handler
             if running[rank].get("stack_signal"):
-                _signal(running[rank]["pid"], running[rank]["stack_signal"])
+                signal_quietly(running[rank]["pid"], running[rank]["stack_signal"])
         if silent:
             time.sleep(STACK_SIGNAL_WAIT_S)
         terminated, killed = self._tear_down(running)
@@ -119,14 +120,14 @@ class Watcher:
         """SIGTERM every rank, SIGKILL what is left after the grace period: (terminated, killed) ranks."""
         pids = {r: s["pid"] for r, s in running.items() if _is_our_rank(s)}
         for pid in pids.values():
-            _signal(pid, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
-            _signal(pid, signal.SIGTERM)
+            signal_quietly(pid, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+            signal_quietly(pid, signal.SIGTERM)
         deadline = time.monotonic() + self.grace_s
-        while time.monotonic() < deadline and any(_alive(p) for p in pids.values()):
+        while time.monotonic() < deadline and any(alive(p) for p in pids.values()):
             time.sleep(0.05)
-        killed = sorted(r for r, p in pids.items() if _alive(p))
+        killed = sorted(r for r, p in pids.items() if alive(p))
         for rank in killed:
-            _signal(pids[rank], signal.SIGKILL)
+            signal_quietly(pids[rank], signal.SIGKILL)
         return sorted(r for r in pids if r not in killed), killed
 
 
@@ -140,19 +141,3 @@ def _is_our_rank(status: dict) -> bool:
         return False
     parent, start_ticks = int(fields[1]), int(fields[19])
     return parent == os.getpid() and start_ticks == status.get("proc_start_ticks")
-
-
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _alive(pid: int) -> bool:
-    """Alive and not a zombie waiting for elastic to reap it."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
