@@ -15,11 +15,11 @@ from typing import Any
 
 from . import config as cfg
 from .collectives import COLLECTIVES
+from .drills import SHORT_SET as SHORT_DRILLS
 from .sizes import size_range
 
 from .config import PROFILES  # noqa: F401  (the names the lab offers)
 SOAK_REPEATS = 5
-SHORT_DRILLS = ("kill_rank", "kill_launcher", "late_rank", "stall")
 QUICK_DRILLS = ("kill_rank", "kill_launcher")
 
 
@@ -113,5 +113,6 @@ def stages(profile: str, nproc: int, machine: Machine, out: Path, deadline_s: fl
     drills = SHORT_DRILLS if full else QUICK_DRILLS
     timeout = 10.0 if full else 5.0
     out_stages.append(Stage("drills", "drill", cfg.DrillConfig(
-        launch=launch("drills", timeout_s=timeout), drills=drills)))
+        launch=cfg.LaunchOptions(device=machine.device, run_dir=str(out / "drills"), timeout_s=timeout),
+        drills=drills)))
     return out_stages

@@ -35,7 +35,8 @@ class RankStatus:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         now = time.time()
-        self.state = RankState(rank, local_rank, os.getpid(), "before-init", since=now, heartbeat=now)
+        self.state = RankState(rank=rank, local_rank=local_rank, pid=os.getpid(), phase="before-init", since=now,
+                               heartbeat=now)
         self._write()
         threading.Thread(target=self._beat, name="ddplab-heartbeat", daemon=True).start()
 

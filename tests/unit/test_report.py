@@ -3,6 +3,7 @@
 import pytest
 
 from ddplab import measurements, report
+from ddplab.records import SCHEMA_VERSION, RecordError, Report, Verdict
 from ddplab.measurements import train
 from ddplab.records.session import Distribution
 from ddplab.records.train import TrainRecord
@@ -10,14 +11,15 @@ from tests.unit.fake_sessions import session_record
 
 
 def test_document_has_contract_keys():
-    doc = report.document("train", {"a": 1}, {"device_type": "cpu"}, {"x": 1}, "pass")
+    doc = Report("train", {"a": 1}, None, {"x": 1}, Verdict.PASS).to_json()
     assert {"schema_version", "command", "config", "platform", "results", "verdict"} <= set(doc)
-    assert doc["schema_version"] == report.SCHEMA_VERSION
+    assert doc["schema_version"] == SCHEMA_VERSION and doc["verdict"] == "pass"
 
 
-def test_document_rejects_unknown_verdict():
-    with pytest.raises(ValueError):
-        report.document("train", {}, None, {}, "ok")
+def test_a_report_with_an_unknown_verdict_is_refused_when_read():
+    doc = Report("storm", {}, None, {}, Verdict.PASS).to_json()
+    with pytest.raises(RecordError, match="verdict"):
+        Report.from_json({**doc, "verdict": "ok"})
 
 
 def test_percentile_is_nearest_rank():
@@ -29,9 +31,10 @@ def test_percentile_is_nearest_rank():
 
 
 def test_worst_verdict_and_exit_codes():
-    assert report.worst(["pass", "warn", "pass"]) == "warn"
-    assert report.worst(["warn", "fail"]) == "fail"
-    assert report.exit_code("warn") == 0 and report.exit_code("fail") == 1
+    assert Verdict.worst([Verdict.PASS, Verdict.WARN, Verdict.PASS]) is Verdict.WARN
+    assert Verdict.worst([Verdict.WARN, Verdict.FAIL]) is Verdict.FAIL
+    assert Verdict.worst([Verdict.SKIP, Verdict.PASS]) is Verdict.PASS  # a stage that could not run judges nothing
+    assert Verdict.WARN.exit_code == 0 and Verdict.FAIL.exit_code == 1
 
 
 def train_verdict(completed=True, warnings=(), **proofs) -> str:

@@ -19,7 +19,7 @@ def _write(run: RunDir, state: RankState) -> None:
 
 def _state(rank, local_rank, pid, phase, seq, done):
     now = time.time()
-    return RankState(rank, local_rank, pid, phase, seq=seq, done=done, op="all_reduce", numel=1024, since=now,
+    return RankState(rank=rank, local_rank=local_rank, pid=pid, phase=phase, seq=seq, done=done, op="all_reduce", numel=1024, since=now,
                      heartbeat=now)
 
 

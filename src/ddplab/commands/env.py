@@ -58,7 +58,8 @@ def render(report: Report, console) -> None:
     console.print(display.kv_table(f"Devices ({p.device_count})", dev_rows))
     plan_rows = [(label, _plan_text(getattr(r, key))) for key, (_, label) in env.PLACEMENTS.items()]
     console.print(display.kv_table("Pseudo-DDP plan", plan_rows, markup=True))
-    console.print(f"where a one-machine run listens: {escape(r.listen.summary)}")
+    if r.listen is not None:
+        console.print(f"where a one-machine run listens: {escape(r.listen.summary)}")
     if p.knobs:
         console.print(display.kv_table("Watchdog knobs (effective)", [
             (k.name, f"{k.effective} ({k.source}) - {k.meaning}") for k in p.knobs]))

@@ -56,7 +56,7 @@ class Survey:
     """Orphans and the other processes holding the device, as procs.survey found them."""
 
     orphans: list[Orphan]
-    other_processes: list[OtherProcess]
+    other_processes: list[OtherProcess] = field(default_factory=list)  # reports before it listed orphans only
 
     def checks(self, ended: bool = False) -> list[Check]:
         """The orphan row (a warning while they run; ``ended``: `clean --yes` ended them, its own row judges

@@ -197,7 +197,12 @@ def _read_dataclass(cls: type, data: dict, path: str) -> Any:
         kwargs[extras_field.name] = {k: v for k, v in data.items() if k not in used}
     try:
         return cls(**kwargs)
-    except DdplabError as exc:  # e.g. a Config whose validation refuses a value
+    except DdplabError as exc:  # e.g. a Config whose validation refuses a value: name the field it refused
+        name = exc.reference.removeprefix("invalid-").replace("-", "_")
+        field_names = {f.name: f.metadata.get("json_name", f.name) for f in dataclasses.fields(cls)}
+        if name in field_names and field_names[name] in data:
+            raise RecordError(f"{path}.{field_names[name]}", f"a valid value ({exc.message})",
+                              data[field_names[name]]) from None
         raise RecordError(path, f"a valid {cls.__name__} ({exc.message})", data) from None
 
 

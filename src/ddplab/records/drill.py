@@ -15,6 +15,7 @@ from typing import Any
 from .codec import flatten
 from .compare import TimedRow
 from .core import Verdict
+from .figures import Timeline, TimelineRow
 from .session import Distribution, SessionRecord
 
 OMIT = {"omit_none": True}
@@ -183,7 +184,7 @@ class DrillRecord:
     backend_reason: str
     shared_device: bool
     drills: list[DrillOutcome]
-    interrupted: bool  # a stop signal ended the drills early: the report is partial
+    interrupted: bool = False  # a stop signal ended the drills early (reports before it: never)
     # The machine the drills ran on: written at the report's top level, not inside results.
     platform: Any = field(default=None, metadata={"skip": True}, compare=False)
 
@@ -194,3 +195,13 @@ class DrillRecord:
     def timed_rows(self, config) -> list[TimedRow]:
         """Nothing to line up with another report: a drill's times are detection times, not performance."""
         return []
+
+    def figures(self, stage: str) -> list[Timeline]:
+        """Each drill from injection to its first detection, with what was left behind and its verdict."""
+        if not self.drills:
+            return []
+        rows = [TimelineRow(d.drill, (d.injected.what if d.injected else None) or "(nothing injected)", d.detected_by,
+                            d.detect_s, f"{len(d.leaked_pids)} leaked" if d.leaked_pids else "clean", str(d.verdict))
+                for d in self.drills]
+        return [Timeline("drill-timeline", "Drill timeline", "red: fault injected; blue: first detection (mechanism "
+                         "in the tooltip); right: seconds to detection, processes left, verdict", rows)]

@@ -31,8 +31,8 @@ class PlannedSetup:
     env: dict[str, str]  # set in every rank before init
     warnings: list[str]
     memory_fraction: float | None  # allocator cap per rank; None: no cap
-    sharing_daemon: str | None
-    considered: list[ConsideredSetup]
+    sharing_daemon: str | None = None  # reports before the daemon option have none
+    considered: list[ConsideredSetup] = field(default_factory=list)  # nor the options weighed
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class EnvRecord:
     plugin_errors: dict[str, str]  # plug-in module -> why it failed to import
     shared_device: TwoRankPlan
     per_device: TwoRankPlan
-    listen: Listen
-    survey: Survey = field(metadata=flatten())
+    listen: Listen | None = None  # reports before runs were pinned to loopback have none
+    survey: Survey = field(default_factory=lambda: Survey([], []), metadata=flatten())
     # The machine described: written at the report's top level, not inside results.
     platform: Any = field(default=None, metadata={"skip": True}, compare=False)

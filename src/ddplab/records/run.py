@@ -30,10 +30,10 @@ class StageRecord:
 class RunRecord:
     profile: str = "(not recorded)"  # the first lab reports had one profile only
     stages: list[StageRecord]
-    checks: list[Check]
-    interrupted: bool
-    duration_s: float
-    out: str
+    checks: list[Check] = field(default_factory=list)  # the first lab reports had no check rows
+    interrupted: bool = False  # the first lab reports could not be interrupted
+    duration_s: float | None = None
+    out: str = ""
 
     def timed_rows(self, config=None) -> list:
         """Every stage's comparable rows, prefixed with the stage's name where it differs from its command

@@ -144,12 +144,12 @@ class RankOutcome:
     result: Any = field(default=None, metadata=flatten())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RankState:
     """One rank's status file (status.py writes and reads it)."""
 
     rank: int
-    local_rank: int
+    local_rank: int | None = None  # reports before ranks were numbered per machine have none
     pid: int
     phase: str
     seq: int = 0
@@ -166,7 +166,7 @@ class RankState:
     @property
     def node_base(self) -> int:
         """The global rank of this machine's local rank 0 (elastic numbers each machine's ranks in a block)."""
-        return self.rank - self.local_rank
+        return self.rank - (self.local_rank or 0)
 
 
 @dataclass(frozen=True)
