@@ -25,7 +25,7 @@ import string
 from typing import Iterable
 
 from .records import Check, Report
-from .records.figures import BarChart, LineChart, Timeline
+from .records.figures import BarChart, LineChart, Table, Timeline
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
 VERDICT_CLASS = {"pass": "pass", "warn": "warn", "fail": "fail", "skip": "skip"}
@@ -183,7 +183,16 @@ def _draw(figure) -> Markup:
         return _line_chart(figure)
     if isinstance(figure, Timeline):
         return _timeline(figure)
+    if isinstance(figure, Table):
+        return _table(figure)
     raise TypeError(f"no drawing for {type(figure).__name__}")
+
+
+def _table(f: Table) -> Markup:
+    head = concat(h("<th>{}</th>", c) for c in f.columns)
+    rows = concat(h("<tr>{}</tr>", concat(h("<td>{}</td>", cell) for cell in row)) for row in f.rows)
+    return h("<figure><table id='{}' class='figure-table'><thead><tr>{}</tr></thead><tbody>{}</tbody></table>"
+             "<figcaption>{}</figcaption></figure>", f.id, head, rows, f.caption)
 
 
 # --------------------------------------------------------------------------- charts (inline SVG)

@@ -58,4 +58,17 @@ class Timeline:
     rows: list[TimelineRow] = field(default_factory=list)
 
 
-Figure = BarChart | LineChart | Timeline
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows of text under a heading (e.g. a supervised job's ranks: exit, error, evidence files)."""
+
+    id: str
+    section: str
+    caption: str
+    columns: list[str]
+    rows: list[list[str]]
+
+
+Figure = BarChart | LineChart | Timeline | Table
