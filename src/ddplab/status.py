@@ -87,11 +87,11 @@ def progress_key(states: dict[int, RankState]) -> tuple:
 
 
 def expected_ranks(states: dict[int, RankState], local_count: int) -> list[int] | None:
-    """This machine's global ranks: its block of ``local_count``, located by any rank that reported.
+    """This machine's global ranks: its block of ``local_count``, located by its lowest rank that reported.
     None while no rank has written a status (their global numbers are not known yet)."""
     if not states:
         return None
-    base = next(iter(states.values())).node_base
+    base = states[min(states)].node_base
     return list(range(base, base + local_count))
 
 

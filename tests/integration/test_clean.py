@@ -10,13 +10,16 @@ import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 from pathlib import Path
 
 import psutil
 import pytest
 
 from ddplab import procs
-from ddplab.commands import run as run_command
+from ddplab import lab
+from ddplab.records import Report, Verdict
+from ddplab.records.run import StageRecord
 from ddplab.platform import DeviceMonitor, DeviceSample
 from ddplab.records.codec import to_json
 from tests.conftest import load_json, run_cli
@@ -246,17 +249,20 @@ def test_run_leftover_check_counts_only_this_runs_orphans(tmp_path):
         for launcher in (older, ours):
             os.kill(launcher.pid, signal.SIGKILL)
             launcher.wait()
-        records = [{"name": "train-shared", "verdict": "pass", "report": {"results": {"run_id": "train-other"}}}]
-        check = run_command._leftover_check(records)
-        assert check["verdict"] == "pass", check["summary"]
-        assert older_rank in {o["pid"] for o in check["other_orphans"]} and check["orphans"] == []
+        records = [_stage("train-shared", SimpleNamespace(session=SimpleNamespace(run_id="train-other")))]
+        check = lab.leftover_check(records)
+        assert check.verdict is Verdict.PASS, check.summary
+        assert older_rank in {o.pid for o in check.other_orphans} and check.orphans == []
 
-        records.append({"name": "drills", "verdict": "pass",
-                        "report": {"results": {"drills": [{"session": {"run_id": "train-this-run"}}]}}})
-        check = run_command._leftover_check(records)
-        assert check["verdict"] == "fail" and [o["pid"] for o in check["orphans"]] == [our_rank]
+        records.append(_stage("drills", SimpleNamespace(run_ids=lambda: {"train-this-run"})))
+        check = lab.leftover_check(records)
+        assert check.verdict is Verdict.FAIL and [o.pid for o in check.orphans] == [our_rank]
     finally:
         _kill(older.pid, older_rank, ours.pid, our_rank)
+
+
+def _stage(name: str, results) -> StageRecord:
+    return StageRecord(name, f"ddplab {name}", Verdict.PASS, "", report=Report(name, None, None, results, Verdict.PASS))
 
 
 def _fake_ddplab_run(tmp_path: Path, run_id: str) -> tuple[subprocess.Popen, int]:

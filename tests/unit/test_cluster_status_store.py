@@ -64,7 +64,7 @@ def test_the_reader_judges_heartbeats_on_its_own_clock_not_the_ranks():
     views = reader.read()
     assert (views[0].heard_at, views[1].heard_at) == (60.0, 50.0)
     records = reader.judging_records(views, wall_now=5000.0)
-    assert (records[0]["heartbeat"], records[1]["heartbeat"]) == (5000.0, 4990.0)
+    assert (records[0].heartbeat, records[1].heartbeat) == (5000.0, 4990.0)
     culprits, why = name_culprits(records, 2, now=5000.0, stale_s=5.0)
     assert culprits == [1] and "heartbeat stopped" in why
 

@@ -136,7 +136,7 @@ BAD = [
     (_no_results, "field results is missing; it must be an object"),
     (_size_text, 'field results.rows[0].size_bytes must be a number > 0, but it is the string "8"'),
     (_nan_busbw, "field results.avg_busbw_gbps must be a finite number, but it is NaN"),
-    (_zero_iters, "field config must be a valid SweepConfig (-n 0 is out of range"),
+    (_zero_iters, "field config.iters must be a valid value (-n 0 is out of range"),
 ]
 
 

@@ -1,5 +1,8 @@
 """The JSON contract and the numbers derived for it."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from ddplab import measurements, report
@@ -17,7 +20,7 @@ def test_document_has_contract_keys():
 
 
 def test_a_report_with_an_unknown_verdict_is_refused_when_read():
-    doc = Report("storm", {}, None, {}, Verdict.PASS).to_json()
+    doc = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "report-quick-cpu.json").read_text())
     with pytest.raises(RecordError, match="verdict"):
         Report.from_json({**doc, "verdict": "ok"})
 

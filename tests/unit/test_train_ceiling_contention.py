@@ -82,8 +82,8 @@ def test_ceiling_is_one_rank_on_device_zero_and_its_json_config_stays_flat():
     assert (config.launch.device, config.launch.run_dir) == ("cpu", "/tmp/stage")
     written = to_json(config)
     assert set(written) == {"nproc", "placement", "backend", "device", "memory_fraction", "reserve", "timeout_s",
-                            "run_dir", "sharing_daemon", "hang_timeout_s", "nnodes", "rdzv_endpoint", "bytes",
-                            "host_bytes", "iters"}
+                            "run_dir", "sharing_daemon", "hang_timeout_s", "nnodes", "rdzv_endpoint", "rdzv_host",
+                            "bytes", "host_bytes", "iters"}
     assert from_json(CeilingConfig, written) == config
 
 

@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Callable, Mapping
+from ..records.codec import RecordError, from_json
+from ..records.session import RankState
 
 PUBLISH_INTERVAL_S = 0.5  # as status.py's HEARTBEAT_S: what the supervisor's staleness rule expects
 KEY_ROOT = "ddplab/status"
@@ -189,13 +191,20 @@ class StatusReader:
             views[rank] = RankView(rank, record, self._heard_at.get(rank))
         return views
 
-    def judging_records(self, views: Mapping[int, RankView], wall_now: float | None = None) -> dict[int, dict]:
+    def judging_records(self, views: Mapping[int, RankView], wall_now: float | None = None) -> dict[int, RankState]:
         """Records for status.name_culprits: heartbeat on this machine's wall clock (when the beat was
         last heard), so a machine whose clock runs ahead or behind is not taken for a frozen one."""
         wall_now = time.time() if wall_now is None else wall_now
         mono_now = self._clock()
-        return {rank: {**view.status, "heartbeat": wall_now - (mono_now - view.heard_at)}
-                for rank, view in views.items() if view.status is not None and view.heard_at is not None}
+        out = {}
+        for rank, view in views.items():
+            if view.status is None or view.heard_at is None:
+                continue
+            try:
+                out[rank] = from_json(RankState, {**view.status, "heartbeat": wall_now - (mono_now - view.heard_at)})
+            except RecordError:
+                continue  # not a rank's record
+        return out
 
     def _known_world_size(self, records: Mapping[int, dict]) -> int:
         if self.world_size is None:

@@ -35,16 +35,20 @@ def config_from_args(args) -> RunConfig:
 
 
 def validate(args) -> RunConfig:
+    config = config_from_args(args)
+    if args.out:
+        check_out_dir(Path(args.out))
+    return config
+
+
+def check_out_dir(out: Path) -> None:
     """Refuse at once an --out that holds a run (one report would overwrite the other) or that ddplab could not
     write."""
     from ..files import check_output_dir
     from ..rundir import check_unused
 
-    config = config_from_args(args)
-    if args.out:
-        check_output_dir(Path(args.out), "--out")
-        check_unused(Path(args.out), "--out")
-    return config
+    check_output_dir(out, "--out")
+    check_unused(out, "--out")
 
 
 def main(args, console) -> int:
