@@ -1,9 +1,9 @@
-"""Crafted report.json documents: which fields the HTML renderer reads, payloads put into
-them, and the checks that a rendered page carries no live script.
+"""Crafted report.json documents: payloads put into every field of a real report, read back through the
+records (which refuse a value of the wrong type, naming the field), and the checks that a rendered page
+carries no live script.
 
-The fields are found by rendering the real quick-profile report (tests/fixtures) through
-dicts and lists that record every value read from them, so a field the renderer starts
-reading tomorrow is covered without editing a list here.
+Every leaf of the real quick-profile report (tests/fixtures) is a candidate, not just the ones today's
+renderer shows, so a field the renderer starts showing tomorrow is covered without editing a list here.
 """
 
 from __future__ import annotations
@@ -31,69 +31,29 @@ def load_fixture() -> dict:
     return json.loads(FIXTURE.read_text())
 
 
-class _ReadDict(dict):
-    def __init__(self, data: dict, path: tuple, reads: set):
-        super().__init__({k: _track(v, path + (k,), reads) for k, v in data.items()})
-        self._path, self._reads = path, reads
-
-    def _seen(self, key, value):
-        if not isinstance(value, (dict, list)):
-            self._reads.add(self._path + (key,))
-        return value
-
-    def __getitem__(self, key):
-        return self._seen(key, super().__getitem__(key))
-
-    def get(self, key, default=None):
-        return self._seen(key, super().get(key, default)) if key in self else default
-
-    def items(self):
-        return [(k, self._seen(k, v)) for k, v in super().items()]
-
-    def values(self):
-        return [self._seen(k, v) for k, v in super().items()]
-
-
-class _ReadList(list):
-    def __init__(self, data: list, path: tuple, reads: set):
-        super().__init__(_track(v, path + (i,), reads) for i, v in enumerate(data))
-        self._path, self._reads = path, reads
-
-    def __getitem__(self, index):
-        value = super().__getitem__(index)
-        if isinstance(index, int) and not isinstance(value, (dict, list)):
-            self._reads.add(self._path + (index % len(self),))
-        return value
-
-    def __iter__(self):
-        for i, value in enumerate(super().__iter__()):
-            if not isinstance(value, (dict, list)):
-                self._reads.add(self._path + (i,))
-            yield value
-
-
-def _track(value, path, reads):
-    if isinstance(value, dict):
-        return _ReadDict(value, path, reads)
-    if isinstance(value, list):
-        return _ReadList(value, path, reads)
-    return value
-
-
-def fields_the_renderer_reads(doc: dict, monkeypatch) -> dict[Field, list[Field]]:
-    """Every leaf render_html reads, grouped by kind: the field with list indices as "*"
-    -> the places in ``doc`` where the renderer read it."""
-    from ddplab import html_report
-
-    reads: set = set()
-    # The JSON data block serialises the whole document; that is not the renderer reading a field.
-    with monkeypatch.context() as patch:
-        patch.setattr(html_report, "json_for_script", lambda d: "{}")
-        html_report.render_html(_track(doc, (), reads))
+def leaves(doc, path: tuple = ()) -> dict[Field, list[Field]]:
+    """Every scalar leaf of ``doc``, grouped by kind: the field with list indices as "*" -> its places."""
     kinds: dict[Field, list[Field]] = {}
-    for place in sorted(reads, key=str):
-        kinds.setdefault(tuple("*" if isinstance(p, int) else p for p in place), []).append(place)
+
+    def walk(node, place):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, place + (k,))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, place + (i,))
+        else:
+            kinds.setdefault(tuple("*" if isinstance(p, int) else p for p in place), []).append(place)
+
+    walk(doc, path)
     return kinds
+
+
+def read_back(doc: dict):
+    """The crafted document as `ddplab report` reads it: a Report, or the UsageError that refuses it."""
+    from ddplab.records.load import parse_report
+
+    return parse_report(json.dumps(doc).encode(), "crafted.json")
 
 
 def with_value(doc: dict, places: list[Field], value) -> dict:
@@ -108,7 +68,7 @@ def with_value(doc: dict, places: list[Field], value) -> dict:
 
 
 def dotted(field: Field) -> str:
-    """report_schema's spelling of a field: results.stages[*].name."""
+    """The records' spelling of a field (records/load.py): results.stages[*].name."""
     text = ""
     for p in field:
         text += f"[{p}]" if p == "*" or isinstance(p, int) else (f".{p}" if text else p)
@@ -145,7 +105,7 @@ class _Page(HTMLParser):
 
 def assert_inert(page: str, doc: dict) -> None:
     """No script but the JSON data block, no event handler attribute, and the data block is
-    the document itself, intact (nothing in it closed the element early)."""
+    the report's document, intact (nothing in it closed the element early)."""
     parsed = _Page()
     parsed.feed(page)
     parsed.close()

@@ -10,9 +10,9 @@
 - sweep: every collective and placement through the library engine, on the buffers and with the
   byte counts and check of `ddplab sweep` (collectives/*.py), timed like it (-n iters, -w warmup,
   -R repetitions, median), printed in nccl-tests' columns.
-Rank 0 prints and writes library_storm.json / library_sweep.json in the shape `ddplab compare`
-reads (command "storm" / "sweep"), marked "engine": "library". On CPU it runs with a test binding:
-DDPLAB_LIBRARY_BINDING=tests.library_fake:GlooBinding.
+Rank 0 prints and writes library_sweep.json, a sweep report as `ddplab sweep --json` writes one (so
+`ddplab compare` reads it), and library_storm.json (its own shape: the rounds); both are marked
+"engine": "library". On CPU it runs with a test binding: DDPLAB_LIBRARY_BINDING=tests.library_fake:GlooBinding.
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def _row(comm, runtime, spec, count, elem, dtype, in_place, args) -> dict:
             start = time.time()
             took = (pipelined_us(issue, comm, args.iters) if args.mode == "pipelined"
                     else statistics.fmean(blocking_us(issue, comm, args.iters)))
-            row["repeats"].append({"time_us": took, "window": [start, time.time()]})
+            row["repeats"].append({"time_us": took, "window": [start, time.time()], "sampler_wait_s": 0.0})
         prepared.fill()
         runtime.synchronize()
         barrier()
@@ -218,23 +218,43 @@ def _fmt(s: dict) -> str:
 
 
 def _sweep_doc(per_rank: list[list[dict]], header: dict, args) -> dict:
-    from ddplab.commands.sweep import merge_rows, nccl_tests_table
+    """The library engine's sweep as a sweep report: rows merged as `ddplab sweep` merges them."""
+    from ddplab import collectives, measurements
+    from ddplab.commands.sweep import nccl_tests_table
+    from ddplab.config import SweepConfig
+    from ddplab.measurements import sweep
+    from ddplab.records.codec import from_json
+    from ddplab.records.sweep import SweepRankResult, SweepRankRow, SweepSettings
+    from ddplab.sizes import size_range
 
-    n = len(per_rank)
-    rows = merge_rows(per_rank, n, args.dtype)
-    timed = [r for r in rows if r.get("busbw_gbps") is not None]
-    r = {"rows": rows, "world_size": n, "backend": f"{header['binding']['name']} (library engine)",
-         "mode": args.mode, "repeat": args.repeat, "dtype": args.dtype, "spikes": [],
-         "num_wrong_total": sum(x.get("num_wrong") or 0 for x in rows),
-         "errors": [x for x in rows if x.get("error")],
-         "avg_busbw_gbps": sum(x["busbw_gbps"] for x in timed) / len(timed) if timed else None}
-    print(nccl_tests_table(r), flush=True)
-    for e in r["errors"]:
-        print(f"# ERROR {e['op']} {e['size_bytes']} B in_place={e['in_place']}: {e['error']}", flush=True)
-    ok = r["num_wrong_total"] == 0 and not r["errors"]
-    return {"command": "sweep", "config": {"engine": "library", "ops": args.ops, "iters": args.iters,
-                                           "warmup": args.warmup, "mode": args.mode},
-            "results": {**r, "completed": True, **header}, "verdict": "pass" if ok else "fail"}
+    config = SweepConfig(ops=tuple(collectives.parse_ops(args.ops)),
+                         sizes=tuple(size_range(args.minbytes, args.maxbytes, args.stepfactor)), dtype=args.dtype,
+                         mode=args.mode, iters=args.iters, warmup=args.warmup, repeat=args.repeat, sample=False)
+    settings = SweepSettings(ops=config.ops, sizes=config.sizes, dtype=config.dtype, mode=config.mode,
+                             iters=config.iters, warmup=config.warmup, check=True, repeat=args.repeat)
+    results = [SweepRankResult(rows=[from_json(SweepRankRow, row) for row in rows], ceiling=None) for rows in per_rank]
+    record = sweep.summarise(_session(header, len(per_rank)), results, settings, None, [], host_only=False)
+    print(nccl_tests_table(record), flush=True)
+    for e in record.errors:
+        print(f"# ERROR {e.op} {e.size_bytes} B in_place={e.in_place}: {e.error}", flush=True)
+    doc = measurements.report(sweep, config, record).to_json()
+    doc["config"]["engine"] = "library"
+    doc["platform"] = header["platform"]
+    doc["results"].update(binding=header["binding"], communicator=header["communicator"])
+    return doc
+
+
+def _session(header: dict, n: int):
+    """What the sweep report says about the run: ranks started by `ddplab launch`, not by a ddplab session."""
+    from ddplab.records.session import SessionRecord, Timeseries
+
+    return SessionRecord(
+        backend=f"{header['binding']['name']} (library engine)", backend_reason="the collective library called "
+        "through its binding (platform/library_binding.py), one rank per device under `ddplab launch`",
+        shared_device=False, placement=None, warnings=[], sharing_daemon=None, run_id="", run_dir="", world_size=n,
+        nnodes=1, completed=True, ranks=[], torchrun_root_cause_rank=None, launcher_error=None, listen=None,
+        interrupted=False, hang=None, expected_failure=None, expected_failure_observed=None, duration_s=0.0,
+        timeseries=Timeseries(enabled=False, interval_s=0.0, method="no sampler: ranks started by ddplab launch"))
 
 
 if __name__ == "__main__":

@@ -1,15 +1,23 @@
-"""Run configurations: frozen dataclasses validated on construction.
+"""Run configurations: frozen dataclasses validated on construction, one per measurement.
 
 Validation here is pure (no probing, no I/O): ranges and names. Checks that need
 the machine (is this backend available? are there enough devices?) live in
-``policy.py``. Both raise ``UsageError`` before any process starts.
+``policy.py`` and in each measurement's ``run`` before it starts anything. Both raise
+``UsageError`` before any process starts.
+
+Each Config also knows its command line (``to_argv``): the lab writes it beside every stage, so a
+stage can be reproduced alone, and a test parses it back with the command's own parser. A field
+says how it is spelt on the command line in its metadata: ``flag`` (an option with a value),
+``switch`` (an option that sets True/False), ``choices`` (a value that maps to its own option).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from typing import Any
 
+from .cluster.endpoint import HOST_CHOICES as RDZV_HOST_CHOICES
 from .errors import UsageError, invalid_choice
 from .platform.vendors import KNOWN_BACKENDS, VENDORS
 
@@ -73,32 +81,36 @@ def _number_text(x: float) -> str:
 class LaunchOptions:
     """Where and how ranks start. Shared by every multi-rank command."""
 
-    nproc: int = 2
+    nproc: int = field(default=2, metadata={"flag": "--nproc"})
     """Ranks on this node."""
-    placement: str = "auto"
+    placement: str = field(default="auto", metadata={"choices": {"shared": "--share-device", "per-device": "--per-device",
+                                                                "spread": "--spread"}})
     """shared: every rank on device 0; per-device: rank i on device i; spread: rank i on device i mod
     devices (several ranks per device on every device); auto: shared when nproc > devices."""
-    backend: str = "auto"
+    backend: str = field(default="auto", metadata={"flag": "--backend"})
     """Collective backend, or auto to let the placement policy choose."""
-    device: str = "auto"
+    device: str = field(default="auto", metadata={"flag": "--device"})
     """Device type, or auto for the detected accelerator (cpu when none)."""
-    memory_fraction: float | None = None
+    memory_fraction: float | None = field(default=None, metadata={"flag": "--memory-fraction"})
     """Allocator cap per rank on a shared device; default (1 - reserve) / ranks on the device."""
-    reserve: float = DEFAULT_RESERVE
-    timeout_s: float = 120.0
+    reserve: float = field(default=DEFAULT_RESERVE, metadata={"flag": "--reserve"})
+    timeout_s: float = field(default=120.0, metadata={"flag": "--timeout"})
     """Process-group timeout passed to init_process_group."""
-    run_dir: str | None = None
+    run_dir: str | None = field(default=None, metadata={"flag": "--run-dir"})
     """Directory for this run's logs and results; default ./ddplab-runs/<run id>."""
-    sharing_daemon: str = "auto"
+    sharing_daemon: str = field(default="auto", metadata={"choices": {"on": "--mps", "off": "--no-mps"}})
     """Device-sharing daemon (MPS): auto = use one when several ranks share a device and the library allows
     it (a running one as it is, else a private one started and stopped for this run); on = insist (--mps);
     off = never (--no-mps)."""
-    hang_timeout_s: float | None = None
+    hang_timeout_s: float | None = field(default=None, metadata={"flag": "--hang-timeout"})
     """ddplab's supervisor declares a hang when no rank progresses this long; None: off."""
-    nnodes: int = 1
+    nnodes: int = field(default=1, metadata={"flag": "--nnodes"})
     """Machines in the job; each runs ddplab with the same --rdzv-endpoint (torch's c10d rendezvous)."""
-    rdzv_endpoint: str | None = None
+    rdzv_endpoint: str | None = field(default=None, metadata={"flag": "--rdzv-endpoint"})
     """host:port of the c10d rendezvous store; default 127.0.0.1 with a free port (one machine)."""
+    rdzv_host: str = "auto"
+    """Several machines: does this one host the store? auto = when the endpoint is one of its interface
+    addresses; yes / no decide (torch's is_host rendezvous setting)."""
 
     def __post_init__(self):
         check_number(self.nproc, "--nproc", 1, MAX_NPROC, integer=True, unit=" ranks per node")
@@ -119,26 +131,38 @@ class LaunchOptions:
                  f"--nnodes {self.nnodes} needs --rdzv-endpoint HOST:PORT, the same on every machine")
         _require(self.rdzv_endpoint is None or _is_endpoint(self.rdzv_endpoint), "invalid-rdzv-endpoint",
                  f'--rdzv-endpoint "{self.rdzv_endpoint}" is not HOST:PORT (port 1-65535), e.g. node0:29400')
+        if self.rdzv_host not in RDZV_HOST_CHOICES:
+            raise invalid_choice("rdzv_host", self.rdzv_host, RDZV_HOST_CHOICES)
         if self.hang_timeout_s is not None:
             check_number(self.hang_timeout_s, "--hang-timeout", 0, MAX_TIMEOUT_S, name="seconds", low_open=True)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+    @staticmethod
+    def json_upgrade(data: dict) -> dict:
+        """Reports before the three-valued daemon option wrote --mps as a boolean."""
+        if isinstance(data.get("sharing_daemon"), bool):
+            return {**data, "sharing_daemon": "on" if data["sharing_daemon"] else "auto"}
+        return data
+
 
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig:
     """The report's DDP experiment."""
 
-    launch: LaunchOptions
-    steps: int = 20
+    launch: LaunchOptions = field(default_factory=LaunchOptions)
+    steps: int = field(default=20, metadata={"flag": "--steps"})
     """Optimizer steps per rank."""
-    model: str = "linear"
+    model: str = field(default="linear", metadata={"flag": "--model"})
     """linear: the report's nn.Linear(10, 10); mlp: ~4.2 M parameters, a non-trivial all_reduce."""
-    batch_size: int = 20
+    batch_size: int = field(default=20, metadata={"flag": "--batch-size"})
     """Samples per rank per step (the report uses 20)."""
-    seed: int = 0
-    check_every: int = 1
+    seed: int = field(default=0, metadata={"flag": "--seed"})
+    check_every: int = field(default=1, metadata={"flag": "--check-every"})
     """Compare gradients with the single-process reference every N steps (first and last always)."""
 
     def __post_init__(self):
@@ -151,3 +175,451 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
+STORM_MAX_ITERS = 10_000_000
+STORM_MAX_BYTES = 1 << 30
+STORM_MAX_THRESHOLD_US = 60e6  # a minute per 4-byte all_reduce is no threshold at all
+
+
+@dataclass(frozen=True, kw_only=True)
+class StormConfig:
+    """The report's latency storm: N tiny all_reduces."""
+
+    launch: LaunchOptions = field(default_factory=LaunchOptions, metadata={"flatten": True})
+    iters: int = field(default=10_000, metadata={"flag": "--iters"})
+    """all_reduces in the storm."""
+    bytes: int = field(default=4, metadata={"flag": "--bytes"})
+    """Bytes per all_reduce."""
+    warmup: int = field(init=False, default=0)
+    """Untimed all_reduces first: min(100, iters)."""
+    per_op_iters: int = field(init=False, default=0)
+    """Ops in the blocking per-op pass: min(iters, 2000)."""
+    threshold_us: float | None = field(default=None, metadata={"flag": "--threshold-us"})
+    """Fail above this mean latency; None: chosen per setup."""
+    sample: bool = field(default=True, metadata={"switch": ("", "--no-sample")})
+    """Sample the ranks while the storm runs (off: to measure the sampler's own cost)."""
+
+    def __post_init__(self):
+        check_number(self.iters, "--iters", 1, STORM_MAX_ITERS, integer=True)
+        check_number(self.bytes, "--bytes", 1, STORM_MAX_BYTES, integer=True)
+        if self.threshold_us is not None:
+            check_number(self.threshold_us, "--threshold-us", 0, STORM_MAX_THRESHOLD_US, name="us", low_open=True,
+                         reference="invalid-threshold")
+        object.__setattr__(self, "warmup", min(100, self.iters))
+        object.__setattr__(self, "per_op_iters", min(self.iters, 2000))
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
+CEILING_MAX_ITERS = 10_000
+MAX_SIZE_BYTES = 1 << 50  # a pebibyte: no device or host holds one buffer that large (sizes.py uses it too)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CeilingConfig:
+    """The loopback ceiling: one rank on device 0 copies memory (the report's section 3.2)."""
+
+    device: str = field(default="auto", metadata={"flag": "--device"})
+    """Device type, or auto for the detected accelerator (cpu when none)."""
+    run_dir: str | None = field(default=None, metadata={"flag": "--run-dir"})
+    bytes: int = field(default=1 << 30, metadata={"flag": "--bytes"})
+    """Bytes per device copy."""
+    host_bytes: int = field(default=256 << 20, metadata={"flag": "--host-bytes"})
+    """Bytes per host<->device copy."""
+    iters: int = field(default=20, metadata={"flag": "--iters"})
+    """Timed copies per path; the median is reported."""
+    launch: LaunchOptions = field(init=False, default=None, metadata={"flatten": True})
+    """Derived: always one rank on device 0 (its keys sit beside the others in the JSON config)."""
+
+    def __post_init__(self):
+        check_number(self.bytes, "--bytes", 1, MAX_SIZE_BYTES, integer=True, unit=" bytes")
+        check_number(self.host_bytes, "--host-bytes", 1, MAX_SIZE_BYTES, integer=True, unit=" bytes")
+        check_number(self.iters, "--iters", 1, CEILING_MAX_ITERS, integer=True)
+        object.__setattr__(self, "launch", LaunchOptions(nproc=1, placement="per-device", device=self.device,
+                                                         run_dir=self.run_dir))
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
+CONTENTION_MIN_SIZE, CONTENTION_MAX_SIZE = 16, 65536
+CONTENTION_MIN_SECONDS, CONTENTION_MAX_SECONDS = 0.1, 600.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContentionConfig:
+    """K processes computing on one device vs one alone (the report's section 3.2).
+
+    The ranks always share one device, and the sharing daemon is off unless asked for (--mps): time
+    slicing is what contention measures, so unlike other commands it never takes the daemon by default.
+    """
+
+    launch: LaunchOptions = field(default_factory=LaunchOptions, metadata={"flatten": True})
+    size: int | None = field(default=None, metadata={"flag": "--size"})
+    """Matrix dimension; None: 8192 on an accelerator, 512 on the host (chosen once the device is known)."""
+    seconds: float = field(default=3.0, metadata={"flag": "--seconds"})
+    """Measurement window of each phase."""
+    batch: int | None = field(init=False, default=None)
+    """Matmuls between device synchronisations: 20 on an accelerator, 4 on the host, chosen with the
+    device like ``size``; kept in the JSON config, where reports before issue 11 wrote the chosen value."""
+
+    def __post_init__(self):
+        if self.launch.placement == "per-device":
+            raise UsageError("contention-needs-shared-device",
+                             "contention measures processes sharing one device; --per-device does not apply")
+        daemon = "off" if self.launch.sharing_daemon == "auto" else self.launch.sharing_daemon
+        object.__setattr__(self, "launch", replace(self.launch, placement="shared", sharing_daemon=daemon))
+        if self.size is not None:
+            check_number(self.size, "--size", CONTENTION_MIN_SIZE, CONTENTION_MAX_SIZE, integer=True)
+        check_number(self.seconds, "--seconds", CONTENTION_MIN_SECONDS, CONTENTION_MAX_SECONDS)
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+SWEEP_MAX_ITERS = 100_000
+SWEEP_MAX_REPEAT = 100
+SWEEP_MAX_BUSBW_GBPS = 1e6  # a petabyte per second: no interconnect is near it
+SWEEP_DEFAULT_SIZES = tuple(8 << i for i in range(24))  # -b 8 -e 64M -f 2 (sizes.size_range)
+SWEEP_DEFAULT_FACTOR = 2.0
+SWEEP_MODES = ("pipelined", "blocking")  # nccl-tests' default, and its -z 1 (workloads/common.py)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepConfig:
+    """nccl-tests from Python: every size of each collective, timed and checked."""
+
+    launch: LaunchOptions = field(default_factory=LaunchOptions, metadata={"flatten": True})
+    ops: tuple[str, ...] = field(default=("all_reduce",), metadata={"flag": "--ops"})
+    """Collectives, by ddplab's names (collectives.COLLECTIVES)."""
+    sizes: tuple[int, ...] = SWEEP_DEFAULT_SIZES
+    """The largest buffer of each measurement in bytes, as nccl-tests' -b/-e/-f make them; the command line
+    spells them back as -b/-e/-f (sizes.range_args), so they must be such a range."""
+    dtype: str = field(default="float", metadata={"flag": "--dtype"})
+    mode: str = field(default="pipelined", metadata={"flag": "--mode"})
+    """pipelined: nccl-tests' default; blocking: nccl-tests -z 1."""
+    iters: int = field(default=20, metadata={"flag": "-n"})
+    """Timed iterations per size."""
+    warmup: int = field(default=5, metadata={"flag": "-w"})
+    """Untimed iterations per size."""
+    check: bool = field(default=True, metadata={"switch": ("--check", "--no-check")})
+    """Check the results at every size with exact data."""
+    repeat: int | None = field(default=None, metadata={"flag": "-R"})
+    """Times each size is measured (the row reports the median); None: chosen per device when it runs."""
+    min_busbw: float | None = field(default=None, metadata={"flag": "--min-busbw"})
+    """Fail when the average busbw (GB/s, nccl-tests' footer) is below this."""
+    sample: bool = field(default=True, metadata={"switch": ("", "--no-sample")})
+    """Sample the ranks while the sweep runs (off: to measure the sampler's own cost)."""
+    sample_while_timing: bool = field(default=False, metadata={"switch": ("--sample-while-timing", "")})
+    """Let the sampler query the device inside timed windows too (the old behaviour, to test for spikes)."""
+
+    def __post_init__(self):
+        from . import collectives
+        from .collectives.common import DTYPES
+
+        _require(bool(self.ops), "invalid-collective", "--ops names no collective; valid: all, or a comma list of "
+                                                       + ", ".join(collectives.COLLECTIVES))
+        for op in self.ops:
+            if op not in collectives.COLLECTIVES:
+                raise invalid_choice("collective", op, collectives.COLLECTIVES)
+        self._check_sizes()
+        if self.dtype not in DTYPES:
+            raise invalid_choice("dtype", self.dtype, DTYPES)
+        if self.mode not in SWEEP_MODES:
+            raise invalid_choice("mode", self.mode, SWEEP_MODES)
+        check_number(self.iters, "-n", 1, SWEEP_MAX_ITERS, integer=True, reference="invalid-iters")
+        check_number(self.warmup, "-w", 0, SWEEP_MAX_ITERS, integer=True, reference="invalid-warmup")
+        if self.repeat is not None:
+            check_number(self.repeat, "-R", 1, SWEEP_MAX_REPEAT, integer=True, reference="invalid-repeat")
+        if self.min_busbw is not None:
+            check_number(self.min_busbw, "--min-busbw", 0, SWEEP_MAX_BUSBW_GBPS, name="GB/s", low_open=True)
+
+    def _check_sizes(self) -> None:
+        from .sizes import MAX_SIZE_BYTES, MAX_SIZES, range_args
+
+        _require(0 < len(self.sizes) <= MAX_SIZES, "invalid-sizes", f"{len(self.sizes)} sizes; valid: 1 to {MAX_SIZES}")
+        for size in self.sizes:
+            check_number(size, "size", 1, MAX_SIZE_BYTES, integer=True, unit=" bytes", reference="invalid-size")
+        _require(range_args(self.sizes, SWEEP_DEFAULT_FACTOR) is not None, "invalid-sizes",
+                 f"sizes {list(self.sizes)[:6]}{'...' if len(self.sizes) > 6 else ''} are not a range that "
+                 f"-b/-e/-f make (each size int(previous * factor), the same factor throughout)")
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self) + self._size_argv()
+
+    def _size_argv(self) -> list[str]:
+        """-b/-e/-f that give the same sizes back; each left out where it is the default."""
+        from .sizes import range_args
+
+        begin, end, factor = range_args(self.sizes, SWEEP_DEFAULT_FACTOR)
+        out = []
+        if self.sizes[0] != SWEEP_DEFAULT_SIZES[0]:
+            out += ["-b", begin]
+        if self.sizes[-1] != SWEEP_DEFAULT_SIZES[-1]:
+            out += ["-e", end]
+        if factor != SWEEP_DEFAULT_FACTOR:
+            out += ["-f", _argv_text(factor)]
+        return out
+DRILL_LAUNCHERS = ("ddplab", "torchrun")
+DRILL_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class DrillConfig:
+    """Fault drills: which ones, the victim, and where their ranks start.
+
+    ``--timeout`` is both the process-group timeout and ddplab's hang timeout, because every drill is judged
+    against it (detected within timeout + 5 s); ``--hang-timeout`` can only make the supervisor quicker.
+    """
+
+    launch: LaunchOptions = field(default_factory=lambda: LaunchOptions(timeout_s=DRILL_TIMEOUT_S),
+                                  metadata={"flatten": True})
+    drills: tuple[str, ...]
+    """Drill names in the order they run (kill-rank and kill_rank both accepted; stored as kill_rank)."""
+    victim: int | None = field(default=None, metadata={"flag": "--victim"})
+    """GLOBAL rank the fault goes into; None: the last rank of the job (nproc x nnodes - 1)."""
+    launcher: str = field(default="ddplab", metadata={"flag": "--launcher"})
+    """kill_launcher only: ddplab, or plain torchrun for comparison."""
+
+    def __post_init__(self):
+        from .drills import canonical
+
+        _require(bool(self.drills), "invalid-drill", "no drill named: give one of the drills, 'short' or 'all'")
+        object.__setattr__(self, "drills", tuple(canonical(name) for name in self.drills))
+        launch = self.launch
+        world = launch.nproc * launch.nnodes
+        job = f"--nproc {launch.nproc}" + (f" x --nnodes {launch.nnodes}" if launch.nnodes > 1 else "")
+        _require(world >= 2, "drill-needs-ranks", f"{job}: a drill needs at least 2 ranks")
+        victim = world - 1 if self.victim is None else self.victim
+        _require(isinstance(victim, int) and not isinstance(victim, bool) and 0 <= victim < world, "invalid-victim",
+                 f"--victim {victim} is not a rank of {job} (valid: 0 to {world - 1})")
+        object.__setattr__(self, "victim", victim)
+        if self.launcher not in DRILL_LAUNCHERS:
+            raise invalid_choice("launcher", self.launcher, DRILL_LAUNCHERS)
+        hang = launch.timeout_s if launch.hang_timeout_s is None else min(launch.timeout_s, launch.hang_timeout_s)
+        object.__setattr__(self, "launch", replace(launch, hang_timeout_s=hang))
+
+    def to_argv(self) -> list[str]:
+        return [",".join(self.drills), *argv_of(self)]
+
+
+def argv_of(config) -> list[str]:
+    """The command-line options that give ``config`` back (defaults left out), from its fields' metadata."""
+    out: list[str] = []
+    for f in fields(config):
+        if not f.init:
+            continue  # derived from the other fields: never an option of its own
+        value = getattr(config, f.name)
+        if hasattr(value, "to_argv") and f.name == "launch":
+            out += value.to_argv()
+            continue
+        meta = f.metadata
+        default = f.default if f.default is not MISSING else (
+            f.default_factory() if f.default_factory is not MISSING else MISSING)
+        if value == default or not (meta.get("flag") or meta.get("switch") or meta.get("choices")):
+            continue
+        if "choices" in meta:
+            out.append(meta["choices"][value])
+        elif "switch" in meta:
+            on, off = meta["switch"]
+            out.append(on if value else off)
+        else:
+            out += [meta["flag"], _argv_text(value)]
+    return out
+
+
+def _argv_text(value) -> str:
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, float):  # repr: the shortest text that parses back to the same float ("%g" rounds)
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """One stage as the report shows it: its name and the command line that reproduces it alone."""
+
+    name: str
+    command: str  # the measurement's command word
+    argv: list[str]
+
+
+PROFILES = ("quick", "full", "soak")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The whole lab: which profile, on which device, where its reports go."""
+
+    profile: str = "quick"
+    nproc: int = 2
+    """Ranks of the shared-device stages."""
+    device: str = "auto"
+    out: str | None = None
+    stage_deadline_s: float = 120.0
+    """Every stage's hang timeout: seconds without progress before its ranks are cut."""
+    stages: list[StagePlan] = field(default_factory=list)
+    """Filled in once the machine is known (the env stage): each stage's command line."""
+
+    def __post_init__(self):
+        if self.profile not in PROFILES:
+            raise invalid_choice("profile", self.profile, PROFILES)
+        if self.device not in ("auto", *VENDORS):
+            raise invalid_choice("device", self.device, ("auto", *VENDORS))
+        check_number(self.stage_deadline_s, "--stage-deadline", 0, MAX_TIMEOUT_S, name="seconds", low_open=True)
+        check_number(self.nproc, "--nproc", 1, MAX_NPROC, integer=True, unit=" ranks per node")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvConfig:
+    """The doctor: describe this machine."""
+
+    device: str = field(default="auto", metadata={"flag": "--device"})
+    """Device type to describe, or auto for the detected accelerator (cpu when none)."""
+
+    def __post_init__(self):
+        if self.device not in ("auto", *VENDORS):
+            raise invalid_choice("device", self.device, ("auto", *VENDORS))
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
+CLEAN_MAX_GRACE_S = 300.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class CleanConfig:
+    """List orphaned ranks, and with ``yes`` end exactly those (or the one process named by ``pid``)."""
+
+    yes: bool = field(default=False, metadata={"switch": ("--yes", "")})
+    """End the listed processes (default: only list them)."""
+    grace_s: float = field(default=5.0, metadata={"flag": "--grace"})
+    """Seconds between SIGTERM and SIGKILL."""
+    pid: int | None = field(default=None, metadata={"flag": "--pid"})
+    """End this one process instead of the orphans (with yes); whether it may be named is checked on the
+    machine (procs.refuse_to_name), before anything is surveyed."""
+
+    def __post_init__(self):
+        check_number(self.grace_s, "--grace", 0, CLEAN_MAX_GRACE_S, unit=" seconds")
+        if self.pid is not None:
+            check_number(self.pid, "--pid", 0, 2**31 - 1, integer=True, reference="refused-pid")
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
+# ---------------------------------------------------------------------------------------- ddplab launch
+
+DEFAULT_HANG_TIMEOUT_S = 600.0  # as long as torch's own default collective timeout (10 minutes)
+LAUNCH_USAGE = "ddplab launch [torchrun options] [--hang-timeout S] [--out DIR] [--] script.py [args]"
+TARGET_KINDS = ("script", "module", "command")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The user's program, as torchrun's command line names it."""
+
+    kind: str  # "script", "module" (-m) or "command" (--no-python)
+    name: str
+    args: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if self.kind not in TARGET_KINDS:
+            raise invalid_choice("target kind", self.kind, TARGET_KINDS)
+        object.__setattr__(self, "args", tuple(self.args))
+
+    def boot_argv(self) -> list[str]:
+        """The arguments after `python -u -m ddplab.job.boot`."""
+        return [*self._flag(), self.name, *self.args]
+
+    def launch_argv(self) -> list[str]:
+        """The end of `ddplab launch`'s command line: the flag that names the kind, then ``--`` and the
+        program, so that nothing of the program's is read as an option of ours or torchrun's."""
+        return [*self._flag(), "--", self.name, *self.args]
+
+    def command_line(self) -> str:
+        """The program as the user would run it alone (one rank of it)."""
+        import shlex
+
+        prefix = {"script": ["python"], "module": ["python", "-m"], "command": []}[self.kind]
+        return shlex.join([*prefix, self.name, *self.args])
+
+    def _flag(self) -> list[str]:
+        return {"script": [], "module": ["-m"], "command": ["--no-python"]}[self.kind]
+
+    @classmethod
+    def from_boot_argv(cls, argv: list[str]) -> "Target":
+        if not argv or (argv[0] in ("-m", "--no-python") and len(argv) < 2):
+            raise SystemExit("usage: python -m ddplab.job.boot [-m module | --no-python cmd | script.py] [args...]")
+        if argv[0] == "-m":
+            return cls("module", argv[1], tuple(argv[2:]))
+        if argv[0] == "--no-python":
+            return cls("command", argv[1], tuple(argv[2:]))
+        return cls("script", argv[0], tuple(argv[1:]))
+
+
+# torchrun options that the target's kind spells (Target.launch_argv), not the options list.
+TARGET_OPTIONS = ("module", "no_python")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchConfig:
+    """`ddplab launch`: the user's program, torchrun's options for it, and ddplab's supervision.
+
+    ``torchrun`` holds torchrun's options as its own parser reads them (commands/launch.py); the library
+    turns them into elastic's launch configuration (job/torchrun_args.py). In a report they are the options
+    the job ran with: the single-machine rendezvous ddplab chose (as torchrun's --standalone does) included.
+    """
+
+    target: Target
+    hang_timeout_s: float | None = DEFAULT_HANG_TIMEOUT_S
+    """Declare a hang when a rank waits and no rank progressed this long; None (--hang-timeout 0): off."""
+    out: str | None = None
+    """The job directory (report.json, stacks, flight records); default ./ddplab-runs/<run id>."""
+    torchrun: dict[str, Any] = field(default_factory=dict)
+    """torchrun's options by their parser's names (nproc_per_node, rdzv_backend, ...), JSON values."""
+    worker_env: dict[str, str] = field(default_factory=dict, compare=False)
+    """Filled in at launch, not asked for: what torch's launcher would set in its own environment for the
+    ranks (OMP_NUM_THREADS for several ranks), handed to the ranks instead."""
+
+    def __post_init__(self):
+        timeout = self.hang_timeout_s
+        if timeout is not None:
+            number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+            if not number or not timeout >= 0:  # not >= 0: also NaN, which would never declare a hang
+                raise UsageError("invalid-hang-timeout", f"--hang-timeout {timeout:g}: must be 0 (off) or a "
+                                 "positive number of seconds" if number else f"--hang-timeout {timeout!r}: must be "
+                                 "0 (off) or a positive number of seconds")
+            object.__setattr__(self, "hang_timeout_s", float(timeout) or None)  # 0 turns it off
+        if self.torchrun.get("run_path"):
+            raise UsageError("unsupported-option", "--run-path runs the script inside torchrun's own worker "
+                                                   "function; ddplab runs each rank as its own python process",
+                             hint="drop --run-path: the script runs as `python script.py` in every rank")
+
+    def to_argv(self) -> list[str]:
+        """Every torchrun option spelt out (their defaults come from PET_* variables, which differ between
+        machines), then ddplab's, then the program."""
+        out: list[str] = []
+        for name, value in sorted(self.torchrun.items()):
+            if name in TARGET_OPTIONS or value is None or value is False or value == []:
+                continue
+            flag = "--" + name.replace("_", "-")
+            if value is True:
+                out.append(flag)
+            else:
+                out.append(f"{flag}={_argv_text(value)}")
+        out.append(f"--hang-timeout={_number_text(self.hang_timeout_s or 0)}")
+        if self.out is not None:
+            out.append(f"--out={self.out}")
+        return out + self.target.launch_argv()
+
+    def command_line(self) -> str:
+        """`ddplab launch ...`: what reproduces this job."""
+        import shlex
+
+        return shlex.join(["ddplab", "launch", *self.to_argv()])

@@ -1,5 +1,5 @@
-"""Terminal rendering with rich. Renders from the JSON documents, never from live objects,
-so what the terminal shows is what the report holds."""
+"""Terminal rendering with rich. Renders from records (the report a command writes), never from live
+objects, so what the terminal shows is what the report holds."""
 
 from __future__ import annotations
 
@@ -33,70 +33,49 @@ def kv_table(title: str, rows: list[tuple[str, object]], markup: bool = False) -
     return table
 
 
-def verdict_text(verdict: str) -> str:
+def verdict_text(verdict) -> str:
+    verdict = str(verdict)
     return f"[{VERDICT_STYLE.get(verdict, '')}]{verdict.upper()}[/]"
 
 
-def rank_table(title: str, ranks: list[dict]) -> Table:
-    """One row per rank: the sampler's view or the final per-rank results."""
+def rank_table(title: str, ranks: list) -> Table:
+    """One row per rank: the sampler's view (RankSample) or the final outcome (RankOutcome)."""
     table = Table(title=title, title_justify="left")
     for col in ("rank", "pid", "device", "device mem", "peak alloc", "RSS", "cpu user s", "cpu sys s"):
         table.add_column(col, justify="right")
     for r in ranks:
+        peaks = getattr(r, "peaks", None)
         table.add_row(
-            str(r.get("rank")), str(r.get("pid")), str(r.get("device", "")),
-            human_bytes(r.get("device_mem_bytes", r.get("peak_device_mem_bytes"))),
-            human_bytes(r.get("peak_mem_bytes")),
-            human_bytes(r.get("rss_bytes", r.get("peak_rss_bytes"))),
-            _num(r.get("cpu_user_s")), _num(r.get("cpu_system_s")),
+            str(r.rank), str(r.pid), str(getattr(r, "device", "")),
+            human_bytes(getattr(r, "device_mem_bytes", None) or (peaks.peak_device_mem_bytes if peaks else None)),
+            human_bytes(getattr(r, "peak_mem_bytes", None)),
+            human_bytes(getattr(r, "rss_bytes", None) or (peaks.peak_rss_bytes if peaks else None)),
+            _num(getattr(r, "cpu_user_s", None) if peaks is None else peaks.cpu_user_s),
+            _num(getattr(r, "cpu_system_s", None) if peaks is None else peaks.cpu_system_s),
         )
     return table
 
 
-def failures(results: dict, console) -> None:
-    """Each failed rank's own error text, and whom torchrun would blame."""
-    for rank in results["ranks"]:
-        if rank.get("failure"):
-            f = rank["failure"]
-            console.print(f"[red]rank {rank['rank']} failed[/] (exit {f['exitcode']}, {f['signal'] or 'no signal'}): "
-                          f"{escape(f['message'].strip()[-600:])}")
-    if results.get("launcher_error"):
-        console.print(f"[red]launcher error:[/] {escape(results['launcher_error'])}")
-    if results.get("torchrun_root_cause_rank") is not None:
-        console.print(f"torchrun would name rank {results['torchrun_root_cause_rank']} as root cause "
-                      f"(first to fail)")
+def failures(session, console) -> None:
+    """Each failed rank's own error text, and whom torchrun would blame (a SessionRecord)."""
+    for rank in session.ranks:
+        if rank.failure:
+            f = rank.failure
+            console.print(f"[red]rank {rank.rank} failed[/] (exit {f.exitcode}, {f.signal or 'no signal'}): "
+                          f"{escape(f.message.strip()[-600:])}")
+    if session.launcher_error:
+        console.print(f"[red]launcher error:[/] {escape(session.launcher_error)}")
+    if session.torchrun_root_cause_rank is not None:
+        console.print(f"torchrun would name rank {session.torchrun_root_cause_rank} as root cause (first to fail)")
 
 
-def failure_reason(results: dict) -> str:
-    """One line on why a run did not complete: the predicted refusal, or the first rank's last words."""
-    if results.get("expected_failure_observed"):
-        return f"failed as expected: {results['expected_failure']}"
-    if results.get("launcher_error"):
-        return results["launcher_error"]
-    for rank in results["ranks"]:
-        text = (rank.get("failure") or {}).get("message", "").strip()
-        if text:
-            return text.splitlines()[-1]
-    return "a rank failed"
-
-
-def check_table(title: str, rows: list[dict]) -> Table:
+def check_table(title: str, rows: list) -> Table:
+    """The verdict table: one row per records.Check."""
     table = Table(title=title, title_justify="left")
     for col in ("stage", "check", "verdict", "value", "threshold"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(escape(r["stage"]), escape(r["check"]), verdict_text(r["verdict"]), escape(r["value"]),
-                      escape(r["threshold"]))
-    return table
-
-
-def stage_table(title: str, stages: list[dict]) -> Table:
-    table = Table(title=title, title_justify="left")
-    table.add_column("stage")
-    table.add_column("verdict")
-    table.add_column("what it showed", overflow="fold")
-    for s in stages:
-        table.add_row(s["name"], verdict_text(s["verdict"]), s.get("summary", ""))
+        table.add_row(escape(r.stage), escape(r.check), verdict_text(r.verdict), escape(r.value), escape(r.threshold))
     return table
 
 
@@ -104,7 +83,7 @@ def _num(v) -> str:
     return "n/a" if v is None else f"{v:.2f}"
 
 
-def announce(console, placement, nproc: int, run) -> None:
+def announce(console, placement, run) -> None:
     """One line on where the ranks go and which backend, with the reason; then the warnings."""
     devices = sorted(set(placement.device_indices))
     where = ("one per device" if not placement.shared_device else "all on device 0" if devices == [0]
@@ -114,9 +93,10 @@ def announce(console, placement, nproc: int, run) -> None:
         cap = f", allocator cap {placement.memory_fraction:.3f} per rank"
         if not placement.memory_fraction_enforced:
             cap += " (not enforced on the host)"
-    console.print(f"{nproc} ranks {where}{cap}; backend [bold]{placement.backend}[/]: {placement.backend_reason}")
+    console.print(f"{placement.nproc} ranks {where}{cap}; backend [bold]{placement.backend}[/]: "
+                  f"{escape(placement.backend_reason)}")
     for w in placement.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
+        console.print(f"[yellow]warning:[/] {escape(w)}")
     console.print(f"run {run.run_id} -> {run.path}")
 
 
@@ -136,29 +116,29 @@ class live_ranks:
 
         self.live = Live(rank_table(self.title, []), console=self.console, refresh_per_second=4, transient=True)
         self.live.__enter__()
-        return lambda sample: self.live.update(rank_table(self.title, sample["ranks"]))
+        return lambda sample: self.live.update(rank_table(self.title, sample.ranks))
 
     def __exit__(self, *exc):
         if self.live is not None:
             self.live.__exit__(*exc)
 
 
-def footer(console, results: dict, verdict: str, summary: str) -> None:
+def footer(console, session, verdict, summary: str) -> None:
     """The warnings a run carried, then its verdict with a one-line summary."""
-    for w in results.get("warnings", []):
+    for w in (session.warnings if session is not None else ()):
         console.print(f"[yellow]warning:[/] {escape(w)}")
     console.print(f"verdict: {verdict_text(verdict)} - {escape(summary)}")
 
 
-def finish(doc: dict, render, json_path: str | None, console) -> int:
-    """What every command ends with: write the document if asked, show it, map its verdict to an exit code.
+def finish(report, render, json_path: str | None, console) -> int:
+    """What every command ends with: write the report if asked, show it, map its verdict to an exit code.
 
     Written first: a verdict is printed only once its report is safely stored, never a PASS
     followed by a write error.
     """
-    from .report import exit_code, write_json
+    from .report import write_json
 
     if json_path:
-        write_json(doc, json_path)
-    render(doc, console)
-    return int(exit_code(doc["verdict"]))
+        write_json(report.to_json(), json_path)
+    render(report, console)
+    return report.verdict.exit_code

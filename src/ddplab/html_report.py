@@ -1,10 +1,10 @@
-"""report.json -> one self-contained HTML page (inline CSS and SVG, no scripts from a CDN,
-works offline). Rendered from the JSON alone, so `ddplab report report.json` can rebuild
-any report later.
+"""A report (records.Report) -> one self-contained HTML page (inline CSS and SVG, no scripts from a CDN,
+works offline). Rendered from the records alone, so `ddplab report report.json` can rebuild any report later.
 
-Sections: the verdict table (verdict, number, threshold, meaning, next step), the storm's
-latency histogram, busbw vs message size with the copy-ceiling line, per-rank memory over
-time, and the drill timeline (inject -> detect -> nothing left).
+Sections: the verdict table (verdict, number, threshold, meaning, next step: each measurement's checks),
+then the charts the records offer (records/figures.py: the storm's latency histogram, busbw vs message size
+with the copy-ceiling line, per-rank memory over time, the drill timeline...), then the stages. The page
+draws figures without knowing which measurement made them.
 
 Every value from the document reaches the page through ``h()``, which escapes all of them
 (numbers too); only ``Markup`` (fragments ``h()`` built from this module's own templates)
@@ -12,7 +12,7 @@ is inserted as is, and anything else handed to ``concat()`` is escaped as text. 
 interpolated any other way (an f-string, ``+``) is a plain string, which ``concat()``
 escapes: an unescaped value cannot reach the page by omission. tests/unit/test_html_report.py
 checks that every template is a literal and that ``Markup()`` wraps only the CSS and the
-JSON data block. `ddplab report` checks the document's shape first (report_schema.py), so
+JSON data block. `ddplab report` reads the document through the records first (records/load.py), so
 the numbers here are numbers.
 """
 
@@ -23,6 +23,9 @@ import json
 import math
 import string
 from typing import Iterable
+
+from .records import Check, Report
+from .records.figures import BarChart, LineChart, Table, Timeline
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
 VERDICT_CLASS = {"pass": "pass", "warn": "warn", "fail": "fail", "skip": "skip"}
@@ -68,34 +71,47 @@ def concat(parts: Iterable, lines: bool = False) -> Markup:
                                                 for p in parts))
 
 
-def render_html(doc: dict) -> str:
-    r = doc["results"]
-    p = doc.get("platform") or {}
-    stages = {s["name"]: s for s in r.get("stages", [])}
-    verdict = doc["verdict"]
+def render_html(report: Report) -> str:
+    """The page of any report: a `ddplab run` report (its stages), or one command's report as one stage."""
+    from .lab import report_checks, stage_checks
+
+    run = getattr(report.results, "stages", None)
+    if run is not None:
+        stages = [(s.name, s.report) for s in run]
+        checks = report.results.checks
+        stage_rows = [(s.name, s.command, s.verdict, s.summary, s.duration_s) for s in run]
+    else:
+        stages = [(report.command, report)]
+        checks = [Check(c.check, c.verdict, c.value, c.threshold, c.meaning, c.next_step, stage=report.command)
+                  for c in report_checks(report)]
+        stage_rows = [(report.command, " ".join(["ddplab", report.command, *report.argv[1:]]), report.verdict,
+                       "", getattr(report.results, "duration_s", None))]
+    figures = _unique_ids([f for name, rep in stages if rep is not None
+                           for f in getattr(rep.results, "figures", lambda _: [])(name)])
+    verdict = str(report.verdict)
+    r = report.results
     parts = [
         h("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"),
         h("<title>ddplab report: {}</title><style>{}</style></head><body>", verdict.upper(), Markup(CSS)),
-        h("<h1>ddplab {} <span class='badge {}' id='overall-verdict'>{}</span></h1>", doc["command"],
+        h("<h1>ddplab {} <span class='badge {}' id='overall-verdict'>{}</span></h1>", report.command,
           VERDICT_CLASS.get(verdict, ""), verdict.upper()),
-        h("<div class='meta'>{}<br>profile {}, {}, {} s{}</div>", _machine_line(p), r.get("profile", ""),
-          doc.get("created_utc", ""), r.get("duration_s", "?"),
-          h(" &mdash; <b>INTERRUPTED: partial report</b>") if r.get("interrupted") else ""),
-        h("<h2>Verdicts</h2>"), _verdict_table(r.get("checks", [])),
-        h("<h2>Latency storm</h2>"), _storm_section(stages),
-        h("<h2>Bus bandwidth vs message size</h2>"), _busbw_section(stages),
-        h("<h2>Per-rank memory over time</h2>"), _memory_section(stages),
-        h("<h2>Drill timeline</h2>"), _drill_section(stages),
-        h("<h2>Stages</h2>"), _stage_table(r.get("stages", [])),
+        h("<div class='meta'>{}<br>{}{}, {} s{}</div>", _machine_line(report.platform),
+          f"profile {r.profile}, " if run is not None else "", report.created_utc,
+          getattr(r, "duration_s", None) if getattr(r, "duration_s", None) is not None else "?",
+          h(" &mdash; <b>INTERRUPTED: partial report</b>") if getattr(r, "interrupted", False) else ""),
+        h("<h2>Verdicts</h2>"), _verdict_table(checks),
+        *_figure_sections(figures),
+        h("<h2>Stages</h2>"), _stage_table(stage_rows),
         h("<p class='note'>Every number comes from report.json beside this page; each stage's command line "
           "reproduces it alone. Bandwidths use GB = 1e9 bytes and nccl-tests' algbw/busbw definitions.</p>"),
-        h("<script type='application/json' id='report-data'>{}</script>", Markup(json_for_script(doc))),
+        h("<script type='application/json' id='report-data'>{}</script>", Markup(json_for_script(report.to_json()))),
         h("</body></html>"),
     ]
     return str(concat(parts, lines=True))
 
 
-def _badge(verdict: str) -> Markup:
+def _badge(verdict) -> Markup:
+    verdict = str(verdict)
     return h("<span class='badge {}'>{}</span>", VERDICT_CLASS.get(verdict, ""), verdict.upper())
 
 
@@ -107,33 +123,76 @@ def json_for_script(doc: dict) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _machine_line(p: dict) -> str:
-    if not p:
+def _machine_line(p) -> str:
+    if p is None:
         return "platform unknown"
-    devices = ", ".join(str(d.get("name", "?")) for d in p.get("devices", []))
-    return (f"{p.get('hostname', '')}: {p.get('device_count')} x {devices} ({p.get('vendor')}), torch "
-            f"{p.get('torch_version')}, {p.get('collective_library')} {p.get('collective_loaded_version') or ''}")
+    devices = ", ".join(str(d.name) for d in p.devices)
+    return (f"{p.hostname}: {p.device_count} x {devices} ({p.vendor}), torch {p.torch_version}, "
+            f"{p.collective_library} {p.collective_loaded_version or ''}")
 
 
-def _verdict_table(rows: list[dict]) -> Markup:
+def _verdict_table(rows: list[Check]) -> Markup:
     out = [h("<table id='verdict-table'><thead><tr><th>stage</th><th>check</th><th>verdict</th><th>number</th>"
              "<th>threshold</th><th>what it means</th><th>next step</th></tr></thead><tbody>")]
     for r in rows:
         out.append(h("<tr class='check-row'><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-                     "<td>{}</td></tr>", r["stage"], r["check"], _badge(r["verdict"]), r["value"], r["threshold"],
-                     r["meaning"], r["next_step"]))
+                     "<td>{}</td></tr>", r.stage, r.check, _badge(r.verdict), r.value, r.threshold, r.meaning,
+                     r.next_step))
     out.append(h("</tbody></table>"))
     return concat(out)
 
 
-def _stage_table(stages: list[dict]) -> Markup:
+def _stage_table(stages: list[tuple]) -> Markup:
     out = [h("<table><thead><tr><th>stage</th><th>command</th><th>verdict</th><th>summary</th><th>s</th></tr>"
              "</thead><tbody>")]
-    for s in stages:
-        out.append(h("<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>", s["name"],
-                     s.get("command", ""), _badge(s["verdict"]), s.get("summary", ""), s.get("duration_s", "")))
+    for name, command, verdict, summary, duration in stages:
+        out.append(h("<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>", name, command,
+                     _badge(verdict), summary, "" if duration is None else duration))
     out.append(h("</tbody></table>"))
     return concat(out)
+
+
+def _unique_ids(figures: list) -> list:
+    """Element ids must be unique on a page: a repeated one gets -2, -3... (the first keeps its name)."""
+    from dataclasses import replace
+
+    seen: dict[str, int] = {}
+    out = []
+    for f in figures:
+        seen[f.id] = seen.get(f.id, 0) + 1
+        out.append(f if seen[f.id] == 1 else replace(f, id=f"{f.id}-{seen[f.id]}"))
+    return out
+
+
+def _figure_sections(figures: list) -> list[Markup]:
+    """Figures grouped under their section headings, in order of first appearance."""
+    sections: dict[str, list] = {}
+    for f in figures:
+        sections.setdefault(f.section, []).append(f)
+    out = []
+    for title, group in sections.items():
+        out.append(h("<h2>{}</h2>", title))
+        out.extend(_draw(f) for f in group)
+    return out
+
+
+def _draw(figure) -> Markup:
+    if isinstance(figure, BarChart):
+        return _bar_chart(figure)
+    if isinstance(figure, LineChart):
+        return _line_chart(figure)
+    if isinstance(figure, Timeline):
+        return _timeline(figure)
+    if isinstance(figure, Table):
+        return _table(figure)
+    raise TypeError(f"no drawing for {type(figure).__name__}")
+
+
+def _table(f: Table) -> Markup:
+    head = concat(h("<th>{}</th>", c) for c in f.columns)
+    rows = concat(h("<tr>{}</tr>", concat(h("<td>{}</td>", cell) for cell in row)) for row in f.rows)
+    return h("<figure><table id='{}' class='figure-table'><thead><tr>{}</tr></thead><tbody>{}</tbody></table>"
+             "<figcaption>{}</figcaption></figure>", f.id, head, rows, f.caption)
 
 
 # --------------------------------------------------------------------------- charts (inline SVG)
@@ -156,138 +215,85 @@ def _axes(x_label: str, y_label: str) -> Markup:
              y_label=y_label)
 
 
-def _storm_section(stages: dict) -> Markup:
-    figs = []
-    for name, s in stages.items():
-        r = ((s.get("report") or {}).get("results") or {})
-        hist = r.get("per_op_histogram")
-        if (s.get("report") or {}).get("command") != "storm" or not hist:
-            continue
-        counts, edges = hist["counts"], hist["edges_us"]
-        labels = [f"<{edges[0]}"] + [f"{a}-{b}" for a, b in zip(edges, edges[1:])] + [f">{edges[-1]}"]
-        top = max(counts) or 1
-        bw = (W - PAD - 20) / len(counts)
-        bars = []
-        for i, c in enumerate(counts):
-            bar_h = (H - PAD - 20) * c / top
-            x = PAD + 5 + i * bw
-            bars.append(h("<rect class='bar' x='{:.1f}' y='{:.1f}' width='{:.1f}' height='{:.1f}' fill='{}'>"
-                          "<title>{} us: {}</title></rect>", x, H - PAD - bar_h, bw - 4, bar_h, COLORS[0],
-                          labels[i], c))
-            if i % 2 == 0:
-                bars.append(h("<text x='{:.1f}' y='{}' text-anchor='middle'>{}</text>", x + bw / 2, H - PAD + 14,
-                              labels[i]))
-        caption = (f"{name}: {r['per_op_us']['n']} ops per rank, per-op blocking latency (us, log bins); mean "
-                   f"{r['mean_us']:.1f} us pipelined vs threshold {r['threshold_us']:.0f} us; backend "
-                   f"{r.get('backend')}")
-        figs.append(_svg(concat([_axes("latency per op (us)", "ops"), *bars]), f"storm-hist-{name}", caption))
-    return concat(figs) if figs else h("<p class='note'>no storm stage in this report</p>")
+def _bar_chart(f: BarChart) -> Markup:
+    top = max(f.values, default=0) or 1
+    bw = (W - PAD - 20) / max(1, len(f.values))
+    bars = []
+    for i, (label, value) in enumerate(zip(f.labels, f.values)):
+        bar_h = (H - PAD - 20) * value / top
+        x = PAD + 5 + i * bw
+        bars.append(h("<rect class='bar' x='{:.1f}' y='{:.1f}' width='{:.1f}' height='{:.1f}' fill='{}'>"
+                      "<title>{}: {:g}</title></rect>", x, H - PAD - bar_h, bw - 4, bar_h, COLORS[0], label, value))
+        if i % 2 == 0:
+            bars.append(h("<text x='{:.1f}' y='{}' text-anchor='middle'>{}</text>", x + bw / 2, H - PAD + 14, label))
+    return _svg(concat([_axes(f.x_label, f.y_label), *bars]), f.id, f.caption)
 
 
 def _log_x(v: float, lo: float, hi: float) -> float:
     return PAD + (W - PAD - 20) * (math.log10(v) - math.log10(lo)) / max(1e-9, math.log10(hi) - math.log10(lo))
 
 
-def _busbw_section(stages: dict) -> Markup:
-    figs = []
-    for name, s in stages.items():
-        doc = s.get("report") or {}
-        if doc.get("command") != "sweep":
-            continue
-        r = doc["results"]
-        rows = [x for x in r["rows"] if x.get("busbw_gbps") is not None or x.get("algbw_gbps") is not None]
-        if not rows:
-            continue
-        key = "busbw_gbps" if any(x.get("busbw_gbps") is not None for x in rows) else "algbw_gbps"
-        ceiling = (r.get("ceiling") or {}).get("gbps")
-        lo, hi = min(x["size_bytes"] for x in rows), max(x["size_bytes"] for x in rows)
+def _line_chart(f: LineChart) -> Markup:
+    points = [p for s in f.series for p in s.points]
+    if not points:
+        return h("<p class='note'>{}: nothing to draw</p>", f.caption)
+    xs = [x for x, _ in points]
+    lo, hi = min(xs), max(xs)
+    if f.log_x:
+        lo = max(lo, 1e-12)
         hi = max(hi, lo * 2)
-        top = max([x.get(key) or 0 for x in rows] + [ceiling or 0]) or 1
-        series = {}
-        for x in rows:
-            series.setdefault(f"{x['op']} {'in' if x['in_place'] else 'out'}", []).append(x)
-        body = [_axes("message size (bytes, log)", f"{key.split('_')[0]} (GB/s)")]
-        for i, (label, pts) in enumerate(sorted(series.items())):
-            pts = sorted(pts, key=lambda x: x["size_bytes"])
-            coords = " ".join(f"{_log_x(x['size_bytes'], lo, hi):.1f},"
-                              f"{H - PAD - (H - PAD - 20) * (x.get(key) or 0) / top:.1f}" for x in pts)
-            color = COLORS[i % len(COLORS)]
-            body.append(h("<polyline class='series' points='{}' fill='none' stroke='{color}' stroke-width='2'>"
-                          "<title>{label}</title></polyline><text x='{}' y='{}' fill='{color}'>{label}</text>",
-                          coords, W - 160, 20 + 13 * i, color=color, label=label))
-        if ceiling:
-            y = H - PAD - (H - PAD - 20) * ceiling / top
-            body.append(h("<line id='ceiling-line' x1='{pad}' y1='{y:.1f}' x2='{right}' y2='{y:.1f}' stroke='#d62728' "
-                          "stroke-dasharray='6 4'/><text x='{text_x}' y='{text_y:.1f}'>copy ceiling {gbps:.0f} GB/s"
-                          "</text>", pad=PAD, y=y, right=W - 10, text_x=PAD + 6, text_y=y - 4, gbps=ceiling))
-        for tick in range(int(math.log10(lo)), int(math.log10(hi)) + 1):
+    top = max([y for _, y in points] + [f.reference_line[1] if f.reference_line else 0]) or 1
+
+    def x_of(v: float) -> float:
+        if f.log_x:
+            return _log_x(max(v, lo), lo, hi)
+        return PAD + (W - PAD - 20) * (v - lo) / ((hi - lo) or 1)
+
+    def y_of(v: float) -> float:
+        return H - PAD - (H - PAD - 20) * v / top
+
+    body = [_axes(f.x_label, f.y_label)]
+    for i, s in enumerate(f.series):
+        coords = " ".join(f"{x_of(x):.1f},{y_of(y):.1f}" for x, y in sorted(s.points))
+        color = COLORS[i % len(COLORS)]
+        body.append(h("<polyline class='series' points='{}' fill='none' stroke='{color}' stroke-width='2'>"
+                      "<title>{label}</title></polyline><text x='{}' y='{}' fill='{color}'>{label}</text>",
+                      coords, W - 160, 20 + 13 * i, color=color, label=s.label))
+    if f.reference_line:
+        label, value = f.reference_line
+        y = y_of(value)
+        body.append(h("<line id='ceiling-line' class='reference' x1='{pad}' y1='{y:.1f}' x2='{right}' y2='{y:.1f}' "
+                      "stroke='#d62728' stroke-dasharray='6 4'/><text x='{text_x}' y='{text_y:.1f}'>{label} {value:.0f}"
+                      "</text>", pad=PAD, y=y, right=W - 10, text_x=PAD + 6, text_y=y - 4, label=label,
+                      value=value / f.y_divisor))
+    if f.log_x:
+        for tick in range(int(math.floor(math.log10(lo))), int(math.log10(hi)) + 1):
             v = 10 ** tick
             if lo <= v <= hi:
-                body.append(h("<text x='{:.1f}' y='{}' text-anchor='middle'>1e{}</text>", _log_x(v, lo, hi),
-                              H - PAD + 14, tick))
-        body.append(h("<text x='{}' y='20' text-anchor='end'>{:.0f}</text>", PAD - 4, top))
-        caption = (f"{name}: {r.get('world_size')} ranks, backend {r.get('backend')}, time {r.get('mode')}, dtype "
-                   f"{r.get('dtype')}" + ("; dashed: device copy ceiling (ddplab ceiling method)" if ceiling else ""))
-        figs.append(_svg(concat(body), f"busbw-{name}", caption))
-    return concat(figs) if figs else h("<p class='note'>no sweep stage in this report</p>")
+                body.append(h("<text x='{:.1f}' y='{}' text-anchor='middle'>1e{}</text>", x_of(v), H - PAD + 14, tick))
+    body.append(h("<text x='{}' y='20' text-anchor='end'>{:.0f}</text>", PAD - 4, top / f.y_divisor))
+    return _svg(concat(body), f.id, f.caption)
 
 
-def _memory_section(stages: dict) -> Markup:
-    for name, s in stages.items():
-        doc = s.get("report") or {}
-        timeseries = (doc.get("results") or {}).get("timeseries") or {}
-        samples = timeseries.get("samples") or []
-        if doc.get("command") != "train" or not samples:
-            continue
-        use_device = any(rk.get("device_mem_bytes") for smp in samples for rk in smp["ranks"])
-        key = "device_mem_bytes" if use_device else "rss_bytes"
-        series: dict[int, list[tuple[float, int]]] = {}
-        for smp in samples:
-            for rk in smp["ranks"]:
-                if rk.get(key) is not None:
-                    series.setdefault(rk["rank"], []).append((smp["t_s"], rk[key]))
-        if not series:
-            continue
-        t_max = max(t for pts in series.values() for t, _ in pts) or 1
-        top = max(v for pts in series.values() for _, v in pts) or 1
-        body = [_axes("time (s)", f"{'device memory' if use_device else 'host RSS'} (MiB)")]
-        for i, (rank, pts) in enumerate(sorted(series.items())):
-            coords = " ".join(f"{PAD + (W - PAD - 20) * t / t_max:.1f},{H - PAD - (H - PAD - 20) * v / top:.1f}"
-                              for t, v in pts)
-            body.append(h("<polyline class='series' points='{}' fill='none' stroke='{color}' stroke-width='2'>"
-                          "<title>rank {rank}</title></polyline><text x='{}' y='{}' fill='{color}'>rank {rank}"
-                          "</text>", coords, W - 80, 20 + 13 * i, color=COLORS[i % 8], rank=rank))
-        body.append(h("<text x='{}' y='20' text-anchor='end'>{:.0f}</text>", PAD - 4, top / 2**20))
-        caption = f"{name}: sampled every {timeseries.get('interval_s')} s ({timeseries.get('method')})"
-        return _svg(concat(body), "memory-over-time", caption)
-    return h("<p class='note'>no train stage with samples in this report</p>")
-
-
-def _drill_section(stages: dict) -> Markup:
-    drills = [d for s in stages.values() if (s.get("report") or {}).get("command") == "drill"
-              for d in s["report"]["results"]["drills"]]
-    if not drills:
-        return h("<p class='note'>no drill stage in this report</p>")
-    longest = max([d.get("detect_s") or 0 for d in drills] + [1]) * 1.2
+def _timeline(f: Timeline) -> Markup:
+    longest = max([r.detect_s or 0 for r in f.rows] + [1]) * 1.2
     row_h = 28
-    height = 30 + row_h * len(drills)
+    height = 30 + row_h * len(f.rows)
     body = []
-    for i, d in enumerate(drills):
+    for i, r in enumerate(f.rows):
         y = 20 + i * row_h
-        det = d.get("detect_s")
         x0 = 170
-        x1 = x0 + (W - x0 - 160) * (det or 0) / longest
+        x1 = x0 + (W - x0 - 160) * (r.detect_s or 0) / longest
         body.append(h("<text x='4' y='{}'>{}</text><circle cx='{}' cy='{}' r='5' fill='#d62728'><title>injected: "
-                      "{}</title></circle>", y + 14, d["drill"], x0, y + 10, (d.get("injected") or {}).get("what")))
-        if det is not None:
+                      "{}</title></circle>", y + 14, r.label, x0, y + 10, r.injected))
+        if r.detect_s is not None:
             body.append(h("<line x1='{x0}' y1='{y}' x2='{x1:.1f}' y2='{y}' stroke='#999' stroke-width='3'/>"
                           "<circle cx='{x1:.1f}' cy='{y}' r='5' fill='#1f77b4'><title>detected by {how} after "
-                          "{det} s</title></circle>", x0=x0, x1=x1, y=y + 10, how=d.get("detected_by"), det=det))
-        leaks = len(d.get("leaked_pids") or [])
+                          "{det} s</title></circle>", x0=x0, x1=x1, y=y + 10, how=r.detected_by, det=r.detect_s))
         body.append(h("<text class='drill-row {}' x='{}' y='{}'>{} s; {}; {}</text>",
-                      VERDICT_CLASS.get(d["verdict"], ""), W - 150, y + 14, det if det is not None else "-",
-                      f"{leaks} leaked" if leaks else "clean", d["verdict"].upper()))
-    return h("<figure><svg id='drill-timeline' class='chart' width='{w}' height='{height}' "
+                      VERDICT_CLASS.get(str(r.verdict), ""), W - 150, y + 14,
+                      r.detect_s if r.detect_s is not None else "-", r.note, str(r.verdict).upper()))
+    return h("<figure><svg id='{id}' class='chart' width='{w}' height='{height}' "
              "viewBox='0 0 {w} {height}' xmlns='http://www.w3.org/2000/svg'>{body}</svg>"
-             "<figcaption>red: fault injected; blue: first detection (mechanism in the tooltip); right: seconds "
-             "to detection, processes left, verdict</figcaption></figure>", w=W, height=height, body=concat(body))
+             "<figcaption>{caption}</figcaption></figure>", id=f.id, w=W, height=height, body=concat(body),
+             caption=f.caption)

@@ -1,14 +1,10 @@
 """Start ranks through torch.distributed.elastic (torchrun's engine, used as a library).
 
-One run = one run directory, and one directory = one run:
-    <run_dir>/
-        run-id               written first, atomically: a directory holding it is in use
-        job.json             what every rank was asked to do
-        pids/<rank>          each rank's pid, written by the rank itself (the sampler reads it)
-        logs/<elastic run id>_*/attempt_0/<local_rank>/{stdout,stderr}.log, error.json
+One run = one run directory (rundir.py owns its layout and the variables ranks carry; listen.json there says
+where the rendezvous store listens, written before the ranks start, so a supervisor can read the job's store).
 
 Workers must not outlive the launcher (plain torchrun leaves orphans holding device
-memory when its agent is SIGKILLed, measured.md). Elastic cannot guarantee that, so
+memory when its agent is SIGKILLed, docs/background.md §3). Elastic cannot guarantee that, so
 every rank arms a parent-death guard first thing (``worker.guard_parent``). This
 module knows nothing about what the ranks compute.
 
@@ -28,103 +24,20 @@ import os
 import signal
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
 from . import interrupts
-from .errors import UsageError
-from .exposure import where_to_listen
-from .files import create_exclusive, make_directory, raise_if_full, write_text_atomic
+from .exposure import Exposure, where_to_listen
+from .files import raise_if_full, write_text_atomic
+from .records.session import RankReturn
+from .rundir import RUN_ID_ENV, RunDir
 
-DEFAULT_RUNS_DIR = "ddplab-runs"
-RUN_ID_ENV = "DDPLAB_RUN_ID"  # every worker carries it: how `ddplab clean` recognises our ranks
-RUN_DIR_ENV = "DDPLAB_RUN_DIR"
-LAUNCHER_PID_ENV = "DDPLAB_LAUNCHER_PID"
-# The launcher's start time in clock ticks since boot: with its pid, an identity that reads the
-# same from any PID namespace (a pid alone does not), so `ddplab clean` can tell whether it lives.
-LAUNCHER_START_ENV = "DDPLAB_LAUNCHER_START"
-RUN_ID_FILE = "run-id"
-# What marks a directory as a run's, besides RUN_ID_FILE: runs from before it existed.
-EARLIER_RUN_MARKERS = ("job.json", "report.json", "pids")
 # Elastic keeps these; SIGINT/SIGTERM are ddplab's (see the module docstring).
 ELASTIC_SIGNALS = "SIGHUP,SIGQUIT"
 ELASTIC_SIGNALS_ENV = "TORCHELASTIC_SIGNALS_TO_HANDLE"  # launch_agent sets it for the process: restored after
-
-
-@dataclass(frozen=True)
-class RunDir:
-    path: Path
-    run_id: str
-
-    @classmethod
-    def create(cls, base: str | None, label: str) -> "RunDir":
-        """A fresh run directory: ``base`` if given (refused when it already holds a run), else a
-        new one under ./ddplab-runs named by the run id."""
-        run_id = new_run_id(label)
-        path = Path(base) if base else Path(DEFAULT_RUNS_DIR) / run_id
-        claim_directory(path, run_id, "--run-dir")
-        make_directory(path / "pids", "--run-dir")
-        return cls(path.resolve(), run_id)
-
-    def rank_pids(self) -> dict[int, int]:
-        out = {}
-        for f in (self.path / "pids").glob("*"):
-            try:
-                out[int(f.name)] = int(f.read_text().strip())
-            except (ValueError, OSError):
-                continue
-        return out
-
-    def log_files(self, local_rank: int) -> list[Path]:
-        return sorted(self.path.glob(f"logs/*/attempt_*/{local_rank}/std*.log"))
-
-
-def new_run_id(label: str) -> str:
-    """label-YYYYmmdd-HHMMSS-xxxxxx: readable, sortable, and unique even within one second."""
-    return f"{label}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
-
-
-def claim_directory(path: Path, run_id: str, option: str) -> None:
-    """Make ``path`` the directory of run ``run_id`` alone, or refuse it (exit 2) if it holds a run.
-
-    Two launchers sharing a directory overwrite each other's pid and status files and sample
-    each other's ranks. The claim file is created atomically (files.create_exclusive), so of two
-    runs racing for one directory exactly one gets it.
-    """
-    make_directory(path, option)
-    check_unused(path, option)
-    if not create_exclusive(path / RUN_ID_FILE, f"{run_id}\n"):  # another run took it since the check
-        raise _in_use(path, option, run_in(path) or "(another run)")
-
-
-def check_unused(path: Path, option: str) -> None:
-    """Refuse (exit 2) a directory that already holds a run."""
-    holder = run_in(path)
-    if holder is not None:
-        raise _in_use(path, option, holder)
-
-
-def _in_use(path: Path, option: str, holder: str) -> UsageError:
-    return UsageError("run-dir-in-use", f"{option} {path} already holds run {holder}; every run needs a "
-                                        f"directory of its own: give a new one, or leave {option} out")
-
-
-def run_in(path: Path) -> str | None:
-    """The run a directory holds: its run id, a description of an earlier run's files, or None."""
-    try:
-        claim = (path / RUN_ID_FILE).read_text().strip()
-        return claim or "(being created)"
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return "(unreadable run-id)"
-    for name in EARLIER_RUN_MARKERS:
-        if (path / name).exists():
-            return f"(an earlier run: {name})"
-    return None
 
 
 @dataclass
@@ -145,7 +58,7 @@ class LaunchResult:
     run_dir: str
     ok: bool
     duration_s: float
-    return_values: dict[int, dict] = field(default_factory=dict)  # global rank -> rank's result
+    return_values: dict[int, RankReturn] = field(default_factory=dict)  # global rank -> what it returned
     failures: dict[int, RankFailure] = field(default_factory=dict)
     torchrun_root_cause_rank: int | None = None  # the rank elastic would blame (first to fail)
     launcher_error: str | None = None
@@ -161,6 +74,13 @@ class Rendezvous:
     nnodes: int = 1
     endpoint: str = "127.0.0.1:0"  # one machine: the loopback store (rendezvous.py) on a free port
     join_timeout_s: float = 120.0
+    host: str = "auto"  # several machines: host the store here? auto (the endpoint is one of our addresses), yes, no
+    store_wait_s: float | None = None  # several machines: how long to wait for the store to answer; None: join timeout
+
+    @classmethod
+    def from_options(cls, opts) -> "Rendezvous":
+        """The rendezvous a command's LaunchOptions ask for (--nnodes, --rdzv-endpoint, --rdzv-host)."""
+        return cls(nnodes=opts.nnodes, endpoint=opts.rdzv_endpoint or cls.endpoint, host=opts.rdzv_host)
 
     @property
     def run_id(self) -> str | None:
@@ -168,15 +88,19 @@ class Rendezvous:
         return f"ddplab-{self.endpoint}" if self.nnodes > 1 else None
 
 
-def launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous = Rendezvous()) -> LaunchResult:
-    """Run ``entrypoint(job)`` in ``nproc`` ranks and gather what each returns.
+def launch(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous = Rendezvous()) -> LaunchResult:
+    """Run ``entrypoint(job)`` (a worker.RankJob) in ``nproc`` ranks and gather what each returns.
 
     On one machine the rendezvous store listens on a socket bound to loopback here, and the
-    ranks' collective sockets are pinned to the loopback interface (exposure.py).
+    ranks' collective sockets are pinned to the loopback interface (exposure.py). Across machines
+    the store listens on the endpoint's address only, on the machine that holds it, and the
+    collectives are pinned to the interface that routes to the endpoint (cluster/endpoint.py).
     """
-    exposure = where_to_listen(rdzv.nnodes, rdzv.endpoint, job["placement"]["device_type"])
+    exposure = where_to_listen(rdzv.nnodes, rdzv.endpoint, job.placement.device_type, rdzv_host=rdzv.host)
+    if exposure.across is not None:
+        return _launch_across_machines(entrypoint, job, nproc, run, rdzv, exposure)
     if not exposure.loopback_store:
-        result = _launch(entrypoint, job, nproc, run, rdzv, "c10d", {}, exposure.environment())
+        result = _launch(entrypoint, job, nproc, run, rdzv, "c10d", {}, exposure)
         result.listen = exposure.to_dict()
         return result
     from . import rendezvous as loopback
@@ -189,19 +113,38 @@ def launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous = Re
     with listener:  # the store serves on a duplicate of it; this copy is closed when the launch ends
         exposure = exposure.listening_at(listener.getsockname()[1])
         result = _launch(entrypoint, job, nproc, run, rdzv, loopback.register(),
-                         {loopback.LISTEN_FD_KEY: listener.fileno()}, exposure.environment())
+                         {loopback.LISTEN_FD_KEY: listener.fileno()}, exposure)
     result.listen = exposure.to_dict()
     return result
 
 
-def _launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous, rdzv_backend: str,
-            rdzv_configs: dict, socket_env: dict[str, str]) -> LaunchResult:
+def _launch_across_machines(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous,
+                            exposure: Exposure) -> LaunchResult:
+    """Host the store or reach it (exit 3 when nothing answers), then launch through ddplab-c10d."""
+    from . import rendezvous
+    from .cluster.endpoint import StoreWaitStopped
+
+    try:
+        with rendezvous.meet(exposure.across, rdzv.store_wait_s or rdzv.join_timeout_s) as meeting:
+            exposure = exposure.meeting_through(meeting.store)
+            result = _launch(entrypoint, job, nproc, run, rdzv, rendezvous.register_across_machines(),
+                             meeting.rdzv_configs, exposure, local_addr=meeting.store.node_address)
+    except StoreWaitStopped as exc:  # nothing started: a report that says so
+        result = LaunchResult(run.run_id, str(run.path), False, 0.0, launcher_error=f"interrupted: {exc}",
+                              interrupted=True)
+    result.listen = exposure.to_dict()
+    return result
+
+
+def _launch(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous, rdzv_backend: str,
+            rdzv_configs: dict, exposure: Exposure, local_addr: str | None = None) -> LaunchResult:
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException, Std
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     _quiet_elastic_logging()
-    write_text_atomic(run.path / "job.json", json.dumps(job, indent=2, default=str))
+    write_text_atomic(run.job_file, json.dumps(job.describe(), indent=2))
+    write_text_atomic(run.listen_file, json.dumps(exposure.to_dict(), indent=2))
     config = _launch_config(
         LaunchConfig,
         min_nodes=rdzv.nnodes,
@@ -211,17 +154,17 @@ def _launch(entrypoint, job: dict, nproc: int, run: RunDir, rdzv: Rendezvous, rd
         rdzv_backend=rdzv_backend,
         rdzv_endpoint=rdzv.endpoint,
         rdzv_configs={"join_timeout": rdzv.join_timeout_s, "timeout": rdzv.join_timeout_s, **rdzv_configs},
+        local_addr=local_addr,  # how the rendezvous names this machine (torch: its fully qualified hostname)
         max_restarts=0,
         monitor_interval=0.1,
         start_method="spawn",
-        logs_specs=DefaultLogsSpecs(log_dir=str(run.path / "logs"), redirects=Std.ALL, tee=Std.NONE),
+        logs_specs=DefaultLogsSpecs(log_dir=str(run.logs_dir), redirects=Std.ALL, tee=Std.NONE),
         shutdown_timeout=5,
         signals_to_handle=ELASTIC_SIGNALS,
     )
     from .procs import start_ticks
 
-    marker_env = {RUN_ID_ENV: run.run_id, RUN_DIR_ENV: str(run.path), LAUNCHER_PID_ENV: str(os.getpid()),
-                  LAUNCHER_START_ENV: str(start_ticks(os.getpid()) or ""), **socket_env}
+    marker_env = {**run.marker_env(os.getpid(), start_ticks(os.getpid())), **exposure.environment()}
     if nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
         # What torchrun does: N ranks each spinning up all-core thread pools overload the host.
         marker_env["OMP_NUM_THREADS"] = "1"

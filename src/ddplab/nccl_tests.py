@@ -3,13 +3,16 @@ same table) into rows ddplab can put beside its own.
 
 Robust to what real logs contain: NCCL/MCCL INFO and WARN lines interleaved with the
 table, `#` headers, tables with or without the redop/root columns, N/A cells, and
-several collectives in one file. Sizes, times (us) and GB/s are taken as printed.
+several collectives in one file. Sizes, times (us) and GB/s are taken as printed, into the
+sweep's own row (records.sweep.SweepRow), so both line up in `ddplab compare`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
+
+from .records.sweep import SweepRow
 
 _COLLECTIVE = re.compile(r"Collective test (?:starting|concluded):\s*(\w+?)_perf")
 _BINARY = re.compile(r"\b(\w+?)_perf\b")
@@ -21,32 +24,19 @@ _OP_NAMES = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_sca
              "broadcast": "broadcast", "reduce": "reduce", "alltoall": "all_to_all", "sendrecv": "send_recv"}
 
 
-@dataclass(frozen=True)
-class Row:
-    op: str | None
-    size_bytes: int
-    count: int
-    dtype: str
-    in_place: bool
-    time_us: float | None
-    algbw_gbps: float | None
-    busbw_gbps: float | None
-    num_wrong: int | None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+UNNAMED = ""  # the op of rows no "<name>_perf" line has named (yet)
 
 
 @dataclass
 class Table:
-    rows: list[Row]
+    rows: list[SweepRow]
     world_size: int | None  # from the "# Rank N ..." lines, when present
     avg_busbw_gbps: float | None
 
 
 def parse(text: str) -> Table:
-    rows: list[Row] = []
-    op = None
+    rows: list[SweepRow] = []
+    op = UNNAMED
     ranks = 0
     avg = None
     for line in text.splitlines():
@@ -58,7 +48,7 @@ def parse(text: str) -> Table:
             if m:
                 op = _OP_NAMES.get(m.group(1), m.group(1))
                 # "concluded" comes after its table: name the rows that were read without one.
-                rows = [r if r.op else _with_op(r, op) for r in rows]
+                rows = [r if r.op else replace(r, op=op) for r in rows]
             if _RANK_LINE.match(stripped):
                 ranks += 1
             if "Avg bus bandwidth" in stripped:
@@ -70,7 +60,7 @@ def parse(text: str) -> Table:
     return Table(rows=rows, world_size=ranks or None, avg_busbw_gbps=avg)
 
 
-def _parse_row(tokens: list[str], op: str | None) -> list[Row] | None:
+def _parse_row(tokens: list[str], op: str) -> list[SweepRow] | None:
     """A data row: size count type [redop root] then 4 cells per placement. Anything else is None."""
     if len(tokens) < 11 or not (tokens[0].isdigit() and tokens[1].isdigit()) or tokens[2] not in _TYPES:
         return None
@@ -87,13 +77,10 @@ def _parse_row(tokens: list[str], op: str | None) -> list[Row] | None:
     for in_place, (t, alg, bus, wrong) in ((False, cells[0:4]), (True, cells[4:8])):
         if t.upper() == "N/A" and alg.upper() == "N/A":
             continue
-        out.append(Row(op, size, count, dtype, in_place, _number(t), _number(alg), _number(bus),
-                       int(wrong) if wrong.isdigit() else None))
+        out.append(SweepRow(op=op, dtype=dtype, size_bytes=size, count=count, in_place=in_place, time_us=_number(t),
+                            algbw_gbps=_number(alg), busbw_gbps=_number(bus),
+                            num_wrong=int(wrong) if wrong.isdigit() else None))
     return out
-
-
-def _with_op(row: Row, op: str) -> Row:
-    return Row(**{**asdict(row), "op": op})
 
 
 def _is_number(text: str) -> bool:

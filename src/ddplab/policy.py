@@ -51,6 +51,15 @@ class Placement:
     sharing_daemon: str | None = None  # PRIVATE_DAEMON, RUNNING_DAEMON or None: no daemon for this run
     considered: tuple[Option, ...] = ()  # every setup weighed, the chosen one marked
 
+    @property
+    def nproc(self) -> int:
+        """Ranks this launcher starts: the one rank count (LaunchOptions.nproc is only the request)."""
+        return len(self.device_indices)
+
+    def global_rank(self, local_rank: int, node_base: int) -> int:
+        """Elastic numbers each machine's ranks as one block in local-rank order, from ``node_base``."""
+        return node_base + local_rank
+
     def device_label(self, local_rank: int) -> str:
         """How torch names the rank's device: "cpu" or "<type>:<index>"."""
         return self.device_type if self.host_only else f"{self.device_type}:{self.device_indices[local_rank]}"
@@ -338,3 +347,32 @@ def _comparison(costs: SharedDeviceCosts | None) -> str:
         return ""
     return (f" ({_us(costs.with_daemon_us)} per op vs gloo {_us(costs.gloo_us)} and "
             f"{_us(costs.without_daemon_us)} without the daemon, measured on {costs.measured_on})")
+
+
+def require_fits(platform: Platform, placement: Placement, bytes_per_rank: int, what: str, reference: str, hint: str) -> None:
+    """Refuse, before any rank starts, buffers that the memory the ranks run on cannot hold.
+
+    On the host every rank draws on the host's available memory; on a device, the ranks
+    placed on it share its free memory and each is held to its allocator cap (policy.py).
+    A memory size nobody could read (None) is not judged.
+    """
+    from .report import human_bytes
+
+    indices = placement.device_indices
+    for index in sorted(set(indices)):
+        device = platform.devices[0 if placement.host_only else index] if platform.devices else None
+        if device is None or device.free_bytes is None:
+            continue
+        ranks = len(indices) if placement.host_only else indices.count(index)
+        need = bytes_per_rank * ranks
+        where = "in host memory" if placement.host_only else f"on device {index} ({device.name})"
+        if need > device.free_bytes:
+            raise UsageError(reference, f"{what} needs about {human_bytes(need)} {where} ({ranks} rank(s) x "
+                                        f"{human_bytes(bytes_per_rank)}), but only {human_bytes(device.free_bytes)} "
+                                        f"is free", hint=hint)
+        cap = placement.memory_fraction * device.total_bytes if (
+            placement.memory_fraction_enforced and device.total_bytes) else None
+        if cap is not None and bytes_per_rank > cap:
+            raise UsageError(reference, f"{what} needs about {human_bytes(bytes_per_rank)} per rank, more than each "
+                                        f"rank's cap {where}: {human_bytes(int(cap))} ({placement.memory_fraction} of "
+                                        f"{human_bytes(device.total_bytes)})", hint=hint)

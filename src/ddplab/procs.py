@@ -27,13 +27,20 @@ from __future__ import annotations
 import glob
 import os
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import psutil
 
-from .launch import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
 from .platform import DeviceMonitor
+from .records.clean import CleanRecord, Ended, GoneProcess, Orphan, OtherProcess, Survey
+from .rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
+
+if TYPE_CHECKING:
+    from .config import CleanConfig
+
+__all__ = ["CleanRecord", "Ended", "GoneProcess", "Orphan", "OtherProcess", "Survey", "classify", "clean", "end",
+           "find_orphans", "survey"]
 
 TORCHRUN_MARKER = "TORCHELASTIC_RUN_ID"
 # Launcher marker variable -> which launcher set it. ddplab's comes first: its ranks may carry both.
@@ -246,49 +253,7 @@ def _may_be_launcher(p: Facts) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# What `clean`, `env` and `run` report
-
-
-@dataclass(frozen=True)
-class Orphan:
-    pid: int
-    ppid: int
-    create_time: float  # with pid, identifies the process (pids are reused)
-    age_s: float
-    cmdline: str  # the program name only: arguments can carry secrets
-    device_mem_bytes: int | None
-    run_id: str | None
-    reason: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class OtherProcess:
-    """A process on the device that is not an orphan: shown, never ended unless named."""
-
-    pid: int
-    user: str | None
-    program: str | None
-    create_time: float | None
-    age_s: float | None
-    device_mem_bytes: int | None
-    holds_device_node: bool
-    not_orphan_because: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Survey:
-    orphans: list[Orphan]
-    other_processes: list[OtherProcess]
-
-    def to_dict(self) -> dict:
-        return {"orphans": [o.to_dict() for o in self.orphans],
-                "other_processes": [o.to_dict() for o in self.other_processes]}
+# What `clean`, `env` and `run` report (records/clean.py)
 
 
 def survey(monitor: DeviceMonitor | None = None, device_node_globs: Sequence[str] = ()) -> Survey:
@@ -377,7 +342,7 @@ def refuse_to_name(pid: int) -> str | None:
     return None
 
 
-def end(targets: Sequence[Orphan | OtherProcess], grace_s: float = 5.0) -> dict:
+def end(targets: Sequence[Orphan | OtherProcess], grace_s: float = 5.0) -> Ended:
     """SIGTERM exactly these processes, SIGKILL what is left after ``grace_s``.
 
     A pid is signalled only if it still has the start time it was listed with: a pid reused
@@ -399,9 +364,54 @@ def end(targets: Sequence[Orphan | OtherProcess], grace_s: float = 5.0) -> dict:
     for p in alive:
         _send(p, "kill")
     gone2, still = psutil.wait_procs(alive, timeout=grace_s)
-    return {"terminated": sorted(p.pid for p in gone), "killed": sorted(p.pid for p in gone2),
-            "survived": sorted(p.pid for p in still),  # e.g. D state: wedged in the driver
-            "refused": sorted(refused)}
+    return Ended(terminated=sorted(p.pid for p in gone), killed=sorted(p.pid for p in gone2),
+                 survived=sorted(p.pid for p in still), refused=sorted(refused))
+
+
+def clean(config: "CleanConfig") -> CleanRecord:
+    """`ddplab clean`: survey the machine; with ``config.yes`` end the orphans (or the one process named by
+    ``config.pid``) and check the device gave their memory back. Refuses (UsageError) a pid that may not be
+    named before anything is surveyed."""
+    from .errors import UsageError
+    from .platform import detect, open_monitor
+
+    if config.pid is not None:
+        why = refuse_to_name(config.pid)
+        if why:
+            raise UsageError("refused-pid", f"--pid {config.pid} is {why}; valid: the pid of another running "
+                                            "process, e.g. one `ddplab clean` lists")
+    platform = detect(with_memory=False)
+    monitor = open_monitor(platform.spec)
+    try:
+        found = survey(monitor, platform.spec.device_node_globs)
+        record = CleanRecord(survey=found, named=_named(config.pid, found), platform=platform)
+        targets = record.targets
+        if not (config.yes and targets):
+            return record
+        ended = end(targets, config.grace_s)
+        held = still_holding(monitor, [t.pid for t in targets])
+        return replace(record, ended=ended, memory_returned=not held if monitor.api else None,
+                       memory_still_held=held)
+    finally:
+        monitor.close()
+
+
+def _named(pid: int | None, found: Survey) -> Orphan | OtherProcess | GoneProcess | None:
+    if pid is None:
+        return None
+    return describe(pid, found) or GoneProcess(pid)
+
+
+def still_holding(monitor: DeviceMonitor, pids: Sequence[int], wait_s: float = 5.0) -> dict[int, int]:
+    """Device memory the device still reports for ``pids`` (pid -> bytes), waiting up to ``wait_s`` for it to
+    be given back (the driver frees it a little after the process is gone)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        mem = monitor.sample().process_mem_bytes
+        held = {p: mem[p] for p in pids if mem.get(p)}
+        if not held or time.monotonic() > deadline:
+            return held
+        time.sleep(0.2)
 
 
 def _send(proc: psutil.Process, how: str) -> None:
@@ -409,3 +419,79 @@ def _send(proc: psutil.Process, how: str) -> None:
         getattr(proc, how)()
     except psutil.NoSuchProcess:
         pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Process helpers the launcher, the supervisor and the drills share (one copy of each)
+
+LEAK_WAIT_S = 3.0
+
+
+def alive(pid: int | None) -> bool:
+    """Running, and not a zombie waiting to be reaped (a zombie is dead for every purpose here)."""
+    if pid is None:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def signal_quietly(pid: int, sig: int) -> None:
+    """Send ``sig`` to a process that may already be gone."""
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_processes(run_id: str) -> list[int]:
+    """Live processes carrying ddplab's marker of run ``run_id`` (not this process, not its own helpers)."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid == os.getpid() or proc.environ().get(RUN_ID_ENV) != run_id or \
+                    proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            # multiprocessing's resource tracker is the launcher's own helper, started during the
+            # first launch and kept for the launcher's life; it exits with the launcher.
+            if proc.ppid() == os.getpid() and "multiprocessing.resource_tracker" in " ".join(proc.cmdline()):
+                continue
+            found.append(proc.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+            continue
+    return found
+
+
+def leaked(run_id: str | None, pids: Sequence[int], wait_s: float = LEAK_WAIT_S) -> list[int]:
+    """Processes of this run (its pids, or anything carrying its run id) still alive ``wait_s`` after it ended."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = sorted({p for p in pids if alive(p)} | set(run_processes(run_id) if run_id else ()))
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.2)
+
+
+def end_processes(pids: Sequence[int], wait_s: float = 5.0) -> None:
+    """SIGKILL processes found to belong to a run (leaked ranks) and wait for them: reported, not left."""
+    procs = []
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            proc.kill()  # psutil checks it is still the process it found (pid reuse)
+            procs.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    psutil.wait_procs(procs, timeout=wait_s)
+
+
+def wait_gone(pids: Sequence[int], timeout_s: float, stop=lambda: False) -> float | None:
+    """Wall time when every one of ``pids`` is gone; None after ``timeout_s`` or when ``stop()`` says so."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not stop():
+        if pids and not any(alive(p) for p in pids):
+            return time.time()
+        time.sleep(0.05)
+    return None

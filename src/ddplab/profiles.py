@@ -1,60 +1,118 @@
-"""The lab's stages per profile, as plain command lines (torchtitan-style recipes).
-
-Each stage is the same `ddplab <command> ...` a user could type, so every number in a
-run report can be reproduced by running that stage alone.
+"""The lab's stages per profile, as Python recipes (torchtitan-style): a list of (stage name, measurement,
+Config). Each stage's Config has a command line (``config.to_argv()``), shown beside the stage in the report,
+so every number in a run report can be reproduced by running that stage alone.
   quick - every stage, CI-sized: under a minute on a 2-core CPU machine
-  full  - the complete GPU lab: every collective up to 1 GiB, 10,000-op storm, shared
-          device with and without MPS, the short drill set; under 5 minutes on 1-2 H200
+  full  - the complete GPU lab: every collective up to 1 GiB, 10,000-op storm, a shared device in the
+          fastest setup and time-sliced (--no-mps), the short drill set; under 5 minutes on 1-2 H200
   soak  - storm and sweep repeated, to show jitter over time
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-PROFILES = ("quick", "full", "soak")
+from . import config as cfg
+from .collectives import COLLECTIVES
+from .drills import SHORT_SET as SHORT_DRILLS
+from .sizes import size_range
+
+from .config import PROFILES  # noqa: F401  (the names the lab offers)
 SOAK_REPEATS = 5
+QUICK_DRILLS = ("kill_rank", "kill_launcher")
 
 
 @dataclass(frozen=True)
 class Stage:
     name: str
-    command: str  # a ddplab command: env, train, storm, ...
-    argv: tuple[str, ...] = ()
+    measurement: str  # a name in measurements.MEASUREMENTS, which is also its command word
+    config: Any
+
+    @property
+    def argv(self) -> list[str]:
+        return self.config.to_argv()
+
+    @property
+    def command_line(self) -> str:
+        return " ".join(["ddplab", self.measurement, *self.argv])
 
 
-def stages(profile: str, nproc: int, device_count: int, host_only: bool, has_daemon: bool) -> list[Stage]:
-    multi = device_count >= 2 and not host_only
-    per_dev = ("--per-device", "--nproc", str(device_count)) if multi else ("--nproc", str(nproc))
-    out = [Stage("env", "env")]
-    if profile == "soak":
-        for i in range(1, SOAK_REPEATS + 1):
-            out.append(Stage(f"storm-{i}", "storm", (*per_dev, "--iters", "10000")))
-            out.append(Stage(f"sweep-{i}", "sweep", (*per_dev, "-b", "8", "-e", "64M", "-f", "4")))
-        return out
+@dataclass(frozen=True)
+class Machine:
+    """What a profile needs to know about the machine (from the env stage)."""
 
+    device: str  # the --device the user gave (auto: what was detected)
+    device_count: int
+    host_only: bool
+    has_daemon: bool  # a sharing daemon this machine can start (its control binary is on PATH)
+
+    @classmethod
+    def of(cls, platform, device: str) -> "Machine":
+        if platform is None:
+            return cls(device, 1, True, False)
+        return cls(device, platform.device_count, platform.is_host_only,
+                   bool(platform.sharing_daemon and platform.sharing_daemon_control_path))
+
+
+def stages(profile: str, nproc: int, machine: Machine, out: Path, deadline_s: float) -> list[Stage]:
+    """The stages after env, each with its own run directory under ``out`` and ddplab's supervisor armed."""
+
+    def launch(name: str, **kw) -> cfg.LaunchOptions:
+        return cfg.LaunchOptions(device=machine.device, run_dir=str(out / name), hang_timeout_s=deadline_s, **kw)
+
+    multi = machine.device_count >= 2 and not machine.host_only
     full = profile == "full"
-    steps = "20" if full else "10"
-    out.append(Stage("train-shared", "train", ("--nproc", str(nproc), "--share-device", "--steps", steps)))
+
+    def per_device(name: str) -> cfg.LaunchOptions:
+        return launch(name, nproc=machine.device_count, placement="per-device") if multi else launch(name, nproc=nproc)
+
+    if profile == "soak":
+        out_stages = []
+        for i in range(1, SOAK_REPEATS + 1):
+            out_stages.append(Stage(f"storm-{i}", "storm", cfg.StormConfig(launch=per_device(f"storm-{i}"))))
+            out_stages.append(Stage(f"sweep-{i}", "sweep", cfg.SweepConfig(
+                launch=per_device(f"sweep-{i}"), sizes=tuple(size_range("8", "64M", 4.0)))))
+        return out_stages
+
+    steps = 20 if full else 10
+    out_stages = [Stage("train-shared", "train", cfg.TrainConfig(
+        launch=launch("train-shared", nproc=nproc, placement="shared"), steps=steps))]
     if multi:
-        out.append(Stage("train-per-device", "train", (*per_dev, "--model", "mlp", "--steps", steps)))
-    out.append(Stage("storm", "storm", (*per_dev, "--iters", "10000" if full else "1000")))
-    if full and not host_only:
-        out.append(Stage("storm-shared", "storm", ("--nproc", "2", "--share-device")))
-        if has_daemon:
-            out.append(Stage("storm-shared-mps", "storm", ("--nproc", "2", "--share-device", "--mps")))
-    # -R 3 also on the host: one disturbed repetition on a busy CPU would otherwise show as a spike
-    sweep = ("--ops", "all", "-b", "8", "-e", "1G", "-f", "2") if full else ("-b", "8", "-e", "1M", "-f", "4",
-                                                                             "-n", "5", "-w", "1", "-R", "3")
-    out.append(Stage("sweep", "sweep", (*per_dev, *sweep)))
-    if full and not host_only:
-        out.append(Stage("sweep-shared", "sweep", ("--nproc", "2", "--share-device", "-b", "8", "-e", "256M",
-                                                   "-f", "4")))
-    out.append(Stage("ceiling", "ceiling", ("--bytes", "4G" if full and not host_only else "64M",
-                                            "--host-bytes", "256M" if full else "16M", "--iters", "10")))
-    out.append(Stage("contention", "contention", ("--nproc", "2", "--seconds", "3" if full else "1")))
-    if full and has_daemon:
-        out.append(Stage("contention-mps", "contention", ("--nproc", "2", "--seconds", "3", "--mps")))
-    drills = "kill_rank,kill_launcher,late_rank,stall" if full else "kill_rank,kill_launcher"
-    out.append(Stage("drills", "drill", (drills, "--timeout", "10" if full else "5")))
-    return out
+        out_stages.append(Stage("train-per-device", "train", cfg.TrainConfig(
+            launch=per_device("train-per-device"), model="mlp", steps=steps)))
+    out_stages.append(Stage("storm", "storm", cfg.StormConfig(launch=per_device("storm"),
+                                                              iters=10_000 if full else 1000)))
+    if full and not machine.host_only:
+        # The fastest setup for ranks sharing a device (with the sharing daemon where it can be had), and, for
+        # the seed report's 3.2, the same ranks time-slicing the device.
+        out_stages.append(Stage("storm-shared", "storm", cfg.StormConfig(
+            launch=launch("storm-shared", nproc=2, placement="shared"))))
+        if machine.has_daemon:
+            out_stages.append(Stage("storm-shared-no-mps", "storm", cfg.StormConfig(
+                launch=launch("storm-shared-no-mps", nproc=2, placement="shared", sharing_daemon="off"),
+                iters=1000)))
+    if full:
+        sweep = cfg.SweepConfig(launch=per_device("sweep"), ops=tuple(COLLECTIVES), sizes=tuple(size_range("8", "1G", 2.0)))
+    else:
+        sweep = cfg.SweepConfig(launch=per_device("sweep"), sizes=tuple(size_range("8", "1M", 4.0)), iters=5,
+                                warmup=1, repeat=3)
+    out_stages.append(Stage("sweep", "sweep", sweep))
+    if full and not machine.host_only:
+        out_stages.append(Stage("sweep-shared", "sweep", cfg.SweepConfig(
+            launch=launch("sweep-shared", nproc=2, placement="shared"), sizes=tuple(size_range("8", "256M", 4.0)))))
+    big = full and not machine.host_only
+    out_stages.append(Stage("ceiling", "ceiling", cfg.CeilingConfig(
+        device=machine.device, run_dir=str(out / "ceiling"), bytes=(4 << 30) if big else (64 << 20),
+        host_bytes=(256 << 20) if full else (16 << 20), iters=10)))
+    out_stages.append(Stage("contention", "contention", cfg.ContentionConfig(
+        launch=launch("contention", nproc=2), seconds=3.0 if full else 1.0)))
+    if full and machine.has_daemon:
+        out_stages.append(Stage("contention-mps", "contention", cfg.ContentionConfig(
+            launch=launch("contention-mps", nproc=2, sharing_daemon="on"), seconds=3.0)))
+    drills = SHORT_DRILLS if full else QUICK_DRILLS
+    timeout = 10.0 if full else 5.0
+    out_stages.append(Stage("drills", "drill", cfg.DrillConfig(
+        launch=cfg.LaunchOptions(device=machine.device, run_dir=str(out / "drills"), timeout_s=timeout),
+        drills=drills)))
+    return out_stages

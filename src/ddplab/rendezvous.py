@@ -1,4 +1,5 @@
-"""A rendezvous for one machine whose only store listens on loopback.
+"""Rendezvous handlers whose store listens on a socket ddplab bound: loopback for one machine,
+the endpoint's own address for a job across machines.
 
 torch's TCPStore listens on every interface whatever host it is given, and elastic's c10d
 rendezvous starts two of them (its own and the one it shares with the ranks). A run on one
@@ -7,14 +8,23 @@ public rendezvous registry instead: the launcher binds a socket to 127.0.0.1 its
 agent's TCPStore serves on that socket (``master_listen_fd``), and the ranks reuse the agent's
 store (``use_agent_store``) rather than rank 0 hosting another one. See docs/exposure.md.
 
+Across machines (``ddplab-c10d``, ``across_machines_handler``): torch's own dynamic rendezvous
+(the c10d join protocol: node ranks, world size, keep-alives) runs over a store ddplab placed.
+The machine that holds the endpoint's address hosts it on a socket bound to that address only
+(cluster/endpoint.py decides); the others connect to it. The ranks of every machine reuse that
+store too, instead of group rank 0 hosting a second one on every interface.
+
 Imported only when ``exposure.loopback_store_unsupported()`` says this torch has the parts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING, Iterator
 
 from torch.distributed import PrefixStore, TCPStore
 from torch.distributed.elastic.rendezvous import (
@@ -25,10 +35,18 @@ from torch.distributed.elastic.rendezvous import (
     rendezvous_handler_registry,
 )
 
+if TYPE_CHECKING:
+    from .cluster.endpoint import StorePlan
+
 BACKEND_NAME = "ddplab-loopback"
+ACROSS_MACHINES_BACKEND = "ddplab-c10d"
 LOOPBACK_HOST = "127.0.0.1"
 LISTEN_FD_KEY = "listen_fd"  # rendezvous config entry: the socket the launcher bound
+STORE_HOST_KEY = "store_host"  # rendezvous config entry: the store's address as this machine reaches it
 _DEFAULT_TIMEOUT_S = 600.0
+_STORE_READ_TIMEOUT_S = 60  # torch's c10d rendezvous default for store operations
+# torch's dynamic rendezvous opt-out of the second store (documented in its dynamic_rendezvous.py).
+_NO_SHARED_STORE_ENV = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
 
 
 def bind_loopback(port: int = 0) -> socket.socket:
@@ -108,3 +126,141 @@ def register() -> str:
     """Make the handler known to elastic (idempotent); returns the backend name to launch with."""
     rendezvous_handler_registry.register(BACKEND_NAME, create_handler)
     return BACKEND_NAME
+
+
+# --- several machines --------------------------------------------------------------------------
+
+
+class AcrossMachinesRendezvous(RendezvousHandler):
+    """torch's dynamic rendezvous over a store ddplab placed; the ranks reuse that store."""
+
+    def __init__(self, inner: RendezvousHandler, store: TCPStore, store_info: RendezvousStoreInfo):
+        self._inner = inner
+        self._store: TCPStore | None = store  # held so the server lives as long as the handler
+        self._store_info = store_info
+
+    def get_backend(self) -> str:
+        return ACROSS_MACHINES_BACKEND
+
+    @property
+    def use_agent_store(self) -> bool:
+        return True
+
+    def next_rendezvous(self) -> RendezvousInfo:
+        # Asked to share its store, torch's handler would have group rank 0 host a second one,
+        # listening on every interface; with the opt-out it only publishes rank 0's address once
+        # (finding a free port on the way: a loopback socket opened and closed at once). The ranks
+        # are sent to this machine's way to the store instead.
+        with _environ_set(_NO_SHARED_STORE_ENV, "1"):
+            info = self._inner.next_rendezvous()
+        return RendezvousInfo(info.store, info.rank, info.world_size, self._store_info)
+
+    def is_closed(self) -> bool:
+        return self._inner.is_closed()
+
+    def set_closed(self) -> None:
+        self._inner.set_closed()
+
+    def num_nodes_waiting(self) -> int:
+        return self._inner.num_nodes_waiting()
+
+    def get_run_id(self) -> str:
+        return self._inner.get_run_id()
+
+    def shutdown(self) -> bool:
+        try:
+            return self._inner.shutdown()
+        finally:
+            self._store = None
+
+
+def across_machines_handler(params: RendezvousParameters) -> AcrossMachinesRendezvous:
+    """Elastic calls this with the launch's rendezvous parameters (registry contract).
+
+    With ``listen_fd`` this machine hosts the store on that socket; without it, it connects to
+    ``store_host`` (the address ``cluster.endpoint.wait_for_store`` found answering).
+    """
+    from torch.distributed.elastic.rendezvous.c10d_rendezvous_backend import C10dRendezvousBackend
+    from torch.distributed.elastic.rendezvous.dynamic_rendezvous import create_handler as dynamic_handler
+
+    from .cluster.endpoint import Endpoint
+
+    store_host = params.get(STORE_HOST_KEY)
+    if not store_host:
+        raise ValueError(f"the {ACROSS_MACHINES_BACKEND} rendezvous needs {STORE_HOST_KEY}: where the store is")
+    port = Endpoint.parse(params.endpoint).port
+    timeout = timedelta(seconds=params.get_as_int("read_timeout", _STORE_READ_TIMEOUT_S))
+    listen_fd = params.get(LISTEN_FD_KEY)
+    if listen_fd is not None:
+        own_fd = os.dup(int(listen_fd))  # the store closes what it is given; the launcher closes the original
+        store = TCPStore(store_host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=own_fd)
+    else:
+        store = TCPStore(store_host, port, None, False, timeout)
+    inner = dynamic_handler(store, C10dRendezvousBackend(store, params.run_id), params)
+    return AcrossMachinesRendezvous(inner, store, RendezvousStoreInfo(store_host, port))
+
+
+def register_across_machines() -> str:
+    """Make the across-machines handler known to elastic (idempotent); returns its backend name."""
+    rendezvous_handler_registry.register(ACROSS_MACHINES_BACKEND, across_machines_handler)
+    return ACROSS_MACHINES_BACKEND
+
+
+@dataclass(frozen=True)
+class Meeting:
+    """How this machine takes part in the job's rendezvous, once the store's host is settled."""
+
+    store: "StorePlan"
+    rdzv_configs: dict
+
+
+@contextlib.contextmanager
+def meet(store: "StorePlan", wait_s: float) -> Iterator[Meeting]:
+    """Host the store (bind its socket) or wait, bounded, until it answers; exit 3 when it cannot,
+    ``StoreWaitStopped`` when Ctrl+C or SIGTERM ends the wait.
+
+    With ``--rdzv-host auto`` a taken port on this machine's own address means another launcher
+    here hosts it (several launchers on one machine): this one joins as a client. The bound
+    socket is closed when the block ends; the store serves on its own duplicate meanwhile.
+    """
+    from . import interrupts
+    from .cluster.endpoint import StoreAddressInUse, bind_store_socket, wait_for_store
+
+    listener = None
+    if store.hosts_store:
+        try:
+            listener = bind_store_socket(store)
+        except StoreAddressInUse as exc:
+            if store.forced:
+                raise _port_taken(store, exc) from exc
+            store = store.as_client(f"{store.decided_by}, but {exc}: another launcher on this machine hosts it")
+    try:
+        if listener is not None:
+            yield Meeting(store, {LISTEN_FD_KEY: listener.fileno(), STORE_HOST_KEY: store.bind_address})
+        else:
+            answered = wait_for_store(store, wait_s, stop_requested=interrupts.requested)
+            yield Meeting(store, {STORE_HOST_KEY: answered.address})
+    finally:
+        if listener is not None:
+            listener.close()
+
+
+def _port_taken(store: "StorePlan", exc: Exception):
+    from .errors import EnvironmentUnsupported
+
+    return EnvironmentUnsupported("rdzv-store-cannot-listen",
+                                  f"--rdzv-host yes, but {exc}: this machine cannot host the store there",
+                                  hint="choose a free port for --rdzv-endpoint on every machine")
+
+
+@contextlib.contextmanager
+def _environ_set(name: str, value: str) -> Iterator[None]:
+    saved = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved

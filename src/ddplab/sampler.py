@@ -15,7 +15,8 @@ from typing import Callable
 
 import psutil
 
-from .launch import RunDir
+from .records.session import RankSample, Sample, SamplerPeaks, Timeseries
+from .rundir import RunDir
 from .platform import DeviceMonitor, DeviceSample
 from .timed_windows import SamplerGate
 
@@ -25,15 +26,15 @@ METHOD = ("every {interval}s in the launcher: psutil cpu_times/memory_info/num_c
 
 class RankSampler:
     def __init__(self, run: RunDir, monitor: DeviceMonitor, interval_s: float = 0.5,
-                 on_sample: Callable[[dict], None] | None = None, enabled: bool = True,
+                 on_sample: Callable[[Sample], None] | None = None, enabled: bool = True,
                  query_device_while_timing: bool = False):
         self.run = run
         self.monitor = monitor
         self.interval_s = interval_s
         self.on_sample = on_sample
         self.enabled = enabled  # off: measure a benchmark without the sampler's own disturbance
-        self.gate = None if query_device_while_timing else SamplerGate(run.path)
-        self.samples: list[dict] = []
+        self.gate = None if query_device_while_timing else SamplerGate(run)
+        self.samples: list[Sample] = []
         self.device_queries: list[tuple[float, float]] = []  # wall-clock (start, end) of each device query
         self.device_queries_skipped = 0  # skipped because a rank was timing
         self._procs: dict[int, psutil.Process] = {}
@@ -55,13 +56,13 @@ class RankSampler:
     def _loop(self):
         while not self._stop.is_set():
             sample = self.sample_once()
-            if sample["ranks"]:
+            if sample.ranks:
                 self.samples.append(sample)
                 if self.on_sample:
                     self.on_sample(sample)
             self._stop.wait(self.interval_s)
 
-    def sample_once(self) -> dict:
+    def sample_once(self) -> Sample:
         device = self._query_device()
         ranks = []
         for rank, pid in sorted(self.run.rank_pids().items()):
@@ -72,25 +73,15 @@ class RankSampler:
                 with proc.oneshot():
                     cpu = proc.cpu_times()
                     ctx = proc.num_ctx_switches()
-                    entry = {
-                        "rank": rank,
-                        "pid": pid,
-                        "cpu_user_s": round(cpu.user, 3),
-                        "cpu_system_s": round(cpu.system, 3),
-                        "ctx_switches": ctx.voluntary + ctx.involuntary,
-                        "rss_bytes": proc.memory_info().rss,
-                    }
+                    rss = proc.memory_info().rss
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
-            entry["device_mem_bytes"] = device.process_mem_bytes.get(pid)
-            entry["device_util_pct"] = device.process_util_pct.get(pid)
-            ranks.append(entry)
-        return {
-            "t_s": round(time.monotonic() - self._t0, 3),
-            "ranks": ranks,
-            "device_used_bytes": device.device_used_bytes,
-            "device_util_pct": device.device_util_pct,
-        }
+            ranks.append(RankSample(rank=rank, pid=pid, cpu_user_s=round(cpu.user, 3),
+                                    cpu_system_s=round(cpu.system, 3), ctx_switches=ctx.voluntary + ctx.involuntary,
+                                    rss_bytes=rss, device_mem_bytes=device.process_mem_bytes.get(pid),
+                                    device_util_pct=device.process_util_pct.get(pid)))
+        return Sample(t_s=round(time.monotonic() - self._t0, 3), ranks=ranks,
+                      device_used_bytes=dict(device.device_used_bytes), device_util_pct=dict(device.device_util_pct))
 
     def _query_device(self) -> DeviceSample:
         if self.gate is None:
@@ -108,29 +99,34 @@ class RankSampler:
         finally:
             self.device_queries.append((start, time.time()))
 
-    def timeseries(self) -> dict:
-        return {
-            "enabled": self.enabled,
-            "interval_s": self.interval_s,
-            "device_queries_kept_out_of_timed_windows": self.enabled and self.gate is not None,
-            "device_queries": len(self.device_queries),
-            "device_queries_skipped_while_timing": self.device_queries_skipped,
-            "method": METHOD.format(interval=self.interval_s, api=self.monitor.api or "nowhere (no vendor API)"),
-            "samples": self.samples,
-        }
+    def timeseries(self) -> Timeseries:
+        return Timeseries(
+            enabled=self.enabled,
+            interval_s=self.interval_s,
+            method=METHOD.format(interval=self.interval_s, api=self.monitor.api or "nowhere (no vendor API)"),
+            samples=list(self.samples),
+            device_queries_kept_out_of_timed_windows=self.enabled and self.gate is not None,
+            device_queries=len(self.device_queries),
+            device_queries_skipped_while_timing=self.device_queries_skipped,
+        )
 
-    def peaks(self) -> dict[int, dict]:
+    def peaks(self) -> dict[int, SamplerPeaks]:
         """Per rank: peak device memory and RSS seen, last CPU times."""
-        out: dict[int, dict] = {}
-        for s in self.samples:
-            for r in s["ranks"]:
-                cur = out.setdefault(r["rank"], {"peak_device_mem_bytes": None, "peak_rss_bytes": 0})
-                if r["device_mem_bytes"] is not None:
-                    cur["peak_device_mem_bytes"] = max(cur["peak_device_mem_bytes"] or 0, r["device_mem_bytes"])
-                cur["peak_rss_bytes"] = max(cur["peak_rss_bytes"], r["rss_bytes"])
-                cur["cpu_user_s"] = r["cpu_user_s"]
-                cur["cpu_system_s"] = r["cpu_system_s"]
-        return out
+        return peaks_by_rank(self.samples)
+
+
+def peaks_by_rank(samples: list[Sample]) -> dict[int, SamplerPeaks]:
+    out: dict[int, SamplerPeaks] = {}
+    for s in samples:
+        for r in s.ranks:
+            cur = out.get(r.rank, SamplerPeaks(peak_device_mem_bytes=None, peak_rss_bytes=0))
+            device = cur.peak_device_mem_bytes
+            if r.device_mem_bytes is not None:
+                device = max(device or 0, r.device_mem_bytes)
+            out[r.rank] = SamplerPeaks(peak_device_mem_bytes=device, peak_rss_bytes=max(cur.peak_rss_bytes or 0,
+                                                                                          r.rss_bytes),
+                                       cpu_user_s=r.cpu_user_s, cpu_system_s=r.cpu_system_s)
+    return out
 
 
 def _process(pid: int) -> psutil.Process | None:

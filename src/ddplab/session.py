@@ -1,21 +1,37 @@
 """One multi-rank run of a workload: detect, plan, start the sharing daemon the plan chose
-(re-planning without it when it cannot be used), launch, sample, supervise. Shared by
-every command that starts ranks (train, storm, sweep, ceiling, contention, drills), so each
-command only says what its ranks do and how to summarise what they return.
+(re-planning without it when it cannot be used), launch, sample, supervise. Shared by every
+measurement that starts ranks (train, storm, sweep, ceiling, contention, drills), so each one only
+says what its ranks do (a workload and its settings) and how to summarise what they return.
+
+What comes back is a ``Session``: the typed ``SessionRecord`` every measurement reports, plus
+what a measurement needs to summarise its ranks (each rank's ``RankReturn``) and the launch's live
+objects (the drills read the run directory and the failures).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from .config import LaunchOptions
-from .launch import LaunchResult, Rendezvous, RunDir, launch
+from .launch import LaunchResult, Rendezvous, launch
 from .platform import Platform
 from .policy import Placement
+from .records.codec import to_json
+from .records.session import FailureRecord, RankOutcome, RankReturn, SessionRecord
+from .rundir import RunDir
+from .sampler import RankSampler
 from .supervisor import Supervisor
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the ranks run: a name in workloads.WORKLOADS and its frozen settings."""
+
+    name: str
+    settings: Any
 
 
 @dataclass
@@ -24,87 +40,32 @@ class Session:
     placement: Placement
     run: RunDir
     outcome: LaunchResult
-    sampler: Any  # sampler.RankSampler, after it stopped
-    daemon: dict | None = None  # what the sharing daemon did (or why it was not used), when the plan chose one
-    hang: dict | None = None  # what the supervisor declared, when it declared a hang
-    ended_at: float = 0.0  # wall time the launch returned
-    nnodes: int = 1
+    record: SessionRecord
+    ended_at: float  # wall time the launch returned
+    # Wall-clock (start, end) of each device query the sampler made: a benchmark checks its timed windows
+    # against them (timed_windows.overlaps).
+    device_queries: list[tuple[float, float]] = field(default_factory=list)
 
-    def rank_values(self) -> list[dict]:
+    @property
+    def returns(self) -> list[RankReturn]:
+        """What each rank that finished sent back, by global rank."""
         return [self.outcome.return_values[r] for r in sorted(self.outcome.return_values)]
 
-    def common_results(self) -> dict:
-        """What every multi-rank command reports: placement, outcome, ranks, time series."""
-        outcome, placement = self.outcome, self.placement
-        return {
-            "backend": placement.backend,
-            "backend_reason": placement.backend_reason,
-            "shared_device": placement.shared_device,
-            "placement": placement.to_dict(),
-            "warnings": list(placement.warnings),
-            "sharing_daemon": self.daemon,
-            "run_id": outcome.run_id,
-            "run_dir": outcome.run_dir,
-            "world_size": self.world_size(),
-            "nnodes": self.nnodes,
-            "completed": outcome.ok and bool(outcome.return_values),
-            "ranks": self.rank_entries(),
-            "torchrun_root_cause_rank": outcome.torchrun_root_cause_rank,
-            "launcher_error": outcome.launcher_error,
-            "listen": outcome.listen,
-            "interrupted": outcome.interrupted,
-            "hang": self.hang,
-            "expected_failure": placement.expected_failure,
-            "expected_failure_observed": self._refusal_seen(),
-            "duration_s": round(outcome.duration_s, 3),
-            "timeseries": self.sampler.timeseries(),
-        }
+    @property
+    def results(self) -> list[Any]:
+        """Each finished rank's workload result, by global rank."""
+        return [r.result for r in self.returns]
 
-    def _refusal_seen(self) -> bool | None:
-        """Did the library refuse with the words the policy predicted (forced backend)?"""
-        refusal = self.placement.expected_failure
-        if not refusal or self.outcome.ok:
-            return None
-        quoted = refusal.split('"')[1] if '"' in refusal else refusal
-        text = " ".join(f.message + f.log_tail for f in self.outcome.failures.values())
-        return quoted.lower() in text.lower()
 
-    def world_size(self) -> int:
-        reported = [v.get("world_size") for v in self.outcome.return_values.values() if v.get("world_size")]
-        return reported[0] if reported else len(self.placement.device_indices) * self.nnodes
+@dataclass(frozen=True)
+class Observer:
+    """Who watches a run: a terminal (rich Console) to announce it and show live ranks, or nobody."""
 
-    def local_ranks(self) -> dict[int, int]:
-        """Global rank -> local rank of the ranks this launcher started.
+    console: Any = None
+    live: bool = True
 
-        Elastic keys results by global rank and gives each node a contiguous block of
-        nproc ranks in local-rank order, so one known global rank locates the block.
-        """
-        n = len(self.placement.device_indices)
-        seen = set(self.run.rank_pids()) | set(self.outcome.return_values) | set(self.outcome.failures)
-        base = (min(seen) // n) * n if seen else 0
-        return {base + i: i for i in range(n)}
 
-    def rank_entries(self) -> list[dict]:
-        """One entry per rank this launcher started, finished or not: identity, status, sampler peaks, result."""
-        peaks = self.sampler.peaks()
-        pids = self.run.rank_pids()
-        entries = []
-        for rank, local in self.local_ranks().items():
-            value = self.outcome.return_values.get(rank)
-            failure = self.outcome.failures.get(rank)
-            entry = {"rank": rank, "local_rank": local,
-                     "pid": (value or {}).get("pid") or (failure.pid if failure else pids.get(rank)),
-                     "device": self.placement.device_label(local),
-                     "peak_mem_bytes": (value or {}).get("peak_mem_bytes"),
-                     "status": "finished" if value else ("failed" if failure else "stopped by launcher")}
-            entry.update(peaks.get(rank, {}))
-            if value:
-                entry.update({k: v for k, v in value.items() if k not in entry})
-            if failure:
-                entry["failure"] = {"exitcode": failure.exitcode, "signal": failure.signal,
-                                    "message": failure.message[-1500:], "log_tail": failure.log_tail}
-            entries.append(entry)
-        return entries
+QUIET = Observer()
 
 
 def prepare(opts: LaunchOptions, with_memory: bool = False) -> tuple[Platform, Placement]:
@@ -116,21 +77,21 @@ def prepare(opts: LaunchOptions, with_memory: bool = False) -> tuple[Platform, P
     return platform, plan(opts, platform)
 
 
-def start_sharing_daemon(opts: LaunchOptions, platform: Platform, placement: Placement, run_path,
+def start_sharing_daemon(opts: LaunchOptions, platform: Platform, placement: Placement, run: RunDir,
                          make_daemon: Callable | None = None) -> tuple[Placement, Any]:
     """Start the sharing daemon the placement chose, if any; returns (placement to run, daemon or None).
 
     If the daemon cannot be used (it does not start, or refuses a test client), it is stopped
     at once and the run is re-planned without it: the policy's reason and warning say why
     (with --mps that is an error, exit 3). The caller stops a returned daemon in its finally.
-    ``make_daemon(vendor, run_path)`` is the seam tests use to inject a daemon that fails.
+    ``make_daemon(vendor, run_dir)`` is the seam tests use to inject a daemon that fails.
     """
     from .platform import sharing_daemon as daemon_mod
     from .policy import plan
 
     if placement.sharing_daemon is None:
         return placement, None
-    daemon = (make_daemon or daemon_mod.PrivateDaemon)(platform.spec, run_path)
+    daemon = (make_daemon or daemon_mod.PrivateDaemon)(platform.spec, run.sharing_daemon_dir)
     try:
         env = daemon.start(placement.device_indices)
     except daemon_mod.DaemonUnusable as exc:
@@ -142,53 +103,134 @@ def start_sharing_daemon(opts: LaunchOptions, platform: Platform, placement: Pla
     return replace(placement, env={**placement.env, **env}), daemon
 
 
-def run_workload(workload: str, payload: dict, opts: LaunchOptions, label: str, console=None,
-                 live: bool = True, sample: bool = True, prepared: tuple | None = None,
-                 controller: Callable[[RunDir], None] | None = None,
-                 make_daemon: Callable | None = None, sample_device_while_timing: bool = False) -> Session:
-    """Start ``opts.nproc`` ranks running ``workload`` with ``payload`` as its settings.
+def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: Observer = QUIET,
+                 sample: bool = True, prepared: tuple[Platform, Placement] | None = None,
+                 controller: Callable[[RunDir], None] | None = None, make_daemon: Callable | None = None,
+                 sample_device_while_timing: bool = False, rank_env: dict[str, str] | None = None) -> Session:
+    """Start the planned ranks running ``workload``; return the session once they are all gone.
 
     The sampler keeps its device queries out of the ranks' timed windows unless
-    ``sample_device_while_timing`` (timed_windows.py).
-
-    ``controller(run)``, if given, runs in a launcher-side thread while the ranks run
-    (fault drills inject kills and pauses from there). ``make_daemon``: see start_sharing_daemon.
+    ``sample_device_while_timing`` (timed_windows.py). ``controller(run)``, if given, runs in a
+    launcher-side thread while the ranks run (fault drills inject kills and pauses from there).
+    ``make_daemon``: see start_sharing_daemon. ``rank_env``: variables every rank sets before init, on top of
+    the placement's (a drill's blocking-wait switch); the report's placement shows them.
     """
     from . import display
     from .platform import open_monitor
-    from .sampler import RankSampler
-    from .worker import rank_main
+    from .worker import RankJob, rank_main
 
     platform, placement = prepared or prepare(opts)
     run = RunDir.create(opts.run_dir, label)
     monitor = daemon = None
+    console = observer.console
     try:
-        placement, daemon = start_sharing_daemon(opts, platform, placement, run.path, make_daemon)
+        placement, daemon = start_sharing_daemon(opts, platform, placement, run, make_daemon)
+        if rank_env:
+            placement = replace(placement, env={**placement.env, **rank_env})
         if console is not None:
-            display.announce(console, placement, opts.nproc, run)
+            display.announce(console, placement, run)
             if daemon is not None:
                 console.print(f"sharing daemon: {daemon.describe()}")
-        job = {
-            "workload": workload,
-            "placement": placement.to_dict(),
-            "platform_backend": platform.backend,
-            "timeout_s": opts.timeout_s,
-            workload: payload,
-        }
+        job = RankJob(workload=workload.name, settings=workload.settings, placement=placement,
+                      timeout_s=opts.timeout_s, platform_backend=platform.backend)
         monitor = open_monitor(platform.spec)
-        with display.live_ranks(console if live else None) as update, \
+        with display.live_ranks(console if observer.live else None) as update, \
                 RankSampler(run, monitor, on_sample=update, enabled=sample,
                             query_device_while_timing=sample_device_while_timing) as sampler, \
-                Supervisor(run.path, opts.nproc, opts.hang_timeout_s) as supervisor:
+                Supervisor(run, placement.nproc, opts.hang_timeout_s) as supervisor:
             if controller is not None:
                 threading.Thread(target=controller, args=(run,), name="ddplab-controller", daemon=True).start()
-            rdzv = Rendezvous(nnodes=opts.nnodes, endpoint=opts.rdzv_endpoint or Rendezvous.endpoint)
-            outcome = launch(rank_main, job, opts.nproc, run, rdzv)
+            rdzv = Rendezvous.from_options(opts)
+            outcome = launch(rank_main, job, placement.nproc, run, rdzv)
             ended_at = time.time()
     finally:
         if monitor is not None:
             monitor.close()
         if daemon is not None:
             daemon.stop()  # never leave a daemon behind, least of all one a crashed rank may have poisoned
-    return Session(platform, placement, run, outcome, sampler, daemon.record() if daemon else None,
-                   supervisor.hang, ended_at, opts.nnodes)
+    record = replace(_record(placement, run, outcome, sampler, daemon.record() if daemon else None,
+                             supervisor.hang, opts.nnodes), platform=platform)
+    return Session(platform, placement, run, outcome, record, ended_at, list(sampler.device_queries))
+
+
+def _record(placement: Placement, run: RunDir, outcome: LaunchResult, sampler: RankSampler, daemon: dict | None,
+            hang, nnodes: int) -> SessionRecord:
+    """What every multi-rank measurement reports about its run."""
+    return SessionRecord(
+        backend=placement.backend,
+        backend_reason=placement.backend_reason,
+        shared_device=placement.shared_device,
+        placement=to_json(placement),
+        warnings=list(placement.warnings),
+        sharing_daemon=daemon,
+        run_id=outcome.run_id,
+        run_dir=outcome.run_dir,
+        world_size=_world_size(outcome, placement, nnodes),
+        nnodes=nnodes,
+        completed=outcome.ok and bool(outcome.return_values),
+        ranks=_rank_outcomes(placement, run, outcome, sampler),
+        torchrun_root_cause_rank=outcome.torchrun_root_cause_rank,
+        launcher_error=outcome.launcher_error,
+        listen=outcome.listen,
+        interrupted=outcome.interrupted,
+        hang=hang,
+        expected_failure=placement.expected_failure,
+        expected_failure_observed=_refusal_seen(placement, outcome),
+        duration_s=round(outcome.duration_s, 3),
+        timeseries=sampler.timeseries(),
+    )
+
+
+def _refusal_seen(placement: Placement, outcome: LaunchResult) -> bool | None:
+    """Did the library refuse with the words the policy predicted (forced backend)?"""
+    refusal = placement.expected_failure
+    if not refusal or outcome.ok:
+        return None
+    quoted = refusal.split('"')[1] if '"' in refusal else refusal
+    text = " ".join(f.message + f.log_tail for f in outcome.failures.values())
+    return quoted.lower() in text.lower()
+
+
+def _world_size(outcome: LaunchResult, placement: Placement, nnodes: int) -> int:
+    reported = [v.world_size for v in outcome.return_values.values()]
+    return reported[0] if reported else placement.nproc * nnodes
+
+
+def _node_base(placement: Placement, run: RunDir, outcome: LaunchResult) -> int:
+    """The global rank of this machine's local rank 0: from a rank that reported, else 0 (one machine)."""
+    from . import status
+
+    for value in outcome.return_values.values():
+        return value.rank - value.local_rank
+    for failure in outcome.failures.values():
+        return failure.rank - failure.local_rank
+    states = status.read_all(run)
+    return next(iter(states.values())).node_base if states else 0
+
+
+def _rank_outcomes(placement: Placement, run: RunDir, outcome: LaunchResult,
+                   sampler: RankSampler) -> list[RankOutcome]:
+    """One entry per rank this launcher started, finished or not: identity, status, sampler peaks, result."""
+    peaks = sampler.peaks()
+    pids = run.rank_pids()
+    base = _node_base(placement, run, outcome)
+    entries = []
+    for local in range(placement.nproc):
+        rank = placement.global_rank(local, base)
+        value = outcome.return_values.get(rank)
+        failure = outcome.failures.get(rank)
+        pid = value.pid if value else (failure.pid if failure else pids.get(rank))
+        entries.append(RankOutcome(
+            rank=rank, local_rank=local, pid=pid, device=placement.device_label(local),
+            peak_mem_bytes=getattr(value.result, "peak_mem_bytes", None) if value else None,
+            status="finished" if value else ("failed" if failure else "stopped by launcher"),
+            peaks=peaks.get(rank),
+            world_size=value.world_size if value else None,
+            hostname=value.hostname if value else None,
+            backend=value.backend if value else None,
+            memory_cap_applied=value.memory_cap_applied if value else None,
+            failure=FailureRecord(failure.exitcode, failure.signal, failure.message[-1500:], failure.log_tail)
+            if failure else None,
+            result=value.result if value else None,
+        ))
+    return entries

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 
-from .config import check_number
+from .config import MAX_SIZE_BYTES, check_number
 from .errors import UsageError
 
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
@@ -14,7 +14,6 @@ _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 # -f 1.1 over the same range about 230; -f 1.0000001 would be about a billion.
 MAX_SIZES = 1000
 MAX_STEP_FACTOR = float(1 << 20)
-MAX_SIZE_BYTES = 1 << 50  # a pebibyte: no device or host holds one buffer that large
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)B?\s*$", re.IGNORECASE)
 
 
@@ -66,3 +65,45 @@ def human(n: int) -> str:
         if n >= _UNITS[unit] and n % _UNITS[unit] == 0:
             return f"{n // _UNITS[unit]}{unit}"
     return str(n)
+
+
+def range_args(sizes: tuple[int, ...] | list[int], prefer_factor: float = 2.0) -> tuple[str, str, float] | None:
+    """-b/-e/-f text that ``size_range`` turns back into exactly ``sizes``; None when no range gives them.
+
+    A config keeps the sizes it measures, not the user's spelling of them; its command line (to_argv) is
+    derived here. Each step s -> t of size_range bounds the factor: t = int(s * f) > s needs
+    t/s <= f < (t+1)/s, and t = s + 1 needs f < (s+2)/s. Any factor inside every bound rebuilds the list;
+    the one chosen is ``prefer_factor`` when it fits, else the shortest decimal that does (and is checked).
+    """
+    sizes = list(sizes)
+    if not sizes or any(not isinstance(s, int) or s < 1 for s in sizes):
+        return None
+    low, high = 1.0, MAX_STEP_FACTOR
+    for s, t in zip(sizes, sizes[1:]):
+        if t <= s:
+            return None
+        if t == s + 1:
+            high = min(high, (s + 2) / s)
+        else:
+            low, high = max(low, t / s), min(high, (t + 1) / s)
+    begin, end = human(sizes[0]), human(sizes[-1])
+    for factor in _factor_candidates(low, high, prefer_factor):
+        try:
+            if size_range(begin, end, factor) == sizes:
+                return begin, end, factor
+        except UsageError:
+            continue
+    return None
+
+
+def _factor_candidates(low: float, high: float, prefer: float):
+    """Factors near [low, high) above 1, most readable first: ``prefer``, then fewer decimals. The bounds are
+    widened by a rounding error (size_range multiplies in floating point); the caller checks each one."""
+    low, high = low * (1 - 1e-12), high * (1 + 1e-12)
+    if low <= prefer < high:
+        yield prefer
+    for digits in range(0, 17):
+        scale = 10 ** digits
+        candidate = max(math.ceil(low * scale), scale + 1) / scale
+        if candidate < high:
+            yield candidate

@@ -11,7 +11,8 @@ came out 5-15x slower than nccl-tests while their neighbours matched (docs/metri
   size of a smooth curve takes 4x its neighbour and must not be flagged.
 
 Inside the curve no scaling is needed: a smooth curve never takes longer than its
-larger neighbour, so it can never be more than 2x both. Pure: rows in, findings out.
+larger neighbour, so it can never be more than 2x both. Pure: rows in, findings out
+(records.sweep.Spike).
 
 ``judge`` is the one rule for what a spike does to a verdict (the sweep's and its check
 row's): WARN on an accelerator; on the host CPU the spikes are listed and printed but
@@ -21,6 +22,11 @@ runs (on a 2-core machine under load, repetitions of one size varied 4x).
 
 from __future__ import annotations
 
+from typing import Iterable, Protocol
+
+from .records import Verdict
+from .records.sweep import Neighbour, Spike
+
 FACTOR = 2.0
 FINDING = "a size far off its neighbours is a finding to explain"
 RULE = (f"more than {FACTOR:g}x the time of both neighbours (same op and placement); the largest size against its "
@@ -28,51 +34,53 @@ RULE = (f"more than {FACTOR:g}x the time of both neighbours (same op and placeme
 HOST_NOTE = "informational on the host CPU: its cores are shared with everything else the machine runs"
 
 
-def find_spikes(rows: list[dict], factor: float = FACTOR) -> list[dict]:
-    """Rows are dicts with op, size_bytes, in_place and time_us (rows without a time are ignored)."""
+class Timed(Protocol):
+    """A row with a time at a size: a records.sweep.SweepRow or a records.compare.TimedRow."""
+
+    op: str
+    size_bytes: int | None
+    in_place: bool | None
+    time_us: float | None
+
+
+def find_spikes(rows: Iterable[Timed], factor: float = FACTOR) -> list[Spike]:
+    """Rows without a time (skipped, failed, N/A) are ignored."""
     spikes = []
     for series in _series(rows).values():
         for i, row in enumerate(series):
             bounds = _neighbour_bounds(series, i)
             if not bounds:
                 continue
-            ratio = min(row["time_us"] / expected for _, expected in bounds)
+            ratio = min(row.time_us / expected for _, expected in bounds)
             if ratio > factor:
-                spikes.append({
-                    "op": row["op"], "size_bytes": row["size_bytes"], "in_place": row["in_place"],
-                    "time_us": row["time_us"],
-                    "neighbours": [{"size_bytes": n["size_bytes"], "time_us": n["time_us"]} for n, _ in bounds],
-                    "factor": round(ratio, 2),
-                })
+                spikes.append(Spike(op=row.op, size_bytes=row.size_bytes, in_place=row.in_place, time_us=row.time_us,
+                                    neighbours=[Neighbour(n.size_bytes, n.time_us) for n, _ in bounds],
+                                    factor=round(ratio, 2)))
     return spikes
 
 
-def judge(found: list[dict], host_only: bool) -> str:
-    return "warn" if found and not host_only else "pass"
+def judge(found: list[Spike], host_only: bool) -> Verdict:
+    return Verdict.WARN if found and not host_only else Verdict.PASS
 
 
-def spike_key(spike: dict) -> tuple:
-    return spike["op"], spike["size_bytes"], spike["in_place"]
-
-
-def _series(rows: list[dict]) -> dict[tuple, list[dict]]:
-    out: dict[tuple, list[dict]] = {}
+def _series(rows: Iterable[Timed]) -> dict[tuple, list[Timed]]:
+    out: dict[tuple, list[Timed]] = {}
     for row in rows:
-        if row.get("time_us"):
-            out.setdefault((row["op"], row["in_place"]), []).append(row)
-    return {key: sorted(series, key=lambda r: r["size_bytes"]) for key, series in out.items()}
+        if row.time_us and row.size_bytes is not None:
+            out.setdefault((row.op, row.in_place), []).append(row)
+    return {key: sorted(series, key=lambda r: r.size_bytes) for key, series in out.items()}
 
 
-def _neighbour_bounds(series: list[dict], i: int) -> list[tuple[dict, float]]:
+def _neighbour_bounds(series: list[Timed], i: int) -> list[tuple[Timed, float]]:
     """(neighbour, the longest time it makes plausible for size i) for each neighbour."""
     row = series[i]
     bounds = []
     if i > 0:
         smaller = series[i - 1]
         last = i == len(series) - 1
-        scale = row["size_bytes"] / smaller["size_bytes"] if last else 1.0
-        bounds.append((smaller, smaller["time_us"] * scale))
+        scale = row.size_bytes / smaller.size_bytes if last else 1.0
+        bounds.append((smaller, smaller.time_us * scale))
     if i < len(series) - 1:
         larger = series[i + 1]
-        bounds.append((larger, larger["time_us"]))
+        bounds.append((larger, larger.time_us))
     return bounds

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Iterator
 
 from . import status
+from .rundir import SAMPLER_FLAG, RunDir
 
 TIMING_PHASE = "timing"
 AFTER_TIMING_PHASE = "running"
-SAMPLER_FLAG = "sampler-querying-device"  # no .json suffix: status readers never take it for a rank
 MAX_WAIT_S = 2.0  # a rank never waits longer for the sampler; it then times anyway, and overlaps() shows it
 POLL_S = 0.0005
 
@@ -38,9 +38,9 @@ POLL_S = 0.0005
 class SamplerGate:
     """Launcher side: lets a device query through only while no rank is timing."""
 
-    def __init__(self, run_dir: str | Path):
-        self.run_dir = Path(run_dir)
-        self.flag = self.run_dir / "status" / SAMPLER_FLAG  # beside the ranks' status files (status.py)
+    def __init__(self, run: RunDir):
+        self.run = run
+        self.flag = run.sampler_flag  # beside the ranks' status files (status.py)
 
     @contextmanager
     def device_query(self) -> Iterator[bool]:
@@ -48,7 +48,7 @@ class SamplerGate:
         self.flag.parent.mkdir(parents=True, exist_ok=True)
         self.flag.touch()
         try:
-            yield not any(s.get("phase") == TIMING_PHASE for s in status.read_all(self.run_dir).values())
+            yield not any(s.phase == TIMING_PHASE for s in status.read_all(self.run).values())
         finally:
             self.flag.unlink(missing_ok=True)
 
@@ -65,7 +65,7 @@ def timing(rank_status, max_wait_s: float = MAX_WAIT_S) -> Iterator[float]:
         return
     rank_status.phase(TIMING_PHASE)
     try:
-        yield wait_for_sampler(Path(rank_status.path).parent / SAMPLER_FLAG, max_wait_s)
+        yield wait_for_sampler(Path(rank_status.path).parent / SAMPLER_FLAG, max_wait_s)  # RunDir.sampler_flag
     finally:
         rank_status.phase(AFTER_TIMING_PHASE)
 

@@ -16,9 +16,13 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
+from typing import Any
 
 from .files import write_text_atomic
+from .policy import Placement
+from .records.codec import to_json
+from .records.session import RankReturn
+from .rundir import LAUNCHER_PID_ENV, RunDir
 from .status import RankStatus
 
 _PR_SET_PDEATHSIG = 1
@@ -27,7 +31,7 @@ _PR_SET_PDEATHSIG = 1
 def guard_parent(launcher_pid: int, poll_s: float = 0.25) -> None:
     """Make sure this rank dies when the launcher dies, even by SIGKILL.
 
-    PR_SET_PDEATHSIG is immediate but tied to the parent *thread* (pitfalls.md), so a
+    PR_SET_PDEATHSIG is immediate but tied to the parent *thread* (docs/background.md §3), so a
     watcher thread also polls the parent and the launcher and kills this rank if
     either is gone.
     """
@@ -61,21 +65,31 @@ def guard_parent(launcher_pid: int, poll_s: float = 0.25) -> None:
     threading.Thread(target=watch, name="ddplab-parent-guard", daemon=True).start()
 
 
+@dataclass(frozen=True)
+class RankJob:
+    """What every rank of a run is asked to do; it reaches ``rank_main`` unchanged (elastic pickles it)."""
+
+    workload: str  # a name in workloads.WORKLOADS
+    settings: Any  # the workload's own frozen settings (records/<measurement>.py)
+    placement: Placement
+    timeout_s: float  # the process-group timeout
+    platform_backend: str  # the vendor's backend: only it gets eager communicator creation
+
+    def describe(self) -> dict:
+        """The job as people read it in job.json."""
+        return to_json(self)
+
+
 @dataclass
 class RankContext:
-    """What a workload gets: who it is, its device, the job description, its status writer."""
+    """What a workload gets: who it is, its device, its settings, its status writer."""
 
     rank: int
     local_rank: int
     world_size: int
-    runtime: object  # platform.DeviceRuntime
-    job: dict
-    status: object = None  # status.RankStatus
-
-    @property
-    def settings(self) -> dict:
-        """The workload's own settings (job[<workload name>])."""
-        return self.job[self.job["workload"]]
+    runtime: Any  # platform.DeviceRuntime
+    settings: Any  # RankJob.settings
+    status: RankStatus | None = None
 
     @property
     def device(self):
@@ -93,54 +107,46 @@ def ignore_sigint() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def rank_main(job: dict) -> dict:
-    guard_parent(int(os.environ["DDPLAB_LAUNCHER_PID"]))
+def rank_main(job: RankJob) -> RankReturn:
+    run = RunDir.from_environ()
+    guard_parent(int(os.environ[LAUNCHER_PID_ENV]))
     ignore_sigint()
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ["LOCAL_RANK"])
     world_size = int(os.environ["WORLD_SIZE"])
-    run_dir = os.environ["DDPLAB_RUN_DIR"]
-    write_text_atomic(Path(run_dir, "pids", str(rank)), f"{os.getpid()}\n")
-    status = RankStatus(run_dir, rank)
-    _stacks_on_sigusr1(run_dir, rank)
+    write_text_atomic(run.pid_file(rank), f"{os.getpid()}\n")
+    status = RankStatus(run, rank, local_rank)
+    _stacks_on_sigusr1(run, rank)
     try:
         result, runtime, capped = _run(job, rank, local_rank, world_size, status)
     except BaseException as exc:
         status.phase("failed", error=f"{type(exc).__name__}: {exc}"[-2000:], failed_at=time.time())
         raise
     status.phase("finished")
-    return {
-        "rank": rank,
-        "local_rank": local_rank,
-        "world_size": world_size,
-        "pid": os.getpid(),
-        "hostname": socket.gethostname(),
-        "device": runtime.device_label(),
-        "backend": job["placement"]["backend"],
-        "memory_cap_applied": capped,
-        **result,
-    }
+    return RankReturn(rank=rank, local_rank=local_rank, world_size=world_size, pid=os.getpid(),
+                      hostname=socket.gethostname(), device=runtime.device_label(), backend=job.placement.backend,
+                      memory_cap_applied=capped, result=result)
 
 
-def _run(job: dict, rank: int, local_rank: int, world_size: int, status):
-    placement = job["placement"]
-    os.environ.update(placement["env"])  # before torch.distributed creates any communicator
+def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: RankStatus):
+    placement = job.placement
+    os.environ.update(placement.env)  # before torch.distributed creates any communicator
 
     import torch.distributed as dist
 
     from .platform import DeviceRuntime
     from .workloads import get_workload
 
-    workload = get_workload(job["workload"])
-    runtime = DeviceRuntime(placement["device_type"], placement["device_indices"][local_rank])
+    workload = get_workload(job.workload)
+    runtime = DeviceRuntime(placement.device_type, placement.device_indices[local_rank])
     runtime.activate()
-    capped = runtime.cap_memory(placement["memory_fraction"])
-    ctx = RankContext(rank, local_rank, world_size, runtime, job, status)
+    capped = runtime.cap_memory(placement.memory_fraction)
+    ctx = RankContext(rank, local_rank, world_size, runtime, job.settings, status)
     if hasattr(workload, "before_init"):  # e.g. a drill's late rank
         workload.before_init(ctx)
 
-    init_kwargs = {"backend": placement["backend"], "timeout": timedelta(seconds=job["timeout_s"])}
-    if placement["backend"] == job["platform_backend"] and not runtime.is_host:
+    init_kwargs = {"backend": placement.backend, "timeout": timedelta(seconds=job.timeout_s)}
+    if placement.backend == job.platform_backend and not runtime.is_host:
         # Eager communicator creation, so that refusals ("Duplicate GPU detected")
         # surface in init_process_group rather than at the first collective.
         init_kwargs["device_id"] = runtime.device
@@ -149,16 +155,16 @@ def _run(job: dict, rank: int, local_rank: int, world_size: int, status):
     status.phase("running")
     result = workload.run(ctx)
     # Only after success: destroying a communicator while peers wait inside a collective
-    # blocks (seen on NCCL), which would hide this rank's own error from everyone.
+    # blocks (docs/background.md §3), which would hide this rank's own error from everyone.
     dist.destroy_process_group()
     return result, runtime, capped
 
 
-def _stacks_on_sigusr1(run_dir: str, rank: int) -> None:
+def _stacks_on_sigusr1(run: RunDir, rank: int) -> None:
     """The supervisor sends SIGUSR1 before tearing a hung group down: dump every thread's stack."""
     import faulthandler
 
-    path = Path(run_dir, "stacks", f"{rank}.txt")
+    path = run.stack_file(rank)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = open(path, "w")  # kept open for the life of the rank: faulthandler writes to its fd
     faulthandler.register(signal.SIGUSR1, file=handle, all_threads=True)

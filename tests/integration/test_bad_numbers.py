@@ -7,7 +7,7 @@ import psutil
 import pytest
 
 from ddplab.cli import main
-from ddplab.launch import RunDir
+from ddplab.rundir import RunDir
 from tests.conftest import run_cli
 
 GiB = 1 << 30

@@ -1,5 +1,6 @@
 """storm, sweep, ceiling, contention and compare for real on CPU with gloo (CI-sized)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -104,10 +105,23 @@ def test_compare_fixture_with_a_sweep(tmp_path):
     proc, _ = _run(tmp_path, "sweep", "--nproc", "2", "-b", "4", "-e", "1K", "-f", "4", "-n", "2")
     assert proc.returncode == 0
     sweep_json = tmp_path / "out.json"
-    proc = run_cli("compare", str(FIXTURE), str(sweep_json), "--tolerance", "1000000%", cwd=tmp_path)
+    # gloo on 2 cores is far more than the largest tolerance (10000%) slower than NVLink: judge no size
+    proc = run_cli("compare", str(FIXTURE), str(sweep_json), "--tolerance", "10000%", "--min-size", "2K", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "5 rows compared" in proc.stdout  # 4, 16, 64, 256, 1024 bytes, in-place
     proc = run_cli("compare", str(FIXTURE), str(sweep_json), cwd=tmp_path)  # gloo on 2 cores vs NVLink
     assert proc.returncode == 1 and "<- slower" in proc.stdout
     proc = run_cli("compare", str(sweep_json), str(sweep_json), cwd=tmp_path)
     assert proc.returncode == 0 and "0 slower" in proc.stdout
+
+
+def test_compare_lines_up_storm_reports_through_their_record(tmp_path):
+    proc, doc = _run(tmp_path, "storm", "--nproc", "2", "--iters", "200")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc["results"]["mean_us"] *= 1.5  # planted: the storm got 50% slower
+    slower = tmp_path / "slower.json"
+    slower.write_text(json.dumps(doc))
+    proc = run_cli("compare", str(tmp_path / "out.json"), str(slower), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "storm" in proc.stdout and "50.0%" in proc.stdout and "<- slower" in proc.stdout
+    assert run_cli("compare", str(slower), str(slower), cwd=tmp_path).returncode == 0

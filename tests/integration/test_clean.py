@@ -10,14 +10,18 @@ import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 from pathlib import Path
 
 import psutil
 import pytest
 
 from ddplab import procs
-from ddplab.commands import run as run_command
+from ddplab import lab
+from ddplab.records import Report, Verdict
+from ddplab.records.run import StageRecord
 from ddplab.platform import DeviceMonitor, DeviceSample
+from ddplab.records.codec import to_json
 from tests.conftest import load_json, run_cli
 
 pytestmark = pytest.mark.slow
@@ -176,7 +180,7 @@ def test_a_nohup_gpu_job_is_another_process_never_an_orphan(tmp_path):
         assert (entry.program, entry.user, entry.device_mem_bytes, entry.holds_device_node) == \
             (f"{Path(sys.executable).name} gpu_job.py", psutil.Process(job).username(), 1_717_986_918, True)
         assert entry.not_orphan_because == "no launcher marked it"
-        assert SECRET not in json.dumps(entry.to_dict()), "the job's arguments reached the report"
+        assert SECRET not in json.dumps(to_json(entry)), "the job's arguments reached the report"
 
         proc = run_cli("clean", "--yes", "--json", str(tmp_path / "clean.json"))
         assert proc.returncode in (0, 1), proc.stderr
@@ -218,7 +222,7 @@ def test_a_pid_reused_since_it_was_listed_is_refused():
         listed = procs.Orphan(pid=sleeper.pid, ppid=os.getpid(), create_time=real - 3.0, age_s=3.0, cmdline="python",
                               device_mem_bytes=None, run_id="r", reason="listed before the pid was reused")
         result = procs.end([listed], grace_s=1)
-        assert result["refused"] == [sleeper.pid] and result["terminated"] == [] and result["killed"] == []
+        assert result.refused == [sleeper.pid] and result.terminated == [] and result.killed == []
         assert sleeper.poll() is None, "a process that merely reused a listed pid was signalled"
     finally:
         sleeper.kill()
@@ -245,17 +249,20 @@ def test_run_leftover_check_counts_only_this_runs_orphans(tmp_path):
         for launcher in (older, ours):
             os.kill(launcher.pid, signal.SIGKILL)
             launcher.wait()
-        records = [{"name": "train-shared", "verdict": "pass", "report": {"results": {"run_id": "train-other"}}}]
-        check = run_command._leftover_check(records)
-        assert check["verdict"] == "pass", check["summary"]
-        assert older_rank in {o["pid"] for o in check["other_orphans"]} and check["orphans"] == []
+        records = [_stage("train-shared", SimpleNamespace(session=SimpleNamespace(run_id="train-other")))]
+        check = lab.leftover_check(records)
+        assert check.verdict is Verdict.PASS, check.summary
+        assert older_rank in {o.pid for o in check.other_orphans} and check.orphans == []
 
-        records.append({"name": "drills", "verdict": "pass",
-                        "report": {"results": {"drills": [{"session": {"run_id": "train-this-run"}}]}}})
-        check = run_command._leftover_check(records)
-        assert check["verdict"] == "fail" and [o["pid"] for o in check["orphans"]] == [our_rank]
+        records.append(_stage("drills", SimpleNamespace(run_ids=lambda: {"train-this-run"})))
+        check = lab.leftover_check(records)
+        assert check.verdict is Verdict.FAIL and [o.pid for o in check.orphans] == [our_rank]
     finally:
         _kill(older.pid, older_rank, ours.pid, our_rank)
+
+
+def _stage(name: str, results) -> StageRecord:
+    return StageRecord(name, f"ddplab {name}", Verdict.PASS, "", report=Report(name, None, None, results, Verdict.PASS))
 
 
 def _fake_ddplab_run(tmp_path: Path, run_id: str) -> tuple[subprocess.Popen, int]:

@@ -6,21 +6,29 @@ option is refused now; here the ranks crash before the fault another way (a buff
 elements), which the drill must not mistake for catching its fault.
 """
 
+import signal
+
 import pytest
 
-from ddplab.drills import common
-from ddplab.drills.common import DrillOptions, judge
+from ddplab.config import DrillConfig, LaunchOptions
+from ddplab.drills import engine
+from ddplab.drills.kill_rank import kill_when_running
+from ddplab.records.core import Verdict
+from ddplab.session import QUIET, prepare
 
 pytestmark = pytest.mark.slow
 
 
 def test_kill_rank_fails_when_the_ranks_die_before_the_kill(tmp_path):
-    opts = DrillOptions(nproc=2, device="cpu", timeout_s=6.0, victim=1, run_dir=str(tmp_path / "run"))
-    out = common.run_inprocess("kill_rank", opts, "none", settings={"numel": -1},
-                               controller_factory=common.kill_when_running(9, "SIGKILL to the rank"))
-    assert out["session"]["completed"] is False  # the ranks did fail ...
-    assert out["detected_by"] is not None  # ... and a failure was seen
-    assert out["injected"]["at"] is None and out["injected"]["what"] is None  # but no kill went in
-    assert out["detect_s"] is None
-    assert judge(out, opts.victim, opts.timeout_s, memory_measured=False) == "fail"
-    assert out["leaked_pids"] == []
+    config = DrillConfig(launch=LaunchOptions(nproc=2, device="cpu", timeout_s=6.0, run_dir=str(tmp_path / "run")),
+                         drills=("kill_rank",), victim=1)
+    ctx = engine.DrillContext(config, "kill_rank", *prepare(config.launch), QUIET)
+    seen = engine.observe(ctx, "kill_rank", "none", settings={"numel": -1},
+                          controller=kill_when_running(1, 2, signal.SIGKILL, "SIGKILL to the rank"))
+    out = seen.outcome
+    assert out.session.completed is False  # the ranks did fail ...
+    assert out.detected_by is not None  # ... and a failure was seen
+    assert out.injected.at is None and out.injected.what is None  # but no kill went in
+    assert out.detect_s is None
+    assert out.verdict is Verdict.FAIL
+    assert out.leaked_pids == []

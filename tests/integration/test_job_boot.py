@@ -37,8 +37,8 @@ PROBE = textwrap.dedent("""
 
 def job_env(job: Path, launcher_pid: int | None = None, **extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_FR_", "TORCH_NCCL_"))}
-    env.update({"DDPLAB_JOB_DIR": str(job), "DDPLAB_RUN_ID": "test-boot", "RANK": "0", "LOCAL_RANK": "0",
-                "DDPLAB_LAUNCHER_PID": str(launcher_pid or os.getpid()), "PYTHONUNBUFFERED": "1"})
+    env.update(JobDir(job, "test-boot").rank_environment(launcher_pid or os.getpid(), None))
+    env.update({"RANK": "0", "LOCAL_RANK": "0", "PYTHONUNBUFFERED": "1"})
     env.update(extra)
     return env
 

@@ -1,9 +1,9 @@
 """Crafted report.json documents opened in headless Chromium: no dialog fires and the
 payloads show as text.
 
-Two pages: one from `ddplab report` (payloads in every field the renderer reads that the
-schema lets through: the strings), and one from the renderer alone with payloads in every
-field it can format at all, numbers included (escaping must not lean on validation).
+Two pages: one from `ddplab report` (payloads in every field of a real report that the records let
+through: the strings), and one from the renderer alone, with payloads in typed fields (check rows,
+the output path) that reading a file would have kept as strings too (escaping must not lean on validation).
 """
 
 import json
@@ -12,55 +12,53 @@ import shutil
 
 import pytest
 
+from dataclasses import replace
+
 from ddplab.errors import UsageError
 from ddplab.html_report import render_html
-from ddplab.report_schema import check_document
 from tests.conftest import run_cli
-from tests.crafted_reports import PAYLOADS, fields_the_renderer_reads, load_fixture, with_value
+from tests.crafted_reports import PAYLOADS, leaves, load_fixture, read_back, with_value
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not CHROMIUM and not os.environ.get("CI"),
                                                     reason="chromium not installed (CI installs it)")]
 
 
-def crafted(monkeypatch, accepts) -> tuple[dict, int]:
-    """The fixture with a payload (the next one in turn) in every read field where
-    ``accepts(document)`` holds; returns the document and how many fields carry one."""
+def crafted_strings() -> tuple[dict, int]:
+    """The fixture with a payload (the next one in turn) in every field the records accept it in;
+    returns the document and how many fields carry one."""
     doc = load_fixture()
     carrying = 0
-    for i, places in enumerate(fields_the_renderer_reads(doc, monkeypatch).values()):
+    for i, places in enumerate(leaves(doc).values()):
         candidate = with_value(doc, places, PAYLOADS[i % len(PAYLOADS)])
-        if accepts(candidate):
-            doc, carrying = candidate, carrying + 1
+        try:
+            read_back(candidate)
+        except UsageError:
+            continue  # a number, a flag or a choice, refused as such (tests/unit/test_html_report.py)
+        doc, carrying = candidate, carrying + 1
     return doc, carrying
 
 
-def _schema_accepts(doc) -> bool:
-    try:
-        check_document(doc, "crafted")
-        return True
-    except UsageError:
-        return False  # a number or a flag, refused as such (tests/unit/test_html_report.py)
+def crafted_typed_fields():
+    """A report object whose check rows and output path carry payloads, rendered directly."""
+    report = read_back(load_fixture())
+    run = report.results
+    checks = [replace(c, value=PAYLOADS[i % len(PAYLOADS)], meaning=PAYLOADS[(i + 1) % len(PAYLOADS)])
+              for i, c in enumerate(run.checks)]
+    return replace(report, results=replace(run, checks=checks, out=PAYLOADS[2]))
 
 
-def _renderer_copes(doc) -> bool:
-    try:
-        render_html(doc)
-        return True
-    except (TypeError, ValueError, KeyError):
-        return False  # e.g. a format spec ({:.1f}) that a string cannot take
-
-
-def test_crafted_reports_fire_no_dialog_in_chromium(tmp_path, monkeypatch):
+def test_crafted_reports_fire_no_dialog_in_chromium(tmp_path):
     from playwright.sync_api import sync_playwright
 
-    strings, n_strings = crafted(monkeypatch, _schema_accepts)
-    anything, n_anything = crafted(monkeypatch, _renderer_copes)
-    assert n_strings >= 25 and n_anything > n_strings  # numbers (duration_s, rank, ...) carry payloads too
+    strings, n_strings = crafted_strings()
+    assert n_strings >= 25
     (tmp_path / "strings.json").write_text(json.dumps(strings))
     proc = run_cli("report", str(tmp_path / "strings.json"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    (tmp_path / "anything.html").write_text(render_html(anything))
+    typed = crafted_typed_fields()
+    (tmp_path / "typed.html").write_text(render_html(typed))
+    expected = {"strings": read_back(strings).to_json(), "typed": typed.to_json()}
 
     dialogs, errors = [], []
     with sync_playwright() as pw:
@@ -71,7 +69,7 @@ def test_crafted_reports_fire_no_dialog_in_chromium(tmp_path, monkeypatch):
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         page.on("pageerror", lambda e: errors.append(str(e)))
         seen = {}
-        for name, doc in (("strings", strings), ("anything", anything)):
+        for name, doc in expected.items():
             page.goto((tmp_path / f"{name}.html").as_uri())
             page.wait_for_load_state("load")
             page.wait_for_timeout(500)  # an <img onerror> fires after its load fails

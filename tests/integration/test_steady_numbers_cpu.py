@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from ddplab import checks
+from ddplab.measurements import contention
+from ddplab.records import Report
 from tests.conftest import load_json, processes_with_env, run_cli
 
 pytestmark = pytest.mark.slow
@@ -64,5 +65,5 @@ def test_contention_on_the_host_is_judged_against_its_cores(tmp_path):
     assert r["ideal_factor"] == min(2, r["usable_cores"])
     assert r["efficiency"] == pytest.approx(sum(r["together_tflops"]) / (r["ideal_factor"] * r["solo_tflops"]))
     assert "usable cores" in r["method"] and "of the ideal aggregate" in proc.stdout
-    row, = checks.for_stage({"name": "contention", "verdict": doc["verdict"], "report": doc})
-    assert row["verdict"] == doc["verdict"] == "pass" and row["threshold"] == "informational on the host"
+    row, = contention.checks(Report.from_json(doc).results)
+    assert row.verdict == doc["verdict"] == "pass" and row.threshold == "informational on the host"

@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from ddplab.drills.common import _torchrun_workers
+from ddplab.drills.kill_launcher import wait_for_torchrun_workers
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +34,7 @@ def test_workers_are_ready_only_after_they_say_so(tmp_path):
     agent = subprocess.Popen([sys.executable, "-c", AGENT, str(ready), "5"])
     try:
         started = time.monotonic()
-        workers = _torchrun_workers(agent.pid, 2, None, ready, timeout_s=60)
+        workers = wait_for_torchrun_workers(agent.pid, 2, ready, timeout_s=60)
         assert len(workers) == 2
         assert sorted(os.listdir(ready)) == ["0", "1"], "declared ready before every worker finished init"
         assert time.monotonic() - started >= 4.5

@@ -60,10 +60,13 @@ def env_screen(monkeypatch, probe_: Probe) -> tuple[dict, str]:
     from rich.console import Console
 
     import ddplab.platform
-    from ddplab.commands import env
+    from ddplab import measurements
+    from ddplab.commands import env as env_command
+    from ddplab.config import EnvConfig
 
     monkeypatch.setattr(ddplab.platform, "gather_probe", lambda with_memory=True: probe_)
-    doc = env.execute("auto")
+    env, config = measurements.get("env"), EnvConfig()
+    report = measurements.report(env, config, env.run(config))
     console = Console(width=400, record=True, highlight=False, file=io.StringIO())
-    env.render(doc, console)
-    return doc, console.export_text()
+    env_command.render(report, console)
+    return report.to_json(), console.export_text()

@@ -22,6 +22,7 @@ from ddplab.errors import UsageError
     ({"memory_fraction": float("nan")}, "invalid-memory-fraction", "--memory-fraction nan is not a finite number"),
     ({"reserve": float("nan")}, "invalid-reserve", "--reserve nan is not a finite number"),
     ({"nproc": 2.0}, "invalid-nproc", "--nproc 2.0 is not a whole number"),
+    ({"rdzv_host": "true"}, "invalid-rdzv-host", 'unknown rdzv_host "true"; valid choices: auto, yes, no'),
 ])
 def test_launch_options_refuse_bad_values(kwargs, reference, fragment):
     with pytest.raises(UsageError) as err:
@@ -44,3 +45,17 @@ def test_train_config_refuses_bad_values(kwargs, reference):
     with pytest.raises(UsageError) as err:
         TrainConfig(launch=LaunchOptions(), **kwargs)
     assert err.value.reference == reference
+
+
+def test_rdzv_host_travels_from_the_command_line_to_the_launchs_rendezvous():
+    import argparse
+
+    from ddplab.commands.options import add_launch_arguments, launch_options
+    from ddplab.launch import Rendezvous
+
+    parser = argparse.ArgumentParser()
+    add_launch_arguments(parser)
+    opts = launch_options(parser.parse_args(["--nnodes", "2", "--rdzv-endpoint", "10.9.0.1:29400",
+                                             "--rdzv-host", "no"]))
+    assert Rendezvous.from_options(opts) == Rendezvous(nnodes=2, endpoint="10.9.0.1:29400", host="no")
+    assert Rendezvous.from_options(launch_options(parser.parse_args([]))) == Rendezvous()

@@ -2,44 +2,49 @@
 
 import pytest
 
-from ddplab import checks
-from ddplab.commands import contention as command
-from ddplab.workloads import contention as measure
+from ddplab import measurements
+from ddplab.measurements import contention
+from ddplab.records import Verdict
+from ddplab.records.codec import from_json, to_json
+from ddplab.records.contention import ContentionRecord, ContentionSummary
+from ddplab.workloads import contention as workload
+from tests.unit.fake_sessions import session_record
 
 
-def results(solo: float, together: list[float], host: bool, threads: int = 1, cores: int | None = 2) -> dict:
-    return {"completed": True, "warnings": [], "world_size": len(together), "sharing_daemon": None,
-            "solo_tflops": solo, "together_tflops": together,
-            **measure.summarise(solo, together, host, threads, cores)}
+def record(solo: float, together: list[float], host: bool, threads: int = 1, cores: int | None = 2,
+           warnings: tuple[str, ...] = ()) -> ContentionRecord:
+    efficiency = contention.against_ideal(solo, together, host, threads, cores)
+    summary = ContentionSummary(method="test", matrix=32, dtype="float32", seconds=1.0, solo_tflops=solo,
+                                together_tflops=together, against_ideal=efficiency)
+    return ContentionRecord(session=session_record(world_size=len(together), warnings=warnings), summary=summary)
 
 
-def check_row(r: dict) -> dict:
-    doc = {"command": "contention", "results": r}
-    rows = checks.for_stage({"name": "contention", "verdict": command.verdict(r), "report": doc})
+def check_row(r: ContentionRecord):
+    rows = [c for c in contention.checks(r) if c.check == "aggregate efficiency"]
     assert len(rows) == 1
     return rows[0]
 
 
 def test_on_the_host_two_processes_on_two_cores_are_judged_against_two_cores():
-    r = results(1.0, [0.979, 0.979], host=True, cores=2)  # read as "195.8 %" before
-    assert r["ideal_factor"] == 2 and r["ideal_basis"] == "cores" and r["usable_cores"] == 2
-    assert r["efficiency"] == pytest.approx(0.979)
-    assert r["aggregate_over_solo"] == pytest.approx(1.958)
-    assert r["ideal_aggregate_tflops"] == pytest.approx(2.0)
-    assert "min(2 x 1, 2) / min(1, 2)" in r["efficiency_method"]
+    e = record(1.0, [0.979, 0.979], host=True, cores=2).summary.against_ideal  # read as "195.8 %" before
+    assert e.ideal_factor == 2 and e.ideal_basis == "cores" and e.usable_cores == 2
+    assert e.efficiency == pytest.approx(0.979)
+    assert e.aggregate_over_solo == pytest.approx(1.958)
+    assert e.ideal_aggregate_tflops == pytest.approx(2.0)
+    assert "min(2 x 1, 2) / min(1, 2)" in e.efficiency_method
 
 
 @pytest.mark.parametrize("k, threads, cores, factor", [
     (2, 1, 2, 2), (4, 1, 2, 2), (2, 1, 8, 2), (2, 2, 2, 1), (2, 2, 4, 2), (3, 1, None, None),
 ])
 def test_ideal_factor_counts_usable_cores_and_threads(k, threads, cores, factor):
-    assert measure.ideal_factor(True, k, threads, cores) == factor
+    assert contention.ideal_factor(True, k, threads, cores) == factor
 
 
 def test_on_a_device_the_ideal_is_one_process_alone():
-    r = results(660.0, [303.0, 303.0], host=False)
-    assert r["ideal_factor"] == 1.0 and r["ideal_basis"] == "device"
-    assert r["efficiency"] == pytest.approx(606 / 660)
+    e = record(660.0, [303.0, 303.0], host=False).summary.against_ideal
+    assert e.ideal_factor == 1.0 and e.ideal_basis == "device"
+    assert e.efficiency == pytest.approx(606 / 660)
 
 
 @pytest.mark.parametrize("together, host, expected", [
@@ -48,24 +53,37 @@ def test_on_a_device_the_ideal_is_one_process_alone():
     ([0.2, 0.2], True, "pass"),  # the host is informational: its cores are shared with everything else
 ])
 def test_command_verdict_and_check_row_follow_one_rule(together, host, expected):
-    r = results(660.0 if not host else 1.0, together, host)
-    assert command.verdict(r) == expected
-    assert check_row(r)["verdict"] == expected
+    r = record(660.0 if not host else 1.0, together, host)
+    assert measurements.verdict(contention, r) == expected
+    assert check_row(r).verdict == expected
+
+
+def test_a_placement_warning_is_a_row_of_its_own_and_warns():
+    """The command's verdict warned on the policy's warnings; the check rows now say so, next to efficiency."""
+    r = record(660.0, [330.0, 330.0], host=False, warnings=("2 ranks time-slice one device",))
+    assert check_row(r).verdict == Verdict.PASS
+    assert [c.check for c in contention.checks(r)] == ["aggregate efficiency", "setup warnings"]
+    assert measurements.verdict(contention, r) == Verdict.WARN
 
 
 def test_unknown_cores_is_reported_as_not_available_and_warns():
-    r = results(1.0, [0.9, 0.9], host=True, cores=None)
-    assert r["efficiency"] is None
-    assert command.verdict(r) == "warn" and check_row(r)["verdict"] == "warn"
-    assert check_row(r)["value"] == "n/a" and "n/a" in command.summary_line(r)
+    r = record(1.0, [0.9, 0.9], host=True, cores=None)
+    assert r.summary.against_ideal.efficiency is None
+    assert measurements.verdict(contention, r) == "warn" and check_row(r).verdict == "warn"
+    assert check_row(r).value == "n/a" and "n/a" in contention.summary(r)
 
 
 def test_reports_written_before_the_ideal_had_a_basis_are_judged_as_on_a_device():
-    old = {"completed": True, "warnings": [], "world_size": 2, "efficiency": 0.5}
-    assert measure.judge(old)[0] == "warn" and check_row(old)["verdict"] == "warn"
+    written = to_json(record(1.0, [0.25, 0.25], host=False))
+    for key in ("ideal_basis", "usable_cores", "threads_per_process", "ideal_factor", "ideal_aggregate_tflops",
+                "aggregate_over_solo", "efficiency_method"):
+        del written[key]  # the keys reports had before the ideal got a basis (efficiency 0.5 here)
+    old = from_json(ContentionRecord, written)
+    assert old.summary.against_ideal.ideal_basis == "device"
+    assert contention.judge(old.summary.against_ideal).verdict == "warn" and check_row(old).verdict == "warn"
 
 
 @pytest.mark.parametrize("cpu_max, cores", [("max 100000\n", None), ("150000 100000\n", 2), ("50000 100000", 1),
                                             ("", None), (None, None), ("x y", None)])
 def test_cgroup_quota_in_whole_cores(cpu_max, cores):
-    assert measure.cgroup_quota_cores(cpu_max) == cores
+    assert workload.cgroup_quota_cores(cpu_max) == cores

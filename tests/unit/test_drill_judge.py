@@ -6,53 +6,82 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from ddplab.drills import common
-from ddplab.drills.common import DrillOptions, injected_time, judge, kill_when_running
+from ddplab.drills import engine
+from ddplab.drills.engine import Injections, injected, judge
+from ddplab.drills.kill_rank import kill_when_running
+from ddplab.records.core import Verdict
+from ddplab.records.drill import DrillOutcome, Injection
+from ddplab.records.session import RankState
 
 
 def _outcome(**kw):
-    base = {"injected": {"what": "SIGKILL to the rank", "rank": 1, "at": 1000.0}, "detected_by": "launcher teardown",
-            "detect_s": 0.1, "culprit_ranks": [1], "leaked_pids": [], "memory_back_s": None}
+    base = dict(drill="kill_rank", injected=Injection("SIGKILL to the rank", 1, 1000.0),
+                detected_by="launcher teardown", detect_s=0.1, culprit_ranks=[1], leaked_pids=[], memory_back_s=None)
     base.update(kw)
-    return base
+    return DrillOutcome(**base)
 
 
 def test_judge_passes_a_fault_that_went_in_and_was_caught():
-    assert judge(_outcome(), victim=1, timeout_s=10, memory_measured=False) == "pass"
+    assert judge(_outcome(), victim=1, timeout_s=10) is Verdict.PASS
 
 
 def test_judge_fails_a_drill_whose_fault_was_never_injected():
     # what `drill kill_rank --timeout inf` produced: ranks crashed at init, both blamed, "detected" at once
-    not_injected = _outcome(injected={"what": None, "rank": 1, "at": None}, detected_by="rank exception",
-                            culprit_ranks=[0, 1])
-    assert judge(not_injected, victim=1, timeout_s=10, memory_measured=False) == "fail"
-    assert judge(_outcome(injected=None), victim=1, timeout_s=10, memory_measured=False) == "fail"
+    not_injected = _outcome(injected=Injection(None, 1, None), detected_by="rank exception", culprit_ranks=[0, 1])
+    assert judge(not_injected, victim=1, timeout_s=10) is Verdict.FAIL
+    assert judge(_outcome(injected=None), victim=1, timeout_s=10) is Verdict.FAIL
+
+
+def test_judge_fails_when_measured_memory_never_came_back():
+    assert judge(_outcome(device_mem_before_bytes=1 << 30), victim=1, timeout_s=10) is Verdict.FAIL
+    assert judge(_outcome(device_mem_before_bytes=1 << 30, memory_back_s=0.3), victim=1, timeout_s=10) is Verdict.PASS
+
+
+def _state(rank, **kw):
+    return RankState(rank=rank, local_rank=rank, pid=100 + rank, phase=kw.pop("phase", "running"), **kw)
 
 
 def test_injection_time_comes_only_from_the_victim():
-    assert injected_time({1: {"injected_at": 5.0}}, victim=1) == 5.0
-    assert injected_time({0: {"injected_at": 5.0}, 1: {"phase": "failed"}}, victim=1) is None
+    assert injected(Injections(), {1: _state(1, injected="stall", injected_at=5.0)}, victim=1) == ("stall", 5.0)
+    assert injected(Injections(), {0: _state(0, injected_at=5.0), 1: _state(1, phase="failed")}, victim=1) == \
+        (None, None)
+
+
+def test_a_controllers_record_wins_and_the_first_one_counts():
+    log = Injections()
+    log.record("SIGSTOP", 7.0)
+    log.record("SIGSTOP again", 8.0)
+    assert injected(log, {1: _state(1, injected="other", injected_at=5.0)}, victim=1) == ("SIGSTOP", 7.0)
+
+
+def _run(tmp_path, pid):
+    return SimpleNamespace(path=tmp_path, rank_pids=lambda: {1: pid})
 
 
 def test_kill_controller_records_nothing_when_the_rank_is_already_gone(monkeypatch, tmp_path):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()  # reaped: its pid names no process now
-    monkeypatch.setattr(common, "wait_for_pids", lambda path, count: [gone.pid])
-    run = SimpleNamespace(path=tmp_path, rank_pids=lambda: {1: gone.pid})
-    injected: dict = {}
-    kill_when_running(signal.SIGKILL, "SIGKILL to the rank")(injected, DrillOptions(victim=1))(run)
-    assert injected == {}
+    monkeypatch.setattr(engine, "wait_for_ranks", lambda run, count: {1: gone.pid})
+    log = Injections()
+    kill_when_running(1, 2, signal.SIGKILL, "SIGKILL to the rank")(_run(tmp_path, gone.pid), log)
+    assert log.at is None and log.what is None
+
+
+def test_kill_controller_records_nothing_when_the_victim_runs_on_another_machine(monkeypatch, tmp_path):
+    monkeypatch.setattr(engine, "wait_for_ranks", lambda run, count: {0: os.getpid()})  # this machine: rank 0
+    log = Injections()
+    kill_when_running(1, 1, signal.SIGKILL, "SIGKILL to the rank")(_run(tmp_path, os.getpid()), log)
+    assert log.at is None
 
 
 def test_kill_controller_records_the_kill_it_delivered(monkeypatch, tmp_path):
     victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        monkeypatch.setattr(common, "wait_for_pids", lambda path, count: [victim.pid])
-        run = SimpleNamespace(path=tmp_path, rank_pids=lambda: {1: victim.pid})
-        injected: dict = {}
-        kill_when_running(signal.SIGKILL, "SIGKILL to the rank")(injected, DrillOptions(victim=1))(run)
+        monkeypatch.setattr(engine, "wait_for_ranks", lambda run, count: {1: victim.pid})
+        log = Injections()
+        kill_when_running(1, 2, signal.SIGKILL, "SIGKILL to the rank")(_run(tmp_path, victim.pid), log)
         assert victim.wait(timeout=10) == -signal.SIGKILL
-        assert injected["what"] == "SIGKILL to the rank" and injected["at"] > 0
+        assert log.what == "SIGKILL to the rank" and log.at > 0
     finally:
         if victim.poll() is None:
             os.kill(victim.pid, signal.SIGKILL)

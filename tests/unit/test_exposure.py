@@ -1,6 +1,7 @@
 """Where a run listens, decided from facts."""
 
-from ddplab.exposure import plan, where_to_listen
+from ddplab.cluster.endpoint import Endpoint, NetworkFacts, decide
+from ddplab.exposure import NODE_ADDRESS_ENV, across_machines, plan, where_to_listen
 from ddplab.platform.vendors import HOST_CPU, VENDORS, socket_interface_envs
 
 ONE_MACHINE = dict(nnodes=1, endpoint="127.0.0.1:0", loopback_interface="lo")
@@ -12,6 +13,7 @@ def test_one_machine_pins_every_socket_variable_to_loopback():
     assert e.loopback_only and e.loopback_store
     assert e.environment() == {"NCCL_SOCKET_IFNAME": "lo", "GLOO_SOCKET_IFNAME": "lo"}
     assert e.listening_at(4242).to_dict()["store"] == "127.0.0.1:4242"
+    assert (e.listening_at(4242).to_dict()["address"], e.listening_at(4242).to_dict()["port"]) == ("127.0.0.1", 4242)
     assert e.listening_at(4242).summary() == ("loopback only: rendezvous store 127.0.0.1:4242; collectives "
                                               "NCCL_SOCKET_IFNAME=lo, GLOO_SOCKET_IFNAME=lo")
 
@@ -52,3 +54,48 @@ def test_each_vendor_pins_its_library_and_gloo():
     assert socket_interface_envs(VENDORS["cuda"]) == ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
     assert socket_interface_envs(HOST_CPU) == ("GLOO_SOCKET_IFNAME",)
     assert socket_interface_envs(VENDORS["xpu"]) == ("GLOO_SOCKET_IFNAME",)  # oneCCL's knob is not verified
+
+
+# --- several machines (cluster/endpoint.py decides; exposure records) ---------------------------
+
+MACHINE_A = {"lo": ("127.0.0.1",), "eth0": ("10.9.0.1",)}
+MACHINE_B = {"lo": ("127.0.0.1",), "eth0": ("10.9.0.2",)}
+VARIABLES = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
+
+
+def _across(interfaces, route_source, environ=None):
+    store = decide(Endpoint("10.9.0.1", 29400), NetworkFacts(("10.9.0.1",), interfaces, route_source))
+    return across_machines(store, VARIABLES, environ or {}, "lo")
+
+
+def test_the_hosting_machine_records_the_one_address_its_store_listens_on():
+    e = _across(MACHINE_A, "10.9.0.1")
+    d = e.to_dict()
+    assert d["address"] == "10.9.0.1" and d["port"] == 29400
+    assert d["single_machine"] is False and d["loopback_only"] is False
+    assert d["store"] == "10.9.0.1:29400 (hosted by this machine, listening on 10.9.0.1 only)"
+    assert d["across_machines"]["hosts_store"] is True and d["across_machines"]["interface"] == "eth0"
+    assert e.summary() == ("across machines: rendezvous store 10.9.0.1:29400 (hosted by this machine, listening on "
+                           "10.9.0.1 only); collectives NCCL_SOCKET_IFNAME=eth0, GLOO_SOCKET_IFNAME=eth0")
+
+
+def test_every_machine_pins_the_collectives_to_the_interface_that_routes_to_the_endpoint():
+    e = _across(MACHINE_B, "10.9.0.2")
+    assert e.environment() == {"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0",
+                               NODE_ADDRESS_ENV: "10.9.0.2"}
+    assert e.to_dict()["address"] == "10.9.0.1"  # where this machine reaches the store
+    assert e.store == "10.9.0.1:29400 (hosted by another launcher; reached at 10.9.0.1:29400)"
+
+
+def test_across_machines_a_socket_variable_the_user_set_is_kept_and_said():
+    e = _across(MACHINE_B, "10.9.0.2", {"GLOO_SOCKET_IFNAME": "ib0"})
+    assert e.environment() == {"NCCL_SOCKET_IFNAME": "eth0", NODE_ADDRESS_ENV: "10.9.0.2"}
+    assert "You set GLOO_SOCKET_IFNAME=ib0: the ranks' collective sockets listen there, not on eth0" in e.summary()
+
+
+def test_a_launcher_that_finds_the_store_hosted_records_itself_as_a_client():
+    e = _across(MACHINE_A, "10.9.0.1")
+    joined = e.meeting_through(e.across.as_client("another launcher here hosts it"))
+    assert joined.to_dict()["across_machines"]["hosts_store"] is False
+    assert joined.to_dict()["address"] == "10.9.0.1"
+    assert "hosted by another launcher" in joined.store

@@ -6,9 +6,16 @@ import sys
 import pytest
 
 from ddplab.cli import main
+from ddplab.commands import launch
+from ddplab.config import DEFAULT_HANG_TIMEOUT_S
 from ddplab.errors import UsageError
-from ddplab.job import torchrun_args
 from ddplab.job.boot import Target
+from ddplab.job.torchrun_args import resolve
+
+
+def parse(argv):
+    """The command line as `ddplab launch` reads it, resolved as the job would be launched."""
+    return resolve(launch.parse(argv))
 
 
 @pytest.fixture
@@ -20,7 +27,7 @@ def script(tmp_path, monkeypatch):
 
 def test_torchrun_options_ddplab_options_and_the_scripts_own_arguments(script, monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    request = torchrun_args.parse(["--nproc-per-node", "2", "--hang-timeout", "7", "--out", "job", "--max-restarts",
+    request = parse(["--nproc-per-node", "2", "--hang-timeout", "7", "--out", "job", "--max-restarts",
                                    "0", "--", script, "--lr", "0.1", "--out", "mine", "--hang-timeout", "9"])
     assert request.config.nproc_per_node == 2
     assert (request.hang_timeout_s, request.out) == (7.0, "job")
@@ -34,16 +41,16 @@ def test_torchrun_options_ddplab_options_and_the_scripts_own_arguments(script, m
 
 
 def test_the_separator_is_optional_as_with_torchrun(script):
-    request = torchrun_args.parse(["--nproc_per_node=3", script, "--epochs", "1"])
+    request = parse(["--nproc_per_node=3", script, "--epochs", "1"])
     assert request.config.nproc_per_node == 3
     assert request.target == Target("script", script, ("--epochs", "1"))
-    assert request.hang_timeout_s == torchrun_args.DEFAULT_HANG_TIMEOUT_S
+    assert request.hang_timeout_s == DEFAULT_HANG_TIMEOUT_S
 
 
 def test_module_and_no_python_targets(script):
-    module = torchrun_args.parse(["-m", "json.tool", "--sort-keys"])
+    module = parse(["-m", "json.tool", "--sort-keys"])
     assert module.target == Target("module", "json.tool", ("--sort-keys",))
-    command = torchrun_args.parse(["--no-python", "echo", "hi"])
+    command = parse(["--no-python", "echo", "hi"])
     assert command.target == Target("command", "echo", ("hi",))
     assert command.target.boot_argv() == ["--no-python", "echo", "hi"]
     assert module.target.boot_argv() == ["-m", "json.tool", "--sort-keys"]
@@ -52,17 +59,17 @@ def test_module_and_no_python_targets(script):
 def test_standalone_and_the_default_single_machine_rendezvous_as_torchrun_runs_them(script):
     for argv in (["--standalone", "--rdzv-backend", "static", "--rdzv-endpoint", "10.0.0.1:1234", script],
                  [script]):
-        config = torchrun_args.parse(argv).config
+        config = parse(argv).config
         assert (config.rdzv_backend, config.rdzv_endpoint) == ("c10d", "127.0.0.1:0")
         assert config.run_id not in ("", "none")
 
 
 def test_several_machines_keep_their_rendezvous(script):
-    config = torchrun_args.parse(["--nnodes", "1:2", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+    config = parse(["--nnodes", "1:2", "--rdzv-backend", "c10d", "--rdzv-endpoint",
                                   "10.0.0.1:29400", "--rdzv-id", "job7", script]).config
     assert (config.min_nodes, config.max_nodes) == (1, 2)
     assert (config.rdzv_backend, config.rdzv_endpoint, config.run_id) == ("c10d", "10.0.0.1:29400", "job7")
-    assert not torchrun_args.parse(["--nnodes", "2", "--rdzv-endpoint", "h:1", script]).single_node
+    assert not parse(["--nnodes", "2", "--rdzv-endpoint", "h:1", script]).single_node
 
 
 def test_ddplab_options_are_not_torchruns():
@@ -70,9 +77,9 @@ def test_ddplab_options_are_not_torchruns():
     from torch.distributed.run import get_args_parser
 
     torchrun_options = {s for action in get_args_parser()._actions for s in action.option_strings}
-    assert not torchrun_options & set(torchrun_args.DDPLAB_OPTIONS)
-    ours = {s for a in torchrun_args.build_parser()._actions for s in a.option_strings} - torchrun_options
-    assert ours == set(torchrun_args.DDPLAB_OPTIONS)
+    assert not torchrun_options & set(launch.DDPLAB_OPTIONS)
+    ours = {s for a in launch.build_parser()._actions for s in a.option_strings} - torchrun_options
+    assert ours == set(launch.DDPLAB_OPTIONS)
 
 
 BAD = [
@@ -99,7 +106,7 @@ BAD = [
 @pytest.mark.parametrize("argv, reference, fragment", BAD, ids=[" ".join(a) for a, _, _ in BAD])
 def test_bad_input_is_refused_with_the_value_and_the_choices(argv, reference, fragment, script):
     with pytest.raises(UsageError) as caught:
-        torchrun_args.parse(argv)
+        parse(argv)
     assert caught.value.reference == reference
     assert fragment in caught.value.message
 

@@ -6,7 +6,7 @@ integration tests in tests/integration/test_clean.py run the same situations for
 
 import os
 
-from ddplab.launch import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
+from ddplab.rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
 from ddplab.procs import TORCHRUN_MARKER, Facts, classify, program_name, start_ticks
 
 INIT = Facts(pid=1, ppid=0, start_ticks=5, ns_pid=1, create_time=0.0, argv=("/sbin/init",))
@@ -139,14 +139,20 @@ def test_start_ticks_reads_past_a_command_name_with_spaces_and_parentheses(tmp_p
 
 
 def test_run_ids_are_the_stages_own_not_those_of_orphans_the_env_stage_listed():
-    from ddplab.commands.run import _run_ids
+    from types import SimpleNamespace
+
+    from ddplab.lab import _run_ids
+    from ddplab.records import Report, Verdict
+    from ddplab.records.run import StageRecord
+
+    def stage(name, results):
+        report = None if results is None else Report(name, None, None, results, Verdict.PASS)
+        return StageRecord(name, f"ddplab {name}", Verdict.PASS, "", report=report)
 
     records = [
-        {"name": "env", "report": {"results": {"orphans": [{"pid": 5, "run_id": "train-older"}]}}},
-        {"name": "train-shared", "report": {"results": {"run_id": "train-1"}}},
-        {"name": "drills", "report": {"results": {"drills": [
-            {"drill": "kill_rank", "session": {"run_id": "drill-kill_rank-1"}},
-            {"drill": "kill_launcher", "run_id": "c0ffee-torchrun"}]}}},
-        {"name": "sweep", "verdict": "skip", "summary": "cannot run here"},
+        stage("env", SimpleNamespace(orphans=[SimpleNamespace(pid=5, run_id="train-older")])),
+        stage("train-shared", SimpleNamespace(session=SimpleNamespace(run_id="train-1"))),
+        stage("drills", SimpleNamespace(run_ids=lambda: {"drill-kill_rank-1", "c0ffee-torchrun"})),
+        stage("sweep", None),
     ]
     assert _run_ids(records) == {"train-1", "drill-kill_rank-1", "c0ffee-torchrun"}

@@ -4,9 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from ddplab import lab
 from ddplab.commands import run as run_command
 from ddplab.errors import ExitCode, UsageError
-from ddplab.launch import RunDir
+from ddplab.rundir import RunDir
 
 
 def test_a_run_directory_that_holds_a_run_is_refused(tmp_path):
@@ -33,12 +34,12 @@ def test_default_run_directories_are_unique_within_one_second(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     runs = [RunDir.create(None, "train") for _ in range(5)]
     assert len({r.path for r in runs}) == 5
-    outs = [run_command.claim_out_dir(None) for _ in range(5)]  # `ddplab run` without --out
+    outs = [lab.claim_out_dir(None) for _ in range(5)]  # `ddplab run` without --out
     assert len(set(outs)) == 5 and all(Path(o).is_dir() for o in outs)
 
 
 def test_run_refuses_an_out_directory_that_holds_a_run(tmp_path):
-    run_command.claim_out_dir(str(tmp_path / "lab"))
+    lab.claim_out_dir(str(tmp_path / "lab"))
     with pytest.raises(UsageError) as err:
         run_command.check_out_dir(tmp_path / "lab")
     assert err.value.reference == "run-dir-in-use"

@@ -17,6 +17,8 @@ from ddplab.platform import describe, sharing_daemon
 from ddplab.policy import PRIVATE_DAEMON, plan
 from tests.conftest import processes_with_env
 from tests.unit import fakes
+from ddplab.records.storm import StormSettings
+from ddplab.rundir import RunDir
 
 # Stand-in for nvidia-cuda-mps-control: `-d` starts a detached "daemon" (a copy of sleep that carries
 # the daemon's process name, as the real one does) listening on $CUDA_MPS_PIPE_DIRECTORY; "quit" on
@@ -78,13 +80,17 @@ class _Recorder(sharing_daemon.PrivateDaemon):
         return pipe
 
 
+def _run(tmp_path) -> RunDir:
+    return RunDir.create(tmp_path / "run", "test")
+
+
 def test_daemon_that_refuses_a_client_is_stopped_and_the_run_replanned_to_gloo(tmp_path, fake_control):
     opts, platform = LaunchOptions(nproc=2), _platform()
     first = plan(opts, platform)
     assert first.backend == "nccl" and first.sharing_daemon == PRIVATE_DAEMON
 
     _Recorder.started_pids = []
-    placement, daemon = session.start_sharing_daemon(opts, platform, first, tmp_path / "run", _Recorder)
+    placement, daemon = session.start_sharing_daemon(opts, platform, first, _run(tmp_path), _Recorder)
 
     assert len(_Recorder.started_pids) == 1, "the stand-in daemon was really started"
     assert not psutil.pid_exists(_Recorder.started_pids[0]) or \
@@ -101,7 +107,7 @@ def test_daemon_that_refuses_a_client_is_stopped_and_the_run_replanned_to_gloo(t
 def test_with_mps_insisted_a_refusing_daemon_is_an_error_and_is_stopped(tmp_path, fake_control):
     opts, platform = LaunchOptions(nproc=2, sharing_daemon="on"), _platform()
     with pytest.raises(EnvironmentUnsupported) as err:
-        session.start_sharing_daemon(opts, platform, plan(opts, platform), tmp_path / "run")
+        session.start_sharing_daemon(opts, platform, plan(opts, platform), _run(tmp_path))
     assert err.value.reference == "sharing-daemon-unavailable"
     assert err.value.exit_code == 3
     assert _running(fake_control) == []
@@ -111,14 +117,14 @@ def test_with_mps_insisted_a_refusing_daemon_is_an_error_and_is_stopped(tmp_path
 def test_a_run_started_without_a_working_daemon_is_replanned_and_leaves_nothing(tmp_path, fake_control):
     opts = LaunchOptions(nproc=2, run_dir=str(tmp_path / "run"), timeout_s=30)
     platform = _platform()
-    s = session.run_workload("storm", {"iters": 10, "bytes": 4, "warmup": 1, "per_op_iters": 10}, opts, "storm",
-                             live=False, sample=False, prepared=(platform, plan(opts, platform)))
+    workload = session.Workload("storm", StormSettings(iters=10, bytes=4, warmup=1, per_op_iters=10))
+    s = session.run_workload(workload, opts, "storm", sample=False, prepared=(platform, plan(opts, platform)))
     # The re-planned run is recorded as what ran, with why; its ranks then fail here (no such device on
     # this CPU machine), which is not what this test is about.
     assert s.placement.backend == "gloo" and s.placement.sharing_daemon is None
-    assert s.daemon["used"] is False and "refused" in s.daemon["failure"]
-    assert s.common_results()["sharing_daemon"]["failure"] == s.daemon["failure"]
-    assert any("could not be used" in w for w in s.common_results()["warnings"])
+    daemon = s.record.sharing_daemon
+    assert daemon["used"] is False and "refused" in daemon["failure"]
+    assert any("could not be used" in w for w in s.record.warnings)
     assert _running(fake_control) == []
     # multiprocessing's resource tracker, a helper of this (launcher) process, lives as long as it does.
     left = [p for p in processes_with_env("DDPLAB_RUN_ID", s.outcome.run_id)

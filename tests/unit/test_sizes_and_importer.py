@@ -5,8 +5,9 @@ from pathlib import Path
 import pytest
 
 from ddplab import nccl_tests
-from ddplab.commands.compare import compare
+from ddplab.comparison import line_up
 from ddplab.errors import UsageError
+from ddplab.records.compare import TimedRow
 from ddplab.sizes import parse_size, size_range
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures/all_reduce_perf_2xH200_nccl2.28.9.txt"
@@ -66,9 +67,9 @@ def test_importer_survives_interleaved_info_lines_and_missing_columns(fixture_te
 
 
 def test_compare_flags_slower_rows_beyond_tolerance():
-    old = [{"op": "all_reduce", "size_bytes": 1024, "in_place": True, "time_us": 10.0, "busbw_gbps": 1.0}]
-    same = compare(old, old, 0.05, 0)
-    assert not same[0]["regression"] and same[0]["time_change"] == 0
-    slower = [{**old[0], "time_us": 11.0}]
-    assert compare(old, slower, 0.05, 0)[0]["regression"]
-    assert not compare(old, slower, 0.05, 4096)[0]["regression"]  # below --min-size: reported, not judged
+    old = [TimedRow("all_reduce", 1024, True, 10.0, 1.0)]
+    same = line_up(old, old, 0.05, 0)
+    assert not same[0].regression and same[0].time_change == 0
+    slower = [TimedRow("all_reduce", 1024, True, 11.0, 1.0)]
+    assert line_up(old, slower, 0.05, 0)[0].regression
+    assert not line_up(old, slower, 0.05, 4096)[0].regression  # below --min-size: reported, not judged

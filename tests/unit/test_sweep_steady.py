@@ -9,20 +9,25 @@ import time
 import pytest
 from rich.console import Console
 
-from ddplab import checks, spikes, timed_windows
+from ddplab import comparison, spikes, timed_windows
 from ddplab.commands import compare as compare_cmd
-from ddplab.commands import sweep
+from ddplab.commands import sweep as sweep_cmd
 from ddplab.errors import UsageError
-from ddplab.launch import RunDir
+from ddplab.measurements import sweep
 from ddplab.platform.device_monitor import DeviceMonitor, DeviceSample
+from ddplab.records import Verdict
+from ddplab.records.compare import TimedRow
+from ddplab.records.sweep import Repetition, SweepRankRow, SweepRow
+from ddplab.rundir import RunDir
 from ddplab.sampler import RankSampler
 from ddplab.status import RankStatus
+from tests.unit.sweep_records import sweep_record
 
 MiB = 1 << 20
 
 
-def series(times_by_size: dict[int, float], op="all_reduce", in_place=True) -> list[dict]:
-    return [{"op": op, "size_bytes": size, "in_place": in_place, "time_us": t} for size, t in times_by_size.items()]
+def series(times_by_size: dict[int, float], op="all_reduce", in_place=True) -> list[TimedRow]:
+    return [TimedRow(op, size, in_place, t) for size, t in times_by_size.items()]
 
 
 def smooth(step: int, sizes: int = 12, first: int = 8) -> dict[int, float]:
@@ -43,10 +48,9 @@ def test_a_planted_spike_is_flagged_with_its_neighbours_and_factor():
     found = spikes.find_spikes(rows)
     assert len(found) == 1
     spike = found[0]
-    assert (spike["op"], spike["size_bytes"], spike["in_place"], spike["time_us"]) == ("all_reduce", 8 * MiB,
-                                                                                       True, 305.0)
-    assert spike["neighbours"] == [{"size_bytes": 4 * MiB, "time_us": 30.0}, {"size_bytes": 16 * MiB, "time_us": 77.0}]
-    assert spike["factor"] == pytest.approx(305.0 / 77.0, abs=0.01)  # above the closer bound: the larger neighbour
+    assert (spike.op, spike.size_bytes, spike.in_place, spike.time_us) == ("all_reduce", 8 * MiB, True, 305.0)
+    assert [(n.size_bytes, n.time_us) for n in spike.neighbours] == [(4 * MiB, 30.0), (16 * MiB, 77.0)]
+    assert spike.factor == pytest.approx(305.0 / 77.0, abs=0.01)  # above the closer bound: the larger neighbour
 
 
 def test_slow_against_one_neighbour_only_is_not_a_spike():
@@ -55,7 +59,7 @@ def test_slow_against_one_neighbour_only_is_not_a_spike():
 
 
 def test_the_smallest_size_is_compared_with_its_one_neighbour():
-    assert spikes.find_spikes(series({8: 215.0, 16: 18.0, 32: 18.5}))[0]["size_bytes"] == 8
+    assert spikes.find_spikes(series({8: 215.0, 16: 18.0, 32: 18.5}))[0].size_bytes == 8
     assert spikes.find_spikes(series({8: 30.0, 16: 18.0, 32: 18.5})) == []
 
 
@@ -63,57 +67,57 @@ def test_the_largest_size_is_compared_with_its_neighbour_scaled_by_size():
     # -f 4 at the bandwidth-bound end: 4x the time for 4x the bytes is the curve, not a spike
     assert spikes.find_spikes(series({64 * MiB: 250.0, 256 * MiB: 900.0, 1024 * MiB: 3300.0})) == []
     found = spikes.find_spikes(series({64 * MiB: 250.0, 256 * MiB: 900.0, 1024 * MiB: 9000.0}))
-    assert [x["size_bytes"] for x in found] == [1024 * MiB]
-    assert found[0]["factor"] == pytest.approx(9000.0 / (900.0 * 4), abs=0.01)
+    assert [x.size_bytes for x in found] == [1024 * MiB]
+    assert found[0].factor == pytest.approx(9000.0 / (900.0 * 4), abs=0.01)
 
 
 def test_series_are_per_op_and_placement_and_untimed_rows_are_ignored():
     out_of_place = series({1024: 20.0, 2048: 20.0, 4096: 20.0}, in_place=False)
     in_place = series({1024: 60.0, 2048: 60.0, 4096: 60.0}, in_place=True)  # slower, but smooth in itself
     other_op = series({2048: 100.0}, op="broadcast")
-    untimed = [{"op": "all_reduce", "size_bytes": 3000, "in_place": False, "error": "boom"}]
+    untimed = [SweepRow(op="all_reduce", dtype="float", size_bytes=3000, in_place=False, error="boom")]
     assert spikes.find_spikes(out_of_place + in_place + other_op + untimed) == []
 
 
 # --- repetitions: median and spread --------------------------------------------------------
 
 def rank_row(times, windows=None, size=1024):
-    windows = windows or [[100.0 + i, 100.5 + i] for i in range(len(times))]
-    return {"op": "all_reduce", "size_bytes": size, "count": size // 4, "in_place": True, "num_wrong": 0,
-            "repeats": [{"time_us": t, "window": w, "sampler_wait_s": 0.0} for t, w in zip(times, windows)]}
+    windows = windows or [(100.0 + i, 100.5 + i) for i in range(len(times))]
+    return SweepRankRow(op="all_reduce", size_bytes=size, count=size // 4, in_place=True, num_wrong=0,
+                        repeats=[Repetition(t, w, 0.0) for t, w in zip(times, windows)])
 
 
 def test_merged_row_reports_the_median_repetition_and_the_spread():
     rank0 = rank_row([100.0, 500.0, 120.0])
     rank1 = rank_row([110.0, 520.0, 140.0])
     row = sweep.merge_rows([[rank0], [rank1]], n=2, dtype="float")[0]
-    assert row["repeat_us"] == [105.0, 510.0, 130.0]  # averaged over ranks (nccl-tests -a 1), in order
-    assert row["time_us"] == 130.0  # the median repetition, not the mean (248.3)
-    assert (row["repeat_min_us"], row["repeat_max_us"]) == (105.0, 510.0)
-    assert row["time_us_max_rank"] == 140.0  # the slowest rank of that repetition
-    assert row["algbw_gbps"] == pytest.approx(1024 / 130.0 / 1e3)  # bandwidth from the median
-    assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"])  # all_reduce, 2 ranks: factor 1
+    assert row.repeat_us == [105.0, 510.0, 130.0]  # averaged over ranks (nccl-tests -a 1), in order
+    assert row.time_us == 130.0  # the median repetition, not the mean (248.3)
+    assert (row.repeat_min_us, row.repeat_max_us) == (105.0, 510.0)
+    assert row.time_us_max_rank == 140.0  # the slowest rank of that repetition
+    assert row.algbw_gbps == pytest.approx(1024 / 130.0 / 1e3)  # bandwidth from the median
+    assert row.busbw_gbps == pytest.approx(row.algbw_gbps)  # all_reduce, 2 ranks: factor 1
 
 
 def test_an_even_count_takes_the_lower_middle_repetition():
     row = sweep.merge_rows([[rank_row([10.0, 40.0, 20.0, 30.0])]], n=1, dtype="float")[0]
-    assert row["time_us"] == 20.0 and row["time_us"] in row["repeat_us"]
+    assert row.time_us == 20.0 and row.time_us in row.repeat_us
 
 
 def test_each_repetition_says_whether_a_device_query_overlapped_it():
-    windows = [[100.0, 100.1], [101.0, 101.1], [102.0, 102.1]]
+    windows = [(100.0, 100.1), (101.0, 101.1), (102.0, 102.1)]
     queries = [(101.05, 101.2), (103.0, 103.01)]  # the second lands between windows
     row = sweep.merge_rows([[rank_row([1.0, 2.0, 3.0], windows)]], 1, "float", queries)[0]
-    assert row["repeat_sampler_queried"] == [False, True, False]
+    assert row.repeat_sampler_queried == [False, True, False]
 
 
 def test_repeat_is_validated_and_its_default_depends_on_the_device():
     parser = argparse.ArgumentParser()
-    sweep.add_arguments(parser)
+    sweep_cmd.add_arguments(parser)
     with pytest.raises(UsageError) as err:
-        sweep.settings(parser.parse_args(["-R", "0"]))
+        sweep_cmd.config_from_args(parser.parse_args(["-R", "0"]))
     assert err.value.reference == "invalid-repeat" and err.value.exit_code == 2
-    assert sweep.settings(parser.parse_args([]))["repeat"] is None  # resolved once the device is known
+    assert sweep_cmd.config_from_args(parser.parse_args([])).repeat is None  # resolved once the device is known
     assert (sweep.default_repeat(host_only=False), sweep.default_repeat(host_only=True)) == (3, 1)
     text = " ".join(parser.format_help().split())
     assert "default: 3 on an" in text and "1 on the host CPU" in text and "--no-sample" in text
@@ -121,20 +125,17 @@ def test_repeat_is_validated_and_its_default_depends_on_the_device():
 
 # --- what a sweep with a spike says ---------------------------------------------------------
 
-def sweep_results(rows, found):
-    return {"completed": True, "num_wrong_total": 0, "errors": [], "min_busbw_gbps": None, "avg_busbw_gbps": 1.0,
-            "warnings": [], "rows": rows, "spikes": found, "world_size": 2, "backend": "gloo", "mode": "pipelined",
-            "dtype": "float", "repeat": 3, "spike_rule": "more than 2x both neighbours", "ceiling": None}
+def sweep_rows(times_by_size: dict[int, float]) -> list[SweepRow]:
+    return [SweepRow(op="all_reduce", dtype="float", size_bytes=size, count=size // 4, in_place=True, time_us=t,
+                     algbw_gbps=1.0, busbw_gbps=1.0, num_wrong=0) for size, t in times_by_size.items()]
 
 
 def test_a_spike_makes_the_sweep_warn_and_is_shown_after_its_block():
-    rows = [{**r, "count": r["size_bytes"] // 4, "algbw_gbps": 1.0, "busbw_gbps": 1.0, "num_wrong": 0}
-            for r in series({8: 18.0, 16: 215.0, 32: 18.5})]
-    found = spikes.find_spikes(rows)
-    r = sweep_results(rows, found)
-    assert sweep._verdict(r) == "warn"
-    assert sweep._verdict(sweep_results(rows, [])) == "pass"
-    table = sweep.nccl_tests_table(r)
+    rows = sweep_rows({8: 18.0, 16: 215.0, 32: 18.5})
+    r = sweep_record(rows, repeat=3)
+    assert r.spikes and measurements_verdict(r) == Verdict.WARN
+    assert measurements_verdict(sweep_record(rows, spikes=[], repeat=3)) == Verdict.PASS
+    table = sweep_cmd.nccl_tests_table(r)
     assert "median of 3 repetitions" in table.splitlines()[0]
     spike_line = next(line for line in table.splitlines() if line.startswith("# SPIKE"))
     assert "16 B in-place" in spike_line and spikes.FINDING in spike_line
@@ -143,28 +144,31 @@ def test_a_spike_makes_the_sweep_warn_and_is_shown_after_its_block():
     assert [x.size_bytes for x in nccl_tests.parse(table).rows if x.in_place] == [8, 16, 32]
 
 
+def measurements_verdict(record) -> Verdict:
+    from ddplab import measurements
+
+    return measurements.verdict(sweep, record)
+
+
+def spike_rows(record) -> list:
+    return [c for c in sweep.checks(record) if c.check == "no size far off its neighbours"]
+
+
 def test_on_the_host_spikes_are_listed_but_informational():
-    rows = series({8: 18.0, 16: 215.0, 32: 18.5})
-    r = {**sweep_results(rows, spikes.find_spikes(rows)), "placement": {"host_only": True}}
-    assert sweep._verdict(r) == "pass" and "informational" in sweep.summary_line(r)
-    doc = {"command": "sweep", "results": r}
-    row = next(c for c in checks.for_stage({"name": "sweep", "verdict": "pass", "report": doc})
-               if c["check"] == "no size far off its neighbours")
-    assert row["verdict"] == "pass" and "16 B" in row["value"]
-    assert spikes.judge(r["spikes"], host_only=False) == "warn"
+    r = sweep_record(sweep_rows({8: 18.0, 16: 215.0, 32: 18.5}), host_only=True)
+    assert measurements_verdict(r) == Verdict.PASS and "informational" in sweep.summary(r)
+    row, = spike_rows(r)
+    assert row.verdict == Verdict.PASS and "16 B" in row.value
+    assert spikes.judge(r.spikes, host_only=False) == Verdict.WARN
 
 
 def test_the_check_row_for_spikes_warns_with_the_finding():
-    rows = series({8: 18.0, 16: 215.0, 32: 18.5})
-    doc = {"command": "sweep", "results": sweep_results(rows, spikes.find_spikes(rows))}
-    found = [c for c in checks.for_stage({"name": "sweep", "verdict": "warn", "report": doc})
-             if c["check"] == "no size far off its neighbours"]
-    assert len(found) == 1 and found[0]["verdict"] == "warn"
-    assert spikes.FINDING in found[0]["meaning"] and "16 B" in found[0]["value"]
-    doc["results"]["spikes"] = []
-    steady = [c for c in checks.for_stage({"name": "sweep", "verdict": "pass", "report": doc})
-              if c["check"] == "no size far off its neighbours"]
-    assert steady[0]["verdict"] == "pass"
+    r = sweep_record(sweep_rows({8: 18.0, 16: 215.0, 32: 18.5}))
+    found = spike_rows(r)
+    assert len(found) == 1 and found[0].verdict == Verdict.WARN
+    assert spikes.FINDING in found[0].meaning and "16 B" in found[0].value
+    steady = spike_rows(sweep_record(r.rows, spikes=[]))
+    assert steady[0].verdict == Verdict.PASS
 
 
 # --- compare: spikes apart from regressions -------------------------------------------------
@@ -172,21 +176,25 @@ def test_the_check_row_for_spikes_warns_with_the_finding():
 def test_compare_reports_a_spike_in_b_apart_from_regressions():
     old = series({8: 18.0, 16: 18.0, 32: 18.5, 64: 19.0})
     new = series({8: 18.0, 16: 215.0, 32: 18.5, 64: 30.0})  # 16 B a spike; 64 B really slower
-    rows = {r["size_bytes"]: r for r in compare_cmd.compare(old, new, 0.05, 0)}
-    assert rows[16]["spike"] and not rows[16]["regression"] and rows[16]["spike_factor"] > 2
-    assert rows[64]["regression"] and not rows[64]["spike"]
-    assert not rows[8]["spike"] and not rows[8]["regression"]
+    rows = {r.size_bytes: r for r in comparison.line_up(old, new, 0.05, 0)}
+    assert rows[16].spike and not rows[16].regression and rows[16].spike_factor > 2
+    assert rows[64].regression and not rows[64].spike
+    assert not rows[8].spike and not rows[8].regression
 
 
-def _sweep_doc(rows):
-    return {"schema_version": 1, "command": "sweep", "config": {}, "platform": None, "verdict": "pass",
-            "results": {"rows": [{**r, "busbw_gbps": None} for r in rows]}}
+def _sweep_doc(times_by_size) -> dict:
+    """A whole sweep report, as `ddplab sweep --json` writes it, with these times."""
+    from ddplab import measurements
+    from ddplab.config import SweepConfig
+
+    record = sweep_record(sweep_rows(times_by_size))
+    return measurements.report(sweep, SweepConfig(), record).to_json()
 
 
 def test_compare_with_only_a_spike_warns_and_exits_0(tmp_path):
     a, b, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "cmp.json"
-    a.write_text(json.dumps(_sweep_doc(series({8: 18.0, 16: 18.0, 32: 18.5}))))
-    b.write_text(json.dumps(_sweep_doc(series({8: 18.0, 16: 215.0, 32: 18.5}))))
+    a.write_text(json.dumps(_sweep_doc({8: 18.0, 16: 18.0, 32: 18.5})))
+    b.write_text(json.dumps(_sweep_doc({8: 18.0, 16: 215.0, 32: 18.5})))
     console = Console(record=True, width=200)
     args = argparse.Namespace(old=str(a), new=str(b), tolerance="5%", min_size="0", json=str(out))
     assert compare_cmd.main(args, console) == 0
@@ -198,8 +206,9 @@ def test_compare_with_only_a_spike_warns_and_exits_0(tmp_path):
 # --- the sampler keeps out of timed windows -------------------------------------------------
 
 def test_the_gate_skips_a_device_query_while_a_rank_is_timing(tmp_path):
-    status = RankStatus(str(tmp_path), 0)
-    gate = timed_windows.SamplerGate(tmp_path)
+    run = RunDir.create(str(tmp_path / "run"), "t")
+    status = RankStatus(run, 0, 0)
+    gate = timed_windows.SamplerGate(run)
     with gate.device_query() as clear:
         assert clear  # the rank is "before-init"
         assert gate.flag.exists()  # raised while the query runs
@@ -212,8 +221,9 @@ def test_the_gate_skips_a_device_query_while_a_rank_is_timing(tmp_path):
 
 
 def test_a_rank_waits_while_the_sampler_queries(tmp_path):
-    status = RankStatus(str(tmp_path), 0)
-    flag = tmp_path / "status" / timed_windows.SAMPLER_FLAG
+    run = RunDir.create(str(tmp_path / "run"), "t")
+    status = RankStatus(run, 0, 0)
+    flag = run.sampler_flag
     flag.touch()  # the sampler is querying the device
     threading.Timer(0.2, flag.unlink).start()
     with timed_windows.timing(status) as waited_s:
@@ -234,15 +244,15 @@ class CountingMonitor(DeviceMonitor):
 
 def test_the_sampler_skips_device_queries_inside_timed_windows_unless_told(tmp_path):
     run = RunDir.create(str(tmp_path / "run"), "t")
-    status = RankStatus(str(run.path), 0)
+    status = RankStatus(run, 0, 0)
     status.phase(timed_windows.TIMING_PHASE)
     monitor = CountingMonitor()
     kept_out = RankSampler(run, monitor)
-    assert kept_out.sample_once()["device_used_bytes"] == {} and monitor.calls == 0
-    assert kept_out.timeseries()["device_queries_skipped_while_timing"] == 1
+    assert kept_out.sample_once().device_used_bytes == {} and monitor.calls == 0
+    assert kept_out.timeseries().device_queries_skipped_while_timing == 1
     inside = RankSampler(run, monitor, query_device_while_timing=True)
     before = time.time()
-    assert inside.sample_once()["device_used_bytes"] == {0: 1} and monitor.calls == 1
+    assert inside.sample_once().device_used_bytes == {0: 1} and monitor.calls == 1
     (start, end), = inside.device_queries
     assert before <= start <= end <= time.time()
-    assert inside.timeseries()["device_queries_kept_out_of_timed_windows"] is False
+    assert inside.timeseries().device_queries_kept_out_of_timed_windows is False

@@ -2,12 +2,15 @@
 
 from pathlib import Path
 
-from ddplab.commands.train import aggregate, summary_line, train_verdict
 from ddplab.config import LaunchOptions
-from ddplab.launch import LaunchResult, RankFailure, RunDir
+from ddplab.launch import LaunchResult, RankFailure
+from ddplab.measurements import train
 from ddplab.platform import describe
 from ddplab.policy import plan
-from ddplab.session import Session
+from ddplab.records import Verdict
+from ddplab.records.session import Timeseries
+from ddplab.rundir import RunDir
+from ddplab.session import _record
 from tests.unit import fakes
 
 NCCL_TEXT = ("torch.distributed.DistBackendError: NCCL error in: NCCLUtils.cpp:93, invalid usage, NCCL version "
@@ -20,7 +23,7 @@ class _NoSamples:
         return {}
 
     def timeseries(self):
-        return {"interval_s": 0.5, "method": "test", "samples": []}
+        return Timeseries(enabled=True, interval_s=0.5, method="test", samples=[])
 
 
 def test_forced_nccl_refusal_is_reported_as_expected_failure(tmp_path):
@@ -31,11 +34,12 @@ def test_forced_nccl_refusal_is_reported_as_expected_failure(tmp_path):
     run = RunDir(Path(tmp_path), "rid")
     (tmp_path / "pids").mkdir()
     (tmp_path / "pids" / "1").write_text("112\n")
-    results = aggregate(Session(platform, placement, run, outcome, _NoSamples()))
-    assert [r["rank"] for r in results["ranks"]] == [0, 1]
-    assert [r["status"] for r in results["ranks"]] == ["failed", "stopped by launcher"]
-    assert results["ranks"][1]["pid"] == 112 and results["ranks"][1]["device"] == "cuda:0"
-    assert results["completed"] is False and results["params_identical"] is None
-    assert results["expected_failure_observed"] is True
-    assert train_verdict(results) == "fail"
-    assert "failed as expected" in summary_line(results)
+    record = train.record_of(_record(placement, run, outcome, _NoSamples(), None, None, 1), [])
+    ranks = record.session.ranks
+    assert [r.rank for r in ranks] == [0, 1]
+    assert [r.status for r in ranks] == ["failed", "stopped by launcher"]
+    assert ranks[1].pid == 112 and ranks[1].device == "cuda:0"
+    assert record.session.completed is False and record.params_identical is None
+    assert record.session.expected_failure_observed is True
+    assert [c.verdict for c in train.checks(record)] == [Verdict.FAIL]
+    assert "failed as expected" in train.summary(record)

@@ -9,13 +9,29 @@ rank progresses for --hang-timeout seconds, ddplab collects every rank's stack a
 record, names the culprit ranks and the collective, tears the ranks down and writes
 <job dir>/report.json. Exit code: 0 when the job succeeded, 1 when it failed or hung,
 2 for bad input (nothing started), 3 when this machine cannot run it.
+
+How ddplab's options are kept apart from torchrun's: they are added to the parser that
+``torch.distributed.run.get_args_parser()`` builds, as their own argument group, and taken
+out of the namespace before torchrun's options are kept. Like torchrun's options they must
+come before the script: everything from the script on belongs to the script (``--`` may
+mark the spot). Their names must never be torchrun's: a test checks the installed torch for
+a clash. Everything else (nnodes, rendezvous, --standalone, -m, --no-python, log options,
+PET_* environment defaults) means what it means to torchrun (job/torchrun_args.py).
 """
 
 from __future__ import annotations
 
 import argparse
 
+from ..config import DEFAULT_HANG_TIMEOUT_S, LAUNCH_USAGE, LaunchConfig, Target
+from ..errors import UsageError
+from ..records import Report
+
 SUMMARY = "run your own training script as torchrun would, and name the rank that fails or hangs it"
+USAGE = LAUNCH_USAGE
+DDPLAB_OPTIONS = ("--hang-timeout", "--out")
+# Set by the script's position, not kept as torchrun options.
+SCRIPT_DESTS = ("training_script", "training_script_args")
 
 # Every word after `launch` is torchrun's (or the script's): no option of ddplab's own parser
 # may claim one, so the subparser treats them all as positional and torchrun's parser reads them.
@@ -26,49 +42,95 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("launch_argv", nargs=argparse.REMAINDER, metavar="[torchrun options] -- script.py [args]")
 
 
-def validate(args) -> None:
-    from ..job.torchrun_args import parse
+def build_parser() -> argparse.ArgumentParser:
+    """torchrun's parser, ddplab's options in a group of their own, errors as UsageError."""
+    from torch.distributed.run import get_args_parser
 
-    args.request = parse(args.launch_argv)
+    parser = get_args_parser()
+    parser.prog = "ddplab launch"
+    parser.usage = USAGE
+    parser.description = ("Run a training script as torchrun would, and supervise it: name the rank that "
+                          "holds the others up, save every rank's stack and flight record, leave nothing running.")
+    group = parser.add_argument_group("ddplab options (before the script, like torchrun's)")
+    group.add_argument("--hang-timeout", type=float, default=DEFAULT_HANG_TIMEOUT_S, dest="ddplab_hang_timeout",
+                       metavar="S", help="declare a hang when a rank waits and no rank has made progress for S "
+                                         "seconds; 0 turns it off (default: %(default)s)")
+    group.add_argument("--out", default=None, dest="ddplab_out", metavar="DIR",
+                       help="job directory: report.json, stacks, flight records (default: ./ddplab-runs/ID)")
+
+    def error(message: str):
+        raise UsageError("invalid-launch-arguments", message, hint=f"usage: {USAGE}")
+
+    parser.error = error
+    return parser
+
+
+def parse(argv: list[str]) -> LaunchConfig:
+    """The request as typed (UsageError, exit 2, for what torchrun's parser or ddplab refuses); whether it can
+    run here is checked when it is launched (job/torchrun_args.py), still before anything starts."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.module and args.no_python:
+        raise UsageError("invalid-launch-arguments", "-m and --no-python together: -m runs a module with "
+                                                     "python, --no-python runs a command without it")
+    check_nproc_word(args.nproc_per_node, parser)
+    kind = "module" if args.module else "command" if args.no_python else "script"
+    torchrun = {k: v for k, v in sorted(vars(args).items())
+                if k not in SCRIPT_DESTS and not k.startswith("ddplab_")}
+    return LaunchConfig(target=Target(kind, args.training_script, tuple(args.training_script_args)),
+                        hang_timeout_s=args.ddplab_hang_timeout, out=args.ddplab_out, torchrun=torchrun)
+
+
+def check_nproc_word(value: str, parser: argparse.ArgumentParser) -> None:
+    """--nproc-per-node is a whole number or one of the words torchrun's own help lists (they vary by release),
+    or the name a vendor's plug-in gave its device (torch accepts it too, though its help does not say)."""
+    import torch
+
+    words = _nproc_words(parser)
+    if value.lstrip("-").isdigit() or value in words or value == torch._C._get_privateuse1_backend_name():
+        return
+    raise UsageError("invalid-nproc-per-node", f"--nproc-per-node {value}: valid values are a whole number or one "
+                                               f"of torchrun's: {', '.join(words)}")
+
+
+def _nproc_words(parser: argparse.ArgumentParser) -> list[str]:
+    text = next((a.help or "" for a in parser._actions if "--nproc-per-node" in a.option_strings), "")
+    inner = text[text.find("[") + 1:text.rfind("]")] if "[" in text else ""
+    return [w.strip() for w in inner.split(",") if w.strip() and w.strip() != "int"]
+
+
+def config_from_args(args) -> LaunchConfig:
+    return parse(args.launch_argv)
+
+
+def validate(args) -> None:
+    args.config = config_from_args(args)
 
 
 def main(args, console) -> int:
-    from .. import report
-    from ..job import flight
-    from ..job.layout import JobDir, write_json_atomically
-    from ..job.outcome import build_report
-    from ..job.supervise import expected_ranks, gather_evidence, run_job
+    from ..job.run import run
 
-    request = args.request
-    job = JobDir.create(request.out)
-    console.print(f"ddplab launch: job directory {job.path}", markup=False, highlight=False)
-    outcome = run_job(request, job)
-    evidence = gather_evidence(request, outcome)
-    verdict = None
-    if not outcome.ok:
-        verdict = flight.name_culprits(evidence, expected_ranks(request),
-                                       now=(outcome.hang or {}).get("declared_at"))
-    doc = build_report(request, outcome, evidence, verdict)
-    write_json_atomically(job.report_file, doc)
-    render(doc, console)
-    return int(report.exit_code(doc["verdict"]))
-
-
-def render(doc: dict, console) -> None:
-    r = doc["results"]
     say = lambda text: console.print(text, markup=False, highlight=False)  # noqa: E731 (sizes look like markup)
-    say(f"ddplab launch: {r['outcome'].upper()} in {r['duration_s']:.1f} s")
-    culprit = r["culprit"]
+    report = run(args.config, say)
+    render(report, console)
+    return report.verdict.exit_code
+
+
+def render(report: Report, console) -> None:
+    r = report.results
+    say = lambda text: console.print(text, markup=False, highlight=False)  # noqa: E731 (sizes look like markup)
+    say(f"ddplab launch: {r.outcome.upper()} in {r.duration_s:.1f} s")
+    culprit = r.culprit
     if culprit:
-        say(f"  culprit: {culprit['reason']}")
-        for line in culprit["evidence"]:
+        say(f"  culprit: {culprit.reason}")
+        for line in culprit.evidence:
             say(f"    {line}")
-        say(f"  torchrun would blame rank {r['torchrun_root_cause_rank']}; flight-recorder analysis by "
-            f"{'torch' if culprit['analyzer'].get('status') == 'used' else 'ddplab'} "
-            f"(torch's analyzer: {culprit['analyzer'].get('status')})")
-    for rank in r["ranks"]:
-        if rank["error"]:
-            say(f"  rank {rank['rank']} raised {rank['error']['type']}: {rank['error']['message'][:200]}")
-    if r["stacks"]:
-        say(f"  stacks: {', '.join(r['stacks'].values())}")
-    say(f"  left running: {len(r['left_running'])} process(es); report: {r['job_dir']}/report.json")
+        say(f"  torchrun would blame rank {r.torchrun_root_cause_rank}; flight-recorder analysis by "
+            f"{'torch' if culprit.analyzer.status == 'used' else 'ddplab'} "
+            f"(torch's analyzer: {culprit.analyzer.status})")
+    for rank in r.ranks:
+        if rank.error:
+            say(f"  rank {rank.rank} raised {rank.error.type}: {rank.error.message[:200]}")
+    if r.stacks:
+        say(f"  stacks: {', '.join(r.stacks.values())}")
+    say(f"  left running: {len(r.left_running)} process(es); report: {r.job_dir}/report.json")

@@ -1,8 +1,11 @@
 """Fault drills: one file per drill, this registry in help order. CLI words accept
 kebab-case (kill-rank) and snake_case (kill_rank).
 
-Each module defines SUMMARY, EXPECT (the pass condition in words) and
-run(opts: common.DrillOptions, console) -> dict (the drill's results, with a verdict).
+Each drill module defines SUMMARY, EXPECT (the pass condition in words) and
+``run(ctx: engine.DrillContext) -> records.drill.DrillOutcome`` (verdict included). The shared
+inject -> observe -> judge steps are in engine.py; a harness that serves one drill lives beside it
+(child_launcher.py for interrupt and kill_launcher); error texts are told apart in mechanisms.py.
+A new drill is one module here plus one registry line.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ DRILLS: dict[str, str] = {
     "desync": "ddplab.drills.desync",
     "oom": "ddplab.drills.oom",
 }
+SHORT_SET = ("kill_rank", "kill_launcher", "late_rank", "stall")  # what `ddplab run` uses
 
 
 def canonical(name: str) -> str:
@@ -28,6 +32,15 @@ def canonical(name: str) -> str:
     if key not in DRILLS:
         raise invalid_choice("drill", name, DRILLS)
     return key
+
+
+def select(text: str) -> tuple[str, ...]:
+    """The drills a command line names: 'all', 'short', or names separated by commas."""
+    if text == "all":
+        return tuple(DRILLS)
+    if text == "short":
+        return SHORT_SET
+    return tuple(canonical(n) for n in text.split(","))
 
 
 def get(name: str):

@@ -3,17 +3,20 @@ while the others keep issuing all_reduce. Whatever the backend does (error, hang
 silently wrong data), ddplab's status files show which rank issued which operation.
 """
 
-from .common import judge, run_inprocess
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..records.drill import DesyncDetails, DrillOutcome
+from . import engine
 
 SUMMARY = "ranks issue different collectives or sizes"
 EXPECT = "detected within timeout + 5 s, both operations and the ranks issuing them named"
 
 
-def run(opts, console=None) -> dict:
-    out = run_inprocess("desync", opts, "desync", console)
-    ops = {}
-    for rank, state in (out["session"].get("hang") or {}).get("snapshot", {}).items():
-        ops[rank] = f"{state.get('op')}({state.get('numel')}) #{state.get('seq')}"
-    out["operations"] = ops
-    out["verdict"] = judge(out, opts.victim, opts.timeout_s, out["device_mem_before_bytes"] is not None)
-    return out
+def run(ctx: engine.DrillContext) -> DrillOutcome:
+    seen = engine.observe(ctx, "desync", "desync")
+    hang = seen.outcome.session.hang
+    operations = {rank: f"{state.op}({state.numel}) #{state.seq}"
+                  for rank, state in (hang.snapshot if hang else {}).items()}
+    return replace(seen.outcome, details=DesyncDetails(operations=operations))

@@ -5,17 +5,21 @@ rank is running, then measures how long the ranks take to disappear, whether the
 still wrote its report, and what is left.
 """
 
-import signal
+from __future__ import annotations
 
-from .common import fault_injected, signal_child_launcher
+import signal
+from dataclasses import replace
+
+from ..records.core import Verdict
+from ..records.drill import DrillOutcome
+from . import child_launcher, engine
 
 SUMMARY = "SIGINT (Ctrl+C) to the launcher"
 EXPECT = "every rank gone within timeout + 5 s, the launcher still writes a report, nothing left"
 
 
-def run(opts, console=None) -> dict:
-    out = signal_child_launcher("interrupt", opts, signal.SIGINT, console)
-    out["verdict"] = "pass" if (fault_injected(out)
-                                and out["detect_s"] is not None and out["detect_s"] <= opts.timeout_s + 5
-                                and not out["leaked_pids"] and out["report_written"]) else "fail"
-    return out
+def run(ctx: engine.DrillContext) -> DrillOutcome:
+    out = child_launcher.signal_train(ctx, signal.SIGINT, "launcher teardown")
+    ok = (out.fault_went_in and engine.detected_within(out.detect_s, ctx.timeout_s) and not out.leaked_pids
+          and out.details.report_written)
+    return replace(out, verdict=Verdict.PASS if ok else Verdict.FAIL)

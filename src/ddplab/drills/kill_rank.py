@@ -4,16 +4,37 @@ Expected: the launcher notices the death and tears the others down; ddplab names
 killed rank; nothing is left running and device memory comes back.
 """
 
-import signal
+from __future__ import annotations
 
-from .common import judge, kill_when_running, run_inprocess
+import os
+import signal
+import time
+
+from ..records.drill import DrillOutcome
+from ..rundir import RunDir
+from . import engine
 
 SUMMARY = "SIGKILL one rank mid-collective"
 EXPECT = "the group is torn down within timeout + 5 s, the killed rank is named, no process is left"
 
 
-def run(opts, console=None) -> dict:
-    out = run_inprocess("kill_rank", opts, "none", console,
-                        controller_factory=kill_when_running(signal.SIGKILL, "SIGKILL to the rank"))
-    out["verdict"] = judge(out, opts.victim, opts.timeout_s, out["device_mem_before_bytes"] is not None)
-    return out
+def run(ctx: engine.DrillContext) -> DrillOutcome:
+    kill = kill_when_running(ctx.victim, ctx.local_count, signal.SIGKILL, "SIGKILL to the rank")
+    return engine.observe(ctx, "kill_rank", "none", controller=kill).outcome
+
+
+def kill_when_running(victim: int, local_count: int, sig: int, what: str) -> engine.Controller:
+    """A controller that sends ``sig`` to the victim (a global rank) once every local rank has done a few
+    collectives. Nothing is recorded when the victim is not on this machine or was already gone."""
+    def control(run: RunDir, injections: engine.Injections) -> None:
+        pids = engine.wait_for_ranks(run, local_count)
+        victim_pid = pids.get(victim)
+        if victim_pid is None:
+            return
+        sent_at = time.time()
+        try:
+            os.kill(victim_pid, sig)
+        except ProcessLookupError:
+            return  # the rank was already gone: nothing was injected
+        injections.record(what, sent_at)
+    return control

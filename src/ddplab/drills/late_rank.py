@@ -6,13 +6,14 @@ hanging at 150 s with timeout=20 s); ddplab's supervisor sees every other rank i
 the victim before it, names the victim and tears the group down.
 """
 
-from .common import judge, run_inprocess
+from __future__ import annotations
+
+from ..records.drill import DrillOutcome
+from . import engine
 
 SUMMARY = "one rank arrives late to init_process_group"
 EXPECT = "detected within timeout + 5 s (by the backend or ddplab's supervisor), the late rank named"
 
 
-def run(opts, console=None) -> dict:
-    out = run_inprocess("late_rank", opts, "late", console)
-    out["verdict"] = judge(out, opts.victim, opts.timeout_s, out["device_mem_before_bytes"] is not None)
-    return out
+def run(ctx: engine.DrillContext) -> DrillOutcome:
+    return engine.observe(ctx, "late_rank", "late").outcome

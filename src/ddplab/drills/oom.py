@@ -7,22 +7,29 @@ that. Expected: a clear out-of-memory error naming the cap, the others torn down
 back, nothing left.
 """
 
-from .common import judge, run_inprocess
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..records.core import Verdict
+from ..records.drill import DrillOutcome, OomDetails
+from . import engine
+from .mechanisms import OUT_OF_MEMORY, classify, excerpt
 
 SUMMARY = "one rank allocates beyond its memory cap"
 EXPECT = "the victim fails with an out-of-memory error naming its cap, the group is torn down, nothing left"
 DEFAULT_FRACTION = 0.25
 
 
-def run(opts, console=None) -> dict:
-    from .. import status
-    from .common import classify, excerpt
+def run(ctx: engine.DrillContext) -> DrillOutcome:
+    seen = engine.observe(ctx, "oom", "oom", memory_fraction=DEFAULT_FRACTION)
+    victim = seen.states.get(ctx.victim)
+    error = (victim.error if victim else None) or ""
+    details = OomDetails(victim_error=excerpt(error), victim_error_names_cap=names_cap(error))
+    verdict = seen.outcome.verdict if details.victim_error_names_cap else Verdict.FAIL
+    return replace(seen.outcome, verdict=verdict, details=details)
 
-    out = run_inprocess("oom", opts, "oom", console, memory_fraction=DEFAULT_FRACTION)
-    victim_error = status.read_all(out["session"]["run_dir"]).get(opts.victim, {}).get("error", "")
-    out["victim_error"] = excerpt(victim_error)
-    out["victim_error_names_cap"] = classify(victim_error) == "out-of-memory error" and (
-        "cap" in victim_error or "allowed" in victim_error)
-    verdict = judge(out, opts.victim, opts.timeout_s, out["device_mem_before_bytes"] is not None)
-    out["verdict"] = verdict if out["victim_error_names_cap"] else "fail"
-    return out
+
+def names_cap(error: str) -> bool:
+    """An out-of-memory error that says which cap it hit (the allocator's "allowed", ours "cap")."""
+    return classify(error) == OUT_OF_MEMORY and ("cap" in error or "allowed" in error)

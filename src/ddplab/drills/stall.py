@@ -6,26 +6,28 @@ wait raises a Python exception at the timeout). ddplab's supervisor names the ra
 entered fewer collectives, not the first rank to die (which torchrun blames).
 """
 
-from .common import judge, run_inprocess
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..records.drill import BlockingWaitHandling, DrillOutcome, StallDetails, StallHandling
+from . import engine
 
 SUMMARY = "one rank stops issuing collectives; default handling and blocking wait"
 EXPECT = "both runs detected within timeout + 5 s, the stalled rank named, no process left"
 
 
-def run(opts, console=None) -> dict:
-    from ..platform import detect
-
-    knob = detect(opts.device, with_memory=False).spec.blocking_wait_env
-    default = run_inprocess("stall", opts, "stall", console)
-    blocking = run_inprocess("stall-blocking-wait", opts, "stall", console, env={knob: "1"} if knob else None)
-    blocking["blocking_wait_env"] = f"{knob}=1" if knob else "none (gloo waits are always blocking)"
-    measured = default["device_mem_before_bytes"] is not None
-    default["verdict"] = judge(default, opts.victim, opts.timeout_s, measured)
-    blocking["verdict"] = judge(blocking, opts.victim, opts.timeout_s, measured)
-    out = dict(default)
-    out["default_handling"] = {k: default[k] for k in ("detected_by", "detect_s", "culprit_ranks", "error_excerpt")}
-    out["blocking_wait"] = {k: blocking[k] for k in ("detected_by", "detect_s", "culprit_ranks", "error_excerpt",
-                                                      "leaked_pids", "blocking_wait_env")}
-    out["leaked_pids"] = sorted(set(default["leaked_pids"]) | set(blocking["leaked_pids"]))
-    out["verdict"] = "pass" if default["verdict"] == blocking["verdict"] == "pass" else "fail"
-    return out
+def run(ctx: engine.DrillContext) -> DrillOutcome:
+    knob = ctx.platform.spec.blocking_wait_env
+    default = engine.observe(ctx, "stall", "stall").outcome
+    blocking = engine.observe(ctx, "stall-blocking-wait", "stall", rank_env={knob: "1"} if knob else None).outcome
+    details = StallDetails(
+        default_handling=StallHandling(default.detected_by, default.detect_s, default.culprit_ranks,
+                                       default.error_excerpt),
+        blocking_wait=BlockingWaitHandling(blocking.detected_by, blocking.detect_s, blocking.culprit_ranks,
+                                           blocking.error_excerpt, leaked_pids=blocking.leaked_pids,
+                                           blocking_wait_env=f"{knob}=1" if knob
+                                           else "none (gloo waits are always blocking)"))
+    # The default run's outcome stands for the drill; the blocking-wait run's is in the details.
+    return replace(default, details=details, leaked_pids=sorted(set(default.leaked_pids) | set(blocking.leaked_pids)),
+                   verdict=engine.both_pass(default.verdict, blocking.verdict))

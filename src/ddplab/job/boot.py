@@ -29,14 +29,15 @@ import sys
 import time
 import traceback
 import types
-from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path
 
+from ..config import Target
 from ..platform import flight_recorder
+from ..procs import alive
+from ..rundir import LAUNCHER_PID_ENV
 from ..worker import guard_parent
 from .beacon import Beacon
-from .layout import LAUNCHER_PID_ENV, JobDir, write_json_atomically
+from .layout import JobDir, write_json_atomically
 from .watch import waiting_ranks
 
 # faulthandler's on-demand stack signal. A real-time signal, because the common ones are
@@ -48,30 +49,6 @@ STACK_SIGNAL = signal.SIGRTMIN + 4
 
 PEER_SETTLE_S = 2.0  # how long a failing rank waits for its peers to block on it
 PEER_DUMP_WAIT_S = 3.0  # then, how long it waits for their records before leaving
-
-
-@dataclass(frozen=True)
-class Target:
-    """The user's program, as torchrun's command line names it."""
-
-    kind: str  # "script", "module" or "command" (--no-python)
-    name: str
-    args: tuple[str, ...] = ()
-
-    def boot_argv(self) -> list[str]:
-        """The arguments after `python -u -m ddplab.job.boot`."""
-        flag = {"script": [], "module": ["-m"], "command": ["--no-python"]}[self.kind]
-        return [*flag, self.name, *self.args]
-
-    @classmethod
-    def from_boot_argv(cls, argv: list[str]) -> "Target":
-        if not argv or (argv[0] in ("-m", "--no-python") and len(argv) < 2):
-            raise SystemExit("usage: python -m ddplab.job.boot [-m module | --no-python cmd | script.py] [args...]")
-        if argv[0] == "-m":
-            return cls("module", argv[1], tuple(argv[2:]))
-        if argv[0] == "--no-python":
-            return cls("command", argv[1], tuple(argv[2:]))
-        return cls("script", argv[0], tuple(argv[1:]))
 
 
 def torch_version() -> tuple[int, int]:
@@ -249,7 +226,7 @@ class Rank:
 
     def _running_peers(self) -> dict[int, dict]:
         return {rank: status for rank, status in self.job.statuses().items()
-                if rank != self.rank and status.get("phase") == "running" and _alive(status.get("pid"))}
+                if rank != self.rank and status.get("phase") == "running" and alive(status.get("pid"))}
 
     def _answered_since(self, rank: int, when: float) -> bool:
         try:
@@ -260,18 +237,6 @@ class Rank:
 
 def _note_late_sigterm(signum, frame) -> None:
     """SIGTERM while a failing rank writes its evidence: it leaves right after."""
-
-
-def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def main(argv: list[str] | None = None) -> None:

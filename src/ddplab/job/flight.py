@@ -23,13 +23,15 @@ A rank that a signal ended has only an older heartbeat: a lower bound, never evi
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import logging
 import pickle
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
+
+from ..records.launch import Analyzer, CollectiveCall, Culprit
 
 ANALYZER = "torch.distributed.flight_recorder build_db"
 DEFAULT_PG = "0"  # the recorder numbers groups in creation order: init_process_group's comes first
@@ -159,6 +161,17 @@ class Verdict:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def to_record(self) -> Culprit:
+        """The verdict as the job's report keeps it (the call and the analyzer's status are this module's dicts)."""
+        call, analyzer = self.collective, self.analyzer
+        return Culprit(ranks=list(self.ranks), kind=self.kind, reason=self.reason,
+                       collective=None if call is None else CollectiveCall(
+                           pg=call.get("pg"), seq=call.get("seq"), op=call.get("op"),
+                           input_sizes=call.get("input_sizes"), dtypes=call.get("dtypes")),
+                       evidence=list(self.evidence),
+                       analyzer=Analyzer(tool=analyzer.get("tool", ANALYZER), status=analyzer.get("status", "not run"),
+                                         why=analyzer.get("why"), error=analyzer.get("error")))
 
 
 # ---------------------------------------------------------------- the rules
@@ -334,7 +347,8 @@ def _from_torch_analyzer(ranks: dict[int, RankEvidence]) -> tuple[Verdict | None
     details = {f"rank{r}": {"host_name": f"rank{r}", "rank": r, "entries": copy.deepcopy(rec["entries"]),
                             "version": rec.get("version"), "pg_config": copy.deepcopy(rec.get("pg_config") or {})}
                for r, rec in recorded.items()}
-    args = argparse.Namespace(verbose=False, just_print_entries=False, allow_incomplete_ranks=True,
+    # build_db reads its options as attributes, as torch's own command line hands them over.
+    args = SimpleNamespace(verbose=False, just_print_entries=False, allow_incomplete_ranks=True,
                               mismatch_cap=10, selected_ranks=None, pg_filters=None, print_stack_trace=False)
     try:
         with _quiet("Flight Recorder"):

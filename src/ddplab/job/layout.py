@@ -1,7 +1,6 @@
-"""Where a supervised job's files live, and the environment variables that tell each rank.
-
-Every path and variable name of `ddplab launch` is here and nowhere else, so that they can
-move into the run directory object of the records redesign (issue 11) in one step.
+"""Where a supervised job's files live. The job directory is the job's run directory: its run id and path,
+and the launcher's identity, reach every rank through the variables rundir.py names (RunDir.marker_env), so
+`ddplab clean` tells a job's rank whose launcher is gone as it does any ddplab rank (docs/processes.md).
 
     <job dir>/
         report.json
@@ -25,12 +24,9 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-# ddplab's existing markers: `ddplab clean` recognises a rank by them when its launcher is gone.
-from ..launch import DEFAULT_RUNS_DIR, LAUNCHER_PID_ENV, RUN_ID_ENV
+from ..rundir import DEFAULT_RUNS_DIR, RunDir, new_run_id
 
-JOB_DIR_ENV = "DDPLAB_JOB_DIR"
-
-__all__ = ["JOB_DIR_ENV", "LAUNCHER_PID_ENV", "RUN_ID_ENV", "JobDir", "write_json_atomically"]
+__all__ = ["JobDir", "write_json_atomically"]
 
 
 def write_json_atomically(path: Path, value: dict) -> None:
@@ -47,7 +43,7 @@ class JobDir:
 
     @classmethod
     def create(cls, out: str | None) -> "JobDir":
-        run_id = f"launch-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+        run_id = new_run_id("launch")
         path = Path(out) if out else Path(DEFAULT_RUNS_DIR) / run_id
         path.mkdir(parents=True, exist_ok=True)
         for sub in ("ranks", "fr", "pids"):
@@ -55,13 +51,14 @@ class JobDir:
         return cls(path.resolve(), run_id)
 
     @classmethod
-    def from_environ(cls, environ=os.environ) -> "JobDir":
+    def from_environ(cls, environ=None) -> "JobDir":
         """Inside a rank: the job directory the launcher named."""
-        return cls(Path(environ[JOB_DIR_ENV]), environ[RUN_ID_ENV])
+        run = RunDir.from_environ(environ)
+        return cls(run.path, run.run_id)
 
-    def rank_environment(self, launcher_pid: int) -> dict[str, str]:
-        """What every rank inherits from the launcher."""
-        return {JOB_DIR_ENV: str(self.path), RUN_ID_ENV: self.run_id, LAUNCHER_PID_ENV: str(launcher_pid)}
+    def rank_environment(self, launcher_pid: int, launcher_start_ticks: int | None) -> dict[str, str]:
+        """What every rank inherits from the launcher: the run's markers (rundir.py names them)."""
+        return RunDir(self.path, self.run_id).marker_env(launcher_pid, launcher_start_ticks)
 
     def rank_dir(self, rank: int) -> Path:
         return self.path / "ranks" / str(rank)

@@ -1,7 +1,5 @@
-"""The report of one supervised job, built in one function (``build_report``) so that it can
-move onto the typed records of the redesign (issue 11) in one step. Same JSON contract as
-every ddplab command (report.document): command "launch".
-"""
+"""The report of one supervised job: a LaunchRecord (records/launch.py) built from what elastic, the watcher and
+each rank left behind, in the envelope every ddplab command writes (records.Report, command "launch")."""
 
 from __future__ import annotations
 
@@ -9,43 +7,40 @@ import platform
 import socket
 import sys
 
-from .. import report
-from .flight import RankEvidence, Verdict
+from ..records import RecordError, Report, Verdict
+from ..records.codec import from_json
+from ..records.launch import Culprit, JobHost, JobRank, LaunchRecord, RankError, RankStatus
+from .flight import RankEvidence
 from .supervise import JobOutcome
 from .torchrun_args import LaunchRequest
 
+COMMAND = "launch"
+
 
 def build_report(request: LaunchRequest, outcome: JobOutcome, evidence: dict[int, RankEvidence],
-                 verdict: Verdict | None) -> dict:
+                 culprit: Culprit | None) -> Report:
+    record = build_record(outcome, evidence, culprit)
+    return Report(command=COMMAND, config=request.launch_config(), platform=record.platform, results=record,
+                  verdict=Verdict.worst(c.verdict for c in record.checks()))
+
+
+def build_record(outcome: JobOutcome, evidence: dict[int, RankEvidence], culprit: Culprit | None) -> LaunchRecord:
     job = outcome.job
-    ranks = [_rank_entry(job, ev, outcome) for ev in evidence.values()]
-    results = {
-        "outcome": outcome_word(outcome),
-        "job_dir": str(job.path),
-        "run_id": job.run_id,
-        "duration_s": round(outcome.ended_at - outcome.started_at, 3),
-        "detected_at": outcome.detected_at,
-        "detected_by": _detected_by(outcome),
-        "hang": outcome.hang,
-        "culprit": verdict.to_dict() if verdict else None,
-        "torchrun_root_cause_rank": outcome.torchrun_root_cause_rank,
-        "ranks": ranks,
-        "stacks": {str(e["rank"]): e["stacks"] for e in ranks if e["stacks"]},
-        "flight_records": {str(e["rank"]): e["flight_record"] for e in ranks if e["flight_record"]},
-        "left_running": outcome.left_running,
-        "nothing_left_running": not outcome.left_running,
-        "launcher_error": outcome.launcher_error,
-    }
-    config = {
-        "target": {"kind": request.target.kind, "name": request.target.name, "args": list(request.target.args)},
-        "hang_timeout_s": request.hang_timeout_s,
-        "out": request.out,
-        "worker_env": request.worker_env,
-        "torchrun": request.torchrun,
-    }
-    host = {"host": socket.gethostname(), "python": platform.python_version(), "torch": _torch_version()}
-    verdict_word = "pass" if outcome.ok and not outcome.left_running else "fail"
-    return report.document("launch", config, host, results, verdict_word)
+    return LaunchRecord(
+        outcome=outcome_word(outcome),
+        job_dir=str(job.path),
+        run_id=job.run_id,
+        duration_s=round(outcome.ended_at - outcome.started_at, 3),
+        detected_at=outcome.detected_at,
+        detected_by=_detected_by(outcome),
+        hang=outcome.hang,
+        culprit=culprit,
+        torchrun_root_cause_rank=outcome.torchrun_root_cause_rank,
+        ranks=[_rank(job, ev, outcome) for ev in evidence.values()],
+        left_running=list(outcome.left_running),
+        launcher_error=outcome.launcher_error,
+        platform=JobHost(host=socket.gethostname(), python=platform.python_version(), torch=_torch_version()),
+    )
 
 
 def outcome_word(outcome: JobOutcome) -> str:
@@ -70,26 +65,36 @@ def _detected_by(outcome: JobOutcome) -> str | None:
     return "torch's elastic launcher (a rank exited)"
 
 
-def _rank_entry(job, ev: RankEvidence, outcome: JobOutcome) -> dict:
-    status = ev.status or {}
-    failure = outcome.failures.get(ev.rank) or {}
+def _rank(job, ev: RankEvidence, outcome: JobOutcome) -> JobRank:
+    status = _read(RankStatus, ev.status, f"{job.status_file(ev.rank)}")
+    failure = outcome.failures.get(ev.rank)
     fatal = job.fatal_file(ev.rank)
-    return {
-        "rank": ev.rank,
-        "local_rank": status.get("local_rank", failure.get("local_rank")),
-        "pid": status.get("pid", failure.get("pid")),
-        "host": status.get("host"),
-        "ended_by": ev.ended_by,
-        "stopped_by_launcher": ev.stopped_by_launcher,
-        "exit_code": failure.get("exitcode", 0 if ev.ended_by == "exit 0" else None),
-        "error": ev.error,
-        "last_status": {k: status.get(k) for k in ("phase", "where", "progress", "heartbeat", "in_process_group",
-                                                  "flight_recorder", "recorder")} if status else None,
-        "answered_dump_request": ev.answered,
-        "stacks": _existing(job.stacks_file(ev.rank)),
-        "fatal_stacks": str(fatal) if fatal.exists() and fatal.stat().st_size else None,
-        "flight_record": _existing(job.flight_file(ev.rank)),
-    }
+    return JobRank(
+        rank=ev.rank,
+        local_rank=status.local_rank if status and status.local_rank is not None else
+        (failure.local_rank if failure else None),
+        pid=status.pid if status and status.pid is not None else (failure.pid if failure else None),
+        host=status.host if status else None,
+        ended_by=ev.ended_by,
+        stopped_by_launcher=ev.stopped_by_launcher,
+        exit_code=failure.exitcode if failure else (0 if ev.ended_by == "exit 0" else None),
+        error=_read(RankError, ev.error, f"{job.error_file(ev.rank)}"),
+        last_status=status.last_status() if status else None,
+        answered_dump_request=ev.answered,
+        stacks=_existing(job.stacks_file(ev.rank)),
+        fatal_stacks=str(fatal) if fatal.exists() and fatal.stat().st_size else None,
+        flight_record=_existing(job.flight_file(ev.rank)),
+    )
+
+
+def _read(cls, data: dict | None, where: str):
+    """A rank's own file as its record; a damaged one is left out rather than lose the job's report."""
+    if data is None:
+        return None
+    try:
+        return from_json(cls, data, where)
+    except RecordError:
+        return None
 
 
 def _existing(path) -> str | None:

@@ -16,13 +16,27 @@ from dataclasses import dataclass, field
 
 import psutil
 
+from .. import procs
+from ..records.launch import JobHang, LeftProcess
 from . import flight
-from .layout import RUN_ID_ENV, JobDir
+from .layout import JobDir
 from .torchrun_args import LaunchRequest
 from .watch import Watcher
 
 BOOT_MODULE = "ddplab.job.boot"
 LEFTOVER_WAIT_S = 5.0
+TEARDOWN_SIGNALS = ("SIGTERM", "SIGKILL")
+
+
+@dataclass(frozen=True)
+class ElasticFailure:
+    """How torch's elastic launcher saw one rank fail (its ProcessFailure, as plain values)."""
+
+    local_rank: int
+    pid: int
+    exitcode: int | None
+    ended_by: str  # "exit 1", "SIGKILL", ...
+    timestamp: float
 
 
 @dataclass
@@ -31,13 +45,13 @@ class JobOutcome:
     started_at: float
     ended_at: float
     ok: bool
-    failures: dict[int, dict] = field(default_factory=dict)  # global rank -> how elastic saw it fail
+    failures: dict[int, ElasticFailure] = field(default_factory=dict)  # global rank -> how elastic saw it fail
     torchrun_root_cause_rank: int | None = None  # the rank torchrun would blame (first to fail)
     launcher_error: str | None = None
     interrupted: bool = False
-    hang: dict | None = None
+    hang: JobHang | None = None
     first_failure_seen_at: float | None = None
-    left_running: list[dict] = field(default_factory=list)
+    left_running: list[LeftProcess] = field(default_factory=list)
 
     @property
     def detected_at(self) -> float | None:
@@ -46,7 +60,7 @@ class JobOutcome:
         if self.ok:
             return None
         if self.hang:
-            return self.hang["declared_at"]
+            return self.hang.declared_at
         return min(t for t in (self.first_failure_seen_at, self.ended_at) if t is not None)
 
 
@@ -55,7 +69,7 @@ def run_job(request: LaunchRequest, job: JobDir) -> JobOutcome:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import elastic_launch
 
-    env = {**request.worker_env, **job.rank_environment(os.getpid())}
+    env = {**request.worker_env, **job.rank_environment(os.getpid(), procs.start_ticks(os.getpid()))}
     started = time.time()
     outcome = JobOutcome(job, started, started, ok=False)
     with _environ(env), Watcher(job, request.hang_timeout_s) as watcher:
@@ -79,7 +93,7 @@ def gather_evidence(request: LaunchRequest, outcome: JobOutcome) -> dict[int, fl
     """Everything each rank left in the job directory, and how elastic saw it end."""
     job = outcome.job
     request_id = (job.read_request() or {}).get("id")
-    torn_down = set((outcome.hang or {}).get("terminated", [])) | set((outcome.hang or {}).get("killed", []))
+    torn_down = outcome.hang.torn_down if outcome.hang else set()
     evidence = {}
     for rank in sorted(set(job.ranks_seen()) | set(outcome.failures) | set(expected_ranks(request))):
         failure = outcome.failures.get(rank)
@@ -87,7 +101,7 @@ def gather_evidence(request: LaunchRequest, outcome: JobOutcome) -> dict[int, fl
                                  answered=request_id is not None and job.answered(rank) == request_id)
         ev.record = flight.load_record(job.flight_file(rank)) or _torch_dump(job, rank)
         if failure:
-            ev.ended_by = failure["ended_by"]
+            ev.ended_by = failure.ended_by
             ev.stopped_by_launcher = rank in torn_down or _ended_in_teardown(rank, outcome.failures)
         elif outcome.ok or (ev.status or {}).get("phase") == "finished":
             ev.ended_by = "exit 0"
@@ -97,12 +111,12 @@ def gather_evidence(request: LaunchRequest, outcome: JobOutcome) -> dict[int, fl
     return evidence
 
 
-def _ended_in_teardown(rank: int, failures: dict[int, dict]) -> bool:
+def _ended_in_teardown(rank: int, failures: dict[int, ElasticFailure]) -> bool:
     """SIGTERM or SIGKILL after another rank had failed on its own: elastic stopping the group."""
     mine = failures[rank]
-    if mine["ended_by"] not in ("SIGTERM", "SIGKILL"):
+    if mine.ended_by not in TEARDOWN_SIGNALS:
         return False
-    return any(f["timestamp"] <= mine["timestamp"] and f["ended_by"] not in ("SIGTERM", "SIGKILL")
+    return any(f.timestamp <= mine.timestamp and f.ended_by not in TEARDOWN_SIGNALS
                for r, f in failures.items() if r != rank)
 
 
@@ -111,45 +125,28 @@ def expected_ranks(request: LaunchRequest) -> list[int]:
     return list(range(request.nproc_per_node)) if request.single_node else []
 
 
-def leftovers(run_id: str) -> list[dict]:
+def leftovers(run_id: str) -> list[LeftProcess]:
     """Processes still carrying this job's run id (ranks, or what they started), after a short wait."""
-    deadline = time.monotonic() + LEFTOVER_WAIT_S
-    while True:
-        found = _marked(run_id)
-        if not found or time.monotonic() > deadline:
-            return [{"pid": p.pid, "cmdline": " ".join(_cmdline(p))[:200]} for p in found]
-        time.sleep(0.1)
+    return [LeftProcess(pid, _cmdline(pid)) for pid in procs.leaked(run_id, [], LEFTOVER_WAIT_S)]
 
 
-def _marked(run_id: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.pid != os.getpid() and proc.status() != psutil.STATUS_ZOMBIE \
-                    and proc.environ().get(RUN_ID_ENV) == run_id:
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
-            continue
-    return found
-
-
-def _cmdline(proc: psutil.Process) -> list[str]:
+def _cmdline(pid: int) -> str:
     try:
-        return proc.cmdline()
+        return " ".join(psutil.Process(pid).cmdline())[:200]
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-        return []
+        return ""
 
 
-def _failure(f) -> dict:
-    """Elastic's ProcessFailure as plain data: exit code or signal, and its error file's message."""
+def _failure(f) -> ElasticFailure:
+    """Elastic's ProcessFailure as plain values: exit code or signal, and when."""
     ended_by = f"exit {f.exitcode}"
     if f.exitcode is not None and f.exitcode < 0:
         try:
             ended_by = signal.Signals(-f.exitcode).name
         except ValueError:
             ended_by = f"signal {-f.exitcode}"
-    return {"local_rank": f.local_rank, "pid": f.pid, "exitcode": f.exitcode, "ended_by": ended_by,
-            "timestamp": float(f.timestamp)}
+    return ElasticFailure(local_rank=f.local_rank, pid=f.pid, exitcode=f.exitcode, ended_by=ended_by,
+                          timestamp=float(f.timestamp))
 
 
 def _torch_dump(job: JobDir, rank: int) -> dict | None:

@@ -1,16 +1,11 @@
-"""`ddplab launch`'s command line: torchrun's, parsed by torchrun's own parser, plus ddplab's.
+"""From `ddplab launch`'s request (config.LaunchConfig: torchrun's options as torchrun's own parser read them,
+commands/launch.py) to what torch's elastic launcher runs: checked, with torchrun's own meaning.
 
-    ddplab launch [torchrun options] [--hang-timeout S] [--out DIR] [--] script.py [args]
-    ddplab launch [torchrun options] [ddplab options] -m module [args]
-    ddplab launch [torchrun options] [ddplab options] --no-python command [args]
-
-How ddplab's options are kept apart from torchrun's: they are added to the parser that
-``torch.distributed.run.get_args_parser()`` builds, as their own argument group, and taken
-out of the namespace before torch's ``config_from_args`` sees it. Like torchrun's options
-they must come before the script: everything from the script on belongs to the script
-(``--`` may mark the spot). Their names must never be torchrun's: a test checks the
-installed torch for a clash. Everything else (nnodes, rendezvous, --standalone, -m,
---no-python, log options, PET_* environment defaults) means what it means to torchrun.
+Everything here means what it means to torchrun: --standalone (or a one-machine static rendezvous without a
+master port) becomes a c10d rendezvous on a free port of this machine, kept on loopback; torch's own
+``config_from_args`` builds elastic's launch configuration, with its side effect (OMP_NUM_THREADS for several
+ranks) handed to the ranks instead of this process. Bad values are refused (UsageError, exit 2;
+EnvironmentUnsupported, exit 3) before anything starts.
 """
 
 from __future__ import annotations
@@ -23,25 +18,26 @@ import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
+from ..config import LAUNCH_USAGE, LaunchConfig, Target
 from ..errors import EnvironmentUnsupported, UsageError
-from .boot import Target
 
-DEFAULT_HANG_TIMEOUT_S = 600.0  # as long as torch's own default collective timeout (10 minutes)
 STANDALONE_ENDPOINT = "127.0.0.1:0"  # torchrun uses localhost:0; a single machine stays on loopback
-USAGE = "ddplab launch [torchrun options] [--hang-timeout S] [--out DIR] [--] script.py [args]"
-DDPLAB_OPTIONS = ("--hang-timeout", "--out")
+DEFAULT_MASTER_PORT = 29500  # torchrun's, for a static rendezvous
 
 
 @dataclass(frozen=True)
 class LaunchRequest:
+    """A job ready to start: elastic's configuration, the interpreter, the program, and ddplab's options."""
+
     config: object  # torch.distributed.launcher.api.LaunchConfig
     python: str  # the interpreter each rank runs (torchrun's PYTHON_EXEC or this one)
     target: Target
     hang_timeout_s: float | None  # None: no hang detection
     out: str | None
     worker_env: dict[str, str] = field(default_factory=dict)  # what torchrun would have set in os.environ
-    torchrun: dict = field(default_factory=dict)  # torchrun's options as parsed, for the report
+    torchrun: dict = field(default_factory=dict)  # torchrun's options as the job runs with them
 
     @property
     def nproc_per_node(self) -> int:
@@ -51,68 +47,34 @@ class LaunchRequest:
     def single_node(self) -> bool:
         return self.config.max_nodes == 1
 
-
-def build_parser():
-    """torchrun's parser, ddplab's options in a group of their own, errors as UsageError."""
-    from torch.distributed.run import get_args_parser
-
-    parser = get_args_parser()
-    parser.prog = "ddplab launch"
-    parser.usage = USAGE
-    parser.description = ("Run a training script as torchrun would, and supervise it: name the rank that "
-                          "holds the others up, save every rank's stack and flight record, leave nothing running.")
-    group = parser.add_argument_group("ddplab options (before the script, like torchrun's)")
-    group.add_argument("--hang-timeout", type=float, default=DEFAULT_HANG_TIMEOUT_S, dest="ddplab_hang_timeout",
-                       metavar="S", help="declare a hang when a rank waits and no rank has made progress for S "
-                                         "seconds; 0 turns it off (default: %(default)s)")
-    group.add_argument("--out", default=None, dest="ddplab_out", metavar="DIR",
-                       help="job directory: report.json, stacks, flight records (default: ./ddplab-runs/ID)")
-
-    def error(message: str):
-        raise UsageError("invalid-launch-arguments", message, hint=f"usage: {USAGE}")
-
-    parser.error = error
-    return parser
+    def launch_config(self) -> LaunchConfig:
+        """The request as the report shows it: the options the job ran with, and what the ranks were handed."""
+        return LaunchConfig(target=self.target, hang_timeout_s=self.hang_timeout_s, out=self.out,
+                            torchrun=dict(self.torchrun), worker_env=dict(self.worker_env))
 
 
-def parse(argv: list[str]) -> LaunchRequest:
+def resolve(config: LaunchConfig) -> LaunchRequest:
     """The request, or UsageError (exit 2) / EnvironmentUnsupported (exit 3) before anything starts."""
-    args = build_parser().parse_args(argv)
-    hang_timeout_s, out = args.ddplab_hang_timeout, args.ddplab_out
-    del args.ddplab_hang_timeout, args.ddplab_out
-    if hang_timeout_s < 0:
-        raise UsageError("invalid-hang-timeout", f"--hang-timeout {hang_timeout_s:g}: must be 0 (off) or a "
-                                                 "positive number of seconds")
-    if args.run_path:
-        raise UsageError("unsupported-option", "--run-path runs the script inside torchrun's own worker function; "
-                                               "ddplab runs each rank as its own python process",
-                         hint="drop --run-path: the script runs as `python script.py` in every rank")
-    target = _target(args)
-    _standalone(args)
-    config, worker_env = _config(args)
-    return LaunchRequest(config=config, python=os.getenv("PYTHON_EXEC") or sys.executable, target=target,
-                         hang_timeout_s=hang_timeout_s or None, out=out, worker_env=worker_env,
-                         torchrun=_torchrun_options(args))
+    check_target(config.target)
+    options = standalone(dict(config.torchrun))
+    elastic, worker_env = elastic_config(options, config.target)
+    return LaunchRequest(config=elastic, python=os.getenv("PYTHON_EXEC") or sys.executable, target=config.target,
+                         hang_timeout_s=config.hang_timeout_s, out=config.out, worker_env=worker_env,
+                         torchrun=options)
 
 
-def _target(args) -> Target:
-    script, rest = args.training_script, tuple(args.training_script_args)
-    if args.module and args.no_python:
-        raise UsageError("invalid-launch-arguments", "-m and --no-python together: -m runs a module with "
-                                                     "python, --no-python runs a command without it")
-    if args.module:
-        if _find_module(script) is None:
-            raise UsageError("module-not-found", f"-m {script}: no module of that name can be imported from "
+def check_target(target: Target) -> None:
+    """The program exists where torchrun would look for it."""
+    if target.kind == "module":
+        if _find_module(target.name) is None:
+            raise UsageError("module-not-found", f"-m {target.name}: no module of that name can be imported from "
                                                  f"{os.getcwd()}")
-        return Target("module", script, rest)
-    if args.no_python:
-        if shutil.which(script) is None:
-            raise UsageError("command-not-found", f"--no-python {script}: no such command on PATH or path")
-        return Target("command", script, rest)
-    if not Path(script).exists():
-        raise UsageError("script-not-found", f"script {script!r} does not exist (working directory {os.getcwd()})",
-                         hint=f"usage: {USAGE}")
-    return Target("script", script, rest)
+    elif target.kind == "command":
+        if shutil.which(target.name) is None:
+            raise UsageError("command-not-found", f"--no-python {target.name}: no such command on PATH or path")
+    elif not Path(target.name).exists():
+        raise UsageError("script-not-found", f"script {target.name!r} does not exist (working directory "
+                                             f"{os.getcwd()})", hint=f"usage: {LAUNCH_USAGE}")
 
 
 def _find_module(name: str):
@@ -122,18 +84,19 @@ def _find_module(name: str):
         return None
 
 
-def _standalone(args) -> None:
-    """torchrun's run(): --standalone (or a one-machine static rendezvous without a master
-    port) becomes a c10d rendezvous on a free port of this machine."""
+def standalone(options: dict) -> dict:
+    """torchrun's run(): --standalone (or a one-machine static rendezvous without a master port) becomes a
+    c10d rendezvous on a free port of this machine. Returns the options the job runs with."""
     from torch.distributed.run import parse_min_max_nnodes
 
-    if args.standalone:
-        args.rdzv_backend, args.rdzv_endpoint, args.rdzv_id = "c10d", STANDALONE_ENDPOINT, str(uuid.uuid4())
-    elif args.rdzv_backend == "static" and not args.rdzv_endpoint and args.master_port is None:
-        if _nodes(args.nnodes, parse_min_max_nnodes)[1] == 1:
-            args.rdzv_backend, args.rdzv_endpoint, args.rdzv_id = "c10d", STANDALONE_ENDPOINT, str(uuid.uuid4())
-    if args.master_port is None:
-        args.master_port = 29500
+    one_machine_static = (options["rdzv_backend"] == "static" and not options["rdzv_endpoint"]
+                          and options["master_port"] is None
+                          and _nodes(options["nnodes"], parse_min_max_nnodes)[1] == 1)
+    if options["standalone"] or one_machine_static:
+        options.update(rdzv_backend="c10d", rdzv_endpoint=STANDALONE_ENDPOINT, rdzv_id=str(uuid.uuid4()))
+    if options["master_port"] is None:
+        options["master_port"] = DEFAULT_MASTER_PORT
+    return options
 
 
 def _nodes(nnodes: str, parse) -> tuple[int, int]:
@@ -144,12 +107,14 @@ def _nodes(nnodes: str, parse) -> tuple[int, int]:
                                            "(whole numbers, 0 < MIN <= MAX)") from None
 
 
-def _config(args):
-    """torch's config_from_args, with its side effects kept out of this process: the
-    OMP_NUM_THREADS it would set becomes part of the ranks' environment instead."""
+def elastic_config(options: dict, target: Target):
+    """torch's config_from_args over torchrun's options, with its side effects kept out of this process: the
+    OMP_NUM_THREADS it would set becomes part of the ranks' environment instead. torch reads its options as
+    attributes of one object, as its own parser returns them."""
     from torch.distributed.run import config_from_args, parse_min_max_nnodes
 
-    _nodes(args.nnodes, parse_min_max_nnodes)
+    _nodes(options["nnodes"], parse_min_max_nnodes)
+    args = SimpleNamespace(**options, training_script=target.name, training_script_args=list(target.args))
     omp_before = os.environ.get("OMP_NUM_THREADS")
     run_logger = logging.getLogger("torch.distributed.run")
     level = run_logger.level
@@ -159,12 +124,11 @@ def _config(args):
     except AssertionError as exc:  # torch checks user input with assert-style errors here
         raise UsageError("invalid-launch-arguments", str(exc)) from None
     except ValueError as exc:
+        nproc = options["nproc_per_node"]
         if "not available" in str(exc):
-            raise EnvironmentUnsupported("device-unavailable", f"--nproc-per-node {args.nproc_per_node}: {exc}") \
-                from None
-        if "nproc_per_node" in str(exc):
-            raise UsageError("invalid-nproc-per-node", f"--nproc-per-node {args.nproc_per_node}: valid values are "
-                                                       f"a whole number or one of torchrun's: {_nproc_words()}") from None
+            raise EnvironmentUnsupported("device-unavailable", f"--nproc-per-node {nproc}: {exc}") from None
+        if "nproc_per_node" in str(exc):  # commands/launch.py names torchrun's words before this
+            raise UsageError("invalid-nproc-per-node", f"--nproc-per-node {nproc}: {exc}") from None
         raise UsageError("invalid-launch-arguments", str(exc)) from None
     finally:
         run_logger.setLevel(level)
@@ -173,18 +137,6 @@ def _config(args):
             worker_env["OMP_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"]
             os.environ.pop("OMP_NUM_THREADS")
     if config.nproc_per_node < 1:
-        raise UsageError("invalid-nproc-per-node", f"--nproc-per-node {args.nproc_per_node}: at least one "
+        raise UsageError("invalid-nproc-per-node", f"--nproc-per-node {options['nproc_per_node']}: at least one "
                                                    "process per node")
     return config, worker_env
-
-
-def _nproc_words() -> str:
-    """The words torchrun's own help lists for --nproc-per-node (they vary by torch release)."""
-    from torch.distributed.run import get_args_parser
-
-    text = next((a.help or "" for a in get_args_parser()._actions if "--nproc-per-node" in a.option_strings), "")
-    return text[text.find("[") + 1:text.rfind("]")] if "[" in text else text
-
-
-def _torchrun_options(args) -> dict:
-    return {k: v for k, v in sorted(vars(args).items()) if k not in ("training_script", "training_script_args")}

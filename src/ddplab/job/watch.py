@@ -22,6 +22,8 @@ import signal
 import threading
 import time
 
+from ..procs import alive, signal_quietly
+from ..records.launch import JobHang
 from .layout import JobDir
 
 POLL_S = 0.25
@@ -61,7 +63,7 @@ class Watcher:
         self.job = job
         self.hang_timeout_s = hang_timeout_s
         self.grace_s = grace_s
-        self.hang: dict | None = None
+        self.hang: JobHang | None = None  # set once, when a hang is declared
         self.first_failure_seen_at: float | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ddplab-job-watch", daemon=True)
@@ -89,20 +91,20 @@ class Watcher:
                 return
 
     def _declare(self, statuses: dict[int, dict], last_change: float, now: float) -> None:
-        self.hang = {"declared_at": now, "last_progress_at": last_change, "no_progress_s": round(now - last_change, 2),
-                     "hang_timeout_s": self.hang_timeout_s, "waiting_ranks": waiting_ranks(statuses)}
         running = {r: s for r, s in statuses.items() if s.get("phase") == "running" and _is_our_rank(s)}
         request_id = self.job.request_dumps(f"hang: no progress for {now - last_change:.1f} s", by="launcher")
-        self.hang["dump_request"] = request_id
         answered = self._wait_for_answers(request_id, running)
         silent = [r for r in running if r not in answered]
         for rank in silent:  # something holds its GIL: faulthandler writes from the signal handler
             if running[rank].get("stack_signal"):
-                _signal(running[rank]["pid"], running[rank]["stack_signal"])
+                signal_quietly(running[rank]["pid"], running[rank]["stack_signal"])
         if silent:
             time.sleep(STACK_SIGNAL_WAIT_S)
-        self.hang.update(answered=sorted(answered), signalled_for_stacks=silent)
-        self.hang.update(self._tear_down(running))
+        terminated, killed = self._tear_down(running)
+        self.hang = JobHang(declared_at=now, last_progress_at=last_change, no_progress_s=round(now - last_change, 2),
+                            hang_timeout_s=self.hang_timeout_s, waiting_ranks=waiting_ranks(statuses),
+                            dump_request=request_id, answered=sorted(answered), signalled_for_stacks=silent,
+                            terminated=terminated, killed=killed)
 
     def _wait_for_answers(self, request_id: str, running: dict[int, dict]) -> set[int]:
         deadline = time.monotonic() + DUMP_WAIT_S
@@ -114,18 +116,19 @@ class Watcher:
             time.sleep(0.05)
         return answered
 
-    def _tear_down(self, running: dict[int, dict]) -> dict:
+    def _tear_down(self, running: dict[int, dict]) -> tuple[list[int], list[int]]:
+        """SIGTERM every rank, SIGKILL what is left after the grace period: (terminated, killed) ranks."""
         pids = {r: s["pid"] for r, s in running.items() if _is_our_rank(s)}
         for pid in pids.values():
-            _signal(pid, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
-            _signal(pid, signal.SIGTERM)
+            signal_quietly(pid, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+            signal_quietly(pid, signal.SIGTERM)
         deadline = time.monotonic() + self.grace_s
-        while time.monotonic() < deadline and any(_alive(p) for p in pids.values()):
+        while time.monotonic() < deadline and any(alive(p) for p in pids.values()):
             time.sleep(0.05)
-        killed = sorted(r for r, p in pids.items() if _alive(p))
+        killed = sorted(r for r, p in pids.items() if alive(p))
         for rank in killed:
-            _signal(pids[rank], signal.SIGKILL)
-        return {"terminated": sorted(r for r in pids if r not in killed), "killed": killed}
+            signal_quietly(pids[rank], signal.SIGKILL)
+        return sorted(r for r in pids if r not in killed), killed
 
 
 def _is_our_rank(status: dict) -> bool:
@@ -138,19 +141,3 @@ def _is_our_rank(status: dict) -> bool:
         return False
     parent, start_ticks = int(fields[1]), int(fields[19])
     return parent == os.getpid() and start_ticks == status.get("proc_start_ticks")
-
-
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _alive(pid: int) -> bool:
-    """Alive and not a zombie waiting for elastic to reap it."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False

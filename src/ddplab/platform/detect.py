@@ -55,7 +55,7 @@ class Probe:
     python_version: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Platform:
     """What ddplab decided this machine is. Serialised into every report."""
 
@@ -71,7 +71,7 @@ class Platform:
     collective_built_version: str | None
     collective_loaded_version: str | None
     collective_loaded_path: str | None
-    collective_loaded_copies: tuple[collective_lib.LoadedLibrary, ...]
+    collective_loaded_copies: tuple[collective_lib.LoadedLibrary, ...] = ()  # reports before it: none
     device_count: int
     devices: tuple[DeviceInfo, ...]
     management_tool: str | None
@@ -79,7 +79,7 @@ class Platform:
     driver_version: str | None
     sharing_daemon: str | None
     sharing_daemon_running: bool | None
-    sharing_daemon_control_path: str | None
+    sharing_daemon_control_path: str | None = None
     per_process_memory_api: str | None
     visible_devices_env: str | None
     backends_available: dict[str, bool]

@@ -45,9 +45,10 @@ class DaemonUnusable(EnvironmentUnsupported):
 
 
 class PrivateDaemon:
-    def __init__(self, vendor: Vendor, run_path: Path):
+    def __init__(self, vendor: Vendor, directory: Path):
+        """``directory``: where its pipe and log directories go (RunDir.sharing_daemon_dir)."""
         self.vendor = vendor
-        self.root = Path(run_path) / "mps"
+        self.root = Path(directory)
         self.env: dict[str, str] = {}
         self.started = False  # True from the moment ours may exist, so stop() always sweeps it
         self.reused_user_daemon = False

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import asdict
+
+from ..records.ceiling import CeilingRankResult, CeilingSettings, CopyRate, DeviceCopy
+from ..records.codec import to_json
 
 SUMMARY = "device copy bandwidth (the loopback ceiling) and host<->device bandwidth"
 
 
-def copy_gbps(runtime, size_bytes: int, iters: int = 20, src_device=None, dst_device=None) -> dict:
+def copy_rate(runtime, size_bytes: int, iters: int = 20, src_device=None, dst_device=None) -> CopyRate:
     import torch
 
     src = torch.empty(size_bytes, dtype=torch.uint8, device=src_device or runtime.device,
@@ -39,17 +43,22 @@ def copy_gbps(runtime, size_bytes: int, iters: int = 20, src_device=None, dst_de
         end.synchronize()
         times_us.append(start.elapsed_time(end) * 1e3)
     t = statistics.median(times_us)
-    return {"size_bytes": size_bytes, "time_us": t, "gbps": size_bytes / 1e9 / (t * 1e-6),
-            "method": "host perf_counter per copy" if runtime.is_host else "device events per copy",
-            "iters": iters}
+    return CopyRate(size_bytes=size_bytes, time_us=t, gbps=size_bytes / 1e9 / (t * 1e-6),
+                    method="host perf_counter per copy" if runtime.is_host else "device events per copy",
+                    iters=iters)
 
 
-def run(ctx) -> dict:
-    s = ctx.settings
-    d2d = copy_gbps(ctx.runtime, s["bytes"], s["iters"])
-    d2d["rw_gbps"] = 2 * d2d["gbps"]
-    out = {"device_copy": d2d}
-    if not ctx.runtime.is_host:
-        out["host_to_device"] = copy_gbps(ctx.runtime, s["host_bytes"], s["iters"], src_device="cpu")
-        out["device_to_host"] = copy_gbps(ctx.runtime, s["host_bytes"], s["iters"], dst_device="cpu")
-    return out
+def copy_gbps(runtime, size_bytes: int, iters: int = 20, src_device=None, dst_device=None) -> dict:
+    """``copy_rate`` as JSON values, for the sweep's rank until its own conversion to records (issue 11)."""
+    return to_json(copy_rate(runtime, size_bytes, iters, src_device, dst_device))
+
+
+def run(ctx) -> CeilingRankResult:
+    s: CeilingSettings = ctx.settings
+    d2d = copy_rate(ctx.runtime, s.bytes, s.iters)
+    device_copy = DeviceCopy(**asdict(d2d), rw_gbps=2 * d2d.gbps)  # every byte read once and written once
+    if ctx.runtime.is_host:
+        return CeilingRankResult(device_copy)
+    return CeilingRankResult(device_copy,
+                             host_to_device=copy_rate(ctx.runtime, s.host_bytes, s.iters, src_device="cpu"),
+                             device_to_host=copy_rate(ctx.runtime, s.host_bytes, s.iters, dst_device="cpu"))

@@ -14,6 +14,8 @@ import statistics
 import time
 from typing import Callable
 
+from ..records.session import Distribution, Histogram
+
 MODES = ("pipelined", "blocking")
 
 
@@ -75,24 +77,19 @@ def time_mode(run: Callable[..., object], runtime, iters: int, mode: str) -> flo
     return statistics.fmean(blocking_us(run, runtime, iters))
 
 
-def distribution(values: list[float]) -> dict:
+def distribution(values: list[float]) -> Distribution:
     """p50/p90/p99/max by nearest rank: each one a value that was measured."""
-    from ..report import percentile
-
-    if not values:
-        return {"n": 0}
-    return {"n": len(values), "min": min(values), "p50": percentile(values, 50), "p90": percentile(values, 90),
-            "p99": percentile(values, 99), "max": max(values), "mean": statistics.fmean(values)}
+    return Distribution.of(values)
 
 
 HISTOGRAM_EDGES_US = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000]
 
 
-def histogram(values: list[float]) -> dict:
+def histogram(values: list[float]) -> Histogram:
     """Counts per log-spaced latency bin (edges in us; the last bin is open-ended)."""
     import bisect
 
     counts = [0] * (len(HISTOGRAM_EDGES_US) + 1)
     for v in values:
         counts[bisect.bisect_right(HISTOGRAM_EDGES_US, v)] += 1
-    return {"edges_us": HISTOGRAM_EDGES_US, "counts": counts}
+    return Histogram(list(HISTOGRAM_EDGES_US), counts)

@@ -22,6 +22,9 @@ import ctypes
 import hashlib
 import statistics
 import time
+from dataclasses import dataclass
+
+from ..records.train import TrainRankResult, TrainSettings
 
 SUMMARY = "DDP training with gradient-synchronisation proof"
 TIMING_METHOD = ("blocking: zero_grad+forward+backward(all_reduce)+step, host perf_counter, "
@@ -51,30 +54,40 @@ def make_batch(seed: int, step: int, rank: int, batch_size: int, features: int):
     return torch.randn(batch_size, features, generator=g)
 
 
-def run(ctx) -> dict:
+@dataclass(frozen=True)
+class StepCheck:
+    """One step's gradient against the single-process references, relative to the largest gradient."""
+
+    step: int
+    err_concat_rel: float  # vs the gradient over all ranks' batches concatenated (what DDP means)
+    err_average_rel: float  # vs the mean of each rank's batch gradient (what DDP computes)
+    noise_rel: float  # the two references apart: this device's own arithmetic
+    local_gap_rel: float  # this rank's unsynchronised gradient vs the concat reference
+    ok: bool
+
+
+def run(ctx) -> TrainRankResult:
     import torch
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    cfg = ctx.settings
+    s: TrainSettings = ctx.settings
     device = ctx.device
     # Real float32 matmuls: with TF32 the reference comparison measures rounding (~1e-3), not sync.
     torch.set_float32_matmul_precision("highest")
-    torch.manual_seed(cfg["seed"])
-    model, features = build_model(cfg["model"])
+    torch.manual_seed(s.seed)
+    model, features = build_model(s.model)
     model = model.to(device)
     ddp = DDP(model, device_ids=None if ctx.runtime.is_host else [ctx.runtime.index])
     reference = copy.deepcopy(model)  # plain module: never synchronised
     opt = torch.optim.SGD(ddp.parameters(), lr=LEARNING_RATE)
     ctx.runtime.reset_peak_memory()
 
-    steps = cfg["steps"]
     step_times_us: list[float] = []
-    checks = []
-    local_gap_rel = None
-    for step in range(steps):
-        batches = [make_batch(cfg["seed"], step, r, cfg["batch_size"], features) for r in range(ctx.world_size)]
+    checks: list[StepCheck] = []
+    for step in range(s.steps):
+        batches = [make_batch(s.seed, step, r, s.batch_size, features) for r in range(ctx.world_size)]
         x = batches[ctx.rank].to(device)
-        check = step in (0, steps - 1) or step % cfg["check_every"] == 0
+        check = step in (0, s.steps - 1) or step % s.check_every == 0
         if check:
             reference.load_state_dict(model.state_dict())  # parameters before this step's update
 
@@ -88,38 +101,36 @@ def run(ctx) -> dict:
         step_times_us.append((time.perf_counter() - t0) * 1e6)
 
         if check:
-            c = _check_step(model, reference, [b.to(device) for b in batches], ctx.rank)
-            checks.append({"step": step, **c})
-            if local_gap_rel is None and ctx.world_size > 1:
-                local_gap_rel = c["local_gap_rel"]
+            checks.append(_check_step(step, model, reference, [b.to(device) for b in batches], ctx.rank))
 
     ctx.runtime.synchronize()
     peak_bytes, peak_method = ctx.runtime.peak_memory_bytes()
     digest = _params_digest(model)
     all_digests = _gather_digests(digest, ctx.world_size, device)  # so other machines' ranks are compared too
-    worst = max(checks, key=lambda c: c["err_concat_rel"])
-    return {
-        "params_sha256": digest,
-        "all_params_sha256": all_digests,
-        "grad_matches_reference": all(c["ok"] for c in checks),
-        "grad_checks": len(checks),
-        "grad_worst_step": worst["step"],
-        "grad_err_vs_concat_rel": worst["err_concat_rel"],
-        "grad_err_vs_rank_average_rel": max(c["err_average_rel"] for c in checks),
-        "device_numeric_noise_rel": max(c["noise_rel"] for c in checks),
-        "grad_rtol": GRAD_RTOL,
-        # Negative control: the unsynchronised gradient must differ from the reference.
-        "local_grad_rel_gap": local_gap_rel,
-        "local_grad_differs": None if local_gap_rel is None else local_gap_rel > 10 * GRAD_RTOL + 4 * max(
-            c["noise_rel"] for c in checks),
-        "final_loss": float(loss.detach().cpu()),
-        "step_times_us": [round(t, 2) for t in step_times_us],
-        "step_time_p50_us": statistics.median(step_times_us),
-        "peak_mem_bytes": peak_bytes,
-        "peak_mem_method": peak_method,
-        "num_params": sum(p.numel() for p in model.parameters()),
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-    }
+    worst = max(checks, key=lambda c: c.err_concat_rel)
+    noise = max(c.noise_rel for c in checks)
+    # Negative control: the unsynchronised gradient (first checked step) must differ from the reference.
+    local_gap = checks[0].local_gap_rel if ctx.world_size > 1 else None
+    return TrainRankResult(
+        params_sha256=digest,
+        all_params_sha256=all_digests,
+        grad_matches_reference=all(c.ok for c in checks),
+        grad_checks=len(checks),
+        grad_worst_step=worst.step,
+        grad_err_vs_concat_rel=worst.err_concat_rel,
+        grad_err_vs_rank_average_rel=max(c.err_average_rel for c in checks),
+        device_numeric_noise_rel=noise,
+        grad_rtol=GRAD_RTOL,
+        local_grad_rel_gap=local_gap,
+        local_grad_differs=None if local_gap is None else local_gap > 10 * GRAD_RTOL + 4 * noise,
+        final_loss=float(loss.detach().cpu()),
+        step_times_us=[round(t, 2) for t in step_times_us],
+        step_time_p50_us=statistics.median(step_times_us),
+        peak_mem_bytes=peak_bytes,
+        peak_mem_method=peak_method,
+        num_params=sum(p.numel() for p in model.parameters()),
+        float32_matmul_precision=torch.get_float32_matmul_precision(),
+    )
 
 
 def _grads(module, batch) -> list:
@@ -132,7 +143,7 @@ def _max_diff(xs, ys) -> float:
     return max(float((x - y).abs().max()) for x, y in zip(xs, ys))
 
 
-def _check_step(synced, reference, batches, rank: int) -> dict:
+def _check_step(step: int, synced, reference, batches, rank: int) -> StepCheck:
     """Compare DDP's gradient with two single-process references, all relative to the largest gradient.
 
     - concat: the gradient of the loss over all ranks' batches concatenated (what DDP means);
@@ -152,13 +163,14 @@ def _check_step(synced, reference, batches, rank: int) -> dict:
     err_concat = _max_diff(got, concat) / scale
     err_average = _max_diff(got, average) / scale
     noise = _max_diff(average, concat) / scale
-    return {
-        "err_concat_rel": err_concat,
-        "err_average_rel": err_average,
-        "noise_rel": noise,
-        "local_gap_rel": _max_diff(per_rank[rank], concat) / scale,
-        "ok": err_average <= GRAD_RTOL and err_concat <= GRAD_RTOL + 2 * noise,
-    }
+    return StepCheck(
+        step=step,
+        err_concat_rel=err_concat,
+        err_average_rel=err_average,
+        noise_rel=noise,
+        local_gap_rel=_max_diff(per_rank[rank], concat) / scale,
+        ok=err_average <= GRAD_RTOL and err_concat <= GRAD_RTOL + 2 * noise,
+    )
 
 
 def _gather_digests(digest: str, world_size: int, device) -> list[str]:

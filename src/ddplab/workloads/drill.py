@@ -11,30 +11,32 @@ from __future__ import annotations
 
 import time
 
+from ..records.drill import DrillRankResult, DrillSettings
+
 SUMMARY = "fault-drill loop: all_reduces with an injected fault on one rank"
 
 
 def before_init(ctx) -> None:
-    s = ctx.settings
-    if s["fault"] == "late" and ctx.rank == s["victim"]:
+    s: DrillSettings = ctx.settings
+    if s.fault == "late" and ctx.rank == s.victim:
         ctx.status.phase("before-init", injected="sleep before init_process_group", injected_at=time.time())
-        time.sleep(s["late_s"])
+        time.sleep(s.late_s)
 
 
-def run(ctx) -> dict:
+def run(ctx) -> DrillRankResult:
     import torch
     import torch.distributed as dist
 
-    s = ctx.settings
-    victim = ctx.rank == s["victim"]
-    buf = torch.ones(s["numel"], dtype=torch.float32, device=ctx.device)
+    s: DrillSettings = ctx.settings
+    victim = ctx.rank == s.victim  # both global ranks
+    buf = torch.ones(s.numel, dtype=torch.float32, device=ctx.device)
     latencies_us = []
-    for k in range(s["steps"]):
-        if victim and k == s["inject_at"]:
+    for k in range(s.steps):
+        if victim and k == s.inject_at:
             _inject(ctx, s)
-        op, numel = "all_reduce", s["numel"]
-        if victim and s["fault"] == "desync" and k >= s["inject_at"]:
-            op, numel = "broadcast", 2 * s["numel"]
+        op, numel = "all_reduce", s.numel
+        if victim and s.fault == "desync" and k >= s.inject_at:
+            op, numel = "broadcast", 2 * s.numel
             buf = torch.ones(numel, dtype=torch.float32, device=ctx.device)
         ctx.status.enter_collective(op, numel)
         t0 = time.perf_counter()
@@ -46,17 +48,17 @@ def run(ctx) -> dict:
         latencies_us.append((time.perf_counter() - t0) * 1e6)
         ctx.status.leave_collective()
         buf.fill_(1.0)
-        time.sleep(s["interval_s"])
-    return {"latencies_us": latencies_us}
+        time.sleep(s.interval_s)
+    return DrillRankResult(latencies_us=latencies_us)
 
 
-def _inject(ctx, s) -> None:
-    if s["fault"] == "stall":
+def _inject(ctx, s: DrillSettings) -> None:
+    if s.fault == "stall":
         ctx.status.phase("stalled", injected="stopped issuing collectives", injected_at=time.time())
-        time.sleep(s["stall_s"])
-    elif s["fault"] == "desync":
+        time.sleep(s.stall_s)
+    elif s.fault == "desync":
         ctx.status.phase("running", injected="switched to broadcast of twice the size", injected_at=time.time())
-    elif s["fault"] == "oom":
+    elif s.fault == "oom":
         import torch
 
         cap = ctx.runtime.allocator_cap_bytes()

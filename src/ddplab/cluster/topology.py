@@ -1,0 +1,105 @@
+"""Which ranks share a machine, and what that makes of each pair of ranks: pure helpers for reports.
+
+A report aggregated across machines separates what stays inside a machine (shared memory, the
+device links) from what crosses the network. Everything here works from one mapping, global rank
+-> machine (``StatusReader`` gives it: ``{rank: view.host}``; a machine is named by its address
+toward the endpoint where known, since namespaces and containers may share one hostname). A rank
+with no known machine makes its pairs ``UNKNOWN``, never a guess.
+
+``pairwise_plan`` orders the machine-pair tests that find a slow or broken machine: every pair
+once, in rounds of disjoint pairs (a round-robin tournament), so the pairs of one round can run
+at the same time without sharing a machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Iterable, Mapping
+
+INTRA = "intra-machine"
+INTER = "inter-machine"
+UNKNOWN = "unknown"
+
+
+def machines(hosts: Mapping[int, str | None]) -> dict[str, list[int]]:
+    """Machine -> its ranks, ascending; machines in the order of their lowest rank (node order)."""
+    by_machine: dict[str, list[int]] = {}
+    for rank in sorted(hosts):
+        if hosts[rank] is not None:
+            by_machine.setdefault(hosts[rank], []).append(rank)
+    return by_machine
+
+
+def pair_kind(a: int, b: int, hosts: Mapping[int, str | None]) -> str:
+    host_a, host_b = hosts.get(a), hosts.get(b)
+    if host_a is None or host_b is None:
+        return UNKNOWN
+    return INTRA if host_a == host_b else INTER
+
+
+def group_kind(ranks: Iterable[int], hosts: Mapping[int, str | None]) -> str:
+    """A collective over ``ranks``: inside one machine, or across the network."""
+    seen = [hosts.get(r) for r in ranks]
+    if any(h is None for h in seen):
+        return UNKNOWN
+    return INTRA if len(set(seen)) <= 1 else INTER
+
+
+def classify_pairs(hosts: Mapping[int, str | None]) -> dict[tuple[int, int], str]:
+    """Every unordered pair of ranks (a < b) -> INTRA, INTER or UNKNOWN."""
+    return {(a, b): pair_kind(a, b, hosts) for a, b in combinations(sorted(hosts), 2)}
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a job's ranks are, in numbers a report prints."""
+
+    machines: dict[str, list[int]]
+    unplaced: list[int]  # ranks whose machine is not known
+    intra_pairs: int
+    inter_pairs: int
+    unknown_pairs: int
+
+    def to_dict(self) -> dict:
+        return {"machines": self.machines, "unplaced": self.unplaced, "intra_pairs": self.intra_pairs,
+                "inter_pairs": self.inter_pairs, "unknown_pairs": self.unknown_pairs}
+
+
+def placement(hosts: Mapping[int, str | None]) -> Placement:
+    kinds = list(classify_pairs(hosts).values())
+    return Placement(machines(hosts), sorted(r for r, h in hosts.items() if h is None),
+                     kinds.count(INTRA), kinds.count(INTER), kinds.count(UNKNOWN))
+
+
+@dataclass(frozen=True)
+class MachinePair:
+    """One test between two machines, run by one rank on each (its lowest)."""
+
+    machine_a: str
+    machine_b: str
+    rank_a: int
+    rank_b: int
+
+
+def pairwise_plan(hosts: Mapping[int, str | None]) -> list[list[MachinePair]]:
+    """Every pair of machines once, in rounds of disjoint pairs (the circle method).
+
+    With M machines: M - 1 rounds of M / 2 pairs (M even), or M rounds with one machine resting
+    in each (M odd). A machine's representative is its lowest rank. Fewer than two machines:
+    nothing to test between them.
+    """
+    by_machine = machines(hosts)
+    names: list[str | None] = list(by_machine)
+    if len(names) < 2:
+        return []
+    if len(names) % 2:
+        names.append(None)  # the machine paired with None rests this round
+    rounds = []
+    for _ in range(len(names) - 1):
+        half = len(names) // 2
+        pairs = [(names[i], names[-1 - i]) for i in range(half)]
+        rounds.append([MachinePair(a, b, by_machine[a][0], by_machine[b][0]) for a, b in
+                       (sorted(p, key=lambda m: by_machine[m][0]) for p in pairs if None not in p)])
+        names = [names[0], names[-1], *names[1:-1]]  # keep the first, rotate the rest
+    return rounds

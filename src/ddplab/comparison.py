@@ -1,0 +1,105 @@
+"""What `ddplab compare` does, as a library: read two inputs, line up their timings, judge B against A.
+
+An input is nccl-tests / rccl-tests / mccl-tests text (nccl_tests.py: sweep rows) or any ddplab JSON report,
+read and checked through the records (records/load.py). A report's timings are whatever its results record
+gives through ``timed_rows(config)`` (records/compare.py), so a new measurement needs no change here; a lab
+report gives its stages' rows, prefixed with the stage's name. Rows are matched on (op, size, in-place);
+B is "new". A row of B slower than A beyond the tolerance is a regression; a size of B far off its own
+neighbours (spikes.py) is a spike instead: a finding to explain (WARN), not a slowdown of the whole stack.
+Two lab reports also compare their stages' verdicts: one that got worse fails the comparison.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import nccl_tests, spikes
+from .errors import UsageError
+from .records import Report, Verdict
+from .records import load as report_files
+from .records.compare import CompareConfig, CompareRecord, ComparedRow, TimedRow, VerdictChange, timed_rows_of
+
+# A verdict got worse when it moved right on this scale; a stage that could not run (SKIP) counts as a pass.
+SEVERITY = {Verdict.PASS: 0, Verdict.SKIP: 0, Verdict.WARN: 1, Verdict.FAIL: 2}
+
+
+@dataclass(frozen=True)
+class Input:
+    """One side of a comparison."""
+
+    path: str
+    kind: str  # "ddplab" or "nccl-tests"
+    rows: list[TimedRow]
+    report: Report | None  # the ddplab report, when the input is one
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.path}"
+
+
+def load_input(path: str) -> Input:
+    """Read one input. A file that is neither a ddplab report nor nccl-tests output (binary, empty, broken
+    JSON, a report of the wrong shape) is a UsageError naming the file and what is wrong with it."""
+    data = report_files.read_bytes(path)
+    if report_files.looks_like_json(data):
+        report = report_files.parse_report(data, path)
+        rows = timed_rows_of(report)
+        if not rows:
+            raise UsageError("nothing-timed", f"{path}: a ddplab {report.command} report with no timings")
+        return Input(path, "ddplab", rows, report)
+    if b"\0" in data:
+        raise UsageError("unreadable-input", f"{path} is a binary file: neither a ddplab JSON report nor "
+                                             f"nccl-tests output")
+    table = nccl_tests.parse(data.decode("utf-8", errors="replace"))
+    if not table.rows:
+        raise UsageError("unreadable-input", f"{path}: neither a ddplab JSON report nor nccl-tests output "
+                                             f"(no table rows found)")
+    return Input(path, "nccl-tests", [t for t in (r.timed_row() for r in table.rows) if t is not None], None)
+
+
+def compare(config: CompareConfig, old: Input, new: Input) -> CompareRecord:
+    """B against A; UsageError when they have nothing in common."""
+    rows = line_up(old.rows, new.rows, config.tolerance, config.min_size)
+    changes = verdict_changes(old.report, new.report)
+    if not rows and not changes:
+        raise UsageError("nothing-to-compare", f"no (collective, size, placement) appears in both {old.path} and "
+                                               f"{new.path}")
+    return CompareRecord(rows=rows, verdict_changes=changes)
+
+
+def line_up(old: list[TimedRow], new: list[TimedRow], tolerance: float, min_size: int) -> list[ComparedRow]:
+    """Matched rows; a row that is a spike in B carries ``spike`` and is not counted as a regression."""
+    index = {r.key: r for r in old}
+    spiked = {x.key: x for x in spikes.find_spikes(new)}
+    out = []
+    for r in new:
+        base = index.get(r.key)
+        if base is None or not base.time_us or not r.time_us:
+            continue
+        change = r.time_us / base.time_us - 1
+        spike = spiked.get(r.key)
+        judged = r.size_bytes >= min_size
+        out.append(ComparedRow(op=r.op, size_bytes=r.size_bytes, in_place=r.in_place, old_time_us=base.time_us,
+                               new_time_us=r.time_us, old_busbw_gbps=base.busbw_gbps, new_busbw_gbps=r.busbw_gbps,
+                               time_change=change, regression=judged and change > tolerance and spike is None,
+                               new_wrong=bool(r.num_wrong), spike=spike is not None,
+                               spike_factor=spike.factor if spike else None))
+    return out
+
+
+def verdict_changes(old: Report | None, new: Report | None) -> list[VerdictChange]:
+    """Stages of two lab reports whose verdict got worse (a record with stages has ``stage_verdicts()``)."""
+    before, after = _stage_verdicts(old), _stage_verdicts(new)
+    return [VerdictChange(stage, before[stage], verdict) for stage, verdict in after.items()
+            if stage in before and SEVERITY[verdict] > SEVERITY[before[stage]]]
+
+
+def _stage_verdicts(report: Report | None) -> dict[str, Verdict]:
+    hook = getattr(report.results, "stage_verdicts", None) if report is not None else None
+    return hook() if hook is not None else {}
+
+
+def verdict(record: CompareRecord, min_size: int) -> Verdict:
+    if record.regressions or record.wrong or record.verdict_changes:
+        return Verdict.FAIL
+    return Verdict.WARN if record.spikes(min_size) else Verdict.PASS

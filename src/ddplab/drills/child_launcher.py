@@ -1,0 +1,117 @@
+"""The interrupt and kill_launcher drills' harness: a separate launcher process (ddplab's `train`, or
+plain torchrun) that the drill can signal the way a user or a scheduler would, and end with all of its
+ranks whatever happens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from .. import interrupts, procs
+from ..config import TrainConfig
+from ..records.drill import ChildLauncherDetails, DrillOutcome, Injection
+from ..rundir import RunDir
+from . import engine
+from .mechanisms import excerpt
+
+CHILD_STEPS = 1_000_000  # far more than the drill waits for: the child trains until it is signalled
+EXIT_WAIT_S = 60.0
+
+
+def start(argv: list[str]) -> subprocess.Popen:
+    """A separate ddplab (or torchrun) process, so the drill can kill it like a user would.
+
+    It leads a new session, hence its own process group, which its ranks join: a terminal's
+    Ctrl+C meant for this drill does not reach it, and ``end`` can end all of it.
+    """
+    return subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+def end(child: subprocess.Popen) -> None:
+    """End a child launcher with everything in its process group (its ranks), then reap it.
+
+    Reaping matters: an unreaped launcher is a zombie whose pid still answers kill(pid, 0), so a
+    rank that armed its parent-death guard after the launcher died took it for alive and ran on.
+    """
+    if child.returncode is None:  # not reaped yet: its pid, the group's id, cannot have been reused
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+
+
+def wait_exit(child: subprocess.Popen, timeout_s: float) -> int | None:
+    """The child's exit code once it exits (reaped); None after ``timeout_s`` or on a stop request."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not interrupts.requested():
+        if child.poll() is not None:
+            return child.returncode
+        time.sleep(0.05)
+    return child.poll()
+
+
+def wait_for_run(path: Path, child: subprocess.Popen, timeout_s: float = engine.READY_TIMEOUT_S) -> RunDir | None:
+    """The run the child launcher claims at ``path``; None if it exits, a stop is requested, or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not interrupts.requested() and child.poll() is None:
+        run = RunDir.existing(path)
+        if run is not None:
+            return run
+        time.sleep(0.1)
+    return None
+
+
+def signal_train(ctx: engine.DrillContext, sig: int, detected_by: str) -> DrillOutcome:
+    """Start `ddplab train` as a separate launcher, send it ``sig`` once its ranks run, and watch them go.
+
+    The drill's verdict is the caller's: what is measured here is when the ranks were gone after the
+    signal (``detect_s``), the launcher's exit code and report, and what was left.
+    """
+    run_dir = RunDir.create(ctx.run_dir(ctx.name), f"drill-{ctx.name}").path
+    child_dir, report = run_dir / "launcher", run_dir / "launcher-report.json"
+    train = TrainConfig(launch=replace(ctx.config.launch, run_dir=str(child_dir), hang_timeout_s=None),
+                        steps=CHILD_STEPS)
+    pids: list[int] = []
+    run_id = injected_at = gone_at = child_exit = None
+    with engine.DeviceMemory(ctx.platform) as memory:
+        child = start(["-m", "ddplab", "train", *train.to_argv(), "--json", str(report)])
+        try:
+            child_run = wait_for_run(child_dir, child)
+            pids = sorted(engine.wait_for_ranks(child_run, ctx.local_count).values()) if child_run else []
+            run_id = child_run.run_id if child_run else None
+            if pids and not interrupts.requested():
+                injected_at = time.time()
+                os.kill(child.pid, sig)
+                gone_at = procs.wait_gone(pids, ctx.timeout_s + 10, stop=interrupts.requested)
+                child_exit = wait_exit(child, EXIT_WAIT_S)
+        finally:
+            if child_exit is None:  # never signalled, stuck, or this drill is being stopped: end it and its ranks
+                end(child)
+        leaks = procs.leaked(run_id, pids)
+        procs.end_processes(leaks)
+        log = child.stdout.read() if child.stdout else ""  # after the leaks end: they may hold the pipe open
+        after, back_s = memory.settle()
+    return DrillOutcome(
+        drill=ctx.name,
+        injected=Injection(what=f"{signal.Signals(sig).name} to the launcher (pid {child.pid})", rank="launcher",
+                           at=injected_at),
+        detected_by=detected_by if gone_at else None,
+        detect_s=round(gone_at - injected_at, 2) if gone_at else None,
+        error_excerpt=excerpt(log),
+        culprit_reason="the launcher itself was the victim",
+        leaked_pids=leaks,
+        device_mem_before_bytes=memory.before,
+        device_mem_after_bytes=after,
+        memory_back_s=back_s,
+        run_dir=str(run_dir),
+        run_id=run_id,
+        interrupted=bool(interrupts.requested()),
+        details=ChildLauncherDetails(launcher_exit_code=child_exit, report_written=report.exists(), rank_pids=pids),
+    )

@@ -1,0 +1,40 @@
+"""Which mechanism raised an error, from the first words of a rank's error text, and the lines of
+that text worth showing. Pure: the drills' engine and the oom drill ask; nothing here runs anything.
+"""
+
+from __future__ import annotations
+
+import re
+
+WATCHDOG = "watchdog abort"
+STORE_TIMEOUT = "store timeout"
+GLOO_TIMEOUT = "collective timeout (gloo)"
+BLOCKING_WAIT = "blocking-wait exception"
+OUT_OF_MEMORY = "out-of-memory error"
+PEER_LOST = "peer connection lost"
+
+# The first words of a rank's error, mapped to the mechanism that raised it (first match wins).
+MECHANISMS = (
+    (re.compile(r"Watchdog caught collective operation timeout|SIGABRT", re.I), WATCHDOG),
+    (re.compile(r"DistStoreError|wait timeout after|waiting for clients|client socket has timed out", re.I),
+     STORE_TIMEOUT),
+    (re.compile(r"Timed out waiting .* for (recv|send)|operation to complete", re.I), GLOO_TIMEOUT),
+    (re.compile(r"DistBackendError|ncclSystemError|ncclRemoteError|Blocking wait", re.I), BLOCKING_WAIT),
+    (re.compile(r"out of memory|OutOfMemoryError|can't allocate memory|MemoryError", re.I), OUT_OF_MEMORY),
+    (re.compile(r"Connection closed by peer|Connection reset|Broken pipe", re.I), PEER_LOST),
+)
+
+
+def classify(text: str | None) -> str | None:
+    """The mechanism an error text comes from; None when no known one matches."""
+    for pattern, name in MECHANISMS:
+        if pattern.search(text or ""):
+            return name
+    return None
+
+
+def excerpt(text: str | None, limit: int = 600) -> str:
+    """The lines of an error that say what happened, not the traceback frames."""
+    lines = [ln for ln in (text or "").splitlines() if ln.strip() and not ln.startswith("  File ")
+             and not ln.strip().startswith("^")]
+    return "\n".join(lines[-8:])[-limit:]

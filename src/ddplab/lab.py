@@ -1,0 +1,177 @@
+"""`ddplab run` as a library: the whole lab in one call.
+
+env -> shared-device train -> per-device train (2+ devices) -> storm -> sweep -> ceiling/contention ->
+drills -> leftover check -> report. Each stage is a measurement's ``run(config)`` on a Config from the
+profile (profiles.py), isolated: one that fails or cannot run here is recorded and the next still runs;
+ranks that hang are cut by ddplab's supervisor (the stage deadline is every stage's hang timeout).
+Ctrl+C or SIGTERM stops the lab (the running stage's ranks at once, interrupts.py) and still writes a
+report marked interrupted. <out>/report.json and <out>/report.html hold everything; <out> is this run's alone.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from . import interrupts, measurements
+from .errors import DdplabError, ExitCode
+from .files import DiskFull
+from .profiles import Machine, Stage, stages
+from .records import Check, Report, Verdict
+from .config import RunConfig, StagePlan
+from .records.run import RunRecord, StageRecord
+from .session import Observer
+
+COMMAND = "run"
+
+
+def run(config: RunConfig, console) -> Report:
+    """Run every stage of the profile, write report.json and report.html into ``config.out``, return the report."""
+    out = claim_out_dir(config.out)
+    started = time.monotonic()
+    records: list[StageRecord] = []
+    env_stage = Stage("env", "env", measurements.get("env").Config(device=config.device))
+    env_report = _stage(records, env_stage, console)
+    platform = env_report.platform if env_report else None
+    plan = stages(config.profile, config.nproc, Machine.of(platform, config.device), out, config.stage_deadline_s)
+    return run_stages(config, plan, out, console, platform, records, started, first=[env_stage])
+
+
+def run_stages(config: RunConfig, plan: list[Stage], out: Path, console, platform=None,
+               records: list[StageRecord] | None = None, started: float | None = None,
+               first: list[Stage] = ()) -> Report:
+    """Run ``plan`` stage by stage into ``out`` (claimed), then the leftover check; write and return the report.
+    ``records``: stages already run (the env stage, listed in ``first``)."""
+    records = records if records is not None else []
+    started = started if started is not None else time.monotonic()
+    interrupted = False
+    for stage in plan:
+        if interrupts.requested():  # Ctrl+C/SIGTERM between stages (or during env)
+            break
+        try:
+            report = _stage(records, stage, console)
+        except KeyboardInterrupt:  # a second Ctrl+C: the stage was cut short
+            interrupted = True
+            records.append(StageRecord(stage.name, stage.command_line, Verdict.FAIL, "interrupted by the user"))
+            break
+        if report is not None and getattr(report.results, "interrupted", False):  # its ranks or drills were stopped
+            interrupted = True
+            break
+    records.append(leftover_check(records))
+    interrupted = interrupted or bool(interrupts.requested())
+    record = RunRecord(profile=config.profile, stages=records, checks=[c for s in records for c in stage_checks(s)],
+                       interrupted=interrupted, duration_s=round(time.monotonic() - started, 1),
+                       out=str(out.resolve()))
+    planned = replace(config, out=str(out), stages=[StagePlan(s.name, s.measurement, s.argv)
+                                                   for s in [*first, *plan]])
+    report = Report(command=COMMAND, config=planned, platform=platform, results=record,
+                    verdict=Verdict.worst(s.verdict for s in records))
+    write_reports(report, out)
+    return report
+
+
+def claim_out_dir(out: str | None) -> Path:
+    """This run's own output directory: --out (refused if it holds a run), else a new one whose name
+    carries a unique suffix: two runs started in the same second once shared one, and lost a report."""
+    from .rundir import DEFAULT_RUNS_DIR, claim_directory, new_run_id
+
+    run_id = new_run_id("run")
+    path = Path(out) if out else Path(DEFAULT_RUNS_DIR) / run_id
+    claim_directory(path, run_id, "--out")
+    return path
+
+
+def write_reports(report: Report, out: Path) -> None:
+    from .files import write_text_atomic
+    from .html_report import render_html
+    from .report import write_json
+
+    write_json(report.to_json(), out / "report.json")
+    write_text_atomic(out / "report.html", render_html(report))
+
+
+def _stage(records: list[StageRecord], stage: Stage, console) -> Report | None:
+    """Run one stage in isolation; record what it gave, or why it could not run."""
+    from . import display
+
+    console.rule(f"stage: {stage.name}  ({stage.command_line})")
+    started = time.monotonic()
+    measurement = measurements.get(stage.measurement)
+    try:
+        result = measurement.run(stage.config, Observer(None, live=False))
+    except KeyboardInterrupt:
+        raise
+    except DdplabError as exc:  # this machine cannot run the stage: record it, go on
+        cannot_run_here = exc.exit_code == ExitCode.ENVIRONMENT and not isinstance(exc, DiskFull)
+        records.append(StageRecord(stage.name, stage.command_line, Verdict.SKIP if cannot_run_here else Verdict.FAIL,
+                                   exc.message, round(time.monotonic() - started, 2), error=exc.reference))
+        console.print(f"[yellow]{stage.name}:[/] {display.escape(exc.message)}")
+        return None
+    except Exception as exc:  # a bug in one stage must not hide the others' results
+        records.append(StageRecord(stage.name, stage.command_line, Verdict.FAIL, f"{type(exc).__name__}: {exc}",
+                                   round(time.monotonic() - started, 2), error="stage-crashed"))
+        console.print(f"[red]stage {stage.name} crashed:[/] {display.escape(f'{type(exc).__name__}: {exc}')}")
+        return None
+    report = measurements.report(measurement, stage.config, result)
+    summary = measurement.summary(result)
+    records.append(StageRecord(stage.name, stage.command_line, report.verdict, summary,
+                               round(time.monotonic() - started, 2), report=report))
+    console.print(f"{display.verdict_text(report.verdict)} {stage.name}: {display.escape(summary)} "
+                  f"({time.monotonic() - started:.1f} s)")
+    return report
+
+
+def stage_checks(stage: StageRecord) -> list[Check]:
+    """The verdict table's rows for one stage: its measurement's own checks, or why it has none."""
+    if stage.name == LEFTOVERS:
+        return [Check("nothing left running", stage.verdict, stage.summary, "0 processes",
+                      "every process the lab's stages started is gone (orphans of other runs are shown, not counted)",
+                      "none" if stage.verdict is Verdict.PASS else "`ddplab clean` lists them; report the stage that "
+                                                                   "left them", stage=stage.name)]
+    if stage.report is None:
+        return [Check("stage ran", stage.verdict, stage.summary, "completes", "the stage could not run here",
+                      "see the stage's error; `ddplab env` shows what this machine lacks", stage=stage.name)]
+    return [replace(c, stage=stage.name) for c in report_checks(stage.report)]
+
+
+def report_checks(report: Report) -> list[Check]:
+    """The check rows of any report: a measurement's checks(), or the record's own (launch, clean)."""
+    if report.command in measurements.MEASUREMENTS:
+        return measurements.get(report.command).checks(report.results)
+    own = getattr(report.results, "checks", None)
+    return own() if callable(own) else []
+
+
+LEFTOVERS = "leftovers"
+
+
+def leftover_check(records: list[StageRecord]) -> StageRecord:
+    """After every stage: nothing that this run's stages started (their run ids) is still alive.
+    Orphans of other runs on the machine are shown as information: they are not this run's doing."""
+    from .procs import leaked, survey
+
+    run_ids = _run_ids(records)
+    left = sorted({p for rid in run_ids for p in leaked(rid, [])})
+    orphans = survey().orphans
+    ours = [o for o in orphans if o.run_id in run_ids]
+    others = [o for o in orphans if o.run_id not in run_ids]
+    summary = f"{len(left)} process(es) of this lab and {len(ours)} orphan(s) of this lab left"
+    if others:
+        summary += f"; {len(others)} orphan(s) of other runs on this machine, not counted (`ddplab clean`)"
+    return StageRecord(LEFTOVERS, "(ddplab run)", Verdict.PASS if not left and not ours else Verdict.FAIL, summary,
+                       left_pids=left, orphans=ours, other_orphans=others)
+
+
+def _run_ids(records: list[StageRecord]) -> set[str]:
+    """The run ids this lab's stages started: each stage's own and each drill's (its ddplab session, or the
+    child launcher / torchrun it started), as each record lists them (``run_ids()``)."""
+    found: set[str] = set()
+    for stage in records:
+        results = stage.report.results if stage.report is not None else None
+        ids = getattr(results, "run_ids", None)
+        if callable(ids):
+            found |= set(ids())
+        elif getattr(results, "session", None) is not None:
+            found.add(results.session.run_id)
+    return {rid for rid in found if rid}

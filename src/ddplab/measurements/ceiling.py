@@ -1,0 +1,54 @@
+"""The loopback ceiling of the report's section 3.2: how fast this device copies memory.
+
+One rank on device 0 copies S bytes device-to-device (reported as copy rate S/t, bytes counted once, and
+as memory traffic 2S/t, read + written) and host<->device through pinned memory (workloads/ceiling.py).
+"If loopback bandwidth is far below memory bandwidth, the copy path is broken": a shared-device sweep
+states its busbw as a fraction of this copy rate. The number is informational; only a run that did not
+finish fails.
+"""
+
+from __future__ import annotations
+
+from .. import checks as common_checks
+from ..config import CeilingConfig
+from ..policy import require_fits
+from ..records import Check, Verdict
+from ..records.ceiling import CeilingRankResult, CeilingRecord, CeilingSettings
+from ..session import QUIET, Observer, Workload, prepare, run_workload
+
+NAME = "ceiling"
+SUMMARY = "device-to-device and host<->device copy bandwidth (the loopback ceiling)"
+Config, Record = CeilingConfig, CeilingRecord
+
+
+def run(config: CeilingConfig, observer: Observer = QUIET) -> CeilingRecord:
+    from ..sizes import human
+
+    prepared = prepare(config.launch, with_memory=True)
+    require_fits(*prepared, 2 * config.bytes, f"--bytes {human(config.bytes)} (a source and a destination buffer)",
+                 "ceiling-too-large", hint="lower --bytes")
+    settings = CeilingSettings(bytes=config.bytes, host_bytes=config.host_bytes, iters=config.iters)
+    session = run_workload(Workload("ceiling", settings), config.launch, "ceiling", observer, prepared=prepared)
+    results: list[CeilingRankResult] = session.results
+    if not results:
+        return CeilingRecord(session=session.record)
+    rank = results[0]
+    return CeilingRecord(session=session.record, device_copy=rank.device_copy, host_to_device=rank.host_to_device,
+                         device_to_host=rank.device_to_host)
+
+
+def checks(record: CeilingRecord) -> list[Check]:
+    incomplete = common_checks.did_not_complete(record.session, NAME)
+    if incomplete:
+        return incomplete
+    d = record.device_copy
+    return [Check("device copy bandwidth", Verdict.PASS, f"{d.gbps:.0f} GB/s ({d.rw_gbps:.0f} GB/s read+write)",
+                  "informational", "the loopback ceiling: shared-device busbw cannot exceed it",
+                  "far below the datasheet's memory bandwidth: the copy path is broken")]
+
+
+def summary(record: CeilingRecord) -> str:
+    if not record.session.completed:
+        return record.session.failure_reason()
+    d = record.device_copy
+    return f"device copy {d.gbps:.1f} GB/s ({d.rw_gbps:.1f} GB/s read+write)"

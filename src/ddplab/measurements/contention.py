@@ -1,0 +1,160 @@
+"""The time-slicing tax of the report's section 3.2: K processes computing on one device vs one alone.
+
+K processes run the same compute kernel (a square matmul, bf16 on accelerators, fp32 on the host) on one
+device, for a fixed window, after one process ran it alone (workloads/contention.py). Reported: aggregate
+efficiency (sum of the K rates / the ideal aggregate) and each process's slowdown (solo rate / its own
+rate together). The ideal aggregate depends on what the K processes share:
+  device  one accelerator: time slicing can at best keep it as busy as one process did,
+          so the ideal is the solo rate (the report's section 3.2).
+  cores   the host CPU: K processes of T threads each run side by side on C usable cores,
+          so the ideal is min(K x T, C) / min(T, C) x the solo rate (min(K, C) x solo for
+          single-threaded ranks); "195.8% of one process alone" on 2 cores meant nothing.
+On the host the number is informational: the cores are shared with whatever else the machine runs.
+``judge`` is the one rule for the efficiency row. `--mps` runs the same with a private MPS daemon
+(measured on H200: 93% without, 99% with); without it the processes time-slice (config.ContentionConfig).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import checks as common_checks
+from ..config import ContentionConfig
+from ..policy import Placement, require_fits
+from ..records import Check, Verdict
+from ..records.contention import (ContentionRankResult, ContentionRecord, ContentionSettings, ContentionSummary,
+                                  Efficiency)
+from ..session import QUIET, Observer, Workload, prepare, run_workload
+
+NAME = "contention"
+SUMMARY = "K processes computing on one device vs one alone: efficiency and per-process slowdown"
+Config, Record = ContentionConfig, ContentionRecord
+
+EFFICIENCY_WARN = 0.80  # below this aggregate efficiency, time slicing costs more than it should
+METHOD = ("fixed window per phase; device synchronised every batch; TFLOP/s = 2 n^3 x matmuls / time; "
+          "efficiency = aggregate / ideal aggregate, ")
+# (matrix dimension, matmuls between device syncs) when --size is not given: a kernel that keeps an
+# accelerator busy, and one the host finishes a few of per second.
+DEVICE_KERNEL, HOST_KERNEL = (8192, 20), (512, 4)
+
+
+def run(config: ContentionConfig, observer: Observer = QUIET) -> ContentionRecord:
+    platform, placement = prepare(config.launch, with_memory=True)
+    settings = settings_for(config, placement)
+    # Two operands and a result, float32 on the host and bfloat16 on a device (workloads/contention.py).
+    matrix_bytes = settings.size ** 2 * (4 if placement.host_only else 2)
+    require_fits(platform, placement, 3 * matrix_bytes, f"--size {settings.size} (3 matrices per process)",
+                 "contention-too-large", hint="lower --size")
+    session = run_workload(Workload("contention", settings), config.launch, "contention", observer,
+                           prepared=(platform, placement))
+    results: list[ContentionRankResult] = session.results
+    if not results:
+        return ContentionRecord(session=session.record)
+    return ContentionRecord(session=session.record, summary=summarise(results, settings, placement.host_only))
+
+
+def settings_for(config: ContentionConfig, placement: Placement) -> ContentionSettings:
+    """The kernel for the device the ranks landed on: --size if given, and the batch that suits the device."""
+    size, batch = HOST_KERNEL if placement.host_only else DEVICE_KERNEL
+    return ContentionSettings(size=config.size or size, seconds=config.seconds, batch=batch)
+
+
+def summarise(results: list[ContentionRankResult], settings: ContentionSettings, host: bool) -> ContentionSummary:
+    solo = next(r.solo for r in results if r.solo is not None)
+    rates = [r.together.tflops for r in results]
+    first = results[0]
+    efficiency = against_ideal(solo.tflops, rates, host, first.threads, first.usable_cores)
+    return ContentionSummary(method=METHOD + efficiency.efficiency_method, matrix=first.matrix, dtype=first.dtype,
+                             seconds=settings.seconds, solo_tflops=solo.tflops, together_tflops=rates,
+                             against_ideal=efficiency)
+
+
+def ideal_factor(host: bool, nproc: int, threads: int, cores: int | None) -> float | None:
+    """How many times one process's rate the K processes could reach together (None: unknown)."""
+    if not host:
+        return 1.0
+    if not cores:
+        return None
+    return min(nproc * threads, cores) / min(threads, cores)
+
+
+def against_ideal(solo_tflops: float, together_tflops: list[float], host: bool, threads: int,
+                  cores: int | None) -> Efficiency:
+    """Efficiency against the ideal aggregate, with the basis it was judged on."""
+    k = len(together_tflops)
+    factor = ideal_factor(host, k, threads, cores)
+    aggregate = sum(together_tflops)
+    if host:
+        method = (f"ideal aggregate on the host CPU = min(K x threads, usable cores) / min(threads, usable cores) "
+                  f"x the solo rate = min({k} x {threads}, {cores}) / min({threads}, {cores}) x solo")
+    else:
+        method = "ideal aggregate on one device = the solo rate (time slicing shares one device)"
+    return Efficiency(
+        ideal_basis="cores" if host else "device",
+        usable_cores=cores,
+        threads_per_process=threads,
+        ideal_factor=factor,
+        ideal_aggregate_tflops=None if factor is None else factor * solo_tflops,
+        aggregate_tflops=aggregate,
+        aggregate_over_solo=aggregate / solo_tflops,
+        efficiency=None if factor is None else aggregate / (factor * solo_tflops),
+        efficiency_method=method,
+        slowdown=[solo_tflops / r for r in together_tflops],
+    )
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdict: Verdict
+    threshold: str
+    note: str  # what it means, or what to do
+
+
+def judge(e: Efficiency) -> Judgement:
+    """The one rule for contention's efficiency."""
+    if e.efficiency is None:
+        return Judgement(Verdict.WARN, "n/a", f"efficiency not computed: usable cores unknown on this host "
+                                               f"(ideal_basis {e.ideal_basis})")
+    if e.ideal_basis == "cores":
+        return Judgement(Verdict.PASS, "informational on the host", "the host's cores are shared with everything "
+                                                                    "else it runs; only an accelerator's time "
+                                                                    "slicing is judged")
+    threshold = f">= {100 * EFFICIENCY_WARN:.0f}%"
+    if e.efficiency < EFFICIENCY_WARN:
+        return Judgement(Verdict.WARN, threshold, "time slicing is expensive here: use the sharing daemon (--mps)")
+    return Judgement(Verdict.PASS, threshold, "none")
+
+
+def checks(record: ContentionRecord) -> list[Check]:
+    incomplete = common_checks.did_not_complete(record.session, NAME)
+    if incomplete:
+        return incomplete
+    return [efficiency_check(record), *common_checks.setup_warnings(record.session)]
+
+
+def efficiency_check(record: ContentionRecord) -> Check:
+    e = record.summary.against_ideal
+    judged = judge(e)
+    value = "n/a" if e.efficiency is None else f"{100 * e.efficiency:.1f}%"
+    basis = f"the ideal aggregate of {e.usable_cores} usable cores" if e.ideal_basis == "cores" else \
+        "one process alone"
+    return Check("aggregate efficiency", judged.verdict, value, judged.threshold,
+                 f"{record.session.world_size} processes computing together vs {basis}", judged.note)
+
+
+def efficiency_text(record: ContentionRecord) -> str:
+    e = record.summary.against_ideal
+    if e.efficiency is None:
+        return f"n/a ({judge(e).note})"
+    if e.ideal_basis == "cores":
+        return (f"{100 * e.efficiency:.1f}% of the ideal aggregate ({record.session.world_size} processes on "
+                f"{e.usable_cores} usable cores = {e.ideal_factor:g}x one process alone; measured "
+                f"{e.aggregate_over_solo:.2f}x)")
+    return f"{100 * e.efficiency:.1f}% of one process alone"
+
+
+def summary(record: ContentionRecord) -> str:
+    if not record.session.completed:
+        return record.session.failure_reason()
+    threshold = judge(record.summary.against_ideal).threshold
+    return f"{record.session.world_size} processes: {efficiency_text(record)} ({threshold})"

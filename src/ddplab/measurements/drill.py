@@ -1,0 +1,92 @@
+"""Fault drills: reproduce a fault on purpose, measure how the stack reacts, and show that ddplab's
+supervision names the right rank and leaves nothing behind (drills/ has one module per drill).
+
+Each drill judges itself by its own rule (drills/engine.py has the common one); the check rows are one
+per drill, plus a failing row when a stop signal cut the drills short.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from .. import drills, interrupts
+from ..config import DrillConfig
+from ..errors import UsageError
+from ..records import Check, Verdict
+from ..records.drill import DrillOutcome, DrillRecord
+from ..session import QUIET, Observer, prepare
+
+NAME = "drill"
+SUMMARY = "fault drills: kill a rank or the launcher, Ctrl+C, late/stalled/straggling/desynced/OOM rank"
+Config, Record = DrillConfig, DrillRecord
+
+
+def run(config: DrillConfig, observer: Observer = QUIET) -> DrillRecord:
+    """Every drill of ``config`` in order; a stop signal between drills ends them with a partial record."""
+    from ..drills.engine import DrillContext
+
+    for name in config.drills:
+        check_drill_dir(config.launch.run_dir, name)
+    platform, placement = prepare(config.launch)  # refuse a bad setup before the first drill
+    console = observer.console
+    outcomes = []
+    for name in config.drills:
+        if interrupts.requested():  # Ctrl+C/SIGTERM: the drills run so far make a partial report
+            break
+        if console is not None:
+            console.rule(f"drill: {name}")
+        outcome = run_one(DrillContext(config, name, platform, placement, observer))
+        outcomes.append(outcome)
+        if console is not None:
+            console.print(f"drill {name}: {outcome.verdict.value} ({one_line(outcome)})", markup=False)
+    return DrillRecord(backend=placement.backend, backend_reason=placement.backend_reason,
+                       shared_device=placement.shared_device, drills=outcomes,
+                       interrupted=bool(interrupts.requested()), platform=platform)
+
+
+def run_one(ctx) -> DrillOutcome:
+    """One drill, with its pass condition; a drill that crashes fails without hiding the others' results
+    (Ctrl+C is no Exception: it stops them all)."""
+    module = drills.get(ctx.name)
+    try:
+        outcome = module.run(ctx)
+    except Exception as exc:
+        outcome = DrillOutcome(drill=ctx.name, verdict=Verdict.FAIL, error=f"{type(exc).__name__}: {exc}")
+    return replace(outcome, expect=module.EXPECT)
+
+
+def check_drill_dir(run_dir: str | None, name: str) -> None:
+    """Each drill's runs go to <run-dir>/<drill>/: refuse one that already holds runs (exit 2)."""
+    from ..files import check_output_dir
+
+    if not run_dir:
+        return
+    drill_dir = Path(run_dir) / name
+    check_output_dir(drill_dir, "--run-dir")
+    if drill_dir.is_dir() and any(drill_dir.iterdir()):
+        raise UsageError("run-dir-in-use", f"--run-dir {run_dir} already holds runs of drill {name} ({drill_dir}); "
+                                           f"every run needs a directory of its own: give a new one")
+
+
+def one_line(outcome: DrillOutcome) -> str:
+    """What the drill saw, in the words of its check row."""
+    if outcome.error:
+        return f"crashed: {outcome.error}"
+    return (f"detected by {outcome.detected_by} in {outcome.detect_s} s; culprit {outcome.culprit_ranks}; "
+            f"leaked {len(outcome.leaked_pids)}")
+
+
+def checks(record: DrillRecord) -> list[Check]:
+    rows = [Check(f"drill {o.drill}", o.verdict, one_line(o), o.expect, "the stack reacted to the fault as it must",
+                  "none" if o.verdict is Verdict.PASS else "see the drill's error excerpt and run directory")
+            for o in record.drills]
+    if record.interrupted:
+        rows.append(Check("drills completed", Verdict.FAIL, "interrupted: partial report", "every drill runs",
+                          "a stop signal (Ctrl+C, SIGTERM) ended the drills early", "run the drills again"))
+    return rows
+
+
+def summary(record: DrillRecord) -> str:
+    return ", ".join(f"{o.drill} {o.verdict.value}" + (f" ({o.detect_s} s)" if o.detect_s is not None else "")
+                     for o in record.drills)

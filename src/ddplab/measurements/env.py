@@ -1,0 +1,117 @@
+"""The doctor, and the lab's first stage: what this machine is, what will work on it, and why.
+
+Describes the platform and versions (the collective library BUILT into torch and the one LOADED), devices and
+free memory, available backends, the placement policy's plan for two ranks on one device and one per device
+(nothing is started), where a one-machine run listens, the sharing daemon (MPS), the vendor's watchdog knobs,
+a whitelisted environment (secrets redacted), orphaned ranks (a launcher marked them and it is provably gone)
+and, apart from them, the other processes on the device (docs/processes.md).
+"""
+
+from __future__ import annotations
+
+from ..config import EnvConfig, LaunchOptions
+from ..errors import DdplabError
+from ..records import Check, Verdict
+from ..records.clean import Survey
+from ..records.env import ConsideredSetup, EnvRecord, Listen, PlannedSetup, TwoRankPlan
+from ..session import QUIET, Observer
+
+NAME = "env"
+SUMMARY = "describe this machine: devices, backends, library versions, knobs, orphans"
+Config, Record = EnvConfig, EnvRecord
+
+PLAN_RANKS = 2  # the report's experiment: two ranks
+PLACEMENTS = {"shared_device": ("shared", "2 ranks, one device"),
+              "per_device": ("per-device", "2 ranks, one per device")}
+
+
+def run(config: EnvConfig, observer: Observer = QUIET) -> EnvRecord:
+    """Probe the machine and plan, without starting anything; EnvironmentUnsupported for a device it lacks."""
+    from ..exposure import where_to_listen
+    from ..launch import Rendezvous
+    from ..platform import describe, gather_probe
+
+    probe = gather_probe(with_memory=True)
+    platform = describe(probe, config.device)
+    exposure = where_to_listen(1, Rendezvous.endpoint, platform.device_type)
+    return EnvRecord(
+        plugin_errors=dict(probe.plugin_errors),
+        shared_device=plan_two_ranks(platform, "shared"),
+        per_device=plan_two_ranks(platform, "per-device"),
+        listen=Listen(loopback_only=exposure.loopback_only, single_machine=exposure.single_machine,
+                      store=exposure.store, sockets=list(exposure.sockets), why_not=list(exposure.why_not),
+                      summary=exposure.summary()),
+        survey=survey_device(platform),
+        platform=platform,
+    )
+
+
+def plan_two_ranks(platform, placement: str) -> TwoRankPlan:
+    """Would two ranks work here in ``placement``: the placement policy's plan, its refusal, or why the
+    machine cannot have this placement at all."""
+    from ..policy import plan
+
+    if placement == "per-device" and platform.device_count < PLAN_RANKS:
+        return TwoRankPlan(PLAN_RANKS, False, f"needs {PLAN_RANKS} devices; this machine has "
+                                              f"{platform.device_count}")
+    try:
+        p = plan(LaunchOptions(nproc=PLAN_RANKS, placement=placement), platform)
+    except DdplabError as exc:
+        return TwoRankPlan(PLAN_RANKS, False, exc.message, error=exc.reference)
+    considered = [ConsideredSetup(o.setup, o.backend, o.sharing_daemon, o.chosen, o.why) for o in p.considered]
+    return TwoRankPlan(PLAN_RANKS, p.expected_failure is None, p.backend_reason,
+                       planned=PlannedSetup(backend=p.backend, env=dict(p.env), warnings=list(p.warnings),
+                                            memory_fraction=p.memory_fraction, sharing_daemon=p.sharing_daemon,
+                                            considered=considered))
+
+
+def survey_device(platform) -> Survey:
+    """Orphans and the other processes on the device (procs.py's rules)."""
+    from ..platform import open_monitor
+    from ..procs import survey
+
+    monitor = open_monitor(platform.spec)
+    try:
+        return survey(monitor, platform.spec.device_node_globs)
+    finally:
+        monitor.close()
+
+
+def checks(record: EnvRecord) -> list[Check]:
+    platform = record.platform
+    return [
+        *([backend_check(platform)] if platform is not None else []),
+        *(plan_check(key, getattr(record, key)) for key in PLACEMENTS),
+        *record.survey.checks(),
+    ]
+
+
+def backend_check(platform) -> Check:
+    ok = platform.backend_available
+    return Check("collective backend available", Verdict.PASS if ok else Verdict.FAIL,
+                 f"{platform.backend} ({platform.collective_library} loaded "
+                 f"{platform.collective_loaded_version or 'n/a'})", "available",
+                 "ranks can form a process group on this device",
+                 "none" if ok else "install the vendor's torch build or plug-in")
+
+
+def plan_check(key: str, plan: TwoRankPlan) -> Check:
+    """A plan the policy refused, or made with warnings, is a warning: the lab's stages would run in it. A
+    machine without the devices for a placement is only told."""
+    _, label = PLACEMENTS[key]
+    if not plan.applicable:
+        return Check(label, Verdict.PASS, plan.reason, "informational", "this machine cannot have this placement",
+                     "none")
+    problems = ([f"refused: {plan.reason}"] if plan.error else []) + plan.warnings
+    works = f"works with {plan.planned.backend}" if plan.will_work and plan.planned else "will NOT work"
+    return Check(label, Verdict.WARN if problems else Verdict.PASS,
+                 "; ".join(problems) if problems else f"{works}: {plan.reason}", "no warnings",
+                 "the placement policy's plan for the report's experiment (nothing was started)",
+                 "see `ddplab env` for every setup weighed, and docs/shared-device.md" if problems else "none")
+
+
+def summary(record: EnvRecord) -> str:
+    p = record.platform
+    if p is None:  # read back from JSON: the platform is the report's
+        return f"orphans {len(record.survey.orphans)}"
+    return f"{p.device_type} ({p.vendor}), {p.device_count} device(s), torch {p.torch_version}"

@@ -1,0 +1,248 @@
+"""nccl-tests from Python: the same sizes (-b/-e/-f), byte counts, bus factors (GB = 1e9) and columns,
+so the two outputs can be put side by side; a correctness check at every size with exact data.
+
+Each size is measured -R times; the row reports the median repetition with its spread, its time averaged
+over ranks (nccl-tests -a 1) and algbw/busbw derived from it. A size far off its neighbours is a spike
+(spikes.py): a WARN finding, never a silent number. Whether the launcher's sampler queried the device
+during a timed repetition is recorded per repetition (timed_windows.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .. import checks as common_checks
+from .. import collectives, spikes, timed_windows
+from ..config import SweepConfig
+from ..policy import Placement, require_fits
+from ..records import Check, Verdict
+from ..records.session import SessionRecord, Timeseries
+from ..records.sweep import CopyCeiling, SamplerRecord, SweepRankResult, SweepRankRow, SweepRecord, SweepRow, \
+    SweepSettings
+from ..session import QUIET, Observer, Workload, prepare, run_workload
+
+NAME = "sweep"
+SUMMARY = "nccl-tests-style sweep: algbw/busbw per size for each collective, with correctness checks"
+Config, Record = SweepConfig, SweepRecord
+
+REPEAT_ON_ACCELERATOR = 3  # one disturbed repetition cannot move the median of three
+REPEAT_ON_HOST = 1  # the host runs gloo as a functional check; the lab asks for -R 3 (profiles.py)
+CEILING_MAX_BYTES = 1 << 30
+# Bytes a rank holds per size: inputs, outputs and the expected buffer of the check.
+BUFFERS_PER_SIZE = 4
+SAMPLER_METHOD = ("wall-clock windows: each rank's timed repetition (from its barrier to its last sync) against "
+                  "each device query the sampler made (time.time() on both sides, one machine)")
+
+
+def run(config: SweepConfig, observer: Observer = QUIET) -> SweepRecord:
+    prepared = prepare(config.launch, with_memory=True)
+    largest = max(config.sizes)
+    require_fits(*prepared, BUFFERS_PER_SIZE * largest, f"-e {largest} B ({BUFFERS_PER_SIZE} buffers per rank)",
+                 "sweep-too-large", hint="lower -e/--maxbytes")
+    settings = settings_for(config, prepared[1])
+    session = run_workload(Workload("sweep", settings), config.launch, "sweep", observer, sample=config.sample,
+                           prepared=prepared, sample_device_while_timing=config.sample_while_timing)
+    return summarise(session.record, session.results, settings, config.min_busbw, session.device_queries,
+                     host_only=session.placement.host_only)
+
+
+def config_as_run(config: SweepConfig, record: SweepRecord) -> SweepConfig:
+    """The config with the repetitions chosen for the device, so the report's command line repeats this run."""
+    return replace(config, repeat=record.repeat) if config.repeat is None else config
+
+
+def default_repeat(host_only: bool) -> int:
+    return REPEAT_ON_HOST if host_only else REPEAT_ON_ACCELERATOR
+
+
+def settings_for(config: SweepConfig, placement: Placement) -> SweepSettings:
+    """What the ranks run: the config, with the repetitions and the copy ceiling chosen for this placement."""
+    measures_ceiling = placement.shared_device and not placement.host_only
+    return SweepSettings(ops=config.ops, sizes=config.sizes, dtype=config.dtype, mode=config.mode,
+                         iters=config.iters, warmup=config.warmup, check=config.check,
+                         repeat=config.repeat or default_repeat(placement.host_only),
+                         ceiling_bytes=min(max(config.sizes), CEILING_MAX_BYTES) if measures_ceiling else None)
+
+
+def summarise(session: SessionRecord, results: list[SweepRankResult], settings: SweepSettings,
+              min_busbw: float | None, device_queries: list[tuple[float, float]], host_only: bool) -> SweepRecord:
+    """The sweep as reported, from each finished rank's rows (none when the ranks did not finish)."""
+    rows = merge_rows([r.rows for r in results], session.world_size, settings.dtype, device_queries) \
+        if results else []
+    ceiling = next((r.ceiling for r in results if r.ceiling), None)
+    if ceiling:
+        rows = [with_ceiling(row, ceiling) for row in rows]
+    timed = [r.busbw_gbps for r in rows if r.busbw_gbps is not None]
+    return SweepRecord(
+        session=session,
+        mode=settings.mode,
+        time_method=time_method(settings),
+        repeat=settings.repeat,
+        dtype=settings.dtype,
+        rows=rows,
+        num_wrong_total=sum(r.num_wrong or 0 for r in rows),
+        errors=[r for r in rows if r.error],
+        avg_busbw_gbps=sum(timed) / len(timed) if timed else None,
+        min_busbw_gbps=min_busbw,
+        ceiling=ceiling,
+        spikes=spikes.find_spikes(rows),
+        spike_rule=spikes.RULE + ("; " + spikes.HOST_NOTE if host_only else ""),
+        sampler=sampler_record(session.timeseries, rows, device_queries),
+    )
+
+
+def time_method(settings: SweepSettings) -> str:
+    how = ("pipelined: iters back to back, one device sync, wall/iters" if settings.mode == "pipelined"
+           else "blocking: device sync after each op, mean of per-op wall times")
+    return f"{how}; averaged over ranks; median of {settings.repeat} repetition(s) per size"
+
+
+def with_ceiling(row: SweepRow, ceiling: CopyCeiling) -> SweepRow:
+    if row.busbw_gbps is None:
+        return row
+    return replace(row, busbw_fraction_of_ceiling=row.busbw_gbps / ceiling.gbps)
+
+
+def sampler_record(timeseries: Timeseries, rows: list[SweepRow], queries: list[tuple[float, float]]) -> SamplerRecord:
+    """Whether the launcher's sampler ran, whether it kept out of timed windows, and whether it did."""
+    repetitions = [q for r in rows for q in (r.repeat_sampler_queried or [])]
+    return SamplerRecord(
+        on=timeseries.enabled,
+        device_queries_kept_out_of_timed_windows=timeseries.enabled
+                                                 and timeseries.device_queries_kept_out_of_timed_windows,
+        device_queries=len(queries),
+        device_queries_skipped_while_timing=timeseries.device_queries_skipped_while_timing,
+        repetitions=len(repetitions),
+        repetitions_overlapped_by_a_device_query=sum(repetitions),
+        device_query_windows=[(round(a, 6), round(b, 6)) for a, b in queries],
+        method=SAMPLER_METHOD,
+    )
+
+
+def merge_rows(per_rank_rows: list[list[SweepRankRow]], n: int, dtype: str,
+               device_queries: list[tuple[float, float]] = ()) -> list[SweepRow]:
+    """Average time over ranks (nccl-tests -a 1) per repetition, report the median repetition
+    with the spread, sum wrong elements, derive algbw and busbw from the median."""
+    return [merge_row(same, n, dtype, device_queries) for same in zip(*per_rank_rows)]
+
+
+def merge_row(same: tuple[SweepRankRow, ...], n: int, dtype: str, device_queries=()) -> SweepRow:
+    """One (op, size, placement) from every rank's row for it."""
+    first = same[0]
+    if first.skipped is not None:
+        return SweepRow(op=first.op, dtype=dtype, skipped=first.skipped)
+    placed = dict(op=first.op, dtype=dtype, size_bytes=first.size_bytes, count=first.count, in_place=first.in_place)
+    errors = [r.error for r in same if r.error]
+    if errors:
+        return SweepRow(**placed, error=errors[0])
+    spec = collectives.get(first.op)
+    repetitions = merge_repetitions([r.repeats for r in same], device_queries)
+    median = median_repetition(repetitions)
+    algbw = spec.algbw_gbps(first.count, first.size_bytes // first.count, median.time_us)
+    wrong = [r.num_wrong for r in same]
+    times = [x.time_us for x in repetitions]
+    return SweepRow(**placed, time_us=median.time_us, time_us_max_rank=median.time_us_max_rank, algbw_gbps=algbw,
+                    busbw_gbps=spec.busbw_gbps(algbw, n),
+                    num_wrong=None if any(w is None for w in wrong) else sum(wrong),
+                    repeat_us=times, repeat_min_us=min(times), repeat_max_us=max(times),
+                    repeat_sampler_queried=[x.sampler_queried for x in repetitions])
+
+
+@dataclass(frozen=True)
+class MergedRepetition:
+    """One repetition over every rank: time averaged, the slowest rank, and whether a device query of the
+    sampler overlapped any rank's window."""
+
+    time_us: float
+    time_us_max_rank: float
+    sampler_queried: bool
+
+
+def merge_repetitions(per_rank, device_queries=()) -> list[MergedRepetition]:
+    """One entry per repetition (``per_rank``: each rank's list of records.sweep.Repetition)."""
+    out = []
+    for reps in zip(*per_rank):
+        times = [r.time_us for r in reps]
+        out.append(MergedRepetition(sum(times) / len(times), max(times),
+                                    any(timed_windows.overlaps(r.window, device_queries) for r in reps)))
+    return out
+
+
+def median_repetition(repetitions: list[MergedRepetition]) -> MergedRepetition:
+    """The median repetition by time; for an even count the lower middle one, so the row's
+    numbers always come from one repetition that was measured."""
+    ordered = sorted(repetitions, key=lambda x: x.time_us)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+# ---------------------------------------------------------------------------------------------- verdict
+
+def checks(record: SweepRecord) -> list[Check]:
+    incomplete = common_checks.did_not_complete(record.session, NAME)
+    if incomplete:
+        return incomplete
+    rows = [correctness_check(record), *peak_bandwidth_check(record), *floor_check(record)]
+    if record.spikes is not None:  # reports written before spikes were looked for have no such row
+        rows.append(spike_check(record))
+    return rows + common_checks.setup_warnings(record.session)
+
+
+def correctness_check(record: SweepRecord) -> Check:
+    wrong, errors = record.num_wrong_total, record.errors
+    return Check("collective results correct", Verdict.PASS if not wrong and not errors else Verdict.FAIL,
+                 f"#wrong {wrong}, errors {len(errors)}", "0", "every size of every collective gave exact data",
+                 "none" if not wrong else "data corruption: report the rows with #wrong > 0")
+
+
+def peak_bandwidth_check(record: SweepRecord) -> list[Check]:
+    timed = record.bandwidth_rows
+    if not timed:
+        return []
+    best = max(timed, key=lambda x: x.busbw_gbps)
+    text = f"{best.busbw_gbps:.1f} GB/s ({best.op}, {best.size_bytes} B)"
+    if record.ceiling:
+        text += f" = {100 * best.busbw_gbps / record.ceiling.gbps:.2f}% of the copy ceiling"
+    return [Check("peak bus bandwidth", Verdict.PASS, text, "informational (--min-busbw to gate)",
+                  "nccl-tests' busbw definition, GB = 1e9", "compare with nccl-tests: `ddplab compare`")]
+
+
+def floor_check(record: SweepRecord) -> list[Check]:
+    """--min-busbw against nccl-tests' footer (the average busbw); only when a floor was asked for."""
+    floor, avg = record.min_busbw_gbps, record.avg_busbw_gbps
+    if floor is None:
+        return []
+    threshold = f">= {floor:g} GB/s (--min-busbw)"
+    meaning = "nccl-tests' footer: the average busbw over every timed row, GB = 1e9"
+    if avg is None:  # one rank: busbw is not defined, the floor cannot be judged
+        return [Check("average bus bandwidth", Verdict.WARN, "n/a (world size 1: busbw is not defined)", threshold,
+                      meaning, "run with 2 or more ranks to judge the floor")]
+    ok = avg >= floor
+    return [Check("average bus bandwidth", Verdict.PASS if ok else Verdict.FAIL, f"{avg:.2f} GB/s", threshold,
+                  meaning, "none" if ok else "below the floor: compare with nccl-tests on this machine "
+                                               "(`ddplab compare`) to tell the stack from the framework")]
+
+
+def spike_check(record: SweepRecord) -> Check:
+    found = record.spikes or []
+    value = "; ".join(f"{x.op} {x.size_bytes} B {'in' if x.in_place else 'out'}-place {x.time_us:.1f} us = "
+                      f"{x.factor:.1f}x its neighbours" for x in found) or "none"
+    return Check("no size far off its neighbours", spikes.judge(found, record.host_only), value, record.spike_rule,
+                 f"{spikes.FINDING}; each size is the median of {record.repeat} repetition(s)",
+                 "none" if not found else "measure again with more repetitions (-R) and look at the spread in the "
+                                          "JSON; `--no-sample` or `--sample-while-timing` tell whether the launcher's "
+                                          "sampler is the cause")
+
+
+def summary(record: SweepRecord) -> str:
+    session = record.session
+    if not session.completed:
+        return f"{session.backend}: {session.failure_reason()}"
+    avg = f"{record.avg_busbw_gbps:.2f} GB/s" if record.avg_busbw_gbps is not None else "n/a"
+    text = f"{session.backend}: {len(record.rows)} rows, #wrong {record.num_wrong_total}, avg busbw {avg}"
+    if record.spikes:
+        text += f", {len(record.spikes)} spike(s): {spikes.FINDING}"
+        if record.host_only:
+            text += f" ({spikes.HOST_NOTE.split(':')[0]})"
+    if record.min_busbw_gbps is not None:
+        text += f" (floor {record.min_busbw_gbps} GB/s)"
+    return text

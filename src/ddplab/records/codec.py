@@ -1,0 +1,328 @@
+"""Frozen dataclasses <-> JSON, validated on the way in.
+
+``to_json(obj)`` turns a record into plain JSON values; ``from_json(cls, data)`` builds the record back and
+checks every field it reads: a missing required key or a value of the wrong type raises ``RecordError``
+naming the path (``$.results.ranks[1].pid``), what was expected and what was found. That is how `ddplab report`
+and `ddplab compare` refuse a crafted or damaged document before rendering anything (issue 10).
+
+Field metadata understood here (``dataclasses.field(metadata=...)``):
+  ``flatten``   - a nested dataclass whose keys are written into the parent object (today's flat JSON);
+                  keys the parent already wrote win; an Optional one reads back as None when none of its
+                  keys are there (a run that failed). A ``dict`` or ``Any`` field with ``flatten`` holds,
+                  when read back, the object's remaining keys (an open-ended part, e.g. a workload's
+                  per-rank result inside a rank's entry).
+  ``omit_none`` - leave the key out when the value is None.
+  ``json_name`` - the key in JSON when it differs from the field name.
+  ``skip``      - never written (e.g. the platform, which the report envelope writes at its top level).
+  ``omit_with`` - the name of another field: this one is written (null included) exactly when that one is
+                  not None (a sweep row's bandwidths exist when the row was timed, null or not).
+  ``expect``    - (what it must be, predicate): a value read back must also pass the predicate; a value
+                  of the wrong type or failing it is refused as "must be <what it must be>".
+A record that refuses its values on construction (a Config's validation) is a RecordError at its path.
+Unknown keys are ignored when reading, so a newer ddplab's report still loads; keys added since schema 1 have
+defaults, and a class with a ``json_upgrade(data) -> data`` static method rewrites what earlier versions spelt
+differently, so an older report still loads too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import types
+import typing
+from functools import lru_cache
+from typing import Any, Union
+
+from ..errors import DdplabError
+
+JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+class RecordError(ValueError):
+    """A JSON document does not have the shape a record needs."""
+
+    def __init__(self, path: str, expected: str, got: object):
+        self.path, self.expected = path, expected
+        self.missing = got is _Missing
+        self.value = None if self.missing else got  # the bad value itself, for messages in the user's terms
+        self.got = _describe(got)
+        super().__init__(f"{path}: expected {expected}, got {self.got}")
+
+
+def flatten(**kw) -> dict:
+    return {"flatten": True, **kw}
+
+
+# ---------------------------------------------------------------------------------------- writing
+
+def to_json(obj: Any) -> Any:
+    if obj is None or isinstance(obj, (str, bool, int)):
+        return obj
+    if isinstance(obj, float):
+        return obj
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        if hasattr(obj, "to_json"):  # a record that writes itself (core.Report: its parts' types vary)
+            return obj.to_json()
+        out: dict = {}
+        _write_fields(obj, out)
+        return out
+    if isinstance(obj, dict):
+        return {str(k): to_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [to_json(v) for v in obj]
+    if hasattr(obj, "__fspath__"):
+        return str(obj)
+    raise TypeError(f"cannot write {type(obj).__name__} as JSON")
+
+
+def _write_fields(obj: Any, out: dict) -> None:
+    for f in dataclasses.fields(obj):
+        meta = f.metadata
+        if meta.get("skip"):
+            continue
+        value = getattr(obj, f.name)
+        if meta.get("flatten"):
+            # Keys already written win: a flattened record never overwrites its parent's own fields.
+            for k, v in (to_json(value) or {}).items():
+                out.setdefault(k, v)
+            continue
+        if value is None and meta.get("omit_none"):
+            continue
+        if "omit_with" in meta and getattr(obj, meta["omit_with"]) is None:
+            continue
+        out[meta.get("json_name", f.name)] = to_json(value)
+
+
+# ---------------------------------------------------------------------------------------- reading
+
+def from_json(cls: Any, data: Any, where: str = "$") -> Any:
+    """Build ``cls`` (a dataclass, or any type annotation this module understands) from JSON values."""
+    return _read(cls, data, where)
+
+
+def _read(tp: Any, data: Any, path: str) -> Any:
+    if tp is Any or tp is object:
+        return data
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (Union, types.UnionType):
+        if data is None and type(None) in args:
+            return None
+        others = [a for a in args if a is not type(None)]
+        errors = []
+        for a in others:
+            try:
+                return _read(a, data, path)
+            except RecordError as exc:
+                errors.append(exc)
+        if len(errors) == 1:
+            raise errors[0]
+        raise RecordError(path, " or ".join(_name(a) for a in args), data)
+    if origin is typing.Literal:
+        if data not in args:
+            raise RecordError(path, f"one of {list(args)}", data)
+        return data
+    if origin in (list, tuple, set, frozenset) or tp in (list, tuple):
+        if not isinstance(data, list):
+            raise RecordError(path, "a list", data)
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_read(args[0], v, f"{path}[{i}]") for i, v in enumerate(data))
+        if origin is tuple and args:
+            if len(args) != len(data):
+                raise RecordError(path, f"a list of {len(args)} values", data)
+            return tuple(_read(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, data)))
+        item = args[0] if args else Any
+        values = [_read(item, v, f"{path}[{i}]") for i, v in enumerate(data)]
+        return tuple(values) if origin is tuple else values
+    if origin is dict or tp is dict:
+        if not isinstance(data, dict):
+            raise RecordError(path, "an object", data)
+        kt, vt = args if args else (str, Any)
+        return {_key(kt, k, path): _read(vt, v, f"{path}.{k}") for k, v in data.items()}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        if issubclass(tp, str) and not isinstance(data, str):
+            raise RecordError(path, "a string", data)
+        try:
+            return tp(data)
+        except ValueError:
+            raise RecordError(path, f"one of {[m.value for m in tp]}", data) from None
+    if dataclasses.is_dataclass(tp) and hasattr(tp, "from_json"):  # reads itself (core.Report)
+        return tp.from_json(data, path)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(data, dict):
+            raise RecordError(path, f"an object ({tp.__name__})", data)
+        return _read_dataclass(tp, data, path)
+    return _read_scalar(tp, data, path)
+
+
+def _read_dataclass(cls: type, data: dict, path: str) -> Any:
+    upgrade = getattr(cls, "json_upgrade", None)
+    if upgrade is not None:  # a record that reads what earlier versions wrote (e.g. a flag that was a bool)
+        data = upgrade(data)
+    kwargs = {}
+    hints = _hints(cls)
+    used: set[str] = set()
+    extras_field = None
+    for f in dataclasses.fields(cls):
+        meta = f.metadata
+        if meta.get("skip") or not f.init:
+            continue
+        tp = hints[f.name]
+        if meta.get("flatten"):
+            if typing.get_origin(tp) is dict or tp in (dict, Any):
+                extras_field = f  # an open object: the keys no other field claimed
+                continue
+            inner = _dataclass_of(tp)
+            used |= _keys_of(inner)
+            if _optional(tp):
+                # An optional part that was not written reads back as None (e.g. the summary of a run that
+                # failed): none of the keys it cannot be read without (or, having none, none of its keys).
+                required = _required_keys(inner)
+                if not (required or _keys_of(inner)) & data.keys():
+                    kwargs[f.name] = None
+                    continue
+            kwargs[f.name] = _read_dataclass(inner, data, path)
+            continue
+        key = meta.get("json_name", f.name)
+        used.add(key)
+        if key not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise RecordError(f"{path}.{key}", f"a value ({_name(tp)})", _Missing)
+            continue
+        kwargs[f.name] = _read_field(tp, data[key], f"{path}.{key}", meta.get("expect"))
+    if extras_field is not None:
+        kwargs[extras_field.name] = {k: v for k, v in data.items() if k not in used}
+    try:
+        return cls(**kwargs)
+    except DdplabError as exc:  # e.g. a Config whose validation refuses a value: name the field it refused
+        name = exc.reference.removeprefix("invalid-").replace("-", "_")
+        field_names = {f.name: f.metadata.get("json_name", f.name) for f in dataclasses.fields(cls)}
+        if name in field_names and field_names[name] in data:
+            raise RecordError(f"{path}.{field_names[name]}", f"a valid value ({exc.message})",
+                              data[field_names[name]]) from None
+        raise RecordError(path, f"a valid {cls.__name__} ({exc.message})", data) from None
+
+
+def _read_field(tp: Any, data: Any, path: str, expect: tuple | None) -> Any:
+    if expect is None:
+        return _read(tp, data, path)
+    what, holds = expect
+    try:
+        value = _read(tp, data, path)
+    except RecordError as err:
+        if err.path == path:
+            raise RecordError(path, what, data) from None
+        raise
+    if value is not None and not holds(value):
+        raise RecordError(path, what, data)
+    return value
+
+
+def _read_scalar(tp: Any, data: Any, path: str) -> Any:
+    if tp is bool:
+        if isinstance(data, bool):
+            return data
+        raise RecordError(path, "true or false", data)
+    if tp is int:
+        if isinstance(data, int) and not isinstance(data, bool):
+            return data
+        raise RecordError(path, "an integer", data)
+    if tp is float:
+        if isinstance(data, (int, float)) and not isinstance(data, bool) and math.isfinite(data):
+            return float(data)
+        raise RecordError(path, "a finite number", data)
+    if tp is str:
+        if isinstance(data, str):
+            return data
+        raise RecordError(path, "a string", data)
+    if tp is type(None):
+        if data is None:
+            return None
+        raise RecordError(path, "null", data)
+    raise TypeError(f"{path}: no JSON reader for {tp!r}")
+
+
+def _key(kt: Any, key: str, path: str) -> Any:
+    if kt is int:
+        try:
+            return int(key)
+        except ValueError:
+            raise RecordError(f"{path}.{key}", "an integer key", key) from None
+    return key
+
+
+def _dataclass_of(tp: Any) -> type:
+    if dataclasses.is_dataclass(tp):
+        return tp
+    for a in typing.get_args(tp):
+        if dataclasses.is_dataclass(a):
+            return a
+    raise TypeError(f"flatten needs a dataclass, not {tp!r}")
+
+
+@lru_cache(maxsize=None)
+def _hints(cls: type) -> dict:
+    return typing.get_type_hints(cls)
+
+
+@lru_cache(maxsize=None)
+def _keys_of(cls: type) -> frozenset:
+    keys = set()
+    hints = _hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("skip"):
+            continue
+        if f.metadata.get("flatten") and dataclasses.is_dataclass(_maybe_dataclass(hints[f.name])):
+            keys |= _keys_of(_dataclass_of(hints[f.name]))
+        else:
+            keys.add(f.metadata.get("json_name", f.name))
+    return frozenset(keys)
+
+
+def _optional(tp: Any) -> bool:
+    return typing.get_origin(tp) in (Union, types.UnionType) and type(None) in typing.get_args(tp)
+
+
+@lru_cache(maxsize=None)
+def _required_keys(cls: type) -> frozenset:
+    """The keys a dataclass cannot be read without (its own fields without a default)."""
+    return frozenset(f.metadata.get("json_name", f.name) for f in dataclasses.fields(cls)
+                     if f.init and not f.metadata.get("skip") and not f.metadata.get("flatten")
+                     and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+
+
+def _maybe_dataclass(tp):
+    try:
+        return _dataclass_of(tp)
+    except TypeError:
+        return None
+
+
+class _Missing:
+    pass
+
+
+MISSING = _Missing  # what a caller passes for a key the document lacks: RecordError then says "missing"
+
+
+def _name(tp: Any) -> str:
+    if tp is type(None):
+        return "null"
+    if isinstance(tp, type):
+        return {"str": "a string", "int": "an integer", "float": "a number", "bool": "true or false"}.get(
+            tp.__name__, tp.__name__)
+    return str(tp).replace("typing.", "")
+
+
+def _describe(value: object) -> str:
+    if value is _Missing:
+        return "nothing (the key is missing)"
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    text = repr(value)
+    kind = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+    return f"{kind} {text[:60]}{'...' if len(text) > 60 else ''}"

@@ -1,0 +1,94 @@
+"""Reading a ddplab JSON report back from a file: the file, its encoding, its JSON, and then every field
+through the records (Report.from_json), so a report from another machine, another version or anyone's
+editor is refused (exit 2, naming the file, the first bad field and what it must be) before anything
+renders or compares it (issue 10).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import DdplabError, UsageError
+from .codec import RecordError
+from .core import Report
+
+HINT = "the file is not a ddplab report as this version writes it"
+
+
+def read_bytes(path: str) -> bytes:
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError("no-such-file", f"{path} is not a file")
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise UsageError("unreadable-file", f"{path} cannot be read: {exc.strerror or exc}") from None
+    if not data.strip():
+        raise UsageError("empty-file", f"{path} is empty")
+    return data
+
+
+def looks_like_json(data: bytes) -> bool:
+    return data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[")
+
+
+def parse_json(data: bytes, path: str) -> Any:
+    """Decode (UTF-8) and parse (JSON); UsageError says what is wrong with the file."""
+    if b"\0" in data:
+        raise UsageError("unreadable-report", f"{path} is a binary file, not a ddplab JSON report")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError("unreadable-report", f"{path} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset "
+                                              f"{exc.start} cannot be decoded") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError("unreadable-report", f"{path} is not JSON: {exc.msg} at line {exc.lineno}, column "
+                                              f"{exc.colno}") from None
+    except RecursionError:
+        raise UsageError("unreadable-report", f"{path} nests JSON too deeply to be a ddplab report") from None
+
+
+def report_from_json(doc: Any, path: str) -> Report:
+    """The report a parsed document holds, every field checked; UsageError names the first bad one."""
+    if not isinstance(doc, dict):
+        raise UsageError("invalid-report", f"{path}: field (document) must be a JSON object (a ddplab report), "
+                                           f"but it is {show(doc)}", hint=HINT)
+    try:
+        return Report.from_json(doc)
+    except RecordError as err:
+        raise UsageError("invalid-report", f"{path}: {field_message(err)}", hint=HINT) from None
+    except RecursionError:
+        raise UsageError("invalid-report", f"{path}: stages nest reports too deeply") from None
+    except DdplabError as err:  # refused outside the codec's reach: say so with the file's name
+        raise UsageError("invalid-report", f"{path}: {err.message}", hint=HINT) from None
+
+
+def parse_report(data: bytes, path: str) -> Report:
+    return report_from_json(parse_json(data, path), path)
+
+
+def read_report(path: str) -> Report:
+    return parse_report(read_bytes(path), path)
+
+
+def field_message(err: RecordError) -> str:
+    """The bad field in the document's own spelling: "field results.rows[0].size_bytes must be ..."."""
+    field = err.path[2:] if err.path.startswith("$.") else "(document)" if err.path == "$" else err.path
+    if err.missing:
+        return f"field {field} is missing; it must be {err.expected}"
+    return f"field {field} must be {err.expected}, but it is {show(err.value)}"
+
+
+def show(value) -> str:
+    """The bad value as the user will recognise it: its JSON spelling, cut short."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    text = json.dumps(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return f"the string {text}" if isinstance(value, str) else text

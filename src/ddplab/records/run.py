@@ -1,0 +1,47 @@
+"""`ddplab run`: what each stage gave (RunRecord); its plan is config.RunConfig."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .clean import Orphan
+from .core import Check, Report, Verdict
+
+OMIT = {"omit_none": True}
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    """What one stage gave: its own report, or why it could not run; the leftovers check has its evidence."""
+
+    name: str
+    command: str = ""  # the first lab reports did not record it
+    verdict: Verdict = Verdict.PASS
+    summary: str = ""
+    duration_s: float | None = field(default=None, metadata=OMIT)
+    report: Report | None = field(default=None, metadata=OMIT)
+    error: str | None = field(default=None, metadata=OMIT)  # the DdplabError reference, or "stage-crashed"
+    left_pids: list[int] | None = field(default=None, metadata=OMIT)  # leftovers: processes of this lab alive
+    orphans: list[Orphan] | None = field(default=None, metadata=OMIT)  # leftovers: orphans of this lab
+    other_orphans: list[Orphan] | None = field(default=None, metadata=OMIT)  # of other runs (information)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRecord:
+    profile: str = "(not recorded)"  # the first lab reports had one profile only
+    stages: list[StageRecord]
+    checks: list[Check] = field(default_factory=list)  # the first lab reports had no check rows
+    interrupted: bool = False  # the first lab reports could not be interrupted
+    duration_s: float | None = None
+    out: str = ""
+
+    def timed_rows(self, config=None) -> list:
+        """Every stage's comparable rows, prefixed with the stage's name where it differs from its command
+        (so two runs of one profile line up stage by stage)."""
+        from .compare import stage_rows
+
+        return [row for stage in self.stages if stage.report is not None for row in stage_rows(stage.name,
+                                                                                                stage.report)]
+
+    def stage_verdicts(self) -> dict[str, Verdict]:
+        return {s.name: s.verdict for s in self.stages}

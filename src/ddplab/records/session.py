@@ -1,0 +1,223 @@
+"""What one multi-rank run produced, as every measurement reports it: placement, each rank's outcome,
+the sampler's time series, the supervisor's verdict on a hang, and how the launch ended.
+
+``SessionRecord`` is flattened into each measurement's ``results`` (the JSON keys ``backend``, ``ranks``,
+``timeseries``... sit beside the measurement's own), so the JSON contract of issue 2 is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .codec import flatten
+
+OMIT = {"omit_none": True}
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """Nearest-rank percentiles: each one a value that was measured. ``n`` 0: nothing was measured."""
+
+    n: int
+    min: float | None = field(default=None, metadata=OMIT)
+    p50: float | None = field(default=None, metadata=OMIT)
+    p90: float | None = field(default=None, metadata=OMIT)
+    p99: float | None = field(default=None, metadata=OMIT)
+    max: float | None = field(default=None, metadata=OMIT)
+    mean: float | None = field(default=None, metadata=OMIT)
+
+    @classmethod
+    def of(cls, values: list[float]) -> "Distribution":
+        import statistics
+
+        from .. import report
+
+        if not values:
+            return cls(0)
+        return cls(len(values), min(values), report.percentile(values, 50), report.percentile(values, 90),
+                   report.percentile(values, 99), max(values), statistics.fmean(values))
+
+    @classmethod
+    def worst_of(cls, dists: list["Distribution"]) -> "Distribution":
+        """Each percentile's worst value over ranks (nccl-tests -I takes the max rank per iteration too)."""
+        measured = [d for d in dists if d.n]
+        if not measured:
+            return cls(0)
+        return cls(measured[0].n, *(max(getattr(d, k) for d in measured)
+                                    for k in ("min", "p50", "p90", "p99", "max", "mean")))
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Counts per latency bin: edges in us, the last bin open-ended."""
+
+    edges_us: list[float]
+    counts: list[int]
+
+
+@dataclass(frozen=True)
+class RankSample:
+    rank: int
+    pid: int
+    cpu_user_s: float
+    cpu_system_s: float
+    ctx_switches: int
+    rss_bytes: int
+    device_mem_bytes: int | None = None
+    device_util_pct: int | None = None
+
+
+@dataclass(frozen=True)
+class Sample:
+    t_s: float
+    ranks: list[RankSample]
+    device_used_bytes: dict[int, int] = field(default_factory=dict)
+    device_util_pct: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timeseries:
+    """The sampler's readings, every ``interval_s`` in the launcher (sampler.py)."""
+
+    enabled: bool = True
+    interval_s: float
+    method: str
+    samples: list[Sample] = field(default_factory=list)
+    device_queries_kept_out_of_timed_windows: bool = False
+    device_queries: int = 0
+    device_queries_skipped_while_timing: int = 0
+
+
+@dataclass(frozen=True)
+class SamplerPeaks:
+    """Per rank, from the time series: the peaks seen and the last CPU times."""
+
+    peak_device_mem_bytes: int | None = None
+    peak_rss_bytes: int | None = None
+    cpu_user_s: float | None = field(default=None, metadata=OMIT)
+    cpu_system_s: float | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(frozen=True)
+class FailureRecord:
+    """How a rank that did not finish ended, in its own words (elastic's error file and its log)."""
+
+    exitcode: int | None
+    signal: str | None
+    message: str
+    log_tail: str = ""
+
+
+@dataclass(frozen=True)
+class RankReturn:
+    """What a rank sends back through elastic when it finished: who it was and its workload's result."""
+
+    rank: int
+    local_rank: int
+    world_size: int
+    pid: int
+    hostname: str
+    device: str
+    backend: str
+    memory_cap_applied: bool
+    result: Any  # the workload's own record (records/<measurement>.py)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankOutcome:
+    """One rank this launcher started, finished or not."""
+
+    rank: int
+    local_rank: int | None = None  # None only in the first reports, which did not record it
+    pid: int | None
+    device: str | None
+    peak_mem_bytes: int | None
+    status: str | None = None  # finished | failed | stopped by launcher (None: the first reports)
+    peaks: SamplerPeaks | None = field(default=None, metadata=flatten())
+    world_size: int | None = field(default=None, metadata=OMIT)
+    hostname: str | None = field(default=None, metadata=OMIT)
+    backend: str | None = field(default=None, metadata=OMIT)
+    memory_cap_applied: bool | None = field(default=None, metadata=OMIT)
+    failure: FailureRecord | None = field(default=None, metadata=OMIT)
+    # The workload's per-rank result, its keys beside the rest (an open object when read back).
+    result: Any = field(default=None, metadata=flatten())
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankState:
+    """One rank's status file (status.py writes and reads it)."""
+
+    rank: int
+    local_rank: int | None = None  # reports before ranks were numbered per machine have none
+    pid: int
+    phase: str
+    seq: int = 0
+    done: int = 0
+    op: str | None = None
+    numel: int | None = None
+    since: float = 0.0
+    heartbeat: float = 0.0
+    error: str | None = None
+    failed_at: float | None = None
+    injected: str | None = None
+    injected_at: float | None = None
+
+    @property
+    def node_base(self) -> int:
+        """The global rank of this machine's local rank 0 (elastic numbers each machine's ranks in a block)."""
+        return self.rank - (self.local_rank or 0)
+
+
+@dataclass(frozen=True)
+class HangRecord:
+    """What ddplab's supervisor declared: no rank progressed for the hang timeout (supervisor.py)."""
+
+    detected_at: float
+    no_progress_s: float
+    culprit_ranks: list[int]
+    reason: str
+    snapshot: dict[int, RankState] = field(default_factory=dict)  # each rank's status when it was declared
+    stacks: dict[int, str] = field(default_factory=dict)  # rank -> stack file
+    killed_after_grace: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionRecord:
+    """What every multi-rank measurement reports about its run (flattened into its results)."""
+
+    backend: str
+    backend_reason: str
+    shared_device: bool
+    placement: Any  # policy.Placement as JSON (the plan, with every option weighed)
+    warnings: list[str]
+    sharing_daemon: Any = None  # what the sharing daemon did, or None
+    run_id: str
+    run_dir: str
+    world_size: int
+    nnodes: int = 1
+    completed: bool
+    ranks: list[RankOutcome]
+    torchrun_root_cause_rank: int | None = None
+    launcher_error: str | None = None
+    listen: Any = None  # where the run listened (exposure.py); reports before it have none
+    interrupted: bool = False
+    hang: HangRecord | None = None
+    expected_failure: str | None = None
+    expected_failure_observed: bool | None = None
+    duration_s: float
+    timeseries: Timeseries
+    # The machine the run was on: written at the report's top level, not inside results.
+    platform: Any = field(default=None, metadata={"skip": True}, compare=False)
+
+    def failure_reason(self) -> str:
+        """One line on why a run did not complete: the predicted refusal, or the first rank's last words."""
+        if self.expected_failure_observed:
+            return f"failed as expected: {self.expected_failure}"
+        if self.launcher_error:
+            return self.launcher_error
+        for rank in self.ranks:
+            text = (rank.failure.message if rank.failure else "").strip()
+            if text:
+                return text.splitlines()[-1]
+        return "a rank failed"

@@ -1,0 +1,210 @@
+"""The sweep's records: what each rank measured, the nccl-tests row (shared with the nccl-tests importer),
+the spike finding, what the launcher's sampler did, and the sweep as reported."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .codec import flatten
+from .compare import TimedRow
+from .figures import LineChart, Series
+from .session import SessionRecord
+
+OMIT = {"omit_none": True}
+# Written, null included, exactly when the row has a time (nccl-tests prints these columns for every timed row).
+TIMED = {"omit_with": "time_us"}
+
+
+def _positive(value: int) -> bool:
+    return value > 0
+
+
+# ---------------------------------------------------------------------------------------------- rank side
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """What every rank of a sweep runs (rank side of config.SweepConfig, with what the launcher resolved)."""
+
+    ops: tuple[str, ...]
+    sizes: tuple[int, ...]
+    dtype: str
+    mode: str  # pipelined | blocking
+    iters: int
+    warmup: int
+    check: bool
+    repeat: int  # resolved for the device (measurements/sweep.py default_repeat)
+    ceiling_bytes: int | None = None  # rank 0 also times a device copy of this size (shared device)
+
+
+@dataclass(frozen=True)
+class Repetition:
+    """One nccl-tests measurement of ``iters`` ops by one rank, with its wall-clock window."""
+
+    time_us: float
+    window: tuple[float, float]  # time.time() at its barrier and after its last sync
+    sampler_wait_s: float  # how long the rank waited for a device query of the sampler to end
+
+
+@dataclass(frozen=True)
+class SweepRankRow:
+    """One (op, size, placement) on one rank; an op the world is too small for has only ``skipped``."""
+
+    op: str
+    size_bytes: int | None = field(default=None, metadata=OMIT)
+    count: int | None = field(default=None, metadata=OMIT)
+    in_place: bool | None = field(default=None, metadata=OMIT)
+    repeats: list[Repetition] | None = field(default=None, metadata=OMIT)
+    num_wrong: int | None = field(default=None, metadata=OMIT)  # None: not checked (--no-check)
+    error: str | None = field(default=None, metadata=OMIT)  # the op raised: every rank alike, the sweep goes on
+    skipped: str | None = field(default=None, metadata=OMIT)
+
+
+@dataclass(frozen=True)
+class CopyCeiling:
+    """A device copy of ``size_bytes`` (workloads/ceiling.py copy_gbps): what shared-device busbw is held to."""
+
+    size_bytes: int
+    time_us: float
+    gbps: float
+    method: str
+    iters: int
+
+
+@dataclass(frozen=True)
+class SweepRankResult:
+    """One rank's sweep (workloads/sweep.py)."""
+
+    rows: list[SweepRankRow]
+    ceiling: CopyCeiling | None  # rank 0 on a shared device, else None
+
+
+# ---------------------------------------------------------------------------------------------- the rows
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One nccl-tests row: a size of one collective in one placement, timed and checked, or why not.
+
+    The sweep writes it (time averaged over ranks, median repetition) and nccl_tests.py reads it from
+    nccl-tests' text; ``timed_row()`` is what `ddplab compare` lines up.
+    """
+
+    op: str  # ddplab's collective name; "" when an nccl-tests table named none
+    dtype: str
+    size_bytes: int | None = field(default=None, metadata={**OMIT, "expect": ("a number > 0", _positive)})
+    count: int | None = field(default=None, metadata=OMIT)
+    in_place: bool | None = field(default=None, metadata=OMIT)
+    time_us: float | None = field(default=None, metadata=OMIT)
+    time_us_max_rank: float | None = field(default=None, metadata=OMIT)
+    algbw_gbps: float | None = field(default=None, metadata=TIMED)
+    busbw_gbps: float | None = field(default=None, metadata=TIMED)  # None: one rank, busbw is not defined
+    num_wrong: int | None = field(default=None, metadata=TIMED)  # None: not checked
+    repeat_us: list[float] | None = field(default=None, metadata=OMIT)  # each repetition, averaged over ranks
+    repeat_min_us: float | None = field(default=None, metadata=OMIT)
+    repeat_max_us: float | None = field(default=None, metadata=OMIT)
+    repeat_sampler_queried: list[bool] | None = field(default=None, metadata=OMIT)
+    busbw_fraction_of_ceiling: float | None = field(default=None, metadata=OMIT)
+    error: str | None = field(default=None, metadata=OMIT)
+    skipped: str | None = field(default=None, metadata=OMIT)
+
+    def timed_row(self) -> TimedRow | None:
+        """The row as compare lines it up; None for a row without a time (skipped, failed, N/A)."""
+        if not self.time_us or self.size_bytes is None or self.in_place is None:
+            return None
+        return TimedRow(self.op, self.size_bytes, self.in_place, self.time_us, self.busbw_gbps, self.num_wrong)
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    size_bytes: int
+    time_us: float
+
+
+@dataclass(frozen=True)
+class Spike:
+    """A size far off its neighbours (spikes.py): a finding to explain, never a number to average away."""
+
+    op: str
+    size_bytes: int
+    in_place: bool
+    time_us: float
+    neighbours: list[Neighbour]
+    factor: float  # its time over the longest time its neighbours make plausible
+
+    @property
+    def key(self) -> tuple[str, int, bool]:
+        return self.op, self.size_bytes, self.in_place
+
+
+@dataclass(frozen=True)
+class SamplerRecord:
+    """Whether the launcher's sampler ran, whether it kept out of timed windows, and whether it did
+    (timed_windows.py): each repetition's window against each device query."""
+
+    on: bool
+    device_queries_kept_out_of_timed_windows: bool
+    device_queries: int
+    device_queries_skipped_while_timing: int
+    repetitions: int
+    repetitions_overlapped_by_a_device_query: int
+    device_query_windows: list[tuple[float, float]]
+    method: str
+
+
+# ---------------------------------------------------------------------------------------------- the sweep
+
+@dataclass(frozen=True)
+class SweepRecord:
+    """The sweep as reported: the session, every row, the correctness totals, spikes and the sampler.
+
+    Fields with defaults are the ones reports of earlier versions lack (they still load in `ddplab compare`).
+    """
+
+    session: SessionRecord = field(metadata=flatten())
+    mode: str
+    dtype: str
+    rows: list[SweepRow]
+    num_wrong_total: int
+    errors: list[SweepRow]  # the rows whose op raised
+    avg_busbw_gbps: float | None  # nccl-tests' footer; None when no row has a busbw (one rank)
+    min_busbw_gbps: float | None  # --min-busbw
+    ceiling: CopyCeiling | None  # the device copy ceiling, on a shared device
+    time_method: str = ""
+    repeat: int = 1
+    spikes: list[Spike] | None = None  # None: a report from before spikes were looked for
+    spike_rule: str = ""
+    sampler: SamplerRecord | None = None
+
+    @property
+    def host_only(self) -> bool:
+        """The ranks ran on the host CPU (from the placement the report carries)."""
+        placement = self.session.placement
+        return bool(isinstance(placement, dict) and placement.get("host_only"))
+
+    @property
+    def bandwidth_rows(self) -> list[SweepRow]:
+        """The rows with a bus bandwidth (every timed row, unless the world is one rank)."""
+        return [r for r in self.rows if r.busbw_gbps is not None]
+
+    def timed_rows(self, config=None) -> list[TimedRow]:
+        """Every timed row, by its collective's name, so nccl-tests output lines up with it."""
+        return [t for t in (r.timed_row() for r in self.rows) if t is not None]
+
+    def figures(self, stage: str) -> list[LineChart]:
+        """Bus bandwidth (algbw at one rank) against message size, one line per collective and placement,
+        with the device copy ceiling where the ranks share a device."""
+        timed = [r for r in self.rows if r.size_bytes and (r.busbw_gbps is not None or r.algbw_gbps is not None)]
+        if not timed:
+            return []
+        bus = any(r.busbw_gbps is not None for r in timed)
+        series: dict[str, list[tuple[float, float]]] = {}
+        for r in timed:
+            value = r.busbw_gbps if bus else r.algbw_gbps
+            series.setdefault(f"{r.op} {'in' if r.in_place else 'out'}", []).append((float(r.size_bytes),
+                                                                                      value or 0.0))
+        caption = (f"{stage}: {self.session.world_size} ranks, backend {self.session.backend}, time {self.mode}, "
+                   f"dtype {self.dtype}" + ("; dashed: device copy ceiling (ddplab ceiling method)"
+                                            if self.ceiling else ""))
+        return [LineChart(f"busbw-{stage}", "Bus bandwidth vs message size", caption, "message size (bytes, log)",
+                          f"{'busbw' if bus else 'algbw'} (GB/s)",
+                          [Series(label, points) for label, points in sorted(series.items())], log_x=True,
+                          reference_line=("copy ceiling", self.ceiling.gbps) if self.ceiling else None)]

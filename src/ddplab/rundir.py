@@ -1,0 +1,176 @@
+"""One run's directory and the variables that tie its ranks to it: the one place that spells them.
+
+One run = one run directory, and one directory = one run:
+    <run_dir>/
+        run-id                  written first, atomically: a directory holding it is in use
+        job.json                what every rank was asked to do (the RankJob, for people to read)
+        listen.json             where the rendezvous store listens (launch.py, exposure.py)
+        pids/<rank>             each rank's pid, written by the rank itself (the sampler reads it)
+        status/<rank>.json      each rank's phase, collective sequence and heartbeat (status.py)
+        status/sampler-querying-device  the sampler's flag while it queries the device (timed_windows.py)
+        stacks/<rank>.txt       every thread's stack, dumped on the supervisor's request
+        logs/<elastic run id>_*/attempt_0/<local_rank>/{stdout,stderr}.log, error.json
+        mps/pipe, mps/log       a private sharing daemon's directories (platform/sharing_daemon.py)
+
+Every rank carries the run's id and directory, and the launcher's identity, in its environment: that is how
+`ddplab clean` recognises a rank and tells whether its launcher lives (docs/processes.md).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UsageError
+from .files import create_exclusive, make_directory
+
+DEFAULT_RUNS_DIR = "ddplab-runs"
+RUN_ID_ENV = "DDPLAB_RUN_ID"  # every rank carries it: how `ddplab clean` recognises our ranks
+RUN_DIR_ENV = "DDPLAB_RUN_DIR"
+LAUNCHER_PID_ENV = "DDPLAB_LAUNCHER_PID"
+# The launcher's start time in clock ticks since boot: with its pid, an identity that reads the
+# same from any PID namespace (a pid alone does not), so `ddplab clean` can tell whether it lives.
+LAUNCHER_START_ENV = "DDPLAB_LAUNCHER_START"
+MARKER_ENVS = (RUN_ID_ENV, RUN_DIR_ENV, LAUNCHER_PID_ENV, LAUNCHER_START_ENV)
+RUN_ID_FILE = "run-id"
+# What marks a directory as a run's, besides RUN_ID_FILE: runs from before it existed.
+EARLIER_RUN_MARKERS = ("job.json", "report.json", "pids")
+SAMPLER_FLAG = "sampler-querying-device"  # no .json suffix: status readers never take it for a rank
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+    run_id: str
+
+    @classmethod
+    def create(cls, base: str | os.PathLike | None, label: str) -> "RunDir":
+        """A fresh run directory: ``base`` if given (refused when it already holds a run), else a
+        new one under ./ddplab-runs named by the run id."""
+        run_id = new_run_id(label)
+        path = Path(base) if base else Path(DEFAULT_RUNS_DIR) / run_id
+        claim_directory(path, run_id, "--run-dir")
+        make_directory(path / "pids", "--run-dir")
+        return cls(path.resolve(), run_id)
+
+    @classmethod
+    def from_environ(cls, environ=None) -> "RunDir":
+        """The run a rank belongs to, as its launcher told it."""
+        environ = os.environ if environ is None else environ
+        return cls(Path(environ[RUN_DIR_ENV]), environ[RUN_ID_ENV])
+
+    @classmethod
+    def existing(cls, path: str | os.PathLike) -> "RunDir | None":
+        """The run another launcher created at ``path``, by its run-id file; None while no run has claimed it."""
+        try:
+            run_id = (Path(path) / RUN_ID_FILE).read_text().strip()
+        except OSError:
+            return None
+        return cls(Path(path).resolve(), run_id) if run_id else None
+
+    def marker_env(self, launcher_pid: int, launcher_start_ticks: int | None) -> dict[str, str]:
+        """What every rank carries in its environment (so it shows in /proc/<pid>/environ)."""
+        return {RUN_ID_ENV: self.run_id, RUN_DIR_ENV: str(self.path), LAUNCHER_PID_ENV: str(launcher_pid),
+                LAUNCHER_START_ENV: str(launcher_start_ticks or "")}
+
+    # ---------------------------------------------------------------- paths
+    @property
+    def job_file(self) -> Path:
+        return self.path / "job.json"
+
+    @property
+    def listen_file(self) -> Path:
+        """Where the rendezvous store listens (exposure.py's record), written before the ranks start."""
+        return self.path / "listen.json"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.path / "logs"
+
+    @property
+    def status_dir(self) -> Path:
+        return self.path / "status"
+
+    @property
+    def sampler_flag(self) -> Path:
+        return self.status_dir / SAMPLER_FLAG  # beside the ranks' status files, which the ranks read anyway
+
+    @property
+    def sharing_daemon_dir(self) -> Path:
+        return self.path / "mps"
+
+    def pid_file(self, rank: int) -> Path:
+        return self.path / "pids" / str(rank)
+
+    def status_file(self, rank: int) -> Path:
+        return self.status_dir / f"{rank}.json"
+
+    def stack_file(self, rank: int) -> Path:
+        return self.path / "stacks" / f"{rank}.txt"
+
+    def child(self, name: str) -> Path:
+        """A directory inside this run for a launch of its own (a drill's child launcher, a torchrun)."""
+        return self.path / name
+
+    def rank_pids(self) -> dict[int, int]:
+        out = {}
+        for f in (self.path / "pids").glob("[0-9]*"):  # not the atomic writer's hidden temporary files
+            try:
+                out[int(f.name)] = int(f.read_text().strip())
+            except (ValueError, OSError):
+                continue
+        return out
+
+    def status_files(self) -> list[Path]:
+        return list(self.status_dir.glob("[0-9]*.json"))
+
+    def log_files(self, local_rank: int) -> list[Path]:
+        return sorted(self.path.glob(f"logs/*/attempt_*/{local_rank}/std*.log"))
+
+
+def new_run_id(label: str) -> str:
+    """label-YYYYmmdd-HHMMSS-xxxxxx: readable, sortable, and unique even within one second."""
+    return f"{label}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
+def claim_directory(path: Path, run_id: str, option: str) -> None:
+    """Make ``path`` the directory of run ``run_id`` alone, or refuse it (exit 2) if it holds a run.
+
+    Two launchers sharing a directory overwrite each other's pid and status files and sample
+    each other's ranks. The claim file is created atomically (files.create_exclusive), so of two
+    runs racing for one directory exactly one gets it.
+    """
+    make_directory(path, option)
+    check_unused(path, option)
+    if not create_exclusive(path / RUN_ID_FILE, f"{run_id}\n"):  # another run took it since the check
+        raise _in_use(path, option, run_in(path) or "(another run)")
+
+
+def check_unused(path: Path, option: str) -> None:
+    """Refuse (exit 2) a directory that already holds a run."""
+    holder = run_in(path)
+    if holder is not None:
+        raise _in_use(path, option, holder)
+
+
+def _in_use(path: Path, option: str, holder: str) -> UsageError:
+    return UsageError("run-dir-in-use", f"{option} {path} already holds run {holder}; every run needs a "
+                                        f"directory of its own: give a new one, or leave {option} out")
+
+
+def run_in(path: Path) -> str | None:
+    """The run a directory holds: its run id, a description of an earlier run's files, or None."""
+    try:
+        claim = (path / RUN_ID_FILE).read_text().strip()
+        return claim or "(being created)"
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return "(unreadable run-id)"
+    for name in EARLIER_RUN_MARKERS:
+        if (path / name).exists():
+            return f"(an earlier run: {name})"
+    return None

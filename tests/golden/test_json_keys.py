@@ -1,0 +1,38 @@
+"""Every command's --json keeps its keys across the redesign (issue 11): the key paths each golden command
+writes now are the ones it wrote before (keys.json, from make_keys.py on the code before the redesign)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.golden.commands import COMMANDS, stable
+from tests.golden.keys import key_paths
+
+pytestmark = pytest.mark.slow
+HERE = Path(__file__).resolve().parent
+GOLDEN = json.loads((HERE / "keys.json").read_text())
+
+
+def assert_keys_kept(name: str, doc: dict) -> None:
+    now = stable(key_paths(doc))
+    before = stable(set(GOLDEN[name]))
+    assert not before - now, f"{name}: keys lost: {sorted(before - now)}"
+    assert not now - before, f"{name}: keys added without updating tests/golden/keys.json: {sorted(now - before)}"
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("golden")
+    for name, argv in COMMANDS.items():
+        argv = [a.format(fixtures=HERE.parent / "fixtures", out=out) for a in argv]
+        run_cli(*argv, "--json", str(out / f"{name}.json"), cwd=out)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_command_keeps_its_json_keys(outputs, name):
+    path = outputs / f"{name}.json"
+    assert path.exists(), f"ddplab {name} wrote no JSON"
+    assert_keys_kept(name, json.loads(path.read_text()))

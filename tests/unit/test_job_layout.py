@@ -1,0 +1,31 @@
+"""A supervised job's directory is its run directory: its ranks carry the markers rundir.py names, so
+`ddplab clean` judges a `ddplab launch` rank by the same evidence as any ddplab rank (docs/processes.md)."""
+
+from pathlib import Path
+
+from ddplab.job.layout import JobDir
+from ddplab.procs import Facts, classify
+from ddplab.rundir import MARKER_ENVS, RunDir
+
+INIT = Facts(pid=1, ppid=0, start_ticks=5, ns_pid=1, create_time=0.0, argv=("/sbin/init",))
+
+
+def test_a_jobs_ranks_carry_the_run_markers_and_read_their_job_back(tmp_path):
+    job = JobDir.create(str(tmp_path / "job"))
+    env = job.rank_environment(4321, 98765)
+    assert env == RunDir(job.path, job.run_id).marker_env(4321, 98765)
+    assert set(env) == set(MARKER_ENVS)
+    assert JobDir.from_environ(env) == job and job.run_id.startswith("launch-")
+
+
+def _rank(env: dict[str, str], ppid: int) -> Facts:
+    return Facts(pid=500, ppid=ppid, start_ticks=2000, ns_pid=500, create_time=1.0, argv=("python", "train.py"),
+                 markers=env)
+
+
+def test_a_launched_rank_is_an_orphan_only_once_its_launcher_is_gone():
+    env = JobDir(Path("/jobs/j"), "launch-x").rank_environment(launcher_pid=300, launcher_start_ticks=1000)
+    launcher = Facts(pid=300, ppid=1, start_ticks=1000, ns_pid=300, create_time=0.5, argv=("python", "-m", "ddplab"))
+    assert not classify(500, {1: INIT, 300: launcher, 500: _rank(env, ppid=300)}).orphan
+    gone = classify(500, {1: INIT, 500: _rank(env, ppid=1)})
+    assert gone.orphan and gone.run_id == "launch-x", gone.reason

@@ -1,0 +1,60 @@
+"""How a launcher takes part in a job across machines: host the store, or find it hosted."""
+
+import socket
+
+import pytest
+
+from ddplab import rendezvous
+from ddplab.cluster.endpoint import plan_store
+from ddplab.errors import EnvironmentUnsupported, ExitCode
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listening_address(fd: int) -> tuple[str, int]:
+    with socket.fromfd(fd, socket.AF_INET, socket.SOCK_STREAM) as sock:
+        return sock.getsockname()
+
+
+def test_the_host_hands_elastic_a_socket_bound_to_the_endpoint_address_and_closes_it_after():
+    port = _free_port()
+    with rendezvous.meet(plan_store(f"127.0.0.1:{port}"), wait_s=1) as meeting:
+        fd = meeting.rdzv_configs[rendezvous.LISTEN_FD_KEY]
+        assert _listening_address(fd) == ("127.0.0.1", port)
+        assert meeting.rdzv_configs[rendezvous.STORE_HOST_KEY] == "127.0.0.1"
+        assert meeting.store.hosts_store
+    with socket.socket() as again:  # the launcher's socket is closed: the port is free again
+        again.bind(("127.0.0.1", port))
+
+
+def test_a_second_launcher_on_the_same_machine_joins_the_store_the_first_hosts():
+    port = _free_port()
+    plan = plan_store(f"127.0.0.1:{port}")
+    with rendezvous.meet(plan, wait_s=1), rendezvous.meet(plan, wait_s=1) as second:
+        assert rendezvous.LISTEN_FD_KEY not in second.rdzv_configs
+        assert second.rdzv_configs[rendezvous.STORE_HOST_KEY] == "127.0.0.1"
+        assert not second.store.hosts_store
+        assert "another launcher on this machine hosts it" in second.store.decided_by
+
+
+def test_rdzv_host_yes_on_a_taken_port_is_exit_3():
+    port = _free_port()
+    with socket.create_server(("127.0.0.1", port)):
+        with pytest.raises(EnvironmentUnsupported) as caught:
+            with rendezvous.meet(plan_store(f"127.0.0.1:{port}", "yes"), wait_s=1):
+                pass
+    assert caught.value.reference == "rdzv-store-cannot-listen" and caught.value.exit_code == ExitCode.ENVIRONMENT
+    assert f"127.0.0.1:{port} is already in use" in caught.value.message
+
+
+def test_rdzv_host_no_with_nobody_hosting_waits_then_names_the_endpoint():
+    port = _free_port()
+    with pytest.raises(EnvironmentUnsupported) as caught:
+        with rendezvous.meet(plan_store(f"127.0.0.1:{port}", "no"), wait_s=1):
+            pass
+    assert caught.value.reference == "rdzv-endpoint-unreachable"
+    assert f"127.0.0.1:{port}" in caught.value.message and f"open TCP port {port}" in caught.value.hint
