@@ -5,7 +5,7 @@ import pytest
 from ddplab import collectives
 from ddplab.errors import UsageError
 
-# nccl-tests src/*.cu: busbw = algbw * factor (anchors-benchmarks.md §2), at n = 8.
+# nccl-tests src/*.cu: busbw = algbw * factor (docs/metrics.md), at n = 8.
 NCCL_TESTS_FACTOR_N8 = {
     "all_reduce": 2 * 7 / 8, "all_gather": 7 / 8, "reduce_scatter": 7 / 8, "all_to_all": 7 / 8,
     "broadcast": 1.0, "reduce": 1.0, "send_recv": 1.0,

@@ -32,7 +32,7 @@ def _shares_memory(a, b) -> bool:
 
 
 # nccl-tests' size S (the row's size_bytes) from the library calls alone, per collective
-# (nccl-tests src/*.cu; anchors-benchmarks.md §2): what one rank's call moves, by the library's count convention.
+# (nccl-tests src/*.cu; docs/metrics.md): what one rank's call moves, by the library's count convention.
 def _library_size_bytes(name, calls, n, elem):
     if name in ("all_reduce", "broadcast", "reduce"):
         return calls[0].count * elem

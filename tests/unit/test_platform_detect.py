@@ -21,7 +21,7 @@ def test_vendor_decides_device_backend_and_tool(probe, device_type, backend, ven
 
 
 def test_musa_backend_comes_from_vendor_table_not_torch_map():
-    # Stock torch cannot map "musa" (register_backend iterates the string's letters): pitfalls.md.
+    # Stock torch cannot map "musa" (register_backend iterates the string's letters): docs/background.md §7.
     p = describe(fakes.musa())
     assert p.torch_default_backend is None
     assert p.backend == "mccl"

@@ -1,7 +1,7 @@
 """Collectives a sweep can time: one file per collective, this registry in help order.
 
 Each module defines ``SPEC``, a ``common.Collective``: its byte counts and bus factor
-(nccl-tests' definitions, shared/reference/anchors-benchmarks.md §2), which placements
+(nccl-tests' definitions, docs/metrics.md), which placements
 torch.distributed offers (in-place, out-of-place), and how to fill, run and check it.
 """
 

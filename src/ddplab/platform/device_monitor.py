@@ -3,7 +3,7 @@ management library (NVML on NVIDIA). Other vendors expose no per-process memory
 API that ddplab can call yet; their monitor says so instead of guessing.
 
 NVML returns host PIDs. Inside a container without the host PID namespace they
-differ from /proc (pitfalls.md); the report records the PIDs as NVML gave them.
+differ from /proc (docs/background.md §3); the report records the PIDs as NVML gave them.
 """
 
 from __future__ import annotations

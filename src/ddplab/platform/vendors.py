@@ -2,8 +2,8 @@
 
 This table is the only place that names vendors' devices, libraries, tools and
 knobs. Adding a vendor means adding one ``Vendor`` entry, not ``if`` chains.
-Facts and defaults come from ``shared/reference/anchors-faults.md`` and
-``measured.md``; where a fact was not verified on hardware, the README says so.
+Facts and defaults are the libraries' documented ones and what was measured on the target machines
+(docs/background.md); where a fact was not verified on hardware, the README says so.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Timing and statistics shared by the benchmark workloads; names no collective.
 
-Modes, as nccl-tests defines them (anchors-benchmarks.md):
+Modes, as nccl-tests defines them (docs/metrics.md):
   pipelined - N launches back to back, one device sync, wall time / N (nccl-tests' default).
               Collectives are issued with async_op=True and waited at the end, so (as in
               nccl-tests) no op waits for the previous one on the host or the compute stream.
