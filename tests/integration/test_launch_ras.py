@@ -6,6 +6,7 @@ The machine is described to the launcher as one whose collective library has the
 """
 
 import html
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,17 +30,11 @@ def hang_job(tmp_path: Path, server: FakeRas, *ddplab: str, version: str = "2.29
                            str(HANG_TIMEOUT_S), "--out", str(out), *ddplab, "--",
                            str(ROOT / "examples" / "user_deadlock.py"), "--steps", "6"],
                           capture_output=True, text=True, timeout=180, cwd=tmp_path,
-                          env={**_environ(), "NCCL_RAS_ADDR": server.address})
+                          env=dict(os.environ, PYTHONUNBUFFERED="1", NCCL_RAS_ADDR=server.address))
     doc = load_json(out / "report.json")
     assert processes_with_env("DDPLAB_RUN_ID", doc["results"]["run_id"]) == []
     assert doc["results"]["outcome"] == "hung" and doc["results"]["culprit"]["ranks"] == [1], done.stdout[-3000:]
     return done.returncode, doc, (out / "report.html").read_text()
-
-
-def _environ() -> dict:
-    import os
-
-    return dict(os.environ, PYTHONUNBUFFERED="1")
 
 
 def test_the_services_answer_lands_in_the_report_and_its_page(tmp_path):

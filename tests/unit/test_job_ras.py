@@ -9,7 +9,7 @@ import pytest
 
 from ddplab.errors import UsageError
 from ddplab.job import ras
-from ddplab.platform.vendors import HOST_CPU, NVIDIA
+from ddplab.platform.vendors import HOST_CPU, NVIDIA, env_whitelisted
 from tests.ras_fake import ANSWER, FakeRas
 
 SERVICE = NVIDIA.ras
@@ -30,6 +30,7 @@ def test_the_vendor_table_says_where_the_service_listens_and_who_has_none():
     assert (SERVICE.address_env, SERVICE.default_address, SERVICE.since) == ("NCCL_RAS_ADDR", "localhost:28028",
                                                                             (2, 24, 0))
     assert HOST_CPU.ras is None
+    assert env_whitelisted("NCCL_RAS_ADDR") and env_whitelisted("NCCL_RAS_ENABLE")  # reports show where it was
     plan = asked()
     assert (plan.host, plan.port, plan.why_not) == ("localhost", 28028, None)
 

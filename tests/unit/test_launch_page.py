@@ -21,6 +21,7 @@ from ddplab.records.launch import JobHang, RasAnswer
 from ddplab.records.session import RankSample, Sample, Timeseries
 from ddplab.rundir import RunDir
 from ddplab.sampler import RankSampler
+from tests.crafted_reports import PAYLOADS, assert_inert, dotted, leaves, names_field, read_back, with_value
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LAUNCH_REPORT = FIXTURES / "launch-report-skipped-collective.json"
@@ -137,3 +138,25 @@ def test_a_long_job_keeps_a_bounded_even_series(tmp_path):
     assert len(series.samples) <= 8 and series.interval_s >= 0.04  # halved at least twice
     times = [s.t_s for s in series.samples]
     assert times == sorted(times) and times[-1] > 0.3  # still spans the run
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_a_payload_in_any_field_of_a_launch_report_is_refused_or_inert(payload):
+    doc = json.loads(json.dumps(with_evidence(fixture_report()).to_json()))
+    shown = []
+    for field, places in leaves(doc).items():
+        try:
+            report = read_back(with_value(doc, places, payload))
+        except UsageError as err:  # refused before rendering, naming the field
+            assert err.exit_code == 2 and _names(err.message, field), (dotted(field), err.message)
+            continue
+        assert_inert(render_html(report), report.to_json())
+        shown.append(dotted(field))
+    for field in ("results.ranks[*].error.message", "results.ranks[*].stacks", "results.culprit.evidence[*]",
+                  "results.hang.ras.answer", "platform.host"):
+        assert field in shown
+
+
+def _names(message: str, field) -> bool:
+    """The field, or a part holding it that refuses its values as a whole (a Config: its Target, --run-path)."""
+    return any(names_field(message, field[:i]) for i in range(len(field), 0, -1))

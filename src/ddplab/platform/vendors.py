@@ -67,10 +67,10 @@ class LibraryBinding:
 class RasService:
     """The collective library's own health service, asked over a text protocol (`ddplab launch --ras`).
 
-    Each process of a job runs it; one of them listens on ``default_address`` (or ``address_env``'s
+    Each process of a job runs it; one per machine listens on ``default_address`` (or ``address_env``'s
     host:port) for clients, and answers a status query with what every process of the job reports
-    (docs/flight-recorder.md, "NCCL RAS"). The lines and versions below are the library's, from its
-    sources and documentation; ``caution`` is why ddplab asks only when told to.
+    (docs/flight-recorder.md, "The collective library's RAS service"). The lines and versions below are
+    the library's, from its sources and documentation; ``caution`` is why ddplab asks only when told to.
     """
 
     name: str  # what users call it
