@@ -6,6 +6,7 @@ connection and every line it was sent.
     silent    accepts, reads, never says anything
     endless   answers the hello and the setting, then streams status text for ever
     stranger  answers the hello with something that is not the protocol
+    textonly  as ``answers``, but refuses settings (a release without JSON)
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ class FakeRas:
             conn.sendall(b"SERVER PROTOCOL 2\n" if self.behaviour != "stranger" else b"HTTP/1.1 400 Bad Request\n")
             return True
         if line.upper().startswith("SET "):
-            conn.sendall(b"OK\n")
+            conn.sendall(b"OK\n" if self.behaviour != "textonly" else b"ERROR unknown command\n")
             return True
         if line.upper().endswith("STATUS"):
             if self.behaviour == "endless":

@@ -84,6 +84,13 @@ def test_the_answer_is_kept_as_the_service_wrote_it():
     assert answer.library_version == "2.29.7" and 0 <= answer.seconds < 2
 
 
+def test_a_service_that_refuses_json_answers_in_text():
+    with FakeRas("textonly", answer="Job summary\n") as server:
+        answer = asked(environ={"NCCL_RAS_ADDR": server.address}).ask()
+    assert (answer.status, answer.format, answer.answer) == ("answered", "text", "Job summary\n")
+    assert server.lines == ["CLIENT PROTOCOL 2", "SET FORMAT json", "VERBOSE STATUS"]
+
+
 def test_a_silent_service_costs_the_handshake_timeout_and_no_more():
     with FakeRas("silent") as server:
         start = time.monotonic()

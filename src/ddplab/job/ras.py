@@ -113,18 +113,19 @@ def exchange(p: RasPlan) -> RasAnswer:
         return p._answer("unreachable", f"connecting: {exc.strerror or exc}", sent, "", _since(started))
     with sock:
         reader = _Reader(sock)
+        hello, *settings, query = p.lines()
         try:
-            _say(sock, s.hello, sent)
-            hello = reader.line(time.monotonic() + s.handshake_timeout_s)
-            if not hello.startswith(s.hello_answer):
+            _say(sock, hello, sent)
+            greeting = reader.line(time.monotonic() + s.handshake_timeout_s)
+            if not greeting.startswith(s.hello_answer):
                 return p._answer("unexpected answer", f"the service's first line does not start with "
-                                                      f"{s.hello_answer!r}", sent, hello, _since(started), "text")
+                                                      f"{s.hello_answer!r}", sent, greeting, _since(started), "text")
             answer_format = "text"
-            if p.speaks_json:
-                _say(sock, s.json_format, sent)
-                reply = reader.line(time.monotonic() + s.handshake_timeout_s)
-                answer_format = "json" if reply.strip() == s.ok else "text"
-            _say(sock, s.status, sent)
+            for setting in settings:  # each answered on one line: ``ok``, or why not (then the answer is text)
+                _say(sock, setting, sent)
+                taken = reader.line(time.monotonic() + s.handshake_timeout_s).strip() == s.ok
+                answer_format = "json" if taken and setting == s.json_format else answer_format
+            _say(sock, query, sent)
             answer, complete = reader.rest(started + s.answer_within_s, MAX_ANSWER_BYTES)
         except TimeoutError:
             return p._answer("no answer", f"nothing within {s.handshake_timeout_s} s after {sent[-1]!r}", sent,
