@@ -516,7 +516,7 @@ class CleanConfig:
 # ---------------------------------------------------------------------------------------- ddplab launch
 
 DEFAULT_HANG_TIMEOUT_S = 600.0  # as long as torch's own default collective timeout (10 minutes)
-LAUNCH_USAGE = "ddplab launch [torchrun options] [--hang-timeout S] [--out DIR] [--] script.py [args]"
+LAUNCH_USAGE = "ddplab launch [torchrun options] [--hang-timeout S] [--out DIR] [--ras] [--] script.py [args]"
 TARGET_KINDS = ("script", "module", "command")
 
 
@@ -580,7 +580,10 @@ class LaunchConfig:
     hang_timeout_s: float | None = DEFAULT_HANG_TIMEOUT_S
     """Declare a hang when a rank waits and no rank progressed this long; None (--hang-timeout 0): off."""
     out: str | None = None
-    """The job directory (report.json, stacks, flight records); default ./ddplab-runs/<run id>."""
+    """The job directory (report.json, report.html, stacks, flight records); default ./ddplab-runs/<run id>;
+    one that already holds a run is refused."""
+    ras: bool = False
+    """On a declared hang, also ask the collective library's RAS service (off: queries have crashed jobs)."""
     torchrun: dict[str, Any] = field(default_factory=dict)
     """torchrun's options by their parser's names (nproc_per_node, rdzv_backend, ...), JSON values."""
     worker_env: dict[str, str] = field(default_factory=dict, compare=False)
@@ -616,6 +619,8 @@ class LaunchConfig:
         out.append(f"--hang-timeout={_number_text(self.hang_timeout_s or 0)}")
         if self.out is not None:
             out.append(f"--out={self.out}")
+        if self.ras:
+            out.append("--ras")
         return out + self.target.launch_argv()
 
     def command_line(self) -> str:

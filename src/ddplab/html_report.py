@@ -38,7 +38,7 @@ h1{margin:0 0 4px 0}h2{margin-top:32px;border-bottom:1px solid #ddd;padding-bott
 .skip{background:#eee;color:#666}table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{border:1px solid #ddd;padding:4px 6px;text-align:left;vertical-align:top}th{background:#f5f5f5}
 figure{margin:12px 0}figcaption{font-size:12px;color:#555}svg text{font-size:11px;fill:#333}
-.note{font-size:12px;color:#666}
+.note{font-size:12px;color:#666}.figure-table td{white-space:pre-wrap}
 """
 
 
@@ -126,6 +126,9 @@ def json_for_script(doc: dict) -> str:
 def _machine_line(p) -> str:
     if p is None:
         return "platform unknown"
+    own = getattr(p, "machine_line", None)  # a record that is not a probed Platform (a job's launcher host)
+    if callable(own):
+        return own()
     devices = ", ".join(str(d.name) for d in p.devices)
     return (f"{p.hostname}: {p.device_count} x {devices} ({p.vendor}), torch {p.torch_version}, "
             f"{p.collective_library} {p.collective_loaded_version or ''}")

@@ -47,13 +47,13 @@ class RunDir:
     run_id: str
 
     @classmethod
-    def create(cls, base: str | os.PathLike | None, label: str) -> "RunDir":
+    def create(cls, base: str | os.PathLike | None, label: str, option: str = "--run-dir") -> "RunDir":
         """A fresh run directory: ``base`` if given (refused when it already holds a run), else a
-        new one under ./ddplab-runs named by the run id."""
+        new one under ./ddplab-runs named by the run id. ``option`` names ``base`` in refusals."""
         run_id = new_run_id(label)
         path = Path(base) if base else Path(DEFAULT_RUNS_DIR) / run_id
-        claim_directory(path, run_id, "--run-dir")
-        make_directory(path / "pids", "--run-dir")
+        claim_directory(path, run_id, option)
+        make_directory(path / "pids", option)
         return cls(path.resolve(), run_id)
 
     @classmethod

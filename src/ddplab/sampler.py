@@ -27,12 +27,15 @@ METHOD = ("every {interval}s in the launcher: psutil cpu_times/memory_info/num_c
 class RankSampler:
     def __init__(self, run: RunDir, monitor: DeviceMonitor, interval_s: float = 0.5,
                  on_sample: Callable[[Sample], None] | None = None, enabled: bool = True,
-                 query_device_while_timing: bool = False):
+                 query_device_while_timing: bool = False, max_samples: int | None = None):
         self.run = run
         self.monitor = monitor
         self.interval_s = interval_s
         self.on_sample = on_sample
         self.enabled = enabled  # off: measure a benchmark without the sampler's own disturbance
+        # A job of unknown length (`ddplab launch`) keeps at most this many samples: past it, every other
+        # one is dropped and the interval doubles, so a day-long job's series stays as even and as small.
+        self.max_samples = max_samples
         self.gate = None if query_device_while_timing else SamplerGate(run)
         self.samples: list[Sample] = []
         self.device_queries: list[tuple[float, float]] = []  # wall-clock (start, end) of each device query
@@ -60,7 +63,13 @@ class RankSampler:
                 self.samples.append(sample)
                 if self.on_sample:
                     self.on_sample(sample)
+                self._thin()
             self._stop.wait(self.interval_s)
+
+    def _thin(self) -> None:
+        if self.max_samples and len(self.samples) > self.max_samples:
+            self.samples = self.samples[::2]
+            self.interval_s *= 2
 
     def sample_once(self) -> Sample:
         device = self._query_device()

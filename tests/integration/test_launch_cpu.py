@@ -98,6 +98,21 @@ def test_healthy_training_passes(tmp_path):
     assert all(r["last_status"]["progress"]["0"]["completed"] > 20 for r in results["ranks"])
     assert results["left_running"] == []
 
+    # The sampler watched both ranks through the job directory's pid files, and the page draws it.
+    pids = {r["rank"]: r["pid"] for r in results["ranks"]}
+    sampled = {(r["rank"], r["pid"]) for s in results["timeseries"]["samples"] for r in s["ranks"]}
+    assert sampled == set(pids.items())
+    page = (tmp_path / "job" / "report.html").read_text()
+    assert page.count("<polyline class='series'") == 4  # memory and CPU time, one line per rank
+    assert "id='launch-ranks'" in page and "id='launch-culprit'" in page and "badge pass" in page
+
+    # The directory now holds a run: another job is refused before anything starts, and it is left as it was.
+    again = run_cli("launch", "--nproc-per-node", "2", "--out", str(tmp_path / "job"), "--",
+                    str(EXAMPLES / "healthy_mlp.py"), timeout=120, cwd=tmp_path)
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert f"--out {tmp_path / 'job'} already holds run {results['run_id']}" in again.stderr
+    assert load_json(tmp_path / "job" / "report.json") == doc
+
 
 def test_sigkill_of_ddplab_launch_leaves_no_rank_while_torchrun_leaves_orphans(tmp_path):
     script = str(EXAMPLES / "healthy_mlp.py")

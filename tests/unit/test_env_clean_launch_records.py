@@ -67,6 +67,7 @@ def test_clean_config_survives_its_command_line(config):
 
 @pytest.mark.parametrize("argv", [
     ["--nproc-per-node", "2", "--hang-timeout", "7", "--out", "job", "--", "train.py", "--lr", "0.1", "--out", "x"],
+    ["--ras", "--nproc-per-node", "2", "train.py", "--ras"],
     ["--standalone", "--nnodes", "1:2", "--max-restarts", "3", "train.py"],
     ["--hang-timeout", "0", "-m", "json.tool", "--sort-keys"],
     ["--no-python", "--redirects", "3", "--local-ranks-filter", "0", "echo", "hi", "--", "there"],
@@ -82,7 +83,16 @@ def test_launch_config_keeps_what_was_typed():
     assert config.target == Target("module", "json.tool", ("--sort-keys",))
     assert config.hang_timeout_s is None  # 0 turns it off
     assert config.torchrun["module"] is True and config.torchrun["rdzv_backend"] == "static"
-    assert not {"training_script", "training_script_args", "ddplab_hang_timeout", "ddplab_out"} & set(config.torchrun)
+    assert not {"training_script", "training_script_args", "ddplab_hang_timeout", "ddplab_out",
+                "ddplab_ras"} & set(config.torchrun)
+    assert config.ras is False  # off unless asked for
+
+
+def test_ras_is_ddplabs_before_the_script_and_the_scripts_after_it():
+    config = launch_command.parse(["--ras", "train.py", "--ras"])
+    assert config.ras is True and config.target.args == ("--ras",)
+    assert "--ras" in config.to_argv()[:-2]
+    assert launch_command.parse(["train.py", "--ras"]).ras is False
 
 
 @pytest.mark.parametrize("kwargs, reference", [
@@ -171,8 +181,11 @@ def test_a_launch_report_reads_back_as_a_launch_record():
     report = Report.from_json(copy.deepcopy(doc))
     record = report.results
     assert isinstance(record, LaunchRecord) and isinstance(report.platform, JobHost)
-    assert (to_json(record), to_json(report.config), to_json(report.platform)) == \
-        (doc["results"], doc["config"], doc["platform"])
+    # Written before --ras existed: it reads back with RAS off, and everything else as it was written.
+    config = to_json(report.config)
+    assert config.pop("ras") is False and "ras" not in doc["config"]
+    assert (to_json(record), config, to_json(report.platform)) == (doc["results"], doc["config"], doc["platform"])
+    assert record.timeseries is None  # before the sampler watched a job's ranks
     # What a page about the job needs, typed.
     assert report.config.target == Target("script", "examples/skipped_collective.py")
     assert (record.culprit.ranks, record.culprit.kind, record.culprit.collective.seq) == ([1], "behind", 20)

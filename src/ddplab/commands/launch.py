@@ -6,9 +6,10 @@ Every torchrun option works (ddplab parses them with torchrun's own parser). Eac
 starts through ddplab's boot module (parent-death guard, heartbeat, flight recorder on,
 stacks and flight records on request). When a rank raises, or when a rank waits and no
 rank progresses for --hang-timeout seconds, ddplab collects every rank's stack and flight
-record, names the culprit ranks and the collective, tears the ranks down and writes
-<job dir>/report.json. Exit code: 0 when the job succeeded, 1 when it failed or hung,
-2 for bad input (nothing started), 3 when this machine cannot run it.
+record (and, with --ras, the collective library's RAS answer), names the culprit ranks and
+the collective, tears the ranks down and writes <job dir>/report.json and report.html.
+Exit code: 0 when the job succeeded, 1 when it failed or hung, 2 for bad input (nothing
+started; a --out that already holds a run included), 3 when this machine cannot run it.
 
 How ddplab's options are kept apart from torchrun's: they are added to the parser that
 ``torch.distributed.run.get_args_parser()`` builds, as their own argument group, and taken
@@ -29,7 +30,7 @@ from ..records import Report
 
 SUMMARY = "run your own training script as torchrun would, and name the rank that fails or hangs it"
 USAGE = LAUNCH_USAGE
-DDPLAB_OPTIONS = ("--hang-timeout", "--out")
+DDPLAB_OPTIONS = ("--hang-timeout", "--out", "--ras")
 # Set by the script's position, not kept as torchrun options.
 SCRIPT_DESTS = ("training_script", "training_script_args")
 
@@ -56,13 +57,26 @@ def build_parser() -> argparse.ArgumentParser:
                        metavar="S", help="declare a hang when a rank waits and no rank has made progress for S "
                                          "seconds; 0 turns it off (default: %(default)s)")
     group.add_argument("--out", default=None, dest="ddplab_out", metavar="DIR",
-                       help="job directory: report.json, stacks, flight records (default: ./ddplab-runs/ID)")
+                       help="job directory: report.json, report.html, stacks, flight records; refused when it "
+                            "already holds a run (default: ./ddplab-runs/launch-ID)")
+    group.add_argument("--ras", action="store_true", dest="ddplab_ras",
+                       help=f"on a hang, also ask the collective library's RAS service ({_ras_services()}) and "
+                            "keep its answer; off by default: such queries have crashed jobs on releases torch "
+                            "ships")
 
     def error(message: str):
         raise UsageError("invalid-launch-arguments", message, hint=f"usage: {USAGE}")
 
     parser.error = error
     return parser
+
+
+def _ras_services() -> str:
+    """The services --ras can ask, from the vendor table: name, first release, where it listens."""
+    from ..platform import VENDORS
+
+    return "; ".join(f"{v.ras.name} from {'.'.join(map(str, v.ras.since))}, at ${v.ras.address_env} or "
+                     f"{v.ras.default_address}" for v in VENDORS.values() if v.ras)
 
 
 def parse(argv: list[str]) -> LaunchConfig:
@@ -78,7 +92,8 @@ def parse(argv: list[str]) -> LaunchConfig:
     torchrun = {k: v for k, v in sorted(vars(args).items())
                 if k not in SCRIPT_DESTS and not k.startswith("ddplab_")}
     return LaunchConfig(target=Target(kind, args.training_script, tuple(args.training_script_args)),
-                        hang_timeout_s=args.ddplab_hang_timeout, out=args.ddplab_out, torchrun=torchrun)
+                        hang_timeout_s=args.ddplab_hang_timeout, out=args.ddplab_out, ras=args.ddplab_ras,
+                        torchrun=torchrun)
 
 
 def check_nproc_word(value: str, parser: argparse.ArgumentParser) -> None:
@@ -131,6 +146,10 @@ def render(report: Report, console) -> None:
     for rank in r.ranks:
         if rank.error:
             say(f"  rank {rank.rank} raised {rank.error.type}: {rank.error.message[:200]}")
+    ras = r.hang.ras if r.hang else None
+    if ras:
+        say(f"  {ras.service or 'RAS'}: {ras.status}" + (f" ({ras.why})" if ras.why else "")
+            + (f", {len(ras.answer)} characters kept in the report" if ras.answer else ""))
     if r.stacks:
         say(f"  stacks: {', '.join(r.stacks.values())}")
-    say(f"  left running: {len(r.left_running)} process(es); report: {r.job_dir}/report.json")
+    say(f"  left running: {len(r.left_running)} process(es); report: {r.job_dir}/report.json, report.html")

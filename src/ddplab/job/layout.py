@@ -1,9 +1,12 @@
-"""Where a supervised job's files live. The job directory is the job's run directory: its run id and path,
-and the launcher's identity, reach every rank through the variables rundir.py names (RunDir.marker_env), so
-`ddplab clean` tells a job's rank whose launcher is gone as it does any ddplab rank (docs/processes.md).
+"""Where a supervised job's files live. The job directory is the job's run directory (rundir.RunDir): claimed
+as every run's is, so a directory that holds a run is refused; its run id and path, and the launcher's
+identity, reach every rank through the variables rundir.py names (RunDir.marker_env), so `ddplab clean`
+tells a job's rank whose launcher is gone as it does any ddplab rank (docs/processes.md); and the ranks'
+pid files are where RunDir keeps them, so the launcher's sampler (sampler.py) finds them.
 
     <job dir>/
-        report.json
+        run-id                       the claim (rundir.py)
+        report.json, report.html
         ranks/<rank>/status.json     heartbeat: pid, phase, main thread location, FR status
         ranks/<rank>/error.json      the rank's uncaught exception, with its traceback
         ranks/<rank>/stacks.txt      every thread's Python stack, written on request
@@ -12,7 +15,7 @@ and the launcher's identity, reach every rank through the variables rundir.py na
         ranks/<rank>/answered        the id of the last dump request the rank answered
         fr/torch_rank_<rank>         torch's own flight-recorder dumps (e.g. on a collective timeout)
         dump-request.json            {"id", "reason", "by"}: every rank dumps when the id changes
-        pids/<rank>                  the rank's pid (as ddplab's RunDir lays it out)
+        pids/<rank>                  the rank's pid (RunDir.pid_file)
 """
 
 from __future__ import annotations
@@ -24,9 +27,12 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..rundir import DEFAULT_RUNS_DIR, RunDir, new_run_id
+from ..rundir import RunDir
 
 __all__ = ["JobDir", "write_json_atomically"]
+
+LABEL = "launch"  # run ids read launch-<date>-<time>-<hex>, as the default directory's name does
+OUT_OPTION = "--out"
 
 
 def write_json_atomically(path: Path, value: dict) -> None:
@@ -43,12 +49,12 @@ class JobDir:
 
     @classmethod
     def create(cls, out: str | None) -> "JobDir":
-        run_id = new_run_id("launch")
-        path = Path(out) if out else Path(DEFAULT_RUNS_DIR) / run_id
-        path.mkdir(parents=True, exist_ok=True)
-        for sub in ("ranks", "fr", "pids"):
-            (path / sub).mkdir(exist_ok=True)
-        return cls(path.resolve(), run_id)
+        """``out`` claimed for this job (UsageError, exit 2, when it holds a run), or ./ddplab-runs/launch-<id>."""
+        run = RunDir.create(out, LABEL, option=OUT_OPTION)
+        job = cls(run.path, run.run_id)
+        for sub in (job.ranks_dir, job.torch_dump_dir):
+            sub.mkdir(exist_ok=True)
+        return job
 
     @classmethod
     def from_environ(cls, environ=None) -> "JobDir":
@@ -56,12 +62,21 @@ class JobDir:
         run = RunDir.from_environ(environ)
         return cls(run.path, run.run_id)
 
+    @property
+    def run_dir(self) -> RunDir:
+        """The same directory as a run's: its pid files, markers and claim are spelt there."""
+        return RunDir(self.path, self.run_id)
+
     def rank_environment(self, launcher_pid: int, launcher_start_ticks: int | None) -> dict[str, str]:
         """What every rank inherits from the launcher: the run's markers (rundir.py names them)."""
-        return RunDir(self.path, self.run_id).marker_env(launcher_pid, launcher_start_ticks)
+        return self.run_dir.marker_env(launcher_pid, launcher_start_ticks)
+
+    @property
+    def ranks_dir(self) -> Path:
+        return self.path / "ranks"
 
     def rank_dir(self, rank: int) -> Path:
-        return self.path / "ranks" / str(rank)
+        return self.ranks_dir / str(rank)
 
     def prepare_rank(self, rank: int) -> None:
         """Inside a rank, first thing: its own directory."""
@@ -86,11 +101,15 @@ class JobDir:
         return self.rank_dir(rank) / "answered"
 
     def pid_file(self, rank: int) -> Path:
-        return self.path / "pids" / str(rank)
+        return self.run_dir.pid_file(rank)
+
+    @property
+    def torch_dump_dir(self) -> Path:
+        return self.path / "fr"
 
     @property
     def torch_dump_prefix(self) -> str:
-        return str(self.path / "fr" / "torch_rank_")
+        return str(self.torch_dump_dir / "torch_rank_")
 
     @property
     def dump_request_file(self) -> Path:
@@ -100,8 +119,13 @@ class JobDir:
     def report_file(self) -> Path:
         return self.path / "report.json"
 
+    @property
+    def page_file(self) -> Path:
+        """The report as a page (html_report.py), beside report.json."""
+        return self.path / "report.html"
+
     def ranks_seen(self) -> list[int]:
-        return sorted(int(p.name) for p in (self.path / "ranks").iterdir() if p.name.isdigit())
+        return sorted(int(p.name) for p in self.ranks_dir.iterdir() if p.name.isdigit())
 
     def read_status(self, rank: int) -> dict | None:
         return _read_json(self.status_file(rank))

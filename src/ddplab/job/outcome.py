@@ -39,6 +39,7 @@ def build_record(outcome: JobOutcome, evidence: dict[int, RankEvidence], culprit
         ranks=[_rank(job, ev, outcome) for ev in evidence.values()],
         left_running=list(outcome.left_running),
         launcher_error=outcome.launcher_error,
+        timeseries=outcome.timeseries,
         platform=JobHost(host=socket.gethostname(), python=platform.python_version(), torch=_torch_version()),
     )
 

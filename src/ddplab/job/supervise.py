@@ -1,6 +1,10 @@
 """One supervised job: torch's elastic launcher (torchrun's engine, called as a library) runs
-every rank through the boot module, with the watcher beside it; afterwards, what each rank
-left behind is gathered as evidence and the culprits are named.
+every rank through the boot module, with the watcher and the sampler beside it; afterwards,
+what each rank left behind is gathered as evidence and the culprits are named.
+
+The sampler (sampler.py) reads each rank's memory and CPU time every SAMPLE_INTERVAL_S through
+the pid files the ranks write where RunDir keeps them. It queries the device whenever it
+samples: a user's script marks no timed windows for it to keep out of (timed_windows.py).
 
 elastic_launch runs in the calling thread, which must be the launcher's main thread: the
 ranks' PR_SET_PDEATHSIG fires when the thread that started them ends (docs/flight-recorder.md,
@@ -17,14 +21,20 @@ from dataclasses import dataclass, field
 import psutil
 
 from .. import procs
+from ..platform import DeviceMonitor
 from ..records.launch import JobHang, LeftProcess
+from ..records.session import Timeseries
+from ..sampler import RankSampler
 from . import flight
 from .layout import JobDir
+from .ras import RasPlan
 from .torchrun_args import LaunchRequest
 from .watch import Watcher
 
 BOOT_MODULE = "ddplab.job.boot"
 LEFTOVER_WAIT_S = 5.0
+SAMPLE_INTERVAL_S = 0.5
+MAX_SAMPLES = 1000  # then the sampler halves its series and doubles its interval (a job may run for days)
 TEARDOWN_SIGNALS = ("SIGTERM", "SIGKILL")
 
 
@@ -52,6 +62,7 @@ class JobOutcome:
     hang: JobHang | None = None
     first_failure_seen_at: float | None = None
     left_running: list[LeftProcess] = field(default_factory=list)
+    timeseries: Timeseries | None = None
 
     @property
     def detected_at(self) -> float | None:
@@ -64,7 +75,8 @@ class JobOutcome:
         return min(t for t in (self.first_failure_seen_at, self.ended_at) if t is not None)
 
 
-def run_job(request: LaunchRequest, job: JobDir) -> JobOutcome:
+def run_job(request: LaunchRequest, job: JobDir, monitor: DeviceMonitor, ras: RasPlan | None = None) -> JobOutcome:
+    """The job from start to end. ``ras``: the RAS service to ask on a declared hang (None: never)."""
     from torch.distributed.elastic.multiprocessing import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import elastic_launch
@@ -72,7 +84,9 @@ def run_job(request: LaunchRequest, job: JobDir) -> JobOutcome:
     env = {**request.worker_env, **job.rank_environment(os.getpid(), procs.start_ticks(os.getpid()))}
     started = time.time()
     outcome = JobOutcome(job, started, started, ok=False)
-    with _environ(env), Watcher(job, request.hang_timeout_s) as watcher:
+    sampler = RankSampler(job.run_dir, monitor, interval_s=SAMPLE_INTERVAL_S, query_device_while_timing=True,
+                          max_samples=MAX_SAMPLES)
+    with _environ(env), sampler, Watcher(job, request.hang_timeout_s, ras=ras) as watcher:
         try:
             elastic_launch(request.config, request.python)("-u", "-m", BOOT_MODULE, *request.target.boot_argv())
             outcome.ok = True
@@ -85,6 +99,7 @@ def run_job(request: LaunchRequest, job: JobDir) -> JobOutcome:
             outcome.launcher_error = f"{type(exc).__name__}: {exc}"
         outcome.ended_at = time.time()
     outcome.hang, outcome.first_failure_seen_at = watcher.hang, watcher.first_failure_seen_at
+    outcome.timeseries = sampler.timeseries()
     outcome.left_running = leftovers(job.run_id)
     return outcome
 

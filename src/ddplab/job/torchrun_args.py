@@ -36,6 +36,7 @@ class LaunchRequest:
     target: Target
     hang_timeout_s: float | None  # None: no hang detection
     out: str | None
+    ras: bool = False  # on a declared hang, ask the collective library's RAS service too
     worker_env: dict[str, str] = field(default_factory=dict)  # what torchrun would have set in os.environ
     torchrun: dict = field(default_factory=dict)  # torchrun's options as the job runs with them
 
@@ -49,7 +50,7 @@ class LaunchRequest:
 
     def launch_config(self) -> LaunchConfig:
         """The request as the report shows it: the options the job ran with, and what the ranks were handed."""
-        return LaunchConfig(target=self.target, hang_timeout_s=self.hang_timeout_s, out=self.out,
+        return LaunchConfig(target=self.target, hang_timeout_s=self.hang_timeout_s, out=self.out, ras=self.ras,
                             torchrun=dict(self.torchrun), worker_env=dict(self.worker_env))
 
 
@@ -59,7 +60,7 @@ def resolve(config: LaunchConfig) -> LaunchRequest:
     options = standalone(dict(config.torchrun))
     elastic, worker_env = elastic_config(options, config.target)
     return LaunchRequest(config=elastic, python=os.getenv("PYTHON_EXEC") or sys.executable, target=config.target,
-                         hang_timeout_s=config.hang_timeout_s, out=config.out, worker_env=worker_env,
+                         hang_timeout_s=config.hang_timeout_s, out=config.out, ras=config.ras, worker_env=worker_env,
                          torchrun=options)
 
 

@@ -10,7 +10,8 @@ is not hung: nobody waits.
 
 On a hang: ask every rank for its flight record and stacks (the beacon answers from a
 side thread), send faulthandler's signal to the ranks that do not answer (something holds
-their GIL), then SIGTERM every rank and SIGKILL what is left after a grace period. Only
+their GIL), ask the collective library's RAS service while every rank still lives (only
+with --ras: job/ras.py), then SIGTERM every rank and SIGKILL what is left after a grace period. Only
 processes proven to be this job's ranks are signalled: the pid in the rank's own status
 file, with the same start time, and this launcher as its parent.
 """
@@ -25,6 +26,7 @@ import time
 from ..procs import alive, signal_quietly
 from ..records.launch import JobHang
 from .layout import JobDir
+from .ras import RasPlan
 
 POLL_S = 0.25
 DUMP_WAIT_S = 3.0  # for ranks to answer a dump request
@@ -59,10 +61,12 @@ def is_hung(statuses: dict[int, dict], quiet_s: float, hang_timeout_s: float | N
 
 
 class Watcher:
-    def __init__(self, job: JobDir, hang_timeout_s: float | None, grace_s: float = GRACE_S):
+    def __init__(self, job: JobDir, hang_timeout_s: float | None, grace_s: float = GRACE_S,
+                 ras: RasPlan | None = None):
         self.job = job
         self.hang_timeout_s = hang_timeout_s
         self.grace_s = grace_s
+        self.ras = ras  # None: --ras not given, nothing connects
         self.hang: JobHang | None = None  # set once, when a hang is declared
         self.first_failure_seen_at: float | None = None
         self._stop = threading.Event()
@@ -74,7 +78,8 @@ class Watcher:
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
-        self._thread.join(timeout=DUMP_WAIT_S + STACK_SIGNAL_WAIT_S + self.grace_s + 5)
+        ras_s = self.ras.budget_s if self.ras else 0.0
+        self._thread.join(timeout=DUMP_WAIT_S + STACK_SIGNAL_WAIT_S + ras_s + self.grace_s + 5)
 
     def _loop(self) -> None:
         last_key, last_change = None, time.time()
@@ -100,11 +105,12 @@ class Watcher:
                 signal_quietly(running[rank]["pid"], running[rank]["stack_signal"])
         if silent:
             time.sleep(STACK_SIGNAL_WAIT_S)
+        ras = self.ras.ask() if self.ras else None  # bounded (job/ras.py); the ranks are still there to answer
         terminated, killed = self._tear_down(running)
         self.hang = JobHang(declared_at=now, last_progress_at=last_change, no_progress_s=round(now - last_change, 2),
                             hang_timeout_s=self.hang_timeout_s, waiting_ranks=waiting_ranks(statuses),
                             dump_request=request_id, answered=sorted(answered), signalled_for_stacks=silent,
-                            terminated=terminated, killed=killed)
+                            terminated=terminated, killed=killed, ras=ras)
 
     def _wait_for_answers(self, request_id: str, running: dict[int, dict]) -> set[int]:
         deadline = time.monotonic() + DUMP_WAIT_S

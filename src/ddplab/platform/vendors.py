@@ -64,6 +64,35 @@ class LibraryBinding:
 
 
 @dataclass(frozen=True)
+class RasService:
+    """The collective library's own health service, asked over a text protocol (`ddplab launch --ras`).
+
+    Each process of a job runs it; one per machine listens on ``default_address`` (or ``address_env``'s
+    host:port) for clients, and answers a status query with what every process of the job reports
+    (docs/flight-recorder.md, "The collective library's RAS service"). The lines and versions below are
+    the library's, from its sources and documentation; ``caution`` is why ddplab asks only when told to.
+    """
+
+    name: str  # what users call it
+    since: tuple[int, int, int]  # the first release that has it
+    address_env: str  # host:port it listens on, per job
+    default_address: str
+    enable_env: str  # set to one of ``disabled_values``, the service is off
+    disabled_values: tuple[str, ...]
+    hello: str  # the client's first line
+    hello_answer: str  # what the service's first line starts with
+    status: str  # the query: the answer follows, and the service closes the connection
+    json_format: str | None = None  # asks for JSON instead of text, answered by ``ok``
+    json_since: tuple[int, int, int] | None = None
+    ok: str = "OK"
+    # The service waits up to its own per-leg timeout for every process's part (5 s, then as long
+    # again), so a complete answer about a job with a dead process can take ten seconds.
+    handshake_timeout_s: float = 2.0
+    answer_within_s: float = 12.0
+    caution: str = ""
+
+
+@dataclass(frozen=True)
 class Vendor:
     device_type: str  # torch device type: "cuda", "musa", ...
     vendor: str  # who makes it
@@ -87,6 +116,7 @@ class Vendor:
     blocking_wait_env: str | None = None  # makes a timed-out wait() raise in Python instead of aborting
     socket_interface_env: str | None = None  # pins the collective library's sockets to one network interface
     library_binding: LibraryBinding | None = None  # None: no library binding known
+    ras: RasService | None = None  # None: the collective library has no health service to ask
 
 
 _TORCH_WATCHDOG = "the process-group timeout passed to init_process_group"
@@ -144,6 +174,12 @@ NVIDIA = Vendor(
         adapter="nccl4py", extra="nccl",
         requires=("cuda-bindings", "cuda-core", "cuda-pathfinder", "numpy"),
         debug_hint="NCCL_DEBUG=WARN prints NCCL's own reason"),
+    ras=RasService(
+        name="NCCL RAS", since=(2, 24, 0), address_env="NCCL_RAS_ADDR", default_address="localhost:28028",
+        enable_env="NCCL_RAS_ENABLE", disabled_values=("0",), hello="CLIENT PROTOCOL 2",
+        hello_answer="SERVER PROTOCOL", status="VERBOSE STATUS", json_format="SET FORMAT json",
+        json_since=(2, 28, 7),
+        caution="queries have crashed jobs: NVIDIA/nccl#1762 (2.27.3), #1996 (2.27.7), #2346 (2.29.7, open)"),
 )
 
 MOORE_THREADS = Vendor(
@@ -261,10 +297,11 @@ GENERIC_ENV_NAMES = (
 
 
 def _vendor_env_names(vendor: Vendor) -> tuple[str, ...]:
-    """Every variable the vendor table itself names: knobs, device selection, sockets, extras."""
+    """Every variable the vendor table itself names: knobs, device selection, sockets, RAS, extras."""
     named = (vendor.visible_devices_env, vendor.blocking_wait_env, vendor.socket_interface_env)
     enable = tuple(vendor.multi_rank.enable_env) if vendor.multi_rank else ()
-    return tuple(n for n in named if n) + enable + tuple(k.name for k in vendor.knobs) + vendor.env_names
+    ras = (vendor.ras.address_env, vendor.ras.enable_env) if vendor.ras else ()
+    return tuple(n for n in named if n) + enable + ras + tuple(k.name for k in vendor.knobs) + vendor.env_names
 
 
 ENV_WHITELIST = frozenset(GENERIC_ENV_NAMES).union(*(_vendor_env_names(v) for v in VENDORS.values()))

@@ -1,8 +1,10 @@
 """`ddplab launch`: one supervised job of the user's own, as reported in <job dir>/report.json.
 
 Everything a page about the job needs is here: how it ended and who noticed, each rank's exit and error, the
-culprit ranks with the collective and the evidence, where every rank's stacks and flight record are, and what
-was still running afterwards. The command line is the report's config (config.LaunchConfig.command_line).
+culprit ranks with the collective and the evidence (with the collective library's own RAS answer when
+--ras asked for it), where every rank's stacks and flight record are, each rank's memory and CPU time while
+it ran, and what was still running afterwards. The command line is the report's config
+(config.LaunchConfig.command_line). ``figures`` draws it for report.html (html_report.py).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .core import Check, Verdict
+from .figures import Figure, Table
+from .session import Timeseries
 
 OMIT = {"omit_none": True}
 SKIP = {"skip": True}
@@ -24,6 +28,10 @@ class JobHost:
     host: str
     python: str
     torch: str | None
+
+    def machine_line(self) -> str:
+        """The report page's line about the machine (html_report.py)."""
+        return f"{self.host}: python {self.python}, torch {self.torch or 'unknown'}"
 
 
 @dataclass(frozen=True)
@@ -135,6 +143,21 @@ class Culprit:
 
 
 @dataclass(frozen=True)
+class RasAnswer:
+    """What the collective library's RAS service said when the hang was declared (--ras; job/ras.py)."""
+
+    service: str | None  # e.g. "NCCL RAS"; None: this platform's library has none
+    status: str  # answered | not asked | unreachable | no answer | cut off | unexpected answer
+    why: str | None  # for every status but "answered"
+    address: str | None  # host:port asked (or that would have been)
+    library_version: str | None  # the collective library's version, as ddplab's launcher found it
+    sent: list[str]  # the protocol lines, in order
+    format: str | None  # json | text: what the answer is written in
+    answer: str  # the service's words, raw ('' when it said nothing)
+    seconds: float | None  # from connecting to the end of the answer
+
+
+@dataclass(frozen=True)
 class JobHang:
     """What the watcher did when it declared a hang (job/watch.py)."""
 
@@ -148,6 +171,7 @@ class JobHang:
     signalled_for_stacks: list[int]  # ranks that did not answer: faulthandler's signal wrote their stacks
     terminated: list[int]
     killed: list[int]  # still alive after the grace period
+    ras: RasAnswer | None = field(default=None, metadata=OMIT)  # None: --ras was not given
 
     @property
     def torn_down(self) -> set[int]:
@@ -180,6 +204,8 @@ class LaunchRecord:
     ranks: list[JobRank]
     left_running: list[LeftProcess]
     launcher_error: str | None
+    # Each rank's memory and CPU time while it ran (the launcher's sampler); None in reports before it.
+    timeseries: Timeseries | None = field(default=None, metadata=OMIT)
     # Derived from the ranks and left_running, written for readers of the JSON.
     stacks: dict[int, str] = field(init=False, default_factory=dict)
     flight_records: dict[int, str] = field(init=False, default_factory=dict)
@@ -215,3 +241,59 @@ class LaunchRecord:
 
     def run_ids(self) -> list[str]:
         return [self.run_id]
+
+    def figures(self, stage: str) -> list[Figure]:
+        """report.html: the ranks, the culprit and its evidence, each rank's memory and CPU time."""
+        charts = [*self.timeseries.memory_chart(stage), *self.timeseries.cpu_chart(stage)] if self.timeseries else []
+        return [self.rank_table(stage), self.culprit_table(stage), *charts]
+
+    def rank_table(self, stage: str) -> Table:
+        return Table("launch-ranks", "Ranks", f"{stage}: every rank, how it ended, and its evidence files "
+                                              f"(in {self.job_dir})",
+                     ["rank", "host", "exit", "ended by", "error", "stacks", "flight record"],
+                     [_rank_row(r) for r in sorted(self.ranks, key=lambda r: r.rank)])
+
+    def culprit_table(self, stage: str) -> Table:
+        rows = [["outcome", self.summary()], ["detected by", self.detected_by or "-"]]
+        if self.culprit:
+            rows += _culprit_rows(self.culprit)
+        if self.torchrun_root_cause_rank is not None:
+            rows.append(["torchrun would blame", f"rank {self.torchrun_root_cause_rank} (the first rank to fail)"])
+        if self.hang:
+            rows += _hang_rows(self.hang)
+        if self.launcher_error:
+            rows.append(["launcher error", self.launcher_error])
+        return Table("launch-culprit", "Culprit and evidence", f"{stage}: who held the job up, and why ddplab "
+                                                               "thinks so", ["what", "found"], rows)
+
+
+def _rank_row(r: JobRank) -> list[str]:
+    error = f"{r.error.type}: {r.error.message}" if r.error else ""
+    exit_code = "" if r.exit_code is None else str(r.exit_code)
+    ended = (r.ended_by or "unknown") + (" (stopped by the launcher)" if r.stopped_by_launcher else "")
+    return [str(r.rank), r.host or "", exit_code, ended, error, r.stacks or r.fatal_stacks or "",
+            r.flight_record or ""]
+
+
+def _culprit_rows(c: Culprit) -> list[list[str]]:
+    rows = [["culprit ranks", ", ".join(str(r) for r in c.ranks) + f" ({c.kind})"], ["reason", c.reason]]
+    if c.collective:
+        k = c.collective
+        rows.append(["collective", f"{k.op} #{k.seq} in group {k.pg}, sizes {k.input_sizes}, dtypes {k.dtypes}"])
+    analyzer = f"{c.analyzer.tool}: {c.analyzer.status}" + "".join(f"; {t}" for t in (c.analyzer.why, c.analyzer.error)
+                                                                   if t)
+    return rows + [["evidence", "\n".join(c.evidence)], ["torch's analyzer", analyzer]]
+
+
+def _hang_rows(h: JobHang) -> list[list[str]]:
+    rows = [["hang", f"no progress for {h.no_progress_s} s (timeout {h.hang_timeout_s} s); waiting ranks "
+                     f"{h.waiting_ranks}; answered the dump request {h.answered}; stacks by signal "
+                     f"{h.signalled_for_stacks}; terminated {h.terminated}; killed {h.killed}"]]
+    if h.ras:
+        ras = h.ras
+        said = (f"{ras.service}: " if ras.service else "") + ras.status + (f" ({ras.why})" if ras.why else "")
+        rows.append(["RAS", said + (f" at {ras.address}" if ras.address else "")
+                     + (f" in {ras.seconds} s" if ras.seconds is not None else "")])
+        if ras.answer:
+            rows.append([f"RAS answer ({ras.format})", ras.answer])
+    return rows

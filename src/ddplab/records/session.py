@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .codec import flatten
+from .figures import LineChart, Series
 
 OMIT = {"omit_none": True}
 
@@ -76,6 +77,14 @@ class Sample:
     device_util_pct: dict[int, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class MemorySeries:
+    """Each rank's memory over time, as the report's memory chart draws it."""
+
+    what: str  # "device memory", or "host RSS" where no rank's device memory was sampled
+    by_rank: dict[int, list[tuple[float, int]]]  # rank -> (seconds since the launch, bytes)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Timeseries:
     """The sampler's readings, every ``interval_s`` in the launcher (sampler.py)."""
@@ -87,6 +96,48 @@ class Timeseries:
     device_queries_kept_out_of_timed_windows: bool = False
     device_queries: int = 0
     device_queries_skipped_while_timing: int = 0
+
+    def memory(self) -> MemorySeries:
+        """Device memory per rank over time; host RSS where no device memory was seen."""
+        device = any(r.device_mem_bytes for s in self.samples for r in s.ranks)
+        by_rank: dict[int, list[tuple[float, int]]] = {}
+        for sample in self.samples:
+            for r in sample.ranks:
+                value = r.device_mem_bytes if device else r.rss_bytes
+                if value is not None:
+                    by_rank.setdefault(r.rank, []).append((sample.t_s, value))
+        return MemorySeries("device memory" if device else "host RSS", by_rank)
+
+    def cpu_seconds(self) -> dict[int, list[tuple[float, float]]]:
+        """Host CPU time (user + system) each rank had used, over time."""
+        by_rank: dict[int, list[tuple[float, float]]] = {}
+        for sample in self.samples:
+            for r in sample.ranks:
+                by_rank.setdefault(r.rank, []).append((sample.t_s, round(r.cpu_user_s + r.cpu_system_s, 3)))
+        return by_rank
+
+    def memory_chart(self, stage: str) -> list[LineChart]:
+        """Each rank's memory over the run, as the sampler saw it (nothing to draw: no chart)."""
+        memory = self.memory()
+        if not memory.by_rank:
+            return []
+        return [LineChart("memory-over-time", "Per-rank memory over time", self._caption(stage), "time (s)",
+                          f"{memory.what} (MiB)", _series(memory.by_rank), y_divisor=2**20)]
+
+    def cpu_chart(self, stage: str) -> list[LineChart]:
+        """Each rank's host CPU time over the run: a flat line is a rank that stopped computing."""
+        cpu = self.cpu_seconds()
+        if not cpu:
+            return []
+        return [LineChart("cpu-over-time", "Per-rank CPU time", self._caption(stage), "time (s)",
+                          "CPU time used, user + system (s)", _series(cpu))]
+
+    def _caption(self, stage: str) -> str:
+        return f"{stage}: sampled every {self.interval_s} s ({self.method})"
+
+
+def _series(by_rank: dict[int, list[tuple[float, float]]]) -> list[Series]:
+    return [Series(f"rank {rank}", [(t, float(v)) for t, v in points]) for rank, points in sorted(by_rank.items())]
 
 
 @dataclass(frozen=True)

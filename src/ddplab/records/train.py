@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 from .codec import flatten
 from .compare import TimedRow
-from .figures import LineChart, Series
-from .session import Distribution, SessionRecord
+from .figures import LineChart
+from .session import Distribution, MemorySeries, SessionRecord
 
 
 @dataclass(frozen=True)
@@ -46,14 +46,6 @@ class TrainRankResult:
 
 
 @dataclass(frozen=True)
-class MemorySeries:
-    """Each rank's memory over time, as the report's memory chart draws it."""
-
-    what: str  # "device memory", or "host RSS" where no rank's device memory was sampled
-    by_rank: dict[int, list[tuple[float, int]]]  # rank -> (seconds since the launch, bytes)
-
-
-@dataclass(frozen=True)
 class TrainRecord:
     """The DDP experiment as reported: the session, the synchronisation proofs over all ranks, step times.
 
@@ -82,24 +74,8 @@ class TrainRecord:
 
     def memory_series(self) -> MemorySeries:
         """Device memory per rank over time from the sampler's series; host RSS where no device memory was seen."""
-        samples = self.session.timeseries.samples
-        device = any(r.device_mem_bytes for s in samples for r in s.ranks)
-        by_rank: dict[int, list[tuple[float, int]]] = {}
-        for sample in samples:
-            for r in sample.ranks:
-                value = r.device_mem_bytes if device else r.rss_bytes
-                if value is not None:
-                    by_rank.setdefault(r.rank, []).append((sample.t_s, value))
-        return MemorySeries("device memory" if device else "host RSS", by_rank)
+        return self.session.timeseries.memory()
 
     def figures(self, stage: str) -> list[LineChart]:
         """Each rank's memory over the run, as the 0.5 s sampler saw it."""
-        memory = self.memory_series()
-        if not memory.by_rank:
-            return []
-        series = [Series(f"rank {rank}", [(t, float(v)) for t, v in points])
-                  for rank, points in sorted(memory.by_rank.items())]
-        ts = self.session.timeseries
-        return [LineChart("memory-over-time", "Per-rank memory over time",
-                          f"{stage}: sampled every {ts.interval_s} s ({ts.method})", "time (s)",
-                          f"{memory.what} (MiB)", series, y_divisor=2**20)]
+        return self.session.timeseries.memory_chart(stage)
