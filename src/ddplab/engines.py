@@ -69,14 +69,17 @@ def binding_check(library: LibraryEngineRecord) -> Check:
 
 
 def added_cost_check(rows: list[AddedCost]) -> list[Check]:
-    """Informational: what torch adds per call, at the smallest and the largest size timed."""
+    """Informational: what torch adds per call, at the smallest and at the largest size timed (the first row of
+    each in the record's order: the first collective, or the storm's own number); every row is in the table."""
     if not rows:
         return []
-    smallest = min(rows, key=lambda r: (r.size_bytes, -r.added_us))
-    largest = max(rows, key=lambda r: (r.size_bytes, r.added_us))
+    smallest = next(r for r in rows if r.size_bytes == min(x.size_bytes for x in rows))
+    largest = next(r for r in rows if r.size_bytes == max(x.size_bytes for x in rows))
     value = _cost_text(smallest)
-    if largest is not smallest:
+    if largest.size_bytes != smallest.size_bytes:
         value += f"; {_cost_text(largest)}"
+    if len(rows) > 2:
+        value += f" ({len(rows)} rows: the added-cost table)"
     return [Check("framework's added cost per call", Verdict.PASS, value, "informational",
                   "torch engine time - library engine time, back to back on the same buffers: what the framework "
                   "adds to each call", "none")]

@@ -52,9 +52,9 @@ def add_engine_argument(parser: argparse.ArgumentParser) -> None:
     """--engine for the benchmarks that can time the collective library alone (storm, sweep)."""
     parser.add_argument("--engine", default="torch", metavar="|".join(ENGINES),
                         help="torch: through torch.distributed (the report's method); library: the collective library "
-                             "called directly through the vendor's binding on the same buffers (NVIDIA: nccl4py, "
-                             "pip install 'ddplab[nccl]'); both: side by side, with what torch adds per call "
-                             "(default: %(default)s)")
+                             "called directly through the vendor's binding on the same buffers (`ddplab env` says "
+                             "whether it is installed, and how to install it); both: side by side, with what torch "
+                             "adds per call (default: %(default)s)")
 
 
 def launch_options(args) -> LaunchOptions:
