@@ -87,6 +87,11 @@ def test_a_storm_through_both_engines_reports_the_added_cost_and_keeps_the_storm
     assert all("library" in rank for rank in r["ranks"])
     assert not stable(set(GOLDEN["storm"])) - stable(key_paths(doc))  # nothing of the torch storm lost
     assert "What torch adds per call" in proc.stdout and "library engine result correct" in proc.stdout
+    out = runs[0]
+    proc = run_cli("report", str(out / "storm_both.json"), "--out", str(out / "storm_both.html"), cwd=out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # it reads back through the records
+    page = (out / "storm_both.html").read_text()
+    assert "added-cost-storm" in page and "blocking per-op p50" in page
 
 
 def test_a_sweep_through_both_engines_has_each_engine_s_rows_and_their_difference(runs):

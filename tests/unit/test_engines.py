@@ -199,7 +199,7 @@ def test_a_storm_through_both_engines_reports_what_torch_adds_per_call():
     rows = {c.check: c for c in storm.checks(record)}
     assert rows["framework's added cost per call"].verdict == Verdict.PASS
     assert "torch adds +31.00 us (74 %)" in rows["framework's added cost per call"].value
-    assert rows["library engine"].verdict == Verdict.PASS and rows["library engine result correct"].verdict == Verdict.PASS
+    assert rows["library engine"].verdict == rows["library engine result correct"].verdict == Verdict.PASS
     assert measurements.verdict(storm, record) == Verdict.PASS
     assert [(t.op, t.time_us) for t in record.timed_rows(StormConfig())] == [("storm", 42.0), ("library:storm", 11.0)]
     assert "library engine 11.0 us, torch adds +31.0 us per call" in storm.summary(record)
@@ -376,7 +376,8 @@ def _profile_stages(profile, machine):
     return {s.name: s for s in profiles.stages(profile, 2, machine, Path("/nowhere"), 60.0)}
 
 
-@pytest.mark.parametrize("machine", [profiles.Machine("auto", 2, False, True), profiles.Machine("auto", 1, True, False)])
+@pytest.mark.parametrize("machine", [profiles.Machine("auto", 2, False, True),
+                                     profiles.Machine("auto", 1, True, False)])
 def test_the_full_profile_times_both_engines_and_their_command_lines_give_them_back(machine):
     stages = _profile_stages("full", machine)
     storm_stage, sweep_stage = stages["storm-engines"], stages["sweep-engines"]

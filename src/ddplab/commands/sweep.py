@@ -72,7 +72,8 @@ def render(report: Report, console) -> None:
     display.failures(r.session, console)
     if r.library is not None:
         env = "".join(f" {k}={v}" for k, v in r.library.env.items())
-        console.print(f"library engine: {escape(r.library.binding.describe())}" + (f"; set{escape(env)}" if env else ""))
+        console.print(f"library engine: {escape(r.library.binding.describe())}"
+                      + (f"; set{escape(env)}" if env else ""))
     if r.session.completed:
         console.print(nccl_tests_table(r), markup=False, highlight=False, soft_wrap=True)
     for e in r.errors:
