@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 from ..records.engines import LIBRARY, TORCH
@@ -31,11 +32,14 @@ def engine_names(engine: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Caller:
-    engine: str
     issue: Callable[[], object]
     clock: object  # synchronize(); new_event()
     ready: Callable[[], None]
-    timed: Callable[[int, str], float]
+    timed: Callable[[int, str], float]  # (iters, mode) -> us per call
+
+
+def _nothing() -> None:
+    """torch orders its own calls after the buffers' fill (one stream)."""
 
 
 class TorchEngine:
@@ -45,14 +49,11 @@ class TorchEngine:
         self.runtime = runtime
 
     def caller(self, prepared) -> Caller:
-        runtime = self.runtime
-        return Caller(TORCH, prepared.run, runtime, lambda: None,
-                      lambda iters, mode: time_mode(prepared.run, runtime, iters, mode))
+        return self.call(prepared.run)
 
-    def call(self, run: Callable[[], object]) -> Caller:
-        """A call of the workload's own (the storm's all_reduce on its buffer)."""
-        return Caller(TORCH, run, self.runtime, lambda: None, lambda iters, mode: pipelined_us(run, self.runtime,
-                                                                                               iters))
+    def call(self, run: Callable[..., object]) -> Caller:
+        """``run(async_op=False)``: a collective's own call, or a workload's (the storm's all_reduce)."""
+        return Caller(run, self.runtime, _nothing, partial(time_mode, run, self.runtime))
 
     def close(self) -> None:
         pass
@@ -68,16 +69,14 @@ class LibraryEngine:
         return self.calls(prepared.library)
 
     def calls(self, library_calls) -> Caller:
-        comm = self.comm
-        issue = comm.bind(library_calls)
-        return Caller(LIBRARY, issue, comm, comm.follow_framework, lambda iters, mode: library_time(issue, comm, iters,
-                                                                                                   mode))
+        issue = self.comm.bind(library_calls)
+        return Caller(issue, self.comm, self.comm.follow_framework, partial(library_time, issue, self.comm))
 
     def close(self) -> None:
         self.comm.close()
 
 
-def library_time(issue: Callable[[], None], comm, iters: int, mode: str) -> float:
+def library_time(issue: Callable[[], object], comm, iters: int, mode: str) -> float:
     """nccl-tests' two modes for calls that return at once: the calls are asynchronous on the communicator's
     stream, so pipelined is N calls then one wait (no work handles to wait for, unlike torch's)."""
     if mode == "pipelined":

@@ -56,8 +56,8 @@ def run(ctx) -> StormRankResult:
 def _torch_all_reduce(buf):
     import torch.distributed as dist
 
-    def op():
-        dist.all_reduce(buf)
+    def op(async_op=False):
+        return dist.all_reduce(buf, async_op=async_op)
 
     return op
 
