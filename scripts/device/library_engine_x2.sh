@@ -33,7 +33,7 @@
 #              cost the library engine takes away; no target)
 #   shared     storm_shared_library_mps.json: results.mean_us near 45 us with results.sharing_daemon set;
 #              storm_shared_library_no_mps.json: results.mean_us near 4,500 us (time slicing: verdict fail, exit 1,
-#              expected); both with results.library.binding.library_version >= 2.30 and, where the policy chose
+#              expected, with the "library engine setup" warning in results.library.warnings); both with results.library.binding.library_version >= 2.30 and, where the policy chose
 #              gloo for torch, NCCL_MULTI_RANK_GPU_ENABLE=1 in results.library.env
 source scripts/device/common.sh
 steps=${*:-env nccl-tests storm library-sweep torch-sweep compare summary}

@@ -46,7 +46,20 @@ def prepare_library(engine: str, platform, placement, environ: Mapping[str, str]
         raise EnvironmentUnsupported("library-binding-unusable", status.reason, hint=status.hint)
     env = shared_device_env(platform, placement.shared_device, placement.env)
     added = {k: v for k, v in env.items() if placement.env.get(k) != v}
-    return LibraryEngineRecord(binding=status, env=added, method=METHOD)
+    return LibraryEngineRecord(binding=status, env=added, method=METHOD, warnings=setup_warnings(platform, placement))
+
+
+def setup_warnings(platform, placement) -> list[str]:
+    """Ranks sharing a device without the sharing daemon time-slice it: through the library too, every call pays
+    a context switch (docs/shared-device.md). The torch engine may have gloo there; the library engine cannot."""
+    rule = platform.spec.multi_rank
+    daemon = rule.sharing_daemon if rule is not None else None
+    if not placement.shared_device or platform.is_host_only or not daemon or placement.sharing_daemon is not None:
+        return []
+    measured = (f" ({rule.costs.without_daemon_us:,.1f} us per 4-byte all_reduce vs {rule.costs.with_daemon_us:,.1f} "
+                f"us with it, measured on {rule.costs.measured_on})" if rule.costs else "")
+    return [f"the library engine's ranks share a device without the {daemon} daemon: they time-slice it and every "
+            f"call pays a context switch{measured}"]
 
 
 def label(record) -> str:
@@ -56,6 +69,16 @@ def label(record) -> str:
         return backend
     name = record.library.binding.name if record.library is not None else "its binding"
     return f"library engine {name} (process group {backend})"
+
+
+def library_checks(library: LibraryEngineRecord) -> list[Check]:
+    """Which library the engine called, and a warning for the setup it ran in, if any."""
+    rows = [binding_check(library)]
+    if library.warnings:
+        rows.append(Check("library engine setup", Verdict.WARN, "; ".join(library.warnings), "none",
+                          "the library engine ran, but not in the setup this machine does best",
+                          "let ddplab use the sharing daemon (no --no-mps), or give each rank its own device"))
+    return rows
 
 
 def binding_check(library: LibraryEngineRecord) -> Check:
@@ -102,5 +125,5 @@ def row_costs(torch_rows, library_rows, timing: str) -> list[AddedCost]:
     return out
 
 
-__all__ = ["BOTH", "LIBRARY", "TORCH", "added_cost_check", "binding_check", "label", "prepare_library",
-           "row_costs", "uses_library"]
+__all__ = ["BOTH", "LIBRARY", "TORCH", "added_cost_check", "binding_check", "label", "library_checks",
+           "prepare_library", "row_costs", "setup_warnings", "uses_library"]

@@ -32,7 +32,7 @@ RUNS = {
                    "-n", "2", "-w", "1", "--engine", "both"],
 }
 LIBRARY_KEYS = {"config.engine", "results.engine", *(f"results.library.{k}" for k in (
-    "env{}", "method", *(f"binding.{b}" for b in ("name", "importable", "reason", "hint", "binding_version",
+    "env{}", "method", "warnings[]", *(f"binding.{b}" for b in ("name", "importable", "reason", "hint", "binding_version",
                                                    "library_version", "library_path", "same_library_as_framework",
                                                    "substitute"))))}
 

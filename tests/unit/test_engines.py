@@ -138,10 +138,24 @@ def test_several_ranks_on_one_device_follow_the_loaded_library():
     assert placement.backend == "gloo" and "NCCL_MULTI_RANK_GPU_ENABLE" not in placement.env
     record = engines.prepare_library("library", new, placement, environ={lb.SUBSTITUTE_ENV: FAKE})
     assert record.env == {"NCCL_MULTI_RANK_GPU_ENABLE": "1"}  # the library engine still calls the library
+    assert len(record.warnings) == 1 and "time-slice" in record.warnings[0] and "4,501.7 us" in record.warnings[0]
     with_daemon = describe(fakes.nvidia(1, loaded="2.30.7", mps_control=True))
     placement = _placement(with_daemon, placement="shared")
     assert placement.backend == "nccl" and placement.sharing_daemon == "private"
-    assert engines.prepare_library("library", with_daemon, placement, environ={lb.SUBSTITUTE_ENV: FAKE}).env == {}
+    record = engines.prepare_library("library", with_daemon, placement, environ={lb.SUBSTITUTE_ENV: FAKE})
+    assert record.env == {} and record.warnings == []
+    two = describe(fakes.nvidia(2, loaded="2.28.9"))
+    assert engines.prepare_library("library", two, _placement(two, placement="per-device"),
+                                   environ={lb.SUBSTITUTE_ENV: FAKE}).warnings == []
+
+
+def test_a_library_engine_time_slicing_a_device_is_a_warning_row():
+    sliced = dataclasses.replace(LIBRARY, warnings=["the library engine's ranks share a device without MPS"])
+    record = dataclasses.replace(_storm_record("library", [_storm_rank(40.0, 60.0)]), library=sliced)
+    rows = {c.check: c for c in storm.checks(record)}
+    assert rows["library engine setup"].verdict == Verdict.WARN and "without MPS" in rows["library engine setup"].value
+    assert "library engine setup" not in {c.check for c in storm.checks(_storm_record("library",
+                                                                                      [_storm_rank(40.0, 60.0)]))}
 
 
 def _cli(argv, monkeypatch, capsys, probe=None) -> tuple[int, str]:

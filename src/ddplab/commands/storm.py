@@ -75,6 +75,7 @@ def _engine_rows(r) -> list[tuple[str, object]]:
     rows = [("engine", f"{r.engine}: {r.library.binding.describe()}")]
     if r.library.env:
         rows.append(("library engine environment", " ".join(f"{k}={v}" for k, v in r.library.env.items())))
+    rows += [("library engine warning", w) for w in r.library.warnings]
     s = r.library_summary
     if s is not None:
         per = s.per_op_us

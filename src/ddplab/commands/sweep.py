@@ -74,6 +74,8 @@ def render(report: Report, console) -> None:
         env = "".join(f" {k}={v}" for k, v in r.library.env.items())
         console.print(f"library engine: {escape(r.library.binding.describe())}"
                       + (f"; set{escape(env)}" if env else ""))
+        for w in r.library.warnings:
+            console.print(f"[yellow]library engine warning:[/] {escape(w)}")
     if r.session.completed:
         console.print(nccl_tests_table(r), markup=False, highlight=False, soft_wrap=True)
     for e in r.errors:

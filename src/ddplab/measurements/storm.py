@@ -143,7 +143,7 @@ def library_checks(record: StormRecord) -> list[Check]:
     its correctness and what torch adds."""
     if record.library is None:
         return []
-    rows = [engines.binding_check(record.library)]
+    rows = engines.library_checks(record.library)
     s = record.library_summary
     if s is not None:
         rows.append(Check("library engine mean latency", Verdict.PASS, f"{s.mean_us:.1f} us (p99 {s.per_op_us.p99:.0f} "

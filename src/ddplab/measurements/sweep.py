@@ -211,7 +211,7 @@ def library_checks(record: SweepRecord) -> list[Check]:
     what torch adds per call."""
     if record.library is None:
         return []
-    rows = [engines.binding_check(record.library)]
+    rows = engines.library_checks(record.library)
     theirs = record.library_rows
     if theirs is not None:
         wrong, errors = sum(r.num_wrong or 0 for r in theirs), [r for r in theirs if r.error]

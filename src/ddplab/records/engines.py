@@ -11,7 +11,7 @@ collective library called through the vendor's binding, on the same buffers) and
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from .figures import LineChart, Series, Table
 
@@ -55,6 +55,7 @@ class LibraryEngineRecord:
     binding: BindingStatus
     env: dict[str, str]
     method: str
+    warnings: list[str] = field(default_factory=list)  # e.g. ranks time-slicing a shared device
 
 
 @dataclass(frozen=True)
