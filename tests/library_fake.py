@@ -17,6 +17,7 @@ class GlooBinding:
 
     def __init__(self):
         self.unique_ids: list[bytes] = []  # what each open() was given, for the tests to compare
+        self.issued: dict[str, int] = {}  # calls issued per kind: proof that the library engine made them
 
     def versions(self) -> dict[str, str | None]:
         return {"binding": "test", "library": "gloo", "library_path": None}
@@ -45,13 +46,22 @@ class GlooBinding:
     def follow_framework(self, stream, device_index) -> None:
         pass
 
+    def new_event(self, stream):
+        return None  # the host has no device events: the engines report no device time, as torch's on the host
+
     def bind(self, calls: Sequence, comm, stream) -> Callable[[], None]:
         if all(c.kind in ("send", "recv") for c in calls):
-            return lambda: _exchange(calls, comm)
+            return self._counted("group", lambda: _exchange(calls, comm))
         if len(calls) != 1:
             raise ValueError(f"the fake groups only send/recv, got {[c.kind for c in calls]}")
         call = calls[0]
-        return lambda: _COLLECTIVES[call.kind](call, comm)
+        return self._counted(call.kind, lambda: _COLLECTIVES[call.kind](call, comm))
+
+    def _counted(self, kind: str, issue: Callable[[], None]) -> Callable[[], None]:
+        def counted() -> None:
+            self.issued[kind] = self.issued.get(kind, 0) + 1
+            issue()
+        return counted
 
 
 def _all_reduce(call, group):

@@ -34,11 +34,21 @@ PLACEMENTS = ("auto", "shared", "per-device", "spread")
 SHARING_DAEMON_MODES = ("auto", "on", "off")
 MODELS = ("linear", "mlp")
 DEFAULT_RESERVE = 0.10  # device memory left for contexts and communicator buffers
+# What a storm or a sweep times the collective through (issue 14): torch.distributed (the report's own method),
+# the collective library alone through the vendor's binding (platform/library_binding.py), or both side by side.
+ENGINES = ("torch", "library", "both")
+# The engine field: written into a report only when it is not torch, so a torch report keeps its keys.
+ENGINE_FIELD = {"flag": "--engine", "omit_default": True}
 
 
 def _is_endpoint(text: str) -> bool:
     host, sep, port = text.rpartition(":")
     return bool(sep and host and port.isdigit() and 1 <= int(port) <= 65535)
+
+
+def _check_engine(engine: str) -> None:
+    if engine not in ENGINES:
+        raise invalid_choice("engine", engine, ENGINES)
 
 
 def _require(ok: bool, reference: str, message: str) -> None:
@@ -202,8 +212,11 @@ class StormConfig:
     """Fail above this mean latency; None: chosen per setup."""
     sample: bool = field(default=True, metadata={"switch": ("", "--no-sample")})
     """Sample the ranks while the storm runs (off: to measure the sampler's own cost)."""
+    engine: str = field(default="torch", metadata=ENGINE_FIELD)
+    """torch, library (the collective library called directly on the same buffers) or both, side by side."""
 
     def __post_init__(self):
+        _check_engine(self.engine)
         check_number(self.iters, "--iters", 1, STORM_MAX_ITERS, integer=True)
         check_number(self.bytes, "--bytes", 1, STORM_MAX_BYTES, integer=True)
         if self.threshold_us is not None:
@@ -315,10 +328,14 @@ class SweepConfig:
     """Sample the ranks while the sweep runs (off: to measure the sampler's own cost)."""
     sample_while_timing: bool = field(default=False, metadata={"switch": ("--sample-while-timing", "")})
     """Let the sampler query the device inside timed windows too (the old behaviour, to test for spikes)."""
+    engine: str = field(default="torch", metadata=ENGINE_FIELD)
+    """torch, library (the collective library called directly on the same buffers) or both, side by side."""
 
     def __post_init__(self):
         from . import collectives
         from .collectives.common import DTYPES
+
+        _check_engine(self.engine)
 
         _require(bool(self.ops), "invalid-collective", "--ops names no collective; valid: all, or a comma list of "
                                                        + ", ".join(collectives.COLLECTIVES))

@@ -79,6 +79,17 @@ def check_table(title: str, rows: list) -> Table:
     return table
 
 
+def added_cost_table(rows: list) -> Table:
+    """What the framework adds per call: one row per records.engines.AddedCost."""
+    table = Table(title="What torch adds per call (torch engine - library engine, back to back)", title_justify="left")
+    for col in ("collective", "size (B)", "place", "timing", "torch (us)", "library (us)", "added (us)", "share"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(escape(r.op), str(r.size_bytes), "in" if r.in_place else "out", escape(r.timing),
+                      f"{r.torch_us:.2f}", f"{r.library_us:.2f}", f"{r.added_us:+.2f}", f"{100 * r.share:.0f} %")
+    return table
+
+
 def _num(v) -> str:
     return "n/a" if v is None else f"{v:.2f}"
 

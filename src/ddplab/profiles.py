@@ -5,6 +5,9 @@ so every number in a run report can be reproduced by running that stage alone.
   full  - the complete GPU lab: every collective up to 1 GiB, 10,000-op storm, a shared device in the
           fastest setup and time-sliced (--no-mps), the short drill set; under 5 minutes on 1-2 H200
   soak  - storm and sweep repeated, to show jitter over time
+The full profile also times the collective library alone beside torch (issue 14, ``--engine both``): where the
+vendor has no library binding, or it is not installed, those stages refuse before starting anything, as the
+commands do (exit 3), and the lab records them as skipped with the reason and the install hint.
 """
 
 from __future__ import annotations
@@ -55,6 +58,14 @@ class Machine:
                    bool(platform.sharing_daemon and platform.sharing_daemon_control_path))
 
 
+def engine_stages(per_device) -> list[Stage]:
+    """A storm and a sweep through both engines: what torch adds per call, at every size (-f 4: the added cost
+    is a small-message story, and this keeps the stage near the plain sweep's length)."""
+    return [Stage("storm-engines", "storm", cfg.StormConfig(launch=per_device("storm-engines"), engine="both")),
+            Stage("sweep-engines", "sweep", cfg.SweepConfig(launch=per_device("sweep-engines"), ops=tuple(COLLECTIVES),
+                                                            sizes=tuple(size_range("8", "1G", 4.0)), engine="both"))]
+
+
 def stages(profile: str, nproc: int, machine: Machine, out: Path, deadline_s: float) -> list[Stage]:
     """The stages after env, each with its own run directory under ``out`` and ddplab's supervisor armed."""
 
@@ -101,6 +112,8 @@ def stages(profile: str, nproc: int, machine: Machine, out: Path, deadline_s: fl
     if full and not machine.host_only:
         out_stages.append(Stage("sweep-shared", "sweep", cfg.SweepConfig(
             launch=launch("sweep-shared", nproc=2, placement="shared"), sizes=tuple(size_range("8", "256M", 4.0)))))
+    if full:
+        out_stages += engine_stages(per_device)
     big = full and not machine.host_only
     out_stages.append(Stage("ceiling", "ceiling", cfg.CeilingConfig(
         device=machine.device, run_dir=str(out / "ceiling"), bytes=(4 << 30) if big else (64 << 20),

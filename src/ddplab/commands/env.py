@@ -51,6 +51,7 @@ def render(report: Report, console) -> None:
         ("sharing daemon", _daemon_text(p)),
         ("per-process memory", p.per_process_memory_api or "no vendor API (allocator and RSS only)"),
         ("backends available", ", ".join(b for b, ok in p.backends_available.items() if ok)),
+        ("library binding", r.library_binding.describe() if r.library_binding else None),
         ("host", f"{p.hostname}, Python {p.python_version}"),
     ]))
     dev_rows = [(f"{d.index}: {d.name}", f"{human_bytes(d.free_bytes)} free of {human_bytes(d.total_bytes)}")

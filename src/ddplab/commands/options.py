@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config import RDZV_HOST_CHOICES, LaunchOptions
+from ..config import ENGINES, RDZV_HOST_CHOICES, LaunchOptions
 
 
 def add_launch_arguments(parser: argparse.ArgumentParser, nproc_default: int = 2, timeout_default: float = 120.0,
@@ -46,6 +46,15 @@ def add_launch_arguments(parser: argparse.ArgumentParser, nproc_default: int = 2
     daemon.add_argument("--no-mps", dest="sharing_daemon", action="store_const", const="off",
                         help="never use the sharing daemon (ranks sharing a device time-slice it)")
     parser.set_defaults(sharing_daemon="auto")
+
+
+def add_engine_argument(parser: argparse.ArgumentParser) -> None:
+    """--engine for the benchmarks that can time the collective library alone (storm, sweep)."""
+    parser.add_argument("--engine", default="torch", metavar="|".join(ENGINES),
+                        help="torch: through torch.distributed (the report's method); library: the collective library "
+                             "called directly through the vendor's binding on the same buffers (`ddplab env` says "
+                             "whether it is installed, and how to install it); both: side by side, with what torch "
+                             "adds per call (default: %(default)s)")
 
 
 def launch_options(args) -> LaunchOptions:

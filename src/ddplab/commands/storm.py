@@ -22,11 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fail above this mean latency (default: chosen per setup, printed)")
     parser.add_argument("--no-sample", dest="sample", action="store_false",
                         help="do not sample ranks while the storm runs (to measure the sampler's own cost)")
+    options.add_engine_argument(parser)
 
 
 def config_from_args(args) -> StormConfig:
     return StormConfig(launch=options.launch_options(args), iters=args.iters, bytes=args.bytes,
-                       threshold_us=args.threshold_us, sample=args.sample)
+                       threshold_us=args.threshold_us, sample=args.sample, engine=args.engine)
 
 
 validate = config_from_args
@@ -59,9 +60,30 @@ def render(report: Report, console) -> None:
         ("result correct", r.correct),
         ("threshold", f"{r.threshold_us:.0f} us: {r.threshold_reason}"),
         ("method", s.method),
+        *_engine_rows(r),
     ]
     console.print(display.kv_table("Latency storm", rows))
+    if r.added_cost:
+        console.print(display.added_cost_table(r.added_cost))
     display.footer(console, session, report.verdict, storm.summary(r))
+
+
+def _engine_rows(r) -> list[tuple[str, object]]:
+    """The library engine, when it ran: what it called and, beside torch, its own numbers (none for torch alone)."""
+    if r.library is None:
+        return []
+    rows = [("engine", f"{r.engine}: {r.library.binding.describe()}")]
+    if r.library.env:
+        rows.append(("library engine environment", " ".join(f"{k}={v}" for k, v in r.library.env.items())))
+    rows += [("library engine warning", w) for w in r.library.warnings]
+    s = r.library_summary
+    if s is not None:
+        per = s.per_op_us
+        rows += [("library engine mean latency", f"{s.mean_us:.2f} us  (slowest rank {s.mean_us_max_rank:.2f} us)"),
+                 ("library engine per op, blocking", f"p50 {per.p50:.2f}  p90 {per.p90:.2f}  p99 {per.p99:.2f}  max "
+                                                     f"{per.max:.2f} us  (n={per.n})"),
+                 ("library engine result correct", r.library_correct)]
+    return rows
 
 
 def main(args, console) -> int:

@@ -12,7 +12,7 @@ import argparse
 
 from rich.markup import escape
 
-from .. import collectives, display, spikes
+from .. import collectives, display, engines, spikes
 from ..collectives.common import DTYPES
 from ..config import SweepConfig
 from ..measurements import sweep
@@ -50,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-check", dest="check", action="store_false", help="skip the correctness check")
     parser.add_argument("--min-busbw", type=float, default=None,
                         help="fail when the average busbw (GB/s, as nccl-tests' footer) is below this")
+    options.add_engine_argument(parser)
 
 
 def config_from_args(args) -> SweepConfig:
@@ -58,7 +59,7 @@ def config_from_args(args) -> SweepConfig:
     sizes = tuple(size_range(args.minbytes, args.maxbytes, args.stepfactor))
     return SweepConfig(launch=launch, ops=ops, sizes=sizes, dtype=args.dtype, mode=args.mode, iters=args.iters,
                        warmup=args.warmup, check=args.check, repeat=args.repeat, min_busbw=args.min_busbw,
-                       sample=args.sample, sample_while_timing=args.sample_while_timing)
+                       sample=args.sample, sample_while_timing=args.sample_while_timing, engine=args.engine)
 
 
 validate = config_from_args
@@ -69,10 +70,25 @@ validate = config_from_args
 def render(report: Report, console) -> None:
     r: SweepRecord = report.results
     display.failures(r.session, console)
+    if r.library is not None:
+        env = "".join(f" {k}={v}" for k, v in r.library.env.items())
+        console.print(f"library engine: {escape(r.library.binding.describe())}"
+                      + (f"; set{escape(env)}" if env else ""))
+        for w in r.library.warnings:
+            console.print(f"[yellow]library engine warning:[/] {escape(w)}")
     if r.session.completed:
         console.print(nccl_tests_table(r), markup=False, highlight=False, soft_wrap=True)
     for e in r.errors:
         console.print(f"[red]{escape(e.op)} {e.size_bytes} B in_place={e.in_place}:[/] {escape(e.error)}")
+    if r.library_rows is not None and r.session.completed:
+        console.print(nccl_tests_table(r, r.library_rows, f"library engine {r.library.binding.name}"
+                                       if r.library else "library engine"),
+                      markup=False, highlight=False, soft_wrap=True)
+        for e in (row for row in r.library_rows if row.error):
+            console.print(f"[red]library engine {escape(e.op)} {e.size_bytes} B in_place={e.in_place}:[/] "
+                          f"{escape(e.error)}")
+    if r.added_cost:
+        console.print(display.added_cost_table(r.added_cost))
     if r.ceiling:
         best = max((x.busbw_fraction_of_ceiling or 0) for x in r.rows) if r.rows else 0
         console.print(f"device copy ceiling {r.ceiling.gbps:.1f} GB/s at {r.ceiling.size_bytes} B "
@@ -80,23 +96,27 @@ def render(report: Report, console) -> None:
     display.footer(console, r.session, report.verdict, sweep.summary(r))
 
 
-def nccl_tests_table(r: SweepRecord) -> str:
-    """The rows in nccl-tests' column layout, one block per collective (N/A where torch has no such row)."""
+def nccl_tests_table(r: SweepRecord, rows: list[SweepRow] | None = None, engine: str | None = None) -> str:
+    """The rows in nccl-tests' column layout, one block per collective (N/A where torch has no such row);
+    ``rows``: another engine's rows of the same sweep (``engine`` names it), else the record's own."""
+    own = rows is None
+    rows = r.rows if own else rows
     lines = []
-    for op in dict.fromkeys(row.op for row in r.rows):
-        lines += _block(r, op)
-    wrong = r.num_wrong_total
+    for op in dict.fromkeys(row.op for row in rows):
+        lines += _block(r, op, rows, engine or engines.label(r), r.spikes if own else None)
+    wrong = r.num_wrong_total if own else sum(row.num_wrong or 0 for row in rows)
     lines.append(f"# Out of bounds values : {wrong} {'OK' if not wrong else 'FAILED'}")
-    avg = r.avg_busbw_gbps
+    timed = [row.busbw_gbps for row in rows if row.busbw_gbps is not None]
+    avg = r.avg_busbw_gbps if own else (sum(timed) / len(timed) if timed else None)
     lines.append(f"# Avg bus bandwidth    : {avg:.3f}" if avg is not None else "# Avg bus bandwidth    : n/a "
                                                                                  "(world size 1)")
     return "\n".join(lines)
 
 
-def _block(r: SweepRecord, op: str) -> list[str]:
+def _block(r: SweepRecord, op: str, rows: list[SweepRow], engine: str, found: list[Spike] | None) -> list[str]:
     repeat = f", median of {r.repeat} repetitions" if r.repeat > 1 else ""
     lines = [
-        f"# ddplab {op}, {r.session.world_size} ranks, backend {r.session.backend}, time: {r.mode}{repeat}",
+        f"# ddplab {op}, {r.session.world_size} ranks, backend {engine}, time: {r.mode}{repeat}",
         f"# {'':>10}  {'':>12}  {'':>6}  {'':>6}  {'':>6}  {'out-of-place':^30}  {'in-place':^30}",
         f"# {'size':>10}  {'count':>12}  {'type':>6}  {'redop':>6}  {'root':>6}  " +
         "  ".join([f"{'time':>7}  {'algbw':>6}  {'busbw':>6}  {'#wrong':>6}"] * 2),
@@ -104,7 +124,7 @@ def _block(r: SweepRecord, op: str) -> list[str]:
         "  ".join([f"{'(us)':>7}  {'(GB/s)':>6}  {'(GB/s)':>6}  {'':>6}"] * 2),
     ]
     by_size: dict[int, dict[bool, SweepRow]] = {}
-    for row in r.rows:
+    for row in rows:
         if row.op != op:
             continue
         if row.skipped is not None:
@@ -117,7 +137,7 @@ def _block(r: SweepRecord, op: str) -> list[str]:
         any_row = next(iter(cells.values()))
         parts = [_cell(cells.get(False)), _cell(cells.get(True))]
         lines.append(f"{size:>12}  {any_row.count:>12}  {r.dtype:>6}  {redop:>6}  {root:>6}  " + "  ".join(parts))
-    lines.extend(spike_notes([x for x in r.spikes or [] if x.op == op]))
+    lines.extend(spike_notes([x for x in found or [] if x.op == op]))
     return lines
 
 

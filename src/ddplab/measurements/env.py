@@ -4,7 +4,8 @@ Describes the platform and versions (the collective library BUILT into torch and
 free memory, available backends, the placement policy's plan for two ranks on one device and one per device
 (nothing is started), where a one-machine run listens, the sharing daemon (MPS), the vendor's watchdog knobs,
 a whitelisted environment (secrets redacted), orphaned ranks (a launcher marked them and it is provably gone)
-and, apart from them, the other processes on the device (docs/processes.md).
+and, apart from them, the other processes on the device (docs/processes.md); and whether the library engine
+can run here: the vendor's binding importable, and calling the copy of the library torch's calls bind to.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def run(config: EnvConfig, observer: Observer = QUIET) -> EnvRecord:
     from ..exposure import where_to_listen
     from ..launch import Rendezvous
     from ..platform import describe, gather_probe
+    from ..platform.library_binding import binding_status
 
     probe = gather_probe(with_memory=True)
     platform = describe(probe, config.device)
@@ -42,6 +44,7 @@ def run(config: EnvConfig, observer: Observer = QUIET) -> EnvRecord:
                       store=exposure.store, sockets=list(exposure.sockets), why_not=list(exposure.why_not),
                       summary=exposure.summary()),
         survey=survey_device(platform),
+        library_binding=binding_status(platform),
         platform=platform,
     )
 

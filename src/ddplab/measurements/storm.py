@@ -5,14 +5,22 @@ unsynchronised number beside it, the per-op distribution from a separate blockin
 time from events (so dispatch overhead is visible), every rank's CPU user/system time and context
 switches during the storm, and device utilisation from the 0.5 s sampler. Judged against a threshold
 chosen per setup (THRESHOLDS), or the user's.
+
+Through the torch engine (default), the collective library alone (``--engine library``), or both back to back,
+with what the framework adds per call (engines.py). The numbers and the threshold are the engine's own; with
+both, torch's are judged as always and the library's stand beside them (its correctness judged too).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .. import checks as common_checks
+from .. import engines
 from ..config import StormConfig
 from ..policy import Placement, require_fits
 from ..records import Check, Verdict
+from ..records.engines import AddedCost, added_cost
 from ..records.session import Distribution, Histogram
 from ..records.storm import StormRankResult, StormRecord, StormSettings, StormSummary
 from ..session import QUIET, Observer, Workload, prepare, run_workload
@@ -40,26 +48,46 @@ def run(config: StormConfig, observer: Observer = QUIET) -> StormRecord:
     prepared = prepare(config.launch, with_memory=True)
     require_fits(*prepared, BUFFERS_PER_BYTE * config.bytes, f"--bytes {config.bytes}", "storm-too-large",
                  hint="lower --bytes")
+    library = engines.prepare_library(config.engine, *prepared)
     settings = StormSettings(iters=config.iters, bytes=config.bytes, warmup=config.warmup,
-                             per_op_iters=config.per_op_iters)
+                             per_op_iters=config.per_op_iters, engine=config.engine,
+                             shared_device=prepared[1].shared_device)
     session = run_workload(Workload("storm", settings), config.launch, "storm", observer, sample=config.sample,
                            prepared=prepared)
-    threshold, why = threshold_for(session.placement, config.threshold_us)
-    results: list[StormRankResult] = session.results
+    return summarise_storm(session.record, session.placement, session.results, config, library)
+
+
+def summarise_storm(session, placement: Placement, results: list[StormRankResult], config: StormConfig,
+                    library=None) -> StormRecord:
+    """The storm as reported, from each finished rank's result (none when the ranks did not finish)."""
+    threshold, why = threshold_for(placement, config.threshold_us, config.engine)
+    ran = dict(engine=config.engine, library=library)
     if not results:
-        return StormRecord(session=session.record, correct=False, threshold_us=threshold, threshold_reason=why,
-                           within_threshold=False)
-    summary = summarise(results, session.record.timeseries)
-    return StormRecord(session=session.record, correct=all(r.correct for r in results), threshold_us=threshold,
-                       threshold_reason=why, within_threshold=summary.mean_us <= threshold, summary=summary)
+        return StormRecord(session=session, correct=False, threshold_us=threshold, threshold_reason=why,
+                           within_threshold=False, **ran)
+    summary = summarise(results, session.timeseries)
+    record = StormRecord(session=session, correct=all(r.correct for r in results), threshold_us=threshold,
+                         threshold_reason=why, within_threshold=summary.mean_us <= threshold, summary=summary, **ran)
+    if config.engine != engines.BOTH:
+        return record
+    theirs = [r.library for r in results]
+    library_summary = summarise(theirs, session.timeseries)
+    return replace(record, library_summary=library_summary, library_correct=all(r.correct for r in theirs),
+                   added_cost=storm_costs(config.bytes, summary, library_summary))
 
 
-def threshold_for(placement: Placement, override: float | None) -> tuple[float, str]:
+def storm_costs(size: int, torch: StormSummary, library: StormSummary) -> list[AddedCost]:
+    """What torch adds per call: in the pipelined mean (the storm's number) and in the blocking per-op median."""
+    return [added_cost("all_reduce", size, True, "pipelined mean", torch.mean_us, library.mean_us),
+            added_cost("all_reduce", size, True, "blocking per-op p50", torch.per_op_us.p50, library.per_op_us.p50)]
+
+
+def threshold_for(placement: Placement, override: float | None, engine: str = engines.TORCH) -> tuple[float, str]:
     if override is not None:
         return override, "set with --threshold-us"
     if placement.host_only:
         return THRESHOLDS["host"]
-    if placement.backend == "gloo":
+    if placement.backend == "gloo" and engine != engines.LIBRARY:  # the library engine never stages through gloo
         return THRESHOLDS["gloo-on-device"]
     return THRESHOLDS["device"]
 
@@ -94,6 +122,10 @@ def checks(record: StormRecord) -> list[Check]:
         return incomplete
     s = record.summary
     ok = record.within_threshold
+    return [*_storm_checks(record, s, ok), *library_checks(record), *common_checks.setup_warnings(record.session)]
+
+
+def _storm_checks(record: StormRecord, s: StormSummary, ok: bool) -> list[Check]:
     return [
         Check("mean all_reduce latency", Verdict.PASS if ok else Verdict.FAIL,
               f"{s.mean_us:.1f} us (p99 {s.per_op_us.p99:.0f} us)", f"<= {record.threshold_us:.0f} us",
@@ -103,8 +135,26 @@ def checks(record: StormRecord) -> list[Check]:
         Check("all_reduce result correct", Verdict.PASS if record.correct else Verdict.FAIL, str(record.correct),
               "true", "a final all_reduce of known values summed right on every rank",
               "none" if record.correct else "the backend returns wrong sums: report it with this JSON"),
-        *common_checks.setup_warnings(record.session),
     ]
+
+
+def library_checks(record: StormRecord) -> list[Check]:
+    """The library engine's rows: which library it called and, beside torch, its own latency (informational),
+    its correctness and what torch adds."""
+    if record.library is None:
+        return []
+    rows = engines.library_checks(record.library)
+    s = record.library_summary
+    if s is not None:
+        rows.append(Check("library engine mean latency", Verdict.PASS, f"{s.mean_us:.1f} us (p99 {s.per_op_us.p99:.0f} "
+                          f"us)", "informational", "the same storm through the collective library alone, right "
+                                                  "after torch's passes on the same buffer", "none"))
+    if record.library_correct is not None:
+        ok = record.library_correct
+        rows.append(Check("library engine result correct", Verdict.PASS if ok else Verdict.FAIL, str(ok), "true",
+                          "a final all_reduce of known values, through the library, summed right on every rank",
+                          "none" if ok else "the library returns wrong sums: report it with this JSON"))
+    return rows + engines.added_cost_check(record.added_cost or [])
 
 
 def summary(record: StormRecord) -> str:
@@ -112,4 +162,8 @@ def summary(record: StormRecord) -> str:
     if not session.completed:
         return f"{session.backend}: {session.failure_reason()}"
     side = "<=" if record.within_threshold else ">"
-    return f"{session.backend}: mean {record.summary.mean_us:.1f} us {side} {record.threshold_us:.0f} us"
+    text = f"{engines.label(record)}: mean {record.summary.mean_us:.1f} us {side} {record.threshold_us:.0f} us"
+    if record.library_summary is not None:
+        text += f"; library engine {record.library_summary.mean_us:.1f} us, torch adds " \
+                f"{record.summary.mean_us - record.library_summary.mean_us:+.1f} us per call"
+    return text

@@ -5,6 +5,10 @@ Each size is measured -R times; the row reports the median repetition with its s
 over ranks (nccl-tests -a 1) and algbw/busbw derived from it. A size far off its neighbours is a spike
 (spikes.py): a WARN finding, never a silent number. Whether the launcher's sampler queried the device
 during a timed repetition is recorded per repetition (timed_windows.py).
+
+Through the torch engine (default), the collective library alone (``--engine library``: the same rows, so
+`ddplab compare` lines it up with nccl-tests or a torch sweep), or both, each size's repetitions alternating
+between them, with what the framework adds per call at each size (engines.py).
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .. import checks as common_checks
-from .. import collectives, spikes, timed_windows
+from .. import collectives, engines, spikes, timed_windows
 from ..config import SweepConfig
 from ..policy import Placement, require_fits
 from ..records import Check, Verdict
+from ..records.engines import LibraryEngineRecord
 from ..records.session import SessionRecord, Timeseries
 from ..records.sweep import CopyCeiling, SamplerRecord, SweepRankResult, SweepRankRow, SweepRecord, SweepRow, \
     SweepSettings
@@ -39,11 +44,12 @@ def run(config: SweepConfig, observer: Observer = QUIET) -> SweepRecord:
     largest = max(config.sizes)
     require_fits(*prepared, BUFFERS_PER_SIZE * largest, f"-e {largest} B ({BUFFERS_PER_SIZE} buffers per rank)",
                  "sweep-too-large", hint="lower -e/--maxbytes")
+    library = engines.prepare_library(config.engine, *prepared)
     settings = settings_for(config, prepared[1])
     session = run_workload(Workload("sweep", settings), config.launch, "sweep", observer, sample=config.sample,
                            prepared=prepared, sample_device_while_timing=config.sample_while_timing)
     return summarise(session.record, session.results, settings, config.min_busbw, session.device_queries,
-                     host_only=session.placement.host_only)
+                     host_only=session.placement.host_only, library=library)
 
 
 def config_as_run(config: SweepConfig, record: SweepRecord) -> SweepConfig:
@@ -61,19 +67,18 @@ def settings_for(config: SweepConfig, placement: Placement) -> SweepSettings:
     return SweepSettings(ops=config.ops, sizes=config.sizes, dtype=config.dtype, mode=config.mode,
                          iters=config.iters, warmup=config.warmup, check=config.check,
                          repeat=config.repeat or default_repeat(placement.host_only),
-                         ceiling_bytes=min(max(config.sizes), CEILING_MAX_BYTES) if measures_ceiling else None)
+                         ceiling_bytes=min(max(config.sizes), CEILING_MAX_BYTES) if measures_ceiling else None,
+                         engine=config.engine, shared_device=placement.shared_device)
 
 
 def summarise(session: SessionRecord, results: list[SweepRankResult], settings: SweepSettings,
-              min_busbw: float | None, device_queries: list[tuple[float, float]], host_only: bool) -> SweepRecord:
+              min_busbw: float | None, device_queries: list[tuple[float, float]], host_only: bool,
+              library: LibraryEngineRecord | None = None) -> SweepRecord:
     """The sweep as reported, from each finished rank's rows (none when the ranks did not finish)."""
-    rows = merge_rows([r.rows for r in results], session.world_size, settings.dtype, device_queries) \
-        if results else []
     ceiling = next((r.ceiling for r in results if r.ceiling), None)
-    if ceiling:
-        rows = [with_ceiling(row, ceiling) for row in rows]
+    rows = engine_rows([r.rows for r in results], session.world_size, settings.dtype, device_queries, ceiling)
     timed = [r.busbw_gbps for r in rows if r.busbw_gbps is not None]
-    return SweepRecord(
+    record = SweepRecord(
         session=session,
         mode=settings.mode,
         time_method=time_method(settings),
@@ -88,7 +93,21 @@ def summarise(session: SessionRecord, results: list[SweepRankResult], settings: 
         spikes=spikes.find_spikes(rows),
         spike_rule=spikes.RULE + ("; " + spikes.HOST_NOTE if host_only else ""),
         sampler=sampler_record(session.timeseries, rows, device_queries),
+        engine=settings.engine,
+        library=library,
     )
+    if settings.engine != engines.BOTH or not results:
+        return record
+    theirs = engine_rows([r.library_rows or [] for r in results], session.world_size, settings.dtype,
+                         device_queries, ceiling)
+    return replace(record, library_rows=theirs, added_cost=engines.row_costs(rows, theirs, settings.mode))
+
+
+def engine_rows(per_rank_rows: list[list[SweepRankRow]], n: int, dtype: str, device_queries,
+                ceiling: CopyCeiling | None) -> list[SweepRow]:
+    """One engine's rows over every rank, as nccl-tests prints them."""
+    rows = merge_rows(per_rank_rows, n, dtype, device_queries) if per_rank_rows else []
+    return [with_ceiling(row, ceiling) for row in rows] if ceiling else rows
 
 
 def time_method(settings: SweepSettings) -> str:
@@ -184,7 +203,25 @@ def checks(record: SweepRecord) -> list[Check]:
     rows = [correctness_check(record), *peak_bandwidth_check(record), *floor_check(record)]
     if record.spikes is not None:  # reports written before spikes were looked for have no such row
         rows.append(spike_check(record))
-    return rows + common_checks.setup_warnings(record.session)
+    return rows + library_checks(record) + common_checks.setup_warnings(record.session)
+
+
+def library_checks(record: SweepRecord) -> list[Check]:
+    """The library engine's rows: which library it called and, beside torch, its correctness at every size and
+    what torch adds per call."""
+    if record.library is None:
+        return []
+    rows = engines.library_checks(record.library)
+    theirs = record.library_rows
+    if theirs is not None:
+        wrong, errors = sum(r.num_wrong or 0 for r in theirs), [r for r in theirs if r.error]
+        ok = not wrong and not errors
+        rows.append(Check("library engine results correct", Verdict.PASS if ok else Verdict.FAIL,
+                          f"#wrong {wrong}, errors {len(errors)}", "0",
+                          "every size of every collective, through the library alone, gave exact data",
+                          "none" if ok else "data corruption or a failed call through the library: report the "
+                                            "library rows with #wrong > 0 or an error"))
+    return rows + engines.added_cost_check(record.added_cost or [])
 
 
 def correctness_check(record: SweepRecord) -> Check:
@@ -238,11 +275,15 @@ def summary(record: SweepRecord) -> str:
     if not session.completed:
         return f"{session.backend}: {session.failure_reason()}"
     avg = f"{record.avg_busbw_gbps:.2f} GB/s" if record.avg_busbw_gbps is not None else "n/a"
-    text = f"{session.backend}: {len(record.rows)} rows, #wrong {record.num_wrong_total}, avg busbw {avg}"
+    text = f"{engines.label(record)}: {len(record.rows)} rows, #wrong {record.num_wrong_total}, avg busbw {avg}"
     if record.spikes:
         text += f", {len(record.spikes)} spike(s): {spikes.FINDING}"
         if record.host_only:
             text += f" ({spikes.HOST_NOTE.split(':')[0]})"
     if record.min_busbw_gbps is not None:
         text += f" (floor {record.min_busbw_gbps} GB/s)"
+    if record.added_cost:
+        worst = max(record.added_cost, key=lambda r: r.share)
+        text += (f"; library engine alongside: torch adds up to {100 * worst.share:.0f} % per call "
+                 f"({worst.op} {worst.size_bytes} B: {worst.added_us:+.1f} us)")
     return text

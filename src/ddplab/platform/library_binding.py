@@ -29,12 +29,12 @@ from __future__ import annotations
 import importlib
 import itertools
 import os
-from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Callable, Mapping, Protocol, Sequence
 
 from ..collectives.common import LIBRARY_CALL_KINDS, LibraryCall
 from ..errors import EnvironmentUnsupported, UsageError
+from ..records.engines import BindingStatus
 from .collective_lib import decode_version, version_tuple
 from .detect import Platform
 from .vendors import LibraryBinding as BindingSpec
@@ -56,25 +56,8 @@ class BindingAdapter(Protocol):
     def new_stream(self, device_index: int | None) -> object: ...
     def synchronize(self, stream: object) -> None: ...
     def follow_framework(self, stream: object, device_index: int | None) -> None: ...
+    def new_event(self, stream: object) -> object | None: ...  # a timing event on the stream; None: no events
     def bind(self, calls: Sequence[LibraryCall], comm: object, stream: object) -> Callable[[], None]: ...
-
-
-@dataclass(frozen=True)
-class BindingStatus:
-    """Whether the library engine can run here, for ``ddplab env`` and the reports."""
-
-    name: str | None  # None: the vendor has no binding
-    importable: bool
-    reason: str  # why not, or what was found
-    hint: str | None = None
-    binding_version: str | None = None
-    library_version: str | None = None  # of the library the binding's calls reach
-    library_path: str | None = None
-    same_library_as_framework: bool | None = None  # None: one of the two paths is unknown
-    substitute: str | None = None  # DDPLAB_LIBRARY_BINDING, when a test put its own adapter in
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 # ----------------------------------------------------------------------------------
@@ -112,8 +95,8 @@ def _load_adapter(spec: BindingSpec, platform: Platform, import_module: Callable
     """Import the binding and build its adapter (which imports the rest of what it needs)."""
     try:
         return ADAPTERS[spec.adapter](import_module(spec.module), import_module)
-    except ImportError as exc:
-        missing = getattr(exc, "name", None)
+    except Exception as exc:  # an import that fails otherwise (a library it loads at import time) too
+        missing = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
         own = missing and missing.split(".")[0] == spec.module.split(".")[0]  # a module of the binding itself
         if missing and not own and isinstance(exc, ModuleNotFoundError):
             what = f"{spec.name} is installed but its dependency {missing} is missing"
@@ -304,6 +287,11 @@ class LibraryCommunicator:
         without blocking the host."""
         self.binding.adapter.follow_framework(self._stream, self.device_index)
 
+    def new_event(self):
+        """A device timing event recorded on this communicator's stream (``record()``, ``elapsed_time(end)``
+        in ms), or None where the binding has none: the timing helpers take the communicator as a runtime."""
+        return self.binding.adapter.new_event(self._stream)
+
     def close(self) -> None:
         if self._comm is not None:
             self.binding.adapter.close(self._comm)
@@ -412,6 +400,9 @@ class Nccl4pyAdapter:
     def synchronize(self, stream) -> None:
         stream.synchronize()
 
+    def new_event(self, stream) -> _StreamEvent:
+        return _StreamEvent(self._torch.cuda.Event(enable_timing=True), stream)
+
     def follow_framework(self, stream, device_index: int | None) -> None:
         stream.wait_stream(self._torch.cuda.current_stream(device_index))
 
@@ -454,6 +445,19 @@ class Nccl4pyAdapter:
             "recv": (nccl.recv, recv, count, dtype, call.peer),
         }[call.kind]
         return partial(*head, comm, stream)
+
+
+class _StreamEvent:
+    """A device event that records on one stream (the communicator's), as the timing helpers use events."""
+
+    def __init__(self, event, stream):
+        self.event, self.stream = event, stream
+
+    def record(self) -> None:
+        self.event.record(self.stream)
+
+    def elapsed_time(self, end: _StreamEvent) -> float:
+        return self.event.elapsed_time(end.event)
 
 
 # Vendor table ``LibraryBinding.adapter`` -> the class that speaks to that binding.

@@ -12,6 +12,8 @@ Field metadata understood here (``dataclasses.field(metadata=...)``):
                   when read back, the object's remaining keys (an open-ended part, e.g. a workload's
                   per-rank result inside a rank's entry).
   ``omit_none`` - leave the key out when the value is None.
+  ``omit_default`` - leave the key out when the value is the field's default (an option added later whose
+                  default keeps earlier documents' keys exactly as they were, e.g. ``engine: torch``).
   ``json_name`` - the key in JSON when it differs from the field name.
   ``skip``      - never written (e.g. the platform, which the report envelope writes at its top level).
   ``omit_with`` - the name of another field: this one is written (null included) exactly when that one is
@@ -91,9 +93,19 @@ def _write_fields(obj: Any, out: dict) -> None:
             continue
         if value is None and meta.get("omit_none"):
             continue
+        if meta.get("omit_default") and value == _default_of(f):
+            continue
         if "omit_with" in meta and getattr(obj, meta["omit_with"]) is None:
             continue
         out[meta.get("json_name", f.name)] = to_json(value)
+
+
+def _default_of(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return _Missing  # a required field is always written
 
 
 # ---------------------------------------------------------------------------------------- reading

@@ -6,8 +6,13 @@ from dataclasses import dataclass, field
 
 from .codec import flatten
 from .compare import TimedRow
+from .engines import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import BarChart
 from .session import Distribution, Histogram, SessionRecord
+
+OMIT = {"omit_none": True}
+# Written only when not the default, so a storm through torch alone keeps its keys (config.ENGINE_FIELD).
+OMIT_DEFAULT = {"omit_default": True}
 
 
 @dataclass(frozen=True)
@@ -18,6 +23,8 @@ class StormSettings:
     bytes: int
     warmup: int
     per_op_iters: int
+    engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)  # config.ENGINES
+    shared_device: bool = field(default=False, metadata=OMIT_DEFAULT)  # for the library engine's communicator
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,8 @@ class StormRankResult:
     ctx_switches: int
     storm_wall_s: float
     correct: bool  # a final all_reduce of known values summed right
+    # --engine both: the same passes through the library engine, each right after torch's (this record is torch's)
+    library: StormRankResult | None = field(default=None, metadata=OMIT)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,12 +73,23 @@ class StormRecord:
     threshold_reason: str
     within_threshold: bool
     summary: StormSummary | None = field(default=None, metadata=flatten())
+    # The library engine (issue 14): which engine the numbers above are (the library's when it ran alone), and,
+    # with both, the library's own numbers beside torch's and what torch adds per call.
+    engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)
+    library: LibraryEngineRecord | None = field(default=None, metadata=OMIT)
+    library_summary: StormSummary | None = field(default=None, metadata=OMIT)
+    library_correct: bool | None = field(default=None, metadata=OMIT)
+    added_cost: list[AddedCost] | None = field(default=None, metadata=OMIT)
 
     def timed_rows(self, config) -> list[TimedRow]:
-        """The storm as one comparable row: its pipelined mean, op "storm", at the configured size."""
+        """The storm as one comparable row: its pipelined mean, op "storm", at the configured size; with both
+        engines the library's beside it as "library:storm"."""
         if not self.session.completed or self.summary is None:
             return []
-        return [TimedRow("storm", config.bytes, True, self.summary.mean_us)]
+        rows = [TimedRow("storm", config.bytes, True, self.summary.mean_us)]
+        if self.library_summary is not None:
+            rows.append(TimedRow(f"{LIBRARY_PREFIX}storm", config.bytes, True, self.library_summary.mean_us))
+        return rows
 
     def figures(self, stage: str) -> list[BarChart]:
         """The per-op latency histogram (log bins), against the threshold."""
@@ -81,5 +101,8 @@ class StormRecord:
         caption = (f"{stage}: {s.per_op_us.n} ops per rank, per-op blocking latency (us, log bins); mean "
                    f"{s.mean_us:.1f} us pipelined vs threshold {self.threshold_us:.0f} us; backend "
                    f"{self.session.backend}")
+        if self.engine != TORCH:
+            caption += f"; engine {self.engine}"
         return [BarChart(f"storm-hist-{stage}", "Latency storm", caption, "latency per op (us)", "ops", labels,
-                         [float(c) for c in s.per_op_histogram.counts])]
+                         [float(c) for c in s.per_op_histogram.counts]),
+                *added_cost_figures(stage, self.added_cost or [], "latency storm, one all_reduce size")]

@@ -3,14 +3,17 @@ the spike finding, what the launcher's sampler did, and the sweep as reported.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .codec import flatten
 from .compare import TimedRow
+from .engines import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import LineChart, Series
 from .session import SessionRecord
 
 OMIT = {"omit_none": True}
+# Written only when not the default, so a sweep through torch alone keeps its keys (config.ENGINE_FIELD).
+OMIT_DEFAULT = {"omit_default": True}
 # Written, null included, exactly when the row has a time (nccl-tests prints these columns for every timed row).
 TIMED = {"omit_with": "time_us"}
 
@@ -34,6 +37,8 @@ class SweepSettings:
     check: bool
     repeat: int  # resolved for the device (measurements/sweep.py default_repeat)
     ceiling_bytes: int | None = None  # rank 0 also times a device copy of this size (shared device)
+    engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)  # config.ENGINES
+    shared_device: bool = field(default=False, metadata=OMIT_DEFAULT)  # for the library engine's communicator
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,8 @@ class SweepRankResult:
 
     rows: list[SweepRankRow]
     ceiling: CopyCeiling | None  # rank 0 on a shared device, else None
+    # --engine both: the library engine's row of each size, timed right after torch's (``rows`` are torch's)
+    library_rows: list[SweepRankRow] | None = field(default=None, metadata=OMIT)
 
 
 # ---------------------------------------------------------------------------------------------- the rows
@@ -173,6 +180,12 @@ class SweepRecord:
     spikes: list[Spike] | None = None  # None: a report from before spikes were looked for
     spike_rule: str = ""
     sampler: SamplerRecord | None = None
+    # The library engine (issue 14): which engine ``rows`` are (the library's when it ran alone), and, with both,
+    # the library's rows beside torch's and what torch adds per call at each size.
+    engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)
+    library: LibraryEngineRecord | None = field(default=None, metadata=OMIT)
+    library_rows: list[SweepRow] | None = field(default=None, metadata=OMIT)
+    added_cost: list[AddedCost] | None = field(default=None, metadata=OMIT)
 
     @property
     def host_only(self) -> bool:
@@ -186,8 +199,11 @@ class SweepRecord:
         return [r for r in self.rows if r.busbw_gbps is not None]
 
     def timed_rows(self, config=None) -> list[TimedRow]:
-        """Every timed row, by its collective's name, so nccl-tests output lines up with it."""
-        return [t for t in (r.timed_row() for r in self.rows) if t is not None]
+        """Every timed row, by its collective's name, so nccl-tests output lines up with it (whichever engine
+        timed it); with both engines the library's rows beside them as "library:<collective>"."""
+        rows = [t for t in (r.timed_row() for r in self.rows) if t is not None]
+        library = [t for t in (r.timed_row() for r in self.library_rows or []) if t is not None]
+        return rows + [replace(t, op=LIBRARY_PREFIX + t.op) for t in library]
 
     def figures(self, stage: str) -> list[LineChart]:
         """Bus bandwidth (algbw at one rank) against message size, one line per collective and placement,
@@ -204,7 +220,10 @@ class SweepRecord:
         caption = (f"{stage}: {self.session.world_size} ranks, backend {self.session.backend}, time {self.mode}, "
                    f"dtype {self.dtype}" + ("; dashed: device copy ceiling (ddplab ceiling method)"
                                             if self.ceiling else ""))
+        if self.engine != TORCH:
+            caption += f"; engine {self.engine}" + (" (lines: the torch engine's rows)" if self.library_rows else "")
         return [LineChart(f"busbw-{stage}", "Bus bandwidth vs message size", caption, "message size (bytes, log)",
                           f"{'busbw' if bus else 'algbw'} (GB/s)",
                           [Series(label, points) for label, points in sorted(series.items())], log_x=True,
-                          reference_line=("copy ceiling", self.ceiling.gbps) if self.ceiling else None)]
+                          reference_line=("copy ceiling", self.ceiling.gbps) if self.ceiling else None),
+                *added_cost_figures(stage, self.added_cost or [], f"every size, time {self.mode}")]

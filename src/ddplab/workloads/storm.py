@@ -8,6 +8,8 @@ Passes, each after a barrier, so none disturbs another:
   3. per-op distribution: host clock around each op with a device sync after it (blocking).
   4. device side: event pairs around each op (accelerators): the op's device time. The
      pipelined mean minus this is the framework's dispatch overhead per op.
+Through the torch engine (default) or the library engine (workloads/engines.py); with both, each pass runs
+through torch and then through the library on the same buffer, so each pair is measured back to back.
 No graph capture: capturing NCCL collectives hung on the H200 machines (docs/background.md §4).
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import resource
 import time
+from dataclasses import replace
 
 from ..records.storm import StormRankResult, StormSettings
 from .common import barrier, blocking_us, device_event_us, distribution, histogram, pipelined_us
@@ -23,54 +26,108 @@ SUMMARY = "10,000 tiny all_reduces: mean latency, per-op distribution, CPU cost,
 
 
 def run(ctx) -> StormRankResult:
+    """The storm through the configured engine(s). With both, each pass runs through torch and then through
+    the library, back to back on the same buffer; the result is torch's with the library's beside it."""
     import torch
-    import torch.distributed as dist
+
+    from ..collectives.common import LibraryCall
+    from .engines import close_all, open_engines
 
     s: StormSettings = ctx.settings
     count = max(1, s.bytes // 4)
     buf = torch.zeros(count, dtype=torch.float32, device=ctx.device)  # sums of zeros stay zero
+    engines = open_engines(ctx, s.engine, s.shared_device)
+    callers = [engine.call(_torch_all_reduce(buf)) if engine.name == "torch"
+               else engine.calls((LibraryCall("all_reduce", count, send=buf, recv=buf, op="sum"),))
+               for engine in engines]
+    passes = [_Passes(caller) for caller in callers]
+    for p in passes:
+        p.warm_up(ctx, s)
+    for step in (_Passes.pipelined, _Passes.seed_method, _Passes.per_op, _Passes.device):
+        for p in passes:
+            step(p, ctx, s)
+    for p in passes:
+        p.check(ctx, buf)
+    close_all(engines)
+    first, *others = [p.result() for p in passes]
+    return replace(first, library=others[0]) if others else first
 
-    def op():
-        dist.all_reduce(buf)
 
-    for _ in range(s.warmup):
-        op()
-    ctx.runtime.synchronize()
-    barrier()
+def _torch_all_reduce(buf):
+    import torch.distributed as dist
 
-    before = resource.getrusage(resource.RUSAGE_SELF)
-    wall0 = time.perf_counter()
-    mean_us = pipelined_us(op, ctx.runtime, s.iters)
-    wall_s = time.perf_counter() - wall0
-    after = resource.getrusage(resource.RUSAGE_SELF)
+    def op(async_op=False):
+        return dist.all_reduce(buf, async_op=async_op)
 
-    barrier()
-    t0 = time.time()  # the report's method, kept as it was written
-    for _ in range(s.iters):
-        op()
-    dist.barrier()
-    seed_method_us = (time.time() - t0) / s.iters * 1e6
+    return op
 
-    barrier()
-    per_op = blocking_us(op, ctx.runtime, s.per_op_iters)
-    barrier()
-    device = device_event_us(op, ctx.runtime, s.per_op_iters)
 
-    buf.fill_(ctx.rank + 1)  # correctness: sum of 1..n
-    op()
-    ctx.runtime.synchronize()
-    expected = ctx.world_size * (ctx.world_size + 1) / 2
-    correct = bool((buf == expected).all())
+class _Passes:
+    """One engine's storm, pass by pass (each after a barrier, as the module docstring says)."""
 
-    return StormRankResult(
-        mean_us=mean_us,
-        seed_method_us=seed_method_us,
-        per_op_us=distribution(per_op),
-        per_op_histogram=histogram(per_op),
-        device_us=distribution(device) if device else None,
-        cpu_user_s=after.ru_utime - before.ru_utime,
-        cpu_system_s=after.ru_stime - before.ru_stime,
-        ctx_switches=(after.ru_nvcsw - before.ru_nvcsw) + (after.ru_nivcsw - before.ru_nivcsw),
-        storm_wall_s=wall_s,
-        correct=correct,
-    )
+    def __init__(self, caller):
+        self.caller = caller
+        self.op, self.clock = caller.issue, caller.clock
+        self.found: dict = {}
+
+    def warm_up(self, ctx, s: StormSettings) -> None:
+        self.caller.ready()
+        for _ in range(s.warmup):
+            self.op()
+        self.clock.synchronize()
+        ctx.runtime.synchronize()
+
+    def pipelined(self, ctx, s: StormSettings) -> None:
+        barrier()
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        wall0 = time.perf_counter()
+        self.found["mean_us"] = pipelined_us(self.op, self.clock, s.iters)
+        self.found["storm_wall_s"] = time.perf_counter() - wall0
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        self.found.update(cpu_user_s=after.ru_utime - before.ru_utime, cpu_system_s=after.ru_stime - before.ru_stime,
+                          ctx_switches=(after.ru_nvcsw - before.ru_nvcsw) + (after.ru_nivcsw - before.ru_nivcsw))
+
+    def seed_method(self, ctx, s: StormSettings) -> None:
+        import torch.distributed as dist
+
+        barrier()
+        t0 = time.time()  # the report's method, kept as it was written
+        for _ in range(s.iters):
+            self.op()
+        dist.barrier()
+        self.found["seed_method_us"] = (time.time() - t0) / s.iters * 1e6
+        self.clock.synchronize()  # outside the window: the next engine's pass starts on a quiet device
+
+    def per_op(self, ctx, s: StormSettings) -> None:
+        barrier()
+        self.found["per_op"] = blocking_us(self.op, self.clock, s.per_op_iters)
+
+    def device(self, ctx, s: StormSettings) -> None:
+        barrier()
+        self.found["device"] = device_event_us(self.op, self.clock, s.per_op_iters)
+
+    def check(self, ctx, buf) -> None:
+        """Correctness: the sum of 1..n."""
+        buf.fill_(ctx.rank + 1)
+        self.caller.ready()
+        self.op()
+        self.clock.synchronize()
+        ctx.runtime.synchronize()
+        expected = ctx.world_size * (ctx.world_size + 1) / 2
+        self.found["correct"] = bool((buf == expected).all())
+
+    def result(self) -> StormRankResult:
+        f = self.found
+        per_op, device = f["per_op"], f["device"]
+        return StormRankResult(
+            mean_us=f["mean_us"],
+            seed_method_us=f["seed_method_us"],
+            per_op_us=distribution(per_op),
+            per_op_histogram=histogram(per_op),
+            device_us=distribution(device) if device else None,
+            cpu_user_s=f["cpu_user_s"],
+            cpu_system_s=f["cpu_system_s"],
+            ctx_switches=f["ctx_switches"],
+            storm_wall_s=f["storm_wall_s"],
+            correct=f["correct"],
+        )

@@ -7,6 +7,9 @@ measurement (``iters`` ops) inside a timed window the launcher's sampler keeps o
 launcher averages across ranks (nccl-tests `-a 1`), takes the median repetition and sums
 the wrong-element counts (measurements/sweep.py). On a shared device rank 0 also measures a
 device copy so the launcher can state busbw as a fraction of that ceiling.
+
+Through the torch engine (default), the library engine, or both (workloads/engines.py): with both, each size's
+buffers serve both engines, whose repetitions alternate, and each engine is checked on its own.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from .. import collectives, timed_windows
 from ..collectives.common import torch_dtype
 from ..records.sweep import CopyCeiling, Repetition, SweepRankResult, SweepRankRow, SweepSettings
 from .ceiling import copy_gbps
-from .common import barrier, time_mode
+from .common import barrier
 
 SUMMARY = "nccl-tests-style sweep of collectives over message sizes"
 CEILING_ITERS = 10
@@ -27,60 +30,113 @@ CEILING_ITERS = 10
 def run(ctx) -> SweepRankResult:
     import torch
 
+    from .engines import close_all, open_engines
+
     s: SweepSettings = ctx.settings
     dtype = torch_dtype(s.dtype)
     elem = torch.tensor([], dtype=dtype).element_size()
     n = ctx.world_size
-    rows = []
+    engines = open_engines(ctx, s.engine, s.shared_device)
+    rows: list[list[SweepRankRow]] = [[] for _ in engines]  # each engine's rows, in the same order
     for name in s.ops:
         spec = collectives.get(name)
         if n < spec.min_ranks:
-            rows.append(SweepRankRow(op=name, skipped=f"needs at least {spec.min_ranks} ranks"))
+            for own in rows:
+                own.append(SweepRankRow(op=name, skipped=f"needs at least {spec.min_ranks} ranks"))
             continue
         for size in s.sizes:
             count = spec.count_for(size, n, elem)
             if count == 0:
                 continue  # smaller than one element per rank: nccl-tests prints nothing either
             for in_place in spec.placements:
-                rows.append(_one_row(ctx, spec, count, elem, dtype, in_place, s))
+                for own, row in zip(rows, _one_size(ctx, engines, spec, count, elem, dtype, in_place, s)):
+                    own.append(row)
+    close_all(engines)
     ceiling = None
     if s.ceiling_bytes and ctx.rank == 0:
         ceiling = CopyCeiling(**copy_gbps(ctx.runtime, s.ceiling_bytes, iters=CEILING_ITERS))
-    return SweepRankResult(rows=rows, ceiling=ceiling)
+    first, *others = rows
+    return SweepRankResult(rows=first, ceiling=ceiling, library_rows=others[0] if others else None)
 
 
-def _one_row(ctx, spec, count, elem, dtype, in_place, s: SweepSettings) -> SweepRankRow:
+def _one_size(ctx, engines, spec, count, elem, dtype, in_place, s: SweepSettings) -> list[SweepRankRow]:
+    """One (size, placement) through every engine on the same buffers: each engine's warmup, then the
+    repetitions alternating between engines (drift on the machine shows in all of them alike), then each
+    engine's check. One row per engine."""
     row = SweepRankRow(op=spec.name, size_bytes=count * elem, count=count, in_place=in_place)
-    repeats = None
     try:
         prepared = spec.prepare(count, ctx.world_size, ctx.rank, dtype, ctx.device, in_place)
-        for _ in range(s.warmup):
-            prepared.run()
-        ctx.runtime.synchronize()
-        repeats = [_repetition(ctx, prepared.run, s) for _ in range(s.repeat)]
-        num_wrong = _check(ctx, prepared) if s.check else None
-    except Exception as exc:  # e.g. an op the backend lacks: every rank fails alike, the sweep goes on
-        return replace(row, repeats=repeats, error=_error_text(exc))
-    return replace(row, repeats=repeats, num_wrong=num_wrong)
+    except Exception as exc:  # e.g. a size the device cannot hold: every rank fails alike, the sweep goes on
+        return [replace(row, error=_error_text(exc)) for _ in engines]
+    timings = [_EngineRow(engine, prepared) for engine in engines]
+    for t in timings:
+        t.attempt(lambda t=t: _warm_up(ctx, t.caller, s))
+    for _ in range(s.repeat):
+        for t in timings:
+            t.repetition(ctx, s)
+    if s.check:
+        for t in timings:
+            t.num_wrong = t.attempt(lambda t=t: _check(ctx, t.caller, prepared))
+    return [t.row(row, s.repeat) for t in timings]
 
 
-def _check(ctx, prepared) -> int:
+class _EngineRow:
+    """One engine's row of one size: its repetitions, its check, or the first error it met (after which
+    it does nothing more; the other engines go on)."""
+
+    def __init__(self, engine, prepared):
+        self.repeats: list[Repetition] = []
+        self.num_wrong: int | None = None
+        self.error: str | None = None
+        self.caller = self.attempt(lambda: engine.caller(prepared))
+
+    def attempt(self, step):
+        if self.error is not None:
+            return None
+        try:
+            return step()
+        except Exception as exc:  # e.g. an op the backend lacks: every rank fails alike, the sweep goes on
+            self.error = _error_text(exc)
+            return None
+
+    def repetition(self, ctx, s: SweepSettings) -> None:
+        repetition = self.attempt(lambda: _repetition(ctx, self.caller, s))
+        if repetition is not None:
+            self.repeats.append(repetition)
+
+    def row(self, row: SweepRankRow, repeat: int) -> SweepRankRow:
+        """The repetitions only when all were timed (an error in the check keeps them)."""
+        repeats = self.repeats if len(self.repeats) == repeat else None
+        if self.error is not None:
+            return replace(row, repeats=repeats, error=self.error)
+        return replace(row, repeats=repeats, num_wrong=self.num_wrong)
+
+
+def _warm_up(ctx, caller, s: SweepSettings) -> None:
+    caller.ready()
+    for _ in range(s.warmup):
+        caller.issue()
+    caller.clock.synchronize()
+
+
+def _check(ctx, caller, prepared) -> int:
     """Wrong elements after one op on exact data (collectives/common.py)."""
     prepared.fill()
     ctx.runtime.synchronize()
     barrier()
-    prepared.run()
-    ctx.runtime.synchronize()
+    caller.ready()
+    caller.issue()
+    caller.clock.synchronize()
     return prepared.wrong()
 
 
-def _repetition(ctx, run, s: SweepSettings) -> Repetition:
+def _repetition(ctx, caller, s: SweepSettings) -> Repetition:
     """One nccl-tests measurement of ``iters`` ops, with its wall-clock window."""
     with timed_windows.timing(ctx.status) as waited_s:
-        ctx.runtime.synchronize()
+        ctx.runtime.synchronize()  # the whole device: no engine's earlier calls run into this window
         barrier()
         start = time.time()
-        time_us = time_mode(run, ctx.runtime, s.iters, s.mode)
+        time_us = caller.timed(s.iters, s.mode)
         end = time.time()
     return Repetition(time_us=time_us, window=(start, end), sampler_wait_s=round(waited_s, 6))
 

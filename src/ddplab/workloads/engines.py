@@ -1,0 +1,107 @@
+"""The engines a rank times a collective through (issue 14), on the same buffers and with the same helpers.
+
+- torch: torch.distributed, the report's own method; its calls and timing are exactly what they were before
+  engines existed (a storm's ``dist.all_reduce``, a sweep's ``time_mode``).
+- library: the collective library called directly through the vendor's binding (platform/library_binding.py),
+  a communicator made through the job's own c10d store, its calls bound once to the buffers a collective's
+  ``prepare`` made (``Prepared.library``). The communicator stands where the timing helpers take a runtime.
+
+A ``Caller`` is one collective bound to one engine: ``issue()`` makes one call, ``clock`` waits for the calls
+(and makes device events), ``ready()`` orders the engine's calls after what torch queued on the device (the
+buffers' fill), ``timed(iters, mode)`` is one nccl-tests measurement. Several engines in one rank are timed
+back to back on the same buffers (``--engine both``), so their difference is what the framework adds.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable
+
+from ..records.engines import LIBRARY, TORCH
+from .common import blocking_us, pipelined_us, time_mode
+
+BOTH = "both"
+
+
+def engine_names(engine: str) -> tuple[str, ...]:
+    """The engines one setting times, torch first (the report's own method)."""
+    return (TORCH, LIBRARY) if engine == BOTH else (engine,)
+
+
+@dataclass(frozen=True)
+class Caller:
+    issue: Callable[[], object]
+    clock: object  # synchronize(); new_event()
+    ready: Callable[[], None]
+    timed: Callable[[int, str], float]  # (iters, mode) -> us per call
+
+
+def _nothing() -> None:
+    """torch orders its own calls after the buffers' fill (one stream)."""
+
+
+class TorchEngine:
+    name = TORCH
+
+    def __init__(self, runtime):
+        self.runtime = runtime
+
+    def caller(self, prepared) -> Caller:
+        return self.call(prepared.run)
+
+    def call(self, run: Callable[..., object]) -> Caller:
+        """``run(async_op=False)``: a collective's own call, or a workload's (the storm's all_reduce)."""
+        return Caller(run, self.runtime, _nothing, partial(time_mode, run, self.runtime))
+
+    def close(self) -> None:
+        pass
+
+
+class LibraryEngine:
+    name = LIBRARY
+
+    def __init__(self, comm):
+        self.comm = comm
+
+    def caller(self, prepared) -> Caller:
+        return self.calls(prepared.library)
+
+    def calls(self, library_calls) -> Caller:
+        issue = self.comm.bind(library_calls)
+        return Caller(issue, self.comm, self.comm.follow_framework, partial(library_time, issue, self.comm))
+
+    def close(self) -> None:
+        self.comm.close()
+
+
+def library_time(issue: Callable[[], object], comm, iters: int, mode: str) -> float:
+    """nccl-tests' two modes for calls that return at once: the calls are asynchronous on the communicator's
+    stream, so pipelined is N calls then one wait (no work handles to wait for, unlike torch's)."""
+    if mode == "pipelined":
+        return pipelined_us(issue, comm, iters)
+    return statistics.fmean(blocking_us(issue, comm, iters))
+
+
+def open_engines(ctx, engine: str, shared_device: bool) -> list:
+    """The rank's engines for ``engine`` (config.ENGINES), torch first. Collective: every rank calls it."""
+    return [TorchEngine(ctx.runtime) if name == TORCH else open_library(ctx, shared_device)
+            for name in engine_names(engine)]
+
+
+def open_library(ctx, shared_device: bool) -> LibraryEngine:
+    """The binding the launcher checked (measurements refuse before starting ranks where it cannot run) and a
+    communicator over the world group on this rank's device, its id through the job's store."""
+    from ..platform import detect
+    from ..platform.library_binding import open_binding
+
+    runtime = ctx.runtime
+    binding = open_binding(detect(runtime.device_type, with_memory=False))
+    return LibraryEngine(binding.communicator(device_index=None if runtime.is_host else runtime.index,
+                                              shared_device=shared_device))
+
+
+def close_all(engines: list) -> None:
+    for engine in engines:
+        engine.close()
