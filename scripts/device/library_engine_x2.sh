@@ -10,8 +10,9 @@
 # ranks, nccl-tests' build ~1-2 min; if a call runs out, split it as `env nccl-tests storm` then
 # `library-sweep torch-sweep compare summary`: RES keeps earlier results while the machine stays warm):
 #   env            `ddplab env`: the binding importable, and calling the libnccl torch's calls bind to
-#   nccl-tests     nccl-tests built here from the carried source ($NCCL_TESTS_SRC, default .devcarry/nccl-tests)
-#                  against torch's own libnccl; all 7 *_perf binaries, -b 8 -e 1G -f 2 -g 2
+#   nccl-tests     the nccl-tests binaries built beforehand by the device call ($NCCL_TESTS_BIN, default
+#                  /tmp/nccl-tests-build; linked against torch's own libnccl in $NCCL_TESTS_LIB): all 7 *_perf
+#                  binaries, -b 8 -e 1G -f 2 -g 2
 #   storm          ddplab storm --engine both (10,000 x 4 B all_reduce, one rank per GPU)
 #   library-sweep  ddplab sweep --engine library --ops all -b 8 -e 1G -f 2 (one rank per GPU)
 #   torch-sweep    ddplab sweep --ops all -b 8 -e 1G -f 2 (the torch engine, the same sizes)
@@ -43,24 +44,12 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   .whl/nccl4py-*.whl || { echo "nccl4py wheel missing in .whl/"; exit 3; }
 export PYTHONPATH=$PYTHONPATH:/tmp/site  # after src/: ddplab from this tree, nccl4py beside the image's packages
 
-nccl_tests() {  # build nccl-tests against torch's libnccl (its headers ship in the same wheel), run -g 2
-  local src=${NCCL_TESTS_SRC:-.devcarry/nccl-tests}
-  [ -d "$src/src" ] || { echo "nccl-tests: no source in $src, skipped"; return 0; }
-  local nccl_dir lib=/tmp/nccl-link
-  nccl_dir=$($py -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))" 2>/dev/null) ||
-    nccl_dir=$($py -c "import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])")
-  mkdir -p $lib/lib
-  ln -sf "$nccl_dir"/lib/libnccl.so.* $lib/lib/ && ln -sf "$nccl_dir"/lib/libnccl.so.2 $lib/lib/libnccl.so
-  ln -sfn "$nccl_dir/include" $lib/include
-  local t0=$SECONDS
-  make -C "$src" -j 32 MPI=0 CUDA_HOME="$(dirname "$(dirname "$(command -v nvcc)")")" NCCL_HOME=$lib \
-    BUILDDIR=/tmp/nccl-tests-build NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" \
-    > "$res/nccl_tests_build.log" 2>&1 ||
-    { echo "nccl-tests: build failed"; tail -5 "$res/nccl_tests_build.log"; return 1; }
-  echo "nccl-tests: built in $((SECONDS - t0))s"
+nccl_tests() {  # run the nccl-tests binaries built beforehand (the device call builds them from the carried source;
+  # nccl-tests' code and its build stay outside this project), against torch's own libnccl, -g 2
+  local bin_dir=${NCCL_TESTS_BIN:-/tmp/nccl-tests-build} lib=${NCCL_TESTS_LIB:-/tmp/nccl-link/lib}
+  [ -x "$bin_dir/all_reduce_perf" ] || { echo "nccl-tests: no binaries in $bin_dir, skipped"; return 0; }
   for bin in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do
-    LD_LIBRARY_PATH=$lib/lib timeout 300 /tmp/nccl-tests-build/${bin}_perf "${sizes[@]}" -g 2 \
-      > "$res/nccl_tests_$bin.txt" 2>&1
+    LD_LIBRARY_PATH=$lib timeout 300 "$bin_dir/${bin}_perf" "${sizes[@]}" -g 2 > "$res/nccl_tests_$bin.txt" 2>&1
     echo "nccl-tests $bin: rc=$? $(grep 'Avg bus' "$res/nccl_tests_$bin.txt")"
   done
   cat "$res"/nccl_tests_{all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,sendrecv}.txt \
