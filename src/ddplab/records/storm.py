@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from .codec import flatten
 from .compare import TimedRow
 from .figures import BarChart
+from .machines import GATHERED, GatheredJob, StormMachines
 from .session import Distribution, Histogram, SessionRecord
 
 
@@ -34,6 +35,8 @@ class StormRankResult:
     ctx_switches: int
     storm_wall_s: float
     correct: bool  # a final all_reduce of known values summed right
+    # A job on several launchers: what every rank gathered (records/machines.py); never written per rank.
+    machines: GatheredJob | None = field(default=None, metadata=GATHERED, compare=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +66,7 @@ class StormRecord:
     threshold_us: float
     threshold_reason: str
     within_threshold: bool
+    machines: StormMachines | None = field(default=None, metadata={"omit_none": True})  # several launchers
     summary: StormSummary | None = field(default=None, metadata=flatten())
 
     def timed_rows(self, config) -> list[TimedRow]:
@@ -71,10 +75,12 @@ class StormRecord:
             return []
         return [TimedRow("storm", config.bytes, True, self.summary.mean_us)]
 
-    def figures(self, stage: str) -> list[BarChart]:
-        """The per-op latency histogram (log bins), against the threshold."""
+    def figures(self, stage: str) -> list:
+        """The per-op latency histogram (log bins), against the threshold; across machines, the storm inside
+        and between them."""
+        across = self.machines.figures(stage) if self.machines else []
         if self.summary is None or self.summary.per_op_histogram is None:
-            return []
+            return across
         s = self.summary
         edges = s.per_op_histogram.edges_us
         labels = [f"<{edges[0]:g}"] + [f"{a:g}-{b:g}" for a, b in zip(edges, edges[1:])] + [f">{edges[-1]:g}"]
@@ -82,4 +88,4 @@ class StormRecord:
                    f"{s.mean_us:.1f} us pipelined vs threshold {self.threshold_us:.0f} us; backend "
                    f"{self.session.backend}")
         return [BarChart(f"storm-hist-{stage}", "Latency storm", caption, "latency per op (us)", "ops", labels,
-                         [float(c) for c in s.per_op_histogram.counts])]
+                         [float(c) for c in s.per_op_histogram.counts]), *across]

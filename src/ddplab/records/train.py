@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from .codec import flatten
 from .compare import TimedRow
 from .figures import LineChart, Series
+from .machines import GATHERED, GatheredJob, JobMachines
 from .session import Distribution, SessionRecord
 
 
@@ -43,6 +44,8 @@ class TrainRankResult:
     peak_mem_method: str
     num_params: int
     float32_matmul_precision: str
+    # A job on several launchers: every rank and its machine (records/machines.py); never written per rank.
+    machines: GatheredJob | None = field(default=None, metadata=GATHERED, compare=False)
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class TrainRecord:
     local_grad_differs: bool | None
     step_time_us: Distribution
     step_time_method: str
+    machines: JobMachines | None = field(default=None, metadata={"omit_none": True})  # several launchers
 
     @property
     def proven(self) -> bool:
@@ -95,11 +99,12 @@ class TrainRecord:
     def figures(self, stage: str) -> list[LineChart]:
         """Each rank's memory over the run, as the 0.5 s sampler saw it."""
         memory = self.memory_series()
+        across = self.machines.figures(stage) if self.machines else []
         if not memory.by_rank:
-            return []
+            return across
         series = [Series(f"rank {rank}", [(t, float(v)) for t, v in points])
                   for rank, points in sorted(memory.by_rank.items())]
         ts = self.session.timeseries
         return [LineChart("memory-over-time", "Per-rank memory over time",
                           f"{stage}: sampled every {ts.interval_s} s ({ts.method})", "time (s)",
-                          f"{memory.what} (MiB)", series, y_divisor=2**20)]
+                          f"{memory.what} (MiB)", series, y_divisor=2**20), *across]
