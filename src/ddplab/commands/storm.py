@@ -9,7 +9,7 @@ from .. import display
 from ..config import StormConfig
 from ..measurements import storm
 from ..records import Report
-from . import options
+from . import machines_view, options
 
 SUMMARY = storm.SUMMARY
 
@@ -61,6 +61,8 @@ def render(report: Report, console) -> None:
         ("method", s.method),
     ]
     console.print(display.kv_table("Latency storm", rows))
+    if r.machines is not None:  # a job across machines
+        console.print(machines_view.ranks_table(r.machines.job), machines_view.latency_table(r.machines))
     display.footer(console, session, report.verdict, storm.summary(r))
 
 

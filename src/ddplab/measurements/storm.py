@@ -9,6 +9,7 @@ chosen per setup (THRESHOLDS), or the user's.
 
 from __future__ import annotations
 
+from .. import aggregate
 from .. import checks as common_checks
 from ..config import StormConfig
 from ..policy import Placement, require_fits
@@ -51,7 +52,8 @@ def run(config: StormConfig, observer: Observer = QUIET) -> StormRecord:
                            within_threshold=False)
     summary = summarise(results, session.record.timeseries)
     return StormRecord(session=session.record, correct=all(r.correct for r in results), threshold_us=threshold,
-                       threshold_reason=why, within_threshold=summary.mean_us <= threshold, summary=summary)
+                       threshold_reason=why, within_threshold=summary.mean_us <= threshold, summary=summary,
+                       machines=aggregate.storm_machines(results, config.bytes))
 
 
 def threshold_for(placement: Placement, override: float | None) -> tuple[float, str]:
@@ -103,6 +105,7 @@ def checks(record: StormRecord) -> list[Check]:
         Check("all_reduce result correct", Verdict.PASS if record.correct else Verdict.FAIL, str(record.correct),
               "true", "a final all_reduce of known values summed right on every rank",
               "none" if record.correct else "the backend returns wrong sums: report it with this JSON"),
+        *aggregate.storm_checks(record.machines, record.session.host_only),
         *common_checks.setup_warnings(record.session),
     ]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .. import aggregate
 from .. import checks as common_checks
 from .. import collectives, spikes, timed_windows
 from ..config import SweepConfig
@@ -88,6 +89,7 @@ def summarise(session: SessionRecord, results: list[SweepRankResult], settings: 
         spikes=spikes.find_spikes(rows),
         spike_rule=spikes.RULE + ("; " + spikes.HOST_NOTE if host_only else ""),
         sampler=sampler_record(session.timeseries, rows, device_queries),
+        machines=aggregate.sweep_machines(results, lambda same, n: merge_row(same, n, settings.dtype)),
     )
 
 
@@ -184,7 +186,8 @@ def checks(record: SweepRecord) -> list[Check]:
     rows = [correctness_check(record), *peak_bandwidth_check(record), *floor_check(record)]
     if record.spikes is not None:  # reports written before spikes were looked for have no such row
         rows.append(spike_check(record))
-    return rows + common_checks.setup_warnings(record.session)
+    return [*rows, *aggregate.sweep_checks(record.machines, record.host_only),
+            *common_checks.setup_warnings(record.session)]
 
 
 def correctness_check(record: SweepRecord) -> Check:

@@ -18,6 +18,7 @@ import time
 
 from ..records.storm import StormRankResult, StormSettings
 from .common import barrier, blocking_us, device_event_us, distribution, histogram, pipelined_us
+from .machines import storm_groups
 
 SUMMARY = "10,000 tiny all_reduces: mean latency, per-op distribution, CPU cost, device time"
 
@@ -73,4 +74,5 @@ def run(ctx) -> StormRankResult:
         ctx_switches=(after.ru_nvcsw - before.ru_nvcsw) + (after.ru_nivcsw - before.ru_nivcsw),
         storm_wall_s=wall_s,
         correct=correct,
+        machines=storm_groups(ctx, s),  # across machines: the storm again inside and between them
     )

@@ -19,6 +19,7 @@ from ..collectives.common import torch_dtype
 from ..records.sweep import CopyCeiling, Repetition, SweepRankResult, SweepRankRow, SweepSettings
 from .ceiling import copy_gbps
 from .common import barrier, time_mode
+from .machines import sweep_groups
 
 SUMMARY = "nccl-tests-style sweep of collectives over message sizes"
 CEILING_ITERS = 10
@@ -46,7 +47,8 @@ def run(ctx) -> SweepRankResult:
     ceiling = None
     if s.ceiling_bytes and ctx.rank == 0:
         ceiling = CopyCeiling(**copy_gbps(ctx.runtime, s.ceiling_bytes, iters=CEILING_ITERS))
-    return SweepRankResult(rows=rows, ceiling=ceiling)
+    # across machines: all_reduce again inside and between them
+    return SweepRankResult(rows=rows, ceiling=ceiling, machines=sweep_groups(ctx, s))
 
 
 def _one_row(ctx, spec, count, elem, dtype, in_place, s: SweepSettings) -> SweepRankRow:
