@@ -10,6 +10,12 @@ one after the other with the same settings, so their numbers compare with each o
 Every rank creates every group (torch.distributed.new_group is called by the whole job, in the same
 order); only the members measure. Each group is destroyed after its batch: a pairwise test of many
 machines would otherwise keep a communicator per pair.
+
+The ranks that wait for a batch meet at a barrier of a group of their own whose timeout is long
+(``MEETING_TIMEOUT_S``): a batch may take longer than the process-group timeout (an all_reduce sweep
+over a slow network), and the waiting ranks must not give up before the members are done. The members'
+own collectives keep the process-group timeout, and a group stops at its first error (a broken link
+would otherwise cost one timeout per size); a rank that fails ends the job through elastic.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from datetime import timedelta
 from typing import Any, Callable, Mapping
 
 from .. import timed_windows
@@ -29,6 +36,7 @@ from ..records.sweep import Repetition, SweepRankRow, SweepSettings
 from .common import pipelined_us, time_mode
 
 Measure = Callable[[Any, Group], Any]  # (process group handle, group) -> what this member measured
+MEETING_TIMEOUT_S = 24 * 3600.0
 
 
 def several_launchers(world_size: int, environ: Mapping[str, str] = os.environ) -> bool:
@@ -100,6 +108,7 @@ def run_in_groups(ctx, places: list[RankPlace], batches: list[list[Group]], meas
     mine: list[GroupResult] = []
     rounds: list[list[int]] = []
     index = 0
+    meeting = dist.new_group(list(range(ctx.world_size)), timeout=timedelta(seconds=MEETING_TIMEOUT_S))
     for batch in batches:
         handles = [None if g.scope == WHOLE_JOB else dist.new_group(g.ranks) for g in batch]
         rounds.append(list(range(index, index + len(batch))))
@@ -107,10 +116,11 @@ def run_in_groups(ctx, places: list[RankPlace], batches: list[list[Group]], meas
             if ctx.rank in group.ranks:
                 mine.append(GroupResult(index, ctx.rank, measure(handle, group)))
             index += 1
-        dist.barrier()
+        dist.barrier(group=meeting)
         for group, handle in zip(batch, handles):
             if handle is not None and ctx.rank in group.ranks:
                 dist.destroy_process_group(handle)
+    dist.destroy_process_group(meeting)
     gathered = [r for results in _all_gather(mine, ctx.device) for r in results]
     return GatheredJob(places, [g for batch in batches for g in batch], gathered, rounds)
 
@@ -122,7 +132,13 @@ def all_reduce_rows(ctx, handle, group: Group, s: SweepSettings) -> list[SweepRa
 
     dtype = torch_dtype(s.dtype)
     elem = torch.tensor([], dtype=dtype).element_size()
-    return [_row(ctx, handle, group, size // elem, elem, dtype, s) for size in s.sizes if size // elem]
+    rows = []
+    for size in s.sizes:
+        if size // elem:
+            rows.append(_row(ctx, handle, group, size // elem, elem, dtype, s))
+            if rows[-1].error:
+                break  # the group is broken: one error says so, the next sizes would each wait a timeout
+    return rows
 
 
 def _row(ctx, handle, group: Group, count: int, elem: int, dtype, s: SweepSettings) -> SweepRankRow:
