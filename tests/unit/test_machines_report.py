@@ -245,13 +245,17 @@ def test_one_pair_has_nothing_to_compare_with_and_one_machine_has_no_pair():
 def test_the_terminal_shows_every_rank_the_groups_and_the_pairs():
     console = Console(record=True, width=200)
     m = aggregate.sweep_machines([ranks_gathered(sweep_job())], merge)
-    console.print(machines_view.ranks_table(m.job), machines_view.busbw_table(m))
+    console.print(*machines_view.sweep_tables(m))
     pairs = aggregate.pair_results(pairs_job({(B, C): 1000.0, (A, C): 1000.0, (A, B): 100.0}), merge)[1]
     console.print(machines_view.pairs_table(pairs, aggregate.judge_pairs(pairs)))
     text = console.export_text()
     assert "Every rank of the job: 4 on 2 machine(s)" in text
     assert f"{INTRA} {A}" in text and "1048576" in text and f"{A} <-> {B}" in text
     assert text.count("slow") >= 2
+    # two launchers on one machine: every rank, and no groups to show
+    one_machine = GatheredJob([RankPlace(0, 0, A, "vm"), RankPlace(1, 0, A, "vm")])
+    tables = machines_view.sweep_tables(aggregate.sweep_machines([ranks_gathered(one_machine)], merge))
+    assert [t.title for t in tables] == ["Every rank of the job: 2 on 1 machine(s)"]
 
 
 def _report(command, config, record) -> Report:

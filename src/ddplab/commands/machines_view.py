@@ -21,6 +21,16 @@ def ranks_table(job: JobMachines) -> Table:
     return table
 
 
+def storm_tables(machines: StormMachines) -> list[Table]:
+    """Every rank, then the groups' latency (a job on one machine has no groups)."""
+    return [ranks_table(machines.job), *([latency_table(machines)] if machines.latency else [])]
+
+
+def sweep_tables(machines: SweepMachines) -> list[Table]:
+    """Every rank, then the groups' busbw (a job on one machine has no groups)."""
+    return [ranks_table(machines.job), *([busbw_table(machines)] if machines.rows else [])]
+
+
 def latency_table(machines: StormMachines) -> Table:
     table = Table(title="Latency inside and between machines (each group alone)", title_justify="left")
     for col in ("group", "ranks", "mean (us)", "slowest rank (us)"):

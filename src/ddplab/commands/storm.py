@@ -62,7 +62,7 @@ def render(report: Report, console) -> None:
     ]
     console.print(display.kv_table("Latency storm", rows))
     if r.machines is not None:  # a job across machines
-        console.print(machines_view.ranks_table(r.machines.job), machines_view.latency_table(r.machines))
+        console.print(*machines_view.storm_tables(r.machines))
     display.footer(console, session, report.verdict, storm.summary(r))
 
 

@@ -78,7 +78,7 @@ def render(report: Report, console) -> None:
         console.print(f"device copy ceiling {r.ceiling.gbps:.1f} GB/s at {r.ceiling.size_bytes} B "
                       f"({escape(r.ceiling.method)}); best busbw reached {100 * best:.1f}% of it")
     if r.machines is not None:  # a job across machines
-        console.print(machines_view.ranks_table(r.machines.job), machines_view.busbw_table(r.machines))
+        console.print(*machines_view.sweep_tables(r.machines))
     display.footer(console, r.session, report.verdict, sweep.summary(r))
 
 
