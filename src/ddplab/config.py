@@ -355,31 +355,77 @@ class SweepConfig:
             check_number(self.min_busbw, "--min-busbw", 0, SWEEP_MAX_BUSBW_GBPS, name="GB/s", low_open=True)
 
     def _check_sizes(self) -> None:
-        from .sizes import MAX_SIZE_BYTES, MAX_SIZES, range_args
-
-        _require(0 < len(self.sizes) <= MAX_SIZES, "invalid-sizes", f"{len(self.sizes)} sizes; valid: 1 to {MAX_SIZES}")
-        for size in self.sizes:
-            check_number(size, "size", 1, MAX_SIZE_BYTES, integer=True, unit=" bytes", reference="invalid-size")
-        _require(range_args(self.sizes, SWEEP_DEFAULT_FACTOR) is not None, "invalid-sizes",
-                 f"sizes {list(self.sizes)[:6]}{'...' if len(self.sizes) > 6 else ''} are not a range that "
-                 f"-b/-e/-f make (each size int(previous * factor), the same factor throughout)")
+        check_size_range(self.sizes)
 
     def to_argv(self) -> list[str]:
-        return argv_of(self) + self._size_argv()
+        return argv_of(self) + size_range_argv(self.sizes)
 
-    def _size_argv(self) -> list[str]:
-        """-b/-e/-f that give the same sizes back; each left out where it is the default."""
-        from .sizes import range_args
 
-        begin, end, factor = range_args(self.sizes, SWEEP_DEFAULT_FACTOR)
-        out = []
-        if self.sizes[0] != SWEEP_DEFAULT_SIZES[0]:
-            out += ["-b", begin]
-        if self.sizes[-1] != SWEEP_DEFAULT_SIZES[-1]:
-            out += ["-e", end]
-        if factor != SWEEP_DEFAULT_FACTOR:
-            out += ["-f", _argv_text(factor)]
-        return out
+def check_size_range(sizes: tuple[int, ...]) -> None:
+    """Sizes as nccl-tests' -b/-e/-f make them (the command line spells them back that way)."""
+    from .sizes import MAX_SIZE_BYTES, MAX_SIZES, range_args
+
+    _require(0 < len(sizes) <= MAX_SIZES, "invalid-sizes", f"{len(sizes)} sizes; valid: 1 to {MAX_SIZES}")
+    for size in sizes:
+        check_number(size, "size", 1, MAX_SIZE_BYTES, integer=True, unit=" bytes", reference="invalid-size")
+    _require(range_args(sizes, SWEEP_DEFAULT_FACTOR) is not None, "invalid-sizes",
+             f"sizes {list(sizes)[:6]}{'...' if len(sizes) > 6 else ''} are not a range that "
+             f"-b/-e/-f make (each size int(previous * factor), the same factor throughout)")
+
+
+def size_range_argv(sizes: tuple[int, ...]) -> list[str]:
+    """-b/-e/-f that give the same sizes back; each left out where it is the default."""
+    from .sizes import range_args
+
+    begin, end, factor = range_args(sizes, SWEEP_DEFAULT_FACTOR)
+    out = []
+    if sizes[0] != SWEEP_DEFAULT_SIZES[0]:
+        out += ["-b", begin]
+    if sizes[-1] != SWEEP_DEFAULT_SIZES[-1]:
+        out += ["-e", end]
+    if factor != SWEEP_DEFAULT_FACTOR:
+        out += ["-f", _argv_text(factor)]
+    return out
+
+
+PAIRWISE_DEFAULT_REPEAT = 3  # pairs are compared with each other: the median of three, as on an accelerator
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairwiseConfig:
+    """Every pair of machines, one rank on each: all_reduce at each size, the slowest pair flagged.
+
+    Runs on every machine of the job, as the other commands do across machines (--nnodes, --rdzv-endpoint);
+    one rank per machine is enough (the default), more ranks wait while their machine's lowest one tests.
+    """
+
+    launch: LaunchOptions = field(default_factory=lambda: LaunchOptions(nproc=1), metadata={"flatten": True})
+    sizes: tuple[int, ...] = SWEEP_DEFAULT_SIZES
+    """The all_reduce sizes in bytes, as -b/-e/-f make them (the sweep's): the smallest gives each pair's
+    latency, the largest its busbw."""
+    iters: int = field(default=20, metadata={"flag": "-n"})
+    """Timed iterations per size."""
+    warmup: int = field(default=5, metadata={"flag": "-w"})
+    """Untimed iterations per size."""
+    repeat: int = field(default=PAIRWISE_DEFAULT_REPEAT, metadata={"flag": "-R"})
+    """Times each size is measured; the median is kept."""
+
+    def __post_init__(self):
+        _require(self.launch.nnodes >= 2, "pairwise-needs-machines",
+                 f"--nnodes {self.launch.nnodes}: pairwise tests pairs of machines; run it on every machine with "
+                 f"--nnodes N (2 or more) and the same --rdzv-endpoint HOST:PORT")
+        check_size_range(self.sizes)
+        check_number(self.iters, "-n", 1, SWEEP_MAX_ITERS, integer=True, reference="invalid-iters")
+        check_number(self.warmup, "-w", 0, SWEEP_MAX_ITERS, integer=True, reference="invalid-warmup")
+        check_number(self.repeat, "-R", 1, SWEEP_MAX_REPEAT, integer=True, reference="invalid-repeat")
+
+    def to_argv(self) -> list[str]:
+        argv = argv_of(self)
+        if "--nproc" not in argv:  # left out as LaunchOptions' default (2), which is not this command's (1)
+            argv = ["--nproc", str(self.launch.nproc), *argv]
+        return argv + size_range_argv(self.sizes)
+
+
 DRILL_LAUNCHERS = ("ddplab", "torchrun")
 DRILL_TIMEOUT_S = 10.0
 

@@ -64,6 +64,9 @@ def test_two_machines_form_one_job_and_the_store_listens_on_the_endpoint_address
         assert pins == {"GLOO_SOCKET_IFNAME": ("eth0", "ddplab")}, name  # the veth, not loopback
     assert sorted(x["rank"] for x in docs["a"]["results"]["ranks"]) == [0, 1]
     assert sorted(x["rank"] for x in docs["b"]["results"]["ranks"]) == [2, 3]
+    for doc in docs.values():  # and every rank of the job with its machine, in both reports (gathered by the ranks)
+        assert [(x["rank"], x["machine"]) for x in doc["results"]["machines"]["ranks"]] == [
+            (0, a.address), (1, a.address), (2, b.address), (3, b.address)]
     across = {name: doc["results"]["listen"]["across_machines"] for name, doc in docs.items()}
     assert (across["a"]["hosts_store"], across["b"]["hosts_store"]) == (True, False)
     assert (across["a"]["node_address"], across["b"]["node_address"]) == (a.address, b.address)

@@ -9,6 +9,9 @@ with no known machine makes its pairs ``UNKNOWN``, never a guess.
 ``pairwise_plan`` orders the machine-pair tests that find a slow or broken machine: every pair
 once, in rounds of disjoint pairs (a round-robin tournament), so the pairs of one round can run
 at the same time without sharing a machine.
+
+``comparison_groups`` and ``pair_groups`` are the groups of ranks a measurement is repeated on to
+tell the machines' insides from the network between them (workloads/machines.py runs them).
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Iterable, Mapping
 
-INTRA = "intra-machine"
-INTER = "inter-machine"
+from ..records.machines import INTER, INTRA, PAIR, WHOLE_JOB, Group
+
 UNKNOWN = "unknown"
 
 
@@ -103,3 +106,27 @@ def pairwise_plan(hosts: Mapping[int, str | None]) -> list[list[MachinePair]]:
                        (sorted(p, key=lambda m: by_machine[m][0]) for p in pairs if None not in p)])
         names = [names[0], names[-1], *names[1:-1]]  # keep the first, rotate the rest
     return rounds
+
+
+def comparison_groups(hosts: Mapping[int, str | None]) -> list[Group]:
+    """The whole job, each machine with two ranks or more, and one rank per machine (each machine's
+    lowest), in that order; nothing when the job is on one machine (there is nothing to tell apart).
+
+    The one-rank-per-machine group is left out where it is the whole job (one rank per machine).
+    """
+    by_machine = machines(hosts)
+    if len(by_machine) < 2:
+        return []
+    every = sorted(r for ranks in by_machine.values() for r in ranks)
+    groups = [Group(WHOLE_JOB, list(by_machine), every)]
+    groups += [Group(INTRA, [m], ranks) for m, ranks in by_machine.items() if len(ranks) >= 2]
+    lowest = [ranks[0] for ranks in by_machine.values()]
+    if len(lowest) < len(every):
+        groups.append(Group(INTER, list(by_machine), lowest))
+    return groups
+
+
+def pair_groups(hosts: Mapping[int, str | None]) -> list[list[Group]]:
+    """``pairwise_plan`` as groups of two ranks, round by round."""
+    return [[Group(PAIR, [p.machine_a, p.machine_b], [p.rank_a, p.rank_b]) for p in round_]
+            for round_ in pairwise_plan(hosts)]

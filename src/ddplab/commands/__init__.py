@@ -15,6 +15,7 @@ COMMANDS: dict[str, str] = {
     "train": "ddplab.commands.train",
     "storm": "ddplab.commands.storm",
     "sweep": "ddplab.commands.sweep",
+    "pairwise": "ddplab.commands.pairwise",
     "ceiling": "ddplab.commands.ceiling",
     "contention": "ddplab.commands.contention",
     "compare": "ddplab.commands.compare",

@@ -9,7 +9,7 @@ from .. import display
 from ..config import StormConfig
 from ..measurements import storm
 from ..records import Report
-from . import options
+from . import machines_view, options
 
 SUMMARY = storm.SUMMARY
 
@@ -65,6 +65,8 @@ def render(report: Report, console) -> None:
     console.print(display.kv_table("Latency storm", rows))
     if r.added_cost:
         console.print(display.added_cost_table(r.added_cost))
+    if r.machines is not None:  # a job across machines
+        console.print(*machines_view.storm_tables(r.machines))
     display.footer(console, session, report.verdict, storm.summary(r))
 
 

@@ -19,7 +19,7 @@ from ..measurements import sweep
 from ..records import Report
 from ..records.sweep import Spike, SweepRecord, SweepRow
 from ..sizes import size_range
-from . import options
+from . import machines_view, options
 
 SUMMARY = sweep.SUMMARY
 
@@ -93,6 +93,8 @@ def render(report: Report, console) -> None:
         best = max((x.busbw_fraction_of_ceiling or 0) for x in r.rows) if r.rows else 0
         console.print(f"device copy ceiling {r.ceiling.gbps:.1f} GB/s at {r.ceiling.size_bytes} B "
                       f"({escape(r.ceiling.method)}); best busbw reached {100 * best:.1f}% of it")
+    if r.machines is not None:  # a job across machines
+        console.print(*machines_view.sweep_tables(r.machines))
     display.footer(console, r.session, report.verdict, sweep.summary(r))
 
 

@@ -8,7 +8,7 @@ from .. import display
 from ..config import MODELS, TrainConfig
 from ..measurements import train
 from ..records import Report
-from . import options
+from . import machines_view, options
 
 SUMMARY = train.SUMMARY
 
@@ -47,6 +47,8 @@ def render(report: Report, console) -> None:
                                   f"({r.step_time_method})"))
     rows.append(("run directory", session.run_dir))
     console.print(display.kv_table("DDP train", rows))
+    if r.machines is not None:  # a job across machines
+        console.print(machines_view.ranks_table(r.machines))
     display.footer(console, session, report.verdict, train.summary(r))
 
 

@@ -31,6 +31,7 @@ MEASUREMENTS: dict[str, str] = {
     "ceiling": "ddplab.measurements.ceiling",
     "contention": "ddplab.measurements.contention",
     "drill": "ddplab.measurements.drill",
+    "pairwise": "ddplab.measurements.pairwise",
 }
 _registered: dict[str, ModuleType] = {}
 

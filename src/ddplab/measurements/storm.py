@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .. import aggregate
 from .. import checks as common_checks
 from .. import engines
 from ..config import StormConfig
@@ -67,7 +68,8 @@ def summarise_storm(session, placement: Placement, results: list[StormRankResult
                            within_threshold=False, **ran)
     summary = summarise(results, session.timeseries)
     record = StormRecord(session=session, correct=all(r.correct for r in results), threshold_us=threshold,
-                         threshold_reason=why, within_threshold=summary.mean_us <= threshold, summary=summary, **ran)
+                         threshold_reason=why, within_threshold=summary.mean_us <= threshold, summary=summary,
+                         machines=aggregate.storm_machines(results, config.bytes), **ran)
     if config.engine != engines.BOTH:
         return record
     theirs = [r.library for r in results]
@@ -122,7 +124,9 @@ def checks(record: StormRecord) -> list[Check]:
         return incomplete
     s = record.summary
     ok = record.within_threshold
-    return [*_storm_checks(record, s, ok), *library_checks(record), *common_checks.setup_warnings(record.session)]
+    return [*_storm_checks(record, s, ok), *library_checks(record),
+            *aggregate.storm_checks(record.machines, record.session.host_only),
+            *common_checks.setup_warnings(record.session)]
 
 
 def _storm_checks(record: StormRecord, s: StormSummary, ok: bool) -> list[Check]:

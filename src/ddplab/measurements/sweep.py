@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .. import aggregate
 from .. import checks as common_checks
 from .. import collectives, engines, spikes, timed_windows
 from ..config import SweepConfig
@@ -95,6 +96,7 @@ def summarise(session: SessionRecord, results: list[SweepRankResult], settings: 
         sampler=sampler_record(session.timeseries, rows, device_queries),
         engine=settings.engine,
         library=library,
+        machines=aggregate.sweep_machines(results, lambda same, n: merge_row(same, n, settings.dtype)),
     )
     if settings.engine != engines.BOTH or not results:
         return record
@@ -203,7 +205,8 @@ def checks(record: SweepRecord) -> list[Check]:
     rows = [correctness_check(record), *peak_bandwidth_check(record), *floor_check(record)]
     if record.spikes is not None:  # reports written before spikes were looked for have no such row
         rows.append(spike_check(record))
-    return rows + library_checks(record) + common_checks.setup_warnings(record.session)
+    return [*rows, *library_checks(record), *aggregate.sweep_checks(record.machines, record.host_only),
+            *common_checks.setup_warnings(record.session)]
 
 
 def library_checks(record: SweepRecord) -> list[Check]:

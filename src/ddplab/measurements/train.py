@@ -9,6 +9,7 @@ synchronised from unsynchronised gradients. Step time p50/p99 over all ranks' st
 
 from __future__ import annotations
 
+from .. import aggregate
 from .. import checks as common_checks
 from ..config import TrainConfig
 from ..policy import require_fits
@@ -57,6 +58,7 @@ def record_of(session: SessionRecord, results: list[TrainRankResult]) -> TrainRe
                             if completed and session.world_size > 1 else None),
         step_time_us=Distribution.of([t for r in results for t in r.step_times_us]),
         step_time_method=TIMING_METHOD,
+        machines=aggregate.job_of(results),
     )
 
 

@@ -261,6 +261,11 @@ class SessionRecord:
     # The machine the run was on: written at the report's top level, not inside results.
     platform: Any = field(default=None, metadata={"skip": True}, compare=False)
 
+    @property
+    def host_only(self) -> bool:
+        """The ranks ran on the host CPU (from the placement the report carries)."""
+        return bool(isinstance(self.placement, dict) and self.placement.get("host_only"))
+
     def failure_reason(self) -> str:
         """One line on why a run did not complete: the predicted refusal, or the first rank's last words."""
         if self.expected_failure_observed:

@@ -8,6 +8,7 @@ from .codec import flatten
 from .compare import TimedRow
 from .engines import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import BarChart
+from .machines import GATHERED, GatheredJob, StormMachines
 from .session import Distribution, Histogram, SessionRecord
 
 OMIT = {"omit_none": True}
@@ -43,6 +44,8 @@ class StormRankResult:
     correct: bool  # a final all_reduce of known values summed right
     # --engine both: the same passes through the library engine, each right after torch's (this record is torch's)
     library: StormRankResult | None = field(default=None, metadata=OMIT)
+    # A job on several launchers: what every rank gathered (records/machines.py); never written per rank.
+    machines: GatheredJob | None = field(default=None, metadata=GATHERED, compare=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +75,7 @@ class StormRecord:
     threshold_us: float
     threshold_reason: str
     within_threshold: bool
+    machines: StormMachines | None = field(default=None, metadata={"omit_none": True})  # several launchers
     summary: StormSummary | None = field(default=None, metadata=flatten())
     # The library engine (issue 14): which engine the numbers above are (the library's when it ran alone), and,
     # with both, the library's own numbers beside torch's and what torch adds per call.
@@ -91,10 +95,12 @@ class StormRecord:
             rows.append(TimedRow(f"{LIBRARY_PREFIX}storm", config.bytes, True, self.library_summary.mean_us))
         return rows
 
-    def figures(self, stage: str) -> list[BarChart]:
-        """The per-op latency histogram (log bins), against the threshold."""
+    def figures(self, stage: str) -> list:
+        """The per-op latency histogram (log bins), against the threshold; across machines, the storm inside
+        and between them."""
+        across = self.machines.figures(stage) if self.machines else []
         if self.summary is None or self.summary.per_op_histogram is None:
-            return []
+            return across
         s = self.summary
         edges = s.per_op_histogram.edges_us
         labels = [f"<{edges[0]:g}"] + [f"{a:g}-{b:g}" for a, b in zip(edges, edges[1:])] + [f">{edges[-1]:g}"]
@@ -105,4 +111,4 @@ class StormRecord:
             caption += f"; engine {self.engine}"
         return [BarChart(f"storm-hist-{stage}", "Latency storm", caption, "latency per op (us)", "ops", labels,
                          [float(c) for c in s.per_op_histogram.counts]),
-                *added_cost_figures(stage, self.added_cost or [], "latency storm, one all_reduce size")]
+                *added_cost_figures(stage, self.added_cost or [], "latency storm, one all_reduce size"), *across]

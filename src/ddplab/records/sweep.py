@@ -9,6 +9,7 @@ from .codec import flatten
 from .compare import TimedRow
 from .engines import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import LineChart, Series
+from .machines import GATHERED, GatheredJob, Group, JobMachines
 from .session import SessionRecord
 
 OMIT = {"omit_none": True}
@@ -83,6 +84,8 @@ class SweepRankResult:
     ceiling: CopyCeiling | None  # rank 0 on a shared device, else None
     # --engine both: the library engine's row of each size, timed right after torch's (``rows`` are torch's)
     library_rows: list[SweepRankRow] | None = field(default=None, metadata=OMIT)
+    # A job on several launchers: what every rank gathered (records/machines.py); never written per rank.
+    machines: GatheredJob | None = field(default=None, metadata=GATHERED, compare=False)
 
 
 # ---------------------------------------------------------------------------------------------- the rows
@@ -157,6 +160,39 @@ class SamplerRecord:
     method: str
 
 
+# ---------------------------------------------------------------------------------------------- across machines
+
+@dataclass(frozen=True)
+class GroupSweepRow:
+    """One size of all_reduce on one group of ranks, merged as the sweep's own rows are (busbw for the group's
+    size): the group's keys (scope, machines, ranks) beside the row's."""
+
+    group: Group = field(metadata=flatten())
+    row: SweepRow = field(metadata=flatten())
+
+
+@dataclass(frozen=True)
+class SweepMachines:
+    """The sweep across machines: where every rank ran, and all_reduce again inside and between machines."""
+
+    job: JobMachines = field(metadata=flatten())
+    rows: list[GroupSweepRow]
+    method: str
+
+    def figures(self, stage: str) -> list:
+        series: dict[str, list[tuple[float, float]]] = {}
+        for g in self.rows:
+            if g.row.busbw_gbps is not None and g.row.size_bytes:
+                series.setdefault(g.group.label, []).append((float(g.row.size_bytes), g.row.busbw_gbps))
+        out = self.job.figures(stage)
+        if series:
+            out.append(LineChart(f"busbw-machines-{stage}", "Bus bandwidth inside and between machines",
+                                 f"{stage}: all_reduce busbw on each group of ranks, one group at a time "
+                                 f"({self.method})", "message size (bytes, log)", "busbw (GB/s)",
+                                 [Series(label, points) for label, points in series.items()], log_x=True))
+        return out
+
+
 # ---------------------------------------------------------------------------------------------- the sweep
 
 @dataclass(frozen=True)
@@ -186,6 +222,7 @@ class SweepRecord:
     library: LibraryEngineRecord | None = field(default=None, metadata=OMIT)
     library_rows: list[SweepRow] | None = field(default=None, metadata=OMIT)
     added_cost: list[AddedCost] | None = field(default=None, metadata=OMIT)
+    machines: SweepMachines | None = field(default=None, metadata=OMIT)  # a job on several launchers
 
     @property
     def host_only(self) -> bool:
@@ -226,4 +263,5 @@ class SweepRecord:
                           f"{'busbw' if bus else 'algbw'} (GB/s)",
                           [Series(label, points) for label, points in sorted(series.items())], log_x=True,
                           reference_line=("copy ceiling", self.ceiling.gbps) if self.ceiling else None),
-                *added_cost_figures(stage, self.added_cost or [], f"every size, time {self.mode}")]
+                *added_cost_figures(stage, self.added_cost or [], f"every size, time {self.mode}"),
+                *(self.machines.figures(stage) if self.machines else [])]

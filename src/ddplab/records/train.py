@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from .codec import flatten
 from .compare import TimedRow
 from .figures import LineChart
+from .machines import GATHERED, GatheredJob, JobMachines
 from .session import Distribution, MemorySeries, SessionRecord
 
 
@@ -43,6 +44,8 @@ class TrainRankResult:
     peak_mem_method: str
     num_params: int
     float32_matmul_precision: str
+    # A job on several launchers: every rank and its machine (records/machines.py); never written per rank.
+    machines: GatheredJob | None = field(default=None, metadata=GATHERED, compare=False)
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class TrainRecord:
     local_grad_differs: bool | None
     step_time_us: Distribution
     step_time_method: str
+    machines: JobMachines | None = field(default=None, metadata={"omit_none": True})  # several launchers
 
     @property
     def proven(self) -> bool:
@@ -78,4 +82,5 @@ class TrainRecord:
 
     def figures(self, stage: str) -> list[LineChart]:
         """Each rank's memory over the run, as the 0.5 s sampler saw it."""
-        return self.session.timeseries.memory_chart(stage)
+        across = self.machines.figures(stage) if self.machines else []
+        return [*self.session.timeseries.memory_chart(stage), *across]

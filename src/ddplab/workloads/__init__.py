@@ -16,6 +16,7 @@ WORKLOADS: dict[str, str] = {
     "ceiling": "ddplab.workloads.ceiling",
     "contention": "ddplab.workloads.contention",
     "drill": "ddplab.workloads.drill",
+    "pairwise": "ddplab.workloads.pairwise",
 }
 
 

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 
 from ..records.train import TrainRankResult, TrainSettings
+from .machines import job_places
 
 SUMMARY = "DDP training with gradient-synchronisation proof"
 TIMING_METHOD = ("blocking: zero_grad+forward+backward(all_reduce)+step, host perf_counter, "
@@ -130,6 +131,7 @@ def run(ctx) -> TrainRankResult:
         peak_mem_method=peak_method,
         num_params=sum(p.numel() for p in model.parameters()),
         float32_matmul_precision=torch.get_float32_matmul_precision(),
+        machines=job_places(ctx),  # across machines: every rank and its machine, for every machine's report
     )
 
 

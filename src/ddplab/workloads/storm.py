@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from ..records.storm import StormRankResult, StormSettings
 from .common import barrier, blocking_us, device_event_us, distribution, histogram, pipelined_us
+from .machines import storm_groups
 
 SUMMARY = "10,000 tiny all_reduces: mean latency, per-op distribution, CPU cost, device time"
 
@@ -50,7 +51,8 @@ def run(ctx) -> StormRankResult:
         p.check(ctx, buf)
     close_all(engines)
     first, *others = [p.result() for p in passes]
-    return replace(first, library=others[0]) if others else first
+    # across machines: the storm again inside and between them (the torch engine's)
+    return replace(first, library=others[0] if others else None, machines=storm_groups(ctx, s))
 
 
 def _torch_all_reduce(buf):

@@ -22,6 +22,7 @@ from ..collectives.common import torch_dtype
 from ..records.sweep import CopyCeiling, Repetition, SweepRankResult, SweepRankRow, SweepSettings
 from .ceiling import copy_gbps
 from .common import barrier
+from .machines import sweep_groups
 
 SUMMARY = "nccl-tests-style sweep of collectives over message sizes"
 CEILING_ITERS = 10
@@ -56,7 +57,9 @@ def run(ctx) -> SweepRankResult:
     if s.ceiling_bytes and ctx.rank == 0:
         ceiling = CopyCeiling(**copy_gbps(ctx.runtime, s.ceiling_bytes, iters=CEILING_ITERS))
     first, *others = rows
-    return SweepRankResult(rows=first, ceiling=ceiling, library_rows=others[0] if others else None)
+    # across machines: all_reduce again inside and between them
+    return SweepRankResult(rows=first, ceiling=ceiling, library_rows=others[0] if others else None,
+                           machines=sweep_groups(ctx, s))
 
 
 def _one_size(ctx, engines, spec, count, elem, dtype, in_place, s: SweepSettings) -> list[SweepRankRow]:

@@ -1,0 +1,214 @@
+"""Rank side of a job across machines: the ranks tell each other where they run, repeat a measurement on
+groups of ranks (the whole job, each machine, one rank per machine, machine pairs) and gather everything,
+so that every launcher gets the whole job back, not only its own ranks (records/machines.py says why).
+
+Groups run in batches: the groups of one batch share no rank and run at the same time (the pairs of one
+pairwise round); every rank of the job meets at a barrier after each batch, so no batch disturbs another.
+A comparison group is a batch of its own: the whole job, then each machine, then one rank per machine,
+one after the other with the same settings, so their numbers compare with each other.
+
+Every rank creates every group (torch.distributed.new_group is called by the whole job, in the same
+order); only the members measure. Each group is destroyed after its batch: a pairwise test of many
+machines would otherwise keep a communicator per pair.
+
+The ranks that wait for a batch meet at a barrier of a group of their own whose timeout is long
+(``MEETING_TIMEOUT_S``): a batch may take longer than the process-group timeout (an all_reduce sweep
+over a slow network), and the waiting ranks must not give up before the members are done. The members'
+own collectives keep the process-group timeout, and a group stops at its first error (a broken link
+would otherwise cost one timeout per size); a rank that fails ends the job through elastic.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from datetime import timedelta
+from typing import Any, Callable, Mapping
+
+from .. import timed_windows
+from ..cluster.topology import comparison_groups, pair_groups
+from ..collectives.common import count_wrong, reduce_values, torch_dtype
+from ..exposure import NODE_ADDRESS_ENV
+from ..records.machines import WHOLE_JOB, GatheredJob, Group, GroupResult, RankPlace
+from ..records.storm import StormSettings
+from ..records.sweep import Repetition, SweepRankRow, SweepSettings
+from .common import pipelined_us, time_mode
+
+Measure = Callable[[Any, Group], Any]  # (process group handle, group) -> what this member measured
+MEETING_TIMEOUT_S = 24 * 3600.0
+
+
+def several_launchers(world_size: int, environ: Mapping[str, str] = os.environ) -> bool:
+    """The job spans more than this launcher's ranks (elastic's LOCAL_WORLD_SIZE, as torchrun sets it too)."""
+    local = environ.get("LOCAL_WORLD_SIZE", "")
+    return local.isdigit() and int(local) < world_size
+
+
+def this_machine(environ: Mapping[str, str] = os.environ) -> str:
+    """This rank's machine: the address its launcher uses toward the endpoint, else the hostname."""
+    return environ.get(NODE_ADDRESS_ENV) or socket.gethostname()
+
+
+def gather_places(ctx) -> list[RankPlace]:
+    mine = RankPlace(ctx.rank, ctx.local_rank, this_machine(), socket.gethostname())
+    return sorted(_all_gather(mine, ctx.device), key=lambda p: p.rank)
+
+
+def job_places(ctx) -> GatheredJob | None:
+    """Every rank and its machine, when the job spans several launchers (else None: nothing to gather)."""
+    if not several_launchers(ctx.world_size):
+        return None
+    return GatheredJob(gather_places(ctx))
+
+
+def storm_groups(ctx, settings: StormSettings) -> GatheredJob | None:
+    """The storm's pipelined mean again on each comparison group (None on one launcher)."""
+    if not several_launchers(ctx.world_size):
+        return None
+    import torch
+    import torch.distributed as dist
+
+    places = gather_places(ctx)
+    buf = torch.zeros(max(1, settings.bytes // 4), dtype=torch.float32, device=ctx.device)
+
+    def measure(handle, group: Group) -> float:
+        def op():
+            dist.all_reduce(buf, group=handle)
+
+        for _ in range(settings.warmup):
+            op()
+        ctx.runtime.synchronize()
+        dist.barrier(group=handle)
+        return pipelined_us(op, ctx.runtime, settings.iters)
+
+    return run_in_groups(ctx, places, [[g] for g in comparison_groups(_hosts(places))], measure)
+
+
+def sweep_groups(ctx, settings: SweepSettings) -> GatheredJob | None:
+    """all_reduce at the sweep's sizes again on each comparison group (None on one launcher)."""
+    if not several_launchers(ctx.world_size):
+        return None
+    places = gather_places(ctx)
+    return run_in_groups(ctx, places, [[g] for g in comparison_groups(_hosts(places))],
+                         lambda handle, group: all_reduce_rows(ctx, handle, group, settings))
+
+
+def pair_rounds(ctx, settings: SweepSettings) -> GatheredJob:
+    """all_reduce at the given sizes between every pair of machines, the pairs of a round at once."""
+    places = gather_places(ctx)
+    return run_in_groups(ctx, places, pair_groups(_hosts(places)),
+                         lambda handle, group: all_reduce_rows(ctx, handle, group, settings))
+
+
+def run_in_groups(ctx, places: list[RankPlace], batches: list[list[Group]], measure: Measure) -> GatheredJob:
+    """Run ``measure`` on every group's members, batch after batch; gather every rank's results."""
+    import torch.distributed as dist
+
+    mine: list[GroupResult] = []
+    rounds: list[list[int]] = []
+    index = 0
+    meeting = dist.new_group(list(range(ctx.world_size)), timeout=timedelta(seconds=MEETING_TIMEOUT_S))
+    for batch in batches:
+        handles = [None if g.scope == WHOLE_JOB else dist.new_group(g.ranks) for g in batch]
+        rounds.append(list(range(index, index + len(batch))))
+        for group, handle in zip(batch, handles):
+            if ctx.rank in group.ranks:
+                mine.append(GroupResult(index, ctx.rank, measure(handle, group)))
+            index += 1
+        dist.barrier(group=meeting)
+        for group, handle in zip(batch, handles):
+            if handle is not None and ctx.rank in group.ranks:
+                dist.destroy_process_group(handle)
+    dist.destroy_process_group(meeting)
+    gathered = [r for results in _all_gather(mine, ctx.device) for r in results]
+    return GatheredJob(places, [g for batch in batches for g in batch], gathered, rounds)
+
+
+def all_reduce_rows(ctx, handle, group: Group, s: SweepSettings) -> list[SweepRankRow]:
+    """One all_reduce row per size on ``group``, timed and checked as the sweep's own rows are
+    (workloads/sweep.py): warmup, ``repeat`` timed repetitions, then exact data checked."""
+    import torch
+
+    dtype = torch_dtype(s.dtype)
+    elem = torch.tensor([], dtype=dtype).element_size()
+    rows = []
+    for size in s.sizes:
+        if size // elem:
+            rows.append(_row(ctx, handle, group, size // elem, elem, dtype, s))
+            if rows[-1].error:
+                break  # the group is broken: one error says so, the next sizes would each wait a timeout
+    return rows
+
+
+def _row(ctx, handle, group: Group, count: int, elem: int, dtype, s: SweepSettings) -> SweepRankRow:
+    import torch.distributed as dist
+
+    row = dict(op="all_reduce", size_bytes=count * elem, count=count, in_place=True)
+    buf = reduce_values(ctx.rank, 0, count, dtype, ctx.device)
+
+    def run(async_op=False):
+        return dist.all_reduce(buf, group=handle, async_op=async_op)
+
+    repeats = None
+    try:
+        for _ in range(s.warmup):
+            run()
+        ctx.runtime.synchronize()
+        repeats = [_repetition(ctx, run, handle, s) for _ in range(s.repeat)]
+        num_wrong = None
+        if s.check:
+            buf.copy_(reduce_values(ctx.rank, 0, count, dtype, ctx.device))
+            dist.barrier(group=handle)
+            run()
+            ctx.runtime.synchronize()
+            num_wrong = count_wrong(buf, sum(reduce_values(r, 0, count, dtype, ctx.device) for r in group.ranks))
+    except Exception as exc:  # a broken pair is a finding, not the end of the test (every member fails alike)
+        return SweepRankRow(**row, repeats=repeats, error=f"{type(exc).__name__}: {str(exc).strip()[:300]}")
+    return SweepRankRow(**row, repeats=repeats, num_wrong=num_wrong)
+
+
+def _repetition(ctx, run, handle, s: SweepSettings) -> Repetition:
+    """One timed repetition inside a window the launcher's sampler keeps out of (timed_windows.py)."""
+    import torch.distributed as dist
+
+    with timed_windows.timing(ctx.status) as waited_s:
+        ctx.runtime.synchronize()
+        dist.barrier(group=handle)
+        start = time.time()
+        time_us = time_mode(run, ctx.runtime, s.iters, s.mode)
+        end = time.time()
+    return Repetition(time_us=time_us, window=(start, end), sampler_wait_s=round(waited_s, 6))
+
+
+def _hosts(places: list[RankPlace]) -> dict[int, str]:
+    return {p.rank: p.machine for p in places}
+
+
+def _all_gather(obj, device) -> list:
+    """Every rank's ``obj``, on every rank: its pickle, padded to the longest, through two all_gathers.
+
+    Not all_gather_object: that needs numpy, which torch does not install (as ddp_train.py's digests).
+    The ranks are this job's own, the same peers elastic already exchanges pickles with.
+    """
+    import ctypes
+    import pickle
+
+    import torch
+    import torch.distributed as dist
+
+    if dist.get_backend() == "gloo":
+        device = "cpu"  # gloo takes host tensors
+    data = pickle.dumps(obj)
+    sizes = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(dist.get_world_size())]
+    dist.all_gather(sizes, torch.tensor([len(data)], dtype=torch.int64, device=device))
+    longest = max(int(s.item()) for s in sizes)
+    mine = torch.zeros(longest, dtype=torch.uint8, device=device)
+    mine[:len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(device)
+    everyone = [torch.empty_like(mine) for _ in sizes]
+    dist.all_gather(everyone, mine)
+    out = []
+    for size, tensor in zip(sizes, everyone):
+        host = tensor.cpu().contiguous()
+        out.append(pickle.loads(ctypes.string_at(host.data_ptr(), int(size.item()))))
+    return out
