@@ -38,6 +38,9 @@ from .rundir import RUN_ID_ENV, RunDir
 # Elastic keeps these; SIGINT/SIGTERM are ddplab's (see the module docstring).
 ELASTIC_SIGNALS = "SIGHUP,SIGQUIT"
 ELASTIC_SIGNALS_ENV = "TORCHELASTIC_SIGNALS_TO_HANDLE"  # launch_agent sets it for the process: restored after
+# A job across machines that failed: how long the other machines may still report their ranks' end
+# through the job's store (their ranks fail within moments of a peer's failure).
+LAST_WORDS_S = 2.0
 
 
 @dataclass
@@ -129,11 +132,23 @@ def _launch_across_machines(entrypoint, job, nproc: int, run: RunDir, rdzv: Rend
             exposure = exposure.meeting_through(meeting.store)
             result = _launch(entrypoint, job, nproc, run, rdzv, rendezvous.register_across_machines(),
                              meeting.rdzv_configs, exposure, local_addr=meeting.store.node_address)
+            if not result.ok:
+                _wait_for_last_words()
     except StoreWaitStopped as exc:  # nothing started: a report that says so
         result = LaunchResult(run.run_id, str(run.path), False, 0.0, launcher_error=f"interrupted: {exc}",
                               interrupted=True)
     result.listen = exposure.to_dict()
     return result
+
+
+def _wait_for_last_words(wait_s: float = LAST_WORDS_S) -> None:
+    """A job across machines failed here: give the other machines' ranks a moment to report how they ended
+    through the job's store (kept serving meanwhile where this machine hosts it), so that every machine's
+    supervisor tells a machine that failed from one that vanished (status.silent_machines). A stop request
+    cuts it short."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and not interrupts.requested():
+        time.sleep(0.1)
 
 
 def _launch(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous, rdzv_backend: str,

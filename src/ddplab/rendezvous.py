@@ -47,6 +47,10 @@ _DEFAULT_TIMEOUT_S = 600.0
 _STORE_READ_TIMEOUT_S = 60  # torch's c10d rendezvous default for store operations
 # torch's dynamic rendezvous opt-out of the second store (documented in its dynamic_rendezvous.py).
 _NO_SHARED_STORE_ENV = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
+# Stores this machine hosts for a job across machines, by the launcher's listening socket: kept until the
+# launcher leaves the meeting, so that the other machines' ranks and supervisors can still read and write
+# the job's last words after elastic let go of its handler (launch.py waits for them when a job fails).
+_HOSTED: dict[int, TCPStore] = {}
 
 
 def bind_loopback(port: int = 0) -> socket.socket:
@@ -194,6 +198,7 @@ def across_machines_handler(params: RendezvousParameters) -> AcrossMachinesRende
     if listen_fd is not None:
         own_fd = os.dup(int(listen_fd))  # the store closes what it is given; the launcher closes the original
         store = TCPStore(store_host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=own_fd)
+        _HOSTED[int(listen_fd)] = store  # served until meet() ends, not only while elastic holds the handler
     else:
         store = TCPStore(store_host, port, None, False, timeout)
     inner = dynamic_handler(store, C10dRendezvousBackend(store, params.run_id), params)
@@ -242,6 +247,7 @@ def meet(store: "StorePlan", wait_s: float) -> Iterator[Meeting]:
             yield Meeting(store, {STORE_HOST_KEY: answered.address})
     finally:
         if listener is not None:
+            _HOSTED.pop(listener.fileno(), None)  # the store stops serving once nothing else holds it
             listener.close()
 
 

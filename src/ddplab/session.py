@@ -45,6 +45,9 @@ class Session:
     # Wall-clock (start, end) of each device query the sampler made: a benchmark checks its timed windows
     # against them (timed_windows.overlaps).
     device_queries: list[tuple[float, float]] = field(default_factory=list)
+    # A job across machines: every rank's last status as the job's store said (global rank -> RankState,
+    # heartbeats on this machine's clock); {} on one machine.
+    job_states: dict[int, Any] = field(default_factory=dict)
 
     @property
     def returns(self) -> list[RankReturn]:
@@ -134,13 +137,13 @@ def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: 
         job = RankJob(workload=workload.name, settings=workload.settings, placement=placement,
                       timeout_s=opts.timeout_s, platform_backend=platform.backend)
         monitor = open_monitor(platform.spec)
+        rdzv = Rendezvous.from_options(opts)
         with display.live_ranks(console if observer.live else None) as update, \
                 RankSampler(run, monitor, on_sample=update, enabled=sample,
                             query_device_while_timing=sample_device_while_timing) as sampler, \
-                Supervisor(run, placement.nproc, opts.hang_timeout_s) as supervisor:
+                Supervisor(run, placement.nproc, opts.hang_timeout_s, job=rdzv.run_id or "") as supervisor:
             if controller is not None:
                 threading.Thread(target=controller, args=(run,), name="ddplab-controller", daemon=True).start()
-            rdzv = Rendezvous.from_options(opts)
             outcome = launch(rank_main, job, placement.nproc, run, rdzv)
             ended_at = time.time()
     finally:
@@ -149,8 +152,10 @@ def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: 
         if daemon is not None:
             daemon.stop()  # never leave a daemon behind, least of all one a crashed rank may have poisoned
     record = replace(_record(placement, run, outcome, sampler, daemon.record() if daemon else None,
-                             supervisor.hang, opts.nnodes), platform=platform)
-    return Session(platform, placement, run, outcome, record, ended_at, list(sampler.device_queries))
+                             supervisor.hang, opts.nnodes), platform=platform,
+                     machines_lost=None if outcome.ok else supervisor.machines_lost())
+    return Session(platform, placement, run, outcome, record, ended_at, list(sampler.device_queries),
+                   dict(supervisor.job_states))
 
 
 def _record(placement: Placement, run: RunDir, outcome: LaunchResult, sampler: RankSampler, daemon: dict | None,
@@ -211,14 +216,18 @@ def _node_base(placement: Placement, run: RunDir, outcome: LaunchResult) -> int:
 def _rank_outcomes(placement: Placement, run: RunDir, outcome: LaunchResult,
                    sampler: RankSampler) -> list[RankOutcome]:
     """One entry per rank this launcher started, finished or not: identity, status, sampler peaks, result."""
+    from . import status
+
     peaks = sampler.peaks()
     pids = run.rank_pids()
+    states = status.read_all(run)  # where each rank ran, for the ranks that did not return
     base = _node_base(placement, run, outcome)
     entries = []
     for local in range(placement.nproc):
         rank = placement.global_rank(local, base)
         value = outcome.return_values.get(rank)
         failure = outcome.failures.get(rank)
+        state = states.get(rank)
         pid = value.pid if value else (failure.pid if failure else pids.get(rank))
         entries.append(RankOutcome(
             rank=rank, local_rank=local, pid=pid, device=placement.device_label(local),
@@ -226,7 +235,8 @@ def _rank_outcomes(placement: Placement, run: RunDir, outcome: LaunchResult,
             status="finished" if value else ("failed" if failure else "stopped by launcher"),
             peaks=peaks.get(rank),
             world_size=value.world_size if value else None,
-            hostname=value.hostname if value else None,
+            hostname=value.hostname if value else (state.host if state else None),
+            address=state.address if state else None,
             backend=value.backend if value else None,
             memory_cap_applied=value.memory_cap_applied if value else None,
             failure=FailureRecord(failure.exitcode, failure.signal, failure.message[-1500:], failure.log_tail)

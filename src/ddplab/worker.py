@@ -16,13 +16,13 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Mapping
 
 from .files import write_text_atomic
 from .policy import Placement
 from .records.codec import to_json
 from .records.session import RankReturn
-from .rundir import LAUNCHER_PID_ENV, RunDir
+from .rundir import LAUNCHER_PID_ENV, STATUS_STORE_ENV, RunDir
 from .status import RankStatus
 
 _PR_SET_PDEATHSIG = 1
@@ -115,17 +115,50 @@ def rank_main(job: RankJob) -> RankReturn:
     local_rank = int(os.environ["LOCAL_RANK"])
     world_size = int(os.environ["WORLD_SIZE"])
     write_text_atomic(run.pid_file(rank), f"{os.getpid()}\n")
-    status = RankStatus(run, rank, local_rank)
+    status = rank_status(run, rank, local_rank, world_size)
     _stacks_on_sigusr1(run, rank)
     try:
         result, runtime, capped = _run(job, rank, local_rank, world_size, status)
     except BaseException as exc:
         status.phase("failed", error=f"{type(exc).__name__}: {exc}"[-2000:], failed_at=time.time())
+        status.close()
         raise
     status.phase("finished")
+    status.close()
     return RankReturn(rank=rank, local_rank=local_rank, world_size=world_size, pid=os.getpid(),
                       hostname=socket.gethostname(), device=runtime.device_label(), backend=job.placement.backend,
                       memory_cap_applied=capped, result=result)
+
+
+def rank_status(run: RunDir, rank: int, local_rank: int, world_size: int,
+                environ: Mapping[str, str] = os.environ) -> RankStatus:
+    """This rank's status writer: its file, and the job's store when the launcher names one (a job across
+    machines), with where the rank runs (elastic's node rank, the machine's address toward the endpoint)."""
+    from .exposure import NODE_ADDRESS_ENV
+
+    group_rank = environ.get("GROUP_RANK", "")
+    return RankStatus(run, rank, local_rank, world_size=world_size,
+                      node_rank=int(group_rank) if group_rank.isdigit() else None,
+                      address=environ.get(NODE_ADDRESS_ENV), publisher=_status_publisher(rank, environ))
+
+
+def _status_publisher(rank: int, environ: Mapping[str, str]):
+    """A publisher to the job's store (its own client connection), or None: one machine, or a store this
+    rank cannot reach (said on stderr; the rank's work does not depend on it)."""
+    address = environ.get(STATUS_STORE_ENV)
+    if not address:
+        return None
+    from .cluster.status_store import StatusPublisher, open_store, parse_address
+
+    restart = environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    try:
+        store = open_store(*parse_address(address))
+    except Exception as exc:  # noqa: BLE001 - any failure to connect leaves the files as the only status
+        print(f"ddplab: rank {rank} cannot publish its status to the job's store at {address}: {exc}",
+              file=sys.stderr)
+        return None
+    return StatusPublisher(store, rank, job=environ.get("TORCHELASTIC_RUN_ID", ""),
+                           restart_count=int(restart) if restart.isdigit() else 0)
 
 
 def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: RankStatus):
