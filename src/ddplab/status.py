@@ -143,10 +143,19 @@ def name_culprits(states: dict[int, RankState], local_count: int, now: float,
 def name_culprits_after_exit(states: dict[int, RankState], local_count: int,
                              expected: list[int] | None = None) -> tuple[list[int], str]:
     """The same judgement from the last status each rank wrote, once the ranks are gone (a drill reads them
-    after its run). Heartbeats say nothing then, since every rank stopped beating; and a rank that failed was
-    inside the collective that raised: "failed" stands where its status said "in-collective"."""
+    after its run). Heartbeats say nothing then, since every rank stopped beating. A rank that failed is
+    judged in the phase it failed in where its status says (a rank torn down while it slept before init is
+    still the one that never reached it); otherwise it was inside the collective that raised: "failed"
+    stands where its status said "in-collective"."""
+    states = {r: _before_failing(s) for r, s in states.items()}
     return (_not_started(states, local_count, expected)
             or _holding_up(states, waiting_phases=("in-collective", "failed")))
+
+
+def _before_failing(state: RankState) -> RankState:
+    if state.phase == "failed" and state.failed_in not in (None, "in-collective"):
+        return replace(state, phase=state.failed_in)
+    return state
 
 
 def _not_started(states: dict[int, RankState], local_count: int,

@@ -134,11 +134,13 @@ class StatusReader:
         return views
 
     def judging_records(self, views: Mapping[int, RankView], wall_now: float | None = None) -> dict[int, RankState]:
-        """Records for status.name_culprits: heartbeat on this machine's wall clock (when the beat was
-        last heard), so a machine whose clock runs ahead or behind is not taken for a frozen one."""
+        """Records for status.name_culprits on this machine's wall clock: the heartbeat is when the beat was
+        last heard here, so a machine whose clock runs ahead or behind is not taken for a frozen one; the
+        rank's other times (since, failed_at, injected_at) move by the same amount (the clocks' difference,
+        within a heartbeat and a poll)."""
         wall_now = time.time() if wall_now is None else wall_now
         mono_now = self._clock()
-        return {rank: replace(view.status, heartbeat=wall_now - (mono_now - view.heard_at))
+        return {rank: _on_this_clock(view.status, wall_now - (mono_now - view.heard_at))
                 for rank, view in views.items() if view.status is not None and view.heard_at is not None}
 
     def _known_world_size(self, records: Mapping[int, RankState]) -> int:
@@ -171,6 +173,16 @@ class StatusReader:
         except ValueError:
             return {}
         return self._fetch()
+
+
+def _on_this_clock(state: RankState, heard: float) -> RankState:
+    shift = heard - state.heartbeat
+
+    def moved(t: float | None) -> float | None:
+        return None if t is None else t + shift
+
+    return replace(state, heartbeat=heard, since=state.since + shift, failed_at=moved(state.failed_at),
+                   injected_at=moved(state.injected_at))
 
 
 def _decoded(raw: Mapping[int, bytes]) -> dict[int, RankState]:

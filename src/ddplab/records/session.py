@@ -164,6 +164,7 @@ class RankState:
     heartbeat: float = 0.0
     error: str | None = None
     failed_at: float | None = None
+    failed_in: str | None = field(default=None, metadata=OMIT)  # the phase it failed in (absent before issue 13)
     injected: str | None = None
     injected_at: float | None = None
     # Where the rank runs, for a supervisor on another machine (absent in reports before issue 13).
@@ -257,6 +258,11 @@ class SessionRecord:
             return f"failed as expected: {self.expected_failure}"
         if self.launcher_error:
             return self.launcher_error
+        if self.hang:
+            return f"hang: {self.hang.culprits_in_words()}: {self.hang.reason}"
+        if self.machines_lost:
+            return f"machine lost: {', '.join(self.machines_lost.machines)} (ranks {self.machines_lost.ranks}): " \
+                   f"{self.machines_lost.reason}"
         for rank in self.ranks:
             text = (rank.failure.message if rank.failure else "").strip()
             if text:
