@@ -14,6 +14,7 @@ says how it is spelt on the command line in its metadata: ``flag`` (an option wi
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -109,6 +110,9 @@ class LaunchOptions:
     """Machines in the job; each runs ddplab with the same --rdzv-endpoint (torch's c10d rendezvous)."""
     rdzv_endpoint: str | None = field(default=None, metadata={"flag": "--rdzv-endpoint"})
     """host:port of the c10d rendezvous store; default 127.0.0.1 with a free port (one machine)."""
+    rdzv_id: str | None = field(default=None, metadata={"flag": "--rdzv-id", "omit_none": True})
+    """Several machines: the job's name, the same on every machine, new for every launch on one endpoint
+    (torchrun's --rdzv-id); None: derived from the endpoint. Drills derive one per session from it."""
     rdzv_host: str = field(default="auto", metadata={"flag": "--rdzv-host"})
     """Several machines: does this one host the store? auto = when the endpoint is one of its interface
     addresses; yes / no decide (torch's is_host rendezvous setting)."""
@@ -136,6 +140,8 @@ class LaunchOptions:
                  f"--nnodes {self.nnodes} needs --rdzv-endpoint HOST:PORT, the same on every machine")
         _require(self.rdzv_endpoint is None or _is_endpoint(self.rdzv_endpoint), "invalid-rdzv-endpoint",
                  f'--rdzv-endpoint "{self.rdzv_endpoint}" is not HOST:PORT (port 1-65535), e.g. node0:29400')
+        _require(self.rdzv_id is None or bool(re.fullmatch(r"[A-Za-z0-9_.:-]{1,128}", self.rdzv_id)),
+                 "invalid-rdzv-id", f'--rdzv-id "{self.rdzv_id}": 1 to 128 letters, digits, "_", ".", ":", "-"')
         if self.rdzv_host not in RDZV_HOST_CHOICES:
             raise invalid_choice("rdzv_host", self.rdzv_host, RDZV_HOST_CHOICES)
         if self.started_by is not None and self.started_by not in STARTED_BY:

@@ -79,16 +79,18 @@ class Rendezvous:
     join_timeout_s: float = 120.0
     host: str = "auto"  # several machines: host the store here? auto (the endpoint is one of our addresses), yes, no
     store_wait_s: float | None = None  # several machines: how long to wait for the store to answer; None: join timeout
+    job_id: str | None = None  # several machines: the job's name (--rdzv-id); None: the endpoint's
 
     @classmethod
     def from_options(cls, opts) -> "Rendezvous":
-        """The rendezvous a command's LaunchOptions ask for (--nnodes, --rdzv-endpoint, --rdzv-host)."""
-        return cls(nnodes=opts.nnodes, endpoint=opts.rdzv_endpoint or cls.endpoint, host=opts.rdzv_host)
+        """The rendezvous a command's LaunchOptions ask for (--nnodes, --rdzv-endpoint, --rdzv-host, --rdzv-id)."""
+        return cls(nnodes=opts.nnodes, endpoint=opts.rdzv_endpoint or cls.endpoint, host=opts.rdzv_host,
+                   job_id=opts.rdzv_id)
 
     @property
     def run_id(self) -> str | None:
         """Every machine of a job must name the same rendezvous; one machine uses its own run id."""
-        return f"ddplab-{self.endpoint}" if self.nnodes > 1 else None
+        return f"ddplab-{self.job_id or self.endpoint}" if self.nnodes > 1 else None
 
 
 def launch(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous = Rendezvous()) -> LaunchResult:
@@ -128,7 +130,7 @@ def _launch_across_machines(entrypoint, job, nproc: int, run: RunDir, rdzv: Rend
     from .cluster.endpoint import StoreWaitStopped
 
     try:
-        with rendezvous.meet(exposure.across, rdzv.store_wait_s or rdzv.join_timeout_s) as meeting:
+        with rendezvous.meet(exposure.across, rdzv.store_wait_s or rdzv.join_timeout_s, session=rdzv.run_id) as meeting:
             exposure = exposure.meeting_through(meeting.store)
             result = _launch(entrypoint, job, nproc, run, rdzv, rendezvous.register_across_machines(),
                              meeting.rdzv_configs, exposure, local_addr=meeting.store.node_address)

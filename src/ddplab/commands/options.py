@@ -45,6 +45,9 @@ def add_launch_arguments(parser: argparse.ArgumentParser, nproc_default: int = 2
     parser.add_argument("--rdzv-endpoint", default=None,
                         help="HOST:PORT of the c10d rendezvous, the same on every machine (default: local; under "
                              f"srun: the first node, port {launchers.DEFAULT_PORT})")
+    parser.add_argument("--rdzv-id", default=None,
+                        help="several machines: the job's name, the same on every machine (default: from the "
+                             "endpoint); a new one for every job on the same endpoint")
     parser.add_argument("--rdzv-host", default=None, metavar="|".join(RDZV_HOST_CHOICES),
                         help="several machines: host the rendezvous store on this one? auto: when the endpoint is "
                              "one of its interface addresses (default: auto; under srun: yes on node 0)")
@@ -69,7 +72,8 @@ def launch_options(args, environ: Mapping[str, str] = os.environ) -> LaunchOptio
                          backend=args.backend, device=args.device, memory_fraction=args.memory_fraction,
                          reserve=args.reserve, timeout_s=args.timeout_s, run_dir=args.run_dir,
                          sharing_daemon=args.sharing_daemon, hang_timeout_s=args.hang_timeout_s, nnodes=where.nnodes,
-                         rdzv_endpoint=where.rdzv_endpoint, rdzv_host=where.rdzv_host, started_by=where.started_by)
+                         rdzv_endpoint=where.rdzv_endpoint, rdzv_id=args.rdzv_id, rdzv_host=where.rdzv_host,
+                         started_by=where.started_by)
 
 
 def writes_the_report(config, environ: Mapping[str, str] = os.environ) -> bool:

@@ -62,6 +62,15 @@ class DrillContext:
         """Ranks this machine's launcher starts."""
         return self.placement.nproc
 
+    def session_id(self, label: str) -> str | None:
+        """A job across machines: the rendezvous id of one launch of this drill (the same on every machine,
+        which runs the same drills in the same order), so that each launch meets its own, never a previous
+        launch's closing store on the same endpoint (rendezvous.meet). None on one machine."""
+        launch = self.config.launch
+        if launch.nnodes < 2:
+            return launch.rdzv_id
+        return f"{launch.rdzv_id or 'drill'}-{self.name}-{label}"
+
     def run_dir(self, label: str) -> Path | None:
         """A directory of its own for each launch of this drill (stall and straggler launch twice), because
         one directory holds one run (rundir.py); None: the launcher's default place."""
@@ -108,7 +117,8 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
     from ..policy import plan
     from ..session import run_workload
 
-    launch = replace(ctx.config.launch, run_dir=_text(ctx.run_dir(label)), **launch_overrides)
+    launch = replace(ctx.config.launch, run_dir=_text(ctx.run_dir(label)), rdzv_id=ctx.session_id(label),
+                     **launch_overrides)
     placement = plan(launch, ctx.platform)
     workload = Workload("drill", _settings(ctx, fault, settings or {}))
     injections = Injections()

@@ -56,7 +56,8 @@ def run(ctx: engine.DrillContext, fault: NodeFault) -> DrillOutcome:
                                            "machine with --nnodes 2 or more and the same --rdzv-endpoint")
     run_dir = RunDir.create(ctx.run_dir(ctx.name), f"drill-{ctx.name}").path
     child_dir, report = run_dir / "launcher", run_dir / "launcher-report.json"
-    train = TrainConfig(launch=replace(ctx.config.launch, run_dir=str(child_dir)), steps=CHILD_STEPS)
+    train = TrainConfig(launch=replace(ctx.config.launch, run_dir=str(child_dir), rdzv_id=ctx.session_id(ctx.name)),
+                        steps=CHILD_STEPS)
     pids: dict[int, int] = {}
     run_id = injected_at = what = gone_at = child_exit = None
     with engine.DeviceMemory(ctx.platform) as memory:
