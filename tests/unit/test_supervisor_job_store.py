@@ -93,3 +93,22 @@ def test_a_machine_that_went_silent_while_the_others_failed_is_named():
     assert status.silent_machines(quiet) == {}
     assert status.silent_machines(quiet, store_machine="10.9.0.2") == {"10.9.0.2": [2, 3]}
     assert status.silent_machines(quiet, store_machine="10.9.0.1") == {"10.9.0.1": [0, 1]}
+
+
+def test_a_machine_that_vanished_is_named_by_the_survivors_supervisor_with_its_ranks(tmp_path):
+    store = HashStore()
+    pids = {r: 100 + r for r in MACHINES}
+    run = _machine(tmp_path, "a", [0, 1], pids)
+    for rank in (0, 1):  # this machine's ranks lost their peers and failed, and said so in their files
+        run.status_file(rank).write_text(json.dumps(to_json(_state(rank, pids[rank], 2, phase="failed"))))
+    for rank in MACHINES:  # what the store last heard: b's ranks mid-collective, never an end
+        StatusPublisher(store, rank, job=JOB).publish(_state(rank, pids[rank], 1))
+    with Supervisor(run, local_count=2, hang_timeout_s=None, job=JOB,
+                    open_reader=lambda address, port, job: StatusReader(store, job=job)) as supervisor:
+        deadline = time.monotonic() + 10
+        while len(supervisor.job_states) < 4 and time.monotonic() < deadline:  # watching only, never judging
+            time.sleep(0.05)
+    lost = supervisor.machines_lost()
+    assert lost is not None and lost.machines == {"10.9.0.2": [2, 3]} and lost.ranks == [2, 3]
+    assert "no rank there reported an end" in lost.reason and set(lost.last_heard) == {"10.9.0.2"}
+    assert supervisor.hang is None
