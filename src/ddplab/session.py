@@ -10,6 +10,7 @@ objects (the drills read the run directory and the failures).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -166,8 +167,6 @@ def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
     (worker.rank_of_torchrun). torchrun launched, rendezvoused and watches the ranks; there is no sampler,
     supervisor or sharing daemon of ddplab's. Every rank gets every rank's return, so the session is the
     whole job's wherever it is built; global rank 0 writes the report (commands/options.py)."""
-    import os
-
     from .platform import open_monitor
     from .worker import RankJob, rank_of_torchrun
 
@@ -197,7 +196,6 @@ def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
 
 
 def _failed_here(run: RunDir, rank: int, exc: BaseException) -> LaunchResult:
-    import os
     import traceback
 
     from .launch import RankFailure
@@ -210,8 +208,6 @@ def _failed_here(run: RunDir, rank: int, exc: BaseException) -> LaunchResult:
 
 def _torchruns_store(nnodes: int) -> dict:
     """Where this job listened: torchrun's rendezvous and store, not ddplab's (nothing of it was decided here)."""
-    import os
-
     from .exposure import Exposure
 
     address, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT", "0")

@@ -35,6 +35,7 @@ from .rundir import RunDir
 POLL_S = 0.25
 STACK_WAIT_S = 1.0
 START_GRACE_S = 120.0  # for ranks that never write a status at all: far above torch's import time
+STORE_TIMEOUT_S = 3.0  # one read of the job's store: a store cut off must not hold the watch up for long
 FILES = "this machine's status files"
 JOB_STORE = "the job's store"
 
@@ -108,36 +109,28 @@ class Supervisor:
         source = self._job_source
         if source is None or not self.job_states:
             return None
-        job = {**self.job_states, **status.read_all(self.run)}  # this machine's last words are in its files
-        mine = {s.machine for s in status.read_all(self.run).values()}
-        lost = {m: ranks for m, ranks in status.silent_machines(job, source.address if source.lost else None).items()
-                if m not in mine}
+        local = status.read_all(self.run)
+        job = {**self.job_states, **local}  # this machine's last words are in its files
+        store_lost = source.address if source.lost else None
+        mine = {s.machine for s in local.values()}
+        lost = {m: ranks for m, ranks in status.silent_machines(job, store_lost).items() if m not in mine}
         if not lost:
             return None
-        reason = ("the job's store stopped answering and its machine's ranks said nothing more" if source.lost
-                  and not any(s.phase == "failed" for s in job.values()) else
-                  "no rank there reported an end while the job's ranks elsewhere failed")
+        failures = any(s.phase == "failed" for s in job.values())
+        reason = ("no rank there reported an end while the job's ranks elsewhere failed" if failures else
+                  "the job's store stopped answering and its machine's ranks said nothing more")
         heard = {m: max(job[r].heartbeat for r in ranks) for m, ranks in lost.items()}
         return MachineLoss(lost, reason, heard)
 
     def _loop(self) -> None:
-        source = None
-        started = None
-        last_key, last_change = None, None
+        source = self._wait_for_source()
+        if source is None or (not self.hang_timeout_s and self._job_source is None):
+            return  # stopped before any rank started, or one machine without a hang timeout: nothing to watch
+        started, last_key, last_change = time.time(), None, None
         while not self._stop.wait(POLL_S):
-            if source is None:
-                source = self._source()
-                if source is None:
-                    continue  # the launcher has not started ranks yet (it may be waiting for the store)
-                started = time.time()
-                self._job_source = source if source.judged_from == JOB_STORE else None
-                if not self.hang_timeout_s and self._job_source is None:
-                    return  # one machine, no hang timeout: nothing to watch
-            states = source.read()
-            if source.judged_from == JOB_STORE:
-                self.job_states = {**self.job_states, **states}
+            states = self._read(source)
             if not self.hang_timeout_s:
-                continue
+                continue  # a job across machines without a hang timeout: watched for machines_lost only
             now = time.time()
             if any(s.phase in ("finished", "failed") for s in states.values()):
                 last_key, last_change = None, None  # the run is ending: elastic handles it
@@ -155,6 +148,21 @@ class Supervisor:
             if now - last_change >= self.hang_timeout_s:
                 self._declare(source, states, expected, now, now - last_change)
                 return
+
+    def _wait_for_source(self):
+        """The status to watch, once the launcher is about to start ranks; None if stopped before."""
+        while not self._stop.wait(POLL_S):
+            source = self._source()
+            if source is not None:
+                self._job_source = source if source.judged_from == JOB_STORE else None
+                return source
+        return None
+
+    def _read(self, source) -> dict[int, RankState]:
+        states = source.read()
+        if source.judged_from == JOB_STORE:
+            self.job_states = {**self.job_states, **states}
+        return states
 
     def _source(self):
         """Where the job's status is: the store named in listen.json (several machines), this machine's files
@@ -207,6 +215,6 @@ def _open_reader(address: str, port: int, job: str):
     from .cluster.status_store import StatusReader, open_store
 
     try:
-        return StatusReader(open_store(address, port, timeout_s=10.0), job=job)
+        return StatusReader(open_store(address, port, timeout_s=STORE_TIMEOUT_S), job=job)
     except Exception:  # noqa: BLE001 - any connection failure: the files still say something
         return None

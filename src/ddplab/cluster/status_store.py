@@ -34,7 +34,9 @@ from ..records.codec import RecordError, from_json, to_json
 from ..records.session import RankState
 
 KEY_ROOT = "ddplab/status"
-CONNECT_TIMEOUT_S = 30.0
+# A rank's connection (and each publish) to the job's store: bounded, so that a rank cut off from the store
+# (a partition) is not held up long by its heartbeat, and still ends at its own timeout.
+CONNECT_TIMEOUT_S = 10.0
 
 
 def status_prefix(job: str = "", restart_count: int = 0) -> str:
