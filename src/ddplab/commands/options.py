@@ -68,7 +68,8 @@ def launch_options(args, environ: Mapping[str, str] = os.environ) -> LaunchOptio
         nproc=args.nproc, nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint, rdzv_host=args.rdzv_host))
     if where.taken or where.notes:
         print("ddplab: " + "; ".join((*where.taken, *where.notes)), file=sys.stderr)
-    return LaunchOptions(nproc=where.nproc or getattr(args, "nproc_default", 2), placement=args.placement,
+    nproc = where.nproc if where.nproc is not None else args.nproc_default
+    return LaunchOptions(nproc=nproc, placement=args.placement,
                          backend=args.backend, device=args.device, memory_fraction=args.memory_fraction,
                          reserve=args.reserve, timeout_s=args.timeout_s, run_dir=args.run_dir,
                          sharing_daemon=args.sharing_daemon, hang_timeout_s=args.hang_timeout_s, nnodes=where.nnodes,
