@@ -1,19 +1,23 @@
 """Rank stand-ins for the status-store tests, and the store they publish to.
 
-    python -m tests.status_ranks PORT RANK WORLD_SIZE COLLECTIVES ADDRESS
+    python -m tests.status_ranks PORT RANK WORLD_SIZE COLLECTIVES ADDRESS RUN_DIR
 
-Each goes through the phases a rank does, completes COLLECTIVES all_reduces, then enters one more
-and stays inside it (a rank stuck in a collective) until killed; prints "stuck" once published there.
+Each writes its status as a rank does (status.RankStatus: a file in a directory of its own, and the
+store), goes through a rank's phases, completes COLLECTIVES all_reduces, then enters one more and stays
+inside it (a rank stuck in a collective) until killed; prints "stuck" once published there.
 """
 
 import os
 import sys
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from ddplab.cluster.status_store import StatusPublisher, open_store
+from ddplab.rundir import RunDir
+from ddplab.status import RankStatus
 
 
 @pytest.fixture
@@ -34,20 +38,21 @@ def loopback_store():
         listener.close()
 
 
-def main(port: int, rank: int, world_size: int, collectives: int, address: str) -> None:
-    publisher = StatusPublisher(open_store("127.0.0.1", port), rank, world_size, local_rank=rank % 2,
-                                node_rank=rank // 2, address=address, interval_s=0.1)
-    publisher.phase("in-init")
-    publisher.phase("running")
+def main(port: int, rank: int, world_size: int, collectives: int, address: str, run_dir: str) -> None:
+    run = RunDir(Path(run_dir), "status-ranks")
+    status = RankStatus(run, rank, rank % 2, world_size=world_size, node_rank=rank // 2, address=address,
+                        publisher=StatusPublisher(open_store("127.0.0.1", port), rank))
+    status.phase("in-init")
+    status.phase("running")
     for _ in range(collectives):
-        publisher.enter_collective("all_reduce", 1)
-        publisher.leave_collective()
-    publisher.enter_collective("all_reduce", 1024)
-    publisher.publish()
+        status.enter_collective("all_reduce", 1)
+        status.leave_collective()
+    status.enter_collective("all_reduce", 1024)
+    status.phase("in-collective")  # published at once, rather than at the next heartbeat
     print("stuck", flush=True)
     time.sleep(600)
 
 
 if __name__ == "__main__":
     port, rank, world_size, collectives = map(int, sys.argv[1:5])
-    main(port, rank, world_size, collectives, sys.argv[5])
+    main(port, rank, world_size, collectives, sys.argv[5], sys.argv[6])

@@ -2,6 +2,8 @@
 
     python3 scripts/device/netns_two_machines.py OUT_DIR COMMAND [ARGS...]
     e.g. python3 scripts/device/netns_two_machines.py /tmp/r train --per-device --nproc 1 --steps 50
+    DDPLAB_AS_SRUN=1 python3 scripts/device/netns_two_machines.py ...: no --nnodes/--rdzv-endpoint; each
+    machine gets the SLURM_* variables srun sets for one task per node instead (issue 13)
 
 Machine i sees GPU i only (CUDA_VISIBLE_DEVICES) and has address 10.9.0.(i+1); both run
 `ddplab COMMAND ARGS --nnodes 2 --rdzv-endpoint 10.9.0.1:29400` with NCCL_DEBUG=INFO, so the
@@ -35,8 +37,11 @@ def main(out: Path, args: list[str]) -> int:
         for i, machine in enumerate(machines):
             env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(i), NCCL_DEBUG="INFO", PYTHONUNBUFFERED="1")
             log = open(out / f"machine{i}.log", "w")
-            argv = [sys.executable, "-m", "ddplab", *args, "--nnodes", "2", "--rdzv-endpoint",
-                    f"{machines[0].address}:{PORT}", "--run-dir", str(out / f"run{i}"),
+            meet = ["--nnodes", "2", "--rdzv-endpoint", f"{machines[0].address}:{PORT}"]
+            if os.environ.get("DDPLAB_AS_SRUN"):
+                env.update(_srun_variables(i, machines))
+                meet = []
+            argv = [sys.executable, "-m", "ddplab", *args, *meet, "--run-dir", str(out / f"run{i}"),
                     "--json", str(out / f"machine{i}.json")]
             launchers.append(machine.popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT))
         codes = [p.wait(timeout=900) for p in launchers]
@@ -51,6 +56,15 @@ def main(out: Path, args: list[str]) -> int:
         print("\n".join(f"  {line}" for line in nccl[:8]))
     print(f"left running in the namespaces: {left}")
     return 0 if codes == [0, 0] else 1
+
+
+def _srun_variables(node: int, machines) -> dict[str, str]:
+    """What srun sets for one task per node on a 2-node step (the nodes named by their addresses)."""
+    nodes = ",".join(m.address for m in machines)
+    return {"SLURM_JOB_ID": "4242", "SLURM_STEP_ID": "0", "SLURM_NNODES": "2", "SLURM_STEP_NUM_NODES": "2",
+            "SLURM_NTASKS": "2", "SLURM_STEP_NUM_TASKS": "2", "SLURM_TASKS_PER_NODE": "1(x2)",
+            "SLURM_STEP_NODELIST": nodes, "SLURM_JOB_NODELIST": nodes, "SLURM_NODEID": str(node),
+            "SLURM_PROCID": str(node), "SLURM_LOCALID": "0"}
 
 
 if __name__ == "__main__":

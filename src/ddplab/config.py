@@ -14,6 +14,7 @@ says how it is spelt on the command line in its metadata: ``flag`` (an option wi
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -31,6 +32,7 @@ MAX_TIMEOUT_S = 86_400.0
 MAX_BATCH_SIZE = 1 << 20
 MAX_SEED = 2**32 - 1  # the batch generator's seed is seed * 1_000_003 + ..., which must stay below 2**64
 PLACEMENTS = ("auto", "shared", "per-device", "spread")
+STARTED_BY = ("torchrun",)  # who starts the ranks when not ddplab's own launcher (LaunchOptions.started_by)
 SHARING_DAEMON_MODES = ("auto", "on", "off")
 MODELS = ("linear", "mlp")
 DEFAULT_RESERVE = 0.10  # device memory left for contexts and communicator buffers
@@ -118,9 +120,16 @@ class LaunchOptions:
     """Machines in the job; each runs ddplab with the same --rdzv-endpoint (torch's c10d rendezvous)."""
     rdzv_endpoint: str | None = field(default=None, metadata={"flag": "--rdzv-endpoint"})
     """host:port of the c10d rendezvous store; default 127.0.0.1 with a free port (one machine)."""
-    rdzv_host: str = "auto"
+    rdzv_id: str | None = field(default=None, metadata={"flag": "--rdzv-id", "omit_none": True})
+    """Several machines: the job's name, the same on every machine, new for every launch on one endpoint
+    (torchrun's --rdzv-id); None: derived from the endpoint. Drills derive one per session from it."""
+    rdzv_host: str = field(default="auto", metadata={"flag": "--rdzv-host"})
     """Several machines: does this one host the store? auto = when the endpoint is one of its interface
     addresses; yes / no decide (torch's is_host rendezvous setting)."""
+    started_by: str | None = field(default=None, metadata={"omit_none": True})
+    """Who starts the ranks: None, ddplab's own launcher (through elastic); "torchrun": ddplab was started as
+    each of torchrun's workers, and this process is one rank (commands/options.py reads it from the
+    environment). Absent from the JSON config unless torchrun."""
 
     def __post_init__(self):
         check_number(self.nproc, "--nproc", 1, MAX_NPROC, integer=True, unit=" ranks per node")
@@ -137,12 +146,22 @@ class LaunchOptions:
         check_number(self.reserve, "--reserve", 0, 1, name="reserve", high_open=True)
         check_number(self.timeout_s, "--timeout", 0, MAX_TIMEOUT_S, name="seconds", low_open=True)
         check_number(self.nnodes, "--nnodes", 1, MAX_NODES, integer=True)
-        _require(self.nnodes == 1 or bool(self.rdzv_endpoint), "rdzv-endpoint-required",
+        _require(self.nnodes == 1 or bool(self.rdzv_endpoint) or self.started_by is not None, "rdzv-endpoint-required",
                  f"--nnodes {self.nnodes} needs --rdzv-endpoint HOST:PORT, the same on every machine")
         _require(self.rdzv_endpoint is None or _is_endpoint(self.rdzv_endpoint), "invalid-rdzv-endpoint",
                  f'--rdzv-endpoint "{self.rdzv_endpoint}" is not HOST:PORT (port 1-65535), e.g. node0:29400')
+        _require(self.rdzv_id is None or bool(re.fullmatch(r"[A-Za-z0-9_.:-]{1,128}", self.rdzv_id)),
+                 "invalid-rdzv-id", f'--rdzv-id "{self.rdzv_id}": 1 to 128 letters, digits, "_", ".", ":", "-"')
         if self.rdzv_host not in RDZV_HOST_CHOICES:
             raise invalid_choice("rdzv_host", self.rdzv_host, RDZV_HOST_CHOICES)
+        if self.started_by is not None and self.started_by not in STARTED_BY:
+            raise invalid_choice("started_by", self.started_by, STARTED_BY)
+        if self.started_by == "torchrun":  # this process is one rank: nothing of ddplab's launcher is here
+            _require(self.hang_timeout_s is None, "not-under-torchrun",
+                     "--hang-timeout: ddplab's supervisor lives in its own launcher, and torchrun is the launcher here")
+            _require(self.sharing_daemon != "on", "not-under-torchrun",
+                     "--mps: the sharing daemon is started by ddplab's launcher, and torchrun is the launcher here")
+            object.__setattr__(self, "sharing_daemon", "off")  # auto: none can be started by one rank for all
         if self.hang_timeout_s is not None:
             check_number(self.hang_timeout_s, "--hang-timeout", 0, MAX_TIMEOUT_S, name="seconds", low_open=True)
 
@@ -455,6 +474,9 @@ class DrillConfig:
         launch = self.launch
         world = launch.nproc * launch.nnodes
         job = f"--nproc {launch.nproc}" + (f" x --nnodes {launch.nnodes}" if launch.nnodes > 1 else "")
+        _require(launch.started_by is None, "not-under-torchrun",
+                 "a drill starts and kills launchers of its own: run `ddplab drill` once per machine, not as "
+                 "torchrun's workers")
         _require(world >= 2, "drill-needs-ranks", f"{job}: a drill needs at least 2 ranks")
         victim = world - 1 if self.victim is None else self.victim
         _require(isinstance(victim, int) and not isinstance(victim, bool) and 0 <= victim < world, "invalid-victim",

@@ -65,6 +65,13 @@ def failures(session, console) -> None:
                           f"{escape(f.message.strip()[-600:])}")
     if session.launcher_error:
         console.print(f"[red]launcher error:[/] {escape(session.launcher_error)}")
+    if session.hang:
+        console.print(f"[red]hang[/] (no progress for {session.hang.no_progress_s} s): "
+                      f"{escape(session.hang.culprits_in_words())}: {escape(session.hang.reason)}")
+    if session.machines_lost:
+        lost = session.machines_lost
+        console.print("[red]machine lost:[/] " + escape("; ".join(f"{m} (ranks {r})" for m, r in lost.machines.items())
+                                                        + f": {lost.reason}"))
     if session.torchrun_root_cause_rank is not None:
         console.print(f"torchrun would name rank {session.torchrun_root_cause_rank} as root cause (first to fail)")
 

@@ -61,9 +61,13 @@ class Exposure:
 
     def environment(self) -> dict[str, str]:
         """What the launcher sets for its ranks; values the user set are left alone."""
+        from .rundir import STATUS_STORE_ENV
+
         env = {p.variable: p.value for p in self.sockets if p.set_by == "ddplab"}
-        if self.across is not None and self.across.node_address:
-            env[NODE_ADDRESS_ENV] = self.across.node_address
+        if self.across is not None:
+            env[STATUS_STORE_ENV] = self.across.store_address  # every machine's supervisor reads the job there
+            if self.across.node_address:
+                env[NODE_ADDRESS_ENV] = self.across.node_address
         return env
 
     def listening_at(self, port: int) -> Exposure:

@@ -38,6 +38,9 @@ from .rundir import RUN_ID_ENV, RunDir
 # Elastic keeps these; SIGINT/SIGTERM are ddplab's (see the module docstring).
 ELASTIC_SIGNALS = "SIGHUP,SIGQUIT"
 ELASTIC_SIGNALS_ENV = "TORCHELASTIC_SIGNALS_TO_HANDLE"  # launch_agent sets it for the process: restored after
+# A job across machines that failed: how long the other machines may still report their ranks' end
+# through the job's store (their ranks fail within moments of a peer's failure).
+LAST_WORDS_S = 2.0
 
 
 @dataclass
@@ -76,16 +79,18 @@ class Rendezvous:
     join_timeout_s: float = 120.0
     host: str = "auto"  # several machines: host the store here? auto (the endpoint is one of our addresses), yes, no
     store_wait_s: float | None = None  # several machines: how long to wait for the store to answer; None: join timeout
+    job_id: str | None = None  # several machines: the job's name (--rdzv-id); None: the endpoint's
 
     @classmethod
     def from_options(cls, opts) -> "Rendezvous":
-        """The rendezvous a command's LaunchOptions ask for (--nnodes, --rdzv-endpoint, --rdzv-host)."""
-        return cls(nnodes=opts.nnodes, endpoint=opts.rdzv_endpoint or cls.endpoint, host=opts.rdzv_host)
+        """The rendezvous a command's LaunchOptions ask for (--nnodes, --rdzv-endpoint, --rdzv-host, --rdzv-id)."""
+        return cls(nnodes=opts.nnodes, endpoint=opts.rdzv_endpoint or cls.endpoint, host=opts.rdzv_host,
+                   job_id=opts.rdzv_id)
 
     @property
     def run_id(self) -> str | None:
         """Every machine of a job must name the same rendezvous; one machine uses its own run id."""
-        return f"ddplab-{self.endpoint}" if self.nnodes > 1 else None
+        return f"ddplab-{self.job_id or self.endpoint}" if self.nnodes > 1 else None
 
 
 def launch(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous = Rendezvous()) -> LaunchResult:
@@ -125,15 +130,27 @@ def _launch_across_machines(entrypoint, job, nproc: int, run: RunDir, rdzv: Rend
     from .cluster.endpoint import StoreWaitStopped
 
     try:
-        with rendezvous.meet(exposure.across, rdzv.store_wait_s or rdzv.join_timeout_s) as meeting:
+        with rendezvous.meet(exposure.across, rdzv.store_wait_s or rdzv.join_timeout_s, session=rdzv.run_id) as meeting:
             exposure = exposure.meeting_through(meeting.store)
             result = _launch(entrypoint, job, nproc, run, rdzv, rendezvous.register_across_machines(),
                              meeting.rdzv_configs, exposure, local_addr=meeting.store.node_address)
+            if not result.ok:
+                _wait_for_last_words()
     except StoreWaitStopped as exc:  # nothing started: a report that says so
         result = LaunchResult(run.run_id, str(run.path), False, 0.0, launcher_error=f"interrupted: {exc}",
                               interrupted=True)
     result.listen = exposure.to_dict()
     return result
+
+
+def _wait_for_last_words(wait_s: float = LAST_WORDS_S) -> None:
+    """A job across machines failed here: give the other machines' ranks a moment to report how they ended
+    through the job's store (kept serving meanwhile where this machine hosts it), so that every machine's
+    supervisor tells a machine that failed from one that vanished (status.silent_machines). A stop request
+    cuts it short."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and not interrupts.requested():
+        time.sleep(0.1)
 
 
 def _launch(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous, rdzv_backend: str,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Iterator
@@ -47,6 +48,11 @@ _DEFAULT_TIMEOUT_S = 600.0
 _STORE_READ_TIMEOUT_S = 60  # torch's c10d rendezvous default for store operations
 # torch's dynamic rendezvous opt-out of the second store (documented in its dynamic_rendezvous.py).
 _NO_SHARED_STORE_ENV = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
+# Stores this machine hosts for a job across machines, by the launcher's listening socket: kept until the
+# launcher leaves the meeting, so that the other machines' ranks and supervisors can still read and write
+# the job's last words after elastic let go of its handler (launch.py waits for them when a job fails).
+_HOSTED: dict[int, TCPStore] = {}
+SESSION_KEY_ROOT = "ddplab/session"
 
 
 def bind_loopback(port: int = 0) -> socket.socket:
@@ -194,6 +200,8 @@ def across_machines_handler(params: RendezvousParameters) -> AcrossMachinesRende
     if listen_fd is not None:
         own_fd = os.dup(int(listen_fd))  # the store closes what it is given; the launcher closes the original
         store = TCPStore(store_host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=own_fd)
+        _HOSTED[int(listen_fd)] = store  # served until meet() ends, not only while elastic holds the handler
+        store.set(session_key(params.run_id), "open")  # the other machines wait for this launch's, not an earlier
     else:
         store = TCPStore(store_host, port, None, False, timeout)
     inner = dynamic_handler(store, C10dRendezvousBackend(store, params.run_id), params)
@@ -214,10 +222,19 @@ class Meeting:
     rdzv_configs: dict
 
 
+def session_key(session: str) -> str:
+    """The key the hosting launcher sets in its store as soon as it serves ``session`` (a rendezvous run id)."""
+    return f"{SESSION_KEY_ROOT}/{session}"
+
+
 @contextlib.contextmanager
-def meet(store: "StorePlan", wait_s: float) -> Iterator[Meeting]:
+def meet(store: "StorePlan", wait_s: float, session: str | None = None) -> Iterator[Meeting]:
     """Host the store (bind its socket) or wait, bounded, until it answers; exit 3 when it cannot,
     ``StoreWaitStopped`` when Ctrl+C or SIGTERM ends the wait.
+
+    ``session`` (the rendezvous run id, new for every launch): a machine that reaches the store also waits
+    until it serves that session. Several launches in a row on one endpoint (a drill's sessions) otherwise
+    meet the previous launch's store while its host is still closing it, and join a rendezvous that is over.
 
     With ``--rdzv-host auto`` a taken port on this machine's own address means another launcher
     here hosts it (several launchers on one machine): this one joins as a client. The bound
@@ -239,10 +256,43 @@ def meet(store: "StorePlan", wait_s: float) -> Iterator[Meeting]:
             yield Meeting(store, {LISTEN_FD_KEY: listener.fileno(), STORE_HOST_KEY: store.bind_address})
         else:
             answered = wait_for_store(store, wait_s, stop_requested=interrupts.requested)
+            if session is not None:
+                _wait_for_session(store, answered.address, session, wait_s - answered.waited_s)
             yield Meeting(store, {STORE_HOST_KEY: answered.address})
     finally:
         if listener is not None:
+            _HOSTED.pop(listener.fileno(), None)  # the store stops serving once nothing else holds it
             listener.close()
+
+
+def _wait_for_session(store: "StorePlan", address: str, session: str, wait_s: float,
+                      poll_s: float = 0.5) -> None:
+    """Until the store at ``address`` serves ``session`` (its host set the session's key); a store that goes
+    away meanwhile (an earlier launch's, closing) is reached again. Exit 3 when it never does."""
+    from . import interrupts
+    from .cluster.endpoint import StoreWaitStopped
+    from .errors import EnvironmentUnsupported
+
+    deadline = time.monotonic() + max(wait_s, poll_s)
+    client = None
+    while True:
+        stop = interrupts.requested()
+        if stop:
+            raise StoreWaitStopped(f"{stop} while waiting for the store at {store.endpoint} to serve this job")
+        try:
+            client = client or TCPStore(address, store.endpoint.port, None, False, timedelta(seconds=5))
+            if client.check([session_key(session)]):
+                return
+        except Exception:  # noqa: BLE001 - the store closed (an earlier launch's) or is not up yet: reach it again
+            client = None
+        if time.monotonic() >= deadline:
+            raise EnvironmentUnsupported(
+                "rdzv-session-not-found",
+                f"the rendezvous store at {store.endpoint} answers, but not for this job ({session}) after "
+                f"{max(wait_s, poll_s):.0f} s: the machine that hosts it runs another job or another step",
+                hint="run the same ddplab command (the same drills, in the same order) on every machine, with the "
+                     "same --rdzv-endpoint and --rdzv-id")
+        time.sleep(poll_s)
 
 
 def _port_taken(store: "StorePlan", exc: Exception):

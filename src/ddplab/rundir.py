@@ -35,6 +35,9 @@ LAUNCHER_PID_ENV = "DDPLAB_LAUNCHER_PID"
 # same from any PID namespace (a pid alone does not), so `ddplab clean` can tell whether it lives.
 LAUNCHER_START_ENV = "DDPLAB_LAUNCHER_START"
 MARKER_ENVS = (RUN_ID_ENV, RUN_DIR_ENV, LAUNCHER_PID_ENV, LAUNCHER_START_ENV)
+# A job across machines: where the ranks publish their status for every machine's supervisor
+# (HOST:PORT of the job's store, as this machine reaches it; cluster/status_store.py). Unset: files only.
+STATUS_STORE_ENV = "DDPLAB_STATUS_STORE"
 RUN_ID_FILE = "run-id"
 # What marks a directory as a run's, besides RUN_ID_FILE: runs from before it existed.
 EARLIER_RUN_MARKERS = ("job.json", "report.json", "pids")

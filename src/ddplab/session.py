@@ -10,6 +10,7 @@ objects (the drills read the run directory and the failures).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -45,6 +46,9 @@ class Session:
     # Wall-clock (start, end) of each device query the sampler made: a benchmark checks its timed windows
     # against them (timed_windows.overlaps).
     device_queries: list[tuple[float, float]] = field(default_factory=list)
+    # A job across machines: every rank's last status as the job's store said (global rank -> RankState,
+    # heartbeats on this machine's clock); {} on one machine.
+    job_states: dict[int, Any] = field(default_factory=dict)
 
     @property
     def returns(self) -> list[RankReturn]:
@@ -119,6 +123,8 @@ def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: 
     from .platform import open_monitor
     from .worker import RankJob, rank_main
 
+    if opts.started_by == "torchrun":
+        return _run_as_torchrun_rank(workload, opts, label, prepared, rank_env)
     platform, placement = prepared or prepare(opts)
     run = RunDir.create(opts.run_dir, label)
     monitor = daemon = None
@@ -134,13 +140,13 @@ def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: 
         job = RankJob(workload=workload.name, settings=workload.settings, placement=placement,
                       timeout_s=opts.timeout_s, platform_backend=platform.backend)
         monitor = open_monitor(platform.spec)
+        rdzv = Rendezvous.from_options(opts)
         with display.live_ranks(console if observer.live else None) as update, \
                 RankSampler(run, monitor, on_sample=update, enabled=sample,
                             query_device_while_timing=sample_device_while_timing) as sampler, \
-                Supervisor(run, placement.nproc, opts.hang_timeout_s) as supervisor:
+                Supervisor(run, placement.nproc, opts.hang_timeout_s, job=rdzv.run_id or "") as supervisor:
             if controller is not None:
                 threading.Thread(target=controller, args=(run,), name="ddplab-controller", daemon=True).start()
-            rdzv = Rendezvous.from_options(opts)
             outcome = launch(rank_main, job, placement.nproc, run, rdzv)
             ended_at = time.time()
     finally:
@@ -149,8 +155,79 @@ def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: 
         if daemon is not None:
             daemon.stop()  # never leave a daemon behind, least of all one a crashed rank may have poisoned
     record = replace(_record(placement, run, outcome, sampler, daemon.record() if daemon else None,
-                             supervisor.hang, opts.nnodes), platform=platform)
-    return Session(platform, placement, run, outcome, record, ended_at, list(sampler.device_queries))
+                             supervisor.hang, opts.nnodes), platform=platform,
+                     machines_lost=None if outcome.ok else supervisor.machines_lost())
+    return Session(platform, placement, run, outcome, record, ended_at, list(sampler.device_queries),
+                   dict(supervisor.job_states))
+
+
+def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
+                          prepared: tuple[Platform, Placement] | None, rank_env: dict[str, str] | None) -> Session:
+    """ddplab started as one of torchrun's workers: run the workload in this process as that rank
+    (worker.rank_of_torchrun). torchrun launched, rendezvoused and watches the ranks; there is no sampler,
+    supervisor or sharing daemon of ddplab's. Every rank gets every rank's return, so the session is the
+    whole job's wherever it is built; global rank 0 writes the report (commands/options.py)."""
+    from .platform import open_monitor
+    from .worker import RankJob, rank_of_torchrun
+
+    platform, placement = prepared or prepare(opts)
+    if rank_env:
+        placement = replace(placement, env={**placement.env, **rank_env})
+    rank = int(os.environ["RANK"])
+    # Every rank is a process of its own here: one run directory each (one directory holds one run).
+    run = RunDir.create(os.path.join(opts.run_dir, f"rank{rank}") if opts.run_dir else None, label)
+    job = RankJob(workload=workload.name, settings=workload.settings, placement=placement, timeout_s=opts.timeout_s,
+                  platform_backend=platform.backend)
+    start = time.monotonic()
+    try:
+        outcome = LaunchResult(run.run_id, str(run.path), True, 0.0, return_values=rank_of_torchrun(job, run))
+    except Exception as exc:  # noqa: BLE001 - this rank's failure is the report's (torchrun sees it too)
+        outcome = _failed_here(run, rank, exc)
+    outcome.duration_s = time.monotonic() - start
+    outcome.listen = _torchruns_store(opts.nnodes)
+    monitor = open_monitor(platform.spec)
+    try:
+        sampler = RankSampler(run, monitor, enabled=False)  # torchrun's workers are not sampled
+    finally:
+        monitor.close()
+    record = replace(_record(placement, run, outcome, sampler, None, None, opts.nnodes), platform=platform,
+                     ranks=_job_rank_outcomes(placement, outcome))
+    return Session(platform, placement, run, outcome, record, time.time())
+
+
+def _failed_here(run: RunDir, rank: int, exc: BaseException) -> LaunchResult:
+    import traceback
+
+    from .launch import RankFailure
+
+    message = "".join(traceback.format_exception(exc))
+    failure = RankFailure(rank=rank, local_rank=int(os.environ.get("LOCAL_RANK", "0")), pid=os.getpid(), exitcode=1,
+                          signal=None, message=message, timestamp=time.time())
+    return LaunchResult(run.run_id, str(run.path), False, 0.0, failures={rank: failure})
+
+
+def _torchruns_store(nnodes: int) -> dict:
+    """Where this job listened: torchrun's rendezvous and store, not ddplab's (nothing of it was decided here)."""
+    from .exposure import Exposure
+
+    address, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT", "0")
+    return Exposure(single_machine=nnodes == 1, loopback_store=False,
+                    store=f"{address}:{port} (torchrun's store)", store_port=int(port) if port.isdigit() else 0,
+                    why_not=("torchrun started these ranks: its rendezvous store and the collectives' sockets are "
+                             "where torchrun and the environment put them, not decided by ddplab.",)).to_dict()
+
+
+def _job_rank_outcomes(placement: Placement, outcome: LaunchResult) -> list[RankOutcome]:
+    """Every rank of a torchrun job that this rank heard from (all of them when the job completed)."""
+    if not outcome.return_values:
+        return [RankOutcome(rank=f.rank, local_rank=f.local_rank, pid=f.pid, device=None, peak_mem_bytes=None,
+                            status="failed", failure=FailureRecord(f.exitcode, f.signal, f.message[-1500:], ""))
+                for f in outcome.failures.values()]
+    return [RankOutcome(rank=v.rank, local_rank=v.local_rank, pid=v.pid, device=v.device,
+                        peak_mem_bytes=getattr(v.result, "peak_mem_bytes", None), status="finished",
+                        world_size=v.world_size, hostname=v.hostname, backend=v.backend,
+                        memory_cap_applied=v.memory_cap_applied, result=v.result)
+            for v in (outcome.return_values[r] for r in sorted(outcome.return_values))]
 
 
 def _record(placement: Placement, run: RunDir, outcome: LaunchResult, sampler: RankSampler, daemon: dict | None,
@@ -211,14 +288,18 @@ def _node_base(placement: Placement, run: RunDir, outcome: LaunchResult) -> int:
 def _rank_outcomes(placement: Placement, run: RunDir, outcome: LaunchResult,
                    sampler: RankSampler) -> list[RankOutcome]:
     """One entry per rank this launcher started, finished or not: identity, status, sampler peaks, result."""
+    from . import status
+
     peaks = sampler.peaks()
     pids = run.rank_pids()
+    states = status.read_all(run)  # where each rank ran, for the ranks that did not return
     base = _node_base(placement, run, outcome)
     entries = []
     for local in range(placement.nproc):
         rank = placement.global_rank(local, base)
         value = outcome.return_values.get(rank)
         failure = outcome.failures.get(rank)
+        state = states.get(rank)
         pid = value.pid if value else (failure.pid if failure else pids.get(rank))
         entries.append(RankOutcome(
             rank=rank, local_rank=local, pid=pid, device=placement.device_label(local),
@@ -226,7 +307,8 @@ def _rank_outcomes(placement: Placement, run: RunDir, outcome: LaunchResult,
             status="finished" if value else ("failed" if failure else "stopped by launcher"),
             peaks=peaks.get(rank),
             world_size=value.world_size if value else None,
-            hostname=value.hostname if value else None,
+            hostname=value.hostname if value else (state.host if state else None),
+            address=state.address if state else None,
             backend=value.backend if value else None,
             memory_cap_applied=value.memory_cap_applied if value else None,
             failure=FailureRecord(failure.exitcode, failure.signal, failure.message[-1500:], failure.log_tail)

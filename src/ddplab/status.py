@@ -8,12 +8,18 @@ phase changes, and a heartbeat thread rewrites it every ``HEARTBEAT_S``. Phases:
 them across ranks names the rank that never arrived or fell behind, rather than the first rank
 to die (which is what torchrun blames). Ranks are named by their GLOBAL rank everywhere; a
 machine's supervisor expects its own block of ranks (``expected_ranks``).
+
+In a job across machines the same record also goes to the job's c10d store (cluster/status_store.py),
+at every phase change and every heartbeat, so that every machine's supervisor sees the whole job;
+entering and leaving a collective stay local (the hot path of a 10,000-op storm). The file stays: the
+run directory on each machine keeps its own ranks' status, logs and stacks.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 import time
 from dataclasses import replace
@@ -28,22 +34,37 @@ WAITING_PHASES = ("in-collective", "in-init")
 
 
 class RankStatus:
-    """Writer side, inside a rank."""
+    """Writer side, inside a rank: the status file always, the job's store when given a publisher."""
 
-    def __init__(self, run: RunDir, rank: int, local_rank: int):
+    def __init__(self, run: RunDir, rank: int, local_rank: int, *, world_size: int | None = None,
+                 node_rank: int | None = None, address: str | None = None, publisher=None):
         self.path = run.status_file(rank)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._publisher = publisher  # cluster.status_store.StatusPublisher, or None (one machine)
+        self._publish_lock = threading.Lock()  # one store round trip at a time, in beat order
         now = time.time()
         self.state = RankState(rank=rank, local_rank=local_rank, pid=os.getpid(), phase="before-init", since=now,
-                               heartbeat=now)
-        self._write()
-        threading.Thread(target=self._beat, name="ddplab-heartbeat", daemon=True).start()
+                               heartbeat=now, world_size=world_size, node_rank=node_rank, host=socket.gethostname(),
+                               address=address, beat=0)
+        with self._lock:
+            self._write()
+        self._publish()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="ddplab-heartbeat", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop the heartbeat (the rank is ending): no thread of ours is inside a store call at exit."""
+        self._stop.set()
+        self._thread.join(timeout=HEARTBEAT_S + 10)
 
     def phase(self, phase: str, **extra) -> None:
+        """A phase change (a handful per run) reaches the job's store at once."""
         with self._lock:
             self.state = replace(self.state, phase=phase, since=time.time(), **extra)
             self._write()
+        self._publish()
 
     def enter_collective(self, op: str, numel: int) -> int:
         with self._lock:
@@ -58,15 +79,26 @@ class RankStatus:
             self._write()
 
     def _beat(self) -> None:
-        while True:
-            time.sleep(HEARTBEAT_S)
+        while not self._stop.wait(HEARTBEAT_S):
             with self._lock:
                 self._write()
+            self._publish()
 
     def _write(self) -> None:
-        self.state = replace(self.state, heartbeat=time.time())
+        self.state = replace(self.state, heartbeat=time.time(), beat=(self.state.beat or 0) + 1)
         # Rewritten at every collective: atomic for the supervisor, not fsync'ed (files.py).
         write_text_atomic(self.path, json.dumps(to_json(self.state)), durable=False)
+
+    def _publish(self) -> None:
+        """The current record to the job's store. The round trip happens outside the state lock, so a
+        collective entered meanwhile does not wait for the network; a store that went away is the
+        publisher's to note, never this rank's error."""
+        if self._publisher is None:
+            return
+        with self._publish_lock:
+            with self._lock:
+                snapshot = self.state
+            self._publisher.publish(snapshot)
 
 
 def read_all(run: RunDir) -> dict[int, RankState]:
@@ -96,9 +128,10 @@ def expected_ranks(states: dict[int, RankState], local_count: int) -> list[int] 
 
 
 def name_culprits(states: dict[int, RankState], local_count: int, now: float,
-                  stale_s: float) -> tuple[list[int], str]:
-    """The ranks holding the others up, and why, from a snapshot of this machine's ranks' status."""
-    unseen = _not_started(states, local_count)
+                  stale_s: float, expected: list[int] | None = None) -> tuple[list[int], str]:
+    """The ranks holding the others up, and why, from a snapshot of this machine's ranks' status (or of the
+    whole job's, read from its store: then ``expected`` is every rank of the job)."""
+    unseen = _not_started(states, local_count, expected)
     if unseen:
         return unseen
     frozen = [r for r, s in states.items() if now - s.heartbeat > stale_s]
@@ -107,15 +140,27 @@ def name_culprits(states: dict[int, RankState], local_count: int, now: float,
     return _holding_up(states, waiting_phases=("in-collective",))
 
 
-def name_culprits_after_exit(states: dict[int, RankState], local_count: int) -> tuple[list[int], str]:
+def name_culprits_after_exit(states: dict[int, RankState], local_count: int,
+                             expected: list[int] | None = None) -> tuple[list[int], str]:
     """The same judgement from the last status each rank wrote, once the ranks are gone (a drill reads them
-    after its run). Heartbeats say nothing then, since every rank stopped beating; and a rank that failed was
-    inside the collective that raised: "failed" stands where its status said "in-collective"."""
-    return _not_started(states, local_count) or _holding_up(states, waiting_phases=("in-collective", "failed"))
+    after its run). Heartbeats say nothing then, since every rank stopped beating. A rank that failed is
+    judged in the phase it failed in where its status says (a rank torn down while it slept before init is
+    still the one that never reached it); otherwise it was inside the collective that raised: "failed"
+    stands where its status said "in-collective"."""
+    states = {r: _before_failing(s) for r, s in states.items()}
+    return (_not_started(states, local_count, expected)
+            or _holding_up(states, waiting_phases=("in-collective", "failed")))
 
 
-def _not_started(states: dict[int, RankState], local_count: int) -> tuple[list[int], str] | None:
-    expected = expected_ranks(states, local_count)
+def _before_failing(state: RankState) -> RankState:
+    if state.phase == "failed" and state.failed_in not in (None, "in-collective"):
+        return replace(state, phase=state.failed_in)
+    return state
+
+
+def _not_started(states: dict[int, RankState], local_count: int,
+                 expected: list[int] | None = None) -> tuple[list[int], str] | None:
+    expected = expected if expected is not None else expected_ranks(states, local_count)
     if expected is None:
         return [], f"none of this machine's {local_count} rank(s) wrote a status (never started)"
     missing = [r for r in expected if r not in states]
@@ -148,3 +193,27 @@ def _holding_up(states: dict[int, RankState], waiting_phases: tuple[str, ...]) -
         detail = "; ".join(f"rank {r}: {s.op}({s.numel}) #{s.seq}" for r, s in sorted(states.items()))
         return sorted(states), f"ranks issued different collectives: {detail}"
     return sorted(states), "every rank is inside the same collective (the library or the link is stuck)"
+
+
+END_PHASES = ("finished", "failed")
+
+
+def silent_machines(job: dict[int, RankState], store_machine: str | None = None) -> dict[str, list[int]]:
+    """Machines of a job across machines that went silent when it failed: machine -> its global ranks.
+
+    When a machine vanishes (killed, powered off), the ranks of the others fail within moments (their
+    sockets to it close) and say so; the vanished machine's ranks never report an end. So a machine none
+    of whose ranks reported an end (finished or failed), while a rank elsewhere failed, is named. When the
+    job's store itself stopped answering (``store_machine``: the machine that hosted it), nobody could
+    report anything after that: the store's machine is named if its ranks reported no end.
+    Timing cannot tell these apart (a killed peer is noticed at once), the last words can.
+    """
+    from .cluster.topology import machines
+
+    by_machine = machines({r: s.machine for r, s in job.items()})
+    quiet = {m: ranks for m, ranks in by_machine.items() if not any(job[r].phase in END_PHASES for r in ranks)}
+    if any(s.phase == "failed" for s in job.values()):
+        return quiet if len(quiet) < len(by_machine) else {}
+    if store_machine is not None and store_machine in quiet:
+        return {store_machine: quiet[store_machine]}
+    return {}

@@ -1,18 +1,27 @@
 """ddplab's own hang detection, in the launcher.
 
-Watches the status files of this machine's ranks (status.py). When no rank makes progress for
-``hang_timeout_s``, it declares a hang, names the culprits by GLOBAL rank by comparing phases and
-collective sequence numbers (status.name_culprits), asks every rank for its Python stacks (SIGUSR1 ->
-faulthandler, into RunDir.stack_file), then tears the group down: SIGTERM, and SIGKILL after a grace
-period. Elastic then sees the ranks die and returns.
+Watches the status of the job's ranks (status.py). When no rank makes progress for ``hang_timeout_s``,
+it declares a hang, names the culprits by GLOBAL rank by comparing phases and collective sequence
+numbers (status.name_culprits), asks its own ranks for their Python stacks (SIGUSR1 -> faulthandler,
+into RunDir.stack_file), then tears its own ranks down: SIGTERM, and SIGKILL after a grace period.
+Elastic then sees the ranks die and returns.
 
-The hang clock starts once every local rank has written its first status: a rank still importing
-torch on a busy machine is slow, not hung (elastic notices a rank that dies while starting). A rank
-that never writes one is named "never started" only after ``START_GRACE_S`` more.
+Where the status comes from: on one machine, this machine's status files. In a job across machines
+(the launcher wrote a store address to listen.json, and the ranks publish there), the job's store:
+every machine's supervisor then judges the whole job (its world size from the store, not the local
+count) and names the culprits with their machines, wherever they run. It still signals only the
+ranks of its own machine, found through their status files: a pid from the store is a pid on some
+other machine.
+
+The hang clock starts once every rank has written its first status: a rank still importing torch
+on a busy machine is slow, not hung (elastic notices a rank that dies while starting). A rank that
+never writes one is named "never started" only after ``START_GRACE_S`` more, counted from the moment
+the launcher is about to start ranks (listen.json written: a machine may wait for the store first).
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import time
@@ -20,27 +29,73 @@ from dataclasses import replace
 
 from . import status
 from .procs import alive, signal_quietly
-from .records.session import HangRecord
+from .records.session import HangRecord, MachineLoss, RankState
 from .rundir import RunDir
 
 POLL_S = 0.25
 STACK_WAIT_S = 1.0
 START_GRACE_S = 120.0  # for ranks that never write a status at all: far above torch's import time
+STORE_TIMEOUT_S = 3.0  # one read of the job's store: a store cut off must not hold the watch up for long
+FILES = "this machine's status files"
+JOB_STORE = "the job's store"
+
+
+class _Files:
+    """This machine's ranks, from their status files."""
+
+    judged_from = FILES
+
+    def __init__(self, run: RunDir, local_count: int):
+        self.run, self.local_count = run, local_count
+
+    def read(self) -> dict[int, RankState]:
+        return status.read_all(self.run)
+
+    def expected(self, states: dict[int, RankState]) -> list[int] | None:
+        return status.expected_ranks(states, self.local_count)
+
+
+class _JobStore:
+    """Every rank of the job, from its store (cluster/status_store.py), heartbeats on this machine's clock."""
+
+    judged_from = JOB_STORE
+
+    def __init__(self, reader, address: str):
+        self.reader = reader
+        self.address = address  # the store's machine, as its ranks name it (they run where it listens)
+        self.lost = False  # it answered, then stopped answering
+
+    def read(self) -> dict[int, RankState]:
+        try:
+            states = self.reader.judging_records(self.reader.read())
+        except Exception:  # noqa: BLE001 - the store's host ended (job over, machine gone): nothing new to judge
+            self.lost = self.lost or self.reader.world_size is not None
+            return {}
+        self.lost = False
+        return states
+
+    def expected(self, states: dict[int, RankState]) -> list[int] | None:
+        return list(range(self.reader.world_size)) if self.reader.world_size else None
 
 
 class Supervisor:
-    def __init__(self, run: RunDir, local_count: int, hang_timeout_s: float | None, grace_s: float = 3.0):
+    def __init__(self, run: RunDir, local_count: int, hang_timeout_s: float | None, grace_s: float = 3.0,
+                 job: str = "", open_reader=None):
         self.run = run
         self.local_count = local_count
         self.hang_timeout_s = hang_timeout_s
         self.grace_s = grace_s
+        self.job = job  # the rendezvous' run id: the status keys of this launch in the job's store
+        self._open_reader = open_reader or _open_reader
         self.hang: HangRecord | None = None  # filled when a hang is declared
+        self.job_states: dict[int, RankState] = {}  # the whole job as last read from its store (several machines)
+        self._job_source: _JobStore | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ddplab-supervisor", daemon=True)
 
     def __enter__(self):
-        if self.hang_timeout_s:
-            self._thread.start()
+        # Without a hang timeout it only watches a job across machines (for machines_lost), never judges.
+        self._thread.start()
         return self
 
     def __exit__(self, *exc):
@@ -48,18 +103,42 @@ class Supervisor:
         if self._thread.is_alive():
             self._thread.join(timeout=self.grace_s + 5)
 
+    def machines_lost(self) -> MachineLoss | None:
+        """Other machines that went silent while the job failed (status.silent_machines), judged from the last
+        view of the job's store with this machine's own ranks as their status files say; None on one machine."""
+        source = self._job_source
+        if source is None or not self.job_states:
+            return None
+        local = status.read_all(self.run)
+        job = {**self.job_states, **local}  # this machine's last words are in its files
+        store_lost = source.address if source.lost else None
+        mine = {s.machine for s in local.values()}
+        lost = {m: ranks for m, ranks in status.silent_machines(job, store_lost).items() if m not in mine}
+        if not lost:
+            return None
+        failures = any(s.phase == "failed" for s in job.values())
+        reason = ("no rank there reported an end while the job's ranks elsewhere failed" if failures else
+                  "the job's store stopped answering and its machine's ranks said nothing more")
+        heard = {m: max(job[r].heartbeat for r in ranks) for m, ranks in lost.items()}
+        return MachineLoss(lost, reason, heard)
+
     def _loop(self) -> None:
-        started = time.time()
-        last_key, last_change = None, None
+        source = self._wait_for_source()
+        if source is None or (not self.hang_timeout_s and self._job_source is None):
+            return  # stopped before any rank started, or one machine without a hang timeout: nothing to watch
+        started, last_key, last_change = time.time(), None, None
         while not self._stop.wait(POLL_S):
-            states = status.read_all(self.run)
+            states = self._read(source)
+            if not self.hang_timeout_s:
+                continue  # a job across machines without a hang timeout: watched for machines_lost only
             now = time.time()
             if any(s.phase in ("finished", "failed") for s in states.values()):
                 last_key, last_change = None, None  # the run is ending: elastic handles it
                 continue
-            if len(states) < self.local_count:
+            expected = source.expected(states)
+            if expected is None or any(r not in states for r in expected):
                 if now - started >= START_GRACE_S + self.hang_timeout_s:
-                    self._declare(states, now, now - started)
+                    self._declare(source, states, expected, now, now - started)
                     return
                 continue
             key = status.progress_key(states)
@@ -67,20 +146,58 @@ class Supervisor:
                 last_key, last_change = key, now
                 continue
             if now - last_change >= self.hang_timeout_s:
-                self._declare(states, now, now - last_change)
+                self._declare(source, states, expected, now, now - last_change)
                 return
 
-    def _declare(self, states: dict[int, status.RankState], now: float, stalled_s: float) -> None:
-        culprits, why = status.name_culprits(states, self.local_count, now,
-                                             stale_s=max(2.0, 4 * status.HEARTBEAT_S))
-        pids = {r: s.pid for r, s in states.items()}
+    def _wait_for_source(self):
+        """The status to watch, once the launcher is about to start ranks; None if stopped before."""
+        while not self._stop.wait(POLL_S):
+            source = self._source()
+            if source is not None:
+                self._job_source = source if source.judged_from == JOB_STORE else None
+                return source
+        return None
+
+    def _read(self, source) -> dict[int, RankState]:
+        states = source.read()
+        if source.judged_from == JOB_STORE:
+            self.job_states = {**self.job_states, **states}
+        return states
+
+    def _source(self):
+        """Where the job's status is: the store named in listen.json (several machines), this machine's files
+        (one machine), or None while listen.json is not written."""
+        try:
+            listen = json.loads(self.run.listen_file.read_text())
+        except (OSError, ValueError):
+            # no listen.json: the ranks have not been started, unless their status files say otherwise
+            return _Files(self.run, self.local_count) if self.run.status_files() else None
+        across = listen.get("across_machines") if isinstance(listen, dict) else None
+        if not across or not listen.get("address") or not isinstance(listen.get("port"), int):
+            return _Files(self.run, self.local_count)
+        reader = self._open_reader(listen["address"], listen["port"], self.job)
+        return _JobStore(reader, listen["address"]) if reader is not None else _Files(self.run, self.local_count)
+
+    def _declare(self, source, states: dict[int, RankState], expected: list[int] | None, now: float,
+                 stalled_s: float) -> None:
+        if source.judged_from == JOB_STORE and not states:  # nothing in the store: judge what this machine has
+            source, states = _Files(self.run, self.local_count), status.read_all(self.run)
+            expected = None
+        culprits, why = status.name_culprits(states, self.local_count, now, stale_s=max(2.0, 4 * status.HEARTBEAT_S),
+                                             expected=expected)
+        # Only this machine's ranks, by their own status files: the only processes this launcher may signal.
+        pids = {r: s.pid for r, s in status.read_all(self.run).items()}
         for pid in pids.values():
             signal_quietly(pid, signal.SIGCONT)  # a paused rank cannot dump its stack
             signal_quietly(pid, signal.SIGUSR1)
         time.sleep(STACK_WAIT_S)
         stacks = {rank: str(self.run.stack_file(rank)) for rank in pids if self.run.stack_file(rank).exists()}
+        across = source.judged_from == JOB_STORE
         self.hang = HangRecord(detected_at=now, no_progress_s=round(stalled_s, 2), culprit_ranks=culprits,
-                               reason=why, snapshot=dict(states), stacks=stacks)
+                               reason=why, snapshot=dict(states), stacks=stacks,
+                               culprit_hosts={r: states[r].machine if r in states else None for r in culprits}
+                               if across else None,
+                               judged_from=source.judged_from if across else None)
         for pid in pids.values():
             signal_quietly(pid, signal.SIGTERM)
         deadline = time.time() + self.grace_s
@@ -90,3 +207,14 @@ class Supervisor:
         for pid in killed:
             signal_quietly(pid, signal.SIGKILL)
         self.hang = replace(self.hang, killed_after_grace=killed)
+
+
+def _open_reader(address: str, port: int, job: str):
+    """A reader of the job's store (a client connection of the supervisor's own), or None when the store
+    cannot be reached: the supervisor then judges this machine's files, as on one machine."""
+    from .cluster.status_store import StatusReader, open_store
+
+    try:
+        return StatusReader(open_store(address, port, timeout_s=STORE_TIMEOUT_S), job=job)
+    except Exception:  # noqa: BLE001 - any connection failure: the files still say something
+        return None

@@ -16,13 +16,13 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Mapping
 
 from .files import write_text_atomic
 from .policy import Placement
 from .records.codec import to_json
 from .records.session import RankReturn
-from .rundir import LAUNCHER_PID_ENV, RunDir
+from .rundir import LAUNCHER_PID_ENV, STATUS_STORE_ENV, RunDir
 from .status import RankStatus
 
 _PR_SET_PDEATHSIG = 1
@@ -108,27 +108,85 @@ def ignore_sigint() -> None:
 
 
 def rank_main(job: RankJob) -> RankReturn:
+    """A rank elastic started for ddplab's launcher: its return travels back through elastic."""
     run = RunDir.from_environ()
     guard_parent(int(os.environ[LAUNCHER_PID_ENV]))
     ignore_sigint()
+    own, _ = _as_rank(job, run, gather=False)
+    return own
+
+
+def rank_of_torchrun(job: RankJob, run: RunDir) -> dict[int, RankReturn]:
+    """This process is one of torchrun's ranks (ddplab started as each of its workers): run the job here, as
+    that rank, without a launcher of ddplab's. Returns what every rank of the job returned, by global rank:
+    gathered before the process group is destroyed, so that global rank 0 can write the job's report.
+    Raises whatever the workload raised; torchrun sees this rank fail.
+
+    torchrun's agent is this rank's launcher: its death ends the rank too (no orphan, unlike a plain
+    torchrun worker), and its SIGTERM (how torchrun stops its workers, on Ctrl+C too) ends it at once.
+    """
+    guard_parent(os.getppid())
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    ignore_sigint()
+    _, returns = _as_rank(job, run, gather=True)
+    return returns
+
+
+def _as_rank(job: RankJob, run: RunDir, gather: bool) -> tuple[RankReturn, dict[int, RankReturn]]:
+    """Run the job as the rank elastic's variables name (elastic's or torchrun's: the same variables)."""
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ["LOCAL_RANK"])
     world_size = int(os.environ["WORLD_SIZE"])
     write_text_atomic(run.pid_file(rank), f"{os.getpid()}\n")
-    status = RankStatus(run, rank, local_rank)
+    status = rank_status(run, rank, local_rank, world_size)
     _stacks_on_sigusr1(run, rank)
     try:
-        result, runtime, capped = _run(job, rank, local_rank, world_size, status)
+        own, returns = _run(job, rank, local_rank, world_size, status, gather)
     except BaseException as exc:
-        status.phase("failed", error=f"{type(exc).__name__}: {exc}"[-2000:], failed_at=time.time())
+        status.phase("failed", error=f"{type(exc).__name__}: {exc}"[-2000:], failed_at=time.time(),
+                     failed_in=status.state.phase)
+        status.close()
         raise
     status.phase("finished")
-    return RankReturn(rank=rank, local_rank=local_rank, world_size=world_size, pid=os.getpid(),
-                      hostname=socket.gethostname(), device=runtime.device_label(), backend=job.placement.backend,
-                      memory_cap_applied=capped, result=result)
+    status.close()
+    return own, returns
 
 
-def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: RankStatus):
+def rank_status(run: RunDir, rank: int, local_rank: int, world_size: int,
+                environ: Mapping[str, str] = os.environ) -> RankStatus:
+    """This rank's status writer: its file, and the job's store when the launcher names one (a job across
+    machines), with where the rank runs (elastic's node rank, the machine's address toward the endpoint)."""
+    from .exposure import NODE_ADDRESS_ENV
+
+    group_rank = environ.get("GROUP_RANK", "")
+    return RankStatus(run, rank, local_rank, world_size=world_size,
+                      node_rank=int(group_rank) if group_rank.isdigit() else None,
+                      address=environ.get(NODE_ADDRESS_ENV), publisher=_status_publisher(rank, environ))
+
+
+def _status_publisher(rank: int, environ: Mapping[str, str]):
+    """A publisher to the job's store (its own client connection), or None: one machine, or a store this
+    rank cannot reach (said on stderr; the rank's work does not depend on it)."""
+    address = environ.get(STATUS_STORE_ENV)
+    if not address:
+        return None
+    from .cluster.status_store import StatusPublisher, open_store, parse_address
+
+    restart = environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    try:
+        store = open_store(*parse_address(address))
+    except Exception as exc:  # noqa: BLE001 - any failure to connect leaves the files as the only status
+        print(f"ddplab: rank {rank} cannot publish its status to the job's store at {address}: {exc}",
+              file=sys.stderr)
+        return None
+    return StatusPublisher(store, rank, job=environ.get("TORCHELASTIC_RUN_ID", ""),
+                           restart_count=int(restart) if restart.isdigit() else 0)
+
+
+def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: RankStatus,
+         gather: bool) -> tuple[RankReturn, dict[int, RankReturn]]:
+    """Device, process group, workload; with ``gather``, every rank's return shared with every rank (an
+    all_gather of small objects, before the group is destroyed)."""
     placement = job.placement
     os.environ.update(placement.env)  # before torch.distributed creates any communicator
 
@@ -154,10 +212,41 @@ def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: Rank
     dist.init_process_group(**init_kwargs)
     status.phase("running")
     result = workload.run(ctx)
+    own = RankReturn(rank=rank, local_rank=local_rank, world_size=world_size, pid=os.getpid(),
+                     hostname=socket.gethostname(), device=runtime.device_label(), backend=placement.backend,
+                     memory_cap_applied=capped, result=result)
+    returns = _gather(own, world_size, runtime.device) if gather else {}
     # Only after success: destroying a communicator while peers wait inside a collective
     # blocks (docs/background.md §3), which would hide this rank's own error from everyone.
     dist.destroy_process_group()
-    return result, runtime, capped
+    return own, returns
+
+
+def _gather(own: RankReturn, world_size: int, device) -> dict[int, RankReturn]:
+    """Every rank's return, by global rank: pickled, sized, padded and all_gathered as bytes.
+
+    Not all_gather_object: that needs numpy, which torch does not install (workloads/ddp_train.py)."""
+    import pickle
+
+    import torch
+    import torch.distributed as dist
+
+    if dist.get_backend() == "gloo":
+        device = "cpu"  # gloo takes host tensors
+    data = pickle.dumps(own)
+    sizes = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(world_size)]
+    dist.all_gather(sizes, torch.tensor([len(data)], dtype=torch.int64, device=device))
+    longest = max(int(t.item()) for t in sizes)
+    mine = torch.zeros(longest, dtype=torch.uint8)
+    mine[:len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    everyone = [torch.empty(longest, dtype=torch.uint8, device=device) for _ in range(world_size)]
+    dist.all_gather(everyone, mine.to(device))
+    returns = {}
+    for size, tensor in zip(sizes, everyone):
+        host = tensor.cpu().contiguous()
+        value = pickle.loads(ctypes.string_at(host.data_ptr(), int(size.item())))  # the job's own ranks wrote it
+        returns[value.rank] = value
+    return returns
 
 
 def _stacks_on_sigusr1(run: RunDir, rank: int) -> None:

@@ -1,9 +1,11 @@
 """Two launchers of one job on one machine (issue 11's multi-machine culprit test): `ddplab drill late_rank
---nnodes 2 --nproc 1` twice against one rendezvous. The launcher that holds global rank 1, the victim, has a
-supervisor that watches only its own rank; it must name global rank 1, never "rank 0 never started".
+--nnodes 2 --nproc 1` twice against one rendezvous. Global rank 1, the victim, runs under the second launcher.
+Since issue 13 every rank's status also goes through the job's store, so BOTH launchers judge the whole job:
+each names global rank 1 (never "rank 0 never started"), sees the fault go in, and passes. Before it, the
+first launcher saw only its own rank 0 and failed the drill ("nothing was injected here").
 
-late_rank, not stall: a drill of one session per launcher. stall and straggler launch twice, and two
-launchers do not meet again reliably for the second session on one rendezvous endpoint.
+late_rank, not stall: a drill of one session per launcher (quicker; stall's two sessions across machines are
+tested in the network namespaces, test_node_drills_netns.py).
 """
 
 import os
@@ -40,11 +42,9 @@ def test_the_victims_launcher_names_global_rank_1(tmp_path):
     drills = [load_json(tmp_path / f"{name}.json")["results"]["drills"][0] for name in ("first", "second")]
     by_rank = {d["session"]["ranks"][0]["rank"]: d for d in drills}
     assert sorted(by_rank) == [0, 1]  # one rank each, numbered as one job
-    victim_side = by_rank[1]
-    hang = victim_side["session"]["hang"]
-    assert hang["culprit_ranks"] == [1] and "never started" not in hang["reason"], hang["reason"]
-    assert victim_side["culprit_ranks"] == [1] and victim_side["injected"]["rank"] == 1
-    assert victim_side["verdict"] == "pass" and victim_side["leaked_pids"] == []
-    # The other launcher saw no fault go in on its machine: a drill that did not inject fails there.
-    assert by_rank[0]["injected"]["at"] is None and by_rank[0]["verdict"] == "fail"
-    assert by_rank[0]["leaked_pids"] == []
+    for rank, drill in by_rank.items():  # both launchers: the one with the victim, and the other
+        assert drill["culprit_ranks"] == [1], (rank, drill["culprit_reason"])
+        assert "never started" not in drill["culprit_reason"], (rank, drill["culprit_reason"])
+        assert drill["injected"]["rank"] == 1 and drill["injected"]["at"] is not None, rank
+        assert drill["verdict"] == "pass" and drill["leaked_pids"] == [], (rank, drill)
+        assert drill["culprit_hosts"] == {"1": "127.0.0.1"}  # the machine: its address toward the endpoint

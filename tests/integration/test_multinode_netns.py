@@ -4,6 +4,7 @@ Before issue 13 both launchers timed out: torch hosts the store only where the e
 hostname, and in these namespaces the hostname resolves to 127.0.0.1 (docs/background.md section 6).
 """
 
+import os
 import signal
 import subprocess
 import sys
@@ -119,3 +120,38 @@ def test_ctrl_c_while_waiting_for_the_store_stops_at_once_with_an_interrupted_re
     assert doc["results"]["launcher_error"] == f"interrupted: SIGINT while waiting for the store at {a.address}:{PORT}"
     assert doc["results"]["listen"]["across_machines"]["hosts_store"] is False
     assert b.pids() == []
+
+
+def _srun_environment(node: int) -> dict[str, str]:
+    """What srun sets for one task per node on a 2-node step whose nodes are the namespaces' addresses."""
+    return {"SLURM_JOB_ID": "4242", "SLURM_STEP_ID": "0", "SLURM_NNODES": "2", "SLURM_STEP_NUM_NODES": "2",
+            "SLURM_NTASKS": "2", "SLURM_STEP_NUM_TASKS": "2", "SLURM_TASKS_PER_NODE": "1(x2)",
+            "SLURM_STEP_TASKS_PER_NODE": "1(x2)", "SLURM_JOB_NODELIST": "10.9.0.[1-2]",
+            "SLURM_STEP_NODELIST": "10.9.0.[1-2]", "SLURM_NODEID": str(node), "SLURM_PROCID": str(node),
+            "SLURM_LOCALID": "0"}
+
+
+def test_under_srun_the_same_2x2_train_needs_no_nodes_or_endpoint(machines, tmp_path):
+    a, b = machines(2)
+    launchers = []
+    for node, (machine, name) in enumerate(((a, "a"), (b, "b"))):
+        env = dict(os.environ, **_srun_environment(node))
+        launchers.append(machine.popen([sys.executable, "-m", "ddplab", "train", "--nproc", "2", "--steps", "3",
+                                        "--run-dir", str(tmp_path / name), "--json", str(tmp_path / f"{name}.json")],
+                                       cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       text=True))
+    outputs = [p.communicate(timeout=240)[0] for p in launchers]
+    assert [p.returncode for p in launchers] == [0, 0], "\n".join(o[-3000:] for o in outputs)
+    assert "--rdzv-endpoint 10.9.0.1:29400 (the first node of SLURM_STEP_NODELIST=10.9.0.[1-2])" in outputs[0]
+    docs = {name: load_json(tmp_path / f"{name}.json") for name in ("a", "b")}
+    for name, doc in docs.items():
+        launch = doc["config"]["launch"]
+        assert (launch["nnodes"], launch["rdzv_endpoint"]) == (2, "10.9.0.1:29400"), name  # from SLURM_*
+        r = doc["results"]
+        assert doc["verdict"] == "pass" and r["world_size"] == 4 and r["params_identical"], name
+    # node 0 hosts the store (SLURM_NODEID=0), node 1 never does
+    assert docs["a"]["config"]["launch"]["rdzv_host"] == "yes" and docs["b"]["config"]["launch"]["rdzv_host"] == "no"
+    assert docs["a"]["results"]["listen"]["across_machines"]["hosts_store"] is True
+    assert [x["rank"] for x in docs["b"]["results"]["ranks"]] == [2, 3]
+    assert {x["address"] for x in docs["b"]["results"]["ranks"]} == {b.address}  # each rank's machine
+    assert a.pids() == [] and b.pids() == []

@@ -16,23 +16,25 @@ from tests.status_ranks import loopback_store  # noqa: F401 (a fixture)
 pytestmark = pytest.mark.slow
 
 
-def _writer(port: int, rank: int, world_size: int, collectives: int, address: str) -> subprocess.Popen:
+def _writer(port: int, rank: int, world_size: int, collectives: int, address: str, run_dir) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "tests.status_ranks", str(port), str(rank), str(world_size),
-                             str(collectives), address], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                             str(collectives), address, str(run_dir)], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
 
 
-def test_several_writer_processes_are_read_by_global_rank_with_their_hosts(loopback_store):
+def test_several_writer_processes_are_read_by_global_rank_with_their_hosts(loopback_store, tmp_path):
     # ranks 0-1 on "machine" 10.9.0.1, 2-3 on 10.9.0.2; rank 3 falls one collective behind
     plan = {0: (5, "10.9.0.1"), 1: (5, "10.9.0.1"), 2: (5, "10.9.0.2"), 3: (4, "10.9.0.2")}
-    writers = {r: _writer(loopback_store, r, 4, n, address) for r, (n, address) in plan.items()}
+    writers = {r: _writer(loopback_store, r, 4, n, address, tmp_path / f"rank{r}")
+               for r, (n, address) in plan.items()}
     try:
         assert [w.stdout.readline().strip() for w in writers.values()] == ["stuck"] * 4
         reader = StatusReader(TCPStore("127.0.0.1", loopback_store, None, False, timedelta(seconds=30)))
         views = reader.read()
         assert reader.world_size == 4
         assert {r: v.host for r, v in views.items()} == {0: "10.9.0.1", 1: "10.9.0.1", 2: "10.9.0.2", 3: "10.9.0.2"}
-        assert {r: v.status["pid"] for r, v in views.items()} == {r: w.pid for r, w in writers.items()}
-        assert {r: (v.status["phase"], v.status["seq"], v.status["done"]) for r, v in views.items()} == \
+        assert {r: v.status.pid for r, v in views.items()} == {r: w.pid for r, w in writers.items()}
+        assert {r: (v.status.phase, v.status.seq, v.status.done) for r, v in views.items()} == \
             {0: ("in-collective", 6, 5), 1: ("in-collective", 6, 5), 2: ("in-collective", 6, 5),
              3: ("in-collective", 5, 4)}
         culprits, why = name_culprits(reader.judging_records(views), 4, now=time.time(), stale_s=30)

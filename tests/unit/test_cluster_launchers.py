@@ -4,6 +4,7 @@ import pytest
 
 from ddplab.cluster.launchers import (
     MPIRUN,
+    Asked,
     NONE,
     ONE_PER_NODE,
     ONE_PER_RANK,
@@ -15,7 +16,10 @@ from ddplab.cluster.launchers import (
     expand_hostlist,
     expand_tasks_per_node,
     mistakes,
+    resolve,
 )
+from ddplab.config import LaunchOptions
+from ddplab.errors import UsageError
 
 # What each launcher really sets (values as on a 2-node job); only the variables read matter.
 TORCHRUN_WORKER = {"TORCHELASTIC_RUN_ID": "job7", "RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1",
@@ -178,3 +182,105 @@ def test_tasks_per_node_expand():
     assert expand_tasks_per_node("4") == [4]
     with pytest.raises(ValueError):
         expand_tasks_per_node("2(3)")
+
+
+# --- what a ddplab command runs as under each launcher (resolve, and the command line's options) -------------
+
+def _options(argv: list[str], environ: dict):
+    import argparse
+
+    from ddplab.commands.options import add_launch_arguments, launch_options
+
+    parser = argparse.ArgumentParser()
+    add_launch_arguments(parser)
+    return launch_options(parser.parse_args(argv), environ)
+
+
+SRUN_TWO_NODES = {"SLURM_JOB_ID": "5", "SLURM_STEP_ID": "0", "SLURM_NNODES": "2", "SLURM_STEP_NUM_NODES": "2",
+                  "SLURM_NTASKS": "2", "SLURM_STEP_NUM_TASKS": "2", "SLURM_TASKS_PER_NODE": "1(x2)",
+                  "SLURM_STEP_NODELIST": "10.9.0.[1-2]", "SLURM_JOB_NODELIST": "10.9.0.[1-2]"}
+
+
+def _srun_node(node: int) -> dict:
+    return {**SRUN_TWO_NODES, "SLURM_NODEID": str(node), "SLURM_PROCID": str(node), "SLURM_LOCALID": "0"}
+
+
+def test_under_srun_one_launcher_per_node_takes_nodes_endpoint_and_host_from_slurm():
+    first, second = _options(["--nproc", "2"], _srun_node(0)), _options(["--nproc", "2"], _srun_node(1))
+    assert (first.nnodes, first.rdzv_endpoint, first.rdzv_host) == (2, "10.9.0.1:29400", "yes")
+    assert (second.nnodes, second.rdzv_endpoint, second.rdzv_host) == (2, "10.9.0.1:29400", "no")
+    assert first.nproc == second.nproc == 2 and first.started_by is None
+
+
+def test_what_the_command_line_gives_wins_over_slurm():
+    given = _options(["--rdzv-endpoint", "head:1234", "--rdzv-host", "auto"], _srun_node(1))
+    assert (given.nnodes, given.rdzv_endpoint, given.rdzv_host) == (2, "head:1234", "auto")
+    resolved = resolve(detect(_srun_node(1)), Asked(rdzv_endpoint="head:1234"))
+    assert resolved.rdzv_host == "auto" and resolved.taken == ("--nnodes 2 (srun: SLURM_STEP_NUM_NODES=2)",)
+
+
+def test_srun_with_four_tasks_on_a_node_is_refused_with_the_launchers_words():
+    with pytest.raises(UsageError) as err:
+        _options(["--nproc", "1"], SRUN_FOUR_TASKS)
+    assert err.value.exit_code == 2 and err.value.reference == "one-launcher-per-rank"
+    assert "4 independent jobs of world size 1, not one job of world size 4" in err.value.message
+    assert err.value.hint == "start one ddplab per node: srun --ntasks-per-node=1 ddplab train --nproc 4"
+
+
+def test_nodes_that_disagree_with_srun_are_refused():
+    with pytest.raises(UsageError) as err:
+        _options(["--nnodes", "3"], _srun_node(0))
+    assert err.value.reference == "nnodes-disagrees"
+
+
+def test_an_sbatch_script_may_run_on_its_node_but_not_wait_for_nodes_srun_never_started():
+    allocation = {"SLURM_JOB_ID": "77", "SLURM_NNODES": "2", "SLURM_JOB_NODELIST": "n[7-8]", "SLURM_NTASKS": "2"}
+    assert _options([], allocation).nnodes == 1
+    with pytest.raises(UsageError) as err:
+        _options(["--nnodes", "2", "--rdzv-endpoint", "n7:29400"], allocation)
+    assert err.value.reference == "not-started-by-srun"
+
+
+def test_under_mpirun_one_process_per_node_takes_the_nodes_and_needs_an_endpoint():
+    with pytest.raises(UsageError) as err:
+        _options([], OPEN_MPI_ONE_PER_NODE)
+    assert err.value.reference == "rdzv-endpoint-required" and "--rdzv-endpoint" in err.value.hint
+    opts = _options(["--rdzv-endpoint", "10.9.0.1:29400"], OPEN_MPI_ONE_PER_NODE)
+    assert (opts.nnodes, opts.rdzv_endpoint, opts.rdzv_host) == (2, "10.9.0.1:29400", "auto")
+    inside_slurm = {**_srun_node(1), **OPEN_MPI_ONE_PER_NODE}  # mpirun's daemons in a Slurm step: hosts known
+    opts = _options([], inside_slurm)
+    assert (opts.nnodes, opts.rdzv_endpoint, opts.rdzv_host) == (2, "10.9.0.1:29400", "no")
+
+
+def test_mpirun_with_several_processes_per_node_is_refused():
+    env = {"OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+           "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}
+    with pytest.raises(UsageError) as err:
+        _options([], env)
+    assert err.value.reference == "one-launcher-per-rank" and "8 independent jobs" in err.value.message
+
+
+def test_under_torchrun_ddplab_is_one_of_its_ranks():
+    opts = _options([], TORCHRUN_WORKER)
+    assert (opts.started_by, opts.nproc, opts.nnodes, opts.rdzv_endpoint) == ("torchrun", 2, 2, None)
+    assert opts.sharing_daemon == "off"  # no rank can start a daemon for the others
+    assert _options(["--nproc", "2", "--nnodes", "2"], TORCHRUN_WORKER) == opts
+
+
+@pytest.mark.parametrize("argv, reference, words", [
+    (["--nproc", "4"], "launcher-disagrees", "--nproc 4, but torchrun started 2 (LOCAL_WORLD_SIZE=2)"),
+    (["--nnodes", "1"], "launcher-disagrees", "--nnodes 1, but torchrun started 2 (GROUP_WORLD_SIZE=2)"),
+    (["--rdzv-endpoint", "x:1"], "not-under-torchrun", "torchrun has already joined this process to its job"),
+    (["--hang-timeout", "5"], "not-under-torchrun", "ddplab's supervisor lives in its own launcher"),
+    (["--mps"], "not-under-torchrun", "the sharing daemon is started by ddplab's launcher"),
+])
+def test_under_torchrun_what_only_ddplabs_launcher_does_is_refused(argv, reference, words):
+    with pytest.raises(UsageError) as err:
+        _options(argv, TORCHRUN_WORKER)
+    assert err.value.reference == reference and words in err.value.message
+
+
+def test_without_a_launcher_the_command_line_is_taken_as_it_is():
+    assert _options([], {}) == LaunchOptions()
+    assert _options(["--nproc", "3", "--nnodes", "2", "--rdzv-endpoint", "a:1"], {}) == \
+        LaunchOptions(nproc=3, nnodes=2, rdzv_endpoint="a:1")

@@ -2,6 +2,7 @@
 timeout too, and a command line (to_argv) that the command's own parser turns back into the same Config."""
 
 import argparse
+from dataclasses import replace
 
 import pytest
 
@@ -60,3 +61,29 @@ def test_bad_input_is_refused_before_anything_starts(argv, reference, fragment):
     with pytest.raises(UsageError) as err:
         parsed(argv)
     assert err.value.reference == reference and fragment in err.value.message
+
+
+def test_a_job_across_machines_names_each_drill_session_the_same_on_every_machine():
+    from ddplab.drills.engine import DrillContext
+
+    across = DrillConfig(drills=("stall",), launch=LaunchOptions(nproc=2, nnodes=2, rdzv_endpoint="node0:29400"))
+    ctx = DrillContext(across, "stall", platform=None, placement=None, observer=None)
+    assert ctx.session_id("stall") == "drill-stall-stall"
+    assert ctx.session_id("stall-blocking-wait") == "drill-stall-stall-blocking-wait"  # a new meeting each
+    named = DrillConfig(drills=("stall",), launch=replace(across.launch, rdzv_id="job7"))
+    assert DrillContext(named, "stall", None, None, None).session_id("stall") == "job7-stall-stall"
+    one = DrillContext(DrillConfig(drills=("stall",)), "stall", None, None, None)
+    assert one.session_id("stall") is None  # one machine: its own loopback store, nothing to tell apart
+
+
+def test_rdzv_id_and_host_survive_the_command_line():
+    launch = LaunchOptions(nproc=2, nnodes=2, rdzv_endpoint="node0:29400", rdzv_id="job7", rdzv_host="no",
+                           timeout_s=10.0)
+    config = DrillConfig(launch=launch, drills=("kill_node", "partition"))
+    assert parsed(config.to_argv()) == config and from_json(DrillConfig, to_json(config)) == config
+
+
+def test_drills_are_refused_under_torchrun():
+    with pytest.raises(UsageError) as err:
+        DrillConfig(launch=LaunchOptions(started_by="torchrun"), drills=("stall",))
+    assert err.value.reference == "not-under-torchrun" and "once per machine" in err.value.message

@@ -86,3 +86,15 @@ def test_kill_controller_records_the_kill_it_delivered(monkeypatch, tmp_path):
         if victim.poll() is None:
             os.kill(victim.pid, signal.SIGKILL)
             victim.wait()
+
+
+def test_drills_between_machines_skip_on_one_machine_without_starting_anything(tmp_path):
+    from ddplab.config import DrillConfig, LaunchOptions
+    from ddplab.drills import get
+    from ddplab.drills.engine import DrillContext
+
+    config = DrillConfig(launch=LaunchOptions(nproc=2, run_dir=str(tmp_path / "runs")), drills=("kill_node",))
+    for name in ("kill_node", "partition"):
+        outcome = get(name).run(DrillContext(config, name, platform=None, placement=None, observer=None))
+        assert outcome.verdict is Verdict.SKIP and "--nnodes 2 or more" in outcome.culprit_reason
+    assert not (tmp_path / "runs").exists()

@@ -3,6 +3,7 @@
 from ddplab.cluster.endpoint import Endpoint, NetworkFacts, decide
 from ddplab.exposure import NODE_ADDRESS_ENV, across_machines, plan, where_to_listen
 from ddplab.platform.vendors import HOST_CPU, VENDORS, socket_interface_envs
+from ddplab.rundir import STATUS_STORE_ENV
 
 ONE_MACHINE = dict(nnodes=1, endpoint="127.0.0.1:0", loopback_interface="lo")
 
@@ -82,14 +83,16 @@ def test_the_hosting_machine_records_the_one_address_its_store_listens_on():
 def test_every_machine_pins_the_collectives_to_the_interface_that_routes_to_the_endpoint():
     e = _across(MACHINE_B, "10.9.0.2")
     assert e.environment() == {"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0",
-                               NODE_ADDRESS_ENV: "10.9.0.2"}
+                               NODE_ADDRESS_ENV: "10.9.0.2",
+                               STATUS_STORE_ENV: "10.9.0.1:29400"}  # where its ranks publish their status
     assert e.to_dict()["address"] == "10.9.0.1"  # where this machine reaches the store
     assert e.store == "10.9.0.1:29400 (hosted by another launcher; reached at 10.9.0.1:29400)"
 
 
 def test_across_machines_a_socket_variable_the_user_set_is_kept_and_said():
     e = _across(MACHINE_B, "10.9.0.2", {"GLOO_SOCKET_IFNAME": "ib0"})
-    assert e.environment() == {"NCCL_SOCKET_IFNAME": "eth0", NODE_ADDRESS_ENV: "10.9.0.2"}
+    assert e.environment() == {"NCCL_SOCKET_IFNAME": "eth0", NODE_ADDRESS_ENV: "10.9.0.2",
+                               STATUS_STORE_ENV: "10.9.0.1:29400"}
     assert "You set GLOO_SOCKET_IFNAME=ib0: the ranks' collective sockets listen there, not on eth0" in e.summary()
 
 

@@ -58,3 +58,35 @@ def test_rdzv_host_no_with_nobody_hosting_waits_then_names_the_endpoint():
             pass
     assert caught.value.reference == "rdzv-endpoint-unreachable"
     assert f"127.0.0.1:{port}" in caught.value.message and f"open TCP port {port}" in caught.value.hint
+
+
+def test_across_machines_a_launcher_waits_for_the_store_to_serve_its_own_session():
+    """A drill's sessions meet one after another on one endpoint: the machine that reaches the store must not
+    join the previous session's store while its host is still closing it (issue 13)."""
+    import threading
+    import time
+    from datetime import timedelta
+
+    from torch.distributed import TCPStore
+
+    port = _free_port()
+    listener = rendezvous.bind_loopback(port)
+    server = TCPStore("127.0.0.1", port, None, True, timedelta(seconds=10), wait_for_workers=False,
+                      master_listen_fd=__import__("os").dup(listener.fileno()))
+    try:
+        server.set(rendezvous.session_key("drill-stall-stall"), "open")  # the previous session's store
+        marked = threading.Timer(1.0, lambda: server.set(rendezvous.session_key("drill-stall-blocking"), "open"))
+        marked.start()
+        start = time.monotonic()
+        with rendezvous.meet(plan_store(f"127.0.0.1:{port}", "no"), wait_s=10, session="drill-stall-blocking"):
+            waited = time.monotonic() - start
+        marked.join()
+        assert 0.9 <= waited < 5  # not before this session's mark, and soon after it
+        with pytest.raises(EnvironmentUnsupported) as caught:
+            with rendezvous.meet(plan_store(f"127.0.0.1:{port}", "no"), wait_s=1, session="another-job"):
+                pass
+        assert caught.value.reference == "rdzv-session-not-found" and "another-job" in caught.value.message
+        assert "same --rdzv-endpoint and --rdzv-id" in caught.value.hint
+    finally:
+        del server
+        listener.close()

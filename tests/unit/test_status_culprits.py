@@ -1,8 +1,10 @@
 """Culprits by GLOBAL rank from status files, on any machine of a job, and after the ranks are gone
 (issue 11: the second machine's supervisor once named "rank 0 never started")."""
 
-from ddplab.status import name_culprits, name_culprits_after_exit
+from dataclasses import replace
+
 from ddplab.records.session import RankState
+from ddplab.status import name_culprits, name_culprits_after_exit
 
 NOW = 1000.0
 
@@ -51,3 +53,23 @@ def test_after_exit_a_failed_rank_counts_as_inside_its_collective():
               1: _state(1, 1, "running", seq=5, done=5)}
     assert name_culprits_after_exit(states, local_count=2) == ([1], "not inside the collective the others are "
                                                                    "waiting in")
+
+
+def test_after_exit_a_rank_torn_down_before_init_is_still_the_one_that_never_reached_it():
+    # the late rank was SIGTERMed in its sleep when the other's init timed out: both say "failed" now
+    states = {0: _state(0, 0, "failed", seq=0), 1: _state(1, 1, "failed", seq=0)}
+    states[0] = replace(states[0], failed_in="in-init")
+    states[1] = replace(states[1], failed_in="before-init")
+    assert name_culprits_after_exit(states, local_count=2) == \
+        ([1], "never reached init_process_group while the others waited in it")
+    # without the phase it failed in (reports before it), "failed" stands for "in the collective"
+    plain = {r: replace(s, failed_in=None) for r, s in states.items()}
+    assert name_culprits_after_exit(plain, local_count=2)[0] == [0, 1]
+
+
+def test_the_whole_jobs_ranks_are_expected_when_judged_from_its_store():
+    # ranks 0 and 1 (another machine) never published; a machine's block of 2 would not notice rank 0
+    states = {2: _state(2, 0, "in-collective", seq=3), 3: _state(3, 1, "in-collective", seq=3)}
+    assert name_culprits(states, local_count=2, now=NOW, stale_s=2)[0] == [2, 3]  # this machine's view
+    assert name_culprits(states, local_count=2, now=NOW, stale_s=2, expected=[0, 1, 2, 3]) == \
+        ([0, 1], "never started (no status written)")

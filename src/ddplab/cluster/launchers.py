@@ -12,6 +12,10 @@ Pure functions over an environment mapping, so every case is a unit test:
   ddplab ...`` starts four launchers, each forming its own job (of world size 1 with --nproc 1)
   instead of one job of world size 4.
 - ``expand_hostlist``: Slurm's compressed host lists (``node[01-03,07]``, ``r[1-2]-n[1-2]``).
+- ``resolve(context, asked)``: what a ddplab command runs as here, from the launcher's context and
+  the options given (commands/options.py): one launcher per node with nodes, endpoint and who hosts
+  the store taken from srun/mpirun unless given; one rank of torchrun's job (``started_by``
+  torchrun); or a refusal (exit 2) with ``mistakes``' words.
 
 Which launcher wins when several left variables: the innermost one. torchrun's workers carry
 TORCHELASTIC_RUN_ID; Open MPI's processes carry OMPI_COMM_WORLD_* even when its daemons were
@@ -37,6 +41,7 @@ SLURM_ALLOCATION = "slurm allocation"  # inside sbatch/salloc, but not started b
 NONE = "none"
 
 MAX_HOSTS = 65_536  # a host list longer than this is refused rather than expanded
+DEFAULT_PORT = 29400  # the rendezvous port when the launcher names only the first node: torchrun's c10d default
 
 
 @dataclass(frozen=True)
@@ -388,4 +393,112 @@ def _per_node_hint(context: LaunchContext, nproc: int) -> str:
 
 
 def _endpoint_example(context: LaunchContext) -> str:
-    return f"{context.endpoint_host or 'HOST'}:{context.endpoint_port or 29400}"
+    return f"{context.endpoint_host or 'HOST'}:{context.endpoint_port or DEFAULT_PORT}"
+
+
+# --- what a ddplab command runs as here --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Asked:
+    """The launch options a command line gave; None: not given (the launcher's, or the default)."""
+
+    nproc: int | None = None
+    nnodes: int | None = None
+    rdzv_endpoint: str | None = None
+    rdzv_host: str | None = None
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The launch options to run with, and where each one taken from the launcher came from, in words."""
+
+    nproc: int | None  # None: the command's default
+    nnodes: int
+    rdzv_endpoint: str | None
+    rdzv_host: str
+    started_by: str | None  # None: ddplab's own launcher starts the ranks; TORCHRUN: this process is one rank
+    taken: tuple[str, ...] = ()  # "--nnodes 2 (srun: SLURM_STEP_NUM_NODES=2)", ...
+    notes: tuple[str, ...] = ()  # what the launcher could not say
+
+
+def resolve(context: LaunchContext, asked: Asked) -> Resolved:
+    """What a ddplab command runs as under this launcher (pure: the context is ``detect``'s).
+
+    - torchrun: this process is one of torchrun's ranks, so ddplab runs its workload here as that rank
+      (nproc and nnodes are torchrun's; contradicting them, or naming a rendezvous, is refused).
+    - srun / mpirun, one task per node: ddplab's launcher on each node; nodes, the rendezvous endpoint
+      (the first node, port DEFAULT_PORT) and who hosts the store (node rank 0) come from the launcher
+      unless given.
+    - the mistake of several launchers per node (N independent jobs), or nodes that disagree: refused
+      (UsageError, exit 2) with ``mistakes``' words.
+    """
+    from ..errors import UsageError
+
+    if context.launcher == TORCHRUN and context.role == ONE_PER_RANK:
+        return _as_torchrun_rank(context, asked)
+    nnodes = asked.nnodes if asked.nnodes is not None else (context.nnodes or 1) if _per_node(context) else 1
+    refusal = _refusal(context, nnodes, asked)
+    if refusal is not None:
+        raise UsageError(refusal.reference, refusal.message, hint=refusal.hint)
+    taken = []
+    if asked.nnodes is None and nnodes > 1:
+        taken.append(f"--nnodes {nnodes} ({context.launcher}: {_said(context, 'NNODES', 'NUM_NODES', 'SIZE')})")
+    endpoint, host = asked.rdzv_endpoint, asked.rdzv_host or "auto"
+    if endpoint is None and nnodes > 1 and context.endpoint_host:
+        endpoint = f"{context.endpoint_host}:{context.endpoint_port or DEFAULT_PORT}"
+        taken.append(f"--rdzv-endpoint {endpoint} (the first node of {_said(context, 'NODELIST')})")
+        if asked.rdzv_host is None and context.node_rank is not None:
+            # The scheduler's node 0 is the endpoint's node: it hosts the store, the others never do (a port
+            # another job holds there is then an error, not a store to join).
+            host = "yes" if context.node_rank == 0 else "no"
+            taken.append(f"--rdzv-host {host} (node rank {context.node_rank}: {_said(context, 'NODEID', 'RANK')})")
+    if endpoint is None and nnodes > 1 and context.launcher == MPIRUN:
+        raise UsageError("rdzv-endpoint-required", f"--nnodes {nnodes} under mpirun needs --rdzv-endpoint HOST:PORT",
+                         hint=next((n for n in context.notes if "--rdzv-endpoint" in n), None))
+    notes = list(context.notes)
+    if context.role == ROLE_UNKNOWN:
+        notes.append(f"{context.launcher} does not say how many processes it started on this node: ddplab assumes "
+                     f"one (a launcher per node)")
+    return Resolved(asked.nproc, nnodes, endpoint, host, None, tuple(taken), tuple(notes))
+
+
+def _per_node(context: LaunchContext) -> bool:
+    """A launcher whose processes are ddplab launchers, one per node (as far as it says)."""
+    return context.launcher in (SRUN, MPIRUN) and context.role != ONE_PER_RANK
+
+
+def _refusal(context: LaunchContext, nnodes: int, asked: Asked) -> Mistake | None:
+    """The mistake that makes this run wrong, if any. An sbatch script on one node of a larger allocation
+    runs on that node: wrong only when it asks for several nodes (it would wait for them forever)."""
+    for mistake in mistakes(context, nnodes, asked.nproc or 1):
+        if mistake.reference != "not-started-by-srun" or nnodes > 1:
+            return mistake
+    return None
+
+
+def _as_torchrun_rank(context: LaunchContext, asked: Asked) -> Resolved:
+    from ..errors import UsageError
+
+    theirs = {"--nproc": context.local_processes, "--nnodes": context.nnodes}
+    for flag, given in (("--nproc", asked.nproc), ("--nnodes", asked.nnodes)):
+        if given is not None and theirs[flag] is not None and given != theirs[flag]:
+            raise UsageError("launcher-disagrees",
+                             f"{flag} {given}, but torchrun started {theirs[flag]} "
+                             f"({_said(context, 'LOCAL_WORLD_SIZE' if flag == '--nproc' else 'GROUP_WORLD_SIZE')}): "
+                             f"under torchrun this process is one of its ranks",
+                             hint=f"leave {flag} out, or change torchrun's own options")
+    if asked.rdzv_endpoint is not None or asked.rdzv_host is not None:
+        raise UsageError("not-under-torchrun",
+                         "--rdzv-endpoint/--rdzv-host: torchrun has already joined this process to its job "
+                         f"({_said(context, 'MASTER_ADDR', 'MASTER_PORT')})",
+                         hint="leave them out: torchrun's own --rdzv-endpoint decides where its ranks meet")
+    taken = (f"this process is rank {context.process_index} of {context.processes} "
+             f"({_said(context, 'RANK', 'WORLD_SIZE', 'LOCAL_WORLD_SIZE', 'GROUP_WORLD_SIZE')})",)
+    return Resolved(context.local_processes, context.nnodes or 1, None, "auto", TORCHRUN, taken, context.notes)
+
+
+def _said(context: LaunchContext, *fragments: str) -> str:
+    """The launcher's variables whose names contain one of ``fragments``, as NAME=value."""
+    found = [e for e in context.evidence if any(f in e.partition("=")[0] for f in fragments)]
+    return ", ".join(found) or context.launcher

@@ -58,7 +58,7 @@ def render_one(o: DrillOutcome, console) -> None:
     inj = o.injected
     rows = [("injected", f"{inj.what} (rank {inj.rank})" if inj else None),
             ("detected by", f"{o.detected_by} after {o.detect_s} s"),
-            ("culprit (ddplab)", f"{o.culprit_ranks}: {o.culprit_reason}"),
+            ("culprit (ddplab)", f"{o.culprits_in_words()}: {o.culprit_reason}"),
             ("torchrun would blame", o.torchrun_root_cause_rank),
             ("error excerpt", o.error_excerpt[-300:]),
             ("leaked processes", o.leaked_pids),

@@ -4,7 +4,8 @@ kebab-case (kill-rank) and snake_case (kill_rank).
 Each drill module defines SUMMARY, EXPECT (the pass condition in words) and
 ``run(ctx: engine.DrillContext) -> records.drill.DrillOutcome`` (verdict included). The shared
 inject -> observe -> judge steps are in engine.py; a harness that serves one drill lives beside it
-(child_launcher.py for interrupt and kill_launcher); error texts are told apart in mechanisms.py.
+(child_launcher.py for interrupt and kill_launcher; node_harness.py for the drills between machines,
+kill_node and partition); error texts are told apart in mechanisms.py.
 A new drill is one module here plus one registry line.
 """
 
@@ -23,6 +24,8 @@ DRILLS: dict[str, str] = {
     "straggler": "ddplab.drills.straggler",
     "desync": "ddplab.drills.desync",
     "oom": "ddplab.drills.oom",
+    "kill_node": "ddplab.drills.kill_node",
+    "partition": "ddplab.drills.partition",
 }
 SHORT_SET = ("kill_rank", "kill_launcher", "late_rank", "stall")  # what `ddplab run` uses
 

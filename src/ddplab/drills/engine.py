@@ -62,6 +62,15 @@ class DrillContext:
         """Ranks this machine's launcher starts."""
         return self.placement.nproc
 
+    def session_id(self, label: str) -> str | None:
+        """A job across machines: the rendezvous id of one launch of this drill (the same on every machine,
+        which runs the same drills in the same order), so that each launch meets its own, never a previous
+        launch's closing store on the same endpoint (rendezvous.meet). None on one machine."""
+        launch = self.config.launch
+        if launch.nnodes < 2:
+            return launch.rdzv_id
+        return f"{launch.rdzv_id or 'drill'}-{self.name}-{label}"
+
     def run_dir(self, label: str) -> Path | None:
         """A directory of its own for each launch of this drill (stall and straggler launch twice), because
         one directory holds one run (rundir.py); None: the launcher's default place."""
@@ -92,7 +101,7 @@ class Observation:
 
     outcome: DrillOutcome
     session: Session
-    states: dict[int, RankState]  # each of this machine's ranks' last status
+    states: dict[int, RankState]  # each rank's last status: this machine's, or the whole job's (job_states)
 
 
 # ---------------------------------------------------------------------------------------- inject and observe
@@ -108,7 +117,8 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
     from ..policy import plan
     from ..session import run_workload
 
-    launch = replace(ctx.config.launch, run_dir=_text(ctx.run_dir(label)), **launch_overrides)
+    launch = replace(ctx.config.launch, run_dir=_text(ctx.run_dir(label)), rdzv_id=ctx.session_id(label),
+                     **launch_overrides)
     placement = plan(launch, ctx.platform)
     workload = Workload("drill", _settings(ctx, fault, settings or {}))
     injections = Injections()
@@ -116,14 +126,15 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
         session = run_workload(workload, launch, f"drill-{ctx.name}", Observer(ctx.observer.console, live=False),
                                prepared=(ctx.platform, placement), rank_env=rank_env,
                                controller=(lambda run: controller(run, injections)) if controller else None)
-        states = status.read_all(session.run)
+        states = job_states(session)
         leaks = procs.leaked(session.run.run_id, list(session.run.rank_pids().values()))
         after, back_s = memory.settle()
     record = session.record
     # Only a fault that really went in has a time. A fallback (the start time) once let ranks that crashed
     # before any fault pass as a detection of it, and judge() requires the time.
     what, inject_at = injected(injections, states, ctx.victim)
-    culprits, why = ddplab_culprits(record, states, ctx.local_count)
+    culprits, why = ddplab_culprits(record, states, ctx.local_count,
+                                    expected=list(range(record.world_size)) if session.job_states else None)
     detected_by, detect_s, text = first_detection(record, states, session.ended_at, inject_at, ctx.victim)
     outcome = DrillOutcome(
         drill=ctx.name,
@@ -133,6 +144,8 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
         error_excerpt=excerpt(text),
         culprit_ranks=culprits,
         culprit_reason=why,
+        culprit_hosts={r: states[r].machine if r in states else None for r in culprits} if session.job_states
+        else None,
         torchrun_root_cause_rank=record.torchrun_root_cause_rank,
         leaked_pids=leaks,
         device_mem_before_bytes=memory.before,
@@ -143,6 +156,13 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
         interrupted=record.interrupted or bool(interrupts.requested()),
     )
     return Observation(replace(outcome, verdict=judge(outcome, ctx.victim, ctx.timeout_s)), session, states)
+
+
+def job_states(session: Session) -> dict[int, RankState]:
+    """Every rank's last status this machine knows: the whole job's from its store where it spans machines
+    (a victim on another machine says there what went in, on this machine's clock), this machine's own
+    ranks from their files (written last, so the freshest)."""
+    return {**session.job_states, **status.read_all(session.run)}
 
 
 def injected(injections: Injections, states: dict[int, RankState], victim: int) -> tuple[str | None, float | None]:
@@ -192,18 +212,23 @@ def first_detection(record: SessionRecord, states: dict[int, RankState], ended_a
     return how, detect_s, text
 
 
-def ddplab_culprits(record: SessionRecord, states: dict[int, RankState], local_count: int) -> tuple[list[int], str]:
-    """Whom ddplab blames: the supervisor's verdict, a rank killed from outside, a rank out of memory, or
-    the evidence of the status files the ranks left."""
+def ddplab_culprits(record: SessionRecord, states: dict[int, RankState], local_count: int,
+                    expected: list[int] | None = None) -> tuple[list[int], str]:
+    """Whom ddplab blames: the supervisor's verdict, a machine that vanished, a rank killed from outside, a
+    rank out of memory, or the evidence of the status the ranks left (``expected``: every rank of the job,
+    where ``states`` hold the whole job's)."""
     if record.hang:
         return list(record.hang.culprit_ranks), record.hang.reason
+    if record.machines_lost:
+        lost = record.machines_lost
+        return lost.ranks, f"{', '.join(lost.machines)}: {lost.reason}"
     killed = sorted(r.rank for r in record.ranks if r.failure and r.failure.signal == "SIGKILL")
     if killed:
         return killed, "died by SIGKILL while the others were healthy"
     oom = sorted(r for r, s in states.items() if classify(s.error) == OUT_OF_MEMORY)
     if oom:
         return oom, "ran out of memory"
-    return status.name_culprits_after_exit(states, local_count)
+    return status.name_culprits_after_exit(states, local_count, expected)
 
 
 # ---------------------------------------------------------------------------------------- judge

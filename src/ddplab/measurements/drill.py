@@ -73,7 +73,7 @@ def one_line(outcome: DrillOutcome) -> str:
     """What the drill saw, in the words of its check row."""
     if outcome.error:
         return f"crashed: {outcome.error}"
-    return (f"detected by {outcome.detected_by} in {outcome.detect_s} s; culprit {outcome.culprit_ranks}; "
+    return (f"detected by {outcome.detected_by} in {outcome.detect_s} s; culprit {outcome.culprits_in_words()}; "
             f"leaked {len(outcome.leaked_pids)}")
 
 

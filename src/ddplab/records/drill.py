@@ -72,6 +72,8 @@ class DrillOutcome:
     error_excerpt: str = ""
     culprit_ranks: list[int] = field(default_factory=list)  # whom ddplab names
     culprit_reason: str = ""
+    # a job across machines: each culprit's machine (rank -> machine, its address toward the endpoint)
+    culprit_hosts: dict[int, str | None] | None = field(default=None, metadata=OMIT)
     torchrun_root_cause_rank: int | None = None  # whom torchrun would name (the first rank to fail)
     leaked_pids: list[int] = field(default_factory=list)  # processes of the drill alive after it ended
     device_mem_before_bytes: int | None = None  # None: the platform has no device-wide memory reading
@@ -88,6 +90,11 @@ class DrillOutcome:
     @property
     def fault_went_in(self) -> bool:
         return self.injected is not None and self.injected.went_in
+
+    def culprits_in_words(self) -> str:
+        """[3] on 10.9.0.2 (the machines where known), or [3]."""
+        machines = sorted({h for h in (self.culprit_hosts or {}).values() if h})
+        return f"{self.culprit_ranks}" + (f" on {', '.join(machines)}" if machines else "")
 
     def run_ids(self) -> set[str]:
         """The runs this drill started: its ranks' session, and the launcher it started itself."""
@@ -160,6 +167,17 @@ class ChildLauncherDetails:
     launcher_exit_code: int | None  # None: it had to be ended
     report_written: bool
     rank_pids: list[int]
+
+
+@dataclass(frozen=True)
+class NodeDetails:
+    """kill_node / partition on one machine of the job: the victim's machine, or a survivor watching it go."""
+
+    role: str  # "victim" (the fault went into this machine's launcher and ranks) or "survivor"
+    machine: str | None  # the victim's machine as the job's store named it (a survivor's view)
+    machine_ranks: list[int]  # the victim's: its own ranks; a survivor's: the victim machine's ranks
+    launcher_exit_code: int | None  # this machine's launcher (None: it had to be ended, or was killed)
+    report_written: bool
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,7 @@ def run(ctx) -> TrainRankResult:
 
     step_times_us: list[float] = []
     checks: list[StepCheck] = []
+    gradient_numel = sum(p.numel() for p in model.parameters())  # what DDP all_reduces every step
     for step in range(s.steps):
         batches = [make_batch(s.seed, step, r, s.batch_size, features) for r in range(ctx.world_size)]
         x = batches[ctx.rank].to(device)
@@ -92,6 +93,9 @@ def run(ctx) -> TrainRankResult:
         if check:
             reference.load_state_dict(model.state_dict())  # parameters before this step's update
 
+        # Each step is one collective for ddplab's supervisor (status.py): progress it can see, and a step
+        # stuck in DDP's all_reduce is "in-collective". Written outside the timed window.
+        ctx.status.enter_collective("ddp_step", gradient_numel)
         ctx.runtime.synchronize()
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=False)
@@ -100,6 +104,7 @@ def run(ctx) -> TrainRankResult:
         opt.step()
         ctx.runtime.synchronize()
         step_times_us.append((time.perf_counter() - t0) * 1e6)
+        ctx.status.leave_collective()
 
         if check:
             checks.append(_check_step(step, model, reference, [b.to(device) for b in batches], ctx.rank))

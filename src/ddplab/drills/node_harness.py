@@ -1,0 +1,217 @@
+"""The harness of the drills between machines (kill_node, partition): every machine of the job runs the same
+`ddplab drill NAME --nnodes N ...`, and each starts its part of one job as a separate launcher (`ddplab
+train`, as child_launcher.py does for one machine), so that a drill can kill or freeze a whole machine's
+launcher and ranks without killing itself.
+
+In a job across real machines a drill can act only on its own processes. So the machine that holds the
+victim rank injects the fault into its own launcher and ranks (the processes it started: its child's
+process group, and the ranks that wrote pid files in the child's run directory), and the other machines,
+the survivors, observe what their own launcher made of it: its report must name the victim's machine and
+all of its ranks, and nothing of theirs may be left running. Nothing here touches a network interface.
+
+Times on a survivor are on its own clock: the fault "went in" no later than the victim's ranks were last
+heard through the job's store (their heartbeats, converted to this clock by cluster/status_store.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+from .. import interrupts, procs, status
+from ..config import TrainConfig
+from ..records.codec import RecordError
+from ..records.core import Report, Verdict
+from ..records.drill import DrillOutcome, Injection, NodeDetails
+from ..records.session import RankState, SessionRecord
+from ..rundir import RunDir
+from . import child_launcher, engine
+from .mechanisms import classify, excerpt
+
+CHILD_STEPS = 1_000_000  # the child trains until the fault ends it
+SURVIVOR_MARGIN_S = 60.0  # on top of the victim's hold, for the survivors' launcher to tear down and report
+
+
+@dataclass(frozen=True)
+class NodeFault:
+    """What the victim's machine does to its own launcher and ranks (``inject`` returns what, in words) and how
+    long it then keeps them that way before ending them (0: they are gone already)."""
+
+    inject: Callable[[subprocess.Popen, list[int]], str]  # (the launcher, its rank pids) -> what was done
+    hold_s: Callable[[engine.DrillContext], float]
+
+
+def run(ctx: engine.DrillContext, fault: NodeFault) -> DrillOutcome:
+    """The drill on this machine: the victim's machine injects, every other machine observes."""
+    if ctx.config.launch.nnodes < 2:
+        return DrillOutcome(drill=ctx.name, verdict=Verdict.SKIP,
+                            culprit_reason="a drill between machines needs a job across machines: run it on each "
+                                           "machine with --nnodes 2 or more and the same --rdzv-endpoint")
+    run_dir = RunDir.create(ctx.run_dir(ctx.name), f"drill-{ctx.name}").path
+    child_dir, report = run_dir / "launcher", run_dir / "launcher-report.json"
+    train = TrainConfig(launch=replace(ctx.config.launch, run_dir=str(child_dir), rdzv_id=ctx.session_id(ctx.name)),
+                        steps=CHILD_STEPS)
+    pids: dict[int, int] = {}
+    run_id = injected_at = what = gone_at = child_exit = None
+    with engine.DeviceMemory(ctx.platform) as memory:
+        child = child_launcher.start(["-m", "ddplab", "train", *train.to_argv(), "--json", str(report)])
+        try:
+            child_run = child_launcher.wait_for_run(child_dir, child)
+            pids = engine.wait_for_ranks(child_run, ctx.local_count) if child_run else {}
+            run_id = child_run.run_id if child_run else None
+            victim_here = ctx.victim in pids
+            if victim_here and not interrupts.requested():
+                injected_at, what = time.time(), fault.inject(child, sorted(pids.values()))
+                _hold(fault.hold_s(ctx))
+                _end_frozen(child, sorted(pids.values()))
+                gone_at = procs.wait_gone(sorted(pids.values()), ctx.timeout_s + 10, stop=interrupts.requested)
+                child_exit = child_launcher.wait_exit(child, 10)
+            elif pids:
+                child_exit = child_launcher.wait_exit(child, fault.hold_s(ctx) + ctx.timeout_s + SURVIVOR_MARGIN_S)
+        finally:
+            if child_exit is None:  # stuck, never started, or this drill is being stopped: end it and its ranks
+                child_launcher.end(child)
+        leaks = procs.leaked(run_id, list(pids.values()))
+        procs.end_processes(leaks)
+        log = child.stdout.read() if child.stdout else ""
+        after, back_s = memory.settle()
+    common = dict(drill=ctx.name, leaked_pids=leaks, device_mem_before_bytes=memory.before,
+                  device_mem_after_bytes=after, memory_back_s=back_s, run_dir=str(run_dir), run_id=run_id,
+                  interrupted=bool(interrupts.requested()))
+    if injected_at is not None:
+        return _as_victim(ctx, what, injected_at, gone_at, child_exit, sorted(pids), common)
+    return _as_survivor(ctx, report, child_dir, child_exit, sorted(pids), log, common)
+
+
+def stop_group(sig: int) -> Callable[[subprocess.Popen, list[int]], str]:
+    """Send ``sig`` to the child launcher's process group (it and the ranks it spawned: it leads a session of
+    its own, child_launcher.start) and to each rank by the pid it wrote in the child's run directory (the
+    evidence that it is ours)."""
+    def inject(launcher: subprocess.Popen, rank_pids: list[int]) -> str:
+        if launcher.returncode is None:  # not reaped: its pid, the group's id, cannot have been reused
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(launcher.pid, sig)
+        for pid in rank_pids:
+            procs.signal_quietly(pid, sig)
+        return (f"{signal.Signals(sig).name} to this machine's launcher (pid {launcher.pid}) and its "
+                f"{len(rank_pids)} rank(s) (pids {rank_pids})")
+    return inject
+
+
+def _hold(seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not interrupts.requested():
+        time.sleep(0.1)
+
+
+def _end_frozen(launcher: subprocess.Popen, rank_pids: list[int]) -> None:
+    """Whatever the fault left of this machine's part (a frozen launcher and ranks) is ended: SIGKILL works on
+    stopped processes too."""
+    stop_group(signal.SIGKILL)(launcher, rank_pids)
+
+
+# ---------------------------------------------------------------------------------------- judging
+
+def _as_victim(ctx: engine.DrillContext, what: str, injected_at: float, gone_at: float | None,
+               child_exit: int | None, ranks: list[int], common: dict) -> DrillOutcome:
+    """The victim's machine: the fault went in, and nothing of its part was left (the others judge the rest)."""
+    ok = gone_at is not None and not common["leaked_pids"]
+    return DrillOutcome(
+        **common, verdict=Verdict.PASS if ok else Verdict.FAIL,
+        injected=Injection(what=what, rank=ctx.victim, at=injected_at),
+        detected_by="not judged here: this machine was the victim (the other machines name it)",
+        culprit_reason=f"this machine held the victim rank {ctx.victim} (its ranks {ranks}); its launcher and "
+                       f"ranks were gone {round(gone_at - injected_at, 2) if gone_at else 'never'} s after",
+        details=NodeDetails(role="victim", machine=None, machine_ranks=ranks, launcher_exit_code=child_exit,
+                            report_written=False))
+
+
+def _as_survivor(ctx: engine.DrillContext, report: Path, child_dir: Path, child_exit: int | None,
+                 ranks: list[int], log: str, common: dict) -> DrillOutcome:
+    """A surviving machine: its launcher's report must name the victim's machine and every rank of it, within
+    the timeout (+ 5 s) of when that machine was last heard, and nothing of this machine may be left."""
+    session = _session_of(report)
+    local = status.read_all(RunDir.existing(child_dir)) if RunDir.existing(child_dir) else {}
+    job = {**(dict(session.hang.snapshot) if session and session.hang else {}), **local}
+    machine, machine_ranks = _victims_machine(session, job, ctx.victim)
+    last_heard = _last_heard(session, job, machine, machine_ranks)
+    detected_by, detected_at, text = _first_detection(session, local)
+    culprits, reason, hosts = _named(session)
+    detect_s = round(detected_at - last_heard, 2) if detected_at and last_heard else None
+    ok = (last_heard is not None and detected_by is not None and engine.detected_within(detect_s, ctx.timeout_s)
+          and machine is not None and sorted(culprits) == machine_ranks
+          and all(hosts.get(r) == machine for r in culprits) and not common["leaked_pids"])
+    return DrillOutcome(
+        **common, verdict=Verdict.PASS if ok else Verdict.FAIL,
+        injected=Injection(what=f"machine {machine or '?'} (ranks {machine_ranks}) stopped answering: the drill "
+                                f"there injected it" if machine else None, rank=ctx.victim, at=last_heard),
+        detected_by=detected_by, detect_s=detect_s, error_excerpt=excerpt(text or log),
+        culprit_ranks=culprits, culprit_reason=reason, culprit_hosts=hosts or None,
+        torchrun_root_cause_rank=session.torchrun_root_cause_rank if session else None, session=session,
+        details=NodeDetails(role="survivor", machine=machine, machine_ranks=machine_ranks,
+                            launcher_exit_code=child_exit, report_written=session is not None))
+
+
+def _session_of(report: Path) -> SessionRecord | None:
+    try:
+        return Report.from_json(json.loads(report.read_text())).results.session
+    except (OSError, ValueError, RecordError, AttributeError):
+        return None
+
+
+def _victims_machine(session: SessionRecord | None, job: dict[int, RankState],
+                     victim: int) -> tuple[str | None, list[int]]:
+    """The machine that held the victim rank, and all of its ranks, as the job's store said."""
+    if session is not None and session.machines_lost:
+        for machine, ranks in session.machines_lost.machines.items():
+            if victim in ranks:
+                return machine, sorted(ranks)
+    state = job.get(victim)
+    if state is None or state.machine is None:
+        return None, []
+    return state.machine, sorted(r for r, s in job.items() if s.machine == state.machine)
+
+
+def _last_heard(session: SessionRecord | None, job: dict[int, RankState], machine: str | None,
+                ranks: list[int]) -> float | None:
+    """When the victim's machine was last heard here (this machine's clock): the fault went in no later."""
+    if machine is None:
+        return None
+    if session is not None and session.machines_lost and machine in session.machines_lost.last_heard:
+        return session.machines_lost.last_heard[machine]
+    beats = [job[r].heartbeat for r in ranks if r in job]
+    return max(beats) if beats else None
+
+
+def _first_detection(session: SessionRecord | None, local: dict[int, RankState]) -> tuple[str | None, float | None,
+                                                                                            str]:
+    """The first sign on this machine: its supervisor's hang, or one of its ranks failing (a peer lost)."""
+    candidates = []
+    if session is not None and session.hang:
+        candidates.append((session.hang.detected_at, "ddplab supervisor", session.hang.reason))
+    for state in local.values():
+        if state.failed_at:
+            candidates.append((state.failed_at, classify(state.error) or "rank exception", state.error or ""))
+    if not candidates:
+        return None, None, ""
+    when, how, text = min(candidates, key=lambda c: c[0])
+    return how, when, text
+
+
+def _named(session: SessionRecord | None) -> tuple[list[int], str, dict[int, str | None]]:
+    """Whom this machine's launcher named, with their machines: its supervisor's hang, or the machines lost."""
+    if session is None:
+        return [], "the launcher wrote no report", {}
+    if session.hang:
+        return list(session.hang.culprit_ranks), session.hang.reason, dict(session.hang.culprit_hosts or {})
+    if session.machines_lost:
+        lost = session.machines_lost
+        return lost.ranks, lost.reason, {r: m for m, ranks in lost.machines.items() for r in ranks}
+    return [], "neither a hang nor a lost machine was named", {}

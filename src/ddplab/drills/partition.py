@@ -1,0 +1,37 @@
+"""partition: one machine of a job across machines stops answering, as when its link goes down.
+
+What the others see of a partition is a machine that says nothing more, while its connections stay open:
+their ranks wait inside a collective, their store never hears from it again. The drill makes exactly that
+without touching any network interface (it may run on a user's real machines, and in a real job a drill
+can act only on its own processes): the machine that holds the victim rank freezes its own launcher and
+ranks with SIGSTOP (their sockets stay open, unanswered), keeps them frozen for the hang timeout plus 5 s
+plus a little, then ends them with SIGKILL. The others' supervisors must declare the hang from the
+heartbeats that stopped and name that machine and its ranks. (The tests also pull a namespace's cable,
+tests/integration/test_node_drills_netns.py, which the drill itself never does.)
+"""
+
+from __future__ import annotations
+
+import signal
+
+from ..records.drill import DrillOutcome
+from . import engine, node_harness
+
+SUMMARY = "one machine stops answering (its launcher and ranks frozen by SIGSTOP), as a partition looks to the others"
+EXPECT = ("injects SIGSTOP into the launcher and every rank of the machine holding the victim rank (no interface is "
+          "touched; run it on every machine), ended with SIGKILL after the hang timeout + 5 s. On the others: "
+          "detected within timeout + 5 s, that machine and all of its ranks named, nothing left running; on the "
+          "victim's machine: nothing of it left")
+HOLD_MARGIN_S = 3.0  # past the others' deadline (hang timeout + 5 s), so they judge a machine still silent
+
+
+def hold_s(ctx: engine.DrillContext) -> float:
+    hang = ctx.config.launch.hang_timeout_s or ctx.timeout_s
+    return hang + engine.DETECT_SLACK_S + HOLD_MARGIN_S
+
+
+FREEZE = node_harness.NodeFault(inject=node_harness.stop_group(signal.SIGSTOP), hold_s=hold_s)
+
+
+def run(ctx: engine.DrillContext) -> DrillOutcome:
+    return node_harness.run(ctx, FREEZE)

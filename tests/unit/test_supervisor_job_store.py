@@ -1,0 +1,114 @@
+"""Two machines' supervisors judge one job through its store (issue 13): both name the culprit by global rank
+and machine, though it runs on only one of them, and each signals only its own ranks."""
+
+import json
+import subprocess
+import threading
+import time
+
+from torch.distributed import HashStore
+
+from ddplab import status
+from ddplab.cluster.status_store import StatusPublisher, StatusReader
+from ddplab.records.codec import to_json
+from ddplab.records.session import RankState
+from ddplab.rundir import RunDir
+from ddplab.supervisor import JOB_STORE, Supervisor
+
+JOB = "ddplab-10.9.0.1:29400"
+MACHINES = {0: "10.9.0.1", 1: "10.9.0.1", 2: "10.9.0.2", 3: "10.9.0.2"}
+
+
+def _machine(tmp_path, name: str, ranks: list[int], pids: dict[int, int]) -> RunDir:
+    """One machine's run directory: listen.json naming the job's store, and its own ranks' status files."""
+    run = RunDir.create(tmp_path / name, "drill")
+    run.listen_file.write_text(json.dumps({"address": "10.9.0.1", "port": 29400,
+                                           "across_machines": {"hosts_store": name == "a"}}))
+    for rank in ranks:
+        run.status_file(rank).parent.mkdir(parents=True, exist_ok=True)
+        run.status_file(rank).write_text(json.dumps(to_json(_state(rank, pids[rank], 0))))
+    return run
+
+
+def _state(rank: int, pid: int, beat: int, phase: str | None = None) -> RankState:
+    stalled = rank == 3  # stopped before its sixth collective; the others wait inside it
+    return RankState(rank=rank, local_rank=rank % 2, pid=pid, phase=phase or ("stalled" if stalled else "in-collective"),
+                     seq=5 if stalled else 6, done=5, op="all_reduce", numel=1024, world_size=4, node_rank=rank // 2,
+                     host="vm", address=MACHINES[rank], beat=beat)
+
+
+class _Beating(threading.Thread):
+    """Every rank keeps beating into the store (alive, making no progress) until stopped."""
+
+    def __init__(self, store: HashStore, pids: dict[int, int]):
+        super().__init__(daemon=True)
+        self.publishers = {r: StatusPublisher(store, r, job=JOB) for r in MACHINES}
+        self.pids, self.stop = pids, threading.Event()
+
+    def run(self):
+        beat = 0
+        while not self.stop.wait(0.1):
+            beat += 1
+            for rank, publisher in self.publishers.items():
+                publisher.publish(_state(rank, self.pids[rank], beat))
+
+
+def test_both_machines_name_global_rank_3_on_its_machine_and_signal_only_their_own_ranks(tmp_path):
+    store = HashStore()
+    stand_ins = {r: subprocess.Popen(["sleep", "60"]) for r in MACHINES}  # each machine's two ranks
+    pids = {r: p.pid for r, p in stand_ins.items()}
+    beating = _Beating(store, pids)
+    beating.start()
+    try:
+        hangs = {}
+        for name, mine in (("b", [2, 3]), ("a", [0, 1])):  # the culprit's machine first, then the other
+            run = _machine(tmp_path, name, mine, pids)
+            # the store holds every rank's pid, the other machine's too: a supervisor may signal only its files'
+            with Supervisor(run, local_count=2, hang_timeout_s=0.5, grace_s=0.5, job=JOB,
+                            open_reader=lambda address, port, job: StatusReader(store, job=job)) as supervisor:
+                supervisor._thread.join(timeout=15)
+            hangs[name] = supervisor.hang
+            assert [r for r, p in stand_ins.items() if p.poll() is None] == ([0, 1] if name == "b" else []), name
+        for name, hang in hangs.items():
+            assert hang is not None, name
+            assert hang.culprit_ranks == [3] and hang.culprit_hosts == {3: "10.9.0.2"}, (name, hang)
+            assert hang.judged_from == JOB_STORE and sorted(hang.snapshot) == [0, 1, 2, 3], name
+            assert "entered 5 collectives while others entered 6" in hang.reason
+            assert hang.culprits_in_words() == "rank 3 (on 10.9.0.2)"
+    finally:
+        beating.stop.set()
+        for proc in stand_ins.values():
+            proc.kill()
+            proc.wait()
+
+
+def test_a_machine_that_went_silent_while_the_others_failed_is_named():
+    job = {r: _state(r, 100 + r, 1, phase="failed" if r < 2 else "in-collective") for r in MACHINES}
+    assert status.silent_machines(job) == {"10.9.0.2": [2, 3]}
+    # a machine whose ranks failed too is not silent, whichever failed first
+    job[2] = _state(2, 102, 1, phase="failed")
+    assert status.silent_machines(job) == {}
+    # nobody could report an end: the store stopped answering; its machine is the one that vanished
+    quiet = {r: _state(r, 100 + r, 1, phase="in-collective") for r in MACHINES}
+    assert status.silent_machines(quiet) == {}
+    assert status.silent_machines(quiet, store_machine="10.9.0.2") == {"10.9.0.2": [2, 3]}
+    assert status.silent_machines(quiet, store_machine="10.9.0.1") == {"10.9.0.1": [0, 1]}
+
+
+def test_a_machine_that_vanished_is_named_by_the_survivors_supervisor_with_its_ranks(tmp_path):
+    store = HashStore()
+    pids = {r: 100 + r for r in MACHINES}
+    run = _machine(tmp_path, "a", [0, 1], pids)
+    for rank in (0, 1):  # this machine's ranks lost their peers and failed, and said so in their files
+        run.status_file(rank).write_text(json.dumps(to_json(_state(rank, pids[rank], 2, phase="failed"))))
+    for rank in MACHINES:  # what the store last heard: b's ranks mid-collective, never an end
+        StatusPublisher(store, rank, job=JOB).publish(_state(rank, pids[rank], 1))
+    with Supervisor(run, local_count=2, hang_timeout_s=None, job=JOB,
+                    open_reader=lambda address, port, job: StatusReader(store, job=job)) as supervisor:
+        deadline = time.monotonic() + 10
+        while len(supervisor.job_states) < 4 and time.monotonic() < deadline:  # watching only, never judging
+            time.sleep(0.05)
+    lost = supervisor.machines_lost()
+    assert lost is not None and lost.machines == {"10.9.0.2": [2, 3]} and lost.ranks == [2, 3]
+    assert "no rank there reported an end" in lost.reason and set(lost.last_heard) == {"10.9.0.2"}
+    assert supervisor.hang is None
