@@ -97,6 +97,19 @@ def _process_start_ticks() -> int | None:
         return None
 
 
+def _in_process_group() -> bool:
+    """Whether the main thread has initialised the default process group. Never imports torch,
+    and copes with torch.distributed half imported: this thread can look while the main thread
+    is still inside `import torch`, when the module exists but its functions are not defined yet
+    (seen on 2x H200: every rank wrote beacon-error.txt, docs/RESULTS.md)."""
+    dist = sys.modules.get("torch.distributed")
+    is_available = getattr(dist, "is_available", None)
+    is_initialized = getattr(dist, "is_initialized", None)
+    if is_available is None or is_initialized is None:
+        return False
+    return bool(is_available() and is_initialized())
+
+
 class Beacon:
     def __init__(self, job: JobDir, rank: int, stack_signal: int | None, recorder_setting: str):
         self.job = job
@@ -133,14 +146,13 @@ class Beacon:
 
     def _observe(self) -> dict:
         frame = sys._current_frames().get(self.main_ident)
-        dist = sys.modules.get("torch.distributed")
         status = flight_recorder.read(include_collectives=False)
         if status:
             self._last_flight = status
         return {
             "heartbeat": time.time(),
             "where": locate(frame, torch_distributed_dir()),
-            "in_process_group": bool(dist and dist.is_available() and dist.is_initialized()),
+            "in_process_group": _in_process_group(),
             "progress": progress_of(status or self._last_flight),
             "recorder": (status or self._last_flight or {}).get("recorder"),
         }
