@@ -11,6 +11,7 @@ import pickle
 from pathlib import Path
 
 import pytest
+import torch
 
 from ddplab.job import flight
 from ddplab.job.flight import RankEvidence
@@ -64,6 +65,9 @@ def test_real_gloo_dumps_crash_torchs_analyzer_and_ddplab_still_names_the_rank_b
                                   "dtypes": ["Float"]}
 
 
+# The fixture is torch 2.13's dump. torch 2.11's analyzer rejects it ('failed', seen on the GPU machine) while
+# it read that release's own dumps there ("torch's analyzer: used", docs/RESULTS.md, issue 12).
+@pytest.mark.skipif(torch.__version__ < (2, 13), reason="the fixture is a torch 2.13 dump")
 def test_torchs_analyzer_is_used_where_it_works():
     ranks = {r: RankEvidence(r, status=status(), record=with_named_group(gloo_dump(r)), answered=True)
              for r in (0, 1)}
