@@ -158,8 +158,9 @@ def name_culprits_after_exit(states: dict[int, RankState], local_count: int,
     Last words are not all from one moment: a rank that entered init or a collective only after another rank
     had given up waiting there (its timeout ended the wait) arrived late, and failed there only because the
     others were gone. So each rank is judged as it stood when the first wait was given up. Across machines
-    this is no corner case: a machine's launcher does not see a rank of another machine fail, so nothing tears
-    the late rank down; it sleeps out its delay, joins, and fails "in init" like the rank that waited for it."""
+    this is no corner case: a machine's elastic agent need not see a rank of another machine fail (it did not
+    when its machine hosted the rendezvous store), so nothing may tear the late rank down; it sleeps out its
+    delay, joins, and fails "in init" like the rank that waited for it."""
     states = {r: _before_failing(s) for r, s in _as_when_first_waiter_gave_up(states).items()}
     return (_not_started(states, local_count, expected)
             or _holding_up(states, waiting_phases=("in-collective", "failed")))
