@@ -66,6 +66,13 @@ class RankStatus:
             self._write()
         self._publish()
 
+    def fail(self, error: str) -> None:
+        """The rank is failing: its error, and the phase it failed in with when it entered that phase (a judge
+        tells a rank that waited there from one that arrived after the others had given up)."""
+        with self._lock:
+            failed_in, entered = self.state.phase, self.state.since
+        self.phase("failed", error=error, failed_at=time.time(), failed_in=failed_in, failed_in_since=entered)
+
     def enter_collective(self, op: str, numel: int) -> int:
         with self._lock:
             self.state = replace(self.state, phase="in-collective", seq=self.state.seq + 1, op=op, numel=numel,
@@ -146,8 +153,15 @@ def name_culprits_after_exit(states: dict[int, RankState], local_count: int,
     after its run). Heartbeats say nothing then, since every rank stopped beating. A rank that failed is
     judged in the phase it failed in where its status says (a rank torn down while it slept before init is
     still the one that never reached it); otherwise it was inside the collective that raised: "failed"
-    stands where its status said "in-collective"."""
-    states = {r: _before_failing(s) for r, s in states.items()}
+    stands where its status said "in-collective".
+
+    Last words are not all from one moment: a rank that entered init or a collective only after another rank
+    had given up waiting there (its timeout ended the wait) arrived late, and failed there only because the
+    others were gone. So each rank is judged as it stood when the first wait was given up. Across machines
+    this is no corner case: a machine's elastic agent need not see a rank of another machine fail (it did not
+    when its machine hosted the rendezvous store), so nothing may tear the late rank down; it sleeps out its
+    delay, joins, and fails "in init" like the rank that waited for it."""
+    states = {r: _before_failing(s) for r, s in _as_when_first_waiter_gave_up(states).items()}
     return (_not_started(states, local_count, expected)
             or _holding_up(states, waiting_phases=("in-collective", "failed")))
 
@@ -156,6 +170,31 @@ def _before_failing(state: RankState) -> RankState:
     if state.phase == "failed" and state.failed_in not in (None, "in-collective"):
         return replace(state, phase=state.failed_in)
     return state
+
+
+def _as_when_first_waiter_gave_up(states: dict[int, RankState]) -> dict[int, RankState]:
+    """Each rank as it stood when the first rank gave up waiting (failed in init or in a collective): one that
+    entered its waiting phase only after another had given up is put back before it."""
+    gave_up = {r: s.failed_at for r, s in states.items() if _failed_waiting(s) and s.failed_at is not None}
+    return {r: _before_entering(s) if _arrived_after_others_gave_up(r, s, gave_up) else s
+            for r, s in states.items()}
+
+
+def _failed_waiting(state: RankState) -> bool:
+    return state.phase == "failed" and state.failed_in in WAITING_PHASES
+
+
+def _arrived_after_others_gave_up(rank: int, state: RankState, gave_up: dict[int, float]) -> bool:
+    others = [at for r, at in gave_up.items() if r != rank]
+    return (_failed_waiting(state) and state.failed_in_since is not None and bool(others)
+            and state.failed_in_since > min(others))
+
+
+def _before_entering(state: RankState) -> RankState:
+    """The rank just before it entered the phase it failed in: before init, or done with the collective before."""
+    if state.failed_in == "in-init":
+        return replace(state, phase="before-init")
+    return replace(state, phase="running", seq=state.seq - 1, done=min(state.done, state.seq - 1))
 
 
 def _not_started(states: dict[int, RankState], local_count: int,

@@ -143,8 +143,7 @@ def _as_rank(job: RankJob, run: RunDir, gather: bool) -> tuple[RankReturn, dict[
     try:
         own, returns = _run(job, rank, local_rank, world_size, status, gather)
     except BaseException as exc:
-        status.phase("failed", error=f"{type(exc).__name__}: {exc}"[-2000:], failed_at=time.time(),
-                     failed_in=status.state.phase)
+        status.fail(f"{type(exc).__name__}: {exc}"[-2000:])
         status.close()
         raise
     status.phase("finished")

@@ -6,6 +6,11 @@ first launcher saw only its own rank 0 and failed the drill ("nothing was inject
 
 late_rank, not stall: a drill of one session per launcher (quicker; stall's two sessions across machines are
 tested in the network namespaces, test_node_drills_netns.py).
+
+Which launcher hosts the rendezvous store is a start-up race. When it is the victim's, that launcher's elastic
+agent never sees rank 0 time out in init, the late rank sleeps out its delay, joins init and fails there too:
+the victim's launcher then judges last words from a minute apart (once [0, 1], "every rank is inside the same
+collective"; the deterministic case is in tests/unit/test_status_culprits.py). Both orders must name rank 1.
 """
 
 import os

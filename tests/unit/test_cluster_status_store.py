@@ -6,6 +6,7 @@ import socket
 import time
 from datetime import timedelta
 
+import pytest
 from torch.distributed import HashStore, TCPStore
 
 from ddplab.cluster.status_store import StatusPublisher, StatusReader, status_key, world_size_key
@@ -148,3 +149,21 @@ def test_without_a_store_named_a_rank_writes_its_file_only(tmp_path):
     writer = rank_status(run, 0, 0, 2, environ={})
     writer.close()
     assert writer._publisher is None and json.loads(run.status_file(0).read_text())["world_size"] == 2
+
+
+def test_a_failing_rank_says_when_it_entered_the_phase_it_failed_in_on_the_readers_clock(tmp_path):
+    store, reader_clock = HashStore(), _Clock(50.0)
+    writer = RankStatus(RunDir.create(tmp_path / "run", "drill"), 1, 0, world_size=2,
+                        publisher=StatusPublisher(store, 1))
+    writer.phase("in-init")
+    entered = writer.state.since
+    writer.fail("RuntimeError: Connection refused")
+    writer.close()
+    mine = json.loads(writer.path.read_text())
+    assert (mine["phase"], mine["failed_in"], mine["failed_in_since"]) == ("failed", "in-init", entered)
+    assert mine["failed_at"] >= entered
+    # another machine reads it on its own clock: the entry moves with the heartbeat and the failure
+    reader = StatusReader(store, clock=reader_clock)
+    record = reader.judging_records(reader.read(), wall_now=mine["heartbeat"] + 100.0)[1]
+    assert record.failed_in_since == pytest.approx(entered + 100.0)
+    assert record.failed_at == pytest.approx(mine["failed_at"] + 100.0)

@@ -73,3 +73,51 @@ def test_the_whole_jobs_ranks_are_expected_when_judged_from_its_store():
     assert name_culprits(states, local_count=2, now=NOW, stale_s=2)[0] == [2, 3]  # this machine's view
     assert name_culprits(states, local_count=2, now=NOW, stale_s=2, expected=[0, 1, 2, 3]) == \
         ([0, 1], "never started (no status written)")
+
+
+# The victim's launcher in tests/integration/test_drill_two_launchers.py (late_rank, --nnodes 2 --nproc 1,
+# --timeout 6), as CI and a loaded machine saw it. Rank 0 (the other machine, read from the job's store) gave
+# up waiting in init at 610.8 when its store wait timed out; nothing on the victim's machine tore rank 1 down
+# (its launcher's elastic agent does not see a rank of another machine fail), so rank 1 slept out its 66 s,
+# entered init at 670.7 and failed there at once (the peer was gone). Both last words say "failed in init".
+def _late_rank_after_the_wait_ended():
+    rank0 = _state(0, 0, "failed", heartbeat=610.8, failed_in="in-init", failed_in_since=604.8, failed_at=610.8,
+                   error="DistStoreError: wait timeout after 6000ms")
+    rank1 = _state(1, 0, "failed", heartbeat=670.75, failed_in="in-init", failed_in_since=670.7, failed_at=670.75,
+                   error="RuntimeError: Gloo connectFullMesh failed ... Connection refused",
+                   injected="sleep before init_process_group", injected_at=604.7)
+    return {0: rank0, 1: rank1}
+
+
+def test_after_exit_a_rank_that_reached_init_after_the_others_gave_up_is_the_late_one():
+    states = _late_rank_after_the_wait_ended()
+    assert name_culprits_after_exit(states, local_count=1, expected=[0, 1]) == \
+        ([1], "never reached init_process_group while the others waited in it")
+    # without when each entered init (what ranks wrote before), this is the wrong verdict CI saw
+    unknown = {r: replace(s, failed_in_since=None) for r, s in states.items()}
+    assert name_culprits_after_exit(unknown, local_count=1, expected=[0, 1]) == \
+        ([0, 1], "every rank is inside the same collective (the library or the link is stuck)")
+
+
+def test_after_exit_a_rank_that_entered_the_collective_after_the_others_gave_up_is_behind():
+    # the stall drill across machines: rank 1 stalled after collective 5, rank 0 gave up in collective 6 at 50;
+    # rank 1 woke long after, entered collective 6 and failed in it too
+    states = {0: _state(0, 0, "failed", seq=6, done=5, failed_in="in-collective", failed_in_since=40.0,
+                        failed_at=50.0),
+              1: _state(1, 0, "failed", seq=6, done=5, failed_in="in-collective", failed_in_since=120.0,
+                        failed_at=120.1)}
+    assert name_culprits_after_exit(states, local_count=1, expected=[0, 1]) == \
+        ([1], "entered 5 collectives while others entered 6")
+
+
+def test_after_exit_ranks_that_waited_together_are_not_rewound():
+    # both were inside the collective before either gave up: still "the library or the link"
+    states = {r: _state(r, r, "failed", seq=3, done=2, op="all_reduce", numel=8, failed_in="in-collective",
+                        failed_in_since=40.0 + r, failed_at=50.0 + r) for r in (0, 1)}
+    assert name_culprits_after_exit(states, local_count=2)[0] == [0, 1]
+    # a rank that crashed outside any collective gave up no wait: a peer entering after its crash is not late
+    crashed = {0: _state(0, 0, "failed", seq=3, done=3, failed_in="running", failed_in_since=30.0, failed_at=41.0),
+               1: _state(1, 1, "failed", seq=4, done=3, failed_in="in-collective", failed_in_since=42.0,
+                         failed_at=52.0)}
+    assert name_culprits_after_exit(crashed, local_count=2) == \
+        ([0], "entered 3 collectives while others entered 4")

@@ -138,8 +138,8 @@ class StatusReader:
     def judging_records(self, views: Mapping[int, RankView], wall_now: float | None = None) -> dict[int, RankState]:
         """Records for status.name_culprits on this machine's wall clock: the heartbeat is when the beat was
         last heard here, so a machine whose clock runs ahead or behind is not taken for a frozen one; the
-        rank's other times (since, failed_at, injected_at) move by the same amount (the clocks' difference,
-        within a heartbeat and a poll)."""
+        rank's other times (since, failed_at, failed_in_since, injected_at) move by the same amount (the clocks'
+        difference, within a heartbeat and a poll)."""
         wall_now = time.time() if wall_now is None else wall_now
         mono_now = self._clock()
         return {rank: _on_this_clock(view.status, wall_now - (mono_now - view.heard_at))
@@ -184,7 +184,7 @@ def _on_this_clock(state: RankState, heard: float) -> RankState:
         return None if t is None else t + shift
 
     return replace(state, heartbeat=heard, since=state.since + shift, failed_at=moved(state.failed_at),
-                   injected_at=moved(state.injected_at))
+                   failed_in_since=moved(state.failed_in_since), injected_at=moved(state.injected_at))
 
 
 def _decoded(raw: Mapping[int, bytes]) -> dict[int, RankState]:

@@ -216,6 +216,9 @@ class RankState:
     error: str | None = None
     failed_at: float | None = None
     failed_in: str | None = field(default=None, metadata=OMIT)  # the phase it failed in (absent before issue 13)
+    # When it entered the phase it failed in (its ``since`` then): tells a rank that waited there before the others
+    # gave up from one that arrived after they had (status.name_culprits_after_exit). Absent in older reports.
+    failed_in_since: float | None = field(default=None, metadata=OMIT)
     injected: str | None = None
     injected_at: float | None = None
     # Where the rank runs, for a supervisor on another machine (absent in reports before issue 13).
