@@ -40,6 +40,7 @@ def build_record(outcome: JobOutcome, evidence: dict[int, RankEvidence], culprit
         left_running=list(outcome.left_running),
         launcher_error=outcome.launcher_error,
         timeseries=outcome.timeseries,
+        listen=outcome.listen,
         platform=JobHost(host=socket.gethostname(), python=platform.python_version(), torch=_torch_version()),
     )
 

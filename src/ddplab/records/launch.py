@@ -206,6 +206,9 @@ class LaunchRecord:
     launcher_error: str | None
     # Each rank's memory and CPU time while it ran (the launcher's sampler); None in reports before it.
     timeseries: Timeseries | None = field(default=None, metadata=OMIT)
+    # Where the job's rendezvous store and the ranks' collective sockets listened: exposure.Exposure.to_dict(), the
+    # shape every lab report's "listen" has. None in reports before it.
+    listen: Any = None
     # Derived from the ranks and left_running, written for readers of the JSON.
     stacks: dict[int, str] = field(init=False, default_factory=dict)
     flight_records: dict[int, str] = field(init=False, default_factory=dict)
@@ -245,13 +248,28 @@ class LaunchRecord:
     def figures(self, stage: str) -> list[Figure]:
         """report.html: the ranks, the culprit and its evidence, each rank's memory and CPU time."""
         charts = [*self.timeseries.memory_chart(stage), *self.timeseries.cpu_chart(stage)] if self.timeseries else []
-        return [self.rank_table(stage), self.culprit_table(stage), *charts]
+        listen = [self.listen_table(stage)] if self.listen else []
+        return [self.rank_table(stage), self.culprit_table(stage), *listen, *charts]
 
     def rank_table(self, stage: str) -> Table:
         return Table("launch-ranks", "Ranks", f"{stage}: every rank, how it ended, and its evidence files "
                                               f"(in {self.job_dir})",
                      ["rank", "host", "exit", "ended by", "error", "stacks", "flight record"],
                      [_rank_row(r) for r in sorted(self.ranks, key=lambda r: r.rank)])
+
+    def listening(self) -> str | None:
+        """Where the job listened, in one line (exposure.Exposure.summary); None in reports before it."""
+        return self.listen.get("summary") if isinstance(self.listen, dict) else None
+
+    def listen_table(self, stage: str) -> Table:
+        listen = self.listen
+        rows = [["listened", self.listening() or "-"], ["rendezvous store", str(listen.get("store"))]]
+        rows += [[p.get("variable", "?"), f"{p.get('value')} (set by {p.get('set_by')})"]
+                 for p in listen.get("sockets") or []]
+        rows += [["why not loopback only", why] for why in listen.get("why_not") or []]
+        return Table("launch-listen", "Where the job listened", f"{stage}: the rendezvous store and the "
+                                                                "collectives' sockets (loopback only on one machine)",
+                     ["what", "where"], rows)
 
     def culprit_table(self, stage: str) -> Table:
         rows = [["outcome", self.summary()], ["detected by", self.detected_by or "-"]]

@@ -1,0 +1,30 @@
+"""A user's script as `ddplab launch` runs it in the exposure test: torch's env:// contract (RANK, WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT) into init_process_group("gloo"), a few all_reduces, then a pause while the test
+reads every listening socket of the job. Prints what it was handed, for the test to check."""
+
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+HANDED = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_USE_AGENT_STORE",
+          "GLOO_SOCKET_IFNAME")
+
+
+def main() -> None:
+    pause_s = float(sys.argv[1]) if len(sys.argv) > 1 else 2.0
+    dist.init_process_group("gloo")  # env:// by default: the variables elastic handed this rank
+    total = torch.ones(4)
+    for _ in range(5):
+        dist.all_reduce(total)
+    time.sleep(pause_s)  # the job is up: every socket it listens on is open now
+    dist.barrier()
+    print("ENV_JOB " + json.dumps({"sum": total.tolist(), **{k: os.environ.get(k) for k in HANDED}}), flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
