@@ -3,6 +3,9 @@
 One run = one run directory (rundir.py owns its layout and the variables ranks carry; listen.json there says
 where the rendezvous store listens, written before the ranks start, so a supervisor can read the job's store).
 
+A launch on one machine listens on loopback only: ``one_machine_rendezvous`` is the one place that binds the
+store's socket and names the rendezvous for it, for the lab's runs and for `ddplab launch` (job/supervise.py).
+
 Workers must not outlive the launcher (plain torchrun leaves orphans holding device
 memory when its agent is SIGKILLed, docs/background.md §3). Elastic cannot guarantee that, so
 every rank arms a parent-death guard first thing (``worker.guard_parent``). This

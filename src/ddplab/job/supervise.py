@@ -6,6 +6,11 @@ The sampler (sampler.py) reads each rank's memory and CPU time every SAMPLE_INTE
 the pid files the ranks write where RunDir keeps them. It queries the device whenever it
 samples: a user's script marks no timed windows for it to keep out of (timed_windows.py).
 
+A job on one machine listens on loopback only, as every run of the lab: it meets through the lab's loopback
+rendezvous (launch.one_machine_rendezvous) in place of torch's store on every interface, and its ranks get the
+collectives' socket variables pinned to loopback unless the user set them. A job across machines, or one whose
+endpoint the user put on another address, is launched as torchrun would (docs/exposure.md).
+
 elastic_launch runs in the calling thread, which must be the launcher's main thread: the
 ranks' PR_SET_PDEATHSIG fires when the thread that started them ends (docs/flight-recorder.md,
 "torchrun and processes"), so that thread must live as long as the launcher.
@@ -90,7 +95,7 @@ def run_job(request: LaunchRequest, job: JobDir, monitor: DeviceMonitor, ras: Ra
     try:
         with one_machine_rendezvous(exposure, otherwise=request.config.rdzv_backend) as meeting:
             outcome.listen = meeting.exposure.to_dict()
-            _supervise(request, _meeting_there(request.config, meeting), meeting.exposure.environment(), job,
+            _supervise(request, _elastic_config(request.config, meeting), meeting.exposure.environment(), job,
                        monitor, ras, outcome)
     except CannotListen as exc:  # nothing started: a report that says so
         outcome.launcher_error, outcome.ended_at = str(exc), time.time()
@@ -116,7 +121,7 @@ def _port_named(endpoint: str) -> int:
     return int(port) if port.isdigit() else 0
 
 
-def _meeting_there(config, meeting: OneMachineMeeting):
+def _elastic_config(config, meeting: OneMachineMeeting):
     """elastic's configuration with the rendezvous ``meeting`` names: the same as asked when it is the user's
     own (no loopback store here), the loopback handler and its socket otherwise."""
     if meeting.backend == config.rdzv_backend and not meeting.configs:

@@ -4,8 +4,9 @@ commands/launch.py) to what torch's elastic launcher runs: checked, with torchru
 Everything here means what it means to torchrun: --standalone (or a one-machine static rendezvous without a
 master port) becomes a c10d rendezvous on a free port of this machine, kept on loopback; torch's own
 ``config_from_args`` builds elastic's launch configuration, with its side effect (OMP_NUM_THREADS for several
-ranks) handed to the ranks instead of this process. Bad values are refused (UsageError, exit 2;
-EnvironmentUnsupported, exit 3) before anything starts.
+ranks) handed to the ranks instead of this process. Whether the job is this machine alone, and so listens on
+loopback only (``why_rendezvous_is_theirs``), is decided here too, from the same configuration. Bad values are
+refused (UsageError, exit 2; EnvironmentUnsupported, exit 3) before anything starts.
 """
 
 from __future__ import annotations
