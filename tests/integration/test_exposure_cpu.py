@@ -1,9 +1,7 @@
 """Nothing exposed: a one-machine run listens on loopback only, and secrets stay out of reports."""
 
 import ipaddress
-import json
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -130,7 +128,7 @@ def test_single_machine_launch_listens_on_loopback_only(tmp_path, rendezvous):
     options = [a.format(port=port) for a in LAUNCH_RENDEZVOUS[rendezvous]]
     job = tmp_path / "job"
     launcher, stdout, stderr, watcher = _run_watched(
-        ["launch", "--nproc-per-node", "2", *options, "--out", str(job), "--", str(ENV_JOB), "2"],
+        ["launch", "--nproc-per-node", "2", *options, "--out", str(job), "--", str(ENV_JOB), str(tmp_path), "2"],
         tmp_path, _environ_without_socket_pins(), timeout_s=120)
     assert launcher.returncode == 0, stdout[-2000:] + stderr[-3000:]
     results = load_json(job / "report.json")["results"]
@@ -151,8 +149,7 @@ def test_single_machine_launch_listens_on_loopback_only(tmp_path, rendezvous):
     assert {pid for pid, _, _ in watcher.sockets} >= rank_pids  # each rank's gloo listener was seen
 
     # torchrun's contract for env://: the store's address and port, reused by the ranks (rank 0 hosts no other)
-    handed = sorted((json.loads(line) for line in re.findall(r"^ENV_JOB (.*)$", stdout, re.M)),
-                    key=lambda h: h["RANK"])
+    handed = [load_json(tmp_path / f"handed-{rank}.json") for rank in (0, 1)]
     assert [(h["RANK"], h["WORLD_SIZE"]) for h in handed] == [("0", "2"), ("1", "2")]
     assert {(h["MASTER_ADDR"], h["MASTER_PORT"], h["TORCHELASTIC_USE_AGENT_STORE"], h["GLOO_SOCKET_IFNAME"])
             for h in handed} == {("127.0.0.1", str(listen["port"]), "True", _loopback_interface())}
