@@ -3,6 +3,9 @@
 One run = one run directory (rundir.py owns its layout and the variables ranks carry; listen.json there says
 where the rendezvous store listens, written before the ranks start, so a supervisor can read the job's store).
 
+A launch on one machine listens on loopback only: ``one_machine_rendezvous`` is the one place that binds the
+store's socket and names the rendezvous for it, for the lab's runs and for `ddplab launch` (job/supervise.py).
+
 Workers must not outlive the launcher (plain torchrun leaves orphans holding device
 memory when its agent is SIGKILLed, docs/background.md §3). Elastic cannot guarantee that, so
 every rank arms a parent-death guard first thing (``worker.guard_parent``). This
@@ -26,6 +29,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import psutil
 
@@ -104,23 +108,53 @@ def launch(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous = Rendezvo
     exposure = where_to_listen(rdzv.nnodes, rdzv.endpoint, job.placement.device_type, rdzv_host=rdzv.host)
     if exposure.across is not None:
         return _launch_across_machines(entrypoint, job, nproc, run, rdzv, exposure)
-    if not exposure.loopback_store:
-        result = _launch(entrypoint, job, nproc, run, rdzv, "c10d", {}, exposure)
-        result.listen = exposure.to_dict()
-        return result
-    from . import rendezvous as loopback
-
     try:
-        listener = loopback.bind_loopback(exposure.store_port)
-    except OSError as exc:
+        with one_machine_rendezvous(exposure, otherwise="c10d") as meeting:
+            exposure = meeting.exposure
+            result = _launch(entrypoint, job, nproc, run, rdzv, meeting.backend, meeting.configs, exposure)
+    except CannotListen as exc:
         return LaunchResult(run.run_id, str(run.path), False, 0.0, listen=exposure.to_dict(),
-                            launcher_error=f"cannot listen on {exposure.store}: {exc}")
-    with listener:  # the store serves on a duplicate of it; this copy is closed when the launch ends
-        exposure = exposure.listening_at(listener.getsockname()[1])
-        result = _launch(entrypoint, job, nproc, run, rdzv, loopback.register(),
-                         {loopback.LISTEN_FD_KEY: listener.fileno()}, exposure)
+                            launcher_error=str(exc))
     result.listen = exposure.to_dict()
     return result
+
+
+class CannotListen(Exception):
+    """The loopback socket for a one-machine rendezvous could not be bound (the port asked for is taken)."""
+
+
+@dataclass(frozen=True)
+class OneMachineMeeting:
+    """How elastic's agent meets its ranks on one machine: the rendezvous backend to name, what to add to
+    its configuration, and where the run listens (with the port the store got)."""
+
+    backend: str
+    configs: dict
+    exposure: Exposure
+
+
+@contextlib.contextmanager
+def one_machine_rendezvous(exposure: Exposure, otherwise: str) -> Iterator[OneMachineMeeting]:
+    """The one place a launcher on one machine keeps its rendezvous off the network (`ddplab train`'s
+    launch() and `ddplab launch`'s job/supervise.py both meet through it; docs/exposure.md).
+
+    When this torch has the parts (``exposure.loopback_store``), a socket bound to 127.0.0.1 here, for as
+    long as the block runs, served by the ddplab-loopback handler (rendezvous.py); otherwise the backend
+    ``otherwise``, whose store listens on every interface, as ``exposure`` already says.
+    ``CannotListen`` when the socket cannot be bound, before anything starts.
+    """
+    if not exposure.loopback_store:
+        yield OneMachineMeeting(otherwise, {}, exposure)
+        return
+    from . import rendezvous
+
+    try:
+        listener = rendezvous.bind_loopback(exposure.store_port)
+    except OSError as exc:
+        raise CannotListen(f"cannot listen on {exposure.store}: {exc}") from exc
+    with listener:  # the store serves on a duplicate of it; this copy is closed when the block ends
+        yield OneMachineMeeting(rendezvous.register(), {rendezvous.LISTEN_FD_KEY: listener.fileno()},
+                                exposure.listening_at(listener.getsockname()[1]))
 
 
 def _launch_across_machines(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous,

@@ -125,3 +125,67 @@ def test_help_lists_torchruns_options_and_ddplabs_own_group(capsys):
     out = capsys.readouterr().out
     assert "--nproc-per-node" in out and "--rdzv-endpoint" in out
     assert "ddplab options" in out and "--hang-timeout" in out
+
+
+# --- where the job listens: one machine on loopback, everything else the user's -------------------------------
+
+ONE_MACHINE = [
+    ([], "127.0.0.1:0"),  # torchrun's default on one machine: --standalone's c10d on a free port
+    (["--standalone"], "127.0.0.1:0"),
+    (["--rdzv-backend", "static", "--master-port", "29531"], "127.0.0.1:29531"),  # torch 2.11's default, kept port
+    (["--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:29400"], "127.0.0.1:29400"),
+    (["--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost"], "127.0.0.1:29400"),  # torch's c10d default port
+    (["--rdzv-backend", "c10d", "--rdzv-endpoint", "[::1]:1234"], "127.0.0.1:1234"),
+]
+
+
+@pytest.mark.parametrize("options, endpoint", ONE_MACHINE, ids=[" ".join(o) or "default" for o, _ in ONE_MACHINE])
+def test_a_one_machine_job_keeps_its_store_on_loopback(script, options, endpoint):
+    request = parse([*options, script])
+    assert request.rendezvous_theirs is None
+    assert request.loopback_endpoint == endpoint
+
+
+THEIRS = [
+    (["--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:29400"], "a job across machines"),
+    (["--nnodes", "1:2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "10.0.0.1:29400"], "--nnodes up to 2"),
+    (["--rdzv-backend", "c10d", "--rdzv-endpoint", "10.0.0.1:29400"], "you named the rendezvous endpoint 10.0.0.1"),
+    (["--rdzv-backend", "static", "--master-addr", "node7", "--master-port", "29531"],
+     "you named the rendezvous endpoint node7:29531"),
+    (["--rdzv-backend", "etcd-v2", "--rdzv-endpoint", "localhost:2379"], "you chose the etcd-v2 rendezvous"),
+]
+
+
+@pytest.mark.parametrize("options, reason", THEIRS, ids=[" ".join(o) for o, _ in THEIRS])
+def test_several_machines_another_host_or_another_rendezvous_stay_the_users(script, options, reason):
+    assert reason in parse([*options, script]).rendezvous_theirs
+
+
+def test_an_endpoint_that_cannot_be_read_is_refused_before_anything_starts(script):
+    with pytest.raises(UsageError) as caught:
+        parse(["--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:port", script])
+    assert caught.value.reference == "invalid-rdzv-endpoint" and caught.value.exit_code == 2
+    assert "--rdzv-endpoint localhost:port" in caught.value.message and "HOST:PORT" in caught.value.message
+
+
+def test_the_ranks_socket_variable_the_user_set_is_kept(script, monkeypatch):
+    from ddplab.job.supervise import where_the_job_listens
+
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "eth7")
+    exposure = where_the_job_listens(parse([script]), "cpu")
+    assert [(p.variable, p.value, p.set_by) for p in exposure.sockets] == [("GLOO_SOCKET_IFNAME", "eth7", "user")]
+    assert "GLOO_SOCKET_IFNAME" not in exposure.environment()  # nothing of ddplab's replaces it in the ranks
+    assert not exposure.loopback_only and "You set GLOO_SOCKET_IFNAME=eth7" in exposure.why_not[0]
+    monkeypatch.delenv("GLOO_SOCKET_IFNAME")
+    pinned = where_the_job_listens(parse([script]), "cpu")
+    assert pinned.loopback_only and set(pinned.environment()) == {"GLOO_SOCKET_IFNAME"}
+
+
+def test_a_job_across_machines_is_said_not_claimed(script):
+    from ddplab.job.supervise import where_the_job_listens
+
+    exposure = where_the_job_listens(parse(["--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                                                  "10.0.0.1:29400", script]), "cpu")
+    assert (exposure.single_machine, exposure.loopback_only, exposure.store_port) == (False, False, 29400)
+    assert exposure.environment() == {} and exposure.summary().startswith("NOT loopback only: rendezvous store "
+                                                                         "10.0.0.1:29400 (torch's c10d rendezvous)")

@@ -42,6 +42,15 @@ HANG = JobHang(declared_at=10.0, last_progress_at=5.0, no_progress_s=5.0, hang_t
                dump_request="ab12", answered=[0, 1], signalled_for_stacks=[], terminated=[0, 1], killed=[],
                ras=RAS)
 
+# Where a job listened, as a user's own socket variable leaves it (exposure.Exposure.to_dict()).
+LISTEN = {"loopback_only": False, "single_machine": True, "store": "127.0.0.1:41577", "address": "127.0.0.1",
+          "port": 41577, "sockets": [{"variable": "GLOO_SOCKET_IFNAME", "value": EVIL, "set_by": "user",
+                                      "loopback": False}],
+          "why_not": [f"You set GLOO_SOCKET_IFNAME={EVIL}: the ranks' collective sockets listen there, not on "
+                      "loopback."],
+          "summary": f"NOT loopback only: rendezvous store 127.0.0.1:41577; collectives GLOO_SOCKET_IFNAME={EVIL} "
+                     "(yours)", "across_machines": None}
+
 
 def fixture_report() -> Report:
     return Report.from_json(json.loads(LAUNCH_REPORT.read_text()))
@@ -143,6 +152,7 @@ def test_a_long_job_keeps_a_bounded_even_series(tmp_path):
 @pytest.mark.parametrize("payload", PAYLOADS)
 def test_a_payload_in_any_field_of_a_launch_report_is_refused_or_inert(payload):
     doc = json.loads(json.dumps(with_evidence(fixture_report()).to_json()))
+    doc["results"]["listen"] = LISTEN
     shown = []
     for field, places in leaves(doc).items():
         try:
@@ -153,10 +163,29 @@ def test_a_payload_in_any_field_of_a_launch_report_is_refused_or_inert(payload):
         assert_inert(render_html(report), report.to_json())
         shown.append(dotted(field))
     for field in ("results.ranks[*].error.message", "results.ranks[*].stacks", "results.culprit.evidence[*]",
-                  "results.hang.ras.answer", "platform.host"):
+                  "results.hang.ras.answer", "platform.host", "results.listen.summary",
+                  "results.listen.sockets[*].value", "results.listen.why_not[*]"):
         assert field in shown
 
 
 def _names(message: str, field) -> bool:
     """The field, or a part holding it that refuses its values as a whole (a Config: its Target, --run-path)."""
     return any(names_field(message, field[:i]) for i in range(len(field), 0, -1))
+
+
+def test_where_the_job_listened_is_a_table_of_its_own_read_back_and_escaped():
+    report = fixture_report()
+    doc = report.to_json()
+    doc["results"]["listen"] = LISTEN
+    back = Report.from_json(json.loads(json.dumps(doc)))
+    assert back.to_json()["results"]["listen"] == LISTEN  # read back as written: exposure.to_dict()'s shape
+    listen = back.results.figures("launch")[2]
+    assert (listen.id, listen.columns) == ("launch-listen", ["what", "where"])
+    rows = dict((what, where) for what, where in listen.rows)
+    assert rows["listened"] == LISTEN["summary"] and rows["rendezvous store"] == "127.0.0.1:41577"
+    assert rows["GLOO_SOCKET_IFNAME"] == f"{EVIL} (set by user)"
+    assert rows["why not loopback only"] == LISTEN["why_not"][0]
+    page = render_html(back)
+    assert "id='launch-listen'" in page
+    assert EVIL not in page.split("<script type='application/json'")[0]
+    assert html.escape(f"GLOO_SOCKET_IFNAME={EVIL} (yours)") in page

@@ -152,4 +152,6 @@ def render(report: Report, console) -> None:
             + (f", {len(ras.answer)} characters kept in the report" if ras.answer else ""))
     if r.stacks:
         say(f"  stacks: {', '.join(r.stacks.values())}")
+    if r.listen:
+        say(f"  listened: {r.listen.summary}")
     say(f"  left running: {len(r.left_running)} process(es); report: {r.job_dir}/report.json, report.html")

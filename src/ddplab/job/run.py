@@ -37,7 +37,7 @@ def run(config: LaunchConfig, say: Callable[[str], None] = lambda text: None,
     say(f"ddplab launch: job directory {job.path}")
     monitor = open_monitor(machine.spec)
     try:
-        outcome = run_job(request, job, monitor, ras_plan)
+        outcome = run_job(request, job, monitor, ras_plan, device_type=machine.device_type)
     finally:
         monitor.close()
     evidence = gather_evidence(request, outcome)

@@ -6,6 +6,11 @@ The sampler (sampler.py) reads each rank's memory and CPU time every SAMPLE_INTE
 the pid files the ranks write where RunDir keeps them. It queries the device whenever it
 samples: a user's script marks no timed windows for it to keep out of (timed_windows.py).
 
+A job on one machine listens on loopback only, as every run of the lab: it meets through the lab's loopback
+rendezvous (launch.one_machine_rendezvous) in place of torch's store on every interface, and its ranks get the
+collectives' socket variables pinned to loopback unless the user set them. A job across machines, or one whose
+endpoint the user put on another address, is launched as torchrun would (docs/exposure.md).
+
 elastic_launch runs in the calling thread, which must be the launcher's main thread: the
 ranks' PR_SET_PDEATHSIG fires when the thread that started them ends (docs/flight-recorder.md,
 "torchrun and processes"), so that thread must live as long as the launcher.
@@ -13,6 +18,7 @@ ranks' PR_SET_PDEATHSIG fires when the thread that started them ends (docs/fligh
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import time
@@ -21,6 +27,8 @@ from dataclasses import dataclass, field
 import psutil
 
 from .. import procs
+from ..exposure import Exposure, where_to_listen
+from ..launch import CannotListen, OneMachineMeeting, one_machine_rendezvous
 from ..platform import DeviceMonitor
 from ..records.launch import JobHang, LeftProcess
 from ..records.session import Timeseries
@@ -63,6 +71,7 @@ class JobOutcome:
     first_failure_seen_at: float | None = None
     left_running: list[LeftProcess] = field(default_factory=list)
     timeseries: Timeseries | None = None
+    listen: dict | None = None  # where the job's store and the ranks' sockets listened (exposure.Exposure.to_dict)
 
     @property
     def detected_at(self) -> float | None:
@@ -75,20 +84,66 @@ class JobOutcome:
         return min(t for t in (self.first_failure_seen_at, self.ended_at) if t is not None)
 
 
-def run_job(request: LaunchRequest, job: JobDir, monitor: DeviceMonitor, ras: RasPlan | None = None) -> JobOutcome:
-    """The job from start to end. ``ras``: the RAS service to ask on a declared hang (None: never)."""
+def run_job(request: LaunchRequest, job: JobDir, monitor: DeviceMonitor, ras: RasPlan | None = None,
+            device_type: str = "cpu") -> JobOutcome:
+    """The job from start to end. ``ras``: the RAS service to ask on a declared hang (None: never).
+    ``device_type``: this machine's (platform.detect), whose collective library's socket variable is pinned to
+    loopback, with gloo's, for a one-machine job."""
+    exposure = where_the_job_listens(request, device_type)
+    started = time.time()
+    outcome = JobOutcome(job, started, started, ok=False, listen=exposure.to_dict())
+    try:
+        with one_machine_rendezvous(exposure, otherwise=request.config.rdzv_backend) as meeting:
+            outcome.listen = meeting.exposure.to_dict()
+            _supervise(request, _elastic_config(request.config, meeting), meeting.exposure.environment(), job,
+                       monitor, ras, outcome)
+    except CannotListen as exc:  # nothing started: a report that says so
+        outcome.launcher_error, outcome.ended_at = str(exc), time.time()
+    outcome.left_running = leftovers(job.run_id)
+    return outcome
+
+
+def where_the_job_listens(request: LaunchRequest, device_type: str) -> Exposure:
+    """One machine: loopback only, as every run of the lab (exposure.where_to_listen over the environment the
+    ranks will see, so that a socket variable the user set is kept). Otherwise the user's rendezvous, as they
+    asked for it, with the reason (torchrun_args.why_rendezvous_is_theirs)."""
+    theirs = request.rendezvous_theirs
+    if theirs is None:
+        return where_to_listen(1, request.loopback_endpoint, device_type, environ={**os.environ, **request.worker_env})
+    config = request.config
+    return Exposure(single_machine=config.max_nodes == 1, loopback_store=False,
+                    store=f"{config.rdzv_endpoint or '(no endpoint)'} (torch's {config.rdzv_backend} rendezvous)",
+                    store_port=_port_named(config.rdzv_endpoint), why_not=(theirs[0].upper() + theirs[1:] + ".",))
+
+
+def _port_named(endpoint: str) -> int:
+    port = (endpoint or "").rpartition(":")[2]
+    return int(port) if port.isdigit() else 0
+
+
+def _elastic_config(config, meeting: OneMachineMeeting):
+    """elastic's configuration with the rendezvous ``meeting`` names: the same as asked when it is the user's
+    own (no loopback store here), the loopback handler and its socket otherwise."""
+    if meeting.backend == config.rdzv_backend and not meeting.configs:
+        return config
+    return dataclasses.replace(config, rdzv_backend=meeting.backend,
+                               rdzv_configs={**config.rdzv_configs, **meeting.configs})
+
+
+def _supervise(request: LaunchRequest, config, listen_env: dict[str, str], job: JobDir, monitor: DeviceMonitor,
+               ras: RasPlan | None, outcome: JobOutcome) -> None:
+    """elastic_launch with the watcher and the sampler beside it; what happened goes into ``outcome``."""
     from torch.distributed.elastic.multiprocessing import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import elastic_launch
 
-    env = {**request.worker_env, **job.rank_environment(os.getpid(), procs.start_ticks(os.getpid()))}
-    started = time.time()
-    outcome = JobOutcome(job, started, started, ok=False)
+    # listen_env: the collectives' socket variables pinned to loopback, for the ranks (the user's own are kept)
+    env = {**request.worker_env, **listen_env, **job.rank_environment(os.getpid(), procs.start_ticks(os.getpid()))}
     sampler = RankSampler(job.run_dir, monitor, interval_s=SAMPLE_INTERVAL_S, query_device_while_timing=True,
                           max_samples=MAX_SAMPLES)
     with _environ(env), sampler, Watcher(job, request.hang_timeout_s, ras=ras) as watcher:
         try:
-            elastic_launch(request.config, request.python)("-u", "-m", BOOT_MODULE, *request.target.boot_argv())
+            elastic_launch(config, request.python)("-u", "-m", BOOT_MODULE, *request.target.boot_argv())
             outcome.ok = True
         except ChildFailedError as exc:
             outcome.failures = {int(rank): _failure(f) for rank, f in exc.failures.items()}
@@ -100,8 +155,6 @@ def run_job(request: LaunchRequest, job: JobDir, monitor: DeviceMonitor, ras: Ra
         outcome.ended_at = time.time()
     outcome.hang, outcome.first_failure_seen_at = watcher.hang, watcher.first_failure_seen_at
     outcome.timeseries = sampler.timeseries()
-    outcome.left_running = leftovers(job.run_id)
-    return outcome
 
 
 def gather_evidence(request: LaunchRequest, outcome: JobOutcome) -> dict[int, flight.RankEvidence]:

@@ -4,13 +4,15 @@ commands/launch.py) to what torch's elastic launcher runs: checked, with torchru
 Everything here means what it means to torchrun: --standalone (or a one-machine static rendezvous without a
 master port) becomes a c10d rendezvous on a free port of this machine, kept on loopback; torch's own
 ``config_from_args`` builds elastic's launch configuration, with its side effect (OMP_NUM_THREADS for several
-ranks) handed to the ranks instead of this process. Bad values are refused (UsageError, exit 2;
-EnvironmentUnsupported, exit 3) before anything starts.
+ranks) handed to the ranks instead of this process. Whether the job is this machine alone, and so listens on
+loopback only (``why_rendezvous_is_theirs``), is decided here too, from the same configuration. Bad values are
+refused (UsageError, exit 2; EnvironmentUnsupported, exit 3) before anything starts.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import logging
 import os
 import shutil
@@ -25,6 +27,11 @@ from ..errors import EnvironmentUnsupported, UsageError
 
 STANDALONE_ENDPOINT = "127.0.0.1:0"  # torchrun uses localhost:0; a single machine stays on loopback
 DEFAULT_MASTER_PORT = 29500  # torchrun's, for a static rendezvous
+DEFAULT_C10D_PORT = 29400  # torch's c10d rendezvous, for an endpoint named without a port
+# torch's rendezvous backends whose store the launcher of this machine hosts itself (on every interface): on
+# one machine, ddplab's loopback rendezvous takes their place. Others (etcd, ...) meet elsewhere: the user's.
+STORE_HOSTING_BACKENDS = ("c10d", "static")
+LOOPBACK_HOST = "127.0.0.1"
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,17 @@ class LaunchRequest:
     def single_node(self) -> bool:
         return self.config.max_nodes == 1
 
+    @property
+    def rendezvous_theirs(self) -> str | None:
+        """Why the job's rendezvous is the user's to expose (said in the report), or None: the job is this
+        machine alone, and its store is kept on loopback (``loopback_endpoint``)."""
+        return why_rendezvous_is_theirs(self.config)
+
+    @property
+    def loopback_endpoint(self) -> str:
+        """Where a one-machine job's store listens: 127.0.0.1, on the port the user's rendezvous named."""
+        return f"{LOOPBACK_HOST}:{_endpoint(self.config)[1]}"
+
     def launch_config(self) -> LaunchConfig:
         """The request as the report shows it: the options the job ran with, and what the ranks were handed."""
         return LaunchConfig(target=self.target, hang_timeout_s=self.hang_timeout_s, out=self.out, ras=self.ras,
@@ -59,6 +77,7 @@ def resolve(config: LaunchConfig) -> LaunchRequest:
     check_target(config.target)
     options = standalone(dict(config.torchrun))
     elastic, worker_env = elastic_config(options, config.target)
+    why_rendezvous_is_theirs(elastic)  # an endpoint that cannot be read is refused now, before anything starts
     return LaunchRequest(config=elastic, python=os.getenv("PYTHON_EXEC") or sys.executable, target=config.target,
                          hang_timeout_s=config.hang_timeout_s, out=config.out, ras=config.ras, worker_env=worker_env,
                          torchrun=options)
@@ -98,6 +117,47 @@ def standalone(options: dict) -> dict:
     if options["master_port"] is None:
         options["master_port"] = DEFAULT_MASTER_PORT
     return options
+
+
+def why_rendezvous_is_theirs(config) -> str | None:
+    """None when the job is this machine alone and nobody else need reach its store: one node at most, torch's
+    c10d or static rendezvous, an endpoint on loopback (as --standalone and the one-machine default name it).
+    Otherwise the reason, in words: several machines, an endpoint on another address, or another kind of
+    rendezvous; such a job is reached over the network as the user arranged (docs/exposure.md)."""
+    endpoint = config.rdzv_endpoint or "(none)"
+    if config.max_nodes > 1:
+        return (f"a job across machines (--nnodes up to {config.max_nodes}) is reached over the network: torch's "
+                f"{config.rdzv_backend} rendezvous at {endpoint} and the collectives' sockets are where torch and "
+                "your environment put them")
+    if config.rdzv_backend not in STORE_HOSTING_BACKENDS:
+        return (f"you chose the {config.rdzv_backend} rendezvous at {endpoint}: it meets where you placed it, and "
+                "the ranks' store and collective sockets are where torch and your environment put them")
+    host, _ = _endpoint(config)
+    if not _is_loopback(host):
+        return (f"you named the rendezvous endpoint {endpoint}, an address other machines can reach: torch's "
+                f"{config.rdzv_backend} store listens there on every interface, and the collectives' sockets "
+                "are where torch and your environment put them")
+    return None
+
+
+def _endpoint(config) -> tuple[str, int]:
+    from torch.distributed.elastic.rendezvous.utils import parse_rendezvous_endpoint
+
+    try:
+        return parse_rendezvous_endpoint(config.rdzv_endpoint, default_port=DEFAULT_C10D_PORT)
+    except ValueError as exc:
+        raise UsageError("invalid-rdzv-endpoint", f"--rdzv-endpoint {config.rdzv_endpoint}: {exc}; valid forms are "
+                                                  "HOST or HOST:PORT") from None
+
+
+def _is_loopback(host: str) -> bool:
+    """A loopback address or the name every machine gives its own (torch's default host is "localhost")."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: reachable by whoever resolves it
+        return False
 
 
 def _nodes(nnodes: str, parse) -> tuple[int, int]:

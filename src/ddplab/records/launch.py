@@ -179,6 +179,32 @@ class JobHang:
 
 
 @dataclass(frozen=True)
+class SocketPin:
+    """One collective library's socket-interface variable as the ranks saw it (exposure.SocketPin)."""
+
+    variable: str
+    value: str
+    set_by: str  # "ddplab" (pinned to loopback) or "user" (kept as the user set it)
+    loopback: bool
+
+
+@dataclass(frozen=True)
+class Listened:
+    """Where the job's rendezvous store and the ranks' collective sockets listened: exposure.Exposure.to_dict(),
+    the shape every lab report's "listen" has (docs/exposure.md)."""
+
+    loopback_only: bool
+    single_machine: bool
+    store: str  # where the store listened, in words
+    address: str | None  # the one address it listened on; None: every interface
+    port: int
+    sockets: list[SocketPin]
+    why_not: list[str]  # why loopback only cannot be claimed
+    summary: str
+    across_machines: Any = None  # ddplab's own store across machines (cluster/endpoint.py): never for a launch
+
+
+@dataclass(frozen=True)
 class LeftProcess:
     """A process still carrying the job's run id after it ended."""
 
@@ -206,6 +232,8 @@ class LaunchRecord:
     launcher_error: str | None
     # Each rank's memory and CPU time while it ran (the launcher's sampler); None in reports before it.
     timeseries: Timeseries | None = field(default=None, metadata=OMIT)
+    # Where the job's rendezvous store and the ranks' collective sockets listened; None in reports before it.
+    listen: Listened | None = field(default=None, metadata=OMIT)
     # Derived from the ranks and left_running, written for readers of the JSON.
     stacks: dict[int, str] = field(init=False, default_factory=dict)
     flight_records: dict[int, str] = field(init=False, default_factory=dict)
@@ -245,13 +273,23 @@ class LaunchRecord:
     def figures(self, stage: str) -> list[Figure]:
         """report.html: the ranks, the culprit and its evidence, each rank's memory and CPU time."""
         charts = [*self.timeseries.memory_chart(stage), *self.timeseries.cpu_chart(stage)] if self.timeseries else []
-        return [self.rank_table(stage), self.culprit_table(stage), *charts]
+        listen = [self.listen_table(stage)] if self.listen else []
+        return [self.rank_table(stage), self.culprit_table(stage), *listen, *charts]
 
     def rank_table(self, stage: str) -> Table:
         return Table("launch-ranks", "Ranks", f"{stage}: every rank, how it ended, and its evidence files "
                                               f"(in {self.job_dir})",
                      ["rank", "host", "exit", "ended by", "error", "stacks", "flight record"],
                      [_rank_row(r) for r in sorted(self.ranks, key=lambda r: r.rank)])
+
+    def listen_table(self, stage: str) -> Table:
+        listen = self.listen
+        rows = [["listened", listen.summary], ["rendezvous store", listen.store]]
+        rows += [[p.variable, f"{p.value} (set by {p.set_by})"] for p in listen.sockets]
+        rows += [["why not loopback only", why] for why in listen.why_not]
+        return Table("launch-listen", "Where the job listened", f"{stage}: the rendezvous store and the "
+                                                                "collectives' sockets (loopback only on one machine)",
+                     ["what", "where"], rows)
 
     def culprit_table(self, stage: str) -> Table:
         rows = [["outcome", self.summary()], ["detected by", self.detected_by or "-"]]
