@@ -17,6 +17,9 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
+from .records.codec import to_json
+from .records.listen import Listened, SocketPin
+
 if TYPE_CHECKING:
     from .cluster.endpoint import StorePlan
 
@@ -26,16 +29,6 @@ LOOPBACK_HOST = "127.0.0.1"
 NODE_ADDRESS_ENV = "DDPLAB_NODE_ADDR"
 ACROSS_MACHINES = ("A job across machines is reached over the network: the rendezvous store listens on one address, "
                    "and the ranks' collective sockets on the interface that routes to the endpoint.")
-
-
-@dataclass(frozen=True)
-class SocketPin:
-    """One socket-interface variable as the ranks will see it."""
-
-    variable: str
-    value: str
-    set_by: str  # "ddplab" (pinned by ddplab) or "user" (left as the user set it)
-    loopback: bool
 
 
 @dataclass(frozen=True)
@@ -88,12 +81,16 @@ class Exposure:
             return f"across machines: {where}" + "".join(f". {why}" for why in self.why_not if why != ACROSS_MACHINES)
         return f"NOT loopback only: {where}. " + " ".join(self.why_not)
 
+    def record(self) -> Listened:
+        """What the reports keep (records/listen.py)."""
+        return Listened(loopback_only=self.loopback_only, single_machine=self.single_machine, store=self.store,
+                        sockets=list(self.sockets), why_not=list(self.why_not), summary=self.summary(),
+                        address=self.address, port=self.store_port,
+                        across_machines=self.across.to_dict() if self.across is not None else None)
+
     def to_dict(self) -> dict:
-        return {"loopback_only": self.loopback_only, "single_machine": self.single_machine,
-                "store": self.store, "address": self.address, "port": self.store_port,
-                "sockets": [dataclasses.asdict(p) for p in self.sockets],
-                "why_not": list(self.why_not), "summary": self.summary(),
-                "across_machines": self.across.to_dict() if self.across is not None else None}
+        """The record as JSON (the run directory's listen.json)."""
+        return to_json(self.record())
 
 
 def plan(nnodes: int, endpoint: str, socket_variables: tuple[str, ...], environ: Mapping[str, str],

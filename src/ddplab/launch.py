@@ -36,6 +36,7 @@ import psutil
 from . import interrupts
 from .exposure import Exposure, where_to_listen
 from .files import raise_if_full, write_text_atomic
+from .records.listen import Listened
 from .records.session import RankReturn
 from .rundir import RUN_ID_ENV, RunDir
 
@@ -70,7 +71,7 @@ class LaunchResult:
     torchrun_root_cause_rank: int | None = None  # the rank elastic would blame (first to fail)
     launcher_error: str | None = None
     interrupted: bool = False  # the launcher itself got SIGINT/SIGTERM
-    listen: dict = field(default_factory=dict)  # where the store and the ranks' sockets listened (exposure.py)
+    listen: Listened | None = None  # where the store and the ranks' sockets listened (exposure.py)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -113,9 +114,9 @@ def launch(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous = Rendezvo
             exposure = meeting.exposure
             result = _launch(entrypoint, job, nproc, run, rdzv, meeting.backend, meeting.configs, exposure)
     except CannotListen as exc:
-        return LaunchResult(run.run_id, str(run.path), False, 0.0, listen=exposure.to_dict(),
+        return LaunchResult(run.run_id, str(run.path), False, 0.0, listen=exposure.record(),
                             launcher_error=str(exc))
-    result.listen = exposure.to_dict()
+    result.listen = exposure.record()
     return result
 
 
@@ -173,7 +174,7 @@ def _launch_across_machines(entrypoint, job, nproc: int, run: RunDir, rdzv: Rend
     except StoreWaitStopped as exc:  # nothing started: a report that says so
         result = LaunchResult(run.run_id, str(run.path), False, 0.0, launcher_error=f"interrupted: {exc}",
                               interrupted=True)
-    result.listen = exposure.to_dict()
+    result.listen = exposure.record()
     return result
 
 

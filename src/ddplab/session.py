@@ -21,6 +21,7 @@ from .launch import LaunchResult, Rendezvous, launch
 from .platform import Platform
 from .policy import Placement
 from .records.codec import to_json
+from .records.listen import Listened
 from .records.session import FailureRecord, RankOutcome, RankReturn, SessionRecord
 from .rundir import RunDir
 from .sampler import RankSampler
@@ -206,7 +207,7 @@ def _failed_here(run: RunDir, rank: int, exc: BaseException) -> LaunchResult:
     return LaunchResult(run.run_id, str(run.path), False, 0.0, failures={rank: failure})
 
 
-def _torchruns_store(nnodes: int) -> dict:
+def _torchruns_store(nnodes: int) -> Listened:
     """Where this job listened: torchrun's rendezvous and store, not ddplab's (nothing of it was decided here)."""
     from .exposure import Exposure
 
@@ -214,7 +215,7 @@ def _torchruns_store(nnodes: int) -> dict:
     return Exposure(single_machine=nnodes == 1, loopback_store=False,
                     store=f"{address}:{port} (torchrun's store)", store_port=int(port) if port.isdigit() else 0,
                     why_not=("torchrun started these ranks: its rendezvous store and the collectives' sockets are "
-                             "where torchrun and the environment put them, not decided by ddplab.",)).to_dict()
+                             "where torchrun and the environment put them, not decided by ddplab.",)).record()
 
 
 def _job_rank_outcomes(placement: Placement, outcome: LaunchResult) -> list[RankOutcome]:

@@ -9,7 +9,7 @@ import sys
 
 from ..records import RecordError, Report, Verdict
 from ..records.codec import from_json
-from ..records.launch import Culprit, JobHost, JobRank, LaunchRecord, Listened, RankError, RankStatus
+from ..records.launch import Culprit, JobHost, JobRank, LaunchRecord, RankError, RankStatus
 from .flight import RankEvidence
 from .supervise import JobOutcome
 from .torchrun_args import LaunchRequest
@@ -40,7 +40,7 @@ def build_record(outcome: JobOutcome, evidence: dict[int, RankEvidence], culprit
         left_running=list(outcome.left_running),
         launcher_error=outcome.launcher_error,
         timeseries=outcome.timeseries,
-        listen=_read(Listened, outcome.listen, "listen"),
+        listen=outcome.listen,
         platform=JobHost(host=socket.gethostname(), python=platform.python_version(), torch=_torch_version()),
     )
 

@@ -31,6 +31,7 @@ from ..exposure import Exposure, where_to_listen
 from ..launch import CannotListen, OneMachineMeeting, one_machine_rendezvous
 from ..platform import DeviceMonitor
 from ..records.launch import JobHang, LeftProcess
+from ..records.listen import Listened
 from ..records.session import Timeseries
 from ..sampler import RankSampler
 from . import flight
@@ -71,7 +72,7 @@ class JobOutcome:
     first_failure_seen_at: float | None = None
     left_running: list[LeftProcess] = field(default_factory=list)
     timeseries: Timeseries | None = None
-    listen: dict | None = None  # where the job's store and the ranks' sockets listened (exposure.Exposure.to_dict)
+    listen: Listened | None = None  # where the job's store and the ranks' sockets listened (exposure.py)
 
     @property
     def detected_at(self) -> float | None:
@@ -91,10 +92,10 @@ def run_job(request: LaunchRequest, job: JobDir, monitor: DeviceMonitor, ras: Ra
     loopback, with gloo's, for a one-machine job."""
     exposure = where_the_job_listens(request, device_type)
     started = time.time()
-    outcome = JobOutcome(job, started, started, ok=False, listen=exposure.to_dict())
+    outcome = JobOutcome(job, started, started, ok=False, listen=exposure.record())
     try:
         with one_machine_rendezvous(exposure, otherwise=request.config.rdzv_backend) as meeting:
-            outcome.listen = meeting.exposure.to_dict()
+            outcome.listen = meeting.exposure.record()
             _supervise(request, _elastic_config(request.config, meeting), meeting.exposure.environment(), job,
                        monitor, ras, outcome)
     except CannotListen as exc:  # nothing started: a report that says so

@@ -14,7 +14,7 @@ from ..config import EnvConfig, LaunchOptions
 from ..errors import DdplabError
 from ..records import Check, Verdict
 from ..records.clean import Survey
-from ..records.env import ConsideredSetup, EnvRecord, Listen, PlannedSetup, TwoRankPlan
+from ..records.env import ConsideredSetup, EnvRecord, PlannedSetup, TwoRankPlan
 from ..session import QUIET, Observer
 
 NAME = "env"
@@ -40,9 +40,7 @@ def run(config: EnvConfig, observer: Observer = QUIET) -> EnvRecord:
         plugin_errors=dict(probe.plugin_errors),
         shared_device=plan_two_ranks(platform, "shared"),
         per_device=plan_two_ranks(platform, "per-device"),
-        listen=Listen(loopback_only=exposure.loopback_only, single_machine=exposure.single_machine,
-                      store=exposure.store, sockets=list(exposure.sockets), why_not=list(exposure.why_not),
-                      summary=exposure.summary()),
+        listen=exposure.record(),
         survey=survey_device(platform),
         library_binding=binding_status(platform),
         platform=platform,

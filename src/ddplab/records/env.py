@@ -9,6 +9,7 @@ from typing import Any
 from .clean import Survey
 from .codec import flatten
 from .engines import BindingStatus
+from .listen import Listened
 
 OMIT = {"omit_none": True}
 
@@ -59,25 +60,13 @@ class TwoRankPlan:
 
 
 @dataclass(frozen=True)
-class Listen:
-    """Where a one-machine run would listen (exposure.Exposure, as `env` reports it)."""
-
-    loopback_only: bool
-    single_machine: bool
-    store: str
-    sockets: list[Any]  # exposure.SocketPin as JSON: variable, value, set_by, loopback
-    why_not: list[str]
-    summary: str
-
-
-@dataclass(frozen=True)
 class EnvRecord:
     """`ddplab env`: the plans for two ranks, where runs listen, and the processes on the device."""
 
     plugin_errors: dict[str, str]  # plug-in module -> why it failed to import
     shared_device: TwoRankPlan
     per_device: TwoRankPlan
-    listen: Listen | None = None  # reports before runs were pinned to loopback have none
+    listen: Listened | None = None  # reports before runs were pinned to loopback have none
     survey: Survey = field(default_factory=lambda: Survey([], []), metadata=flatten())
     # Whether the library engine can run here (issue 14): the vendor's binding, importable or why not, and
     # whether its calls reach the copy of the collective library torch's calls bind to. Reports before it: none.

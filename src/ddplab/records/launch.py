@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from .core import Check, Verdict
 from .figures import Figure, Table
+from .listen import Listened
 from .session import Timeseries
 
 OMIT = {"omit_none": True}
@@ -176,32 +177,6 @@ class JobHang:
     @property
     def torn_down(self) -> set[int]:
         return set(self.terminated) | set(self.killed)
-
-
-@dataclass(frozen=True)
-class SocketPin:
-    """One collective library's socket-interface variable as the ranks saw it (exposure.SocketPin)."""
-
-    variable: str
-    value: str
-    set_by: str  # "ddplab" (pinned to loopback) or "user" (kept as the user set it)
-    loopback: bool
-
-
-@dataclass(frozen=True)
-class Listened:
-    """Where the job's rendezvous store and the ranks' collective sockets listened: exposure.Exposure.to_dict(),
-    the shape every lab report's "listen" has (docs/exposure.md)."""
-
-    loopback_only: bool
-    single_machine: bool
-    store: str  # where the store listened, in words
-    address: str | None  # the one address it listened on; None: every interface
-    port: int
-    sockets: list[SocketPin]
-    why_not: list[str]  # why loopback only cannot be claimed
-    summary: str
-    across_machines: Any = None  # ddplab's own store across machines (cluster/endpoint.py): never for a launch
 
 
 @dataclass(frozen=True)

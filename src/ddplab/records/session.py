@@ -12,6 +12,7 @@ from typing import Any
 
 from .codec import flatten
 from .figures import LineChart, Series
+from .listen import Listened
 
 OMIT = {"omit_none": True}
 
@@ -295,7 +296,7 @@ class SessionRecord:
     ranks: list[RankOutcome]
     torchrun_root_cause_rank: int | None = None
     launcher_error: str | None = None
-    listen: Any = None  # where the run listened (exposure.py); reports before it have none
+    listen: Listened | None = None  # where the run listened (exposure.py); reports before it have none
     interrupted: bool = False
     hang: HangRecord | None = None
     machines_lost: MachineLoss | None = field(default=None, metadata=OMIT)  # several machines: who vanished
