@@ -34,6 +34,7 @@ from typing import Iterator
 import psutil
 
 from . import interrupts
+from .env_vars import environ_set
 from .exposure import Exposure, where_to_listen
 from .files import raise_if_full, write_text_atomic
 from .records.listen import Listened
@@ -231,7 +232,7 @@ def _launch(entrypoint, job, nproc: int, run: RunDir, rdzv: Rendezvous, rdzv_bac
     # handlers_restored: elastic installs handlers when it starts the ranks and never removes them;
     # left in place, they turned the next Ctrl+C into a SignalException inside whatever ran after
     # the launch (a drill's `except Exception` swallowed it).
-    with _ranks_start_with_sigint_blocked(), _environ({**marker_env, ELASTIC_SIGNALS_ENV: ELASTIC_SIGNALS}), \
+    with _ranks_start_with_sigint_blocked(), environ_set({**marker_env, ELASTIC_SIGNALS_ENV: ELASTIC_SIGNALS}), \
             interrupts.handlers_restored((signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)):
         try:
             with interrupts.raising(stop_ranks):  # raises at once if a stop came before the launch
@@ -365,21 +366,3 @@ def _quiet_elastic_logging() -> None:
             if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
                 logger.addHandler(logging.NullHandler())
             logger.propagate = False
-
-
-class _environ:
-    def __init__(self, values: dict[str, str]):
-        self.values = values
-        self.saved: dict[str, str | None] = {}
-
-    def __enter__(self):
-        for k, v in self.values.items():
-            self.saved[k] = os.environ.get(k)
-            os.environ[k] = v
-
-    def __exit__(self, *exc):
-        for k, v in self.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v

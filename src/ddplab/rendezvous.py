@@ -36,6 +36,8 @@ from torch.distributed.elastic.rendezvous import (
     rendezvous_handler_registry,
 )
 
+from .env_vars import environ_set
+
 if TYPE_CHECKING:
     from .cluster.endpoint import StorePlan
 
@@ -157,7 +159,7 @@ class AcrossMachinesRendezvous(RendezvousHandler):
         # listening on every interface; with the opt-out it only publishes rank 0's address once
         # (finding a free port on the way: a loopback socket opened and closed at once). The ranks
         # are sent to this machine's way to the store instead.
-        with _environ_set(_NO_SHARED_STORE_ENV, "1"):
+        with environ_set({_NO_SHARED_STORE_ENV: "1"}):
             info = self._inner.next_rendezvous()
         return RendezvousInfo(info.store, info.rank, info.world_size, self._store_info)
 
@@ -301,16 +303,3 @@ def _port_taken(store: "StorePlan", exc: Exception):
     return EnvironmentUnsupported("rdzv-store-cannot-listen",
                                   f"--rdzv-host yes, but {exc}: this machine cannot host the store there",
                                   hint="choose a free port for --rdzv-endpoint on every machine")
-
-
-@contextlib.contextmanager
-def _environ_set(name: str, value: str) -> Iterator[None]:
-    saved = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = saved

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from .. import procs
+from ..env_vars import environ_set
 from ..exposure import Exposure, where_to_listen
 from ..launch import CannotListen, OneMachineMeeting, one_machine_rendezvous
 from ..platform import DeviceMonitor
@@ -142,7 +143,7 @@ def _supervise(request: LaunchRequest, config, listen_env: dict[str, str], job: 
     env = {**request.worker_env, **listen_env, **job.rank_environment(os.getpid(), procs.start_ticks(os.getpid()))}
     sampler = RankSampler(job.run_dir, monitor, interval_s=SAMPLE_INTERVAL_S, query_device_while_timing=True,
                           max_samples=MAX_SAMPLES)
-    with _environ(env), sampler, Watcher(job, request.hang_timeout_s, ras=ras) as watcher:
+    with environ_set(env), sampler, Watcher(job, request.hang_timeout_s, ras=ras) as watcher:
         try:
             elastic_launch(config, request.python)("-u", "-m", BOOT_MODULE, *request.target.boot_argv())
             outcome.ok = True
@@ -222,23 +223,3 @@ def _torch_dump(job: JobDir, rank: int) -> dict | None:
     """torch's own dump (e.g. written when a collective times out) when the rank wrote none of ddplab's."""
     prefix = job.torch_dump_prefix
     return flight.load_record(type(job.path)(f"{prefix}{rank}"))
-
-
-class _environ:
-    """Set variables for the ranks to inherit while they start; restore afterwards."""
-
-    def __init__(self, values: dict[str, str]):
-        self.values = values
-        self.saved: dict[str, str | None] = {}
-
-    def __enter__(self):
-        for k, v in self.values.items():
-            self.saved[k] = os.environ.get(k)
-            os.environ[k] = v
-
-    def __exit__(self, *exc):
-        for k, v in self.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
