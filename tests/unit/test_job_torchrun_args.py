@@ -56,12 +56,25 @@ def test_module_and_no_python_targets(script):
     assert module.target.boot_argv() == ["-m", "json.tool", "--sort-keys"]
 
 
-def test_standalone_and_the_default_single_machine_rendezvous_as_torchrun_runs_them(script):
-    for argv in (["--standalone", "--rdzv-backend", "static", "--rdzv-endpoint", "10.0.0.1:1234", script],
-                 [script]):
-        config = parse(argv).config
+def test_standalone_as_torchrun_runs_it(script):
+    config = parse(["--standalone", "--rdzv-backend", "static", "--rdzv-endpoint", "10.0.0.1:1234", script]).config
+    assert (config.rdzv_backend, config.rdzv_endpoint) == ("c10d", "127.0.0.1:0")
+    assert config.run_id not in ("", "none")
+
+
+def test_the_default_single_machine_rendezvous_is_the_installed_torchruns(script):
+    """torchrun without rendezvous options: torch 2.13 has no default --master-port and turns its static
+    default into c10d on a free port; torch 2.11 keeps static at 127.0.0.1:29500 (seen on the GPU machine).
+    ddplab does what the installed torchrun does (either way on loopback only: launch.one_machine_rendezvous)."""
+    from torch.distributed.run import get_args_parser
+
+    default_port = get_args_parser().get_default("master_port")
+    config = parse([script]).config
+    if default_port is None:
         assert (config.rdzv_backend, config.rdzv_endpoint) == ("c10d", "127.0.0.1:0")
         assert config.run_id not in ("", "none")
+    else:
+        assert (config.rdzv_backend, config.rdzv_endpoint) == ("static", f"127.0.0.1:{default_port}")
 
 
 def test_several_machines_keep_their_rendezvous(script):
