@@ -159,8 +159,9 @@ def name_culprits_after_exit(states: dict[int, RankState], local_count: int,
     had given up waiting there (its timeout ended the wait) arrived late, and failed there only because the
     others were gone. So each rank is judged as it stood when the first wait was given up. Across machines
     this is no corner case: a machine's elastic agent need not see a rank of another machine fail (it did not
-    when its machine hosted the rendezvous store), so nothing may tear the late rank down; it sleeps out its
-    delay, joins, and fails "in init" like the rank that waited for it."""
+    when its machine hosted the rendezvous store), and a late rank left running there may sleep out its delay
+    (with no hang timeout: supervisor.py ends it after one), join, and fail "in init" like the rank that
+    waited for it."""
     states = {r: _before_failing(s) for r, s in _as_when_first_waiter_gave_up(states).items()}
     return (_not_started(states, local_count, expected)
             or _holding_up(states, waiting_phases=("in-collective", "failed")))
@@ -243,10 +244,11 @@ def failed_elsewhere(job: dict[int, RankState], mine: dict[int, RankState]) -> l
 
     Elastic ends a worker group only when one of its OWN ranks ends, or when its store stops answering. torch
     2.13's agent, while its group is healthy, asks the rendezvous only whether nodes wait to join
-    (num_nodes_waiting); a failed peer node's agent closes the rendezvous, and nobody reads that. So where this
-    machine hosts the job's store, a rank of another machine that failed leaves this machine's ranks running
-    until they end on their own (a late rank sleeps out its delay; a rank hung for good never ends). Empty when
-    a rank here ended too (elastic tears its group down) or none of this machine's ranks wrote a status yet."""
+    (num_nodes_waiting); a failed peer node's agent closes the rendezvous, and nobody reads that. So while the
+    job's store still answers (this machine hosts it, or a third one does), a rank of another machine that
+    failed leaves this machine's ranks running until they end on their own (a late rank sleeps out its delay;
+    a rank hung for good never ends). Empty when a rank here ended too (elastic tears its group down) or none
+    of this machine's ranks wrote a status yet."""
     if not mine or any(s.phase in END_PHASES for s in mine.values()):
         return []
     return sorted(r for r, s in job.items() if r not in mine and s.phase == "failed")

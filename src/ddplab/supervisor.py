@@ -15,12 +15,15 @@ other machine.
 
 When a rank ends, elastic handles it: this machine's agent tears its group down when one of its own ranks
 ends, or when the job's store stops answering. One end it does not act on: a rank of ANOTHER machine that
-failed while this machine hosts the store (status.failed_elsewhere). Then the hang clock runs on this
-machine's own ranks, from the moment the failure is seen; if they make no progress for ``hang_timeout_s``
-the supervisor declares it as a hang (culprits judged from the failed ranks' last words and the running
-ones' state, status.name_culprits_after_failure) and tears its own ranks down, as for any hang. Why not at
-once: a peer's failure usually ends the ranks here within moments by themselves (their sockets to it
-close), with their own error as evidence; the hang timeout bounds the wait when it does not.
+failed while the store still answers, as where this machine hosts it (status.failed_elsewhere). That job
+cannot complete (launch.py starts it with no restarts: the failed rank's group is gone for good), so the
+ranks here wait for nothing. The hang clock then runs on this machine's own ranks, from the moment the
+failure is seen; if they make no progress for ``hang_timeout_s``, the supervisor declares it as a hang
+(culprits judged from the failed ranks' last words and the running ones' state,
+status.name_culprits_after_failure) and tears its own ranks down, as for any hang. Not at once: a peer's
+failure usually ends the ranks here within moments by themselves (their sockets to it close), leaving
+their own error as the evidence a report and a drill's judge read; the hang timeout bounds the wait
+when it does not. Without a hang timeout nothing is judged, on this path as on any other.
 
 The hang clock starts once every rank has written its first status: a rank still importing torch
 on a busy machine is slow, not hung (elastic notices a rank that dies while starting). A rank that
