@@ -146,13 +146,15 @@ class Supervisor:
                 continue  # a job across machines without a hang timeout: watched for machines_lost only
             now = time.time()
             if any(s.phase in status.END_PHASES for s in states.values()):
-                failed = self._failed_elsewhere(source, states)
+                # On one machine every rank is this machine's: elastic ends the group when one of them ends.
+                mine = status.read_all(self.run) if source.judged_from == JOB_STORE else {}
+                failed = status.failed_elsewhere(states, mine)
                 if not failed:
                     last_key, last_change = None, None  # this machine's ranks are ending: elastic handles it
                     continue
                 # A rank of another machine failed and elastic here will not act (status.failed_elsewhere): the
                 # hang clock runs on this machine's own ranks, restarted now that the failure is seen.
-                key = ("after a failure elsewhere", status.progress_key(status.read_all(self.run)))
+                key = ("after a failure elsewhere", status.progress_key(mine))
                 if key != last_key or last_change is None:
                     last_key, last_change = key, now
                 elif now - last_change >= self.hang_timeout_s:
@@ -181,13 +183,6 @@ class Supervisor:
                 self._job_source = source if source.judged_from == JOB_STORE else None
                 return source
         return None
-
-    def _failed_elsewhere(self, source, states: dict[int, RankState]) -> list[int]:
-        """Ranks of other machines that failed while this machine's all run; none on one machine (every rank
-        is this machine's, and elastic ends the group when one of them ends)."""
-        if source.judged_from != JOB_STORE:
-            return []
-        return status.failed_elsewhere(states, status.read_all(self.run))
 
     def _read(self, source) -> dict[int, RankState]:
         states = source.read()
