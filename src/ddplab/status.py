@@ -159,8 +159,9 @@ def name_culprits_after_exit(states: dict[int, RankState], local_count: int,
     had given up waiting there (its timeout ended the wait) arrived late, and failed there only because the
     others were gone. So each rank is judged as it stood when the first wait was given up. Across machines
     this is no corner case: a machine's elastic agent need not see a rank of another machine fail (it did not
-    when its machine hosted the rendezvous store), so nothing may tear the late rank down; it sleeps out its
-    delay, joins, and fails "in init" like the rank that waited for it."""
+    when its machine hosted the rendezvous store), and a late rank left running there may sleep out its delay
+    (with no hang timeout: supervisor.py ends it after one), join, and fail "in init" like the rank that
+    waited for it."""
     states = {r: _before_failing(s) for r, s in _as_when_first_waiter_gave_up(states).items()}
     return (_not_started(states, local_count, expected)
             or _holding_up(states, waiting_phases=("in-collective", "failed")))
@@ -235,6 +236,34 @@ def _holding_up(states: dict[int, RankState], waiting_phases: tuple[str, ...]) -
 
 
 END_PHASES = ("finished", "failed")
+
+
+def failed_elsewhere(job: dict[int, RankState], mine: dict[int, RankState]) -> list[int]:
+    """Ranks of other machines that failed while every rank of this machine (``mine``: their status files) is
+    still running: the one end of a job across machines that this machine's elastic agent does not act on.
+
+    Elastic ends a worker group only when one of its OWN ranks ends, or when its store stops answering. torch
+    2.13's agent, while its group is healthy, asks the rendezvous only whether nodes wait to join
+    (num_nodes_waiting); a failed peer node's agent closes the rendezvous, and nobody reads that. So while the
+    job's store still answers (this machine hosts it, or a third one does), a rank of another machine that
+    failed leaves this machine's ranks running until they end on their own (a late rank sleeps out its delay;
+    a rank hung for good never ends). Empty when a rank here ended too (elastic tears its group down) or none
+    of this machine's ranks wrote a status yet."""
+    if not mine or any(s.phase in END_PHASES for s in mine.values()):
+        return []
+    return sorted(r for r, s in job.items() if r not in mine and s.phase == "failed")
+
+
+def name_culprits_after_failure(states: dict[int, RankState], local_count: int, now: float, stale_s: float,
+                                expected: list[int] | None = None) -> tuple[list[int], str]:
+    """The culprits of a job where some ranks failed and others still run: a running rank whose heartbeat
+    stopped first, then the judgement of last words (name_culprits_after_exit), the failed ranks by the phase
+    they failed in, the running ones as they stand. A failed rank's heartbeat stopped because it ended, which
+    says nothing about who held the job up."""
+    frozen = [r for r, s in states.items() if s.phase not in END_PHASES and now - s.heartbeat > stale_s]
+    if frozen:
+        return sorted(frozen), f"heartbeat stopped for more than {stale_s:.0f} s (process paused or wedged)"
+    return name_culprits_after_exit(states, local_count, expected)
 
 
 def silent_machines(job: dict[int, RankState], store_machine: str | None = None) -> dict[str, list[int]]:

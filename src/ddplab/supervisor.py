@@ -13,6 +13,18 @@ count) and names the culprits with their machines, wherever they run. It still s
 ranks of its own machine, found through their status files: a pid from the store is a pid on some
 other machine.
 
+When a rank ends, elastic handles it: this machine's agent tears its group down when one of its own ranks
+ends, or when the job's store stops answering. One end it does not act on: a rank of ANOTHER machine that
+failed while the store still answers, as where this machine hosts it (status.failed_elsewhere). That job
+cannot complete (launch.py starts it with no restarts: the failed rank's group is gone for good), so the
+ranks here wait for nothing. The hang clock then runs on this machine's own ranks, from the moment the
+failure is seen; if they make no progress for ``hang_timeout_s``, the supervisor declares it as a hang
+(culprits judged from the failed ranks' last words and the running ones' state,
+status.name_culprits_after_failure) and tears its own ranks down, as for any hang. Not at once: a peer's
+failure usually ends the ranks here within moments by themselves (their sockets to it close), leaving
+their own error as the evidence a report and a drill's judge read; the hang timeout bounds the wait
+when it does not. Without a hang timeout nothing is judged, on this path as on any other.
+
 The hang clock starts once every rank has written its first status: a rank still importing torch
 on a busy machine is slow, not hung (elastic notices a rank that dies while starting). A rank that
 never writes one is named "never started" only after ``START_GRACE_S`` more, counted from the moment
@@ -35,6 +47,7 @@ from .rundir import RunDir
 POLL_S = 0.25
 STACK_WAIT_S = 1.0
 START_GRACE_S = 120.0  # for ranks that never write a status at all: far above torch's import time
+STALE_S = max(2.0, 4 * status.HEARTBEAT_S)  # a rank not heard for this long is frozen, not slow
 STORE_TIMEOUT_S = 3.0  # one read of the job's store: a store cut off must not hold the watch up for long
 FILES = "this machine's status files"
 JOB_STORE = "the job's store"
@@ -132,8 +145,21 @@ class Supervisor:
             if not self.hang_timeout_s:
                 continue  # a job across machines without a hang timeout: watched for machines_lost only
             now = time.time()
-            if any(s.phase in ("finished", "failed") for s in states.values()):
-                last_key, last_change = None, None  # the run is ending: elastic handles it
+            if any(s.phase in status.END_PHASES for s in states.values()):
+                # On one machine every rank is this machine's: elastic ends the group when one of them ends.
+                mine = status.read_all(self.run) if source.judged_from == JOB_STORE else {}
+                failed = status.failed_elsewhere(states, mine)
+                if not failed:
+                    last_key, last_change = None, None  # this machine's ranks are ending: elastic handles it
+                    continue
+                # A rank of another machine failed and elastic here will not act (status.failed_elsewhere): the
+                # hang clock runs on this machine's own ranks, restarted now that the failure is seen.
+                key = ("after a failure elsewhere", status.progress_key(mine))
+                if key != last_key or last_change is None:
+                    last_key, last_change = key, now
+                elif now - last_change >= self.hang_timeout_s:
+                    self._declare(source, states, source.expected(states), now, now - last_change, failed)
+                    return
                 continue
             expected = source.expected(states)
             if expected is None or any(r not in states for r in expected):
@@ -179,12 +205,18 @@ class Supervisor:
         return _JobStore(reader, listen["address"]) if reader is not None else _Files(self.run, self.local_count)
 
     def _declare(self, source, states: dict[int, RankState], expected: list[int] | None, now: float,
-                 stalled_s: float) -> None:
+                 stalled_s: float, failed_elsewhere: list[int] | None = None) -> None:
         if source.judged_from == JOB_STORE and not states:  # nothing in the store: judge what this machine has
             source, states = _Files(self.run, self.local_count), status.read_all(self.run)
             expected = None
-        culprits, why = status.name_culprits(states, self.local_count, now, stale_s=max(2.0, 4 * status.HEARTBEAT_S),
-                                             expected=expected)
+        if failed_elsewhere:
+            states = {**states, **status.read_all(self.run)}  # this machine's ranks: their files are the freshest
+            culprits, why = status.name_culprits_after_failure(states, self.local_count, now, stale_s=STALE_S,
+                                                               expected=expected)
+            why = (f"{_failed_in_words(failed_elsewhere, states)} failed on another machine and this machine's "
+                   f"ranks made no progress since: {why}")
+        else:
+            culprits, why = status.name_culprits(states, self.local_count, now, stale_s=STALE_S, expected=expected)
         # Only this machine's ranks, by their own status files: the only processes this launcher may signal.
         pids = {r: s.pid for r, s in status.read_all(self.run).items()}
         for pid in pids.values():
@@ -207,6 +239,12 @@ class Supervisor:
         for pid in killed:
             signal_quietly(pid, signal.SIGKILL)
         self.hang = replace(self.hang, killed_after_grace=killed)
+
+
+def _failed_in_words(ranks: list[int], states: dict[int, RankState]) -> str:
+    """rank 0 (on 10.9.0.1), rank 4 (on 10.9.0.2): ranks of other machines, with their machines."""
+    return ", ".join(f"rank {r}" + (f" (on {states[r].machine})" if r in states and states[r].machine else "")
+                     for r in ranks)
 
 
 def _open_reader(address: str, port: int, job: str):

@@ -8,9 +8,11 @@ late_rank, not stall: a drill of one session per launcher (quicker; stall's two 
 tested in the network namespaces, test_node_drills_netns.py).
 
 Which launcher hosts the rendezvous store is a start-up race. When it is the victim's, that launcher's elastic
-agent never sees rank 0 time out in init, the late rank sleeps out its delay, joins init and fails there too:
-the victim's launcher then judges last words from a minute apart (once [0, 1], "every rank is inside the same
-collective"; the deterministic case is in tests/unit/test_status_culprits.py). Both orders must name rank 1.
+agent never sees rank 0 time out in init (it acts only on its own ranks, and its store still answers). Before,
+its supervisor then stopped judging too, and the late rank slept out its delay (a minute), joined init and
+failed there as well. Now the supervisor ends it one hang timeout after rank 0's failure is seen, naming rank 1
+(tests/unit/test_supervisor_failure_elsewhere.py decides this without processes). Both orders must name rank 1,
+and neither launcher may wait for the late rank's delay to run out.
 """
 
 import os
@@ -24,6 +26,7 @@ from tests.conftest import load_json
 
 pytestmark = pytest.mark.slow
 TIMEOUT = "6"
+LATE_S = float(TIMEOUT) + 60  # the late rank's delay before init (drills/engine.py: late_s)
 
 
 def _free_port() -> int:
@@ -53,3 +56,5 @@ def test_the_victims_launcher_names_global_rank_1(tmp_path):
         assert drill["injected"]["rank"] == 1 and drill["injected"]["at"] is not None, rank
         assert drill["verdict"] == "pass" and drill["leaked_pids"] == [], (rank, drill)
         assert drill["culprit_hosts"] == {"1": "127.0.0.1"}  # the machine: its address toward the endpoint
+        # the late rank was ended by a launcher, not by its own delay running out (wherever the store was)
+        assert drill["session"]["duration_s"] < LATE_S - 10, (rank, drill["session"]["duration_s"])
