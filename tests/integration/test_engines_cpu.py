@@ -62,8 +62,8 @@ def test_a_library_sweep_has_the_torch_sweep_s_rows_exact_data_and_keys(runs):
     assert [set(r) for r in library["results"]["rows"]] == [set(r) for r in torch["results"]["rows"]]
     assert all(r["num_wrong"] == 0 for r in library["results"]["rows"])
     assert library["results"]["library"]["binding"]["substitute"] == "tests.library_fake:GlooBinding"
-    keys = stable(key_paths(library))
-    assert keys == stable(set(GOLDEN["sweep"])) | LIBRARY_KEYS  # the torch sweep's keys, and the engine's own
+    keys = stable(key_paths(library), "sweep")
+    assert keys == stable(set(GOLDEN["sweep"]), "sweep") | LIBRARY_KEYS  # the torch sweep's keys, and the engine's own
 
 
 def test_compare_lines_up_the_library_sweep_with_the_torch_sweep_and_nccl_tests(runs):
@@ -85,7 +85,8 @@ def test_a_storm_through_both_engines_reports_the_added_cost_and_keeps_the_storm
     assert [c["timing"] for c in r["added_cost"]] == ["pipelined mean", "blocking per-op p50"]
     assert r["added_cost"][0]["added_us"] == pytest.approx(r["mean_us"] - r["library_summary"]["mean_us"])
     assert all("library" in rank for rank in r["ranks"])
-    assert not stable(set(GOLDEN["storm"])) - stable(key_paths(doc))  # nothing of the torch storm lost
+    # nothing of the torch storm lost
+    assert not stable(set(GOLDEN["storm"]), "storm") - stable(key_paths(doc), "storm")
     assert "What torch adds per call" in proc.stdout and "library engine result correct" in proc.stdout
     out = runs[0]
     proc = run_cli("report", str(out / "storm_both.json"), "--out", str(out / "storm_both.html"), cwd=out)
