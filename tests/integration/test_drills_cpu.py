@@ -32,14 +32,18 @@ def test_fault_is_detected_in_time_with_the_right_culprit(tmp_path, name, mechan
     assert d["error_excerpt"]
 
 
-def test_stall_default_and_blocking_wait_name_the_stalled_rank_not_the_waiter(tmp_path):
-    proc, d = _drill(tmp_path, "stall", "--nproc", "3")
+def test_stall_among_four_ranks_names_the_stalled_rank_not_a_waiter(tmp_path):
+    """One rank stalls while three wait in a collective (issue 6's scale question on CPU: 8 ranks on the GPU
+    machines, docs/RESULTS.md). Four ranks are enough to show it: the culprit is the one rank that entered
+    fewer collectives than every waiter, which does not depend on how many wait (status.name_culprits), and
+    every rank but the last is a waiter that a torchrun-style first-to-die rule could blame."""
+    proc, d = _drill(tmp_path, "stall", "--nproc", "4")
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert d["default_handling"]["culprit_ranks"] == [2]
-    assert d["blocking_wait"]["culprit_ranks"] == [2]
+    assert d["default_handling"]["culprit_ranks"] == [3]
+    assert d["blocking_wait"]["culprit_ranks"] == [3]
     assert d["default_handling"]["detect_s"] <= float(TIMEOUT) + 5
     # torchrun blames the first rank to die: a waiting rank, not the stalled one
-    assert d["torchrun_root_cause_rank"] != 2
+    assert d["torchrun_root_cause_rank"] != 3
     assert d["leaked_pids"] == []
 
 
@@ -82,17 +86,3 @@ def test_torchrun_orphans_are_found_and_cleaned(tmp_path):
 def test_drill_bad_input_exits_2(tmp_path, argv, fragment):
     proc = run_cli(*argv, cwd=tmp_path)
     assert proc.returncode == 2 and fragment in proc.stderr
-
-
-def test_stall_among_eight_ranks_names_the_one_behind(tmp_path):
-    """Issue 6's scale on CPU: 8 ranks, the last one stalls; ddplab must name it, not a waiter.
-
-    The timeout is longer than the others': 8 ranks importing torch on 2 cores arrive at
-    init_process_group seconds apart, and a 4 s timeout would fire there, before the stall.
-    """
-    proc, d = _drill(tmp_path, "stall", "--nproc", "8", timeout="15")
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    assert d["default_handling"]["culprit_ranks"] == [7]
-    assert d["blocking_wait"]["culprit_ranks"] == [7]
-    assert d["torchrun_root_cause_rank"] != 7
-    assert d["leaked_pids"] == []
