@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -46,6 +47,17 @@ def processes_with_env(key: str, value: str) -> list[psutil.Process]:
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
             continue
     return found
+
+
+def survivors(items, alive, within_s: float) -> list:
+    """The ``items`` still ``alive`` ``within_s`` seconds from now: as soon as none is, or at the deadline. The
+    same verdict as sleeping ``within_s`` and looking once, without waiting out the sleep when they went at once."""
+    deadline = time.monotonic() + within_s
+    left = [i for i in items if alive(i)]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = [i for i in left if alive(i)]
+    return left
 
 
 @pytest.fixture(autouse=True)
