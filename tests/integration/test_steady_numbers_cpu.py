@@ -60,6 +60,7 @@ def test_contention_on_the_host_is_judged_against_its_cores(tmp_path):
     proc, doc = _run(tmp_path, "contention", "--nproc", "2", "--seconds", "0.5", "--size", "128")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     r = doc["results"]
+    assert r["solo_tflops"] > 0 and len(r["together_tflops"]) == 2 and r["efficiency"] > 0
     cores = len(os.sched_getaffinity(0))
     assert r["ideal_basis"] == "cores" and r["usable_cores"] <= cores and r["threads_per_process"] == 1
     assert r["ideal_factor"] == min(2, r["usable_cores"])
