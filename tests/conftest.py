@@ -72,3 +72,14 @@ def _reap_children():
         except psutil.NoSuchProcess:
             pass
     psutil.wait_procs(children, timeout=5)
+
+
+@pytest.fixture(scope="session")
+def golden_sweep(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """The golden sweep (tests/golden/commands.py), run once for the two modules that read it: the golden key test
+    and the torch engine's side of tests/integration/test_engines_cpu.py. (command, its JSON report)."""
+    from tests.golden.commands import COMMANDS
+
+    out = tmp_path_factory.mktemp("golden-sweep")
+    proc = run_cli(*COMMANDS["sweep"], "--json", str(out / "sweep.json"), cwd=out)
+    return proc, out / "sweep.json"
