@@ -75,11 +75,18 @@ def _reap_children():
 
 
 @pytest.fixture(scope="session")
-def golden_sweep(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
-    """The golden sweep (tests/golden/commands.py), run once for the two modules that read it: the golden key test
-    and the torch engine's side of tests/integration/test_engines_cpu.py. (command, its JSON report)."""
+def golden_run(tmp_path_factory):
+    """``golden_run(name)``: (the command, its JSON report's path) of the golden command ``name``
+    (tests/golden/commands.py), run once per session for every module that reads it: the golden key test, the torch
+    engine's sweep in tests/integration/test_engines_cpu.py, the two-rank train in test_train_cpu.py."""
     from tests.golden.commands import COMMANDS
 
-    out = tmp_path_factory.mktemp("golden-sweep")
-    proc = run_cli(*COMMANDS["sweep"], "--json", str(out / "sweep.json"), cwd=out)
-    return proc, out / "sweep.json"
+    done: dict[str, tuple[subprocess.CompletedProcess, Path]] = {}
+
+    def run(name: str) -> tuple[subprocess.CompletedProcess, Path]:
+        if name not in done:
+            out = tmp_path_factory.mktemp(f"golden-{name}")
+            done[name] = run_cli(*COMMANDS[name], "--json", str(out / f"{name}.json"), cwd=out), out / f"{name}.json"
+        return done[name]
+
+    return run

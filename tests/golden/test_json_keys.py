@@ -23,13 +23,18 @@ def assert_keys_kept(name: str, doc: dict) -> None:
     assert not now - before, f"{name}: keys added without updating tests/golden/keys.json: {sorted(now - before)}"
 
 
+SHARED = ("sweep", "train")  # run once per session, for other modules too (tests/conftest.py golden_run)
+
+
 @pytest.fixture(scope="module")
-def outputs(tmp_path_factory, golden_sweep):
+def outputs(tmp_path_factory, golden_run):
     out = tmp_path_factory.mktemp("golden")
-    if golden_sweep[1].exists():  # run once for this test and test_engines_cpu.py (conftest.py)
-        shutil.copy(golden_sweep[1], out / "sweep.json")
+    for name in SHARED:
+        report = golden_run(name)[1]
+        if report.exists():
+            shutil.copy(report, out / f"{name}.json")
     for name, argv in COMMANDS.items():
-        if name == "sweep":
+        if name in SHARED:
             continue
         argv = [a.format(fixtures=HERE.parent / "fixtures", out=out) for a in argv]
         run_cli(*argv, "--json", str(out / f"{name}.json"), cwd=out)

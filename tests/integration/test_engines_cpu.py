@@ -38,10 +38,10 @@ LIBRARY_KEYS = {"config.engine", "results.engine", *(f"results.library.{k}" for 
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, golden_sweep):
+def runs(tmp_path_factory, golden_run):
     out = tmp_path_factory.mktemp("engines")
     # the torch engine's sweep with the golden sweep's arguments is the golden sweep itself: run once (conftest.py)
-    proc, report = golden_sweep
+    proc, report = golden_run("sweep")
     done = {"sweep_torch": (proc, load_json(report) if report.exists() else None)}
     if report.exists():
         shutil.copy(report, out / "sweep_torch.json")
