@@ -23,7 +23,7 @@ def assert_keys_kept(name: str, doc: dict) -> None:
     assert not now - before, f"{name}: keys added without updating tests/golden/keys.json: {sorted(now - before)}"
 
 
-SHARED = ("sweep", "train")  # run once per session, for other modules too (tests/conftest.py golden_run)
+SHARED = ("sweep", "train", "ceiling", "contention")  # run once per session, for other modules too (tests/conftest.py golden_run)
 
 
 @pytest.fixture(scope="module")
