@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -48,6 +49,17 @@ def processes_with_env(key: str, value: str) -> list[psutil.Process]:
     return found
 
 
+def survivors(items, alive, within_s: float) -> list:
+    """The ``items`` still ``alive`` ``within_s`` seconds from now: as soon as none is, or at the deadline. The
+    same verdict as sleeping ``within_s`` and looking once, without waiting out the sleep when they went at once."""
+    deadline = time.monotonic() + within_s
+    left = [i for i in items if alive(i)]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = [i for i in left if alive(i)]
+    return left
+
+
 @pytest.fixture(autouse=True)
 def _reap_children():
     """Whatever a test started is gone when it ends, pass or fail."""
@@ -60,3 +72,22 @@ def _reap_children():
         except psutil.NoSuchProcess:
             pass
     psutil.wait_procs(children, timeout=5)
+
+
+@pytest.fixture(scope="session")
+def golden_run(tmp_path_factory):
+    """``golden_run(name)``: (the command, its JSON report's path) of the golden command ``name``
+    (tests/golden/commands.py), run once per session for every module that reads it: the golden key test, the torch
+    engine's sweep in tests/integration/test_engines_cpu.py, the two-rank train in test_train_cpu.py, the ceiling
+    in test_benchmarks_cpu.py, the host contention in test_steady_numbers_cpu.py."""
+    from tests.golden.commands import COMMANDS
+
+    done: dict[str, tuple[subprocess.CompletedProcess, Path]] = {}
+
+    def run(name: str) -> tuple[subprocess.CompletedProcess, Path]:
+        if name not in done:
+            out = tmp_path_factory.mktemp(f"golden-{name}")
+            done[name] = run_cli(*COMMANDS[name], "--json", str(out / f"{name}.json"), cwd=out), out / f"{name}.json"
+        return done[name]
+
+    return run

@@ -22,11 +22,17 @@ COMMANDS = {
 # machine, the time series of a run too short to be sampled (a drill's ranks are killed about a second
 # after they start: the 0.5 s sampler sees them or not, and its per-rank peaks with them).
 DRILL_SESSION = "results.drills[].session."
+# The sampler's per-rank peaks (records/session.py SamplerPeaks) are written only for a rank the sampler saw,
+# as before the redesign. It finds a rank by its pid file, written once torch is imported, and samples every
+# 0.5 s; the golden ceiling (two 1 MB copies), storm and sweep ranks are done within about 0.5 s of that, so
+# one run has the peaks and the next may not. A rank that was sampled writes all four (checked on ceiling).
+SAMPLER_PEAKS = ("peak_device_mem_bytes", "peak_rss_bytes", "cpu_user_s", "cpu_system_s")
+# ...except keys a command's own rank result writes whether sampled or not: they stay pinned for it.
+OWN_RANK_KEYS = {"storm": ("cpu_user_s", "cpu_system_s")}  # records/storm.py StormRankResult
 VOLATILE = ("results.spikes[]", "results.timeseries.samples[]", "results.ranks[].failure",
             "results.sampler.device_query_windows[]", "results.rows[].spike",
             DRILL_SESSION + "timeseries.samples[]",
-            *(DRILL_SESSION + f"ranks[].{k}" for k in ("peak_device_mem_bytes", "peak_rss_bytes", "cpu_user_s",
-                                                        "cpu_system_s")))
+            *(DRILL_SESSION + f"ranks[].{k}" for k in SAMPLER_PEAKS))
 
 
 # Lists whose elements exist or not depending on the machine, not on the code: orphans and other processes
@@ -35,6 +41,8 @@ VOLATILE = ("results.spikes[]", "results.timeseries.samples[]", "results.ranks[]
 MACHINE_LISTS = ("results.orphans[]", "results.other_processes[]")
 
 
-def stable(paths: set[str]) -> set[str]:
-    kept = {p for p in paths if not p.startswith(VOLATILE)}
+def stable(paths: set[str], command: str = "") -> set[str]:
+    """``paths`` without the volatile ones (``command``: whose document they are, for its own rank keys)."""
+    sampled_only = tuple(f"results.ranks[].{k}" for k in SAMPLER_PEAKS if k not in OWN_RANK_KEYS.get(command, ()))
+    kept = {p for p in paths if not p.startswith(VOLATILE + sampled_only)}
     return {next((m for m in MACHINE_LISTS if p.startswith(m)), p) for p in kept}

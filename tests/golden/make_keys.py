@@ -24,7 +24,7 @@ def main() -> None:
         argv = [a.format(fixtures=HERE.parent / "fixtures", out=out) for a in argv]
         subprocess.run([sys.executable, "-m", "ddplab", *argv, "--json", str(out / f"{name}.json")], cwd=out,
                        env=dict(os.environ), capture_output=True, timeout=300)
-        keys[name] = sorted(stable(key_paths(json.loads((out / f"{name}.json").read_text()))))
+        keys[name] = sorted(stable(key_paths(json.loads((out / f"{name}.json").read_text())), name))
     (HERE / "keys.json").write_text(json.dumps(keys, indent=1) + "\n")
     print(f"wrote {HERE / 'keys.json'} ({', '.join(f'{k}: {len(v)}' for k, v in keys.items())})")
 

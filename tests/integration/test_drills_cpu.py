@@ -8,12 +8,45 @@ pytestmark = pytest.mark.slow
 TIMEOUT = "6"  # generous: ranks importing torch on 2 busy cores reach init seconds apart
 
 
+# The two-rank drills with the default settings, run by one `ddplab drill a,b,...` as users and the lab run several
+# (README.md, drills): every drill launches its own ranks in its own run directory, so the tests share only the
+# command's start-up (its torch import and platform probe), not a drill's run. kill-rank is spelt in kebab-case.
+SHARED = ("kill-rank", "late_rank", "desync", "oom", "straggler", "interrupt", "kill_launcher")
+
+
 def _drill(tmp_path, name, *extra, timeout=TIMEOUT):
-    out = tmp_path / f"{name}.json"
-    proc = run_cli("drill", name, "--timeout", timeout, "--run-dir", str(tmp_path / "runs"), "--json", str(out),
-                   *extra, cwd=tmp_path, timeout=300)
+    proc, drills = _drills(tmp_path, name, *extra, timeout=timeout)
+    return proc, drills[0]
+
+
+def _drills(tmp_path, names, *extra, timeout=TIMEOUT):
+    out = tmp_path / "drills.json"
+    proc = run_cli("drill", names, "--timeout", timeout, "--run-dir", str(tmp_path / "runs"), "--json", str(out),
+                   *extra, cwd=tmp_path, timeout=600)
     doc = load_json(out)
-    return proc, doc["results"]["drills"][0]
+    return proc, doc["results"]["drills"]
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """(the command, each drill's record by its kebab-case name) of the one run of SHARED."""
+    proc, drills = _drills(tmp_path_factory.mktemp("drills"), ",".join(SHARED))
+    assert [d["drill"] for d in drills] == [n.replace("-", "_") for n in SHARED], proc.stdout[-3000:]
+    return proc, {d["drill"].replace("_", "-"): d for d in drills}
+
+
+def _passed(shared, name):
+    """One shared drill's record, passed: what the command's exit 0 meant when it ran this drill alone."""
+    proc, drills = shared
+    d = drills[name.replace("_", "-")]
+    assert d["verdict"] == "pass", (name, d["culprit_reason"], d["detected_by"], d["detect_s"], proc.stdout[-3000:])
+    return d
+
+
+def test_the_command_exits_0_when_every_drill_it_ran_passed(shared):
+    proc, drills = shared
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert {d["verdict"] for d in drills.values()} == {"pass"}
 
 
 @pytest.mark.parametrize("name, mechanism", [
@@ -21,10 +54,8 @@ def _drill(tmp_path, name, *extra, timeout=TIMEOUT):
     ("late_rank", ("store timeout", "ddplab supervisor")),
     ("desync", ("collective timeout (gloo)", "ddplab supervisor", "peer connection lost")),
 ])
-def test_fault_is_detected_in_time_with_the_right_culprit(tmp_path, name, mechanism):
-    proc, d = _drill(tmp_path, name)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    assert d["verdict"] == "pass"
+def test_fault_is_detected_in_time_with_the_right_culprit(shared, name, mechanism):
+    d = _passed(shared, name)
     assert d["detected_by"] in mechanism
     assert d["detect_s"] <= float(TIMEOUT) + 5
     assert 1 in d["culprit_ranks"]  # the victim (last rank) is named
@@ -32,37 +63,37 @@ def test_fault_is_detected_in_time_with_the_right_culprit(tmp_path, name, mechan
     assert d["error_excerpt"]
 
 
-def test_stall_default_and_blocking_wait_name_the_stalled_rank_not_the_waiter(tmp_path):
-    proc, d = _drill(tmp_path, "stall", "--nproc", "3")
+def test_stall_among_four_ranks_names_the_stalled_rank_not_a_waiter(tmp_path):
+    """One rank stalls while three wait in a collective (issue 6's scale question on CPU: 8 ranks on the GPU
+    machines, docs/RESULTS.md). Four ranks are enough to show it: the culprit is the one rank that entered
+    fewer collectives than every waiter, which does not depend on how many wait (status.name_culprits), and
+    every rank but the last is a waiter that a torchrun-style first-to-die rule could blame."""
+    proc, d = _drill(tmp_path, "stall", "--nproc", "4")
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert d["default_handling"]["culprit_ranks"] == [2]
-    assert d["blocking_wait"]["culprit_ranks"] == [2]
+    assert d["default_handling"]["culprit_ranks"] == [3]
+    assert d["blocking_wait"]["culprit_ranks"] == [3]
     assert d["default_handling"]["detect_s"] <= float(TIMEOUT) + 5
     # torchrun blames the first rank to die: a waiting rank, not the stalled one
-    assert d["torchrun_root_cause_rank"] != 2
+    assert d["torchrun_root_cause_rank"] != 3
     assert d["leaked_pids"] == []
 
 
-def test_oom_names_the_cap(tmp_path):
-    proc, d = _drill(tmp_path, "oom")
-    assert proc.returncode == 0, proc.stdout[-3000:]
+def test_oom_names_the_cap(shared):
+    d = _passed(shared, "oom")
     assert d["victim_error_names_cap"] and "cap of" in d["victim_error"]
     assert d["culprit_ranks"] == [1] and d["leaked_pids"] == []
 
 
-def test_straggler_inflates_the_others_tail_latency(tmp_path):
-    proc, d = _drill(tmp_path, "straggler")
-    assert proc.returncode == 0, proc.stdout[-3000:]
+def test_straggler_inflates_the_others_tail_latency(shared):
+    d = _passed(shared, "straggler")
     assert d["inflation"]["p99"] > 1
     assert d["leaked_pids"] == []
 
 
-def test_interrupt_and_kill_launcher_leave_nothing(tmp_path):
-    proc, d = _drill(tmp_path, "interrupt")
-    assert proc.returncode == 0, proc.stdout[-3000:]
+def test_interrupt_and_kill_launcher_leave_nothing(shared):
+    d = _passed(shared, "interrupt")
     assert d["report_written"] and d["leaked_pids"] == [] and d["detect_s"] <= float(TIMEOUT) + 5
-    proc, d = _drill(tmp_path, "kill_launcher")
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    d = _passed(shared, "kill_launcher")
     assert d["detected_by"].startswith("parent-death guard") and d["leaked_pids"] == []
 
 
@@ -82,17 +113,3 @@ def test_torchrun_orphans_are_found_and_cleaned(tmp_path):
 def test_drill_bad_input_exits_2(tmp_path, argv, fragment):
     proc = run_cli(*argv, cwd=tmp_path)
     assert proc.returncode == 2 and fragment in proc.stderr
-
-
-def test_stall_among_eight_ranks_names_the_one_behind(tmp_path):
-    """Issue 6's scale on CPU: 8 ranks, the last one stalls; ddplab must name it, not a waiter.
-
-    The timeout is longer than the others': 8 ranks importing torch on 2 cores arrive at
-    init_process_group seconds apart, and a 4 s timeout would fire there, before the stall.
-    """
-    proc, d = _drill(tmp_path, "stall", "--nproc", "8", timeout="15")
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    assert d["default_handling"]["culprit_ranks"] == [7]
-    assert d["blocking_wait"]["culprit_ranks"] == [7]
-    assert d["torchrun_root_cause_rank"] != 7
-    assert d["leaked_pids"] == []

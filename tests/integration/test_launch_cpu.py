@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import load_json, processes_with_env, run_cli
+from tests.conftest import load_json, processes_with_env, run_cli, survivors
 
 pytestmark = pytest.mark.slow
 
@@ -129,9 +129,8 @@ def test_sigkill_of_ddplab_launch_leaves_no_rank_while_torchrun_leaves_orphans(t
     run_id = ranks[0].environ()["DDPLAB_RUN_ID"]
     os.kill(launcher.pid, signal.SIGKILL)
     launcher.wait(10)
-    time.sleep(3)
-    assert [p.pid for p in ranks if _alive(p)] == []
-    assert processes_with_env("DDPLAB_RUN_ID", run_id) == []
+    assert [p.pid for p in survivors(ranks, _alive, within_s=3)] == []
+    assert survivors([run_id], lambda rid: processes_with_env("DDPLAB_RUN_ID", rid), within_s=3) == []
 
     torchrun = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", script,
                                  *args], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.conftest import processes_with_env
+from tests.conftest import processes_with_env, survivors
 
 pytestmark = pytest.mark.slow
 
@@ -38,11 +38,10 @@ def test_sigkill_of_ddplab_leaves_no_rank_alive(tmp_path):
 
         os.kill(launcher.pid, signal.SIGKILL)
         launcher.wait(timeout=10)
-        time.sleep(3)
 
-        survivors = [p for p in rank_pids if _alive(p)]
-        assert survivors == [], f"ranks {survivors} outlived their SIGKILLed launcher"
-        assert processes_with_env("DDPLAB_RUN_ID", run_id) == []
+        left = survivors(rank_pids, _alive, within_s=3)
+        assert left == [], f"ranks {left} outlived their SIGKILLed launcher"
+        assert survivors([run_id], lambda rid: processes_with_env("DDPLAB_RUN_ID", rid), within_s=3) == []
     finally:
         if launcher.poll() is None:
             launcher.kill()

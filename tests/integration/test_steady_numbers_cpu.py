@@ -56,10 +56,13 @@ def test_sweep_on_the_host_measures_once_by_default_and_records_the_sampler_off(
     assert r["timeseries"]["samples"] == []
 
 
-def test_contention_on_the_host_is_judged_against_its_cores(tmp_path):
-    proc, doc = _run(tmp_path, "contention", "--nproc", "2", "--seconds", "0.5", "--size", "128")
+def test_contention_on_the_host_is_judged_against_its_cores(golden_run):
+    # the golden contention (2 processes, 0.2 s, 32x32: tests/golden/commands.py), run once per session
+    proc, report = golden_run("contention")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = load_json(report)
     r = doc["results"]
+    assert r["solo_tflops"] > 0 and len(r["together_tflops"]) == 2 and r["efficiency"] > 0
     cores = len(os.sched_getaffinity(0))
     assert r["ideal_basis"] == "cores" and r["usable_cores"] <= cores and r["threads_per_process"] == 1
     assert r["ideal_factor"] == min(2, r["usable_cores"])
