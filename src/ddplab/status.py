@@ -147,6 +147,11 @@ def name_culprits(states: dict[int, RankState], local_count: int, now: float,
     return _holding_up(states, waiting_phases=("in-collective",))
 
 
+def frozen_ranks(states: dict[int, RankState], now: float, stale_s: float) -> list[int]:
+    """Ranks still running (not ended) whose heartbeat has not been heard for more than ``stale_s``."""
+    return sorted(r for r, s in states.items() if s.phase not in END_PHASES and now - s.heartbeat > stale_s)
+
+
 def name_culprits_after_exit(states: dict[int, RankState], local_count: int,
                              expected: list[int] | None = None) -> tuple[list[int], str]:
     """The same judgement from the last status each rank wrote, once the ranks are gone (a drill reads them
@@ -260,9 +265,9 @@ def name_culprits_after_failure(states: dict[int, RankState], local_count: int, 
     stopped first, then the judgement of last words (name_culprits_after_exit), the failed ranks by the phase
     they failed in, the running ones as they stand. A failed rank's heartbeat stopped because it ended, which
     says nothing about who held the job up."""
-    frozen = [r for r, s in states.items() if s.phase not in END_PHASES and now - s.heartbeat > stale_s]
+    frozen = frozen_ranks(states, now, stale_s)
     if frozen:
-        return sorted(frozen), f"heartbeat stopped for more than {stale_s:.0f} s (process paused or wedged)"
+        return frozen, f"heartbeat stopped for more than {stale_s:.0f} s (process paused or wedged)"
     return name_culprits_after_exit(states, local_count, expected)
 
 

@@ -175,6 +175,17 @@ class Supervisor:
                 self._declare(source, states, expected, now, now - last_change)
                 return
 
+    def _settled(self, source, states: dict[int, RankState], now: float) -> tuple[dict[int, RankState], float]:
+        """The job's store read again one staleness window later, before frozen ranks are named. A remote beat is
+        dated when this reader polls, not when the rank sent it (cluster/status_store.py), so of two ranks that
+        stopped at one moment (their machine cut off) one can look heard a poll or more later, as seen in CI
+        under load. Then every rank that had stopped by the declaration looks stopped, while a live one beats."""
+        time.sleep(STALE_S + POLL_S)
+        fresh = self._read(source)
+        if not fresh:  # the store stopped answering: nothing newer, judge the declaration's snapshot
+            return states, now
+        return {**states, **fresh}, time.time()
+
     def _wait_for_source(self):
         """The status to watch, once the launcher is about to start ranks; None if stopped before."""
         while not self._stop.wait(POLL_S):
@@ -209,6 +220,8 @@ class Supervisor:
         if source.judged_from == JOB_STORE and not states:  # nothing in the store: judge what this machine has
             source, states = _Files(self.run, self.local_count), status.read_all(self.run)
             expected = None
+        if source.judged_from == JOB_STORE and status.frozen_ranks(states, now, STALE_S):
+            states, now = self._settled(source, states, now)
         if failed_elsewhere:
             states = {**states, **status.read_all(self.run)}  # this machine's ranks: their files are the freshest
             culprits, why = status.name_culprits_after_failure(states, self.local_count, now, stale_s=STALE_S,

@@ -112,3 +112,41 @@ def test_a_machine_that_vanished_is_named_by_the_survivors_supervisor_with_its_r
     assert lost is not None and lost.machines == {"10.9.0.2": [2, 3]} and lost.ranks == [2, 3]
     assert "no rank there reported an end" in lost.reason and set(lost.last_heard) == {"10.9.0.2"}
     assert supervisor.hang is None
+
+
+class _ReadTwice:
+    """The job's store as a reader saw it at a declaration, then a moment later: what ``later`` returns."""
+
+    judged_from = JOB_STORE
+
+    def __init__(self, later):
+        self.later = later
+
+    def read(self) -> dict[int, RankState]:
+        return self.later()
+
+    def expected(self, states) -> list[int]:
+        return [0, 1, 2, 3]
+
+
+def test_a_machine_cut_off_has_all_its_ranks_named_though_one_was_heard_a_poll_later(tmp_path):
+    """Seen in CI under load (a pulled cable, test_node_drills_netns.py): b's two ranks stopped at one moment, but
+    the survivor's reader noted rank 2's last beat a poll later than rank 3's, so at the declaration only rank 3
+    looked frozen and rank 2 was left out. A frozen rank is named only after one more staleness window."""
+    from dataclasses import replace
+
+    from ddplab.supervisor import STALE_S
+
+    run = RunDir.create(tmp_path / "a", "drill")  # no status files: nothing of this machine's to signal
+    declared = time.time()
+    cut_off = {2: declared - (STALE_S - 0.5), 3: declared - (STALE_S + 1)}  # heard before the cable was pulled
+
+    def snapshot() -> dict[int, RankState]:  # a's ranks beat on; b's are never heard again
+        return {r: replace(_state(r, 100 + r, 1, phase="in-collective"), heartbeat=cut_off.get(r, time.time()))
+                for r in MACHINES}
+
+    supervisor = Supervisor(run, local_count=2, hang_timeout_s=3, grace_s=0.1, job=JOB)
+    supervisor._declare(_ReadTwice(snapshot), snapshot(), [0, 1, 2, 3], declared, stalled_s=3.0)
+    assert supervisor.hang.culprit_ranks == [2, 3], supervisor.hang.reason
+    assert "heartbeat stopped" in supervisor.hang.reason
+    assert supervisor.hang.culprit_hosts == {2: "10.9.0.2", 3: "10.9.0.2"}
