@@ -12,9 +12,9 @@ setup:
 lab: setup
 	"$(PYTHON)" -m ddplab run
 
-# Two test processes, a file each at a time: most multi-process tests wait on timeouts with the cores idle
-# (drills and node drills used 37 % of two cores), so two files at once take 420 s where one took 603 s on
-# the 2-core machine. --dist loadfile keeps a module's shared runs (module-scoped fixtures) in one process.
+# Two test processes: most multi-process tests wait on timeouts with the cores idle (drills and node drills
+# used 37 % of two cores), so two at once take about 420 s where one took 603 s on the 2-core machine. Units of
+# work are tests/conftest.py's (pytest_xdist_make_scheduler): a module each, those that make or end orphans together.
 test: setup
 	bash scripts/setup-browser.sh
-	"$(PYTHON)" -m pytest -q -n 2 --dist loadfile
+	"$(PYTHON)" -m pytest -q -n 2

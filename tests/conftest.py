@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -14,11 +16,28 @@ import pytest
 
 
 def run_cli(*args: str, timeout: float = 240, cwd: str | Path | None = None,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """`python -m ddplab ARGS` as a user would run it (``env``: extra variables); output captured."""
+            env: dict[str, str] | None = None, alone: bool = False) -> subprocess.CompletedProcess:
+    """`python -m ddplab ARGS` as a user would run it (``env``: extra variables); output captured.
+
+    ``alone``: in a PID namespace of its own where the machine allows one, so that it sees only its own processes.
+    The suite runs two test files at once (Makefile), and some tests make orphans on purpose (torchrun's, a
+    killed launcher's): a command that judges the whole machine, as `run`'s env stage does, would rightly
+    warn about them."""
     env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="200", **(env or {}))
-    return subprocess.run([sys.executable, "-m", "ddplab", *args], capture_output=True, text=True,
+    prefix = PID_NAMESPACE if alone and _pid_namespaces_work() else []
+    return subprocess.run([*prefix, sys.executable, "-m", "ddplab", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd, env=env)
+
+
+# --kill-child: the namespace's first process (and so all of it) ends with unshare, on a timeout too.
+PID_NAMESPACE = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
+
+
+@functools.lru_cache(maxsize=1)
+def _pid_namespaces_work() -> bool:
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return False
+    return subprocess.run([*PID_NAMESPACE, "true"], capture_output=True).returncode == 0
 
 
 # Secrets a user's environment commonly holds (issue 10 found these three in reports), and two
@@ -91,3 +110,22 @@ def golden_run(tmp_path_factory):
         return done[name]
 
     return run
+
+
+# Two test processes share the machine (Makefile: pytest -n 2). Each module is one unit of work, so that its
+# module-scoped runs happen once; the modules that make orphans on purpose or end the machine's orphans
+# (`clean --yes`) are one unit together: run side by side, one would end or count the other's orphans.
+ORPHAN_MODULES = {f"tests/integration/{name}.py" for name in
+                  ("test_clean", "test_drills_cpu", "test_launch_cpu", "test_launcher_death", "test_torchrun_drill_ready")}
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: only called when the tests run in several processes
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesWithOrphansTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "orphan-making modules" if module in ORPHAN_MODULES else module
+
+    return ModulesWithOrphansTogether(config, log)

@@ -18,7 +18,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 def quick_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("lab")
     # run in an environment holding secrets, as users' shells do
-    proc = run_cli("run", "--profile", "quick", "--out", str(out / "run"), cwd=out, timeout=300, env=PLANTED_SECRETS)
+    proc = run_cli("run", "--profile", "quick", "--out", str(out / "run"), cwd=out, timeout=300, env=PLANTED_SECRETS,
+                   alone=True)  # its env stage judges the whole machine: other tests' orphans are not its own
     return proc, out / "run"
 
 
