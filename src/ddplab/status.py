@@ -182,8 +182,21 @@ def _as_when_first_waiter_gave_up(states: dict[int, RankState]) -> dict[int, Ran
     """Each rank as it stood when the first rank gave up waiting (failed in init or in a collective): one that
     entered its waiting phase only after another had given up is put back before it."""
     gave_up = {r: s.failed_at for r, s in states.items() if _failed_waiting(s) and s.failed_at is not None}
-    return {r: _before_entering(s) if _arrived_after_others_gave_up(r, s, gave_up) else s
-            for r, s in states.items()}
+    return {r: _before_entering(s) if _arrived_after_others_gave_up(r, s, gave_up)
+            and not _another_is_behind(r, s, states) else s for r, s in states.items()}
+
+
+def _another_is_behind(rank: int, state: RankState, states: dict[int, RankState]) -> bool:
+    """Another rank never reached the phase this one arrived at late (it crashed or stalls before it): the
+    others gave up waiting for that one, and this one was merely slow to arrive, not the reason."""
+    for other, s in states.items():
+        if other == rank:
+            continue
+        if s.phase == "before-init" or (s.phase == "failed" and s.failed_in == "before-init"):
+            return True
+        if state.failed_in == "in-collective" and s.seq < state.seq:
+            return True
+    return False
 
 
 def _failed_waiting(state: RankState) -> bool:
@@ -237,7 +250,10 @@ def _holding_up(states: dict[int, RankState], waiting_phases: tuple[str, ...]) -
     if len(ops) > 1:
         detail = "; ".join(f"rank {r}: {s.op}({s.numel}) #{s.seq}" for r, s in sorted(states.items()))
         return sorted(states), f"ranks issued different collectives: {detail}"
-    return sorted(states), "every rank is inside the same collective (the library or the link is stuck)"
+    return sorted(states), ALL_IN_ONE_COLLECTIVE
+
+
+ALL_IN_ONE_COLLECTIVE = "every rank is inside the same collective (the library or the link is stuck)"
 
 
 END_PHASES = ("finished", "failed")
@@ -260,15 +276,22 @@ def failed_elsewhere(job: dict[int, RankState], mine: dict[int, RankState]) -> l
 
 
 def name_culprits_after_failure(states: dict[int, RankState], local_count: int, now: float, stale_s: float,
-                                expected: list[int] | None = None) -> tuple[list[int], str]:
-    """The culprits of a job where some ranks failed and others still run: a running rank whose heartbeat
-    stopped first, then the judgement of last words (name_culprits_after_exit), the failed ranks by the phase
-    they failed in, the running ones as they stand. A failed rank's heartbeat stopped because it ended, which
-    says nothing about who held the job up."""
-    frozen = frozen_ranks(states, now, stale_s)
+                                expected: list[int] | None = None, mine: set[int] | None = None,
+                                failed: list[int] = ()) -> tuple[list[int], str]:
+    """The culprits of a job where some ranks (``failed``, on other machines) failed and others still run: a
+    rank of this machine (``mine``; None: every rank) whose heartbeat stopped first, then the judgement of last
+    words (name_culprits_after_exit), the failed ranks by the phase they failed in, the running ones as they
+    stand. Only this machine's heartbeats count: the failed rank's launcher ends its other ranks, whose beats
+    stop without a last word, and a failed rank's beat stopped because it ended. Where last words cannot tell
+    the ranks apart (all inside one collective), the ranks that failed are named: they ended the wait."""
+    here = states if mine is None else {r: s for r, s in states.items() if r in mine}
+    frozen = frozen_ranks(here, now, stale_s)
     if frozen:
         return frozen, f"heartbeat stopped for more than {stale_s:.0f} s (process paused or wedged)"
-    return name_culprits_after_exit(states, local_count, expected)
+    culprits, why = name_culprits_after_exit(states, local_count, expected)
+    if failed and why == ALL_IN_ONE_COLLECTIVE:  # no rank stands out: every one waited in it together
+        return sorted(failed), "failed inside the collective the others waited in with it"
+    return culprits, why
 
 
 def silent_machines(job: dict[int, RankState], store_machine: str | None = None) -> dict[str, list[int]]:

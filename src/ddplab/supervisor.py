@@ -223,9 +223,11 @@ class Supervisor:
         if source.judged_from == JOB_STORE and status.frozen_ranks(states, now, STALE_S):
             states, now = self._settled(source, states, now)
         if failed_elsewhere:
-            states = {**states, **status.read_all(self.run)}  # this machine's ranks: their files are the freshest
+            local = status.read_all(self.run)  # this machine's ranks: their files are the freshest
+            states = {**states, **local}
             culprits, why = status.name_culprits_after_failure(states, self.local_count, now, stale_s=STALE_S,
-                                                               expected=expected)
+                                                               expected=expected, mine=set(local),
+                                                               failed=failed_elsewhere)
             why = (f"{_failed_in_words(failed_elsewhere, states)} failed on another machine and this machine's "
                    f"ranks made no progress since: {why}")
         else:

@@ -1,9 +1,11 @@
 """Culprits by GLOBAL rank from status files, on any machine of a job, and after the ranks are gone
 (issue 11: the second machine's supervisor once named "rank 0 never started")."""
 
+import time
 from dataclasses import replace
 
 from ddplab.records.session import RankState
+from ddplab import status
 from ddplab.status import name_culprits, name_culprits_after_exit
 
 NOW = 1000.0
@@ -121,3 +123,40 @@ def test_after_exit_ranks_that_waited_together_are_not_rewound():
                          failed_at=52.0)}
     assert name_culprits_after_exit(crashed, local_count=2) == \
         ([0], "entered 3 collectives while others entered 4")
+
+
+def _waiting(rank: int, seq: int, machine: str, heartbeat: float) -> RankState:
+    return RankState(rank=rank, local_rank=rank % 2, pid=100 + rank, phase="in-collective", seq=seq, done=seq - 1,
+                     op="all_reduce", numel=1024, world_size=4, node_rank=rank // 2, host="vm", address=machine,
+                     heartbeat=heartbeat, since=heartbeat - 5)
+
+
+def test_after_a_failure_elsewhere_the_failed_ranks_torn_down_sibling_is_not_frozen_the_failed_rank_is_named():
+    """Rank 2 (machine b) raised inside collective #6; b's launcher SIGTERMed rank 3, which left no last word
+    and stopped beating. Ranks 0 and 1 (here) wait in #6. Found in review: rank 3 was named, 'heartbeat
+    stopped', and without it every rank was named."""
+    now = time.time()
+    job = {0: _waiting(0, 6, "a", now), 1: _waiting(1, 6, "a", now), 3: _waiting(3, 6, "b", now - 30),
+           2: replace(_waiting(2, 6, "b", now - 30), phase="failed", failed_in="in-collective", failed_at=now - 30,
+                      failed_in_since=now - 35)}
+    culprits, why = status.name_culprits_after_failure(job, 2, now, stale_s=2.0, expected=[0, 1, 2, 3],
+                                                       mine={0, 1}, failed=[2])
+    assert culprits == [2] and "failed inside the collective" in why
+    # a rank HERE that stopped beating is still named first
+    frozen_here = {**job, 1: replace(job[1], heartbeat=now - 30)}
+    assert status.name_culprits_after_failure(frozen_here, 2, now, stale_s=2.0, expected=[0, 1, 2, 3],
+                                              mine={0, 1}, failed=[2])[0] == [1]
+
+
+def test_a_slow_rank_is_not_rewound_when_another_never_reached_the_collective():
+    """Three ranks: rank 2 crashed while running after 2 collectives; rank 0 gave up in #3 first, and rank 1,
+    slower, entered #3 after that and failed there. Rank 2 held them up, not rank 1 (found in review)."""
+    t = 1000.0
+    base = dict(local_rank=0, op="all_reduce", numel=4, world_size=3, node_rank=0, host="vm", heartbeat=t)
+    job = {0: RankState(rank=0, pid=100, phase="failed", seq=3, done=2, failed_in="in-collective", failed_at=5.0,
+                        failed_in_since=4.0, **base),
+           1: RankState(rank=1, pid=101, phase="failed", seq=3, done=2, failed_in="in-collective", failed_at=5.2,
+                        failed_in_since=5.1, **base),
+           2: RankState(rank=2, pid=102, phase="failed", seq=2, done=2, failed_in="running", failed_at=3.0, **base)}
+    culprits, why = status.name_culprits_after_exit(job, 3, expected=[0, 1, 2])
+    assert culprits == [2], why
