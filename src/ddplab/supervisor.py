@@ -139,12 +139,20 @@ class Supervisor:
         source = self._wait_for_source()
         if source is None or (not self.hang_timeout_s and self._job_source is None):
             return  # stopped before any rank started, or one machine without a hang timeout: nothing to watch
-        started, last_key, last_change = time.time(), None, None
+        started, last_key, last_change, silent_since = time.time(), None, None, None
         while not self._stop.wait(POLL_S):
             states = self._read(source)
             if not self.hang_timeout_s:
                 continue  # a job across machines without a hang timeout: watched for machines_lost only
             now = time.time()
+            if source.judged_from == JOB_STORE and not states:
+                # A read that failed (a store slow under load) is no news, not every rank missing: the store is
+                # taken for lost only once it stayed silent for a hang timeout (found in review).
+                silent_since = silent_since or now
+                if now - silent_since < self.hang_timeout_s:
+                    continue
+            else:
+                silent_since = None
             if any(s.phase in status.END_PHASES for s in states.values()):
                 # On one machine every rank is this machine's: elastic ends the group when one of them ends.
                 mine = status.read_all(self.run) if source.judged_from == JOB_STORE else {}

@@ -2,6 +2,7 @@
 and machine, though it runs on only one of them, and each signals only its own ranks."""
 
 import json
+from dataclasses import replace
 import subprocess
 import threading
 import time
@@ -133,8 +134,6 @@ def test_a_machine_cut_off_has_all_its_ranks_named_though_one_was_heard_a_poll_l
     """Seen in CI under load (a pulled cable, test_node_drills_netns.py): b's two ranks stopped at one moment, but
     the survivor's reader noted rank 2's last beat a poll later than rank 3's, so at the declaration only rank 3
     looked frozen and rank 2 was left out. A frozen rank is named only after one more staleness window."""
-    from dataclasses import replace
-
     from ddplab.supervisor import STALE_S
 
     run = RunDir.create(tmp_path / "a", "drill")  # no status files: nothing of this machine's to signal
@@ -150,3 +149,47 @@ def test_a_machine_cut_off_has_all_its_ranks_named_though_one_was_heard_a_poll_l
     assert supervisor.hang.culprit_ranks == [2, 3], supervisor.hang.reason
     assert "heartbeat stopped" in supervisor.hang.reason
     assert supervisor.hang.culprit_hosts == {2: "10.9.0.2", 3: "10.9.0.2"}
+
+
+class _OneReadFails:
+    """The job's store as a reader sees it: two ranks making progress, and one read that times out."""
+
+    world_size = 2
+
+    def __init__(self, pids: dict[int, int]):
+        self.pids, self.reads = pids, 0
+
+    def read(self) -> int:
+        self.reads += 1
+        if self.reads == 4:
+            raise TimeoutError("store read timed out")  # a store slow under load, once
+        return self.reads
+
+    def judging_records(self, reads: int) -> dict[int, RankState]:
+        return {r: replace(_state(r, self.pids[r], reads, phase="in-collective"), seq=reads, done=reads - 1,
+                           heartbeat=time.time()) for r in (0, 1)}
+
+
+def test_one_failed_read_of_the_store_does_not_end_a_job_making_progress(tmp_path, monkeypatch):
+    """Found in review: a read that failed looked like every rank missing, and a job older than the start
+    grace was declared hung at once and its ranks ended."""
+    import ddplab.supervisor
+
+    monkeypatch.setattr(ddplab.supervisor, "START_GRACE_S", 0.0)  # the job has run longer than the start grace
+    stand_ins = {r: subprocess.Popen(["sleep", "60"]) for r in (0, 1)}
+    pids = {r: p.pid for r, p in stand_ins.items()}
+    reader = _OneReadFails(pids)
+    try:
+        run = _machine(tmp_path, "a", [0, 1], pids)
+        with Supervisor(run, local_count=2, hang_timeout_s=1.0, grace_s=0.2, job=JOB,
+                        open_reader=lambda address, port, job: reader) as supervisor:
+            deadline = time.monotonic() + 10
+            while reader.reads < 10 and time.monotonic() < deadline:
+                time.sleep(0.05)
+        assert reader.reads >= 10, "the supervisor stopped reading"
+        assert supervisor.hang is None, supervisor.hang
+        assert all(p.poll() is None for p in stand_ins.values()), "a rank of a job making progress was ended"
+    finally:
+        for proc in stand_ins.values():
+            proc.kill()
+            proc.wait()
