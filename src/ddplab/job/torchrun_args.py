@@ -146,7 +146,8 @@ def _endpoint(config) -> tuple[str, int]:
     try:
         return parse_rendezvous_endpoint(config.rdzv_endpoint, default_port=DEFAULT_C10D_PORT)
     except ValueError as exc:
-        raise UsageError("invalid-rdzv-endpoint", f"--rdzv-endpoint {config.rdzv_endpoint}: {exc}; valid forms are "
+        why = str(exc).rstrip(".")  # torch's own words, ended by a full stop
+        raise UsageError("invalid-rdzv-endpoint", f"--rdzv-endpoint {config.rdzv_endpoint}: {why}; valid forms are "
                                                   "HOST or HOST:PORT") from None
 
 
