@@ -66,8 +66,10 @@ def failures(session, console) -> None:
     if session.launcher_error:
         console.print(f"[red]launcher error:[/] {escape(session.launcher_error)}")
     if session.hang:
-        console.print(f"[red]hang[/] (no progress for {session.hang.no_progress_s} s): "
-                      f"{escape(session.hang.culprits_in_words())}: {escape(session.hang.reason)}")
+        console.print(f"[red]hang[/] (no progress for {session.hang.no_progress_s} s): {escape(session.hang.reason)}")
+    if session.culprit:
+        console.print(f"[red]culprit[/] ({session.culprit.kind}): {escape(session.culprit.in_words())}: "
+                      f"{escape(session.culprit.reason)}")
     if session.machines_lost:
         lost = session.machines_lost
         console.print("[red]machine lost:[/] " + escape("; ".join(f"{m} (ranks {r})" for m, r in lost.machines.items())

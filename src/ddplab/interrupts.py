@@ -3,7 +3,7 @@
 A stop signal must neither kill ddplab half-way (no report, ranks left behind) nor be
 swallowed. It becomes a *stop request*, acted on at the next safe point:
 
-- while ranks run (``launch.py`` inside ``raising``), it is raised at once as the exception
+- while ranks run (``supervision/elastic.py`` inside ``raising``), it is raised at once as the exception
   the launcher gives it, so elastic tears the ranks down and the launch returns "interrupted";
 - before a launch, the launch starts nothing and returns "interrupted" (still a report);
 - between the stages of `run` and the drills of `drill`, they stop and write a partial report.

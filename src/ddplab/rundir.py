@@ -1,16 +1,26 @@
 """One run's directory and the variables that tie its ranks to it: the one place that spells them.
 
-One run = one run directory, and one directory = one run:
+One run = one run directory, and one directory = one run, with one layout for every multi-rank job (a lab
+stage, a drill, `ddplab launch`: one supervisor, ddplab/supervision/):
     <run_dir>/
-        run-id                  written first, atomically: a directory holding it is in use
-        job.json                what every rank was asked to do (the RankJob, for people to read)
-        listen.json             where the rendezvous store listens (launch.py, exposure.py)
-        pids/<rank>             each rank's pid, written by the rank itself (the sampler reads it)
-        status/<rank>.json      each rank's phase, collective sequence and heartbeat (status.py)
-        status/sampler-querying-device  the sampler's flag while it queries the device (timed_windows.py)
-        stacks/<rank>.txt       every thread's stack, dumped on the supervisor's request
+        run-id                       written first, atomically: a directory holding it is in use
+        job.json                     what every rank was asked to do (for people to read)
+        listen.json                  where the rendezvous store listens (supervision/meeting.py, exposure.py)
+        pids/<rank>                  each rank's pid, written by the rank itself (the sampler reads it)
+        ranks/<rank>/status.json     heartbeat: phase, progress, main thread location (supervision/beacon.py)
+        ranks/<rank>/error.json      the rank's uncaught exception, with its traceback
+        ranks/<rank>/stacks.txt      every thread's Python stack, written on request
+        ranks/<rank>/fatal.txt       faulthandler: the stack signal (GIL held) and fatal signals
+        ranks/<rank>/flight.json     the rank's flight record, dumped on request
+        ranks/<rank>/answered        the id of the last dump request the rank answered
+        ranks/sampler-querying-device  the sampler's flag while it queries the device (timed_windows.py)
+        dump-request.json            {"id", "reason", "by"}: every rank dumps when the id changes
+        family.json                  every process the job started, as the watcher last saw them (the guardian's)
+        daemons.json                 daemons the launcher started for the job, and how to stop them (the guardian's)
+        fr/torch_rank_<rank>         torch's own flight-recorder dumps (e.g. on a collective timeout)
         logs/<elastic run id>_*/attempt_0/<local_rank>/{stdout,stderr}.log, error.json
-        mps/pipe, mps/log       a private sharing daemon's directories (platform/sharing_daemon.py)
+        mps/pipe, mps/log            a private sharing daemon's directories (platform/sharing_daemon.py)
+        report.json, report.html     `ddplab launch`'s report
 
 Every rank carries the run's id and directory, and the launcher's identity, in its environment: that is how
 `ddplab clean` recognises a rank and tells whether its launcher lives (docs/processes.md).
@@ -56,7 +66,8 @@ class RunDir:
         run_id = new_run_id(label)
         path = Path(base) if base else Path(DEFAULT_RUNS_DIR) / run_id
         claim_directory(path, run_id, option)
-        make_directory(path / "pids", option)
+        for sub in ("pids", "ranks", "fr"):
+            make_directory(path / sub, option)
         return cls(path.resolve(), run_id)
 
     @classmethod
@@ -94,25 +105,69 @@ class RunDir:
         return self.path / "logs"
 
     @property
-    def status_dir(self) -> Path:
-        return self.path / "status"
+    def ranks_dir(self) -> Path:
+        return self.path / "ranks"
 
     @property
     def sampler_flag(self) -> Path:
-        return self.status_dir / SAMPLER_FLAG  # beside the ranks' status files, which the ranks read anyway
+        return self.ranks_dir / SAMPLER_FLAG  # beside the ranks' directories, which the ranks read anyway
 
     @property
     def sharing_daemon_dir(self) -> Path:
         return self.path / "mps"
 
+    @property
+    def family_file(self) -> Path:
+        return self.path / "family.json"
+
+    @property
+    def daemons_file(self) -> Path:
+        return self.path / "daemons.json"
+
+    @property
+    def dump_request_file(self) -> Path:
+        return self.path / "dump-request.json"
+
+    @property
+    def torch_dump_prefix(self) -> str:
+        """torch's own flight-recorder dumps (it appends the rank)."""
+        return str(self.path / "fr" / "torch_rank_")
+
+    @property
+    def report_file(self) -> Path:
+        return self.path / "report.json"
+
+    @property
+    def page_file(self) -> Path:
+        """The report as a page (html_report.py), beside report.json."""
+        return self.path / "report.html"
+
+    def rank_dir(self, rank: int) -> Path:
+        return self.ranks_dir / str(rank)
+
     def pid_file(self, rank: int) -> Path:
         return self.path / "pids" / str(rank)
 
     def status_file(self, rank: int) -> Path:
-        return self.status_dir / f"{rank}.json"
+        return self.rank_dir(rank) / "status.json"
+
+    def error_file(self, rank: int) -> Path:
+        return self.rank_dir(rank) / "error.json"
 
     def stack_file(self, rank: int) -> Path:
-        return self.path / "stacks" / f"{rank}.txt"
+        return self.rank_dir(rank) / "stacks.txt"
+
+    def fatal_file(self, rank: int) -> Path:
+        return self.rank_dir(rank) / "fatal.txt"
+
+    def flight_file(self, rank: int) -> Path:
+        return self.rank_dir(rank) / "flight.json"
+
+    def answered_file(self, rank: int) -> Path:
+        return self.rank_dir(rank) / "answered"
+
+    def torch_dump_file(self, rank: int) -> Path:
+        return Path(f"{self.torch_dump_prefix}{rank}")
 
     def child(self, name: str) -> Path:
         """A directory inside this run for a launch of its own (a drill's child launcher, a torchrun)."""
@@ -127,8 +182,15 @@ class RunDir:
                 continue
         return out
 
+    def ranks_seen(self) -> list[int]:
+        """Ranks that made their directory (every rank does, first thing)."""
+        try:
+            return sorted(int(p.name) for p in self.ranks_dir.iterdir() if p.name.isdigit())
+        except OSError:
+            return []
+
     def status_files(self) -> list[Path]:
-        return list(self.status_dir.glob("[0-9]*.json"))
+        return [self.status_file(r) for r in self.ranks_seen() if self.status_file(r).exists()]
 
     def log_files(self, local_rank: int) -> list[Path]:
         return sorted(self.path.glob(f"logs/*/attempt_*/{local_rank}/std*.log"))

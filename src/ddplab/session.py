@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from .config import LaunchOptions
-from .launch import LaunchResult, Rendezvous, launch
 from .platform import Platform
 from .policy import Placement
 from .records.codec import to_json
@@ -25,7 +24,8 @@ from .records.listen import Listened
 from .records.session import FailureRecord, RankOutcome, RankReturn, SessionRecord
 from .rundir import RunDir
 from .sampler import RankSampler
-from .supervisor import Supervisor
+from .supervision.job import JobOutcome, JobSpec, run_job
+from .supervision.meeting import Rendezvous
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Session:
     platform: Platform
     placement: Placement
     run: RunDir
-    outcome: LaunchResult
+    outcome: JobOutcome
     record: SessionRecord
     ended_at: float  # wall time the launch returned
     # Wall-clock (start, end) of each device query the sampler made: a benchmark checks its timed windows
@@ -120,12 +120,51 @@ def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: 
     ``make_daemon``: see start_sharing_daemon. ``rank_env``: variables every rank sets before init, on top of
     the placement's (a drill's blocking-wait switch); the report's placement shows them.
     """
-    from . import display
-    from .platform import open_monitor
     from .worker import RankJob, rank_main
 
     if opts.started_by == "torchrun":
         return _run_as_torchrun_rank(workload, opts, label, prepared, rank_env)
+
+    def entry(platform: Platform, placement: Placement) -> tuple:
+        job = RankJob(workload=workload.name, settings=workload.settings, placement=placement,
+                      timeout_s=opts.timeout_s, platform_backend=platform.backend)
+        return rank_main, (job,), {}, job.describe()
+
+    return _supervised(entry, opts, label, observer, sample, prepared, controller, make_daemon,
+                       sample_device_while_timing, rank_env)
+
+
+def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, observer: Observer = QUIET,
+               prepared: tuple[Platform, Placement] | None = None,
+               controller: Callable[[RunDir], None] | None = None,
+               rank_env: dict[str, str] | None = None) -> Session:
+    """Start the planned ranks running ``python -m module args`` as `ddplab launch` runs a user's script (through
+    job/boot.py, under the same supervisor); the placement reaches the script in DDPLAB_DRILL_PLACEMENT. The fault
+    drills run their broken training loop (drills/script.py) this way."""
+    import json
+    import sys
+
+    from .drills.script import PLACEMENT_ENV
+    from .job.supervise import BOOT_MODULE
+
+    def entry(platform: Platform, placement: Placement) -> tuple:
+        plan = {"backend": placement.backend, "device_type": placement.device_type,
+                "devices": list(placement.device_indices), "memory_fraction": placement.memory_fraction}
+        env = {**placement.env, PLACEMENT_ENV: json.dumps(plan)}
+        return sys.executable, ("-u", "-m", BOOT_MODULE, "-m", module, *args), env, \
+            {"script": ["-m", module, *args], "placement": plan}
+
+    return _supervised(entry, opts, label, observer, True, prepared, controller, None, True, rank_env)
+
+
+def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, sample: bool,
+                prepared: tuple[Platform, Placement] | None, controller, make_daemon,
+                sample_device_while_timing: bool, rank_env: dict[str, str] | None) -> Session:
+    """The planned ranks running what ``entry(platform, placement)`` says (entrypoint, its arguments, variables the
+    ranks inherit, job.json), under the one supervisor (supervision/job.py)."""
+    from . import display
+    from .platform import open_monitor
+
     platform, placement = prepared or prepare(opts)
     run = RunDir.create(opts.run_dir, label)
     monitor = daemon = None
@@ -138,17 +177,16 @@ def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: 
             display.announce(console, placement, run)
             if daemon is not None:
                 console.print(f"sharing daemon: {daemon.describe()}")
-        job = RankJob(workload=workload.name, settings=workload.settings, placement=placement,
-                      timeout_s=opts.timeout_s, platform_backend=platform.backend)
+        entrypoint, args, env, description = entry(platform, placement)
         monitor = open_monitor(platform.spec)
         rdzv = Rendezvous.from_options(opts)
-        with display.live_ranks(console if observer.live else None) as update, \
-                RankSampler(run, monitor, on_sample=update, enabled=sample,
-                            query_device_while_timing=sample_device_while_timing) as sampler, \
-                Supervisor(run, placement.nproc, opts.hang_timeout_s, job=rdzv.run_id or "") as supervisor:
-            if controller is not None:
-                threading.Thread(target=controller, args=(run,), name="ddplab-controller", daemon=True).start()
-            outcome = launch(rank_main, job, placement.nproc, run, rdzv)
+        with display.live_ranks(console if observer.live else None) as update:
+            sampler = RankSampler(run, monitor, on_sample=update, enabled=sample,
+                                  query_device_while_timing=sample_device_while_timing)
+            spec = lab_job(run, placement.nproc, rdzv, opts.hang_timeout_s, sampler, controller,
+                           entrypoint=entrypoint, args=args, env=env, description=description,
+                           device_type=placement.device_type)
+            outcome = run_job(spec)
             ended_at = time.time()
     finally:
         if monitor is not None:
@@ -156,10 +194,48 @@ def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: 
         if daemon is not None:
             daemon.stop()  # never leave a daemon behind, least of all one a crashed rank may have poisoned
     record = replace(_record(placement, run, outcome, sampler, daemon.record() if daemon else None,
-                             supervisor.hang, opts.nnodes), platform=platform,
-                     machines_lost=None if outcome.ok else supervisor.machines_lost())
+                             outcome.hang, opts.nnodes), platform=platform, culprit=outcome.culprit,
+                     machines_lost=None if outcome.ok else outcome.machines_lost)
     return Session(platform, placement, run, outcome, record, ended_at, list(sampler.device_queries),
-                   dict(supervisor.job_states))
+                   dict(outcome.job_states))
+
+
+def lab_job(run: RunDir, nproc: int, rdzv: Rendezvous, hang_timeout_s: float | None, sampler,
+            controller: Callable[[RunDir], None] | None, *, entrypoint, args: tuple, env: dict[str, str],
+            description: dict, device_type: str) -> JobSpec:
+    """A lab run as a supervised job, meeting on loopback on one machine or through ddplab's rendezvous across
+    machines (supervision/meeting.py)."""
+    from .exposure import where_to_listen
+    from .supervision import elastic, meeting
+
+    exposure = where_to_listen(rdzv.nnodes, rdzv.endpoint, device_type, rdzv_host=rdzv.host)
+    if exposure.across is not None:
+        meet = lambda: meeting.across_machines(exposure, rdzv)  # noqa: E731
+    else:
+        meet = lambda: meeting.one_machine(exposure, otherwise="c10d")  # noqa: E731
+
+    def config(met: meeting.Meeting):
+        return elastic.launch_config(
+            min_nodes=rdzv.nnodes, max_nodes=rdzv.nnodes, nproc_per_node=nproc, run_id=rdzv.run_id or run.run_id,
+            rdzv_backend=met.backend, rdzv_endpoint=rdzv.endpoint,
+            rdzv_configs={"join_timeout": rdzv.join_timeout_s, "timeout": rdzv.join_timeout_s, **met.configs},
+            local_addr=met.local_addr,  # how the rendezvous names this machine (torch: its fully qualified hostname)
+            max_restarts=0, monitor_interval=0.1, start_method="spawn",
+            logs_specs=_logs_specs(run), shutdown_timeout=5, signals_to_handle=elastic.ELASTIC_SIGNALS)
+
+    env = dict(env)
+    if nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
+        # What torchrun does: N ranks each spinning up all-core thread pools overload the host.
+        env["OMP_NUM_THREADS"] = "1"
+    return JobSpec(run=run, nproc=nproc, entrypoint=entrypoint, args=args, meeting=meet, make_config=config,
+                   env=env, hang_timeout_s=hang_timeout_s, job_id=rdzv.run_id or "", description=description,
+                   sampler=sampler, controller=controller)
+
+
+def _logs_specs(run: RunDir):
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
+
+    return DefaultLogsSpecs(log_dir=str(run.logs_dir), redirects=Std.ALL, tee=Std.NONE)
 
 
 def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
@@ -180,10 +256,11 @@ def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
     job = RankJob(workload=workload.name, settings=workload.settings, placement=placement, timeout_s=opts.timeout_s,
                   platform_backend=platform.backend)
     start = time.monotonic()
+    outcome = JobOutcome(run, time.time(), time.time())
     try:
-        outcome = LaunchResult(run.run_id, str(run.path), True, 0.0, return_values=rank_of_torchrun(job, run))
+        outcome.return_values, outcome.ok = rank_of_torchrun(job, run), True
     except Exception as exc:  # noqa: BLE001 - this rank's failure is the report's (torchrun sees it too)
-        outcome = _failed_here(run, rank, exc)
+        outcome.failures = {rank: _failed_here(exc)}
     outcome.duration_s = time.monotonic() - start
     outcome.listen = _torchruns_store(opts.nnodes)
     monitor = open_monitor(platform.spec)
@@ -196,15 +273,13 @@ def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
     return Session(platform, placement, run, outcome, record, time.time())
 
 
-def _failed_here(run: RunDir, rank: int, exc: BaseException) -> LaunchResult:
+def _failed_here(exc: BaseException):
     import traceback
 
-    from .launch import RankFailure
+    from .supervision.elastic import ElasticFailure
 
-    message = "".join(traceback.format_exception(exc))
-    failure = RankFailure(rank=rank, local_rank=int(os.environ.get("LOCAL_RANK", "0")), pid=os.getpid(), exitcode=1,
-                          signal=None, message=message, timestamp=time.time())
-    return LaunchResult(run.run_id, str(run.path), False, 0.0, failures={rank: failure})
+    return ElasticFailure(local_rank=int(os.environ.get("LOCAL_RANK", "0")), pid=os.getpid(), exitcode=1, signal=None,
+                          message="".join(traceback.format_exception(exc)), timestamp=time.time())
 
 
 def _torchruns_store(nnodes: int) -> Listened:
@@ -218,12 +293,12 @@ def _torchruns_store(nnodes: int) -> Listened:
                              "where torchrun and the environment put them, not decided by ddplab.",)).record()
 
 
-def _job_rank_outcomes(placement: Placement, outcome: LaunchResult) -> list[RankOutcome]:
+def _job_rank_outcomes(placement: Placement, outcome: JobOutcome) -> list[RankOutcome]:
     """Every rank of a torchrun job that this rank heard from (all of them when the job completed)."""
     if not outcome.return_values:
-        return [RankOutcome(rank=f.rank, local_rank=f.local_rank, pid=f.pid, device=None, peak_mem_bytes=None,
+        return [RankOutcome(rank=r, local_rank=f.local_rank, pid=f.pid, device=None, peak_mem_bytes=None,
                             status="failed", failure=FailureRecord(f.exitcode, f.signal, f.message[-1500:], ""))
-                for f in outcome.failures.values()]
+                for r, f in outcome.failures.items()]
     return [RankOutcome(rank=v.rank, local_rank=v.local_rank, pid=v.pid, device=v.device,
                         peak_mem_bytes=getattr(v.result, "peak_mem_bytes", None), status="finished",
                         world_size=v.world_size, hostname=v.hostname, backend=v.backend,
@@ -231,7 +306,7 @@ def _job_rank_outcomes(placement: Placement, outcome: LaunchResult) -> list[Rank
             for v in (outcome.return_values[r] for r in sorted(outcome.return_values))]
 
 
-def _record(placement: Placement, run: RunDir, outcome: LaunchResult, sampler: RankSampler, daemon: dict | None,
+def _record(placement: Placement, run: RunDir, outcome: JobOutcome, sampler: RankSampler, daemon: dict | None,
             hang, nnodes: int) -> SessionRecord:
     """What every multi-rank measurement reports about its run."""
     return SessionRecord(
@@ -245,7 +320,9 @@ def _record(placement: Placement, run: RunDir, outcome: LaunchResult, sampler: R
         run_dir=outcome.run_dir,
         world_size=_world_size(outcome, placement, nnodes),
         nnodes=nnodes,
-        completed=outcome.ok and bool(outcome.return_values),
+        # a script's ranks return nothing through elastic: every one ended with exit 0
+        completed=outcome.ok and (bool(outcome.return_values) or bool(outcome.ends)
+                                  and all(e.ok for e in outcome.ends.values())),
         ranks=_rank_outcomes(placement, run, outcome, sampler),
         torchrun_root_cause_rank=outcome.torchrun_root_cause_rank,
         launcher_error=outcome.launcher_error,
@@ -259,7 +336,7 @@ def _record(placement: Placement, run: RunDir, outcome: LaunchResult, sampler: R
     )
 
 
-def _refusal_seen(placement: Placement, outcome: LaunchResult) -> bool | None:
+def _refusal_seen(placement: Placement, outcome: JobOutcome) -> bool | None:
     """Did the library refuse with the words the policy predicted (forced backend)?"""
     refusal = placement.expected_failure
     if not refusal or outcome.ok:
@@ -269,31 +346,36 @@ def _refusal_seen(placement: Placement, outcome: LaunchResult) -> bool | None:
     return quoted.lower() in text.lower()
 
 
-def _world_size(outcome: LaunchResult, placement: Placement, nnodes: int) -> int:
+def _world_size(outcome: JobOutcome, placement: Placement, nnodes: int) -> int:
     reported = [v.world_size for v in outcome.return_values.values()]
     return reported[0] if reported else placement.nproc * nnodes
 
 
-def _node_base(placement: Placement, run: RunDir, outcome: LaunchResult) -> int:
+def _node_base(placement: Placement, run: RunDir, outcome: JobOutcome) -> int:
     """The global rank of this machine's local rank 0: from a rank that reported, else 0 (one machine)."""
-    from . import status
+    from .supervision.states import read_states
 
     for value in outcome.return_values.values():
         return value.rank - value.local_rank
-    for failure in outcome.failures.values():
-        return failure.rank - failure.local_rank
-    states = status.read_all(run)
+    for rank, failure in outcome.failures.items():
+        return rank - failure.local_rank
+    states = read_states(run)
     return next(iter(states.values())).node_base if states else 0
 
 
-def _rank_outcomes(placement: Placement, run: RunDir, outcome: LaunchResult,
+def _ended_well(outcome: JobOutcome, rank: int) -> bool:
+    end = outcome.ends.get(rank)
+    return end is not None and end.ok
+
+
+def _rank_outcomes(placement: Placement, run: RunDir, outcome: JobOutcome,
                    sampler: RankSampler) -> list[RankOutcome]:
     """One entry per rank this launcher started, finished or not: identity, status, sampler peaks, result."""
-    from . import status
+    from .supervision.states import read_states
 
     peaks = sampler.peaks()
     pids = run.rank_pids()
-    states = status.read_all(run)  # where each rank ran, for the ranks that did not return
+    states = read_states(run)  # where each rank ran, for the ranks that did not return
     base = _node_base(placement, run, outcome)
     entries = []
     for local in range(placement.nproc):
@@ -305,7 +387,8 @@ def _rank_outcomes(placement: Placement, run: RunDir, outcome: LaunchResult,
         entries.append(RankOutcome(
             rank=rank, local_rank=local, pid=pid, device=placement.device_label(local),
             peak_mem_bytes=getattr(value.result, "peak_mem_bytes", None) if value else None,
-            status="finished" if value else ("failed" if failure else "stopped by launcher"),
+            status="finished" if value or _ended_well(outcome, rank) else ("failed" if failure
+                                                                             else "stopped by launcher"),
             peaks=peaks.get(rank),
             world_size=value.world_size if value else None,
             hostname=value.hostname if value else (state.host if state else None),

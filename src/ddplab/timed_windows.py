@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from . import status
-from .rundir import SAMPLER_FLAG, RunDir
+from .supervision.states import read_states
+from .rundir import RunDir
 
 TIMING_PHASE = "timing"
 AFTER_TIMING_PHASE = "running"
@@ -40,7 +40,7 @@ class SamplerGate:
 
     def __init__(self, run: RunDir):
         self.run = run
-        self.flag = run.sampler_flag  # beside the ranks' status files (status.py)
+        self.flag = run.sampler_flag  # beside the ranks' directories (rundir.py)
 
     @contextmanager
     def device_query(self) -> Iterator[bool]:
@@ -48,7 +48,7 @@ class SamplerGate:
         self.flag.parent.mkdir(parents=True, exist_ok=True)
         self.flag.touch()
         try:
-            yield not any(s.phase == TIMING_PHASE for s in status.read_all(self.run).values())
+            yield not any(s.phase == TIMING_PHASE for s in read_states(self.run).values())
         finally:
             self.flag.unlink(missing_ok=True)
 
@@ -58,14 +58,14 @@ def timing(rank_status, max_wait_s: float = MAX_WAIT_S) -> Iterator[float]:
     """Rank side: mark a timed window, wait out a device query in progress, then run the body.
 
     Yields the seconds spent waiting for the sampler. ``rank_status`` is the rank's
-    status.RankStatus (None outside a launched rank: nothing is marked or waited for).
+    supervision.beacon.Beacon (None outside a launched rank: nothing is marked or waited for).
     """
     if rank_status is None:
         yield 0.0
         return
     rank_status.phase(TIMING_PHASE)
     try:
-        yield wait_for_sampler(Path(rank_status.path).parent / SAMPLER_FLAG, max_wait_s)  # RunDir.sampler_flag
+        yield wait_for_sampler(rank_status.run.sampler_flag, max_wait_s)
     finally:
         rank_status.phase(AFTER_TIMING_PHASE)
 

@@ -11,59 +11,18 @@ import ctypes
 import os
 import signal
 import socket
-import sys
-import threading
-import time
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Mapping
+from typing import Any
 
-from .files import write_text_atomic
 from .policy import Placement
 from .records.codec import to_json
 from .records.session import RankReturn
-from .rundir import LAUNCHER_PID_ENV, STATUS_STORE_ENV, RunDir
-from .status import RankStatus
+from .rundir import RunDir
+from .supervision.beacon import Beacon
+from .supervision.rank import RankLife, error_text, guard_parent, ignore_sigint
 
-_PR_SET_PDEATHSIG = 1
-
-
-def guard_parent(launcher_pid: int, poll_s: float = 0.25) -> None:
-    """Make sure this rank dies when the launcher dies, even by SIGKILL.
-
-    PR_SET_PDEATHSIG is immediate but tied to the parent *thread* (docs/background.md §3), so a
-    watcher thread also polls the parent and the launcher and kills this rank if
-    either is gone.
-    """
-    parent = os.getppid()
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        except (OSError, AttributeError):
-            pass
-
-    def orphaned() -> bool:
-        if os.getppid() != parent:
-            return True
-        try:
-            os.kill(launcher_pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            pass
-        return False
-
-    if orphaned():  # the launcher died before the guard was armed
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    def watch():
-        while True:
-            time.sleep(poll_s)
-            if orphaned():
-                os.kill(os.getpid(), signal.SIGKILL)
-
-    threading.Thread(target=watch, name="ddplab-parent-guard", daemon=True).start()
-
+__all__ = ["RankContext", "RankJob", "guard_parent", "ignore_sigint", "rank_main", "rank_of_torchrun"]
 
 @dataclass(frozen=True)
 class RankJob:
@@ -89,30 +48,18 @@ class RankContext:
     world_size: int
     runtime: Any  # platform.DeviceRuntime
     settings: Any  # RankJob.settings
-    status: RankStatus | None = None
+    status: Beacon | None = None
 
     @property
     def device(self):
         return self.runtime.device
 
 
-def ignore_sigint() -> None:
-    """Ctrl+C is the launcher's to handle: it stops the ranks with SIGTERM (launch.py), so a rank
-    that also took the terminal's SIGINT would only add a KeyboardInterrupt traceback per rank.
-
-    The launcher starts ranks with SIGINT blocked; one that arrived during start-up is pending,
-    and setting SIG_IGN discards it before the unblock.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
 def rank_main(job: RankJob) -> RankReturn:
     """A rank elastic started for ddplab's launcher: its return travels back through elastic."""
-    run = RunDir.from_environ()
-    guard_parent(int(os.environ[LAUNCHER_PID_ENV]))
+    life = RankLife(RunDir.from_environ()).arm()
     ignore_sigint()
-    own, _ = _as_rank(job, run, gather=False)
+    own, _ = _as_rank(job, life, gather=False)
     return own
 
 
@@ -125,64 +72,29 @@ def rank_of_torchrun(job: RankJob, run: RunDir) -> dict[int, RankReturn]:
     torchrun's agent is this rank's launcher: its death ends the rank too (no orphan, unlike a plain
     torchrun worker), and its SIGTERM (how torchrun stops its workers, on Ctrl+C too) ends it at once.
     """
-    guard_parent(os.getppid())
+    life = RankLife(run).arm(launcher_pid=os.getppid())
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     ignore_sigint()
-    _, returns = _as_rank(job, run, gather=True)
+    _, returns = _as_rank(job, life, gather=True)
     return returns
 
 
-def _as_rank(job: RankJob, run: RunDir, gather: bool) -> tuple[RankReturn, dict[int, RankReturn]]:
+def _as_rank(job: RankJob, life: RankLife, gather: bool) -> tuple[RankReturn, dict[int, RankReturn]]:
     """Run the job as the rank elastic's variables name (elastic's or torchrun's: the same variables)."""
-    rank = int(os.environ["RANK"])
-    local_rank = int(os.environ["LOCAL_RANK"])
-    world_size = int(os.environ["WORLD_SIZE"])
-    write_text_atomic(run.pid_file(rank), f"{os.getpid()}\n")
-    status = rank_status(run, rank, local_rank, world_size)
-    _stacks_on_sigusr1(run, rank)
+    life.catch_fatal_signals()
+    status = life.start_beacon(phase="before-init")
     try:
-        own, returns = _run(job, rank, local_rank, world_size, status, gather)
+        own, returns = _run(job, life.rank, life.local_rank, int(os.environ["WORLD_SIZE"]), status, gather)
     except BaseException as exc:
-        status.fail(f"{type(exc).__name__}: {exc}"[-2000:])
+        life.record_error(exc, error_text(exc), None)
         status.close()
         raise
-    status.phase("finished")
+    status.phase("finished", exit_code=0)
     status.close()
     return own, returns
 
 
-def rank_status(run: RunDir, rank: int, local_rank: int, world_size: int,
-                environ: Mapping[str, str] = os.environ) -> RankStatus:
-    """This rank's status writer: its file, and the job's store when the launcher names one (a job across
-    machines), with where the rank runs (elastic's node rank, the machine's address toward the endpoint)."""
-    from .exposure import NODE_ADDRESS_ENV
-
-    group_rank = environ.get("GROUP_RANK", "")
-    return RankStatus(run, rank, local_rank, world_size=world_size,
-                      node_rank=int(group_rank) if group_rank.isdigit() else None,
-                      address=environ.get(NODE_ADDRESS_ENV), publisher=_status_publisher(rank, environ))
-
-
-def _status_publisher(rank: int, environ: Mapping[str, str]):
-    """A publisher to the job's store (its own client connection), or None: one machine, or a store this
-    rank cannot reach (said on stderr; the rank's work does not depend on it)."""
-    address = environ.get(STATUS_STORE_ENV)
-    if not address:
-        return None
-    from .cluster.status_store import StatusPublisher, open_store, parse_address
-
-    restart = environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-    try:
-        store = open_store(*parse_address(address))
-    except Exception as exc:  # noqa: BLE001 - any failure to connect leaves the files as the only status
-        print(f"ddplab: rank {rank} cannot publish its status to the job's store at {address}: {exc}",
-              file=sys.stderr)
-        return None
-    return StatusPublisher(store, rank, job=environ.get("TORCHELASTIC_RUN_ID", ""),
-                           restart_count=int(restart) if restart.isdigit() else 0)
-
-
-def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: RankStatus,
+def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: Beacon,
          gather: bool) -> tuple[RankReturn, dict[int, RankReturn]]:
     """Device, process group, workload; with ``gather``, every rank's return shared with every rank (an
     all_gather of small objects, before the group is destroyed)."""
@@ -246,13 +158,3 @@ def _gather(own: RankReturn, world_size: int, device) -> dict[int, RankReturn]:
         value = pickle.loads(ctypes.string_at(host.data_ptr(), int(size.item())))  # the job's own ranks wrote it
         returns[value.rank] = value
     return returns
-
-
-def _stacks_on_sigusr1(run: RunDir, rank: int) -> None:
-    """The supervisor sends SIGUSR1 before tearing a hung group down: dump every thread's stack."""
-    import faulthandler
-
-    path = run.stack_file(rank)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = open(path, "w")  # kept open for the life of the rank: faulthandler writes to its fd
-    faulthandler.register(signal.SIGUSR1, file=handle, all_threads=True)

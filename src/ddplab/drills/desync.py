@@ -1,6 +1,6 @@
 """desync: the victim switches to a different collective (broadcast of twice the size)
 while the others keep issuing all_reduce. Whatever the backend does (error, hang or, worst,
-silently wrong data), ddplab's status files show which rank issued which operation.
+silently wrong data), the ranks' flight records show which rank issued which operation.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..records.drill import DesyncDetails, DrillOutcome
+from ..supervision.flight import last_call
 from . import engine
 
 SUMMARY = "ranks issue different collectives or sizes"
@@ -16,7 +17,13 @@ EXPECT = "detected within timeout + 5 s, both operations and the ranks issuing t
 
 def run(ctx: engine.DrillContext) -> DrillOutcome:
     seen = engine.observe(ctx, "desync", "desync")
-    hang = seen.outcome.session.hang
-    operations = {rank: f"{state.op}({state.numel}) #{state.seq}"
-                  for rank, state in (hang.snapshot if hang else {}).items()}
+    operations = {rank: _operation(ev) for rank, ev in seen.session.outcome.evidence.items()}
     return replace(seen.outcome, details=DesyncDetails(operations=operations))
+
+
+def _operation(ev) -> str:
+    """The collective a rank was last in, as its flight record (or its main thread) says."""
+    call = last_call(ev)
+    if call:
+        return f"{call['op']}({call['input_sizes']}) #{call['seq']}"
+    return ev.torch_call or "not in a collective"

@@ -6,9 +6,11 @@ ranks ddplab names and the rank torchrun would blame, an excerpt of the real err
 behind (must be none), device memory before and after (back to baseline on NVIDIA within 5 s), and a
 verdict by the common rule (``judge``). Ranks are named by their GLOBAL rank throughout.
 
-The fault goes in either from the victim rank itself (workloads/drill.py: late, stall, desync, oom) or from
-a controller thread in the launcher (kill_rank's kill, straggler's pauses), which says when it really went
-in through ``Injections``.
+Every drill's ranks run drills/script.py, a small training loop that breaks on purpose, through the same path as
+the user's own script under `ddplab launch` (job/boot.py, supervision/job.py): one supervisor and one judge, so
+a drill that passes proves what users get. The fault goes in either from the victim rank itself (the script:
+late, stall, desync, oom) or from a controller thread in the launcher (kill_rank's kill, straggler's pauses),
+which says when it really went in through ``Injections``.
 """
 
 from __future__ import annotations
@@ -19,16 +21,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from .. import interrupts, procs, status
+import json
+
+from .. import interrupts, procs
 from ..config import DrillConfig
 from ..platform import Platform
 from ..policy import Placement
 from ..records.core import Verdict
-from ..records.drill import DrillOutcome, DrillRankResult, DrillSettings, Injection
+from ..records.drill import DrillOutcome, Injection
 from ..records.session import RankState, SessionRecord
 from ..rundir import RunDir
-from ..session import Observer, Session, Workload
-from .mechanisms import OUT_OF_MEMORY, classify, excerpt
+from ..session import Observer, Session
+from ..supervision.states import read_states
+from . import script
+from .mechanisms import classify, excerpt
 
 MEMORY_SLACK_BYTES = 64 << 20  # device-wide "used" memory moves by a few MiB on its own
 MEMORY_WAIT_S = 5.0
@@ -109,33 +115,33 @@ class Observation:
 def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None = None,
             controller: Controller | None = None, rank_env: dict[str, str] | None = None,
             **launch_overrides) -> Observation:
-    """Run the drill workload under ddplab's launcher and supervisor; measure and judge what happened.
+    """Run the drill's script under ddplab's launcher and supervisor; measure and judge what happened.
 
-    ``settings`` override the workload's (DrillSettings), ``launch_overrides`` the launch options (e.g. a
-    memory cap), ``rank_env`` is set in every rank before init (the blocking-wait switch).
+    ``settings`` override the script's options (drills/script.py: fault_step, steps, interval...),
+    ``launch_overrides`` the launch options (e.g. a memory cap), ``rank_env`` is set in every rank before init
+    (the blocking-wait switch).
     """
     from ..policy import plan
-    from ..session import run_workload
+    from ..session import run_script
 
     launch = replace(ctx.config.launch, run_dir=_text(ctx.run_dir(label)), rdzv_id=ctx.session_id(label),
                      **launch_overrides)
     placement = plan(launch, ctx.platform)
-    workload = Workload("drill", _settings(ctx, fault, settings or {}))
     injections = Injections()
     with DeviceMemory(ctx.platform) as memory:
-        session = run_workload(workload, launch, f"drill-{ctx.name}", Observer(ctx.observer.console, live=False),
-                               prepared=(ctx.platform, placement), rank_env=rank_env,
-                               controller=(lambda run: controller(run, injections)) if controller else None)
+        session = run_script("ddplab.drills.script", script_args(ctx, fault, settings or {}), launch,
+                             f"drill-{ctx.name}", Observer(ctx.observer.console, live=False),
+                             prepared=(ctx.platform, placement), rank_env=rank_env,
+                             controller=(lambda run: controller(run, injections)) if controller else None)
         states = job_states(session)
         leaks = procs.leaked(session.run.run_id, list(session.run.rank_pids().values()))
         after, back_s = memory.settle()
     record = session.record
     # Only a fault that really went in has a time. A fallback (the start time) once let ranks that crashed
     # before any fault pass as a detection of it, and judge() requires the time.
-    what, inject_at = injected(injections, states, ctx.victim)
-    culprits, why = ddplab_culprits(record, states, ctx.local_count,
-                                    expected=list(range(record.world_size)) if session.job_states else None)
-    detected_by, detect_s, text = first_detection(record, states, session.ended_at, inject_at, ctx.victim)
+    what, inject_at = injected(injections, session.run, ctx.victim)
+    culprits, why = ddplab_culprits(record)
+    detected_by, detect_s, text = first_detection(session, inject_at, ctx.victim)
     outcome = DrillOutcome(
         drill=ctx.name,
         injected=Injection(what=what, rank=ctx.victim, at=inject_at),
@@ -144,67 +150,75 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
         error_excerpt=excerpt(text),
         culprit_ranks=culprits,
         culprit_reason=why,
-        culprit_hosts={r: states[r].machine if r in states else None for r in culprits} if session.job_states
-        else None,
+        culprit_hosts=dict(record.culprit.hosts) if record.culprit and record.culprit.hosts else None,
         torchrun_root_cause_rank=record.torchrun_root_cause_rank,
         leaked_pids=leaks,
         device_mem_before_bytes=memory.before,
         device_mem_after_bytes=after,
         memory_back_s=back_s,
         session=record,
-        latencies={r.rank: _latencies(r.result) for r in session.returns},
+        latencies={r: _latencies(session.run, r) for r in sorted(states)},
         interrupted=record.interrupted or bool(interrupts.requested()),
     )
     return Observation(replace(outcome, verdict=judge(outcome, ctx.victim, ctx.timeout_s)), session, states)
+
+
+def script_args(ctx: DrillContext, fault: str, overrides: dict) -> list[str]:
+    """The drill script's command line: the fault on the victim, after a few collectives, in a loop far longer
+    than the drill waits (the fault ends it)."""
+    options = dict(fault=fault, victim=ctx.victim, fault_step=5, steps=100_000, numel=1024, interval=0.01,
+                   late_s=ctx.timeout_s + 60, stall_s=3 * ctx.timeout_s + 60, timeout=ctx.timeout_s)
+    options.update(overrides)
+    return [word for key, value in options.items() for word in (f"--{key.replace('_', '-')}", str(value))]
 
 
 def job_states(session: Session) -> dict[int, RankState]:
     """Every rank's last status this machine knows: the whole job's from its store where it spans machines
     (a victim on another machine says there what went in, on this machine's clock), this machine's own
     ranks from their files (written last, so the freshest)."""
-    return {**session.job_states, **status.read_all(session.run)}
+    return {**session.job_states, **read_states(session.run)}
 
 
-def injected(injections: Injections, states: dict[int, RankState], victim: int) -> tuple[str | None, float | None]:
-    """(what, when) of the fault: the controller's record, else what the victim rank itself wrote in its
-    status; (None, None) when neither did, whatever the other ranks wrote."""
+def injected(injections: Injections, run: RunDir, victim: int) -> tuple[str | None, float | None]:
+    """(what, when) of the fault: the controller's record, else what the victim's script said it did; (None,
+    None) when neither did, whatever the other ranks wrote."""
     if injections.at is not None:
         return injections.what, injections.at
-    state = states.get(victim)
-    return (state.injected, state.injected_at) if state else (None, None)
+    said = _read_json(run.rank_dir(victim) / script.INJECTED_FILE)
+    if isinstance(said, dict) and isinstance(said.get("at"), (int, float)):
+        return str(said.get("what")), float(said["at"])
+    return None, None
 
 
-def _settings(ctx: DrillContext, fault: str, overrides: dict) -> DrillSettings:
-    defaults = dict(fault=fault, victim=ctx.victim, inject_at=5, steps=100_000, numel=1024, interval_s=0.01,
-                    late_s=ctx.timeout_s + 60, stall_s=3 * ctx.timeout_s + 60)
-    return DrillSettings(**{**defaults, **overrides})
+def _latencies(run: RunDir, rank: int) -> list[float] | None:
+    result = _read_json(run.rank_dir(rank) / script.RESULT_FILE)
+    return result.get("latencies_us") if isinstance(result, dict) else None
 
 
-def _latencies(result) -> list[float] | None:
-    return result.latencies_us if isinstance(result, DrillRankResult) else None
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _text(path: Path | None) -> str | None:
     return str(path) if path else None
 
 
-def first_detection(record: SessionRecord, states: dict[int, RankState], ended_at: float,
-                    injected_at: float | None, victim: int) -> tuple[str | None, float | None, str]:
-    """(mechanism, seconds after the injection, its error text): the earliest of ddplab's supervisor, a
-    rank's own error, the launcher tearing the group down."""
+def first_detection(session: Session, injected_at: float | None, victim: int) -> tuple[str | None, float | None, str]:
+    """(mechanism, seconds after the injection, its error text): the earliest of ddplab's watcher declaring a
+    hang, a rank's own error, the launcher seeing a rank end and tearing the group down."""
+    outcome, record = session.outcome, session.record
     candidates = []
     if record.hang:
-        candidates.append((record.hang.detected_at, "ddplab supervisor", record.hang.reason))
-    for rank, state in states.items():
-        if state.failed_at and rank != victim:
-            candidates.append((state.failed_at, classify(state.error) or "rank exception", state.error or ""))
-    for rank in record.ranks:
-        if rank.failure and rank.failure.signal and not record.hang:
-            candidates.append((ended_at, "launcher teardown", f"rank {rank.rank} died by {rank.failure.signal}"))
-    victim_state = states.get(victim)
-    if victim_state and victim_state.failed_at:
-        candidates.append((victim_state.failed_at, classify(victim_state.error) or "rank exception",
-                           victim_state.error or ""))
+        candidates.append((record.hang.declared_at, "ddplab supervisor", record.hang.reason))
+    for rank, ev in outcome.evidence.items():
+        if ev.error_at is not None and ev.error_text:
+            candidates.append((ev.error_at, classify(ev.error_text) or "rank exception", ev.error_text))
+    for rank, end in outcome.ends.items():
+        if end.at is not None and not end.ok and not end.by_launcher:
+            candidates.append((end.at, "launcher (a rank ended)", f"rank {rank} ended by {end.in_words()}"))
     if not candidates:
         return None, None, ""
     when, how, text = min(candidates, key=lambda c: c[0])
@@ -212,23 +226,15 @@ def first_detection(record: SessionRecord, states: dict[int, RankState], ended_a
     return how, detect_s, text
 
 
-def ddplab_culprits(record: SessionRecord, states: dict[int, RankState], local_count: int,
-                    expected: list[int] | None = None) -> tuple[list[int], str]:
-    """Whom ddplab blames: the supervisor's verdict, a machine that vanished, a rank killed from outside, a
-    rank out of memory, or the evidence of the status the ranks left (``expected``: every rank of the job,
-    where ``states`` hold the whole job's)."""
-    if record.hang:
-        return list(record.hang.culprit_ranks), record.hang.reason
-    if record.machines_lost:
+def ddplab_culprits(record: SessionRecord) -> tuple[list[int], str]:
+    """Whom ddplab blames: the judge's culprit (supervision/judge.py, the same as `ddplab launch`'s), or a
+    machine that vanished."""
+    if record.machines_lost and not (record.hang and record.culprit):
         lost = record.machines_lost
         return lost.ranks, f"{', '.join(lost.machines)}: {lost.reason}"
-    killed = sorted(r.rank for r in record.ranks if r.failure and r.failure.signal == "SIGKILL")
-    if killed:
-        return killed, "died by SIGKILL while the others were healthy"
-    oom = sorted(r for r, s in states.items() if classify(s.error) == OUT_OF_MEMORY)
-    if oom:
-        return oom, "ran out of memory"
-    return status.name_culprits_after_exit(states, local_count, expected)
+    if record.culprit:
+        return list(record.culprit.ranks), record.culprit.reason
+    return [], "no culprit named"
 
 
 # ---------------------------------------------------------------------------------------- judge
@@ -261,16 +267,22 @@ def wait_for_ranks(run: RunDir, count: int, timeout_s: float = READY_TIMEOUT_S) 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and not interrupts.requested():
         pids = run.rank_pids()
-        if len(pids) >= count and ranks_running(status.read_all(run), count):
+        if len(pids) >= count and ranks_running(read_states(run), count):
             return pids
         time.sleep(0.2)
     return {}
 
 
 def ranks_running(states: dict[int, RankState], count: int) -> bool:
-    """``count`` ranks past init; ranks that count collectives have finished a few."""
-    return len(states) >= count and all(
-        s.phase in RUNNING_PHASES and (s.seq == 0 or s.done >= READY_COLLECTIVES) for s in states.values())
+    """``count`` ranks past init that have issued a few collectives (by their own count, or their flight
+    recorder's)."""
+    return len(states) >= count and all(s.phase in RUNNING_PHASES and _issued(s) >= READY_COLLECTIVES
+                                        for s in states.values())
+
+
+def _issued(state: RankState) -> int:
+    flight = max((p.enqueued for p in (state.progress or {}).values()), default=0)
+    return max(state.done, flight)
 
 
 class DeviceMemory:

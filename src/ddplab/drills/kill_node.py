@@ -3,7 +3,7 @@
 Run `ddplab drill kill_node --nnodes N --rdzv-endpoint HOST:PORT ...` on every machine. The machine that
 holds the victim rank kills its own part of the job; the others' ranks lose their connections to it at
 once and fail, and their launcher names the machine that went silent while they failed, with its ranks
-(the job's store: status.silent_machines). Works on CPU and GPU alike; only ddplab's own processes are
+(the job's store: supervision/states.silent_machines). Works on CPU and GPU alike; only ddplab's own processes are
 signalled.
 """
 

@@ -25,13 +25,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from .. import interrupts, procs, status
+from .. import interrupts, procs
 from ..config import TrainConfig
 from ..records.codec import RecordError
 from ..records.core import Report, Verdict
 from ..records.drill import DrillOutcome, Injection, NodeDetails
 from ..records.session import RankState, SessionRecord
 from ..rundir import RunDir
+from ..supervision.states import read_states
 from . import child_launcher, engine
 from .mechanisms import classify, excerpt
 
@@ -138,7 +139,7 @@ def _as_survivor(ctx: engine.DrillContext, report: Path, child_dir: Path, child_
     """A surviving machine: its launcher's report must name the victim's machine and every rank of it, within
     the timeout (+ 5 s) of when that machine was last heard, and nothing of this machine may be left."""
     session = _session_of(report)
-    local = status.read_all(RunDir.existing(child_dir)) if RunDir.existing(child_dir) else {}
+    local = read_states(RunDir.existing(child_dir)) if RunDir.existing(child_dir) else {}
     job = {**(dict(session.hang.snapshot) if session and session.hang else {}), **local}
     machine, machine_ranks = _victims_machine(session, job, ctx.victim)
     last_heard = _last_heard(session, job, machine, machine_ranks)
@@ -195,7 +196,7 @@ def _first_detection(session: SessionRecord | None, local: dict[int, RankState])
     """The first sign on this machine: its supervisor's hang, or one of its ranks failing (a peer lost)."""
     candidates = []
     if session is not None and session.hang:
-        candidates.append((session.hang.detected_at, "ddplab supervisor", session.hang.reason))
+        candidates.append((session.hang.declared_at, "ddplab supervisor", session.hang.reason))
     for state in local.values():
         if state.failed_at:
             candidates.append((state.failed_at, classify(state.error) or "rank exception", state.error or ""))
@@ -209,8 +210,8 @@ def _named(session: SessionRecord | None) -> tuple[list[int], str, dict[int, str
     """Whom this machine's launcher named, with their machines: its supervisor's hang, or the machines lost."""
     if session is None:
         return [], "the launcher wrote no report", {}
-    if session.hang:
-        return list(session.hang.culprit_ranks), session.hang.reason, dict(session.hang.culprit_hosts or {})
+    if session.hang and session.culprit:
+        return list(session.culprit.ranks), session.culprit.reason, dict(session.culprit.hosts or {})
     if session.machines_lost:
         lost = session.machines_lost
         return lost.ranks, lost.reason, {r: m for m, ranks in lost.machines.items() for r in ranks}

@@ -49,7 +49,7 @@ def others_latency(outcome: DrillOutcome, victim: int) -> Distribution:
 
 
 def run(ctx: engine.DrillContext) -> DrillOutcome:
-    settings = {"steps": STEPS, "inject_at": -1}
+    settings = {"steps": STEPS, "fault_step": -1}
     hang = max(ctx.timeout_s, 2 * PAUSE_MS / 1000 + 2)  # a pause is not a hang
     base = engine.observe(ctx, "straggler-baseline", "none", settings=settings, hang_timeout_s=hang).outcome
     paused = engine.observe(ctx, "straggler", "none", settings=settings, hang_timeout_s=hang,

@@ -27,25 +27,16 @@ import runpy
 import signal
 import sys
 import time
-import traceback
 import types
 from importlib import metadata
 
 from ..config import Target
 from ..platform import flight_recorder
 from ..procs import alive
-from ..rundir import LAUNCHER_PID_ENV
-from ..worker import guard_parent
-from .beacon import Beacon
-from .layout import JobDir, write_json_atomically
-from .watch import waiting_ranks
-
-# faulthandler's on-demand stack signal. A real-time signal, because the common ones are
-# taken in training stacks: Lightning and SLURM use SIGUSR1 (requeue) and SIGUSR2, submitit
-# SIGUSR2, torchrun forwards TERM/INT/HUP/QUIT to the workers, and profilers use
-# SIGPROF/SIGALRM/SIGVTALRM. SIGRTMIN itself and the next two are kept clear of, since some
-# C libraries take the first real-time signals for themselves.
-STACK_SIGNAL = signal.SIGRTMIN + 4
+from ..rundir import RunDir
+from ..supervision.rank import STACK_SIGNAL, RankLife, error_text  # noqa: F401 - STACK_SIGNAL: its home
+from ..supervision.states import END_PHASES, is_waiting, read_states
+from ..supervision.watcher import request_dumps
 
 PEER_SETTLE_S = 2.0  # how long a failing rank waits for its peers to block on it
 PEER_DUMP_WAIT_S = 3.0  # then, how long it waits for their records before leaving
@@ -60,10 +51,10 @@ def torch_version() -> tuple[int, int]:
         return (0, 0)
 
 
-def switch_on_flight_recorder(job: JobDir) -> str:
+def switch_on_flight_recorder(run: RunDir) -> str:
     """Set the recorder's environment before torch reads it; says what was decided."""
     user = flight_recorder.user_buffer_setting(os.environ)
-    os.environ.update(flight_recorder.recorder_environment(os.environ, job.torch_dump_prefix, torch_version()))
+    os.environ.update(flight_recorder.recorder_environment(os.environ, run.torch_dump_prefix, torch_version()))
     return f"set by the user ({user})" if user else f"switched on by ddplab ({flight_recorder.DEFAULT_BUFFER_ENTRIES} entries)"
 
 
@@ -100,13 +91,7 @@ def run_module(name: str, args: tuple[str, ...]) -> None:
 
 def user_traceback(exc: BaseException) -> str:
     """The traceback python would print for the user's program: without the boot frames."""
-    tb = exc.__traceback__
-    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    while tb is not None and (tb.tb_frame.f_code.co_filename.startswith(here)
-                              or tb.tb_frame.f_code.co_filename in ("<frozen runpy>",)
-                              or tb.tb_frame.f_code.co_filename.endswith(os.sep + "runpy.py")):
-        tb = tb.tb_next
-    return "".join(traceback.format_exception(type(exc), exc, tb))
+    return error_text(exc, skip_files=(os.path.dirname(os.path.abspath(__file__)) + os.sep,))
 
 
 def exit_status(exc: SystemExit) -> int:
@@ -120,37 +105,37 @@ def exit_status(exc: SystemExit) -> int:
 
 
 class Rank:
-    """One rank's life around the user's code."""
+    """One rank's life around the user's code (supervision/rank.py's RankLife, plus what a script needs)."""
 
-    def __init__(self, job: JobDir, rank: int):
-        self.job = job
-        self.rank = rank
-        self.beacon: Beacon | None = None
+    def __init__(self, run: RunDir):
+        self.life = RankLife(run)
+        self.run = run
+        self.rank = self.life.rank
         # This module runs as __main__ and the user's code replaces it there: keep it referenced.
         self._boot_module = sys.modules.get(__name__)
 
+    @property
+    def beacon(self):
+        return self.life.beacon
+
     def arm(self) -> None:
-        guard_parent(int(os.environ[LAUNCHER_PID_ENV]))
-        self.job.prepare_rank(self.rank)
-        self.job.pid_file(self.rank).write_text(f"{os.getpid()}\n")
+        self.life.arm()
 
     def exec_command(self, target: Target) -> None:
         """--no-python: nothing of ours survives exec but the guard's PR_SET_PDEATHSIG."""
-        write_json_atomically(self.job.status_file(self.rank), {
-            "rank": self.rank, "pid": os.getpid(), "phase": "exec", "heartbeat": None,
-            "started_at": time.time(), "command": [target.name, *target.args]})
+        beacon = self.life.start_beacon(phase="exec")
+        beacon.phase("exec", command=[target.name, *target.args])
+        beacon.close()
         try:
             os.execvp(target.name, [target.name, *target.args])
         except OSError as exc:
-            self._record_error(exc, user_traceback(exc))
+            self.life.record_error(exc, user_traceback(exc), 127)
             os._exit(127)
 
-    def run(self, target: Target) -> None:
-        recorder = switch_on_flight_recorder(self.job)
-        fatal = open(self.job.fatal_file(self.rank), "w")  # kept open: faulthandler writes to its fd
-        faulthandler.enable(fatal, all_threads=True)
-        faulthandler.register(STACK_SIGNAL, file=fatal, all_threads=True)
-        self.beacon = Beacon(self.job, self.rank, int(STACK_SIGNAL), recorder).start()
+    def run_target(self, target: Target) -> None:
+        recorder = switch_on_flight_recorder(self.run)
+        self.life.catch_fatal_signals()
+        self.life.start_beacon(phase="running", recorder_setting=recorder)
         try:
             if target.kind == "module":
                 run_module(target.name, target.args)
@@ -159,14 +144,14 @@ class Rank:
         except SystemExit as exc:
             status = exit_status(exc)
             if status == 0:
-                self.beacon.beat(phase="finished", exit_code=0)
+                self.beacon.phase("finished", exit_code=0)
                 raise
             self.fail(exc, status)
         except KeyboardInterrupt as exc:  # Ctrl+C reaches every rank: no peer to wait for
             self.fail(exc, 130, ask_peers=False)
         except BaseException as exc:
             self.fail(exc, 1)
-        self.beacon.beat(phase="finished", exit_code=0)
+        self.beacon.phase("finished", exit_code=0)
 
     def fail(self, exc: BaseException, status: int, ask_peers: bool = True) -> None:
         # The launcher may already be stopping the group (another rank died first): let its
@@ -175,20 +160,13 @@ class Rank:
         text = user_traceback(exc)
         if not isinstance(exc, SystemExit):
             sys.stderr.write(text)
-        self._record_error(exc, text)
-        self.beacon.dump(None, note=f"The user's code raised; its traceback:\n{text}")
-        self.beacon.beat(phase="raised", exit_code=status)
+        self.life.record_error(exc, text, status)
         if ask_peers:
             self._collect_peer_evidence(f"rank {self.rank} raised {type(exc).__name__}")
         self._tell_elastic(exc)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
-
-    def _record_error(self, exc: BaseException, text: str) -> None:
-        write_json_atomically(self.job.error_file(self.rank), {
-            "rank": self.rank, "type": type(exc).__name__, "message": str(exc), "traceback": text,
-            "at": time.time()})
 
     def _tell_elastic(self, exc: BaseException) -> None:
         """Elastic's error file too, so torchrun-style summaries show the real traceback."""
@@ -205,18 +183,21 @@ class Rank:
         ones still running: they are waiting on this rank, and go when it goes. First let them
         reach the collective they will wait in, so that their records show it."""
         failed_at = time.time()
-        self._wait_until(lambda: all(self._settled(status, failed_at) for status in self._running_peers().values()),
+        self._wait_until(lambda: all(self._settled(state, failed_at) for state in self._running_peers().values()),
                          PEER_SETTLE_S)
         requested_at = time.time()
-        request_id = self.job.request_dumps(reason, by=f"rank {self.rank}")
+        try:
+            request_id = request_dumps(self.run, reason, by=f"rank {self.rank}")
+        except Exception:  # noqa: BLE001 - no room to ask: the job goes on without the peers' records
+            return
         self.beacon.mark_answered(request_id)
         self._wait_until(lambda: all(self._answered_since(peer, requested_at) for peer in self._running_peers()),
                          PEER_DUMP_WAIT_S)
 
     @staticmethod
-    def _settled(status: dict, since: float) -> bool:
+    def _settled(state, since: float) -> bool:
         """A heartbeat written after the failure, showing the peer waiting on others."""
-        return status.get("heartbeat", 0) > since and bool(waiting_ranks({0: status}))
+        return state.heartbeat > since and is_waiting(state)
 
     @staticmethod
     def _wait_until(condition, timeout_s: float) -> None:
@@ -224,13 +205,13 @@ class Rank:
         while time.monotonic() < deadline and not condition():
             time.sleep(0.05)
 
-    def _running_peers(self) -> dict[int, dict]:
-        return {rank: status for rank, status in self.job.statuses().items()
-                if rank != self.rank and status.get("phase") == "running" and alive(status.get("pid"))}
+    def _running_peers(self) -> dict:
+        return {rank: state for rank, state in read_states(self.run).items()
+                if rank != self.rank and state.phase not in END_PHASES and alive(state.pid)}
 
     def _answered_since(self, rank: int, when: float) -> bool:
         try:
-            return self.job.answered_file(rank).stat().st_mtime >= when
+            return self.run.answered_file(rank).stat().st_mtime >= when
         except OSError:
             return False
 
@@ -241,12 +222,11 @@ def _note_late_sigterm(signum, frame) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     target = Target.from_boot_argv(sys.argv[1:] if argv is None else argv)
-    job = JobDir.from_environ()
-    rank = Rank(job, int(os.environ.get("RANK", "0")))
+    rank = Rank(RunDir.from_environ())
     rank.arm()
     if target.kind == "command":
         rank.exec_command(target)
-    rank.run(target)
+    rank.run_target(target)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""The report of one supervised job: a LaunchRecord (records/launch.py) built from what elastic, the watcher and
-each rank left behind, in the envelope every ddplab command writes (records.Report, command "launch")."""
+"""The report of one supervised job of the user's: a LaunchRecord (records/launch.py) built from the job's outcome
+(supervision/job.py: how each rank ended, the hang, the judge's culprit, what was left), in the envelope every
+ddplab command writes (records.Report, command "launch")."""
 
 from __future__ import annotations
 
@@ -7,40 +8,40 @@ import platform
 import socket
 import sys
 
-from ..records import RecordError, Report, Verdict
-from ..records.codec import from_json
-from ..records.launch import Culprit, JobHost, JobRank, LaunchRecord, RankError, RankStatus
-from .flight import RankEvidence
-from .supervise import JobOutcome
+from ..records import Report, Verdict
+from ..records.launch import JobHost, JobRank, LaunchRecord, last_status
+from ..records.session import Timeseries
+from ..supervision.evidence import RankEvidence
+from ..supervision.job import JobOutcome
 from .torchrun_args import LaunchRequest
 
 COMMAND = "launch"
 
 
-def build_report(request: LaunchRequest, outcome: JobOutcome, evidence: dict[int, RankEvidence],
-                 culprit: Culprit | None) -> Report:
-    record = build_record(outcome, evidence, culprit)
+def build_report(request: LaunchRequest, outcome: JobOutcome, timeseries: Timeseries | None) -> Report:
+    record = build_record(outcome, timeseries)
     return Report(command=COMMAND, config=request.launch_config(), platform=record.platform, results=record,
                   verdict=Verdict.worst(c.verdict for c in record.checks()))
 
 
-def build_record(outcome: JobOutcome, evidence: dict[int, RankEvidence], culprit: Culprit | None) -> LaunchRecord:
-    job = outcome.job
+def build_record(outcome: JobOutcome, timeseries: Timeseries | None) -> LaunchRecord:
+    run = outcome.run
     return LaunchRecord(
         outcome=outcome_word(outcome),
-        job_dir=str(job.path),
-        run_id=job.run_id,
+        job_dir=str(run.path),
+        run_id=run.run_id,
         duration_s=round(outcome.ended_at - outcome.started_at, 3),
         detected_at=outcome.detected_at,
         detected_by=_detected_by(outcome),
         hang=outcome.hang,
-        culprit=culprit,
+        culprit=outcome.culprit,
         torchrun_root_cause_rank=outcome.torchrun_root_cause_rank,
-        ranks=[_rank(job, ev, outcome) for ev in evidence.values()],
+        ranks=[_rank(run, ev, outcome) for ev in outcome.evidence.values()],
         left_running=list(outcome.left_running),
         launcher_error=outcome.launcher_error,
-        timeseries=outcome.timeseries,
+        timeseries=timeseries,
         listen=outcome.listen,
+        ended_after=list(outcome.ended_after),
         platform=JobHost(host=socket.gethostname(), python=platform.python_version(), torch=_torch_version()),
     )
 
@@ -62,41 +63,40 @@ def _detected_by(outcome: JobOutcome) -> str | None:
         return None
     if outcome.hang:
         return "ddplab's watcher (no progress while a rank waited)"
+    if outcome.interrupted:
+        return "a stop signal to the launcher"
     if outcome.first_failure_seen_at is not None and outcome.first_failure_seen_at <= outcome.ended_at:
-        return "a rank's error record"
+        return "ddplab's watcher (a rank failed)"
     return "torch's elastic launcher (a rank exited)"
 
 
-def _rank(job, ev: RankEvidence, outcome: JobOutcome) -> JobRank:
-    status = _read(RankStatus, ev.status, f"{job.status_file(ev.rank)}")
+def _rank(run, ev: RankEvidence, outcome: JobOutcome) -> JobRank:
+    status = ev.status
     failure = outcome.failures.get(ev.rank)
-    fatal = job.fatal_file(ev.rank)
+    end = ev.end
+    fatal = run.fatal_file(ev.rank)
+    if end is not None:
+        ended_by, exit_code = end.in_words(), end.exit_code
+    elif status is not None and status.phase == "finished":
+        ended_by, exit_code = "exit 0", 0
+    else:
+        ended_by, exit_code = (failure.ended_by, failure.exitcode) if failure else (None, None)
     return JobRank(
         rank=ev.rank,
         local_rank=status.local_rank if status and status.local_rank is not None else
         (failure.local_rank if failure else None),
-        pid=status.pid if status and status.pid is not None else (failure.pid if failure else None),
+        pid=status.pid if status else (end.pid if end else (failure.pid if failure else None)),
         host=status.host if status else None,
-        ended_by=ev.ended_by,
+        ended_by=ended_by,
         stopped_by_launcher=ev.stopped_by_launcher,
-        exit_code=failure.exitcode if failure else (0 if ev.ended_by == "exit 0" else None),
-        error=_read(RankError, ev.error, f"{job.error_file(ev.rank)}"),
-        last_status=status.last_status() if status else None,
+        exit_code=exit_code,
+        error=ev.error,
+        last_status=last_status(status, ev.phase) if status else None,
         answered_dump_request=ev.answered,
-        stacks=_existing(job.stacks_file(ev.rank)),
+        stacks=_existing(run.stack_file(ev.rank)),
         fatal_stacks=str(fatal) if fatal.exists() and fatal.stat().st_size else None,
-        flight_record=_existing(job.flight_file(ev.rank)),
+        flight_record=_existing(run.flight_file(ev.rank)),
     )
-
-
-def _read(cls, data: dict | None, where: str):
-    """A rank's own file as its record; a damaged one is left out rather than lose the job's report."""
-    if data is None:
-        return None
-    try:
-        return from_json(cls, data, where)
-    except RecordError:
-        return None
 
 
 def _existing(path) -> str | None:

@@ -2,12 +2,14 @@
 
 Refuses bad input (UsageError, EnvironmentUnsupported) before anything starts: torchrun's options, the RAS
 address when --ras asks for it, a job directory that already holds a run. Then runs the job through torch's
-elastic launcher with the watcher and the sampler beside it, names the culprits when it did not succeed, and
+elastic launcher with the watcher and the sampler beside it (supervision/job.py, as every lab stage and
+drill), names the culprits when it did not succeed, and
 writes <job dir>/report.json and report.html (each atomically) before returning the report.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Callable
 
@@ -15,11 +17,14 @@ from ..config import LaunchConfig
 from ..files import write_text_atomic
 from ..platform import Platform, detect, open_monitor
 from ..records import Report
-from . import flight, ras
-from .layout import JobDir, write_json_atomically
+from ..rundir import RunDir
+from . import ras
 from .outcome import build_report
-from .supervise import expected_ranks, gather_evidence, run_job
+from .supervise import run_user_job
 from .torchrun_args import resolve
+
+LABEL = "launch"  # run ids read launch-<date>-<time>-<hex>, as the default directory's name does
+OUT_OPTION = "--out"
 
 
 def run(config: LaunchConfig, say: Callable[[str], None] = lambda text: None,
@@ -33,20 +38,15 @@ def run(config: LaunchConfig, say: Callable[[str], None] = lambda text: None,
     machine = platform or detect(with_memory=False)
     ras_plan = ras.plan(request.ras, machine.spec.ras, machine.collective_library, _library_version(machine),
                         {**os.environ, **request.worker_env})  # what the ranks will see
-    job = JobDir.create(request.out)
+    job = RunDir.create(request.out, LABEL, option=OUT_OPTION)
     say(f"ddplab launch: job directory {job.path}")
     monitor = open_monitor(machine.spec)
     try:
-        outcome = run_job(request, job, monitor, ras_plan, device_type=machine.device_type)
+        outcome, sampler = run_user_job(request, job, monitor, ras_plan, device_type=machine.device_type)
     finally:
         monitor.close()
-    evidence = gather_evidence(request, outcome)
-    culprit = None
-    if not outcome.ok:
-        culprit = flight.name_culprits(evidence, expected_ranks(request),
-                                       now=outcome.hang.declared_at if outcome.hang else None).to_record()
-    report = build_report(request, outcome, evidence, culprit)
-    write_json_atomically(job.report_file, report.to_json())
+    report = build_report(request, outcome, sampler.timeseries())
+    write_text_atomic(job.report_file, json.dumps(report.to_json(), default=str))
     write_text_atomic(job.page_file, render_html(report))
     return report
 

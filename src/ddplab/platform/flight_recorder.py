@@ -29,6 +29,16 @@ DEFAULT_BUFFER_ENTRIES = 2000
 # 2-core CPU machine, cheap enough to poll. Stack traces are never asked for: collecting
 # them needs the GIL and can hang the dump (pytorch#167023).
 JSON_DUMPERS = ("_dump_nccl_trace_json", "_dump_fr_trace_json")
+# The generic recorder's ranks wait inside the call until the collective completes (gloo), and its "completed"
+# counter can lag a collective behind for a while after it returned (seen on torch 2.13): an enqueued-but-not-
+# completed count there says nothing the main thread's location does not say better.
+GENERIC_RECORDER = JSON_DUMPERS[1]
+
+
+def pending_means_waiting(recorder: str | None) -> bool:
+    """Whether a collective enqueued and not completed means the rank waits on others (a vendor's asynchronous
+    recorder), rather than a counter that lags (the generic one)."""
+    return recorder is not None and recorder != GENERIC_RECORDER
 
 
 def recorder_environment(environ: dict[str, str], dump_prefix: str, torch_version: tuple[int, int]) -> dict[str, str]:

@@ -21,29 +21,6 @@ from .session import Distribution, SessionRecord
 OMIT = {"omit_none": True}
 
 
-# ---------------------------------------------------------------------------------------- rank side
-
-@dataclass(frozen=True)
-class DrillSettings:
-    """What every rank of one drill session runs (workloads/drill.py): all_reduces, one fault on the victim."""
-
-    fault: str  # none | late | stall | desync | oom (kills and pauses come from the launcher side)
-    victim: int  # the GLOBAL rank that injects the fault
-    inject_at: int  # the collective before which the victim injects it; -1: never
-    steps: int
-    numel: int
-    interval_s: float  # between collectives
-    late_s: float  # late: how long the victim sleeps before init_process_group
-    stall_s: float  # stall: how long the victim stops issuing collectives
-
-
-@dataclass(frozen=True)
-class DrillRankResult:
-    """What a rank that finished returns: the latency of each collective it issued."""
-
-    latencies_us: list[float]
-
-
 # ---------------------------------------------------------------------------------------- one drill
 
 @dataclass(frozen=True)

@@ -16,6 +16,11 @@ from .core import Check, Verdict
 from .figures import Figure, Table
 from .listen import Listened
 from .session import Timeseries
+from .supervision import (Analyzer, CollectiveCall, Culprit, GroupProgress, Hang, LeftProcess, RankError, RankState,
+                          RasAnswer, Where)
+
+__all__ = ["Analyzer", "CollectiveCall", "Culprit", "GroupProgress", "Hang", "JobHost", "JobRank", "LastStatus",
+           "LaunchRecord", "LeftProcess", "RankError", "RasAnswer", "Where", "last_status"]
 
 OMIT = {"omit_none": True}
 SKIP = {"skip": True}
@@ -36,39 +41,10 @@ class JobHost:
 
 
 @dataclass(frozen=True)
-class RankError:
-    """A rank's uncaught exception, as the boot module recorded it (error.json)."""
-
-    rank: int
-    type: str
-    message: str
-    traceback: str
-    at: float  # wall time it was recorded
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where a rank's main thread was: the torch.distributed call it waited in, the user's line that called it."""
-
-    torch_call: str | None
-    call_site: str | None
-    frames: list[str]
-
-
-@dataclass(frozen=True)
-class GroupProgress:
-    """One process group's flight-recorder counters: the last collective enqueued, started, completed (-1: none)."""
-
-    enqueued: int
-    started: int
-    completed: int
-
-
-@dataclass(frozen=True)
 class LastStatus:
     """A rank's last heartbeat, as the report keeps it; every key is written, null where the rank never said."""
 
-    phase: str | None = None  # running | finished | raised | exec
+    phase: str | None = None  # running | in-init | in-collective | finished | failed | exec
     where: Where | None = None
     progress: dict[str, GroupProgress] | None = None  # process group id -> counters
     heartbeat: float | None = None
@@ -77,18 +53,10 @@ class LastStatus:
     recorder: str | None = None  # the torch call that reads the recorder
 
 
-@dataclass(frozen=True)
-class RankStatus(LastStatus):
-    """A rank's status file as its beacon writes it (job/beacon.py; --no-python writes only the first keys)."""
-
-    rank: int | None = None
-    local_rank: int | None = None
-    pid: int | None = None
-    host: str | None = None
-
-    def last_status(self) -> LastStatus:
-        return LastStatus(self.phase, self.where, self.progress, self.heartbeat, self.in_process_group,
-                          self.flight_recorder, self.recorder)
+def last_status(state: RankState, phase: str | None = None) -> LastStatus:
+    """What the report keeps of a rank's last status (``phase``: as the judge read it)."""
+    return LastStatus(phase or state.phase, state.where, state.progress, state.heartbeat, state.in_process_group,
+                      state.flight_recorder, state.recorder)
 
 
 @dataclass(frozen=True)
@@ -111,83 +79,6 @@ class JobRank:
 
 
 @dataclass(frozen=True)
-class CollectiveCall:
-    """A collective as the flight records name it; all null for what is not known (e.g. init_process_group)."""
-
-    pg: str | None
-    seq: int | None
-    op: str | None
-    input_sizes: Any  # as the recorder gives them, e.g. [[1024]]
-    dtypes: Any  # e.g. ["Float"]
-
-
-@dataclass(frozen=True)
-class Analyzer:
-    """Whether torch's own flight-recorder analyzer was used, and why not when it was not."""
-
-    tool: str
-    status: str  # used | no finding | not run | unavailable | failed
-    why: str | None = field(default=None, metadata=OMIT)
-    error: str | None = field(default=None, metadata=OMIT)
-
-
-@dataclass(frozen=True)
-class Culprit:
-    """The ranks that held the others up (job/flight.py's rules), the collective, and the evidence."""
-
-    ranks: list[int]
-    kind: str  # never-started | behind | desync | never-reached-init | raised | died | frozen | stuck-together
-    reason: str
-    collective: CollectiveCall | None
-    evidence: list[str]
-    analyzer: Analyzer
-
-
-@dataclass(frozen=True)
-class RasAnswer:
-    """What the collective library's RAS service said when the hang was declared (--ras; job/ras.py)."""
-
-    service: str | None  # e.g. "NCCL RAS"; None: this platform's library has none
-    status: str  # answered | not asked | unreachable | no answer | cut off | unexpected answer
-    why: str | None  # for every status but "answered"
-    address: str | None  # host:port asked (or that would have been)
-    library_version: str | None  # the collective library's version, as ddplab's launcher found it
-    sent: list[str]  # the protocol lines, in order
-    format: str | None  # json | text: what the answer is written in
-    answer: str  # the service's words, raw ('' when it said nothing)
-    seconds: float | None  # from connecting to the end of the answer
-
-
-@dataclass(frozen=True)
-class JobHang:
-    """What the watcher did when it declared a hang (job/watch.py)."""
-
-    declared_at: float
-    last_progress_at: float
-    no_progress_s: float
-    hang_timeout_s: float
-    waiting_ranks: list[int]
-    dump_request: str  # the id every rank was asked to answer
-    answered: list[int]
-    signalled_for_stacks: list[int]  # ranks that did not answer: faulthandler's signal wrote their stacks
-    terminated: list[int]
-    killed: list[int]  # still alive after the grace period
-    ras: RasAnswer | None = field(default=None, metadata=OMIT)  # None: --ras was not given
-
-    @property
-    def torn_down(self) -> set[int]:
-        return set(self.terminated) | set(self.killed)
-
-
-@dataclass(frozen=True)
-class LeftProcess:
-    """A process still carrying the job's run id after it ended."""
-
-    pid: int
-    cmdline: str
-
-
-@dataclass(frozen=True)
 class LaunchRecord:
     """`ddplab launch`: how the job ended, who noticed, each rank, the culprit, and what was left running."""
 
@@ -199,7 +90,7 @@ class LaunchRecord:
     duration_s: float
     detected_at: float | None  # when ddplab knew the job had gone wrong
     detected_by: str | None
-    hang: JobHang | None
+    hang: Hang | None
     culprit: Culprit | None
     torchrun_root_cause_rank: int | None  # the rank torchrun would blame (the first to fail)
     ranks: list[JobRank]
@@ -209,6 +100,9 @@ class LaunchRecord:
     timeseries: Timeseries | None = field(default=None, metadata=OMIT)
     # Where the job's rendezvous store and the ranks' collective sockets listened; None in reports before it.
     listen: Listened | None = field(default=None, metadata=OMIT)
+    # What the job's ranks started and left running when the job ended, which ddplab then ended (a data-loader
+    # worker, a helper in a session of its own): the job's whole process tree ends with it (issue 17).
+    ended_after: list[LeftProcess] = field(default_factory=list)
     # Derived from the ranks and left_running, written for readers of the JSON.
     stacks: dict[int, str] = field(init=False, default_factory=dict)
     flight_records: dict[int, str] = field(init=False, default_factory=dict)
@@ -233,7 +127,9 @@ class LaunchRecord:
                   SUCCEEDED, "every rank ran the script to its end",
                   "none" if self.succeeded else f"read the culprit's evidence and stacks in {self.job_dir}"),
             Check("nothing left running", Verdict.PASS if not left else Verdict.FAIL,
-                  f"{left} process(es)" + "".join(f"; {p.pid} {p.cmdline[:60]}" for p in self.left_running[:3]),
+                  f"{left} process(es)" + "".join(f"; {p.pid} {p.cmdline[:60]}" for p in self.left_running[:3])
+                  + (f"; ddplab ended {len(self.ended_after)} the job's ranks had left running: "
+                     + ", ".join(f"{p.pid} {p.cmdline[:40]}" for p in self.ended_after[:3]) if self.ended_after else ""),
                   "0 processes", "every process the job started is gone",
                   "none" if not left else "`ddplab clean` lists them once their launcher is gone"),
         ]
@@ -298,7 +194,7 @@ def _culprit_rows(c: Culprit) -> list[list[str]]:
     return rows + [["evidence", "\n".join(c.evidence)], ["torch's analyzer", analyzer]]
 
 
-def _hang_rows(h: JobHang) -> list[list[str]]:
+def _hang_rows(h: Hang) -> list[list[str]]:
     rows = [["hang", f"no progress for {h.no_progress_s} s (timeout {h.hang_timeout_s} s); waiting ranks "
                      f"{h.waiting_ranks}; answered the dump request {h.answered}; stacks by signal "
                      f"{h.signalled_for_stacks}; terminated {h.terminated}; killed {h.killed}"]]

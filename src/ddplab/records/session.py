@@ -1,5 +1,6 @@
 """What one multi-rank run produced, as every measurement reports it: placement, each rank's outcome,
-the sampler's time series, the supervisor's verdict on a hang, and how the launch ended.
+the sampler's time series, the watcher's hang and the judge's culprit (records/supervision.py), and how the
+launch ended.
 
 ``SessionRecord`` is flattened into each measurement's ``results`` (the JSON keys ``backend``, ``ranks``,
 ``timeseries``... sit beside the measurement's own), so the JSON contract of issue 2 is kept.
@@ -13,6 +14,11 @@ from typing import Any
 from .codec import flatten
 from .figures import LineChart, Series
 from .listen import Listened
+from .supervision import Culprit, Hang, MachineLoss, RankState
+
+__all__ = ["Culprit", "Distribution", "FailureRecord", "Hang", "Histogram", "MachineLoss", "MemorySeries",
+           "RankOutcome", "RankReturn", "RankSample", "RankState", "Sample", "SamplerPeaks", "SessionRecord",
+           "Timeseries"]
 
 OMIT = {"omit_none": True}
 
@@ -200,85 +206,6 @@ class RankOutcome:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RankState:
-    """One rank's status: its file on its machine, and its record in the job's store (status.py writes
-    both; cluster/status_store.py reads the store from any machine)."""
-
-    rank: int
-    local_rank: int | None = None  # reports before ranks were numbered per machine have none
-    pid: int
-    phase: str
-    seq: int = 0
-    done: int = 0
-    op: str | None = None
-    numel: int | None = None
-    since: float = 0.0
-    heartbeat: float = 0.0
-    error: str | None = None
-    failed_at: float | None = None
-    failed_in: str | None = field(default=None, metadata=OMIT)  # the phase it failed in (absent before issue 13)
-    # When it entered the phase it failed in (its ``since`` then): tells a rank that waited there before the others
-    # gave up from one that arrived after they had (status.name_culprits_after_exit). Absent in older reports.
-    failed_in_since: float | None = field(default=None, metadata=OMIT)
-    injected: str | None = None
-    injected_at: float | None = None
-    # Where the rank runs, for a supervisor on another machine (absent in reports before issue 13).
-    world_size: int | None = field(default=None, metadata=OMIT)
-    node_rank: int | None = field(default=None, metadata=OMIT)
-    host: str | None = field(default=None, metadata=OMIT)  # its hostname
-    address: str | None = field(default=None, metadata=OMIT)  # its machine's address toward the endpoint
-    beat: int | None = field(default=None, metadata=OMIT)  # counts writes: a reader elsewhere sees it move
-
-    @property
-    def node_base(self) -> int:
-        """The global rank of this machine's local rank 0 (elastic numbers each machine's ranks in a block)."""
-        return self.rank - (self.local_rank or 0)
-
-    @property
-    def machine(self) -> str | None:
-        """The machine it runs on: its address toward the endpoint where known (network namespaces and
-        containers may all share one hostname), else its hostname."""
-        return self.address or self.host
-
-
-@dataclass(frozen=True)
-class HangRecord:
-    """What ddplab's supervisor declared: no rank progressed for the hang timeout (supervisor.py)."""
-
-    detected_at: float
-    no_progress_s: float
-    culprit_ranks: list[int]
-    reason: str
-    snapshot: dict[int, RankState] = field(default_factory=dict)  # each rank's status when it was declared
-    stacks: dict[int, str] = field(default_factory=dict)  # rank -> stack file
-    killed_after_grace: list[int] = field(default_factory=list)
-    # A job across machines (issue 13): each culprit's machine, as the job's store said (rank -> machine), and
-    # where this supervisor judged from. Absent in one-machine runs and in reports before it.
-    culprit_hosts: dict[int, str | None] | None = field(default=None, metadata=OMIT)
-    judged_from: str | None = field(default=None, metadata=OMIT)  # "the job's store" | "this machine's files"
-
-    def culprits_in_words(self) -> str:
-        """rank 3 (on 10.9.0.2), rank 1: the culprits with their machines where known."""
-        hosts = self.culprit_hosts or {}
-        return ", ".join(f"rank {r}" + (f" (on {hosts[r]})" if hosts.get(r) else "") for r in self.culprit_ranks)
-
-
-@dataclass(frozen=True)
-class MachineLoss:
-    """Machines of a job across machines that went silent while it failed (status.silent_machines): killed,
-    or cut off before their ranks could say anything. Judged from the job's store by this machine's
-    supervisor; this machine's own ranks are never among them."""
-
-    machines: dict[str, list[int]]  # machine -> its global ranks
-    reason: str
-    last_heard: dict[str, float] = field(default_factory=dict)  # machine -> when its ranks were last heard (wall)
-
-    @property
-    def ranks(self) -> list[int]:
-        return sorted(r for ranks in self.machines.values() for r in ranks)
-
-
-@dataclass(frozen=True, kw_only=True)
 class SessionRecord:
     """What every multi-rank measurement reports about its run (flattened into its results)."""
 
@@ -298,7 +225,10 @@ class SessionRecord:
     launcher_error: str | None = None
     listen: Listened | None = None  # where the run listened (exposure.py); reports before it have none
     interrupted: bool = False
-    hang: HangRecord | None = None
+    hang: Hang | None = None
+    # Who held the others up, when the run did not succeed (supervision/judge.py: the same judge as
+    # `ddplab launch`'s). Reports before issue 17 have none.
+    culprit: Culprit | None = None
     machines_lost: MachineLoss | None = field(default=None, metadata=OMIT)  # several machines: who vanished
     expected_failure: str | None = None
     expected_failure_observed: bool | None = None
@@ -318,8 +248,8 @@ class SessionRecord:
             return f"failed as expected: {self.expected_failure}"
         if self.launcher_error:
             return self.launcher_error
-        if self.hang:
-            return f"hang: {self.hang.culprits_in_words()}: {self.hang.reason}"
+        if self.culprit:
+            return f"{'hang' if self.hang else 'failure'}: {self.culprit.in_words()}: {self.culprit.reason}"
         if self.machines_lost:
             return f"machine lost: {', '.join(self.machines_lost.machines)} (ranks {self.machines_lost.ranks}): " \
                    f"{self.machines_lost.reason}"

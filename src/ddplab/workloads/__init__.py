@@ -15,7 +15,6 @@ WORKLOADS: dict[str, str] = {
     "sweep": "ddplab.workloads.sweep",
     "ceiling": "ddplab.workloads.ceiling",
     "contention": "ddplab.workloads.contention",
-    "drill": "ddplab.workloads.drill",
     "pairwise": "ddplab.workloads.pairwise",
 }
 

@@ -1,114 +1,63 @@
-"""Each rank's phase and heartbeat, written where the launcher's supervisor can read them.
+"""The state-based rules of supervision: what counts as progress, who waits, who is behind, as read from every
+rank's status (records/supervision.py ``RankState``: this machine's status files, or the whole job's from its
+store). Pure functions; the watcher (watcher.py) and the judge (judge.py) ask them.
 
-A rank writes its status file (RunDir.status_file, atomically: write, then rename) whenever its
-phase changes, and a heartbeat thread rewrites it every ``HEARTBEAT_S``. Phases:
-    before-init -> in-init -> running -> in-collective (#seq, op, numel) -> finished | failed
-(``timing`` and ``stalled`` are variants of running, set by timed_windows.py and the stall drill).
-``seq`` counts collectives the rank has *entered*; ``done`` those it has completed. Comparing
-them across ranks names the rank that never arrived or fell behind, rather than the first rank
-to die (which is what torchrun blames). Ranks are named by their GLOBAL rank everywhere; a
-machine's supervisor expects its own block of ranks (``expected_ranks``).
-
-In a job across machines the same record also goes to the job's c10d store (cluster/status_store.py),
-at every phase change and every heartbeat, so that every machine's supervisor sees the whole job;
-entering and leaving a collective stay local (the hot path of a 10,000-op storm). The file stays: the
-run directory on each machine keeps its own ranks' status, logs and stacks.
+A rank's phase is what it said (a lab workload says before-init, in-init, in-collective, timing, stalled), or,
+for a user's script that says nothing of itself, what its beacon saw (``phase_of``): inside
+init_process_group, inside another torch.distributed call or with a collective the flight recorder shows
+pending, or in its own code. Comparing collectives entered across ranks (``seq``: the lab's counters) names the
+rank that never arrived or fell behind, rather than the first rank to die (which is what torchrun blames); the
+flight recorder's counters do the same for a script (flight.py). Ranks are named by their GLOBAL rank
+everywhere; a machine's watcher expects its own block of ranks (``expected_ranks``).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
-import threading
-import time
 from dataclasses import replace
 
-from .files import write_text_atomic
-from .records.codec import RecordError, from_json, to_json
-from .records.session import RankState
-from .rundir import RunDir
+from ..platform.flight_recorder import pending_means_waiting
+from ..records.codec import RecordError, from_json
+from ..records.supervision import RankState
+from ..rundir import RunDir
 
-HEARTBEAT_S = 0.5
 WAITING_PHASES = ("in-collective", "in-init")
+END_PHASES = ("finished", "failed")
+# Phases a rank says of itself; "running" is refined from what its beacon saw (phase_of).
+SAID_PHASES = ("before-init", "in-init", "in-collective", "timing", "stalled", "exec", "finished", "failed")
 
 
-class RankStatus:
-    """Writer side, inside a rank: the status file always, the job's store when given a publisher."""
-
-    def __init__(self, run: RunDir, rank: int, local_rank: int, *, world_size: int | None = None,
-                 node_rank: int | None = None, address: str | None = None, publisher=None):
-        self.path = run.status_file(rank)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._publisher = publisher  # cluster.status_store.StatusPublisher, or None (one machine)
-        self._publish_lock = threading.Lock()  # one store round trip at a time, in beat order
-        now = time.time()
-        self.state = RankState(rank=rank, local_rank=local_rank, pid=os.getpid(), phase="before-init", since=now,
-                               heartbeat=now, world_size=world_size, node_rank=node_rank, host=socket.gethostname(),
-                               address=address, beat=0)
-        with self._lock:
-            self._write()
-        self._publish()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name="ddplab-heartbeat", daemon=True)
-        self._thread.start()
-
-    def close(self) -> None:
-        """Stop the heartbeat (the rank is ending): no thread of ours is inside a store call at exit."""
-        self._stop.set()
-        self._thread.join(timeout=HEARTBEAT_S + 10)
-
-    def phase(self, phase: str, **extra) -> None:
-        """A phase change (a handful per run) reaches the job's store at once."""
-        with self._lock:
-            self.state = replace(self.state, phase=phase, since=time.time(), **extra)
-            self._write()
-        self._publish()
-
-    def fail(self, error: str) -> None:
-        """The rank is failing: its error, and the phase it failed in with when it entered that phase (a judge
-        tells a rank that waited there from one that arrived after the others had given up)."""
-        with self._lock:
-            failed_in, entered = self.state.phase, self.state.since
-        self.phase("failed", error=error, failed_at=time.time(), failed_in=failed_in, failed_in_since=entered)
-
-    def enter_collective(self, op: str, numel: int) -> int:
-        with self._lock:
-            self.state = replace(self.state, phase="in-collective", seq=self.state.seq + 1, op=op, numel=numel,
-                                 since=time.time())
-            self._write()
-            return self.state.seq
-
-    def leave_collective(self) -> None:
-        with self._lock:
-            self.state = replace(self.state, phase="running", done=self.state.seq, since=time.time())
-            self._write()
-
-    def _beat(self) -> None:
-        while not self._stop.wait(HEARTBEAT_S):
-            with self._lock:
-                self._write()
-            self._publish()
-
-    def _write(self) -> None:
-        self.state = replace(self.state, heartbeat=time.time(), beat=(self.state.beat or 0) + 1)
-        # Rewritten at every collective: atomic for the supervisor, not fsync'ed (files.py).
-        write_text_atomic(self.path, json.dumps(to_json(self.state)), durable=False)
-
-    def _publish(self) -> None:
-        """The current record to the job's store. The round trip happens outside the state lock, so a
-        collective entered meanwhile does not wait for the network; a store that went away is the
-        publisher's to note, never this rank's error."""
-        if self._publisher is None:
-            return
-        with self._publish_lock:
-            with self._lock:
-                snapshot = self.state
-            self._publisher.publish(snapshot)
+def phase_of(state: RankState) -> str:
+    """The rank's phase: as it said, or, while it says only "running", as its beacon saw its main thread."""
+    if state.phase in SAID_PHASES or state.where is None:
+        return state.phase
+    call = state.where.torch_call
+    if call == "init_process_group":
+        return "in-init"
+    if call or pending(state):
+        return "in-collective"
+    if state.in_process_group is False and not state.progress and state.seq == 0:
+        return "before-init"
+    return "running"
 
 
-def read_all(run: RunDir) -> dict[int, RankState]:
+def pending(state: RankState) -> bool:
+    """A collective enqueued and not yet completed, by a flight recorder whose count means it (an asynchronous
+    backend's: the rank's main thread may be elsewhere while it waits)."""
+    return pending_means_waiting(state.recorder) and any(p.enqueued > p.completed
+                                                          for p in (state.progress or {}).values())
+
+
+def is_waiting(state: RankState) -> bool:
+    """Waiting on others: inside init or a collective (said, or seen), or with a collective pending."""
+    return phase_of(state) in WAITING_PHASES or pending(state)
+
+
+def _flight(state: RankState) -> tuple:
+    return tuple(sorted((pg, p.enqueued, p.completed) for pg, p in (state.progress or {}).items()))
+
+
+def read_states(run: RunDir) -> dict[int, RankState]:
     """Every rank's last status on this machine, by global rank (a file being replaced is skipped)."""
     out = {}
     for f in run.status_files():
@@ -121,8 +70,9 @@ def read_all(run: RunDir) -> dict[int, RankState]:
 
 
 def progress_key(states: dict[int, RankState]) -> tuple:
-    """What counts as progress: any rank's phase, entered or completed collective changing."""
-    return tuple(sorted((r, s.phase, s.seq, s.done) for r, s in states.items()))
+    """What counts as progress: any rank's phase, its collectives entered or completed (counted by the rank, or by
+    its flight recorder) or the torch.distributed call it is in changing, or a rank appearing."""
+    return tuple(sorted((r, phase_of(s), s.seq, s.done, s.torch_call, _flight(s)) for r, s in states.items()))
 
 
 def expected_ranks(states: dict[int, RankState], local_count: int) -> list[int] | None:
@@ -141,9 +91,9 @@ def name_culprits(states: dict[int, RankState], local_count: int, now: float,
     unseen = _not_started(states, local_count, expected)
     if unseen:
         return unseen
-    frozen = [r for r, s in states.items() if now - s.heartbeat > stale_s]
+    frozen = frozen_ranks(states, now, stale_s)
     if frozen:
-        return sorted(frozen), f"heartbeat stopped for more than {stale_s:.0f} s (process paused or wedged)"
+        return frozen, f"heartbeat stopped for more than {stale_s:.0f} s (process paused or wedged)"
     return _holding_up(states, waiting_phases=("in-collective",))
 
 
@@ -192,7 +142,7 @@ def _another_is_behind(rank: int, state: RankState, states: dict[int, RankState]
     for other, s in states.items():
         if other == rank:
             continue
-        if s.phase == "before-init" or (s.phase == "failed" and s.failed_in == "before-init"):
+        if phase_of(s) == "before-init" or (s.phase == "failed" and s.failed_in == "before-init"):
             return True
         if state.failed_in == "in-collective" and s.seq < state.seq:
             return True
@@ -229,7 +179,7 @@ def _not_started(states: dict[int, RankState], local_count: int,
 
 def _holding_up(states: dict[int, RankState], waiting_phases: tuple[str, ...]) -> tuple[list[int], str]:
     """Who is behind, by phase and collective sequence, among ranks that all wrote a status."""
-    not_in_init = [r for r, s in states.items() if s.phase == "before-init"]
+    not_in_init = [r for r, s in states.items() if phase_of(s) == "before-init"]
     if not_in_init and len(not_in_init) < len(states):
         return sorted(not_in_init), "never reached init_process_group while the others waited in it"
     if not_in_init:  # every rank here: the ranks waiting for them, if any, are on other machines
@@ -239,14 +189,14 @@ def _holding_up(states: dict[int, RankState], waiting_phases: tuple[str, ...]) -
     if low < max(entered.values()):
         behind = sorted(r for r, v in entered.items() if v == low)
         return behind, f"entered {low} collectives while others entered {max(entered.values())}"
-    waiting = [r for r, s in states.items() if s.phase in waiting_phases]
+    waiting = [r for r, s in states.items() if phase_of(s) in waiting_phases]
     idle = sorted(r for r in states if r not in waiting)
     if waiting and idle:
         return idle, "not inside the collective the others are waiting in"
-    if not any(s.phase in (*waiting_phases, "in-init") for s in states.values()):
+    if not any(phase_of(s) in (*waiting_phases, "in-init") for s in states.values()):
         # e.g. on one machine of a larger job, whose ranks waiting for these are elsewhere
         return idle, "stopped making progress outside any collective (no rank here waits in one)"
-    ops = {(s.op, s.numel) for s in states.values() if s.phase in waiting_phases}
+    ops = {(s.op, s.numel) for s in states.values() if phase_of(s) in waiting_phases}
     if len(ops) > 1:
         detail = "; ".join(f"rank {r}: {s.op}({s.numel}) #{s.seq}" for r, s in sorted(states.items()))
         return sorted(states), f"ranks issued different collectives: {detail}"
@@ -254,9 +204,6 @@ def _holding_up(states: dict[int, RankState], waiting_phases: tuple[str, ...]) -
 
 
 ALL_IN_ONE_COLLECTIVE = "every rank is inside the same collective (the library or the link is stuck)"
-
-
-END_PHASES = ("finished", "failed")
 
 
 def failed_elsewhere(job: dict[int, RankState], mine: dict[int, RankState]) -> list[int]:
@@ -304,7 +251,7 @@ def silent_machines(job: dict[int, RankState], store_machine: str | None = None)
     report anything after that: the store's machine is named if its ranks reported no end.
     Timing cannot tell these apart (a killed peer is noticed at once), the last words can.
     """
-    from .cluster.topology import machines
+    from ..cluster.topology import machines
 
     by_machine = machines({r: s.machine for r, s in job.items()})
     quiet = {m: ranks for m, ranks in by_machine.items() if not any(job[r].phase in END_PHASES for r in ranks)}
@@ -313,3 +260,16 @@ def silent_machines(job: dict[int, RankState], store_machine: str | None = None)
     if store_machine is not None and store_machine in quiet:
         return {store_machine: quiet[store_machine]}
     return {}
+
+
+# The kind of culprit each reason above names (records/supervision.py Culprit.kind), first match wins.
+_KINDS = (("never started", "never-started"), ("wrote a status", "never-started"),
+          ("heartbeat stopped", "frozen"), ("never reached init_process_group", "never-reached-init"),
+          ("collectives while others entered", "behind"), ("different collectives", "desync"),
+          ("not inside the collective", "not-in-collective"), ("outside any collective", "not-in-collective"),
+          ("failed inside the collective", "raised"), (ALL_IN_ONE_COLLECTIVE, "stuck-together"))
+
+
+def kind_of(reason: str) -> str:
+    """The culprit's kind for a reason these rules gave."""
+    return next((kind for words, kind in _KINDS if words in reason), "stuck-together")

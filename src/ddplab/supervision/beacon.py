@@ -1,0 +1,309 @@
+"""Each rank's beacon: its status, where the launcher's watcher reads it, for every kind of job.
+
+One writer for a lab stage, a drill and the user's own script under `ddplab launch`. It writes the rank's
+status (records/supervision.py ``RankState``) to ``<run dir>/ranks/<rank>/status.json`` (atomically: write,
+then rename) at every phase change, and a side thread rewrites it every ``HEARTBEAT_S`` with what it observes:
+  - where the main thread is (inside init_process_group, inside a collective, or in user code, with the
+    innermost frames), read from the side thread;
+  - the flight recorder's per-group status (last enqueued / started / completed collective), the progress a
+    user's script gives without knowing it;
+  - the collectives a lab workload counts itself (``enter_collective`` / ``leave_collective``), when it does.
+Every ``TICK_S`` the thread also looks for a dump request (a file the watcher or a failing rank writes) and
+answers it with the rank's full flight record and every thread's Python stack.
+
+A thread, not a signal handler: the main thread may sit in a collective for ever, and a Python signal handler
+only runs when the main thread returns to the interpreter. This thread runs whenever the main thread releases
+the GIL, which waiting in a collective does. When something holds the GIL, faulthandler's signal (rank.py's
+STACK_SIGNAL) is the way in.
+
+In a job across machines the same record also goes to the job's c10d store (cluster/status_store.py), at every
+phase change and every heartbeat; entering and leaving a collective stay local (the hot path of a 10,000-op
+storm).
+
+ddplab's own bookkeeping never changes the fate of the user's job (issue 18): every write here that fails (a
+full disk, a directory removed) is noted once on the rank's stderr and in the beacon's state, and the job goes
+on; supervision of that rank is then degraded, never the rank itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import traceback
+from dataclasses import replace
+
+from ..files import write_text_atomic
+from ..platform import flight_recorder
+from ..records.codec import to_json
+from ..records.supervision import GroupProgress, RankState, Where
+from ..rundir import RunDir
+
+HEARTBEAT_S = 0.5
+TICK_S = 0.1
+MAX_FRAMES = 8
+
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the ddplab package
+
+
+def _is_machinery(filename: str) -> bool:
+    """Frames between the interpreter and the user's code (boot, runpy): left out of "where"."""
+    return (filename.startswith(_OURS + "supervision" + os.sep) or filename.startswith(_OURS + "job" + os.sep)
+            or filename == "<frozen runpy>" or filename.endswith(os.sep + "runpy.py"))
+
+
+def progress_of(record: dict | None) -> dict[str, GroupProgress] | None:
+    """The per-group status of a flight record as integers. JSON dumps carry them as strings, pickle dumps as
+    integers; -1 means none yet."""
+    if not record or not record.get("pg_status"):
+        return None
+    return {str(pg): GroupProgress(int(s.get("last_enqueued_collective", -1)),
+                                   int(s.get("last_started_collective", -1)),
+                                   int(s.get("last_completed_collective", -1)))
+            for pg, s in record["pg_status"].items()}
+
+
+def torch_distributed_dir() -> str | None:
+    module = sys.modules.get("torch.distributed")
+    path = getattr(module, "__file__", None)
+    return os.path.dirname(path) + os.sep if path else None
+
+
+def locate(frame, distributed_dir: str | None) -> Where:
+    """Where a thread is: the outermost torch.distributed call it is inside (the API the user called:
+    init_process_group, all_reduce, barrier...), the user's line that called it, and the innermost frames."""
+    frames, torch_call, call_site, inside = [], None, None, False
+    while frame is not None:
+        code = frame.f_code
+        in_distributed = bool(distributed_dir) and code.co_filename.startswith(distributed_dir)
+        where = f"{code.co_filename}:{frame.f_lineno} in {code.co_name}"
+        if in_distributed:
+            inside = True
+            if not code.co_filename.endswith("c10d_logger.py"):  # the logging decorator's wrapper
+                torch_call = code.co_name  # keeps the outermost one: the call the user made
+        elif inside and call_site is None:
+            call_site = where
+        if not _is_machinery(code.co_filename) and len(frames) < MAX_FRAMES:
+            frames.append(where)
+        frame = frame.f_back
+    return Where(torch_call, call_site, frames)
+
+
+def _phase_raised_in(exc: BaseException, otherwise: str) -> str:
+    """in-init / in-collective when the traceback passes through torch.distributed, else running (or before-init
+    where the beacon saw no process group)."""
+    distributed = torch_distributed_dir()
+    tb, call = exc.__traceback__, None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if distributed and code.co_filename.startswith(distributed) and not code.co_filename.endswith(
+                "c10d_logger.py"):
+            call = call or code.co_name  # the outermost: the call the user made
+        tb = tb.tb_next
+    if call == "init_process_group":
+        return "in-init"
+    if call:
+        return "in-collective"
+    return "before-init" if otherwise == "before-init" else "running"
+
+
+def format_all_stacks() -> str:
+    """Every thread's Python stack, named, main thread first."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    main = threading.main_thread().ident
+    out = []
+    for ident, frame in sorted(sys._current_frames().items(), key=lambda kv: kv[0] != main):
+        out.append(f"Thread {names.get(ident, '?')} ({ident}):\n{''.join(traceback.format_stack(frame))}")
+    return "\n".join(out)
+
+
+def process_start_ticks(pid: int | str = "self") -> int | None:
+    """A process's start time in clock ticks since boot (/proc/PID/stat field 22): with the pid, it identifies the
+    process, so the launcher never signals a reused pid."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _in_process_group() -> bool:
+    """Whether the main thread has initialised the default process group. Never imports torch, and copes with
+    torch.distributed half imported: this thread can look while the main thread is still inside `import torch`
+    (seen on 2x H200: every rank wrote beacon-error.txt, docs/RESULTS.md)."""
+    dist = sys.modules.get("torch.distributed")
+    is_available = getattr(dist, "is_available", None)
+    is_initialized = getattr(dist, "is_initialized", None)
+    if is_available is None or is_initialized is None:
+        return False
+    return bool(is_available() and is_initialized())
+
+
+class Beacon:
+    """Writer side, inside a rank: the status file always, the job's store when given a publisher."""
+
+    def __init__(self, run: RunDir, rank: int, local_rank: int, *, world_size: int | None = None,
+                 node_rank: int | None = None, address: str | None = None, publisher=None,
+                 stack_signal: int | None = None, recorder_setting: str | None = None, phase: str = "before-init"):
+        self.run = run
+        self.rank = rank
+        self.path = run.status_file(rank)
+        self._lock = threading.Lock()
+        self._publisher = publisher  # cluster.status_store.StatusPublisher, or None (one machine)
+        self._publish_lock = threading.Lock()  # one store round trip at a time, in beat order
+        self._main_ident = threading.main_thread().ident
+        self._answered: str | None = None
+        self._last_flight: dict | None = None
+        self.write_error: str | None = None  # the first write that failed: supervision degraded, job unharmed
+        now = time.time()
+        self.state = RankState(rank=rank, local_rank=local_rank, pid=os.getpid(), phase=phase, since=now,
+                               heartbeat=now, world_size=world_size, node_rank=node_rank, host=socket.gethostname(),
+                               address=address, beat=0, proc_start_ticks=process_start_ticks(),
+                               stack_signal=stack_signal, flight_recorder=recorder_setting)
+        self._quietly(lambda: self.path.parent.mkdir(parents=True, exist_ok=True))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="ddplab-beacon", daemon=True)
+
+    def start(self) -> "Beacon":
+        with self._lock:
+            self._write()
+        self._publish()
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop the heartbeat (the rank is ending): no thread of ours is inside a store call at exit."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=HEARTBEAT_S + 10)
+
+    # ---------------------------------------------------------------------------------------- the rank's words
+
+    def phase(self, phase: str, **extra) -> None:
+        """A phase change (a handful per run) reaches the job's store at once. A final one (finished, failed)
+        carries what the beacon sees now: a script that ran for less than a heartbeat is judged on its last
+        collective, not on the one before."""
+        observed = self._observe() if phase in ("finished", "failed") else {}
+        with self._lock:
+            self.state = replace(self.state, phase=phase, since=time.time(), **{**observed, **extra})
+            self._write()
+        self._publish()
+
+    def fail(self, error: str, exit_code: int | None = None, exc: BaseException | None = None) -> None:
+        """The rank is failing: its error, and the phase it failed in with when it entered that phase (a judge
+        tells a rank that waited there from one that arrived after the others had given up). For a rank that says
+        only "running" (a user's script), the phase is where ``exc`` was raised: inside init_process_group,
+        inside another torch.distributed call, or in its own code."""
+        from .states import phase_of
+
+        observed = self._observe()
+        with self._lock:
+            now = replace(self.state, **observed)
+            failed_in, entered = phase_of(now), self.state.since
+            if self.state.phase == "running" and exc is not None:
+                failed_in = _phase_raised_in(exc, failed_in)
+        self.phase("failed", error=error, failed_at=time.time(), failed_in=failed_in, failed_in_since=entered,
+                   exit_code=exit_code)
+
+    def enter_collective(self, op: str, numel: int) -> int:
+        with self._lock:
+            self.state = replace(self.state, phase="in-collective", seq=self.state.seq + 1, op=op, numel=numel,
+                                 since=time.time())
+            self._write()
+            return self.state.seq
+
+    def leave_collective(self) -> None:
+        with self._lock:
+            self.state = replace(self.state, phase="running", done=self.state.seq, since=time.time())
+            self._write()
+
+    # ---------------------------------------------------------------------------------------- dumps
+
+    def dump(self, request_id: str | None, note: str = "") -> None:
+        """The rank's full flight record and every thread's stack, then mark the request answered."""
+        record = flight_recorder.read(include_collectives=True)
+        if record is not None:
+            text = json.dumps({**record, "dumped_at": time.time()}, default=str)
+            self._quietly(lambda: write_text_atomic(self.run.flight_file(self.rank), text, durable=False))
+        stacks = f"# rank {self.rank}, pid {os.getpid()}, at {time.time():.3f}\n{note}\n{format_all_stacks()}"
+        self._quietly(lambda: write_text_atomic(self.run.stack_file(self.rank), stacks, durable=False))
+        if request_id:
+            self._answered = request_id
+            self._quietly(lambda: write_text_atomic(self.run.answered_file(self.rank), request_id, durable=False))
+
+    def mark_answered(self, request_id: str) -> None:
+        """A request this rank made itself, after dumping: its own thread must not dump again."""
+        self._answered = request_id
+
+    # ---------------------------------------------------------------------------------------- the side thread
+
+    def _loop(self) -> None:
+        next_beat = time.monotonic() + HEARTBEAT_S
+        while not self._stop.wait(TICK_S):
+            try:
+                request_id = self._pending_request()
+                if request_id:
+                    self.dump(request_id)
+                    next_beat = 0.0
+                if time.monotonic() >= next_beat:
+                    with self._lock:
+                        self.state = replace(self.state, **self._observe())
+                        self._write()
+                    self._publish()
+                    next_beat = time.monotonic() + HEARTBEAT_S
+            except Exception as exc:  # never take the rank down; say once why the beacon went quiet
+                self._note_failure(f"{type(exc).__name__}: {exc}")
+                self._stop.wait(HEARTBEAT_S)
+
+    def _observe(self) -> dict:
+        frame = sys._current_frames().get(self._main_ident)
+        status = flight_recorder.read(include_collectives=False)
+        if status:
+            self._last_flight = status
+        seen = status or self._last_flight
+        return {"where": locate(frame, torch_distributed_dir()), "in_process_group": _in_process_group(),
+                "progress": progress_of(seen), "recorder": (seen or {}).get("recorder")}
+
+    def _pending_request(self) -> str | None:
+        try:
+            request = json.loads(self.run.dump_request_file.read_text())
+        except (OSError, ValueError):
+            return None
+        if isinstance(request, dict) and request.get("id") and request["id"] != self._answered:
+            return str(request["id"])
+        return None
+
+    def _write(self) -> None:
+        self.state = replace(self.state, heartbeat=time.time(), beat=(self.state.beat or 0) + 1)
+        text = json.dumps(to_json(self.state))
+        # Rewritten at every collective: atomic for the watcher, not fsync'ed (files.py).
+        self._quietly(lambda: write_text_atomic(self.path, text, durable=False))
+
+    def _publish(self) -> None:
+        """The current record to the job's store. The round trip happens outside the state lock, so a collective
+        entered meanwhile does not wait for the network; a store that went away is the publisher's to note,
+        never this rank's error."""
+        if self._publisher is None:
+            return
+        with self._publish_lock:
+            with self._lock:
+                snapshot = self.state
+            self._publisher.publish(snapshot)
+
+    def _quietly(self, write) -> None:
+        try:
+            write()
+        except Exception as exc:  # noqa: BLE001 - ddplab's bookkeeping must never fail the user's job
+            self._note_failure(str(exc))
+
+    def _note_failure(self, what: str) -> None:
+        if self.write_error is None:
+            self.write_error = what
+            try:
+                print(f"ddplab: rank {self.rank} could not write its supervision files ({what}); the job goes on, "
+                      "with this rank's supervision degraded", file=sys.stderr, flush=True)
+            except Exception:  # noqa: BLE001 - not even stderr: nothing more to say
+                pass

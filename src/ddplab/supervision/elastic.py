@@ -1,0 +1,218 @@
+"""One call into torch.distributed.elastic (torchrun's engine, used as a library) for every job: a lab workload
+(a function run in each rank) or a user's script (a program run through job/boot.py).
+
+SIGINT and SIGTERM are ddplab's (interrupts.py), during a launch too: elastic is asked to handle only SIGHUP and
+SIGQUIT, a stop signal is raised as elastic's own SignalException so that elastic tears the ranks down, and every
+handler elastic installed is put back afterwards. Ranks start with SIGINT blocked (a terminal's Ctrl+C reaches
+the whole foreground process group; the launcher decides). What elastic says about each rank that failed is kept
+as plain values; when and how a rank really ended is exits.py's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+
+from .. import interrupts
+from ..env_vars import environ_set
+from ..files import raise_if_full
+from ..rundir import RUN_ID_ENV, RunDir
+
+# Elastic keeps these; SIGINT/SIGTERM are ddplab's (see the module docstring).
+ELASTIC_SIGNALS = "SIGHUP,SIGQUIT"
+ELASTIC_SIGNALS_ENV = "TORCHELASTIC_SIGNALS_TO_HANDLE"  # launch_agent sets it for the process: restored after
+
+
+@dataclass(frozen=True)
+class ElasticFailure:
+    """How torch's elastic launcher saw one rank fail (its ProcessFailure, as plain values)."""
+
+    local_rank: int
+    pid: int
+    exitcode: int | None
+    signal: str | None  # SIGKILL, SIGABRT ... when a signal ended it
+    message: str  # the rank's own exception text, from its elastic error file
+    timestamp: float  # elastic's: the error file's time, else its poll's (whole seconds)
+    log_tail: str = ""
+
+    @property
+    def ended_by(self) -> str:
+        return self.signal or f"exit {self.exitcode}"
+
+
+@dataclass
+class ElasticOutcome:
+    ok: bool
+    duration_s: float
+    return_values: dict[int, Any] = field(default_factory=dict)  # global rank -> what it returned
+    failures: dict[int, ElasticFailure] = field(default_factory=dict)
+    torchrun_root_cause_rank: int | None = None  # the rank elastic would blame (its first failure)
+    launcher_error: str | None = None
+    interrupted: bool = False  # the launcher itself got SIGINT/SIGTERM
+
+
+def launch_config(**kwargs):
+    """torch's LaunchConfig with the fields this torch has (they grew across releases)."""
+    from torch.distributed.launcher.api import LaunchConfig
+
+    names = {f.name for f in dataclasses.fields(LaunchConfig)}
+    return LaunchConfig(**{k: v for k, v in kwargs.items() if k in names})
+
+
+def with_our_signals(config):
+    """The same configuration, with elastic handling only SIGHUP and SIGQUIT (the module docstring)."""
+    names = {f.name for f in dataclasses.fields(config)}
+    return dataclasses.replace(config, signals_to_handle=ELASTIC_SIGNALS) if "signals_to_handle" in names else config
+
+
+def run(config, entrypoint, args: tuple, run_dir: RunDir, env: dict[str, str]) -> ElasticOutcome:
+    """``entrypoint(*args)`` in every rank (a function, or a program path with its arguments) under ``config``,
+    with ``env`` set for the ranks to inherit."""
+    from torch.distributed.elastic.multiprocessing import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import elastic_launch
+
+    _quiet_elastic_logging()
+    config = with_our_signals(config)
+
+    def stop_ranks(name: str) -> BaseException:
+        # Elastic's own signal exception: its agent stops the ranks with ``sigval``. SIGTERM, not the SIGINT
+        # received: ranks ignore SIGINT.
+        return SignalException(f"{name} to the launcher", sigval=signal.SIGTERM)
+
+    start = time.monotonic()
+    # environ_set: the ranks inherit ``env`` at exec, so it shows in /proc/<pid>/environ.
+    # handlers_restored: elastic installs handlers when it starts the ranks and never removes them; left in place,
+    # they turned the next Ctrl+C into a SignalException inside whatever ran after the launch.
+    with _ranks_start_with_sigint_blocked(), environ_set({**env, ELASTIC_SIGNALS_ENV: ELASTIC_SIGNALS}), \
+            interrupts.handlers_restored((signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)):
+        try:
+            with interrupts.raising(stop_ranks):  # raises at once if a stop came before the launch
+                values = elastic_launch(config, entrypoint)(*args)
+            return ElasticOutcome(True, time.monotonic() - start,
+                                  return_values={int(k): v for k, v in (values or {}).items()})
+        except ChildFailedError as exc:
+            _raise_if_disk_full(run_dir)
+            return ElasticOutcome(False, time.monotonic() - start, failures=_failures(run_dir, exc),
+                                  torchrun_root_cause_rank=int(exc.get_first_failure()[0]))
+        except SignalException as exc:  # SIGINT/SIGTERM to the launcher: elastic stopped the ranks
+            _end_unregistered_ranks(run_dir)
+            return ElasticOutcome(False, time.monotonic() - start, launcher_error=f"interrupted: {exc}",
+                                  interrupted=True)
+        except Exception as exc:  # rendezvous or agent failure: still a report, never a traceback
+            _end_unregistered_ranks(run_dir)
+            _raise_if_disk_full(run_dir)
+            return ElasticOutcome(False, time.monotonic() - start, launcher_error=f"{type(exc).__name__}: {exc}")
+
+
+def _failures(run_dir: RunDir, exc) -> dict[int, ElasticFailure]:
+    failures = {}
+    for rank, f in exc.failures.items():
+        sig = None
+        if f.exitcode is not None and f.exitcode < 0:
+            try:
+                sig = signal.Signals(-f.exitcode).name
+            except ValueError:
+                sig = f"signal {-f.exitcode}"
+        failures[int(rank)] = ElasticFailure(local_rank=f.local_rank, pid=f.pid, exitcode=f.exitcode, signal=sig,
+                                             message=_failure_text(f.message), timestamp=float(f.timestamp),
+                                             log_tail=_log_tail(run_dir, f.local_rank))
+    return failures
+
+
+def _failure_text(message) -> str:
+    """Elastic's error-file message: a plain string, or {"message": ..., "extraInfo": {"py_callstack": ...}}."""
+    if isinstance(message, dict):
+        stack = (message.get("extraInfo") or {}).get("py_callstack") or ""
+        return stack if stack else str(message.get("message", message))
+    return str(message)
+
+
+def _log_tail(run_dir: RunDir, local_rank: int, max_chars: int = 2000) -> str:
+    text = ""
+    for path in run_dir.log_files(local_rank):
+        try:
+            text += path.read_text(errors="replace")
+        except OSError:
+            continue
+    return text[-max_chars:]
+
+
+def _end_unregistered_ranks(run_dir: RunDir, grace_s: float = 3.0) -> None:
+    """End ranks elastic started but never registered, and so never tears down.
+
+    A stop that lands while elastic is still starting the ranks aborts its start loop: the ranks already started
+    are left out of its process context. Evidence they are ours: children of this launcher that carry this run's
+    id (the launcher's own helpers, the guardian and the resource tracker, do not carry it or are told apart).
+    """
+    ranks = []
+    for child in psutil.Process().children():
+        try:
+            if child.environ().get(RUN_ID_ENV) == run_dir.run_id and \
+                    "multiprocessing.resource_tracker" not in " ".join(child.cmdline()):
+                ranks.append(child)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    for rank in ranks:
+        rank.terminate()  # SIGTERM, as elastic's teardown: quiet, nothing handles it while starting
+    _, alive = psutil.wait_procs(ranks, timeout=grace_s)
+    for rank in alive:
+        rank.kill()
+    psutil.wait_procs(alive, timeout=grace_s)
+
+
+def _raise_if_disk_full(run_dir: RunDir) -> None:
+    """A rank that hits ENOSPC cannot write its error file either, and elastic then fails on the empty file with
+    a JSONDecodeError: name the full disk instead (exit 3)."""
+    raise_if_full(run_dir.path, "the run directory: ranks' pid, status, log and error files")
+
+
+@contextlib.contextmanager
+def _ranks_start_with_sigint_blocked():
+    """Ranks start with SIGINT blocked, so a Ctrl+C that reaches them while they still import torch stays pending
+    until the rank ignores SIGINT (supervision/rank.py), instead of printing one KeyboardInterrupt traceback per
+    rank.
+
+    A child inherits the signal mask of the thread that starts it, through exec. Meanwhile a helper thread keeps
+    SIGINT deliverable to this process: Python runs the handler in the main thread whichever thread the kernel
+    handed the signal to.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    # multiprocessing starts its resource tracker at first use (inside elastic) and unblocks SIGINT in the calling
+    # thread afterwards, whatever was blocked before: start it now.
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    done = threading.Event()
+    threading.Thread(target=done.wait, name="ddplab-sigint-receiver", daemon=True).start()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        done.set()
+
+
+def _quiet_elastic_logging() -> None:
+    # Elastic logs its agent's life and each rank's traceback; ddplab reports outcomes itself (DDPLAB_DEBUG=1 shows
+    # elastic's own log).
+    if not os.environ.get("DDPLAB_DEBUG"):
+        for name in ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing"):
+            logger = logging.getLogger(name)
+            logger.setLevel(logging.CRITICAL)
+            # Elastic's module loggers set their own level (WARNING), so the parent's level does not hold them (a
+            # JSONDecodeError traceback hid a full disk): stop their records here.
+            if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+                logger.addHandler(logging.NullHandler())
+            logger.propagate = False

@@ -1,0 +1,141 @@
+"""What each rank of a job left behind, gathered once the job ended, typed, for the judge (judge.py).
+
+Per rank: its last status (its beacon's file, or the job's store for a rank on another machine), its full
+flight record when it dumped one (ddplab's dump on request, else torch's own dump on a timeout), its uncaught
+exception (error.json), how its process ended (exits.py, with who ended it), and whether it answered the last
+dump request (then its numbers are where it was stuck).
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..records.codec import RecordError, from_json
+from ..records.supervision import RankEnd, RankError, RankState
+from ..rundir import RunDir
+from .states import END_PHASES, phase_of
+
+
+@dataclass
+class RankEvidence:
+    rank: int
+    status: RankState | None = None  # the last status its beacon wrote
+    record: dict | None = None  # its full flight record, when it dumped one
+    error: RankError | None = None  # its uncaught exception: type, message, traceback, when
+    end: RankEnd | None = None  # how and when its process ended, as the launcher saw it
+    answered: bool = False  # answered the last dump request: its numbers are where it was stuck
+
+    @property
+    def phase(self) -> str | None:
+        return phase_of(self.status) if self.status else None
+
+    @property
+    def stopped_by_launcher(self) -> bool:
+        return bool(self.end and self.end.by_launcher)
+
+    @property
+    def torch_call(self) -> str | None:
+        return self.status.torch_call if self.status else None
+
+    @property
+    def in_process_group(self) -> bool | None:
+        return self.status.in_process_group if self.status else None
+
+    @property
+    def trusted(self) -> bool:
+        """Its progress is where it stopped, not a lower bound."""
+        return self.answered or (self.status is not None and self.status.phase in END_PHASES)
+
+    @property
+    def progress(self) -> dict[str, int]:
+        """{pg: last enqueued}: the highest seen in its dump and its heartbeats (it only grows)."""
+        merged = {str(pg): int(s.get("last_enqueued_collective", -1))
+                  for pg, s in ((self.record or {}).get("pg_status") or {}).items()}
+        for pg, p in ((self.status.progress if self.status else None) or {}).items():
+            merged[pg] = max(merged.get(pg, -1), p.enqueued)
+        return merged
+
+    @property
+    def error_text(self) -> str | None:
+        """Its error in words: its error file, or (a rank on another machine) what its status said."""
+        if self.error:
+            return f"{self.error.type}: {self.error.message}"
+        return self.status.error if self.status else None
+
+    @property
+    def error_at(self) -> float | None:
+        if self.error:
+            return self.error.at
+        return self.status.failed_at if self.status else None
+
+    def location(self, depth: int = 3) -> str:
+        frames = (self.status.where.frames if self.status and self.status.where else None) or []
+        return " <- ".join(frames[:depth]) if frames else "unknown"
+
+    def state(self) -> str:
+        """What this rank was doing, in words, for a culprit's reason."""
+        if self.error:
+            first_line = (str(self.error.message).strip().splitlines() or [""])[0]
+            return f"raised {self.error.type}: {first_line[:160]}"
+        if self.status and self.status.error:
+            return f"failed: {self.status.error.strip().splitlines()[0][:160]}"
+        if self.status and self.status.phase == "finished":
+            return "finished its script and exited"
+        if self.end and not self.end.ok and not self.end.by_launcher:
+            return f"ended by {self.end.in_words()}"
+        if self.torch_call:
+            call_site = (self.status.where.call_site if self.status and self.status.where else None) \
+                or self.location(1)
+            return f"waiting in {self.torch_call}, called at {call_site}"
+        if self.phase in ("in-collective", "in-init"):
+            what = f"{self.status.op} #{self.status.seq}" if self.status and self.status.op else self.phase
+            return f"waiting in {what}"
+        return f"main thread in its own code at {self.location()}"
+
+
+def load_record(path: Path) -> dict | None:
+    """A flight-recorder dump: JSON (ddplab's and torch's *_json dumps) or pickle (torch's default dump
+    format). These files come from this job's own ranks."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        pass
+    try:
+        record = pickle.loads(data)  # noqa: S301 - written by this job's own ranks
+    except Exception:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def read_error(run: RunDir, rank: int) -> RankError | None:
+    try:
+        return from_json(RankError, json.loads(run.error_file(rank).read_text()))
+    except (OSError, ValueError, RecordError):
+        return None
+
+
+def answered(run: RunDir, rank: int) -> str | None:
+    try:
+        return run.answered_file(rank).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def gather(run: RunDir, ranks: list[int], states: dict[int, RankState], ends: dict[int, RankEnd],
+           request_id: str | None) -> dict[int, RankEvidence]:
+    """Every rank's evidence: ``states`` are the last statuses known (this machine's files, the job's store for
+    the others), ``ends`` how this machine's ranks ended."""
+    evidence = {}
+    for rank in sorted(set(ranks) | set(states) | set(ends)):
+        record = load_record(run.flight_file(rank)) or load_record(run.torch_dump_file(rank))
+        evidence[rank] = RankEvidence(rank, status=states.get(rank), record=record, error=read_error(run, rank),
+                                      end=ends.get(rank),
+                                      answered=request_id is not None and answered(run, rank) == request_id)
+    return evidence

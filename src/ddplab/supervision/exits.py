@@ -1,0 +1,191 @@
+"""How and when each rank's process ended, seen by its launcher the moment it happened.
+
+The order of deaths is evidence (judge.py): the first rank to end by a signal or a non-zero status while the
+others were healthy or waiting is the culprit, and ranks that fail after it with a connection error are its
+victims. With gloo those victims raise "Connection reset" within milliseconds of the death, so the death must
+be timed to the millisecond. Elastic's own record cannot do that: it polls every monitor interval and, for a rank
+that left no error file, stamps the failure with the poll's time in whole seconds (torch's ProcessFailure), which
+made ddplab name a victim 3 times of 3 (issue 17).
+
+So a thread per rank waits in ``waitid(P_PID, pid, WEXITED | WNOWAIT)``: the kernel wakes it as the rank ends,
+and WNOWAIT leaves the child for elastic to reap as before. Ranks are the launcher's own children (elastic starts
+them), which is what waitid needs; where one is not (or elastic reaped it first), the thread notes the time it
+learnt of the end and leaves how it ended to elastic's report.
+
+Where the kernel's OOM killer ended a rank, its cgroup's ``memory.events`` counter ``oom_kill`` went up, and
+the kernel log (``/dev/kmsg``, readable by root) names the pid: ``oom_evidence`` reads both (issue 18).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CLD_EXITED, CLD_KILLED, CLD_DUMPED = 1, 2, 3
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+KMSG = "/dev/kmsg"
+
+
+@dataclass(frozen=True)
+class Exit:
+    """One process's end: wall time, and its exit status or signal (both None: not known here)."""
+
+    pid: int
+    at: float
+    exit_code: int | None
+    signal: str | None
+
+
+class ExitWatch:
+    """Waits for each rank's pid to end; ``ends()`` gives what ended so far, by global rank.
+
+    ``follow(run, count)`` finds the ranks by the pid files they write first thing (supervision/rank.py), every
+    FIND_S until ``count`` of them are watched: a rank is watched within milliseconds of starting, long before it
+    can issue a collective, so no death goes untimed."""
+
+    FIND_S = 0.01
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._watched: dict[int, int] = {}  # pid -> rank
+        self._ends: dict[int, Exit] = {}  # rank -> its end
+        self._cgroups: dict[int, str] = {}  # pid -> its cgroup's memory.events, read while it lived
+        self._oom_baseline: dict[str, int] = {}
+
+    def watch(self, rank: int, pid: int) -> None:
+        """Start waiting for ``pid`` (rank ``rank``), once."""
+        with self._lock:
+            if pid in self._watched:
+                return
+            self._watched[pid] = rank
+        events = memory_events_file(pid)
+        if events is not None:
+            self._cgroups[pid] = events
+            self._oom_baseline.setdefault(events, oom_kills(events) or 0)
+        threading.Thread(target=self._wait, args=(rank, pid), name=f"ddplab-exit-{rank}", daemon=True).start()
+
+    def follow(self, run_dir, count: int, stop: threading.Event) -> None:
+        """Watch every rank of ``run_dir`` as its pid file appears, until ``count`` are watched or ``stop``."""
+        def find() -> None:
+            while not stop.is_set():
+                for rank, pid in run_dir.rank_pids().items():
+                    self.watch(rank, pid)
+                if len(self._watched) >= count:
+                    return
+                stop.wait(self.FIND_S)
+        threading.Thread(target=find, name="ddplab-exit-finder", daemon=True).start()
+
+    def ends(self) -> dict[int, Exit]:
+        with self._lock:
+            return dict(self._ends)
+
+    def first_end(self) -> Exit | None:
+        ends = self.ends()
+        return min(ends.values(), key=lambda e: e.at) if ends else None
+
+    def oom_evidence(self, pid: int) -> str | None:
+        """Why we think the kernel's OOM killer ended ``pid``, or None."""
+        events = self._cgroups.get(pid)
+        now = oom_kills(events) if events else None
+        if now is not None and now > self._oom_baseline.get(events, now):
+            return f"cgroup memory.events oom_kill {self._oom_baseline[events]} -> {now} ({events})"
+        return kernel_log_names(pid)
+
+    def _wait(self, rank: int, pid: int) -> None:
+        exit_code = sig = None
+        try:
+            info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+            if info is not None:
+                exit_code, sig = _decode(info.si_code, info.si_status)
+        except ChildProcessError:  # not our child, or reaped already: the end is known, not how
+            _wait_gone(pid)
+        except OSError:
+            _wait_gone(pid)
+        with self._lock:
+            self._ends.setdefault(rank, Exit(pid, time.time(), exit_code, sig))
+
+
+def _decode(code: int, status: int) -> tuple[int | None, str | None]:
+    if code == CLD_EXITED:
+        return status, None
+    if code in (CLD_KILLED, CLD_DUMPED):
+        try:
+            return None, signal.Signals(status).name
+        except ValueError:
+            return None, f"signal {status}"
+    return None, None
+
+
+def _wait_gone(pid: int, poll_s: float = 0.01) -> None:
+    """Until ``pid`` is gone or a zombie (not a child of ours: no waitid)."""
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return
+        except (OSError, IndexError):
+            return
+        time.sleep(poll_s)
+
+
+def memory_events_file(pid: int | str) -> str | None:
+    """The cgroup v2 ``memory.events`` of a process (None: cgroup v1, unreadable, or no memory controller)."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        hierarchy, _, path = line.partition("::")
+        if hierarchy == "0":
+            events = CGROUP_ROOT / path.lstrip("/") / "memory.events"
+            return str(events) if events.exists() else None
+    return None
+
+
+def oom_kills(events_file: str) -> int | None:
+    """The ``oom_kill`` count of a cgroup v2 ``memory.events`` file."""
+    try:
+        text = Path(events_file).read_text()
+    except OSError:
+        return None
+    return parse_oom_kills(text)
+
+
+def parse_oom_kills(text: str) -> int | None:
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "oom_kill" and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+_KILLED = re.compile(r"(?:Killed process|oom-kill:.*\bpid=)\s*(\d+)")
+
+
+def kernel_log_names(pid: int, kmsg: str = KMSG) -> str | None:
+    """The kernel log's line saying the OOM killer ended ``pid``, where the log is readable (root)."""
+    try:
+        fd = os.open(kmsg, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        while True:
+            try:
+                record = os.read(fd, 8192).decode(errors="replace")
+            except BlockingIOError:
+                return None
+            except OSError:  # EPIPE: a record overwritten while we read; go on
+                continue
+            if not record:
+                return None
+            line = record.split(";", 1)[-1].strip()
+            found = _KILLED.search(line)
+            if found and int(found.group(1)) == pid:
+                return f"kernel log: {line[:200]}"
+    finally:
+        os.close(fd)

@@ -1,0 +1,172 @@
+"""Teardown owns the whole process tree: a job's ranks and everything they started end with the job, on every
+path (success, failure, hang, Ctrl+C; SIGKILL of the launcher is the guardian's, guardian.py).
+
+What belongs to a job, by evidence the launcher holds itself (never "its parent is pid 1", docs/processes.md):
+  - its ranks: the processes elastic started, found by their pid files and start times;
+  - their descendants, however detached (a data-loader worker, a helper in a session of its own, the program a
+    --no-python wrapper runs): seen as descendants of a rank while the watcher polls, and kept by pid and start
+    time afterwards. The launcher is a child subreaper (PR_SET_CHILD_SUBREAPER, Linux >= 3.4) while the job
+    runs, so a rank's child whose rank died, or a double fork, is re-parented to the launcher rather than to
+    init, and stays in view;
+  - every process carrying the job's run id in its environment (inherited from the rank that started it).
+A process that escapes on purpose (a double fork into its own session with a scrubbed environment, between two
+polls) may go unseen; it is at least named afterwards where it still carries the run id (``ddplab clean`` too).
+
+The members are written to ``family.json`` for the guardian, which ends them if the launcher is SIGKILLed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+
+import psutil
+
+from ..files import write_text_atomic
+from ..procs import program_name, run_processes, signal_quietly, start_ticks
+from ..rundir import RunDir
+
+PR_SET_CHILD_SUBREAPER = 36
+GRACE_S = 2.0  # between SIGTERM and SIGKILL when ddplab ends a job's processes itself
+
+
+def set_child_subreaper(on: bool) -> bool:
+    """Make this process (not) a child subreaper; False where the kernel or platform cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+@dataclass(frozen=True)
+class Member:
+    """One process of the job: pid and start time (its identity), and its program for reports."""
+
+    pid: int
+    ticks: int | None
+    program: str
+
+    def alive(self) -> bool:
+        """Still this process (same start time) and not a zombie."""
+        if start_ticks(self.pid) != self.ticks:
+            return False
+        try:
+            with open(f"/proc/{self.pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            return False
+
+
+class Family:
+    """The processes of one job, as this launcher has seen them."""
+
+    def __init__(self, run: RunDir):
+        self.run = run
+        self.launcher = os.getpid()
+        self.members: dict[int, Member] = {}
+        self.rank_pids: set[int] = set()
+        self._written: set[int] = set()
+        self._descendants: set[int] = set()  # seen as a rank's descendant: never a child elastic started
+        self._adopted: set[int] = set()
+
+    def refresh(self, rank_pids: dict[int, int]) -> None:
+        """Take in the ranks and their descendants now alive; written for the guardian when it changed."""
+        self.rank_pids |= set(rank_pids.values())
+        for pid in rank_pids.values():
+            self._take(pid)
+            try:
+                for child in psutil.Process(pid).children(recursive=True):
+                    self._take(child.pid)
+                    self._descendants.add(child.pid)
+            except psutil.Error:
+                continue
+        for pid in self._launchers_adopted():
+            self._take(pid)
+        if set(self.members) != self._written:
+            self._write()
+
+    def marked(self) -> None:
+        """Take in every process carrying the run id (a scan of every process: at teardown only)."""
+        for pid in run_processes(self.run.run_id):
+            self._take(pid)
+
+    def alive(self) -> list[Member]:
+        return [m for m in self.members.values() if m.alive()]
+
+    def beyond_ranks(self) -> list[Member]:
+        """Members that are not ranks: what the ranks started."""
+        return [m for m in self.alive() if m.pid not in self.rank_pids]
+
+    def end(self, members: list[Member], grace_s: float = GRACE_S) -> tuple[list[int], list[int], list[int]]:
+        """SIGCONT and SIGTERM ``members``, SIGKILL what is left after ``grace_s``: (terminated, killed, survived)
+        pids. Each is signalled only while it is still the process that was seen (start time)."""
+        for m in members:
+            if m.alive():
+                signal_quietly(m.pid, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+                signal_quietly(m.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and any(m.alive() for m in members):
+            self.reap_adopted()
+            time.sleep(0.05)
+        killed = [m for m in members if m.alive()]
+        for m in killed:
+            signal_quietly(m.pid, signal.SIGKILL)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and any(m.alive() for m in killed):
+            self.reap_adopted()
+            time.sleep(0.05)
+        self.reap_adopted()
+        survived = [m.pid for m in killed if m.alive()]  # e.g. in uninterruptible sleep, wedged on a device
+        gone = {m.pid for m in killed} - set(survived)
+        return sorted(m.pid for m in members if m not in killed), sorted(gone), sorted(survived)
+
+    def reap_adopted(self) -> None:
+        """Collect the exit of processes re-parented to this launcher (it is their subreaper): only those, never
+        a child that elastic or subprocess owns (they reap their own)."""
+        for pid in list(self._adopted):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                self._adopted.discard(pid)
+                continue
+            if done:
+                self._adopted.discard(pid)
+
+    def _take(self, pid: int) -> None:
+        if pid in self.members or pid == self.launcher:
+            return
+        ticks = start_ticks(pid)
+        if ticks is None:
+            return
+        try:
+            program = program_name(psutil.Process(pid).cmdline())
+        except psutil.Error:
+            program = ""
+        self.members[pid] = Member(pid, ticks, program)
+
+    def _launchers_adopted(self) -> list[int]:
+        """Children of this launcher re-parented here (it is their subreaper): seen before as a rank's
+        descendant. Only those are ever reaped here: a child elastic started (a rank) is elastic's to reap, and
+        reaping it here would make elastic read its exit as a success."""
+        try:
+            children = psutil.Process(self.launcher).children()
+        except psutil.Error:
+            return []
+        adopted = [c.pid for c in children if c.pid in self._descendants and c.pid not in self.rank_pids]
+        self._adopted |= set(adopted)
+        return adopted
+
+    def _write(self) -> None:
+        members = [{"pid": m.pid, "ticks": m.ticks} for m in self.members.values()]
+        try:
+            write_text_atomic(self.run.family_file, json.dumps(members), durable=False)
+            self._written = set(self.members)
+        except Exception:  # noqa: BLE001 - the guardian then relies on the run id alone
+            pass

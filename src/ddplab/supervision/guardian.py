@@ -1,0 +1,151 @@
+"""The guardian: a small process that ends what a job started if its launcher dies without doing it (SIGKILL).
+
+    python -m ddplab.supervision.guardian RUN_DIR RUN_ID
+
+The launcher starts it at the beginning of a job with a pipe on its stdin, and keeps the pipe's write end to
+itself (Python's pipes are close-on-exec, so no rank inherits it). The guardian blocks reading that pipe:
+  - "done" (the launcher finished and cleaned up itself): it exits at once, touching nothing;
+  - end of file without "done": only the kernel closing the pipe at the launcher's death ends it so. That is the
+    launcher evidence the project's safety rule asks for (docs/processes.md): it holds from any PID namespace.
+Then the ranks are already gone (their parent-death guard), and the guardian ends the rest of the job: the
+processes the watcher last listed in family.json (by pid AND start time), every process carrying the run id in
+its environment, and the daemons listed in daemons.json (a private sharing daemon: its own stop command first,
+then its processes). SIGTERM, then SIGKILL after a grace period. What it did goes to guardian.json.
+
+It ignores SIGINT, SIGTERM and SIGHUP (a terminal's Ctrl+C or hang-up reaches the whole process group, and the
+launcher must decide), and imports nothing but the standard library, to start in tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+RUN_ID_ENV = "DDPLAB_RUN_ID"  # rundir.RUN_ID_ENV (not imported: this process starts with the stdlib only)
+DONE = b"done"
+SETTLE_S = 0.3  # the ranks' parent-death guard fires at once; give it a moment before looking
+GRACE_S = 2.0
+DAEMON_STOP_S = 10.0
+
+
+def start_ticks(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def alive(pid: int, ticks: int | None) -> bool:
+    if ticks is None or start_ticks(pid) != ticks:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def marked(run_id: str) -> dict[int, int | None]:
+    """Every process carrying the run id (pid -> start ticks), not this one."""
+    found = {}
+    needle = f"{RUN_ID_ENV}={run_id}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    found[int(entry)] = start_ticks(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def stop_daemons(run_dir: Path) -> list[dict]:
+    """Each daemon in daemons.json: its stop command (with its environment), then its processes."""
+    done = []
+    for daemon in _read_json(run_dir / "daemons.json") or []:
+        entry = {"name": daemon.get("name"), "stop": daemon.get("stop")}
+        if daemon.get("stop"):
+            try:
+                subprocess.run(daemon["stop"], input=daemon.get("stdin", ""), text=True, capture_output=True,
+                               env={**os.environ, **(daemon.get("env") or {})}, timeout=DAEMON_STOP_S)
+                entry["stopped"] = True
+            except (OSError, subprocess.SubprocessError) as exc:
+                entry["stopped"] = f"{type(exc).__name__}: {exc}"
+        entry["ended"] = end({int(p): t for p, t in daemon.get("pids") or []})
+        done.append(entry)
+    return done
+
+
+def end(processes: dict[int, int | None]) -> dict[str, list[int]]:
+    """SIGCONT + SIGTERM, then SIGKILL after the grace period; each only while it is the same process."""
+    live = {p: t for p, t in processes.items() if alive(p, t)}
+    for pid in live:
+        for sig in (signal.SIGCONT, signal.SIGTERM):
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+    deadline = time.monotonic() + GRACE_S
+    while time.monotonic() < deadline and any(alive(p, t) for p, t in live.items()):
+        time.sleep(0.05)
+    killed = [p for p, t in live.items() if alive(p, t)]
+    for pid in killed:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return {"terminated": sorted(set(live) - set(killed)), "killed": sorted(killed)}
+
+
+def sweep(run_dir: Path, run_id: str) -> dict:
+    time.sleep(SETTLE_S)
+    daemons = stop_daemons(run_dir)
+    family = {int(m["pid"]): m.get("ticks") for m in _read_json(run_dir / "family.json") or []}
+    ended = end({**family, **marked(run_id)})
+    return {"at": time.time(), "daemons": daemons, **ended}
+
+
+def main(argv: list[str]) -> int:
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    run_dir, run_id = Path(argv[0]), argv[1]
+    said = b""
+    while True:
+        try:
+            chunk = os.read(0, 64)
+        except InterruptedError:
+            continue
+        except OSError:
+            chunk = b""
+        if not chunk:
+            break
+        said += chunk
+    if said.strip() == DONE:
+        return 0
+    report = sweep(run_dir, run_id)
+    try:
+        tmp = run_dir / f".guardian.json.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(report))
+        os.replace(tmp, run_dir / "guardian.json")
+    except OSError:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,272 @@
+"""One supervised job, from meeting to culprit: the same path for a lab stage, a drill and `ddplab launch`.
+
+    meeting (where it listens) -> guardian -> sampler + watcher around elastic -> how each rank ended
+    -> what was left (ended) -> evidence -> the judge's culprit
+
+``run_job`` takes what differs between them (what each rank runs, elastic's configuration, the variables the ranks
+inherit, how to meet) as a ``JobSpec`` and returns a ``JobOutcome``; the lab turns it into a SessionRecord
+(session.py), `ddplab launch` into a LaunchRecord (job/outcome.py), each with the same Hang and Culprit records
+from the same judge.
+
+elastic runs in the calling thread, which must be the launcher's main thread when it can: the ranks'
+PR_SET_PDEATHSIG fires when the thread that started them ends, so that thread must live as long as the launcher.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, ContextManager
+
+from ..files import write_text_atomic
+from ..procs import start_ticks
+from ..records.listen import Listened
+from ..records.supervision import Culprit, Hang, LeftProcess, MachineLoss, RankEnd, RankState
+from ..rundir import RunDir
+from . import elastic, judge, meeting as meet
+from .evidence import RankEvidence, gather
+from .family import set_child_subreaper
+from .states import read_states
+from .watcher import Watcher
+
+
+@dataclass
+class JobSpec:
+    """What one job runs and how: the differences between a lab stage, a drill and the user's own script."""
+
+    run: RunDir
+    nproc: int  # ranks this machine starts
+    entrypoint: Any  # a function (the lab's worker.rank_main) or the interpreter that runs job/boot.py
+    args: tuple  # what the entrypoint gets: (RankJob,) or the boot module's command line
+    meeting: Callable[[], ContextManager[meet.Meeting]]  # meeting.one_machine / across_machines / as_asked
+    make_config: Callable[[meet.Meeting], Any]  # torch's LaunchConfig for that meeting
+    env: dict[str, str] = field(default_factory=dict)  # what every rank inherits, besides the run's markers
+    hang_timeout_s: float | None = None
+    job_id: str = ""  # the rendezvous' run id: the status keys of this launch in the job's store
+    expected: list[int] | None = None  # the global ranks this machine starts, where known beforehand
+    description: dict | None = None  # job.json, for people to read
+    sampler: Any = None  # a context manager sampling the ranks (sampler.RankSampler), or None
+    controller: Callable[[RunDir], None] | None = None  # runs in a thread while the ranks run (drills inject)
+    ras: Any = None  # job/ras.py RasPlan, or None
+
+
+@dataclass
+class JobOutcome:
+    run: RunDir
+    started_at: float
+    ended_at: float
+    ok: bool = False
+    duration_s: float = 0.0
+    return_values: dict[int, Any] = field(default_factory=dict)
+    failures: dict[int, elastic.ElasticFailure] = field(default_factory=dict)
+    torchrun_root_cause_rank: int | None = None
+    launcher_error: str | None = None
+    interrupted: bool = False
+    listen: Listened | None = None
+    hang: Hang | None = None
+    culprit: Culprit | None = None
+    ends: dict[int, RankEnd] = field(default_factory=dict)
+    evidence: dict[int, RankEvidence] = field(default_factory=dict)
+    states: dict[int, RankState] = field(default_factory=dict)  # each rank's last status (the job's, across)
+    job_states: dict[int, RankState] = field(default_factory=dict)  # across machines: the store's view
+    ended_after: list[LeftProcess] = field(default_factory=list)  # the job's processes ddplab ended afterwards
+    left_running: list[LeftProcess] = field(default_factory=list)  # and those that outlived even that
+    first_failure_seen_at: float | None = None
+    machines_lost: MachineLoss | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    @property
+    def run_dir(self) -> str:
+        return str(self.run.path)
+
+    @property
+    def detected_at(self) -> float | None:
+        """When ddplab knew the job had gone wrong: the hang declaration, a rank's failure, or elastic's return."""
+        if self.ok:
+            return None
+        if self.hang:
+            return self.hang.declared_at
+        return min(t for t in (self.first_failure_seen_at, self.ended_at) if t is not None)
+
+
+def run_job(spec: JobSpec) -> JobOutcome:
+    """The job from start to end; nothing it started is left running when this returns (what could not be
+    ended is in ``left_running``)."""
+    run = spec.run
+    started = time.time()
+    outcome = JobOutcome(run, started, started)
+    watcher = Watcher(run, spec.nproc, spec.hang_timeout_s, job=spec.job_id, ras=spec.ras)
+    reaper = set_child_subreaper(True)
+    try:
+        with spec.meeting() as meeting, Guardian(run):
+            outcome.listen = meeting.exposure.record()
+            _write_quietly(run.listen_file, json.dumps(meeting.exposure.to_dict(), indent=2))
+            if spec.description is not None:
+                _write_quietly(run.job_file, json.dumps(spec.description, indent=2, default=str))
+            env = {**spec.env, **meeting.exposure.environment(),
+                   **run.marker_env(os.getpid(), start_ticks(os.getpid()))}
+            with (spec.sampler or contextlib.nullcontext()), watcher:
+                if spec.controller is not None:
+                    threading.Thread(target=spec.controller, args=(run,), name="ddplab-controller",
+                                     daemon=True).start()
+                result = elastic.run(spec.make_config(meeting), spec.entrypoint, spec.args, run, env)
+                outcome.ended_at = time.time()
+                if not result.ok and meeting.across_machines:
+                    meet.wait_for_last_words()
+            _take(outcome, result)
+            outcome.ended_after, outcome.left_running = _leftovers(watcher)
+    except meet.CannotListen as exc:  # nothing started: a report that says so
+        outcome.launcher_error, outcome.ended_at = str(exc), time.time()
+    except meet.StoreWaitStopped as exc:
+        outcome.launcher_error, outcome.interrupted, outcome.ended_at = f"interrupted: {exc}", True, time.time()
+    finally:
+        if reaper:
+            watcher.family.reap_adopted()
+            set_child_subreaper(False)
+    _judge(outcome, watcher, spec)
+    return outcome
+
+
+def _take(outcome: JobOutcome, result: elastic.ElasticOutcome) -> None:
+    outcome.ok, outcome.duration_s = result.ok, result.duration_s
+    # a script's ranks return nothing (None) through elastic: only a function's values are kept
+    outcome.return_values = {r: v for r, v in result.return_values.items() if v is not None}
+    outcome.failures = result.failures
+    outcome.torchrun_root_cause_rank = result.torchrun_root_cause_rank
+    outcome.launcher_error, outcome.interrupted = result.launcher_error, result.interrupted
+
+
+def _leftovers(watcher: Watcher) -> tuple[list[LeftProcess], list[LeftProcess]]:
+    ended, survived = watcher.leftovers()
+    # program names only (procs.program_name): arguments can carry secrets
+    return ([LeftProcess(m.pid, m.program, ended=True) for m in ended], [LeftProcess(m.pid, m.program)
+                                                                          for m in survived])
+
+
+def _judge(outcome: JobOutcome, watcher: Watcher, spec: JobSpec) -> None:
+    """How each rank ended, the evidence, and the culprit where the job did not succeed."""
+    outcome.hang = watcher.hang
+    outcome.first_failure_seen_at = watcher.first_failure_seen_at
+    outcome.interrupted = outcome.interrupted or watcher.stopped_at is not None
+    outcome.job_states = dict(watcher.job_states)
+    outcome.states = {**watcher.job_states, **read_states(outcome.run)}
+    outcome.ends = rank_ends(watcher, outcome)
+    if not outcome.ok:
+        outcome.machines_lost = watcher.machines_lost()
+    expected = spec.expected
+    if expected is None and outcome.job_states:
+        sizes = [s.world_size for s in outcome.job_states.values() if s.world_size]
+        expected = list(range(max(sizes))) if sizes else None
+    request = _read_request(outcome.run)
+    outcome.evidence = gather(outcome.run, expected or [], outcome.states, outcome.ends, request)
+    if outcome.ok or (outcome.launcher_error and not outcome.interrupted and not outcome.states):
+        return
+    hosts = {r: s.machine for r, s in outcome.states.items()} if outcome.job_states else None
+    interrupted_at = watcher.stopped_at if outcome.interrupted else None
+    if outcome.interrupted and interrupted_at is None:
+        interrupted_at = outcome.ended_at
+    outcome.culprit = judge.name_culprit(outcome.evidence, expected, hang=outcome.hang,
+                                         interrupted_at=interrupted_at, local_count=spec.nproc, hosts=hosts)
+
+
+def rank_ends(watcher: Watcher, outcome: JobOutcome) -> dict[int, RankEnd]:
+    """How each of this machine's ranks ended: the exit as it happened (exits.py), else elastic's report of it;
+    and whether the launcher ended it (this watcher signalled it, or it ended by SIGTERM/SIGKILL after another
+    rank had failed: elastic's teardown)."""
+    seen = watcher.exits.ends()
+    ends = {}
+    for rank in sorted(set(seen) | set(outcome.failures)):
+        e, f = seen.get(rank), outcome.failures.get(rank)
+        if e is not None and (e.exit_code is not None or e.signal is not None):
+            pid, at, code, sig = e.pid, e.at, e.exit_code, e.signal
+        elif f is not None:
+            pid, at, code, sig = f.pid, (e.at if e else f.timestamp), (None if f.signal else f.exitcode), f.signal
+        else:
+            pid, at, code, sig = e.pid, e.at, None, None
+        ends[rank] = (pid, at, code, sig)
+    first_failure = _first_failure_at(ends, outcome)
+    out = {}
+    for rank, (pid, at, code, sig) in ends.items():
+        by_launcher = pid in watcher.signalled or (
+            sig in ("SIGTERM", "SIGKILL") and first_failure is not None and at is not None and at > first_failure)
+        oom = watcher.exits.oom_evidence(pid) if sig == "SIGKILL" and not by_launcher else None
+        out[rank] = RankEnd(rank=rank, pid=pid, at=at, exit_code=code, signal=sig, by_launcher=by_launcher,
+                            oom_killed=oom)
+    return out
+
+
+def _first_failure_at(ends: dict, outcome: JobOutcome) -> float | None:
+    """The first moment a rank failed on its own: an error of its own (not a timeout or a lost peer: those
+    follow another's failure), or an abnormal end of a rank that recorded no error, whichever came first."""
+    from .evidence import read_error
+
+    times, explained = [], set()
+    for rank in outcome.run.ranks_seen():
+        error = read_error(outcome.run, rank)
+        if error is not None:
+            explained.add(rank)
+            if not judge.gave_up_or_lost_peer(f"{error.type}: {error.message}"):
+                times.append(error.at)
+    times += [at for rank, (_, at, code, sig) in ends.items()
+              if rank not in explained and at is not None and (sig is not None or code not in (0, None))]
+    return min(times) if times else None
+
+
+def _read_request(run: RunDir) -> str | None:
+    try:
+        return json.loads(run.dump_request_file.read_text()).get("id")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _write_quietly(path, text: str) -> None:
+    try:
+        write_text_atomic(path, text)
+    except Exception:  # noqa: BLE001 - a file for people to read; the job does not depend on it
+        pass
+
+
+class Guardian:
+    """The guardian process (guardian.py) for one job: started before the ranks, told "done" when the launcher
+    ended everything itself; the launcher's death (SIGKILL) closes its pipe, and it ends what is left."""
+
+    def __init__(self, run: RunDir):
+        self.run = run
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "Guardian":
+        from ..rundir import MARKER_ENVS
+
+        env = {k: v for k, v in os.environ.items() if k not in MARKER_ENVS}  # never mistaken for the job's
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "ddplab.supervision.guardian", str(self.run.path),
+                                          self.run.run_id], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, env=env, close_fds=True,
+                                         start_new_session=True)  # a terminal's Ctrl+C is the launcher's
+        except OSError:
+            self.proc = None  # no guardian: a SIGKILLed launcher may leave the ranks' own children
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is None:
+            return
+        try:
+            self.proc.stdin.write(b"done")
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+

@@ -1,0 +1,218 @@
+"""One judge for every way a rank can fail: the evidence of a job that did not succeed in, the culprit out.
+
+Every multi-rank job ddplab supervises (a lab stage, a drill, the user's own script under `ddplab launch`) is
+judged here, by one ordered list of rules over the same evidence (evidence.py). The first rule that finds
+something names the culprit:
+
+  1. failed at start   ranks that failed on their own before their first collective (a SyntaxError, a command
+                       that exits at once, a library that refuses the device), with their error
+  2. never started     ranks that never wrote a status, when no rank failed on its own
+  3. desync            ranks that issued something else at one sequence number (flight records)
+  4. first to fail     the first rank to end by a signal or a non-zero status, or to raise, while the others were
+                       healthy or waiting: the order of deaths is the evidence. Ranks that fail after it with a
+                       connection error or a timeout are its victims; ranks the launcher stopped are never
+                       culprits. With it, the ranks that failed the same way within a second (one bug everywhere)
+  5. waiting           (torch's own flight-recorder analyzer first, where it works) nobody failed on their own: the ranks gave up waiting, or a hang was declared. As the job
+                       stood then: the ranks that never arrived where the others wait (flight recorder, then the
+                       lab's own counters), outside init while the others wait in it, frozen (heartbeat stopped),
+                       in their own code while the others wait in a collective; else no rank stands out.
+
+A job stopped by Ctrl+C or SIGTERM to its launcher has no culprit, unless a rank failed on its own before.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..records.supervision import Analyzer, CollectiveCall, Culprit, Hang
+from . import flight, states
+from .evidence import RankEvidence
+from .flight import ANALYZER, Finding
+
+SAME_BUG_WINDOW_S = 1.0  # ranks failing the same way this close to the first: one bug everywhere
+STALE_S = 2.0  # a rank not heard for this long when a hang is declared is frozen (the watcher's STALE_S)
+
+# A rank's error that is the consequence of another's failure, or of waiting for one: it gave up waiting
+# (a timeout of the store, the collective, the watchdog) or lost its peer (a connection closed under it).
+_VICTIM_WORDS = re.compile(
+    r"timed out|timeout|time out|DistStoreError|Watchdog|Connection reset|Connection closed|closed by peer"
+    r"|Connection refused|Broken pipe|ncclRemoteError|remote process|communicator was aborted|aborted"
+    r"|Failed to recv|got 0 bytes|Socket Timeout|peer|SIGTERM", re.I)
+
+
+def gave_up_or_lost_peer(text: str | None) -> bool:
+    """The error says the rank waited too long or lost a peer: a victim's words, not a culprit's."""
+    return bool(text) and bool(_VICTIM_WORDS.search(text))
+
+
+def name_culprit(evidence: dict[int, RankEvidence], expected: list[int] | None = None, *,
+                 hang: Hang | None = None, interrupted_at: float | None = None, local_count: int | None = None,
+                 use_analyzer: bool = True, hosts: dict[int, str | None] | None = None) -> Culprit | None:
+    """The ranks that held the others up, why, the collective, and the evidence; None for a job stopped by its
+    launcher's Ctrl+C or SIGTERM where no rank had failed on its own before."""
+    own = own_failures(evidence)
+    if interrupted_at is not None and not any(at <= interrupted_at for at, _ in own):
+        return None
+    analyzer: dict = {"tool": ANALYZER, "status": "not run", "why": "a rule before it named the culprit"}
+    finding = _failed_at_start(evidence, own) or (None if own else _never_started(evidence, expected)) \
+        or flight.desync(evidence) or _first_to_fail(evidence, own)
+    if finding is None and use_analyzer:
+        finding, analyzer = flight.from_torch_analyzer(evidence)
+    finding = finding or _waiting(evidence, expected, hang, local_count)
+    return _culprit(finding, analyzer, evidence, hosts)
+
+
+# ---------------------------------------------------------------------------------------- failures of their own
+
+def own_failures(evidence: dict[int, RankEvidence]) -> list[tuple[float, int]]:
+    """(when, rank) of every rank that failed on its own, first first: it raised an error of its own (not a
+    timeout, not a lost peer), or its process ended by a signal or a non-zero status that the launcher did not
+    cause and no such error explains."""
+    found = []
+    for rank, ev in evidence.items():
+        text, at = ev.error_text, ev.error_at
+        if text is not None and at is not None:
+            if not gave_up_or_lost_peer(text):
+                found.append((at, rank))
+            continue
+        end = ev.end
+        if end is None or end.ok or end.by_launcher or end.at is None:
+            continue
+        if end.signal == "SIGABRT" and ev.phase in states.WAITING_PHASES:
+            continue  # the collective library's watchdog ending a rank that waited: a victim
+        found.append((end.at, rank))
+    return sorted(found)
+
+
+def _at_start(ev: RankEvidence) -> bool:
+    """Before its first collective: no status at all, a command that replaced the rank (--no-python), or a status
+    that never showed a process group or a collective."""
+    s = ev.status
+    if s is None or s.phase == "exec" or (s.phase == "failed" and s.failed_in in ("before-init", "exec")):
+        return True
+    return s.seq == 0 and not any(p.enqueued > 0 for p in (s.progress or {}).values()) and not s.in_process_group \
+        and (s.failed_in or states.phase_of(s)) in ("before-init", "running", "exec")
+
+
+def _failed_at_start(evidence: dict[int, RankEvidence], own: list[tuple[float, int]]) -> Finding | None:
+    if not own or not _at_start(evidence[own[0][1]]):
+        return None
+    ranks = _same_bug(evidence, own, lambda ev: _at_start(ev))
+    lines = [f"rank {r}: {_how_it_failed(evidence[r])}" for r in ranks]
+    return Finding(ranks, "failed-at-start", f"rank(s) {_list(ranks)} failed at start, before any collective: "
+                   + "; ".join(_how_it_failed(evidence[r]) for r in ranks), None, lines + _others(evidence, ranks))
+
+
+def _first_to_fail(evidence: dict[int, RankEvidence], own: list[tuple[float, int]]) -> Finding | None:
+    if not own:
+        return None
+    first = evidence[own[0][1]]
+    ranks = _same_bug(evidence, own, lambda ev: True)
+    if first.end and first.end.oom_killed and not first.error:
+        kind = "oom-killed"
+    elif first.error_text is not None:
+        kind = "raised"
+    else:
+        kind = "died"
+    missed = _collective_missed(evidence, ranks)
+    where = f"; the others waited for it in {flight.describe(missed)}" if missed else ""
+    return Finding(ranks, kind, "; ".join(f"rank {r} {_how_it_failed(evidence[r])}" for r in ranks)
+                   + f", the first to fail{where}", missed or flight.last_call(first),
+                   [f"rank {r}: {_how_it_failed(evidence[r])}" for r in ranks] + _others(evidence, ranks))
+
+
+def _same_bug(evidence: dict[int, RankEvidence], own: list[tuple[float, int]], also) -> list[int]:
+    """The first failure, and the later ones within SAME_BUG_WINDOW_S that failed the same way."""
+    first_at, first = own[0]
+    sign = _signature(evidence[first])
+    return sorted({first} | {r for at, r in own[1:] if at - first_at <= SAME_BUG_WINDOW_S
+                             and _signature(evidence[r]) == sign and also(evidence[r])})
+
+
+def _signature(ev: RankEvidence) -> tuple:
+    text = ev.error_text
+    if text is not None:
+        return ("error", (text.strip().splitlines() or [""])[0])
+    return ("end", ev.end.exit_code if ev.end else None, ev.end.signal if ev.end else None)
+
+
+def _how_it_failed(ev: RankEvidence) -> str:
+    parts = []
+    if ev.error_text is not None:
+        first_line = (ev.error_text.strip().splitlines() or [""])[0]
+        parts.append(f"raised {first_line[:200]}")
+    if ev.end and not ev.end.ok:
+        parts.append(f"ended by {ev.end.in_words()}")
+    elif ev.end is None and ev.status and ev.status.exit_code:
+        parts.append(f"was to exit {ev.status.exit_code}")
+    return " and ".join(parts) or "failed"
+
+
+def _collective_missed(evidence: dict[int, RankEvidence], culprits: list[int]) -> dict | None:
+    """The collective the others entered that the culprits never reached, where the flight records say."""
+    found = flight.behind({r: ev for r, ev in evidence.items()})
+    if found and set(found.ranks) <= set(culprits) and found.collective and found.collective.get("seq"):
+        return found.collective
+    return None
+
+
+def _others(evidence: dict[int, RankEvidence], culprits: list[int]) -> list[str]:
+    return [f"rank {r}: {evidence[r].state()}" for r in sorted(evidence) if r not in culprits]
+
+
+# ---------------------------------------------------------------------------------------- nobody failed alone
+
+def _never_started(evidence: dict[int, RankEvidence], expected: list[int] | None) -> Finding | None:
+    missing = [r for r in expected or () if r not in evidence or evidence[r].status is None]
+    if not missing:
+        return None
+    return Finding(missing, "never-started", f"rank(s) {_list(missing)} never started (no status written)")
+
+
+def _waiting(evidence: dict[int, RankEvidence], expected: list[int] | None, hang: Hang | None,
+             local_count: int | None) -> Finding:
+    """As the job stood when it was declared hung, or when the first rank gave up waiting."""
+    found = flight.behind(evidence)
+    if found:
+        return found
+    last = {r: ev.status for r, ev in evidence.items() if ev.status is not None}
+    count = local_count or len(last) or 1
+    if hang is not None and hang.snapshot:
+        ranks, why = states.name_culprits(dict(hang.snapshot), count, now=hang.declared_at, stale_s=STALE_S,
+                                          expected=expected)
+    elif last:
+        ranks, why = states.name_culprits_after_exit(last, count, expected)
+    else:
+        return Finding([], "stuck-together", "no rank said anything: nothing tells them apart")
+    kind = states.kind_of(why)
+    if kind == "stuck-together":
+        return flight.never_reached_init(evidence) or Finding(ranks, kind, why)
+    return Finding(ranks, kind, f"rank(s) {_list(ranks)} {why}" if ranks else why,
+                   _init_call() if kind == "never-reached-init" else None,
+                   [f"rank {r}: {evidence[r].state()}" for r in sorted(evidence)])
+
+
+def _init_call() -> dict:
+    return {"pg": None, "seq": None, "op": "init_process_group", "input_sizes": None, "dtypes": None}
+
+
+# ---------------------------------------------------------------------------------------- the record
+
+def _culprit(finding: Finding, analyzer: dict, evidence: dict[int, RankEvidence],
+             hosts: dict[int, str | None] | None) -> Culprit:
+    call = finding.collective
+    machines = None
+    if hosts is not None:
+        machines = {r: hosts.get(r) for r in finding.ranks}
+    return Culprit(ranks=list(finding.ranks), kind=finding.kind, reason=finding.reason,
+                   collective=None if call is None else CollectiveCall(
+                       pg=call.get("pg"), seq=call.get("seq"), op=call.get("op"), input_sizes=call.get("input_sizes"),
+                       dtypes=call.get("dtypes")),
+                   evidence=list(finding.evidence),
+                   analyzer=Analyzer(tool=analyzer.get("tool", ANALYZER), status=analyzer.get("status", "not run"),
+                                     why=analyzer.get("why"), error=analyzer.get("error")),
+                   hosts=machines)
+
+
+def _list(ranks) -> str:
+    return ", ".join(str(r) for r in ranks)

@@ -1,0 +1,120 @@
+"""Where a job's launcher meets its ranks (and, across machines, the other launchers): the rendezvous elastic is
+told to use, and where the run listens.
+
+A job on one machine listens on loopback only: ``one_machine`` binds the store's socket to 127.0.0.1 and names the
+rendezvous for it, for the lab's runs, the drills and `ddplab launch` alike. A job across machines that ddplab
+starts on every machine meets through ddplab's own rendezvous (``across_machines``: who hosts the store, waiting
+for it, exit 3 when nothing answers). A job whose rendezvous the user put elsewhere (`ddplab launch` with several
+nodes or a non-loopback endpoint) meets as the user asked: ``as_asked``. Each yields a ``Meeting``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from .. import interrupts
+from ..exposure import Exposure
+
+# A job across machines that failed: how long the other machines may still report their ranks' end through the
+# job's store (their ranks fail within moments of a peer's failure).
+LAST_WORDS_S = 2.0
+
+
+class CannotListen(Exception):
+    """The loopback socket for a one-machine rendezvous could not be bound (the port asked for is taken)."""
+
+
+class StoreWaitStopped(Exception):
+    """A stop request came while this machine waited for the job's store: nothing was started."""
+
+
+@dataclass(frozen=True)
+class Meeting:
+    """How elastic's agent meets its ranks: the rendezvous backend to name, what to add to its configuration,
+    how the rendezvous names this machine, and where the run listens (with the port the store got)."""
+
+    backend: str
+    configs: dict
+    exposure: Exposure
+    local_addr: str | None = None
+    across_machines: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """The lab's own rendezvous options (--nnodes, --rdzv-endpoint, --rdzv-host, --rdzv-id)."""
+
+    nnodes: int = 1
+    endpoint: str = "127.0.0.1:0"  # one machine: the loopback store (rendezvous.py) on a free port
+    join_timeout_s: float = 120.0
+    host: str = "auto"  # several machines: host the store here? auto (the endpoint is one of our addresses), yes, no
+    store_wait_s: float | None = None  # several machines: how long to wait for the store to answer; None: join timeout
+    job_id: str | None = None  # several machines: the job's name (--rdzv-id); None: the endpoint's
+
+    @classmethod
+    def from_options(cls, opts) -> "Rendezvous":
+        """The rendezvous a command's LaunchOptions ask for (--nnodes, --rdzv-endpoint, --rdzv-host, --rdzv-id)."""
+        return cls(nnodes=opts.nnodes, endpoint=opts.rdzv_endpoint or cls.endpoint, host=opts.rdzv_host,
+                   job_id=opts.rdzv_id)
+
+    @property
+    def run_id(self) -> str | None:
+        """Every machine of a job must name the same rendezvous; one machine uses its own run id."""
+        return f"ddplab-{self.job_id or self.endpoint}" if self.nnodes > 1 else None
+
+
+@contextlib.contextmanager
+def one_machine(exposure: Exposure, otherwise: str) -> Iterator[Meeting]:
+    """The one place a launcher on one machine keeps its rendezvous off the network (docs/exposure.md).
+
+    When this torch has the parts (``exposure.loopback_store``), a socket bound to 127.0.0.1 here, for as long as
+    the block runs, served by the ddplab-loopback handler (rendezvous.py); otherwise the backend ``otherwise``,
+    whose store listens on every interface, as ``exposure`` already says. ``CannotListen`` when the socket
+    cannot be bound, before anything starts.
+    """
+    if not exposure.loopback_store:
+        yield Meeting(otherwise, {}, exposure)
+        return
+    from .. import rendezvous
+
+    try:
+        listener = rendezvous.bind_loopback(exposure.store_port)
+    except OSError as exc:
+        raise CannotListen(f"cannot listen on {exposure.store}: {exc}") from exc
+    with listener:  # the store serves on a duplicate of it; this copy is closed when the block ends
+        yield Meeting(rendezvous.register(), {rendezvous.LISTEN_FD_KEY: listener.fileno()},
+                      exposure.listening_at(listener.getsockname()[1]))
+
+
+@contextlib.contextmanager
+def across_machines(exposure: Exposure, rdzv: Rendezvous) -> Iterator[Meeting]:
+    """Host the store or reach it (exit 3 when nothing answers), then meet through ddplab-c10d.
+    ``StoreWaitStopped`` when a stop request came while waiting."""
+    from .. import rendezvous
+    from ..cluster.endpoint import StoreWaitStopped as Stopped
+
+    try:
+        with rendezvous.meet(exposure.across, rdzv.store_wait_s or rdzv.join_timeout_s, session=rdzv.run_id) as met:
+            yield Meeting(rendezvous.register_across_machines(), dict(met.rdzv_configs),
+                          exposure.meeting_through(met.store), local_addr=met.store.node_address,
+                          across_machines=True)
+    except Stopped as exc:
+        raise StoreWaitStopped(str(exc)) from exc
+
+
+def as_asked(exposure: Exposure, backend: str) -> Iterator[Meeting]:
+    """The user's own rendezvous, untouched (`ddplab launch` across machines or on an address of theirs)."""
+    return contextlib.nullcontext(Meeting(backend, {}, exposure))
+
+
+def wait_for_last_words(wait_s: float = LAST_WORDS_S) -> None:
+    """A job across machines failed here: give the other machines' ranks a moment to report how they ended through
+    the job's store (kept serving meanwhile where this machine hosts it), so that every machine's watcher tells a
+    machine that failed from one that vanished (states.silent_machines). A stop request cuts it short."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and not interrupts.requested():
+        time.sleep(0.1)

@@ -1,0 +1,383 @@
+"""The launcher's side of supervision, for every job: watch every rank, declare a hang, collect the evidence, end
+the job's processes.
+
+Every ``POLL_S`` it reads every rank's status (this machine's status files; in a job across machines, every rank
+of the job from its store), starts watching each new rank's exit (exits.py), and takes the ranks' descendants into
+the job's family (family.py).
+
+A hang is declared when some rank waits (inside init_process_group or a collective, said or seen, or with a
+collective the flight recorder shows pending) and nothing has progressed for the hang timeout: no rank's phase,
+collectives entered or completed (its own counters or its flight recorder's), or torch.distributed call changed. A
+job whose ranks all compute or read data for a long time is not hung: nobody waits. A rank that finished while
+the others still wait does not stop the clock (a rank that skipped a collective leaves early); a rank that
+failed does, since elastic then tears the group down.
+
+On a hang: ask every rank for its flight record and stacks (the beacon answers from a side thread), send
+faulthandler's signal to the ranks that do not answer (something holds their GIL, or they are stopped), ask the
+collective library's RAS service while every rank still lives (only with --ras: job/ras.py), then end every
+process of the job (SIGCONT, SIGTERM, SIGKILL after a grace period). Only processes proven to be this job's are
+signalled: a rank's pid with the start time its own status gives, and members of its family.
+
+A stop request (Ctrl+C, SIGTERM to the launcher) ends every process of the job within the grace period, even
+ranks that ignore SIGTERM; elastic's own teardown runs beside it.
+
+Across machines (the lab's jobs and drills), every rank publishes its status to the job's store, so every
+machine's watcher judges the whole job and ends only its own ranks. When a rank ends here, elastic here handles
+it. One end it does not act on: a rank of ANOTHER machine that failed while the store still answers, as where
+this machine hosts it (states.failed_elsewhere). That job cannot complete, so the ranks here wait for nothing:
+the hang clock then runs on this machine's own ranks, from the moment the failure is seen.
+
+The hang clock starts once every rank has written its first status: a rank still importing torch on a busy
+machine is slow, not hung. A rank that never writes one is named "never started" only after ``START_GRACE_S``
+more.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+import uuid
+
+from .. import interrupts
+from ..files import write_text_atomic
+from ..procs import signal_quietly
+from ..records.supervision import Hang, MachineLoss, RankState
+from ..rundir import RunDir
+from . import states as rules
+from .beacon import HEARTBEAT_S
+from .exits import ExitWatch
+from .family import Family
+
+POLL_S = 0.25
+DUMP_WAIT_S = 3.0  # for ranks to answer a dump request
+STACK_SIGNAL_WAIT_S = 0.5  # for faulthandler to write
+GRACE_S = 2.0  # between SIGTERM and SIGKILL when the watcher ends the job's processes
+START_GRACE_S = 120.0  # for ranks that never write a status at all: far above torch's import time
+STALE_S = max(2.0, 4 * HEARTBEAT_S)  # a rank not heard for this long is frozen, not slow
+STORE_TIMEOUT_S = 3.0  # one read of the job's store: a store cut off must not hold the watch up for long
+FILES = "this machine's status files"
+JOB_STORE = "the job's store"
+
+
+def request_dumps(run: RunDir, reason: str, by: str) -> str:
+    """Ask every rank of this job for its flight record and stacks; returns the request id."""
+    request_id = uuid.uuid4().hex[:8]
+    write_text_atomic(run.dump_request_file, json.dumps({"id": request_id, "reason": reason, "by": by,
+                                                         "at": time.time()}), durable=False)
+    return request_id
+
+
+class _Files:
+    """This machine's ranks, from their status files."""
+
+    judged_from = FILES
+
+    def __init__(self, run: RunDir, local_count: int):
+        self.run, self.local_count = run, local_count
+
+    def read(self) -> dict[int, RankState]:
+        return rules.read_states(self.run)
+
+    def expected(self, states: dict[int, RankState]) -> list[int] | None:
+        return rules.expected_ranks(states, self.local_count)
+
+
+class _JobStore:
+    """Every rank of the job, from its store (cluster/status_store.py), heartbeats on this machine's clock."""
+
+    judged_from = JOB_STORE
+
+    def __init__(self, reader, address: str):
+        self.reader = reader
+        self.address = address  # the store's machine, as its ranks name it (they run where it listens)
+        self.lost = False  # it answered, then stopped answering
+
+    def read(self) -> dict[int, RankState]:
+        try:
+            states = self.reader.judging_records(self.reader.read())
+        except Exception:  # noqa: BLE001 - the store's host ended (job over, machine gone): nothing new to judge
+            self.lost = self.lost or self.reader.world_size is not None
+            return {}
+        self.lost = False
+        return states
+
+    def expected(self, states: dict[int, RankState]) -> list[int] | None:
+        return list(range(self.reader.world_size)) if self.reader.world_size else None
+
+
+class Watcher:
+    def __init__(self, run: RunDir, local_count: int, hang_timeout_s: float | None, *, job: str = "",
+                 ras=None, grace_s: float = GRACE_S, open_reader=None):
+        self.run = run
+        self.local_count = local_count
+        self.hang_timeout_s = hang_timeout_s
+        self.grace_s = grace_s
+        self.job = job  # the rendezvous' run id: the status keys of this launch in the job's store
+        self.ras = ras  # job/ras.py RasPlan, or None: nothing connects
+        self._open_reader = open_reader or _open_reader
+        self.exits = ExitWatch()
+        self.family = Family(run)
+        self.hang: Hang | None = None  # set once, when a hang is declared
+        self.job_states: dict[int, RankState] = {}  # the whole job as last read from its store (several machines)
+        self.first_failure_seen_at: float | None = None
+        self.stopped_at: float | None = None  # a stop request (Ctrl+C, SIGTERM) seen, and the job ended for it
+        self.signalled: set[int] = set()  # pids this watcher ended
+        self._job_source: _JobStore | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="ddplab-watcher", daemon=True)
+
+    def __enter__(self) -> "Watcher":
+        self.exits.follow(self.run, self.local_count, self._stop)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        ras_s = self.ras.budget_s if self.ras else 0.0
+        self._thread.join(timeout=DUMP_WAIT_S + STACK_SIGNAL_WAIT_S + ras_s + 2 * self.grace_s + STALE_S + 5)
+        self._observe_ranks()  # the last ranks to start, if any started after the last poll
+
+    # ---------------------------------------------------------------------------------------- after the job
+
+    def leftovers(self) -> tuple[list, list]:
+        """After the job: every process it started that still runs (its descendants, anything carrying its run id)
+        is ended. Returns (ended, survived) as family members."""
+        self.family.marked()
+        left = self.family.alive()
+        if not left:
+            return [], []
+        with self._lock:
+            self.signalled |= {m.pid for m in left}
+        _, _, survived = self.family.end(left, self.grace_s)
+        return [m for m in left if m.pid not in survived], [m for m in left if m.pid in survived]
+
+    def machines_lost(self) -> MachineLoss | None:
+        """Other machines that went silent while the job failed (states.silent_machines), judged from the last view
+        of the job's store with this machine's own ranks as their status files say; None on one machine."""
+        source = self._job_source
+        if source is None or not self.job_states:
+            return None
+        local = rules.read_states(self.run)
+        job = {**self.job_states, **local}  # this machine's last words are in its files
+        store_lost = source.address if source.lost else None
+        mine = {s.machine for s in local.values()}
+        lost = {m: ranks for m, ranks in rules.silent_machines(job, store_lost).items() if m not in mine}
+        if not lost:
+            return None
+        failures = any(s.phase == "failed" for s in job.values())
+        reason = ("no rank there reported an end while the job's ranks elsewhere failed" if failures else
+                  "the job's store stopped answering and its machine's ranks said nothing more")
+        heard = {m: max(job[r].heartbeat for r in ranks) for m, ranks in lost.items()}
+        return MachineLoss(lost, reason, heard)
+
+    # ---------------------------------------------------------------------------------------- the loop
+
+    def _loop(self) -> None:
+        source = self._wait_for_source()
+        if source is None:
+            return
+        started, last_key, last_change, silent_since = time.time(), None, None, None
+        while not self._stop.wait(POLL_S):
+            self._observe_ranks()
+            if interrupts.requested() and self.stopped_at is None:
+                self._stop_everything()
+                continue
+            states = self._read(source)
+            now = time.time()
+            self._note_failures(states, now)
+            if not self.hang_timeout_s or self.stopped_at is not None:
+                continue  # watched for exits, the family and machines_lost only
+            if source.judged_from == JOB_STORE and not states:
+                # A read that failed (a store slow under load) is no news, not every rank missing: the store is
+                # taken for lost only once it stayed silent for a hang timeout.
+                silent_since = silent_since or now
+                if now - silent_since < self.hang_timeout_s:
+                    continue
+            else:
+                silent_since = None
+            if any(s.phase == "failed" for s in states.values()) or self._ended_here():
+                # On one machine every rank is this machine's: elastic ends the group when one of them fails.
+                mine = rules.read_states(self.run) if source.judged_from == JOB_STORE else {}
+                failed = rules.failed_elsewhere(states, mine)
+                if not failed:
+                    last_key, last_change = None, None  # this machine's ranks are ending: elastic handles it
+                    continue
+                key = ("after a failure elsewhere", rules.progress_key(mine))
+                if key != last_key or last_change is None:
+                    last_key, last_change = key, now
+                elif now - last_change >= self.hang_timeout_s:
+                    self._declare(source, states, now, last_change, failed)
+                    return
+                continue
+            expected = source.expected(states)
+            if expected is None or any(r not in states for r in expected):
+                if now - started >= START_GRACE_S + self.hang_timeout_s:
+                    self._declare(source, states, now, started)
+                    return
+                continue
+            key = rules.progress_key(states)
+            if key != last_key or last_change is None:
+                last_key, last_change = key, now
+                continue
+            running = {r: s for r, s in states.items() if s.phase not in rules.END_PHASES}
+            if now - last_change >= self.hang_timeout_s and (any(rules.is_waiting(s) for s in running.values())
+                                                              or rules.frozen_ranks(running, now, STALE_S)):
+                self._declare(source, states, now, last_change)
+                return
+
+    def _observe_ranks(self) -> None:
+        pids = self.run.rank_pids()
+        for rank, pid in pids.items():
+            self.exits.watch(rank, pid)
+        try:
+            self.family.refresh(pids)
+        except Exception:  # noqa: BLE001 - a process gone while walked: the next poll sees the rest
+            pass
+
+    def _ended_here(self) -> bool:
+        """A rank of this machine ended other than by finishing (elastic tears the group down)."""
+        return any(not e.at is None and (e.exit_code != 0 or e.signal) for e in self.exits.ends().values())
+
+    def _note_failures(self, states: dict[int, RankState], now: float) -> None:
+        if self.first_failure_seen_at is None and (any(s.phase == "failed" for s in states.values())
+                                                   or self._ended_here()):
+            self.first_failure_seen_at = now
+
+    def _wait_for_source(self):
+        """The status to watch, once the launcher is about to start ranks; None if stopped before."""
+        while not self._stop.wait(POLL_S):
+            self._observe_ranks()
+            if interrupts.requested() and self.stopped_at is None:
+                self._stop_everything()
+            source = self._source()
+            if source is not None:
+                self._job_source = source if source.judged_from == JOB_STORE else None
+                return source
+        return None
+
+    def _read(self, source) -> dict[int, RankState]:
+        states = source.read()
+        if source.judged_from == JOB_STORE:
+            self.job_states = {**self.job_states, **states}
+        return states
+
+    def _source(self):
+        """Where the job's status is: the store named in listen.json (several machines), this machine's files (one
+        machine), or None while listen.json is not written."""
+        try:
+            listen = json.loads(self.run.listen_file.read_text())
+        except (OSError, ValueError):
+            # no listen.json: the ranks have not been started, unless their status files say otherwise
+            return _Files(self.run, self.local_count) if self.run.status_files() else None
+        across = listen.get("across_machines") if isinstance(listen, dict) else None
+        if not across or not listen.get("address") or not isinstance(listen.get("port"), int):
+            return _Files(self.run, self.local_count)
+        reader = self._open_reader(listen["address"], listen["port"], self.job)
+        return _JobStore(reader, listen["address"]) if reader is not None else _Files(self.run, self.local_count)
+
+    # ---------------------------------------------------------------------------------------- ending processes
+
+    def _stop_everything(self) -> None:
+        """A stop request: end every process of the job now, ranks that ignore SIGTERM too."""
+        self.stopped_at = time.time()
+        self._end(self.family.alive())
+
+    def _end(self, members) -> tuple[list[int], list[int]]:
+        with self._lock:
+            self.signalled |= {m.pid for m in members}
+        terminated, killed, _ = self.family.end(members, self.grace_s)
+        return terminated, killed
+
+    def _settled(self, source, states: dict[int, RankState], now: float) -> tuple[dict[int, RankState], float]:
+        """The job's store read again one staleness window later, before frozen ranks are named. A remote beat is
+        dated when this reader polls, not when the rank sent it (cluster/status_store.py), so of two ranks that
+        stopped at one moment one can look heard a poll or more later. Then every rank that had stopped by the
+        declaration looks stopped, while a live one beats."""
+        time.sleep(STALE_S + POLL_S)
+        fresh = self._read(source)
+        if not fresh:  # the store stopped answering: nothing newer, judge the declaration's snapshot
+            return states, now
+        return {**states, **fresh}, time.time()
+
+    def _declare(self, source, states: dict[int, RankState], now: float, last_change: float,
+                 failed_elsewhere: list[int] | None = None) -> None:
+        if source.judged_from == JOB_STORE and not states:  # nothing in the store: judge what this machine has
+            source, states = _Files(self.run, self.local_count), rules.read_states(self.run)
+        if source.judged_from == JOB_STORE and rules.frozen_ranks(states, now, STALE_S):
+            states, now = self._settled(source, states, now)
+        local = rules.read_states(self.run)  # this machine's ranks: the only processes this launcher may signal
+        if failed_elsewhere:
+            states = {**states, **local}
+            why = (f"{_failed_in_words(failed_elsewhere, states)} failed on another machine and this machine's "
+                   f"ranks made no progress since")
+        elif any(r not in states for r in (source.expected(states) or ())):
+            why = f"a rank wrote no status within {START_GRACE_S + (self.hang_timeout_s or 0):.0f} s"
+        else:
+            why = f"no progress for {now - last_change:.1f} s while a rank waited"
+        running = {r: s for r, s in local.items() if s.phase not in rules.END_PHASES and _is_ours(s)}
+        request_id = None
+        try:
+            request_id = request_dumps(self.run, f"hang: {why}", by="launcher")
+        except Exception:  # noqa: BLE001 - no room for the request: stacks by signal only
+            pass
+        answered = self._wait_for_answers(request_id, running) if request_id else set()
+        silent = [r for r in running if r not in answered]
+        for rank in silent:  # something holds its GIL, or it is stopped: faulthandler writes from the handler
+            signal_quietly(running[rank].pid, signal.SIGCONT)  # a stopped process cannot run its handler
+            if running[rank].stack_signal:
+                signal_quietly(running[rank].pid, running[rank].stack_signal)
+        if silent:
+            time.sleep(STACK_SIGNAL_WAIT_S)
+        ras = self.ras.ask() if self.ras else None  # bounded (job/ras.py); the ranks are still there to answer
+        rank_pids = {s.pid: r for r, s in running.items()}
+        members = self.family.alive()
+        terminated, killed = self._end(members)
+        stacks = {r: str(self.run.stack_file(r)) for r in local if self.run.stack_file(r).exists()}
+        self.hang = Hang(declared_at=now, last_progress_at=last_change, no_progress_s=round(now - last_change, 2),
+                         hang_timeout_s=float(self.hang_timeout_s or 0), reason=why,
+                         waiting_ranks=sorted(r for r, s in states.items() if rules.is_waiting(s)),
+                         snapshot=dict(states), dump_request=request_id, answered=sorted(answered),
+                         signalled_for_stacks=sorted(silent), stacks=stacks,
+                         terminated=sorted(rank_pids[p] for p in terminated if p in rank_pids),
+                         killed=sorted(rank_pids[p] for p in killed if p in rank_pids), ras=ras,
+                         judged_from=source.judged_from if source.judged_from == JOB_STORE else None)
+
+    def _wait_for_answers(self, request_id: str, running: dict[int, RankState]) -> set[int]:
+        from .evidence import answered as answer_of
+
+        deadline = time.monotonic() + DUMP_WAIT_S
+        answered: set[int] = set()
+        while time.monotonic() < deadline:
+            answered = {r for r in running if answer_of(self.run, r) == request_id}
+            if len(answered) == len(running):
+                break
+            time.sleep(0.05)
+        return answered
+
+
+def _is_ours(state: RankState) -> bool:
+    """The pid in a status file is still that rank: the same start time its beacon recorded."""
+    from .beacon import process_start_ticks
+
+    return state.proc_start_ticks is None or process_start_ticks(state.pid) == state.proc_start_ticks
+
+
+def _failed_in_words(ranks: list[int], states: dict[int, RankState]) -> str:
+    """rank 0 (on 10.9.0.1), rank 4 (on 10.9.0.2): ranks of other machines, with their machines."""
+    return ", ".join(f"rank {r}" + (f" (on {states[r].machine})" if r in states and states[r].machine else "")
+                     for r in ranks)
+
+
+def _open_reader(address: str, port: int, job: str):
+    """A reader of the job's store (a client connection of the watcher's own), or None when the store cannot be
+    reached: the watcher then judges this machine's files, as on one machine."""
+    from ..cluster.status_store import StatusReader, open_store
+
+    try:
+        return StatusReader(open_store(address, port, timeout_s=STORE_TIMEOUT_S), job=job)
+    except Exception:  # noqa: BLE001 - any connection failure: the files still say something
+        return None
+
