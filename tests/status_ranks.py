@@ -2,8 +2,8 @@
 
     python -m tests.status_ranks PORT RANK WORLD_SIZE COLLECTIVES ADDRESS RUN_DIR
 
-Each writes its status as a rank does (status.RankStatus: a file in a directory of its own, and the
-store), goes through a rank's phases, completes COLLECTIVES all_reduces, then enters one more and stays
+Each writes its status as a rank does (supervision.beacon.Beacon: a file in a directory of its own, and
+the store), goes through a rank's phases, completes COLLECTIVES all_reduces, then enters one more and stays
 inside it (a rank stuck in a collective) until killed; prints "stuck" once published there.
 """
 
@@ -17,7 +17,7 @@ import pytest
 
 from ddplab.cluster.status_store import StatusPublisher, open_store
 from ddplab.rundir import RunDir
-from ddplab.status import RankStatus
+from ddplab.supervision.beacon import Beacon
 
 
 @pytest.fixture
@@ -40,8 +40,8 @@ def loopback_store():
 
 def main(port: int, rank: int, world_size: int, collectives: int, address: str, run_dir: str) -> None:
     run = RunDir(Path(run_dir), "status-ranks")
-    status = RankStatus(run, rank, rank % 2, world_size=world_size, node_rank=rank // 2, address=address,
-                        publisher=StatusPublisher(open_store("127.0.0.1", port), rank))
+    status = Beacon(run, rank, rank % 2, world_size=world_size, node_rank=rank // 2, address=address,
+                    publisher=StatusPublisher(open_store("127.0.0.1", port), rank)).start()
     status.phase("in-init")
     status.phase("running")
     for _ in range(collectives):

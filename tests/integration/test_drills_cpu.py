@@ -66,7 +66,7 @@ def test_fault_is_detected_in_time_with_the_right_culprit(shared, name, mechanis
 def test_stall_among_four_ranks_names_the_stalled_rank_not_a_waiter(tmp_path):
     """One rank stalls while three wait in a collective (issue 6's scale question on CPU: 8 ranks on the GPU
     machines, docs/RESULTS.md). Four ranks are enough to show it: the culprit is the one rank that entered
-    fewer collectives than every waiter, which does not depend on how many wait (status.name_culprits), and
+    fewer collectives than every waiter, which does not depend on how many wait (supervision/states.py name_culprits), and
     every rank but the last is a waiter that a torchrun-style first-to-die rule could blame."""
     proc, d = _drill(tmp_path, "stall", "--nproc", "4")
     assert proc.returncode == 0, proc.stdout[-3000:]

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from ddplab.job.boot import STACK_SIGNAL
-from ddplab.job.layout import JobDir
+from ddplab.rundir import RunDir
+from ddplab.supervision.evidence import answered
+from ddplab.supervision.watcher import request_dumps
 from ddplab.platform.flight_recorder import recorder_environment
 
 PROBE = textwrap.dedent("""
@@ -33,6 +35,45 @@ PROBE = textwrap.dedent("""
         "pickled": pickle.loads(pickle.dumps(Point(3))).x, "helper": helper.VALUE,
     }))
 """)
+
+
+class JobDir:
+    """The job directory's files, as these tests read them (rundir.RunDir owns the layout)."""
+
+    def __init__(self, path: Path, run_id: str):
+        self.run = RunDir(Path(path), run_id)
+
+    @classmethod
+    def create(cls, out: str) -> "RunDir":
+        return RunDir.create(out, "launch", option="--out")
+
+    def rank_environment(self, launcher_pid: int, ticks) -> dict:
+        return self.run.marker_env(launcher_pid, ticks)
+
+    def read_status(self, rank: int) -> dict | None:
+        return _read(self.run.status_file(rank))
+
+    def read_error(self, rank: int) -> dict | None:
+        return _read(self.run.error_file(rank))
+
+    def stacks_file(self, rank: int) -> Path:
+        return self.run.stack_file(rank)
+
+    def fatal_file(self, rank: int) -> Path:
+        return self.run.fatal_file(rank)
+
+    def request_dumps(self, reason: str, by: str) -> str:
+        return request_dumps(self.run, reason, by)
+
+    def answered(self, rank: int) -> str | None:
+        return answered(self.run, rank)
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def job_env(job: Path, launcher_pid: int | None = None, **extra) -> dict:
@@ -98,11 +139,11 @@ def test_an_uncaught_exception_is_printed_recorded_and_ends_the_rank(tmp_path, j
     error = jd.read_error(0)
     assert (error["type"], error["message"]) == ("ValueError", "boom in shard 3")
     assert "in explode" in error["traceback"]
-    assert jd.read_status(0)["phase"] == "raised" and jd.read_status(0)["exit_code"] == 1
+    assert jd.read_status(0)["phase"] == "failed" and jd.read_status(0)["exit_code"] == 1
     assert "bad.py" in jd.stacks_file(0).read_text()
 
 
-@pytest.mark.parametrize("code, phase", [(0, "finished"), (3, "raised")])
+@pytest.mark.parametrize("code, phase", [(0, "finished"), (3, "failed")])
 def test_sys_exit_keeps_its_status(tmp_path, job, code, phase):
     write(tmp_path / "leave.py", f"import sys\nsys.exit({code})\n")
     done = boot(["leave.py"], job, tmp_path)

@@ -28,10 +28,10 @@ FAULT_AT = re.compile(r"\] (?:injecting fault|joining the job).* at (\d+\.\d+)")
 CASES = {
     "skipped_collective": (["--steps", "6"], "behind", ("all_reduce", 6, [[1024]])),
     "size_mismatch": (["--steps", "6"], "desync", ("all_reduce", 4, [[2048]])),
-    "rank_oom": (["--steps", "6"], "behind", ("all_reduce", 4, [[1024]])),
+    "rank_oom": (["--steps", "6"], "raised", ("all_reduce", 4, [[1024]])),
     # Rank 0 computes for 1 s before the all_reduce rank 1 never reaches: rank 1, failing, waits
     # for it to get there before asking for its record, so that the record shows it.
-    "rank_exception": (["--steps", "6", "--interval", "1.0"], "behind", ("all_reduce", 4, [[1024]])),
+    "rank_exception": (["--steps", "6", "--interval", "1.0"], "raised", ("all_reduce", 4, [[1024]])),
     "late_init": (["--sleep", "60"], "never-reached-init", ("init_process_group", None, None)),
     "user_deadlock": (["--steps", "6"], "behind", ("all_reduce", 4, [[1024]])),
 }

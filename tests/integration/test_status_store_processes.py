@@ -10,7 +10,7 @@ import pytest
 from torch.distributed import TCPStore
 
 from ddplab.cluster.status_store import StatusReader
-from ddplab.status import name_culprits
+from ddplab.supervision.states import name_culprits
 from tests.status_ranks import loopback_store  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow

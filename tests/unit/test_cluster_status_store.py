@@ -10,10 +10,11 @@ import pytest
 from torch.distributed import HashStore, TCPStore
 
 from ddplab.cluster.status_store import StatusPublisher, StatusReader, status_key, world_size_key
-from ddplab.records.session import RankState
+from ddplab.records.supervision import RankState
 from ddplab.rundir import RunDir
-from ddplab.status import HEARTBEAT_S, RankStatus, name_culprits
-from ddplab.worker import rank_status
+from ddplab.supervision.beacon import HEARTBEAT_S, Beacon
+from ddplab.supervision.rank import RankLife
+from ddplab.supervision.states import name_culprits
 from tests.status_ranks import loopback_store  # noqa: F401 (a fixture)
 
 
@@ -23,6 +24,17 @@ class _Clock:
 
     def __call__(self):
         return self.now
+
+
+def RankStatus(run, rank, local_rank, **kw) -> Beacon:
+    """A rank's beacon, started (its first status written and published)."""
+    return Beacon(run, rank, local_rank, **kw).start()
+
+
+def rank_status(run, rank, local_rank, world_size, environ) -> Beacon:
+    """The beacon a rank of an elastic job starts, from elastic's variables and the launcher's."""
+    env = {"RANK": str(rank), "LOCAL_RANK": str(local_rank), "WORLD_SIZE": str(world_size), **environ}
+    return RankLife(run, env).start_beacon()
 
 
 def _state(rank: int, world_size: int, **kw) -> RankState:

@@ -51,7 +51,7 @@ def test_rdzv_host_travels_from_the_command_line_to_the_launchs_rendezvous():
     import argparse
 
     from ddplab.commands.options import add_launch_arguments, launch_options
-    from ddplab.launch import Rendezvous
+    from ddplab.supervision.meeting import Rendezvous
 
     parser = argparse.ArgumentParser()
     add_launch_arguments(parser)

@@ -1,6 +1,6 @@
 """`ddplab launch`'s report as a page: the ranks, the culprit and its evidence (the RAS answer included), and
 each rank's memory and CPU time, drawn by html_report from the record's figures, every value escaped; and the
-job directory those come from: claimed like a run's, with the pid files where the sampler reads them."""
+job directory those come from: a run directory like every run's, with the pid files where the sampler reads them."""
 
 import dataclasses
 import html
@@ -13,11 +13,10 @@ import pytest
 
 from ddplab.errors import UsageError
 from ddplab.html_report import render_html
-from ddplab.job.layout import JobDir
 from ddplab.platform import DeviceMonitor
 from ddplab.records import Report
 from ddplab.records.figures import LineChart, Table
-from ddplab.records.launch import JobHang, RasAnswer
+from ddplab.records.launch import Hang, RasAnswer
 from ddplab.records.session import RankSample, Sample, Timeseries
 from ddplab.rundir import RunDir
 from ddplab.sampler import RankSampler
@@ -38,7 +37,8 @@ TIMESERIES = Timeseries(interval_s=0.5, method="psutil", samples=[
 RAS = RasAnswer(service="NCCL RAS", status="answered", why=None, address="localhost:28028",
                 library_version="2.29.7", sent=["CLIENT PROTOCOL 2", "VERBOSE STATUS"], format="text",
                 answer=f"#0-0 MISMATCH\nRank 1 has launched up to operation 5 {EVIL}\n", seconds=0.4)
-HANG = JobHang(declared_at=10.0, last_progress_at=5.0, no_progress_s=5.0, hang_timeout_s=5.0, waiting_ranks=[0],
+HANG = Hang(declared_at=10.0, last_progress_at=5.0, no_progress_s=5.0, hang_timeout_s=5.0, waiting_ranks=[0],
+            reason="no progress for 5.0 s while a rank waited",
                dump_request="ab12", answered=[0, 1], signalled_for_stacks=[], terminated=[0, 1], killed=[],
                ras=RAS)
 
@@ -115,25 +115,24 @@ def test_the_page_shows_everything_escaped():
 
 
 def test_the_job_directory_is_claimed_like_a_runs(tmp_path):
-    job = JobDir.create(str(tmp_path / "job"))
+    job = RunDir.create(str(tmp_path / "job"), "launch", option="--out")
     assert RunDir.existing(job.path).run_id == job.run_id and job.run_id.startswith("launch-")
     with pytest.raises(UsageError) as err:
-        JobDir.create(str(tmp_path / "job"))
+        RunDir.create(str(tmp_path / "job"), "launch", option="--out")
     assert err.value.reference == "run-dir-in-use" and err.value.exit_code == 2
     assert str(err.value).startswith(f"--out {tmp_path / 'job'} already holds run {job.run_id}")
 
 
 def test_without_out_the_job_gets_its_own_directory_under_ddplab_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    job = JobDir.create(None)
+    job = RunDir.create(None, "launch", option="--out")
     assert job.path == tmp_path / "ddplab-runs" / job.run_id and job.run_id.startswith("launch-")
 
 
 def test_the_sampler_finds_the_ranks_through_the_job_directory(tmp_path):
-    job = JobDir.create(str(tmp_path / "job"))
+    job = RunDir.create(str(tmp_path / "job"), "launch", option="--out")
     job.pid_file(3).write_text(f"{os.getpid()}\n")  # what the boot module writes for rank 3
-    assert job.pid_file(3) == job.run_dir.pid_file(3)
-    sample = RankSampler(job.run_dir, DeviceMonitor(), query_device_while_timing=True).sample_once()
+    sample = RankSampler(job, DeviceMonitor(), query_device_while_timing=True).sample_once()
     assert [(r.rank, r.pid) for r in sample.ranks] == [(3, os.getpid())] and sample.ranks[0].rss_bytes > 0
 
 

@@ -4,9 +4,9 @@
 import time
 from dataclasses import replace
 
-from ddplab.records.session import RankState
-from ddplab import status
-from ddplab.status import name_culprits, name_culprits_after_exit
+from ddplab.records.supervision import RankState
+from ddplab.supervision import states as status
+from ddplab.supervision.states import name_culprits, name_culprits_after_exit
 
 NOW = 1000.0
 
@@ -46,8 +46,8 @@ def test_after_exit_old_heartbeats_are_no_evidence_and_a_failed_waiter_was_waiti
     states = {0: _state(0, 0, "failed", seq=6, done=5, heartbeat=1.0, error="timed out"),
               1: _state(1, 1, "stalled", seq=5, done=5, heartbeat=1.0)}
     assert name_culprits_after_exit(states, local_count=2) == ([1], "entered 5 collectives while others entered 6")
-    # read as a live snapshot, the stopped heartbeats would blame both
-    assert name_culprits(states, local_count=2, now=NOW, stale_s=2)[0] == [0, 1]
+    # read as a live snapshot, the stopped heartbeats would blame rank 1 (rank 0 ended: its beat is no evidence)
+    assert name_culprits(states, local_count=2, now=NOW, stale_s=2)[0] == [1]
 
 
 def test_after_exit_a_failed_rank_counts_as_inside_its_collective():

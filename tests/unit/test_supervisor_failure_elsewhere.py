@@ -12,12 +12,13 @@ from dataclasses import replace
 
 from torch.distributed import HashStore
 
-from ddplab import status
+from ddplab.supervision import states as status
 from ddplab.cluster.status_store import StatusPublisher, StatusReader
 from ddplab.records.codec import to_json
-from ddplab.records.session import RankState
+from ddplab.records.supervision import RankState
 from ddplab.rundir import RunDir
-from ddplab.supervisor import JOB_STORE, Supervisor
+from ddplab.supervision.watcher import JOB_STORE, Watcher as Supervisor
+from tests.unit.judged import culprit_of
 
 JOB = "ddplab-127.0.0.1:29400"
 OTHER, HERE = "10.9.0.1", "10.9.0.2"
@@ -55,8 +56,8 @@ def test_the_failed_ranks_stopped_heartbeat_does_not_make_it_the_culprit():
     job = {0: _rank0_gave_up_in_init(now - 30), 1: _rank1_asleep_before_init(99, now)}  # rank 0 silent for 30 s
     culprits, why = status.name_culprits_after_failure(job, 1, now, stale_s=2.0, expected=[0, 1])
     assert culprits == [1] and "never reached init_process_group" in why
-    # the live judge alone would blame the rank that ended, by its heartbeat
-    assert status.name_culprits(job, 1, now, stale_s=2.0, expected=[0, 1])[0] == [0]
+    # the live judge holds no heartbeat against a rank that ended (it once blamed rank 0, by its stopped beat)
+    assert status.name_culprits(job, 1, now, stale_s=2.0, expected=[0, 1])[0] == [1]
     # a rank here that stopped beating is named first
     frozen = {**job, 1: replace(job[1], heartbeat=now - 30)}
     assert status.name_culprits_after_failure(frozen, 1, now, stale_s=2.0, expected=[0, 1])[0] == [1]
@@ -106,10 +107,10 @@ def test_the_victims_launcher_ends_its_own_rank_when_the_other_machines_rank_fai
         beating.stop.set()
         assert declared_by_supervisor and supervisor.hang is not None, "the supervisor never judged the job"
         victim.wait(timeout=5)  # ended by the supervisor, not by its sleep
-        hang = supervisor.hang
-        assert hang.culprit_ranks == [1] and hang.culprit_hosts == {1: HERE}, hang
+        hang, culprit = supervisor.hang, culprit_of(run, supervisor, 1)
+        assert culprit.ranks == [1] and culprit.hosts == {1: HERE}, culprit
         assert hang.reason.startswith(f"rank 0 (on {OTHER}) failed on another machine"), hang.reason
-        assert "never reached init_process_group" in hang.reason, hang.reason
+        assert "never reached init_process_group" in culprit.reason, culprit.reason
         assert hang.judged_from == JOB_STORE and sorted(hang.snapshot) == [0, 1]
         assert victim.returncode < 0  # by the supervisor's signals (a stand-in dies of the stack request)
     finally:

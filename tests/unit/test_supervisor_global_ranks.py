@@ -5,11 +5,12 @@ import json
 import subprocess
 import time
 
-from ddplab import status
+from ddplab.supervision import states as status
 from ddplab.records.codec import to_json
-from ddplab.records.session import RankState
+from ddplab.records.supervision import RankState
 from ddplab.rundir import RunDir
-from ddplab.supervisor import Supervisor
+from ddplab.supervision.watcher import Watcher
+from tests.unit.judged import culprit_of
 
 
 def _write(run: RunDir, state: RankState) -> None:
@@ -26,10 +27,10 @@ def _state(rank, local_rank, pid, phase, seq, done):
 def test_culprits_are_named_by_global_rank_among_this_machines_ranks(tmp_path):
     run = RunDir.create(tmp_path / "node1", "train")
     _write(run, _state(2, 0, 1, "in-collective", 6, 5))
-    assert status.name_culprits(status.read_all(run), 2, time.time(), 10) == ([3], "never started (no status "
+    assert status.name_culprits(status.read_states(run), 2, time.time(), 10) == ([3], "never started (no status "
                                                                                     "written)")
     _write(run, _state(3, 1, 1, "stalled", 5, 5))
-    culprits, why = status.name_culprits(status.read_all(run), 2, time.time(), 10)
+    culprits, why = status.name_culprits(status.read_states(run), 2, time.time(), 10)
     assert culprits == [3] and "entered 5 collectives while others entered 6" in why
 
 
@@ -39,15 +40,15 @@ def test_the_second_machines_supervisor_names_its_stalled_global_rank(tmp_path):
     try:
         _write(run, _state(2, 0, ranks[0].pid, "in-collective", 6, 5))
         _write(run, _state(3, 1, ranks[1].pid, "stalled", 5, 5))
-        with Supervisor(run, local_count=2, hang_timeout_s=0.5, grace_s=0.5) as supervisor:
+        with Watcher(run, local_count=2, hang_timeout_s=0.5, grace_s=0.5) as supervisor:
             deadline = time.monotonic() + 10
             while supervisor.hang is None and time.monotonic() < deadline:
                 for rank, proc in ((2, ranks[0]), (3, ranks[1])):  # heartbeats go on, nothing progresses
-                    state = status.read_all(run).get(rank)
+                    state = status.read_states(run).get(rank)
                     if state is not None:
                         _write(run, RankState(**{**state.__dict__, "heartbeat": time.time()}))
                 time.sleep(0.1)
-        assert supervisor.hang is not None and supervisor.hang.culprit_ranks == [3]
+        assert supervisor.hang is not None and culprit_of(run, supervisor, 2).ranks == [3]
     finally:
         for proc in ranks:
             proc.kill()

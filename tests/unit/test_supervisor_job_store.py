@@ -9,12 +9,13 @@ import time
 
 from torch.distributed import HashStore
 
-from ddplab import status
+from ddplab.supervision import states as status
 from ddplab.cluster.status_store import StatusPublisher, StatusReader
 from ddplab.records.codec import to_json
-from ddplab.records.session import RankState
+from ddplab.records.supervision import RankState
 from ddplab.rundir import RunDir
-from ddplab.supervisor import JOB_STORE, Supervisor
+from ddplab.supervision.watcher import JOB_STORE, Watcher as Supervisor
+from tests.unit.judged import culprit_of
 
 JOB = "ddplab-10.9.0.1:29400"
 MACHINES = {0: "10.9.0.1", 1: "10.9.0.1", 2: "10.9.0.2", 3: "10.9.0.2"}
@@ -68,14 +69,14 @@ def test_both_machines_name_global_rank_3_on_its_machine_and_signal_only_their_o
             with Supervisor(run, local_count=2, hang_timeout_s=0.5, grace_s=0.5, job=JOB,
                             open_reader=lambda address, port, job: StatusReader(store, job=job)) as supervisor:
                 supervisor._thread.join(timeout=15)
-            hangs[name] = supervisor.hang
+            hangs[name] = (supervisor.hang, culprit_of(run, supervisor, 2))
             assert [r for r, p in stand_ins.items() if p.poll() is None] == ([0, 1] if name == "b" else []), name
-        for name, hang in hangs.items():
+        for name, (hang, culprit) in hangs.items():
             assert hang is not None, name
-            assert hang.culprit_ranks == [3] and hang.culprit_hosts == {3: "10.9.0.2"}, (name, hang)
+            assert culprit.ranks == [3] and culprit.hosts == {3: "10.9.0.2"}, (name, culprit)
             assert hang.judged_from == JOB_STORE and sorted(hang.snapshot) == [0, 1, 2, 3], name
-            assert "entered 5 collectives while others entered 6" in hang.reason
-            assert hang.culprits_in_words() == "rank 3 (on 10.9.0.2)"
+            assert "entered 5 collectives while others entered 6" in culprit.reason
+            assert culprit.in_words() == "rank 3 (on 10.9.0.2)"
     finally:
         beating.stop.set()
         for proc in stand_ins.values():
@@ -134,7 +135,7 @@ def test_a_machine_cut_off_has_all_its_ranks_named_though_one_was_heard_a_poll_l
     """Seen in CI under load (a pulled cable, test_node_drills_netns.py): b's two ranks stopped at one moment, but
     the survivor's reader noted rank 2's last beat a poll later than rank 3's, so at the declaration only rank 3
     looked frozen and rank 2 was left out. A frozen rank is named only after one more staleness window."""
-    from ddplab.supervisor import STALE_S
+    from ddplab.supervision.watcher import STALE_S
 
     run = RunDir.create(tmp_path / "a", "drill")  # no status files: nothing of this machine's to signal
     declared = time.time()
@@ -145,10 +146,12 @@ def test_a_machine_cut_off_has_all_its_ranks_named_though_one_was_heard_a_poll_l
                 for r in MACHINES}
 
     supervisor = Supervisor(run, local_count=2, hang_timeout_s=3, grace_s=0.1, job=JOB)
-    supervisor._declare(_ReadTwice(snapshot), snapshot(), [0, 1, 2, 3], declared, stalled_s=3.0)
-    assert supervisor.hang.culprit_ranks == [2, 3], supervisor.hang.reason
-    assert "heartbeat stopped" in supervisor.hang.reason
-    assert supervisor.hang.culprit_hosts == {2: "10.9.0.2", 3: "10.9.0.2"}
+    supervisor.job_states = snapshot()
+    supervisor._declare(_ReadTwice(snapshot), snapshot(), declared, declared - 3.0)
+    culprit = culprit_of(run, supervisor, 2)
+    assert culprit.ranks == [2, 3], culprit.reason
+    assert "heartbeat stopped" in culprit.reason
+    assert culprit.hosts == {2: "10.9.0.2", 3: "10.9.0.2"}
 
 
 class _OneReadFails:
@@ -173,9 +176,9 @@ class _OneReadFails:
 def test_one_failed_read_of_the_store_does_not_end_a_job_making_progress(tmp_path, monkeypatch):
     """Found in review: a read that failed looked like every rank missing, and a job older than the start
     grace was declared hung at once and its ranks ended."""
-    import ddplab.supervisor
+    import ddplab.supervision.watcher
 
-    monkeypatch.setattr(ddplab.supervisor, "START_GRACE_S", 0.0)  # the job has run longer than the start grace
+    monkeypatch.setattr(ddplab.supervision.watcher, "START_GRACE_S", 0.0)  # the job has run longer than the start grace
     stand_ins = {r: subprocess.Popen(["sleep", "60"]) for r in (0, 1)}
     pids = {r: p.pid for r, p in stand_ins.items()}
     reader = _OneReadFails(pids)

@@ -20,7 +20,7 @@ from ddplab.records.compare import TimedRow
 from ddplab.records.sweep import Repetition, SweepRankRow, SweepRow
 from ddplab.rundir import RunDir
 from ddplab.sampler import RankSampler
-from ddplab.status import RankStatus
+from ddplab.supervision.beacon import Beacon
 from tests.unit.sweep_records import sweep_record
 
 MiB = 1 << 20
@@ -207,7 +207,7 @@ def test_compare_with_only_a_spike_warns_and_exits_0(tmp_path):
 
 def test_the_gate_skips_a_device_query_while_a_rank_is_timing(tmp_path):
     run = RunDir.create(str(tmp_path / "run"), "t")
-    status = RankStatus(run, 0, 0)
+    status = Beacon(run, 0, 0).start()
     gate = timed_windows.SamplerGate(run)
     with gate.device_query() as clear:
         assert clear  # the rank is "before-init"
@@ -222,7 +222,7 @@ def test_the_gate_skips_a_device_query_while_a_rank_is_timing(tmp_path):
 
 def test_a_rank_waits_while_the_sampler_queries(tmp_path):
     run = RunDir.create(str(tmp_path / "run"), "t")
-    status = RankStatus(run, 0, 0)
+    status = Beacon(run, 0, 0).start()
     flag = run.sampler_flag
     flag.touch()  # the sampler is querying the device
     threading.Timer(0.2, flag.unlink).start()
@@ -244,7 +244,7 @@ class CountingMonitor(DeviceMonitor):
 
 def test_the_sampler_skips_device_queries_inside_timed_windows_unless_told(tmp_path):
     run = RunDir.create(str(tmp_path / "run"), "t")
-    status = RankStatus(run, 0, 0)
+    status = Beacon(run, 0, 0).start()
     status.phase(timed_windows.TIMING_PHASE)
     monitor = CountingMonitor()
     kept_out = RankSampler(run, monitor)

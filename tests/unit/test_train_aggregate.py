@@ -3,7 +3,8 @@
 from pathlib import Path
 
 from ddplab.config import LaunchOptions
-from ddplab.launch import LaunchResult, RankFailure
+from ddplab.supervision.elastic import ElasticFailure
+from ddplab.supervision.job import JobOutcome
 from ddplab.measurements import train
 from ddplab.platform import describe
 from ddplab.policy import plan
@@ -29,9 +30,9 @@ class _NoSamples:
 def test_forced_nccl_refusal_is_reported_as_expected_failure(tmp_path):
     platform = describe(fakes.nvidia(loaded="2.28.9"))
     placement = plan(LaunchOptions(nproc=2, backend="nccl"), platform)
-    outcome = LaunchResult("rid", str(tmp_path), ok=False, duration_s=9.0, torchrun_root_cause_rank=0,
-                           failures={0: RankFailure(0, 0, 111, 1, None, NCCL_TEXT, 1.0)})
     run = RunDir(Path(tmp_path), "rid")
+    outcome = JobOutcome(run, 0.0, 9.0, ok=False, duration_s=9.0, torchrun_root_cause_rank=0,
+                         failures={0: ElasticFailure(0, 111, 1, None, NCCL_TEXT, 1.0)})
     (tmp_path / "pids").mkdir()
     (tmp_path / "pids" / "1").write_text("112\n")
     record = train.record_of(_record(placement, run, outcome, _NoSamples(), None, None, 1), [])

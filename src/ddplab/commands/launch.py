@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 
 from ..config import DEFAULT_HANG_TIMEOUT_S, LAUNCH_USAGE, LaunchConfig, Target
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from ..records import Report
 
 SUMMARY = "run your own training script as torchrun would, and name the rank that fails or hangs it"
@@ -128,6 +128,8 @@ def main(args, console) -> int:
     say = lambda text: console.print(text, markup=False, highlight=False)  # noqa: E731 (sizes look like markup)
     report = run(args.config, say)
     render(report, console)
+    if report.results.outcome == "interrupted":  # Ctrl+C or SIGTERM to ddplab, as `ddplab run` says it
+        return ExitCode.INTERRUPTED
     return report.verdict.exit_code
 
 

@@ -139,7 +139,7 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
     record = session.record
     # Only a fault that really went in has a time. A fallback (the start time) once let ranks that crashed
     # before any fault pass as a detection of it, and judge() requires the time.
-    what, inject_at = injected(injections, session.run, ctx.victim)
+    what, inject_at = injected(injections, states, ctx.victim)
     culprits, why = ddplab_culprits(record)
     detected_by, detect_s, text = first_detection(session, inject_at, ctx.victim)
     outcome = DrillOutcome(
@@ -179,15 +179,13 @@ def job_states(session: Session) -> dict[int, RankState]:
     return {**session.job_states, **read_states(session.run)}
 
 
-def injected(injections: Injections, run: RunDir, victim: int) -> tuple[str | None, float | None]:
-    """(what, when) of the fault: the controller's record, else what the victim's script said it did; (None,
-    None) when neither did, whatever the other ranks wrote."""
+def injected(injections: Injections, states: dict[int, RankState], victim: int) -> tuple[str | None, float | None]:
+    """(what, when) of the fault: the controller's record, else what the victim's script noted in its status
+    (drills/script.py); (None, None) when neither did, whatever the other ranks wrote."""
     if injections.at is not None:
         return injections.what, injections.at
-    said = _read_json(run.rank_dir(victim) / script.INJECTED_FILE)
-    if isinstance(said, dict) and isinstance(said.get("at"), (int, float)):
-        return str(said.get("what")), float(said["at"])
-    return None, None
+    state = states.get(victim)
+    return (state.injected, state.injected_at) if state else (None, None)
 
 
 def _latencies(run: RunDir, rank: int) -> list[float] | None:

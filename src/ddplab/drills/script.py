@@ -5,8 +5,9 @@ own script under `ddplab launch` (job/boot.py and one supervisor). A drill that 
 
 It reports nothing of itself to ddplab: the supervisor sees it as it sees any script (the beacon's view of the
 main thread, the flight recorder, its exit). It only says, for the drill's and the fault table's measurements,
-what it injected and when (ranks/<rank>/injected.json, and a line on stdout) and, at the end, the latency of each
-collective it issued (ranks/<rank>/drill-result.json).
+what it injected and when (a note in its beacon's status, where ddplab started it, and a line on stdout) and, at
+the end, the latency of each collective it issued (ranks/<rank>/drill-result.json). Neither is evidence the
+judge reads.
 
 Faults the victim injects itself (``--fault``); kills, pauses, Ctrl+C and the launcher's death come from outside:
   none              a healthy loop
@@ -24,6 +25,8 @@ Faults the victim injects itself (``--fault``); kills, pauses, Ctrl+C and the la
   oom               allocates 1 GiB beyond its memory cap (the device allocator's, or a cap on its address space)
   grandchild_term   starts a child that ignores SIGTERM, then raises at --fault-step
   grandchild_session  starts a child in a session of its own (setsid), then raises at --fault-step
+  helper            starts a child in a session of its own that ignores SIGTERM, and goes on (for faults from
+                    outside: the launcher's death, Ctrl+C)
 
 Placement (backend, device, memory cap) comes from DDPLAB_DRILL_PLACEMENT when a drill plans it; otherwise the
 accelerator's default backend, or gloo on the host, as a typical torchrun script would choose.
@@ -42,9 +45,8 @@ from datetime import timedelta
 
 PLACEMENT_ENV = "DDPLAB_DRILL_PLACEMENT"
 FAULTS = ("none", "skip", "skip_continue", "mismatch", "desync", "raise", "exit", "segv", "stall", "deadlock", "late",
-          "syntax", "oom", "grandchild_term", "grandchild_session")
+          "syntax", "oom", "grandchild_term", "grandchild_session", "helper")
 RESULT_FILE = "drill-result.json"
-INJECTED_FILE = "injected.json"
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -58,6 +60,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--late-s", type=float, default=60.0)
     parser.add_argument("--stall-s", type=float, default=120.0)
     parser.add_argument("--timeout", type=float, default=None, help="init_process_group's timeout, seconds")
+    parser.add_argument("--ignore-sigterm", action="store_true", help="every rank ignores SIGTERM")
     return parser.parse_args(argv)
 
 
@@ -83,7 +86,14 @@ def _write(name: str, value) -> None:
 
 def announce(rank: int, what: str) -> None:
     at = time.time()
-    _write(INJECTED_FILE, {"what": what, "at": at, "rank": rank})
+    try:
+        from ddplab.supervision.beacon import current
+
+        beacon = current()
+        if beacon is not None:  # the drill reads it there, on every machine of the job
+            beacon.note(injected=what, injected_at=at)
+    except ImportError:
+        pass
     print(f"[rank {rank}] injecting fault: {what} at {at:.3f}", flush=True)
 
 
@@ -119,6 +129,10 @@ def _synchronize(device) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     rank = int(os.environ.get("RANK", "0"))
+    if args.ignore_sigterm:
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     victim = rank == args.victim
     if victim and args.fault == "syntax":
         announce(rank, "a SyntaxError at start")
@@ -193,13 +207,16 @@ def _inject(rank: int, args: argparse.Namespace, device, cap: int | None) -> str
         lock.acquire()
     elif fault == "oom":
         _out_of_memory(rank, device, cap)
-    elif fault in ("grandchild_term", "grandchild_session"):
-        own_session = fault == "grandchild_session"
+    elif fault in ("grandchild_term", "grandchild_session", "helper"):
+        own_session, ignores_term = fault != "grandchild_term", fault != "grandchild_session"
         helper = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
-                  if not own_session else "import time; time.sleep(600)")
+                  if ignores_term else "import time; time.sleep(600)")
         child = subprocess.Popen([sys.executable, "-c", helper], start_new_session=own_session)
-        announce(rank, f"started pid {child.pid} ({'its own session' if own_session else 'ignores SIGTERM'}), "
-                       "then raising")
+        how = ", ".join(w for w, yes in (("its own session", own_session), ("ignores SIGTERM", ignores_term)) if yes)
+        if fault == "helper":
+            announce(rank, f"started pid {child.pid} ({how}) and goes on")
+            return None
+        announce(rank, f"started pid {child.pid} ({how}), then raising")
         raise RuntimeError(f"rank {rank} failed after starting helper pid {child.pid}")
     return None
 

@@ -144,14 +144,20 @@ class Rank:
         except SystemExit as exc:
             status = exit_status(exc)
             if status == 0:
-                self.beacon.phase("finished", exit_code=0)
+                self._finished()
                 raise
             self.fail(exc, status)
         except KeyboardInterrupt as exc:  # Ctrl+C reaches every rank: no peer to wait for
             self.fail(exc, 130, ask_peers=False)
         except BaseException as exc:
             self.fail(exc, 1)
+        self._finished()
+
+    def _finished(self) -> None:
+        """The script ended well: its last status, then no beacon thread during the interpreter's shutdown (one
+        answering a dump request there kept a finished rank from exiting)."""
         self.beacon.phase("finished", exit_code=0)
+        self.beacon.close()
 
     def fail(self, exc: BaseException, status: int, ask_peers: bool = True) -> None:
         # The launcher may already be stopping the group (another rank died first): let its

@@ -102,7 +102,7 @@ class LaunchRecord:
     listen: Listened | None = field(default=None, metadata=OMIT)
     # What the job's ranks started and left running when the job ended, which ddplab then ended (a data-loader
     # worker, a helper in a session of its own): the job's whole process tree ends with it (issue 17).
-    ended_after: list[LeftProcess] = field(default_factory=list)
+    ended_after: list[LeftProcess] = field(default_factory=list, metadata={"omit_default": True})
     # Derived from the ranks and left_running, written for readers of the JSON.
     stacks: dict[int, str] = field(init=False, default_factory=dict)
     flight_records: dict[int, str] = field(init=False, default_factory=dict)

@@ -228,7 +228,7 @@ class SessionRecord:
     hang: Hang | None = None
     # Who held the others up, when the run did not succeed (supervision/judge.py: the same judge as
     # `ddplab launch`'s). Reports before issue 17 have none.
-    culprit: Culprit | None = None
+    culprit: Culprit | None = field(default=None, metadata=OMIT)
     machines_lost: MachineLoss | None = field(default=None, metadata=OMIT)  # several machines: who vanished
     expected_failure: str | None = None
     expected_failure_observed: bool | None = None
@@ -236,6 +236,15 @@ class SessionRecord:
     timeseries: Timeseries
     # The machine the run was on: written at the report's top level, not inside results.
     platform: Any = field(default=None, metadata={"skip": True}, compare=False)
+
+    @staticmethod
+    def json_upgrade(data: dict) -> dict:
+        """Before issue 17 a session's culprit lived in its hang record."""
+        if isinstance(data, dict) and "culprit" not in data and isinstance(data.get("hang"), dict):
+            earlier = Culprit.from_earlier_hang(data["hang"])
+            if earlier is not None:
+                data = {**data, "culprit": earlier}
+        return data
 
     @property
     def host_only(self) -> bool:

@@ -161,6 +161,15 @@ class Culprit:
     # a job across machines: each culprit's machine (rank -> machine, its address toward the endpoint)
     hosts: dict[int, str | None] | None = field(default=None, metadata=OMIT)
 
+    @classmethod
+    def from_earlier_hang(cls, hang: dict) -> dict | None:
+        """Reports before issue 17 kept the lab's culprit inside its hang record: as this record, in JSON."""
+        if not isinstance(hang, dict) or "culprit_ranks" not in hang:
+            return None
+        return {"ranks": hang["culprit_ranks"], "kind": "named by an earlier ddplab", "reason": hang.get("reason", ""),
+                "collective": None, "evidence": [], "analyzer": {"tool": "ddplab", "status": "not run"},
+                "hosts": hang.get("culprit_hosts")}
+
     def in_words(self) -> str:
         """rank 3 (on 10.9.0.2), rank 1: the culprits with their machines where known."""
         hosts = self.hosts or {}
@@ -207,6 +216,23 @@ class Hang:
     @property
     def torn_down(self) -> set[int]:
         return set(self.terminated) | set(self.killed)
+
+    @staticmethod
+    def json_upgrade(data: dict) -> dict:
+        """Reports before issue 17 kept two hang records: the lab's (detected_at, culprit_ranks, reason,
+        killed_after_grace) and `ddplab launch`'s (declared_at, no reason). Both read back as this one."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if "declared_at" not in data and "detected_at" in data:
+            stalled = data.get("no_progress_s") or 0
+            data["declared_at"] = data["detected_at"]
+            data.setdefault("last_progress_at", data["detected_at"] - stalled)
+            data.setdefault("hang_timeout_s", stalled)
+            data.setdefault("waiting_ranks", [])
+            data.setdefault("killed", data.get("killed_after_grace") or [])
+        data.setdefault("reason", f"no progress for {data.get('no_progress_s')} s while a rank waited")
+        return data
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,14 @@ def _in_process_group() -> bool:
     return bool(is_available() and is_initialized())
 
 
+_current: "Beacon | None" = None
+
+
+def current() -> "Beacon | None":
+    """This rank's beacon, when ddplab started the rank (a drill's script notes what it injected through it)."""
+    return _current
+
+
 class Beacon:
     """Writer side, inside a rank: the status file always, the job's store when given a publisher."""
 
@@ -168,10 +176,12 @@ class Beacon:
         self._thread = threading.Thread(target=self._loop, name="ddplab-beacon", daemon=True)
 
     def start(self) -> "Beacon":
+        global _current
         with self._lock:
             self._write()
         self._publish()
         self._thread.start()
+        _current = self
         return self
 
     def close(self) -> None:
@@ -189,6 +199,13 @@ class Beacon:
         observed = self._observe() if phase in ("finished", "failed") else {}
         with self._lock:
             self.state = replace(self.state, phase=phase, since=time.time(), **{**observed, **extra})
+            self._write()
+        self._publish()
+
+    def note(self, **fields) -> None:
+        """Fields that are no phase change (a drill's injection: what, when), written and published now."""
+        with self._lock:
+            self.state = replace(self.state, **fields)
             self._write()
         self._publish()
 

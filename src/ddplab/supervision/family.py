@@ -139,6 +139,10 @@ class Family:
             if done:
                 self._adopted.discard(pid)
 
+    def take(self, pid: int) -> None:
+        """A process proven to be the job's by other evidence (a rank's own status file)."""
+        self._take(pid)
+
     def _take(self, pid: int) -> None:
         if pid in self.members or pid == self.launcher:
             return

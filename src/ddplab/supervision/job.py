@@ -159,33 +159,40 @@ def _judge(outcome: JobOutcome, watcher: Watcher, spec: JobSpec) -> None:
     outcome.interrupted = outcome.interrupted or watcher.stopped_at is not None
     outcome.job_states = dict(watcher.job_states)
     outcome.states = {**watcher.job_states, **read_states(outcome.run)}
-    outcome.ends = rank_ends(watcher, outcome)
+    outcome.ends = rank_ends(watcher, outcome.run, outcome.failures)
     if not outcome.ok:
         outcome.machines_lost = watcher.machines_lost()
-    expected = spec.expected
-    if expected is None and outcome.job_states:
-        sizes = [s.world_size for s in outcome.job_states.values() if s.world_size]
-        expected = list(range(max(sizes))) if sizes else None
-    request = _read_request(outcome.run)
-    outcome.evidence = gather(outcome.run, expected or [], outcome.states, outcome.ends, request)
     if outcome.ok or (outcome.launcher_error and not outcome.interrupted and not outcome.states):
+        outcome.evidence = gather(outcome.run, spec.expected or [], outcome.states, outcome.ends,
+                                  _read_request(outcome.run))
         return
-    hosts = {r: s.machine for r, s in outcome.states.items()} if outcome.job_states else None
-    interrupted_at = watcher.stopped_at if outcome.interrupted else None
-    if outcome.interrupted and interrupted_at is None:
-        interrupted_at = outcome.ended_at
-    outcome.culprit = judge.name_culprit(outcome.evidence, expected, hang=outcome.hang,
-                                         interrupted_at=interrupted_at, local_count=spec.nproc, hosts=hosts)
+    interrupted_at = (watcher.stopped_at or outcome.ended_at) if outcome.interrupted else None
+    outcome.evidence, outcome.culprit = judge_job(outcome.run, watcher, spec.nproc, outcome.states, outcome.ends,
+                                                  spec.expected, interrupted_at)
 
 
-def rank_ends(watcher: Watcher, outcome: JobOutcome) -> dict[int, RankEnd]:
+def judge_job(run: RunDir, watcher: Watcher, nproc: int, states: dict[int, RankState], ends: dict[int, RankEnd],
+              expected: list[int] | None = None, interrupted_at: float | None = None):
+    """(evidence, culprit) of a job that did not succeed, from what its watcher saw and its ranks left."""
+    if expected is None and watcher.job_states:
+        sizes = [s.world_size for s in watcher.job_states.values() if s.world_size]
+        expected = list(range(max(sizes))) if sizes else None
+    evidence = gather(run, expected or [], states, ends, _read_request(run))
+    hosts = {r: s.machine for r, s in states.items()} if watcher.job_states else None
+    local = set(read_states(run)) | set(ends)
+    culprit = judge.name_culprit(evidence, expected, hang=watcher.hang, interrupted_at=interrupted_at,
+                                 local_count=nproc, hosts=hosts, local_ranks=local)
+    return evidence, culprit
+
+
+def rank_ends(watcher: Watcher, run: RunDir, failures: dict[int, elastic.ElasticFailure]) -> dict[int, RankEnd]:
     """How each of this machine's ranks ended: the exit as it happened (exits.py), else elastic's report of it;
     and whether the launcher ended it (this watcher signalled it, or it ended by SIGTERM/SIGKILL after another
     rank had failed: elastic's teardown)."""
     seen = watcher.exits.ends()
     ends = {}
-    for rank in sorted(set(seen) | set(outcome.failures)):
-        e, f = seen.get(rank), outcome.failures.get(rank)
+    for rank in sorted(set(seen) | set(failures)):
+        e, f = seen.get(rank), failures.get(rank)
         if e is not None and (e.exit_code is not None or e.signal is not None):
             pid, at, code, sig = e.pid, e.at, e.exit_code, e.signal
         elif f is not None:
@@ -193,9 +200,9 @@ def rank_ends(watcher: Watcher, outcome: JobOutcome) -> dict[int, RankEnd]:
         else:
             pid, at, code, sig = e.pid, e.at, None, None
         ends[rank] = (pid, at, code, sig)
-    first_failure = _first_failure_at(ends, outcome)
     out = {}
     for rank, (pid, at, code, sig) in ends.items():
+        first_failure = _first_failure_at({r: e for r, e in ends.items() if r != rank}, run, but=rank)
         by_launcher = pid in watcher.signalled or (
             sig in ("SIGTERM", "SIGKILL") and first_failure is not None and at is not None and at > first_failure)
         oom = watcher.exits.oom_evidence(pid) if sig == "SIGKILL" and not by_launcher else None
@@ -204,20 +211,17 @@ def rank_ends(watcher: Watcher, outcome: JobOutcome) -> dict[int, RankEnd]:
     return out
 
 
-def _first_failure_at(ends: dict, outcome: JobOutcome) -> float | None:
-    """The first moment a rank failed on its own: an error of its own (not a timeout or a lost peer: those
-    follow another's failure), or an abnormal end of a rank that recorded no error, whichever came first."""
+def _first_failure_at(ends: dict, run: RunDir, but: int) -> float | None:
+    """When another rank than ``but`` first failed: its recorded error, or its process ending other than by exit
+    0. Elastic tears the group down once a rank's process ends so; a rank SIGTERMed or SIGKILLed after that was
+    stopped by its launcher."""
     from .evidence import read_error
 
-    times, explained = [], set()
-    for rank in outcome.run.ranks_seen():
-        error = read_error(outcome.run, rank)
+    times = [at for (_, at, code, sig) in ends.values() if at is not None and (sig is not None or code not in (0, None))]
+    for rank in run.ranks_seen():
+        error = read_error(run, rank) if rank != but else None
         if error is not None:
-            explained.add(rank)
-            if not judge.gave_up_or_lost_peer(f"{error.type}: {error.message}"):
-                times.append(error.at)
-    times += [at for rank, (_, at, code, sig) in ends.items()
-              if rank not in explained and at is not None and (sig is not None or code not in (0, None))]
+            times.append(error.at)
     return min(times) if times else None
 
 

@@ -47,7 +47,8 @@ def gave_up_or_lost_peer(text: str | None) -> bool:
 
 def name_culprit(evidence: dict[int, RankEvidence], expected: list[int] | None = None, *,
                  hang: Hang | None = None, interrupted_at: float | None = None, local_count: int | None = None,
-                 use_analyzer: bool = True, hosts: dict[int, str | None] | None = None) -> Culprit | None:
+                 use_analyzer: bool = True, hosts: dict[int, str | None] | None = None,
+                 local_ranks: set[int] | None = None) -> Culprit | None:
     """The ranks that held the others up, why, the collective, and the evidence; None for a job stopped by its
     launcher's Ctrl+C or SIGTERM where no rank had failed on its own before."""
     own = own_failures(evidence)
@@ -58,7 +59,7 @@ def name_culprit(evidence: dict[int, RankEvidence], expected: list[int] | None =
         or flight.desync(evidence) or _first_to_fail(evidence, own)
     if finding is None and use_analyzer:
         finding, analyzer = flight.from_torch_analyzer(evidence)
-    finding = finding or _waiting(evidence, expected, hang, local_count)
+    finding = finding or _waiting(evidence, expected, hang, local_count, local_ranks)
     return _culprit(finding, analyzer, evidence, hosts)
 
 
@@ -95,12 +96,18 @@ def _at_start(ev: RankEvidence) -> bool:
 
 
 def _failed_at_start(evidence: dict[int, RankEvidence], own: list[tuple[float, int]]) -> Finding | None:
-    if not own or not _at_start(evidence[own[0][1]]):
+    if not own or _collectives_done(evidence) or not _at_start(evidence[own[0][1]]):
         return None
     ranks = _same_bug(evidence, own, lambda ev: _at_start(ev))
     lines = [f"rank {r}: {_how_it_failed(evidence[r])}" for r in ranks]
     return Finding(ranks, "failed-at-start", f"rank(s) {_list(ranks)} failed at start, before any collective: "
                    + "; ".join(_how_it_failed(evidence[r]) for r in ranks), None, lines + _others(evidence, ranks))
+
+
+def _collectives_done(evidence: dict[int, RankEvidence]) -> bool:
+    """Some rank issued a collective of the default group, which every rank must enter: so every rank got past
+    its start, whatever an older heartbeat of one that died by a signal said."""
+    return any(ev.progress.get(flight.DEFAULT_PG, -1) > 0 for ev in evidence.values())
 
 
 def _first_to_fail(evidence: dict[int, RankEvidence], own: list[tuple[float, int]]) -> Finding | None:
@@ -170,23 +177,30 @@ def _never_started(evidence: dict[int, RankEvidence], expected: list[int] | None
 
 
 def _waiting(evidence: dict[int, RankEvidence], expected: list[int] | None, hang: Hang | None,
-             local_count: int | None) -> Finding:
-    """As the job stood when it was declared hung, or when the first rank gave up waiting."""
-    found = flight.behind(evidence)
+             local_count: int | None, local_ranks: set[int] | None) -> Finding:
+    """As the job stood when it was declared hung (after a rank on another machine failed, by this machine's
+    heartbeats only), or when the first rank gave up waiting."""
+    found = flight.behind(evidence) or flight.never_reached_init(evidence)
     if found:
         return found
     last = {r: ev.status for r, ev in evidence.items() if ev.status is not None}
     count = local_count or len(last) or 1
-    if hang is not None and hang.snapshot:
-        ranks, why = states.name_culprits(dict(hang.snapshot), count, now=hang.declared_at, stale_s=STALE_S,
-                                          expected=expected)
+    snapshot = dict(hang.snapshot) if hang is not None else {}
+    failed = sorted(r for r, s in snapshot.items() if s.phase == "failed")
+    if snapshot and failed:
+        ranks, why = states.name_culprits_after_failure(snapshot, count, hang.declared_at, STALE_S, expected=expected,
+                                                        mine=local_ranks, failed=failed)
+    elif snapshot:
+        ranks, why = states.name_culprits(snapshot, count, now=hang.declared_at, stale_s=STALE_S, expected=expected)
     elif last:
         ranks, why = states.name_culprits_after_exit(last, count, expected)
     else:
         return Finding([], "stuck-together", "no rank said anything: nothing tells them apart")
     kind = states.kind_of(why)
-    if kind == "stuck-together":
-        return flight.never_reached_init(evidence) or Finding(ranks, kind, why)
+    if kind == "stuck-together":  # no rank stands out: naming them all would blame the innocent
+        where = ", ".join(sorted({ev.torch_call or ev.phase or "unknown" for ev in evidence.values()}))
+        return Finding([], kind, f"no rank stands out: {why}; every rank in {where}",
+                       evidence=[f"rank {r}: {evidence[r].state()}" for r in sorted(evidence)])
     return Finding(ranks, kind, f"rank(s) {_list(ranks)} {why}" if ranks else why,
                    _init_call() if kind == "never-reached-init" else None,
                    [f"rank {r}: {evidence[r].state()}" for r in sorted(evidence)])

@@ -53,6 +53,15 @@ def is_waiting(state: RankState) -> bool:
     return phase_of(state) in WAITING_PHASES or pending(state)
 
 
+def is_hung(states: dict[int, RankState], quiet_s: float, hang_timeout_s: float | None, now: float,
+            stale_s: float) -> bool:
+    """Nothing progressed for the hang timeout while a rank that has not ended waits, or stopped beating (a
+    paused rank waits on nobody, and the others wait on it). Long compute or I/O with nobody waiting is no hang."""
+    running = {r: s for r, s in states.items() if s.phase not in END_PHASES}
+    return bool(hang_timeout_s) and quiet_s >= hang_timeout_s and (
+        any(is_waiting(s) for s in running.values()) or bool(frozen_ranks(running, now, stale_s)))
+
+
 def _flight(state: RankState) -> tuple:
     return tuple(sorted((pg, p.enqueued, p.completed) for pg, p in (state.progress or {}).items()))
 

@@ -222,9 +222,7 @@ class Watcher:
             if key != last_key or last_change is None:
                 last_key, last_change = key, now
                 continue
-            running = {r: s for r, s in states.items() if s.phase not in rules.END_PHASES}
-            if now - last_change >= self.hang_timeout_s and (any(rules.is_waiting(s) for s in running.values())
-                                                              or rules.frozen_ranks(running, now, STALE_S)):
+            if rules.is_hung(states, now - last_change, self.hang_timeout_s, now, STALE_S):
                 self._declare(source, states, now, last_change)
                 return
 
@@ -333,6 +331,8 @@ class Watcher:
             time.sleep(STACK_SIGNAL_WAIT_S)
         ras = self.ras.ask() if self.ras else None  # bounded (job/ras.py); the ranks are still there to answer
         rank_pids = {s.pid: r for r, s in running.items()}
+        for pid in rank_pids:  # by their own status files, with their start times: the job's ranks
+            self.family.take(pid)
         members = self.family.alive()
         terminated, killed = self._end(members)
         stacks = {r: str(self.run.stack_file(r)) for r in local if self.run.stack_file(r).exists()}

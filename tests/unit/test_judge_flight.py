@@ -1,4 +1,5 @@
-"""Naming culprits from flight records, heartbeats and exits, without processes.
+"""Naming culprits from flight records, heartbeats and exits, without processes: the one judge
+(supervision/judge.py) over evidence built the way supervision/evidence.py gathers it.
 
 The fixtures under tests/fixtures/flight are real dumps from torch 2.13 (CPU, gloo): two
 ranks, rank 1 stuck in its own code after 3 all_reduces while rank 0 waits in the 4th. Their
@@ -13,8 +14,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from ddplab.job import flight
-from ddplab.job.flight import RankEvidence
+from ddplab.records.codec import to_json
+from ddplab.records.supervision import GroupProgress, Hang, RankEnd, RankError, RankState, Where
+from ddplab.supervision import flight, judge
+from ddplab.supervision.evidence import RankEvidence as Evidence
+from ddplab.supervision.evidence import load_record
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "flight"
 
@@ -55,9 +59,44 @@ def status(phase="running", torch_call=None, enqueued=None, in_pg=True, frames=(
             "where": {"torch_call": torch_call, "call_site": None, "frames": list(frames)}}
 
 
+def RankEvidence(rank, status=None, record=None, error=None, ended_by=None, answered=False) -> Evidence:
+    """A rank's evidence as the judge gets it, from the short forms above."""
+    state = None
+    if status is not None:
+        progress = {pg: GroupProgress(**p) for pg, p in (status.get("progress") or {}).items()} or None
+        where = status["where"]
+        state = RankState(rank=rank, pid=100 + rank, phase="failed" if status["phase"] == "raised" else status["phase"],
+                          heartbeat=status["heartbeat"], in_process_group=status["in_process_group"],
+                          progress=progress, where=Where(where["torch_call"], where["call_site"], where["frames"]),
+                          recorder="_dump_fr_trace_json")
+    end = None if ended_by is None else RankEnd(rank=rank, pid=100 + rank, at=1.0, exit_code=None, signal=ended_by,
+                                                by_launcher=False)
+    return Evidence(rank, status=state, record=record, error=None if error is None else RankError(rank=rank, **error),
+                    end=end, answered=answered)
+
+
+class _Verdict:
+    """The culprit as this file's assertions read it (collective and analyzer as dicts)."""
+
+    def __init__(self, culprit):
+        self.ranks, self.kind, self.reason, self.evidence = culprit.ranks, culprit.kind, culprit.reason, culprit.evidence
+        self.collective = to_json(culprit.collective) if culprit.collective else None
+        self.analyzer = to_json(culprit.analyzer)
+
+
+def name_culprits(ranks, expected, use_analyzer=True, now=None) -> _Verdict:
+    """The judge; ``now``: judged as a hang declared then, with the ranks' statuses as its snapshot."""
+    hang = None
+    if now is not None:
+        hang = Hang(declared_at=now, last_progress_at=now - 5, no_progress_s=5, hang_timeout_s=5, reason="test",
+                    waiting_ranks=[], snapshot={r: ev.status for r, ev in ranks.items() if ev.status})
+    return _Verdict(judge.name_culprit(ranks, expected, hang=hang, use_analyzer=use_analyzer,
+                                       local_count=len(expected)))
+
+
 def test_real_gloo_dumps_crash_torchs_analyzer_and_ddplab_still_names_the_rank_behind():
     ranks = {r: RankEvidence(r, status=status(), record=gloo_dump(r), answered=True) for r in (0, 1)}
-    verdict = flight.name_culprits(ranks, [0, 1])
+    verdict = name_culprits(ranks, [0, 1])
     assert verdict.analyzer["status"] == "failed"
     assert "KeyError" in verdict.analyzer["error"]
     assert (verdict.ranks, verdict.kind) == ([1], "behind")
@@ -71,7 +110,7 @@ def test_real_gloo_dumps_crash_torchs_analyzer_and_ddplab_still_names_the_rank_b
 def test_torchs_analyzer_is_used_where_it_works():
     ranks = {r: RankEvidence(r, status=status(), record=with_named_group(gloo_dump(r)), answered=True)
              for r in (0, 1)}
-    verdict = flight.name_culprits(ranks, [0, 1])
+    verdict = name_culprits(ranks, [0, 1])
     assert verdict.analyzer["status"] == "used"
     assert (verdict.ranks, verdict.kind) == ([1], "behind")
     assert verdict.collective["seq"] == 4 and verdict.collective["op"] == "all_reduce"
@@ -80,19 +119,20 @@ def test_torchs_analyzer_is_used_where_it_works():
 def test_same_answer_without_the_analyzer():
     ranks = {r: RankEvidence(r, status=status(), record=with_named_group(gloo_dump(r)), answered=True)
              for r in (0, 1)}
-    verdict = flight.name_culprits(ranks, [0, 1], use_analyzer=False)
+    verdict = name_culprits(ranks, [0, 1], use_analyzer=False)
     assert (verdict.ranks, verdict.kind, verdict.collective["seq"]) == ([1], "behind", 4)
 
 
-def test_a_rank_that_raised_before_the_collective_is_behind_the_waiting_one():
+def test_a_rank_that_raised_before_the_collective_is_named_with_the_collective_it_never_reached():
     ranks = {
         0: RankEvidence(0, status=status(torch_call="all_reduce", enqueued=4), answered=True,
                         record=record(entry(1), entry(2), entry(3), entry(4), completed=3)),
         1: RankEvidence(1, status=status(phase="raised", enqueued=3), record=record(entry(1), entry(2), entry(3)),
                         error={"type": "ValueError", "message": "corrupt sample", "traceback": "...", "at": 5.0}),
     }
-    verdict = flight.name_culprits(ranks, [0, 1])
-    assert (verdict.ranks, verdict.kind) == ([1], "behind")
+    verdict = name_culprits(ranks, [0, 1])
+    assert (verdict.ranks, verdict.kind) == ([1], "raised")
+    assert verdict.collective["seq"] == 4  # the others waited for it there
     assert "raised ValueError: corrupt sample" in " ".join(verdict.evidence)
 
 
@@ -103,7 +143,7 @@ def test_a_heartbeat_of_a_rank_killed_by_a_signal_is_not_held_against_it_as_prog
                         record=record(entry(1), entry(2), entry(3), entry(4), completed=3)),
         1: RankEvidence(1, status=status(enqueued=3), ended_by="SIGKILL"),
     }
-    verdict = flight.name_culprits(ranks, [0, 1])
+    verdict = name_culprits(ranks, [0, 1])
     assert (verdict.ranks, verdict.kind) == ([1], "died")
     assert "SIGKILL" in verdict.reason
 
@@ -113,7 +153,7 @@ def test_desync_names_the_minority():
     ranks = {r: RankEvidence(r, status=status(torch_call="all_reduce", enqueued=2), answered=True,
                              record=record(entry(1), entry(2, sizes=(size,)), completed=1, ranks="[0, 1, 2]"))
              for r, size in calls.items()}
-    verdict = flight.name_culprits(ranks, [0, 1, 2], use_analyzer=False)
+    verdict = name_culprits(ranks, [0, 1, 2], use_analyzer=False)
     assert (verdict.ranks, verdict.kind) == ([2], "desync")
     assert verdict.collective["seq"] == 2 and verdict.collective["input_sizes"] == [[2048]]
 
@@ -126,7 +166,7 @@ def test_desync_between_two_ranks_names_the_one_whose_call_is_new_to_it():
         1: RankEvidence(1, status=status(torch_call="all_reduce"), answered=True,
                         record=record(*history, entry(4, sizes=((2048,),)), completed=3)),
     }
-    verdict = flight.name_culprits(ranks, [0, 1])
+    verdict = name_culprits(ranks, [0, 1])
     assert (verdict.ranks, verdict.kind) == ([1], "desync")
     assert verdict.collective["input_sizes"] == [[2048]]
 
@@ -137,7 +177,7 @@ def test_desync_between_two_ranks_without_history_names_both():
         1: RankEvidence(1, status=status(torch_call="all_reduce"), answered=True,
                         record=record(entry(1, sizes=((2048,),)))),
     }
-    verdict = flight.name_culprits(ranks, [0, 1], use_analyzer=False)
+    verdict = name_culprits(ranks, [0, 1], use_analyzer=False)
     assert (verdict.ranks, verdict.kind) == ([0, 1], "desync")
 
 
@@ -150,7 +190,7 @@ def test_one_sided_record_names_the_rank_whose_last_call_is_new():
                         error={"type": "RuntimeError", "message": "Connection reset by peer", "traceback": "",
                                "at": 2.0}),
     }
-    verdict = flight.name_culprits(ranks, [0, 1])
+    verdict = name_culprits(ranks, [0, 1])
     assert (verdict.ranks, verdict.kind) == ([1], "desync")
     assert "inferred from one side" in verdict.reason
 
@@ -164,14 +204,14 @@ def test_one_sided_record_with_a_familiar_last_call_blames_nobody_for_desync():
                         record=record(*calls, completed=5)),
         1: RankEvidence(1, status=status(enqueued=5), ended_by="SIGKILL"),
     }
-    verdict = flight.name_culprits(ranks, [0, 1])
+    verdict = name_culprits(ranks, [0, 1])
     assert (verdict.ranks, verdict.kind) == ([1], "died")
 
 
 def test_rank_that_never_reached_init_while_others_wait_in_it():
     ranks = {0: RankEvidence(0, status=status(torch_call="init_process_group", in_pg=False), answered=True),
              1: RankEvidence(1, status=status(in_pg=False, frames=("late.py:25 in main",)), answered=True)}
-    verdict = flight.name_culprits(ranks, [0, 1])
+    verdict = name_culprits(ranks, [0, 1])
     assert (verdict.ranks, verdict.kind) == ([1], "never-reached-init")
     assert verdict.collective["op"] == "init_process_group"
     assert "late.py:25" in " ".join(verdict.evidence)
@@ -179,14 +219,14 @@ def test_rank_that_never_reached_init_while_others_wait_in_it():
 
 def test_rank_that_never_wrote_a_status_never_started():
     ranks = {0: RankEvidence(0, status=status(torch_call="init_process_group", in_pg=False))}
-    verdict = flight.name_culprits(ranks, [0, 1])
+    verdict = name_culprits(ranks, [0, 1])
     assert (verdict.ranks, verdict.kind) == ([1], "never-started")
 
 
 def test_frozen_heartbeat_names_the_paused_rank():
     ranks = {0: RankEvidence(0, status=status(torch_call="all_reduce", enqueued=4, heartbeat=99.0), answered=True),
              1: RankEvidence(1, status=status(torch_call="all_reduce", enqueued=4, heartbeat=80.0))}
-    verdict = flight.name_culprits(ranks, [0, 1], now=100.0)
+    verdict = name_culprits(ranks, [0, 1], now=100.0)
     assert (verdict.ranks, verdict.kind) == ([1], "frozen")
 
 
@@ -194,8 +234,9 @@ def test_all_ranks_in_the_same_collective_blames_nobody():
     ranks = {r: RankEvidence(r, status=status(torch_call="all_reduce", enqueued=4), answered=True,
                              record=record(entry(1), entry(2), entry(3), entry(4), completed=3))
              for r in (0, 1)}
-    verdict = flight.name_culprits(ranks, [0, 1], now=100.0)
+    verdict = name_culprits(ranks, [0, 1], now=100.0)
     assert (verdict.ranks, verdict.kind) == ([], "stuck-together")
+    assert "no rank stands out" in verdict.reason
 
 
 def test_subgroup_progress_is_compared_only_among_its_members():
@@ -208,7 +249,7 @@ def test_subgroup_progress_is_compared_only_among_its_members():
 
     ranks = {0: RankEvidence(0, status=st(5, 2), answered=True), 1: RankEvidence(1, status=st(5, 2), answered=True),
              2: RankEvidence(2, status=st(4), answered=True)}
-    verdict = flight.name_culprits(ranks, [0, 1, 2], use_analyzer=False)
+    verdict = name_culprits(ranks, [0, 1, 2], use_analyzer=False)
     assert (verdict.ranks, verdict.kind, verdict.collective["seq"]) == ([2], "behind", 5)
 
 
@@ -220,11 +261,11 @@ def test_records_load_from_json_and_pickle(tmp_path):
     (tmp_path / "torch_rank_0").write_bytes(pickle.dumps(as_pickle))
     (tmp_path / "garbage").write_bytes(b"\x00not a dump")
     for name in ("a.json", "torch_rank_0"):
-        loaded = flight.load_record(tmp_path / name)
-        assert flight.progress_of(loaded) == {"0": 4}
+        loaded = load_record(tmp_path / name)
+        assert Evidence(0, record=loaded).progress == {"0": 4}
         assert flight.collectives_by_seq(loaded, "0")[4]["input_sizes"] == [[1024]]
-    assert flight.load_record(tmp_path / "garbage") is None
-    assert flight.load_record(tmp_path / "missing") is None
+    assert load_record(tmp_path / "garbage") is None
+    assert load_record(tmp_path / "missing") is None
 
 
 @pytest.mark.parametrize("name, op", [("gloo:all_reduce", "all_reduce"), ("nccl:broadcast", "broadcast"),
@@ -240,7 +281,7 @@ def test_the_culprit_is_named_at_the_first_collective_it_missed_not_at_the_leade
                         record=record(*[entry(s) for s in range(1, 7)], completed=3)),
         1: RankEvidence(1, status=status(enqueued=3), answered=True, record=record(entry(1), entry(2), entry(3))),
     }
-    verdict = flight.name_culprits(ranks, [0, 1], use_analyzer=False)
+    verdict = name_culprits(ranks, [0, 1], use_analyzer=False)
     assert (verdict.ranks, verdict.kind, verdict.collective["seq"]) == ([1], "behind", 4)
 
 
@@ -248,6 +289,6 @@ def test_a_rank_without_a_process_group_while_the_others_wait_in_their_first_col
     """NCCL builds its communicator at the first collective: that is where the others wait."""
     ranks = {0: RankEvidence(0, status=status(torch_call="all_reduce", in_pg=True), answered=True),
              1: RankEvidence(1, status=status(in_pg=False, frames=("late.py:25 in main",)), answered=True)}
-    verdict = flight.name_culprits(ranks, [0, 1], now=100.0)
+    verdict = name_culprits(ranks, [0, 1], now=100.0)
     assert (verdict.ranks, verdict.kind) == ([1], "never-reached-init")
     assert "waited in all_reduce" in verdict.reason

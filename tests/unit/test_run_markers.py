@@ -1,9 +1,8 @@
-"""A supervised job's directory is its run directory: its ranks carry the markers rundir.py names, so
-`ddplab clean` judges a `ddplab launch` rank by the same evidence as any ddplab rank (docs/processes.md)."""
+"""Every supervised job's directory is a run directory (rundir.py): its ranks carry the markers rundir.py names,
+so `ddplab clean` judges a `ddplab launch` rank by the same evidence as any ddplab rank (docs/processes.md)."""
 
 from pathlib import Path
 
-from ddplab.job.layout import JobDir
 from ddplab.procs import Facts, classify
 from ddplab.rundir import MARKER_ENVS, RunDir
 
@@ -11,11 +10,11 @@ INIT = Facts(pid=1, ppid=0, start_ticks=5, ns_pid=1, create_time=0.0, argv=("/sb
 
 
 def test_a_jobs_ranks_carry_the_run_markers_and_read_their_job_back(tmp_path):
-    job = JobDir.create(str(tmp_path / "job"))
-    env = job.rank_environment(4321, 98765)
-    assert env == RunDir(job.path, job.run_id).marker_env(4321, 98765)
+    job = RunDir.create(str(tmp_path / "job"), "launch", option="--out")
+    env = job.marker_env(4321, 98765)
     assert set(env) == set(MARKER_ENVS)
-    assert JobDir.from_environ(env) == job and job.run_id.startswith("launch-")
+    assert RunDir.from_environ(env) == job and job.run_id.startswith("launch-")
+    assert job.status_file(3) == job.path / "ranks" / "3" / "status.json"  # one layout for every job
 
 
 def _rank(env: dict[str, str], ppid: int) -> Facts:
@@ -24,7 +23,7 @@ def _rank(env: dict[str, str], ppid: int) -> Facts:
 
 
 def test_a_launched_rank_is_an_orphan_only_once_its_launcher_is_gone():
-    env = JobDir(Path("/jobs/j"), "launch-x").rank_environment(launcher_pid=300, launcher_start_ticks=1000)
+    env = RunDir(Path("/jobs/j"), "launch-x").marker_env(launcher_pid=300, launcher_start_ticks=1000)
     launcher = Facts(pid=300, ppid=1, start_ticks=1000, ns_pid=300, create_time=0.5, argv=("python", "-m", "ddplab"))
     assert not classify(500, {1: INIT, 300: launcher, 500: _rank(env, ppid=300)}).orphan
     gone = classify(500, {1: INIT, 500: _rank(env, ppid=1)})
