@@ -84,6 +84,13 @@ def check_number(value, flag: str, low: float, high: float, *, integer: bool = F
         raise UsageError(reference, f"{flag} {value} is out of range; valid: {valid}")
 
 
+def check_nproc(value, flag: str = "--nproc") -> None:
+    """The one rule for how many ranks one node may start (train, run, every multi-rank command and `ddplab
+    launch`'s --nproc-per-node): a whole number from 1 to MAX_NPROC, refused before any process starts."""
+    check_number(value, flag, 1, MAX_NPROC, integer=True, unit=" ranks per node",
+                 reference=f"invalid-{flag.lstrip('-')}")
+
+
 def _number_text(x: float) -> str:
     """A range end as people write it: 1048576, not 1.04858e+06."""
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
@@ -132,7 +139,7 @@ class LaunchOptions:
     environment). Absent from the JSON config unless torchrun."""
 
     def __post_init__(self):
-        check_number(self.nproc, "--nproc", 1, MAX_NPROC, integer=True, unit=" ranks per node")
+        check_nproc(self.nproc)
         if self.placement not in PLACEMENTS:
             raise invalid_choice("placement", self.placement, PLACEMENTS)
         if self.backend not in ("auto", *KNOWN_BACKENDS):
@@ -556,7 +563,7 @@ class RunConfig:
         if self.device not in ("auto", *VENDORS):
             raise invalid_choice("device", self.device, ("auto", *VENDORS))
         check_number(self.stage_deadline_s, "--stage-deadline", 0, MAX_TIMEOUT_S, name="seconds", low_open=True)
-        check_number(self.nproc, "--nproc", 1, MAX_NPROC, integer=True, unit=" ranks per node")
+        check_nproc(self.nproc)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -648,6 +655,21 @@ class Target:
         return cls("script", argv[0], tuple(argv[1:]))
 
 
+def check_torchrun_numbers(torchrun: dict[str, Any]) -> None:
+    """torchrun's numeric options that torch itself checks only once the job runs (an assert in the agent, or
+    nothing: 10000 ranks start spawning), refused here as every other command refuses them. A word for
+    --nproc-per-node (gpu, cpu, auto, ...) counts the machine's devices: job/torchrun_args.py checks that count
+    with the same rule once torch has counted them."""
+    nproc = torchrun.get("nproc_per_node")
+    if isinstance(nproc, str) and nproc.lstrip("-").isdigit():
+        nproc = int(nproc)
+    if isinstance(nproc, int):
+        check_nproc(nproc, "--nproc-per-node")
+    if torchrun.get("monitor_interval") is not None:
+        check_number(torchrun["monitor_interval"], "--monitor-interval", 0, MAX_TIMEOUT_S, name="seconds",
+                     low_open=True)
+
+
 # torchrun options that the target's kind spells (Target.launch_argv), not the options list.
 TARGET_OPTIONS = ("module", "no_python")
 
@@ -676,14 +698,11 @@ class LaunchConfig:
     ranks (OMP_NUM_THREADS for several ranks), handed to the ranks instead."""
 
     def __post_init__(self):
-        timeout = self.hang_timeout_s
-        if timeout is not None:
-            number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
-            if not number or not timeout >= 0:  # not >= 0: also NaN, which would never declare a hang
-                raise UsageError("invalid-hang-timeout", f"--hang-timeout {timeout:g}: must be 0 (off) or a "
-                                 "positive number of seconds" if number else f"--hang-timeout {timeout!r}: must be "
-                                 "0 (off) or a positive number of seconds")
-            object.__setattr__(self, "hang_timeout_s", float(timeout) or None)  # 0 turns it off
+        if self.hang_timeout_s is not None:
+            check_number(self.hang_timeout_s, "--hang-timeout", 0, MAX_TIMEOUT_S, name="seconds",
+                         unit=" (0 turns it off)")
+            object.__setattr__(self, "hang_timeout_s", float(self.hang_timeout_s) or None)  # 0 turns it off
+        check_torchrun_numbers(self.torchrun)
         if self.torchrun.get("run_path"):
             raise UsageError("unsupported-option", "--run-path runs the script inside torchrun's own worker "
                                                    "function; ddplab runs each rank as its own python process",

@@ -46,3 +46,42 @@ def test_real_process_exit_code_is_2(tmp_path):
     assert proc.returncode == 2
     assert "error: invalid-nproc" in proc.stderr
     assert not (tmp_path / "ddplab-runs").exists()
+
+
+# `ddplab launch` checks torchrun's options as every other command checks its own (issue 18): before these
+# checks, 10000 ranks started spawning, a monitor interval of 0 ended in an empty AssertionError, an unknown
+# rendezvous backend was found out after the job directory existed, and a hang timeout of inf ran.
+LAUNCH_BAD = [
+    (["--nproc-per-node", "10000"], "--nproc-per-node 10000 is out of range; valid: 1 to 64 ranks per node"),
+    (["--monitor-interval", "0"], "--monitor-interval 0.0 is out of range; valid: 0 < seconds <= 86400"),
+    (["--monitor-interval", "-1"], "--monitor-interval -1.0 is out of range; valid: 0 < seconds <= 86400"),
+    (["--rdzv-backend", "bogus"], "--rdzv-backend bogus: valid backends are c10d, etcd, etcd-v2, static"),
+    (["--hang-timeout", "inf"], "--hang-timeout inf is not a finite number; valid: 0 <= seconds <= 86400"),
+]
+
+
+@pytest.mark.parametrize("options, message", LAUNCH_BAD, ids=[" ".join(o) for o, _ in LAUNCH_BAD])
+def test_launch_refuses_bad_options_before_any_process_starts(options, message, tmp_path, monkeypatch, capsys):
+    import subprocess
+
+    from ddplab.job import run as job_run
+
+    def started(*args, **kwargs):
+        raise AssertionError("a process was started")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(job_run, "run_job", started)
+    monkeypatch.setattr(subprocess, "Popen", started)
+    (tmp_path / "train.py").write_text("open('ran', 'w').close()\n")
+    assert _exit_code(["launch", *options, "--", "train.py"]) == 2
+    err = capsys.readouterr().err
+    assert message in " ".join(err.split())  # the console wraps long lines
+    assert not (tmp_path / "ddplab-runs").exists() and not (tmp_path / "ran").exists()
+
+
+def test_launch_real_process_exit_code_is_2(tmp_path):
+    (tmp_path / "train.py").write_text("open('ran', 'w').close()\n")
+    proc = run_cli("launch", "--nproc-per-node", "10000", "--", "train.py", cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2
+    assert "error: invalid-nproc-per-node" in proc.stderr and "--nproc-per-node 10000" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]  # no job directory, no rank ran
