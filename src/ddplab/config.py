@@ -670,6 +670,22 @@ def check_torchrun_numbers(torchrun: dict[str, Any]) -> None:
                      low_open=True)
 
 
+# The type of each torchrun option's value as torchrun's parser gives it (a switch is a boolean; None where the
+# option has no default), so a report read back refuses a string where the job ran with a number or a switch
+# (records/codec.py ``keys``). Options a newer torch adds are read as any JSON value; a test checks this table
+# against the installed torch's parser.
+TORCHRUN_SWITCHES = ("standalone", "module", "no_python", "run_path", "virtual_local_rank")
+TORCHRUN_VALUE_TYPES: dict[str, Any] = {
+    **{name: bool for name in TORCHRUN_SWITCHES},
+    "max_restarts": int, "node_rank": int, "master_port": int | None, "shutdown_timeout": int | None,
+    "monitor_interval": float,
+    "duplicate_stdout_filters": list[str], "duplicate_stderr_filters": list[str],
+    **{name: str | None for name in (
+        "nnodes", "nproc_per_node", "rdzv_backend", "rdzv_endpoint", "rdzv_id", "rdzv_conf", "start_method",
+        "event_log_handler", "role", "log_dir", "redirects", "tee", "local_ranks_filter", "master_addr",
+        "local_addr", "logs_specs", "numa_binding", "signals_to_handle")},
+}
+
 # torchrun options that the target's kind spells (Target.launch_argv), not the options list.
 TARGET_OPTIONS = ("module", "no_python")
 
@@ -691,7 +707,7 @@ class LaunchConfig:
     one that already holds a run is refused."""
     ras: bool = False
     """On a declared hang, also ask the collective library's RAS service (off: queries have crashed jobs)."""
-    torchrun: dict[str, Any] = field(default_factory=dict)
+    torchrun: dict[str, Any] = field(default_factory=dict, metadata={"keys": TORCHRUN_VALUE_TYPES})
     """torchrun's options by their parser's names (nproc_per_node, rdzv_backend, ...), JSON values."""
     worker_env: dict[str, str] = field(default_factory=dict, compare=False)
     """Filled in at launch, not asked for: what torch's launcher would set in its own environment for the

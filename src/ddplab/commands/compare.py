@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import comparison, display, spikes
 from ..config import check_number
-from ..errors import UsageError
+from ..errors import UsageError, printable
 from ..records import Report
 from ..records.compare import CompareConfig, CompareRecord, ComparedRow, MissingRow
 from ..sizes import human
@@ -71,10 +71,10 @@ def render(report: Report, old_label: str, new_label: str, console) -> None:
     config: CompareConfig = report.config
     console.print(table_text(record.rows, old_label, new_label), markup=False, highlight=False, soft_wrap=True)
     for c in record.verdict_changes:
-        console.print(f"verdict of stage {c.stage} changed: {c.old.value.upper()} -> {c.new.value.upper()}",
+        console.print(f"verdict of stage {printable(c.stage)} changed: {c.old.value.upper()} -> {c.new.value.upper()}",
                       markup=False, highlight=False)
     if record.missing_stages:
-        console.print(f"stage(s) of A missing from B: {', '.join(record.missing_stages)}", markup=False,
+        console.print(f"stage(s) of A missing from B: {printable(', '.join(record.missing_stages))}", markup=False,
                       highlight=False, soft_wrap=True)
     for line in missing_text(record.missing_rows):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -102,19 +102,20 @@ def missing_text(rows: list[MissingRow]) -> list[str]:
         shown = ", ".join(human(s) for s in sizes[:MAX_SIZES_SHOWN])
         more = f" and {len(sizes) - MAX_SIZES_SHOWN} more size(s)" if len(sizes) > MAX_SIZES_SHOWN else ""
         why = "missing from B" if loss else "not timed by B's tool at any size (a warning)"
-        lines.append(f"{op} {'in' if in_place else 'out-of'}-place at {shown} bytes{more}: {why}")
+        lines.append(f"{printable(op)} {'in' if in_place else 'out-of'}-place at {shown} bytes{more}: {why}")
     return lines
 
 
 def table_text(rows: list[ComparedRow], old_label: str, new_label: str) -> str:
-    lines = [f"# A = {old_label}   B = {new_label}   (time in us, busbw in GB/s, change = B/A - 1)",
+    lines = [f"# A = {printable(old_label)}   B = {printable(new_label)}   "
+             "(time in us, busbw in GB/s, change = B/A - 1)",
              f"# {'op':<14} {'size (B)':>12} {'place':>6} {'A time':>10} {'B time':>10} {'change':>8} "
              f"{'A busbw':>8} {'B busbw':>8}"]
     for r in rows:
         flag = "  <- slower" if r.regression else ""
         if r.spike:
             flag = f"  <- spike in B: {r.spike_factor:.1f}x its neighbours"
-        lines.append(f"  {r.op:<14} {r.size_bytes:>12} {'in' if r.in_place else 'out':>6} "
+        lines.append(f"  {printable(r.op):<14} {r.size_bytes:>12} {'in' if r.in_place else 'out':>6} "
                      f"{r.old_time_us:>10.2f} {r.new_time_us:>10.2f} {100 * r.time_change:>7.1f}% "
                      f"{_bw(r.old_busbw_gbps)} {_bw(r.new_busbw_gbps)}{flag}")
     return "\n".join(lines)
