@@ -16,14 +16,14 @@ import traceback
 from pathlib import Path
 
 from . import __version__, commands, interrupts
-from .errors import DdplabError, ExitCode, invalid_choice
+from .errors import DdplabError, ExitCode, invalid_choice, printable
 from .files import check_output_file
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse's own errors: same shape and exit code as ours
         self.print_usage(sys.stderr)
-        self.exit(ExitCode.USAGE, f"error: invalid-usage\n  {self.prog}: {message}\n")
+        self.exit(ExitCode.USAGE, f"error: invalid-usage\n  {self.prog}: {printable(message)}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,7 +75,7 @@ def internal_error_line(args, exc: BaseException, traceback_path: Path | None) -
     """What broke and where, in one line, and where the full traceback is."""
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
-    what = (str(exc).strip().splitlines() or [""])[0][:200]
+    what = printable((str(exc).strip().splitlines() or [""])[0][:200])
     saved = f"full traceback: {traceback_path}" if traceback_path else "the traceback could not be written"
     return (f"error: internal-error: ddplab {args.command} broke ({type(exc).__name__}: {what}{where}); "
             f"{saved}")

@@ -7,6 +7,12 @@ report gives its stages' rows, prefixed with the stage's name. Rows are matched 
 B is "new". A row of B slower than A beyond the tolerance is a regression; a size of B far off its own
 neighbours (spikes.py) is a spike instead: a finding to explain (WARN), not a slowdown of the whole stack.
 Two lab reports also compare their stages' verdicts: one that got worse fails the comparison.
+
+What A timed and B did not is never passed over (issue 18: "1 rows compared ... PASS" over a B that lacked
+most stages): a stage A ran that B's lab report lacks fails, and so does a row of A, at a size the verdict
+judges, that B did not time, where B's kind of input times that collective and placement. Only a series B's
+tool never times at all (nccl-tests' out-of-place all_reduce against torch's, which is in place only) is a
+warning, named like the rest.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from . import nccl_tests, spikes
 from .errors import UsageError
 from .records import Report, Verdict
 from .records import load as report_files
-from .records.compare import CompareConfig, CompareRecord, ComparedRow, TimedRow, VerdictChange, timed_rows_of
+from .records.compare import (CompareConfig, CompareRecord, ComparedRow, MissingRow, TimedRow, VerdictChange,
+                              timed_rows_of)
 
 # A verdict got worse when it moved right on this scale; a stage that could not run (SKIP) counts as a pass.
 SEVERITY = {Verdict.PASS: 0, Verdict.SKIP: 0, Verdict.WARN: 1, Verdict.FAIL: 2}
@@ -35,6 +42,11 @@ class Input:
     @property
     def label(self) -> str:
         return f"{self.kind} {self.path}"
+
+    @property
+    def source(self) -> str:
+        """What made the rows: the ddplab command, or the nccl-tests family."""
+        return self.report.command if self.report is not None else self.kind
 
 
 def load_input(path: str) -> Input:
@@ -64,7 +76,8 @@ def compare(config: CompareConfig, old: Input, new: Input) -> CompareRecord:
     if not rows and not changes:
         raise UsageError("nothing-to-compare", f"no (collective, size, placement) appears in both {old.path} and "
                                                f"{new.path}")
-    return CompareRecord(rows=rows, verdict_changes=changes)
+    return CompareRecord(rows=rows, verdict_changes=changes, missing_stages=missing_stages(old.report, new.report),
+                         missing_rows=missing_rows(old, new, config.min_size))
 
 
 def line_up(old: list[TimedRow], new: list[TimedRow], tolerance: float, min_size: int) -> list[ComparedRow]:
@@ -94,12 +107,30 @@ def verdict_changes(old: Report | None, new: Report | None) -> list[VerdictChang
             if stage in before and SEVERITY[verdict] > SEVERITY[before[stage]]]
 
 
+def missing_stages(old: Report | None, new: Report | None) -> list[str]:
+    """Stages of lab report A that ran (not skipped) and that lab report B does not have."""
+    before, after = _stage_verdicts(old), _stage_verdicts(new)
+    if not before or not after:  # not two lab reports: their rows say what is missing
+        return []
+    return [stage for stage, verdict in before.items() if stage not in after and verdict != Verdict.SKIP]
+
+
+def missing_rows(old: Input, new: Input, min_size: int) -> list[MissingRow]:
+    """A's timed rows at judged sizes that B did not time, in A's order. A loss, unless B is another tool's or
+    command's output that does not time that collective and placement at any size."""
+    timed = {r.key for r in new.rows if r.time_us}
+    series = {(op, in_place) for op, _, in_place in timed}
+    same_source = old.source == new.source
+    return [MissingRow(r.op, r.size_bytes, r.in_place, loss=same_source or (r.op, r.in_place) in series)
+            for r in old.rows if r.time_us and r.size_bytes >= min_size and r.key not in timed]
+
+
 def _stage_verdicts(report: Report | None) -> dict[str, Verdict]:
     hook = getattr(report.results, "stage_verdicts", None) if report is not None else None
     return hook() if hook is not None else {}
 
 
 def verdict(record: CompareRecord, min_size: int) -> Verdict:
-    if record.regressions or record.wrong or record.verdict_changes:
+    if record.regressions or record.wrong or record.verdict_changes or record.missing_stages or record.lost_rows:
         return Verdict.FAIL
-    return Verdict.WARN if record.spikes(min_size) else Verdict.PASS
+    return Verdict.WARN if record.spikes(min_size) or record.missing_rows else Verdict.PASS

@@ -84,6 +84,13 @@ def check_number(value, flag: str, low: float, high: float, *, integer: bool = F
         raise UsageError(reference, f"{flag} {value} is out of range; valid: {valid}")
 
 
+def check_nproc(value, flag: str = "--nproc") -> None:
+    """The one rule for how many ranks one node may start (train, run, every multi-rank command and `ddplab
+    launch`'s --nproc-per-node): a whole number from 1 to MAX_NPROC, refused before any process starts."""
+    check_number(value, flag, 1, MAX_NPROC, integer=True, unit=" ranks per node",
+                 reference=f"invalid-{flag.lstrip('-')}")
+
+
 def _number_text(x: float) -> str:
     """A range end as people write it: 1048576, not 1.04858e+06."""
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
@@ -132,7 +139,7 @@ class LaunchOptions:
     environment). Absent from the JSON config unless torchrun."""
 
     def __post_init__(self):
-        check_number(self.nproc, "--nproc", 1, MAX_NPROC, integer=True, unit=" ranks per node")
+        check_nproc(self.nproc)
         if self.placement not in PLACEMENTS:
             raise invalid_choice("placement", self.placement, PLACEMENTS)
         if self.backend not in ("auto", *KNOWN_BACKENDS):
@@ -556,7 +563,7 @@ class RunConfig:
         if self.device not in ("auto", *VENDORS):
             raise invalid_choice("device", self.device, ("auto", *VENDORS))
         check_number(self.stage_deadline_s, "--stage-deadline", 0, MAX_TIMEOUT_S, name="seconds", low_open=True)
-        check_number(self.nproc, "--nproc", 1, MAX_NPROC, integer=True, unit=" ranks per node")
+        check_nproc(self.nproc)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -648,6 +655,37 @@ class Target:
         return cls("script", argv[0], tuple(argv[1:]))
 
 
+def check_torchrun_numbers(torchrun: dict[str, Any]) -> None:
+    """torchrun's numeric options that torch itself checks only once the job runs (an assert in the agent, or
+    nothing: 10000 ranks start spawning), refused here as every other command refuses them. A word for
+    --nproc-per-node (gpu, cpu, auto, ...) counts the machine's devices: job/torchrun_args.py checks that count
+    with the same rule once torch has counted them."""
+    nproc = torchrun.get("nproc_per_node")
+    if isinstance(nproc, str) and nproc.lstrip("-").isdigit():
+        nproc = int(nproc)
+    if isinstance(nproc, int):
+        check_nproc(nproc, "--nproc-per-node")
+    if torchrun.get("monitor_interval") is not None:
+        check_number(torchrun["monitor_interval"], "--monitor-interval", 0, MAX_TIMEOUT_S, name="seconds",
+                     low_open=True)
+
+
+# The type of each torchrun option's value as torchrun's parser gives it (a switch is a boolean; None where the
+# option has no default), so a report read back refuses a string where the job ran with a number or a switch
+# (records/codec.py ``keys``). Options a newer torch adds are read as any JSON value; a test checks this table
+# against the installed torch's parser.
+TORCHRUN_SWITCHES = ("standalone", "module", "no_python", "run_path", "virtual_local_rank")
+TORCHRUN_VALUE_TYPES: dict[str, Any] = {
+    **{name: bool for name in TORCHRUN_SWITCHES},
+    "max_restarts": int, "node_rank": int, "master_port": int | None, "shutdown_timeout": int | None,
+    "monitor_interval": float,
+    "duplicate_stdout_filters": list[str], "duplicate_stderr_filters": list[str],
+    **{name: str | None for name in (
+        "nnodes", "nproc_per_node", "rdzv_backend", "rdzv_endpoint", "rdzv_id", "rdzv_conf", "start_method",
+        "event_log_handler", "role", "log_dir", "redirects", "tee", "local_ranks_filter", "master_addr",
+        "local_addr", "logs_specs", "numa_binding", "signals_to_handle")},
+}
+
 # torchrun options that the target's kind spells (Target.launch_argv), not the options list.
 TARGET_OPTIONS = ("module", "no_python")
 
@@ -669,21 +707,18 @@ class LaunchConfig:
     one that already holds a run is refused."""
     ras: bool = False
     """On a declared hang, also ask the collective library's RAS service (off: queries have crashed jobs)."""
-    torchrun: dict[str, Any] = field(default_factory=dict)
+    torchrun: dict[str, Any] = field(default_factory=dict, metadata={"keys": TORCHRUN_VALUE_TYPES})
     """torchrun's options by their parser's names (nproc_per_node, rdzv_backend, ...), JSON values."""
     worker_env: dict[str, str] = field(default_factory=dict, compare=False)
     """Filled in at launch, not asked for: what torch's launcher would set in its own environment for the
     ranks (OMP_NUM_THREADS for several ranks), handed to the ranks instead."""
 
     def __post_init__(self):
-        timeout = self.hang_timeout_s
-        if timeout is not None:
-            number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
-            if not number or not timeout >= 0:  # not >= 0: also NaN, which would never declare a hang
-                raise UsageError("invalid-hang-timeout", f"--hang-timeout {timeout:g}: must be 0 (off) or a "
-                                 "positive number of seconds" if number else f"--hang-timeout {timeout!r}: must be "
-                                 "0 (off) or a positive number of seconds")
-            object.__setattr__(self, "hang_timeout_s", float(timeout) or None)  # 0 turns it off
+        if self.hang_timeout_s is not None:
+            check_number(self.hang_timeout_s, "--hang-timeout", 0, MAX_TIMEOUT_S, name="seconds",
+                         unit=" (0 turns it off)")
+            object.__setattr__(self, "hang_timeout_s", float(self.hang_timeout_s) or None)  # 0 turns it off
+        check_torchrun_numbers(self.torchrun)
         if self.torchrun.get("run_path"):
             raise UsageError("unsupported-option", "--run-path runs the script inside torchrun's own worker "
                                                    "function; ddplab runs each rank as its own python process",

@@ -6,12 +6,18 @@ from __future__ import annotations
 import os
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as escape_markup
 from rich.table import Table
 
+from .errors import printable
 from .report import human_bytes
 
 VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red", "skip": "dim"}
+
+
+def escape(text: str) -> str:
+    """Text from a record, safe to print: no rich markup, and no control character the terminal would act on."""
+    return escape_markup(printable(text))
 
 
 def make_console() -> Console:

@@ -9,7 +9,18 @@ from __future__ import annotations
 
 import difflib
 import enum
+import re
 from typing import Iterable
+
+# What a terminal acts on instead of showing: C0 controls but the tab, DEL, C1 controls, and the bidirectional
+# marks that reorder the text around them. A report's field names and values reach messages, and a crafted
+# file must not recolour, retitle or rewrite the user's terminal (issue 18).
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print: every control character spelt as its escape (ESC as \\x1b, a newline as \\n)."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class ExitCode(enum.IntEnum):
@@ -33,9 +44,10 @@ class DdplabError(Exception):
         self.hint = hint
 
     def render(self) -> str:
-        text = f"error: {self.reference}\n  {self.message}"
+        """The error as printed: its parts on their own lines, control characters escaped."""
+        text = f"error: {printable(self.reference)}\n  {printable(self.message)}"
         if self.hint:
-            text += f"\n  hint: {self.hint}"
+            text += f"\n  hint: {printable(self.hint)}"
         return text
 
 

@@ -82,12 +82,19 @@ def create_exclusive(path: str | Path, text: str) -> bool:
 
 
 def check_output_file(path: str | Path, option: str) -> None:
-    """Refuse now (exit 2; exit 3 for a full disk) a file path ddplab could not write at the end."""
+    """Refuse now (exit 2; exit 3 for a full disk) a file path ddplab could not write at the end. Its directory
+    must exist: a typo in it is refused, never created (issue 18: `--json /nonexistent/dir/x.json` made the
+    directory)."""
     path = Path(path)
     if path.is_dir():
         raise UsageError("output-is-a-directory", f"{option} {path} is a directory; give a file path, "
                                                   f"e.g. {path / 'report.json'}")
-    _probe(_nearest_existing(path.parent), option, path)
+    nearest = _nearest_existing(path.parent)
+    if nearest.is_dir() and nearest != path.parent.absolute():
+        raise UsageError("output-directory-missing", f"{option} {path}: the directory {path.parent} does not "
+                                                     "exist; name a file in an existing directory (ddplab does "
+                                                     "not create it)")
+    _probe(nearest, option, path)
 
 
 def check_output_dir(path: str | Path, option: str) -> None:

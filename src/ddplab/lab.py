@@ -175,3 +175,34 @@ def _run_ids(records: list[StageRecord]) -> set[str]:
         elif getattr(results, "session", None) is not None:
             found.add(results.session.run_id)
     return {rid for rid in found if rid}
+
+
+def judged(report: Report) -> Report:
+    """``report`` with its verdicts derived again from its data, as they were when it was written: a
+    measurement's (or a launch's, or a clean's) by its checks, a lab's stage by stage (each stage's report judged
+    again, the leftover check from the processes it lists) and the lab's as the worst stage. A report read back
+    from a file is judged again (records/load.py), so that a stored PASS never stands beside data that fails
+    (issue 18). A stage that ran nothing keeps what it recorded: why it could not run is all the data it has."""
+    results = report.results
+    if isinstance(results, RunRecord):
+        stages = [_judged_stage(s) for s in results.stages]
+        record = replace(results, stages=stages, checks=[c for s in stages for c in stage_checks(s)])
+        return replace(report, results=record, verdict=Verdict.worst(s.verdict for s in stages))
+    if report.command == "compare":
+        from .comparison import verdict
+
+        return replace(report, verdict=verdict(results, report.config.min_size))
+    checks = report_checks(report)
+    return replace(report, verdict=Verdict.worst(c.verdict for c in checks)) if checks else report
+
+
+def _judged_stage(stage: StageRecord) -> StageRecord:
+    if stage.report is not None:
+        report = judged(stage.report)
+        summary = stage.summary
+        if report.command in measurements.MEASUREMENTS:
+            summary = measurements.get(report.command).summary(report.results)
+        return replace(stage, report=report, verdict=report.verdict, summary=summary)
+    if stage.name == LEFTOVERS:
+        return replace(stage, verdict=Verdict.PASS if not stage.left_pids and not stage.orphans else Verdict.FAIL)
+    return stage

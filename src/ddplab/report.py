@@ -12,10 +12,11 @@ from pathlib import Path
 
 
 def write_json(doc: dict, path: str | Path) -> Path:
-    """Write the document atomically: a full disk leaves the previous file (or none), never half a JSON."""
+    """Write the document atomically: a full disk leaves the previous file (or none), never half a JSON. Its
+    directory exists (checked before the run: files.check_output_file; a lab's own directory): none is made."""
     from .files import write_text_atomic
 
-    return write_text_atomic(path, json.dumps(doc, indent=2) + "\n", make_parents=True)
+    return write_text_atomic(path, json.dumps(doc, indent=2) + "\n")
 
 
 def percentile(values: list[float], q: float) -> float | None:

@@ -111,10 +111,23 @@ def test_compare_fixture_with_a_sweep(tmp_path):
     proc, _ = _run(tmp_path, "sweep", "--nproc", "2", "-b", "4", "-e", "1K", "-f", "4", "-n", "2")
     assert proc.returncode == 0
     sweep_json = tmp_path / "out.json"
-    # gloo on 2 cores is far more than the largest tolerance (10000%) slower than NVLink: judge no size
+    # gloo on 2 cores is far more than the largest tolerance (10000%) slower than NVLink: judge no size that B
+    # timed. The fixture's sizes from 4K to 4G, which B never timed, are judged: missing from B, a failure.
     proc = run_cli("compare", str(FIXTURE), str(sweep_json), "--tolerance", "10000%", "--min-size", "2K", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "5 rows compared" in proc.stdout  # 4, 16, 64, 256, 1024 bytes, in-place
+    assert ("all_reduce in-place at 4K, 16K, 64K, 256K, 1M, 4M, 16M, 64M bytes and 3 more size(s): missing from B"
+            in proc.stdout)
+    assert "22 row(s) and 0 stage(s) of A missing from B: FAIL" in proc.stdout
+    # nccl-tests cut to the sizes B timed: nothing judged is missing (the out-of-place rows, which torch's
+    # all_reduce has not, are below --min-size).
+    trimmed = tmp_path / "all_reduce_to_1K.txt"
+    trimmed.write_text("".join(line for line in FIXTURE.read_text().splitlines(keepends=True)
+                               if not line.split() or line.startswith("#") or int(line.split()[0]) <= 1024))
+    proc = run_cli("compare", str(trimmed), str(sweep_json), "--tolerance", "10000%", "--min-size", "2K",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "5 rows compared" in proc.stdout and "missing" not in proc.stdout
     proc = run_cli("compare", str(FIXTURE), str(sweep_json), cwd=tmp_path)  # gloo on 2 cores vs NVLink
     assert proc.returncode == 1 and "<- slower" in proc.stdout
     proc = run_cli("compare", str(sweep_json), str(sweep_json), cwd=tmp_path)

@@ -35,6 +35,28 @@ def _sweep_size_text(doc):
     sweep["report"]["results"]["rows"][0]["size_bytes"] = "8"
 
 
+def _stage(doc, name) -> dict:
+    return next(s for s in doc["results"]["stages"] if s["name"] == name)["report"]
+
+
+# Issue 18: fields that were read as whatever they held, a string included: a rank's workload result, the
+# placement, a field the record derives itself, the envelope's argv.
+def _rank_result_text(doc):
+    _stage(doc, "train-shared")["results"]["ranks"][0]["grad_checks"] = "5"
+
+
+def _placement_text(doc):
+    _stage(doc, "train-shared")["results"]["placement"]["host_only"] = "true"
+
+
+def _derived_text(doc):
+    _stage(doc, "storm")["config"]["warmup"] = "5"
+
+
+def _argv_number(doc):
+    doc["argv"] = [1]
+
+
 BAD_FILES = [
     ("wrong-type", lambda: _doc_with(_set_verdict), "field verdict must be a string, but it is 5"),
     ("missing-key", lambda: _doc_with(_drop_results), "field results is missing; it must be an object"),
@@ -49,6 +71,13 @@ BAD_FILES = [
     ("a-list", lambda: b"[1, 2]", "field (document) must be a JSON object (a ddplab report), but it is a list"),
     ("nan", lambda: _doc_with(lambda d: d["results"].update(duration_s=float("nan"))),
      "field results.duration_s must be a finite number, but it is NaN"),
+    ("rank-result", lambda: _doc_with(_rank_result_text),
+     'field results.stages[1].report.results.ranks[0].grad_checks must be an integer, but it is the string "5"'),
+    ("placement", lambda: _doc_with(_placement_text),
+     'field results.stages[1].report.results.placement.host_only must be true or false, but it is the string "true"'),
+    ("derived-field", lambda: _doc_with(_derived_text),
+     'field results.stages[2].report.config.warmup must be an integer, but it is the string "5"'),
+    ("argv", lambda: _doc_with(_argv_number), "field argv[0] must be a string, but it is 1"),
 ]
 
 

@@ -5,6 +5,7 @@ report that is not what it claims is refused (exit 2) naming the file and the fi
 import dataclasses
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -172,3 +173,80 @@ def test_nccl_tests_rows_and_a_sweep_line_up_on_the_collectives_name():
     rows = comparison.line_up(nccl, sweep_record(ROWS).timed_rows(), 0.05, 0)
     assert [(r.op, r.size_bytes, r.in_place, r.old_time_us) for r in rows] == [("all_reduce", 8, True, 19.0)]
     assert dataclasses.asdict(rows[0])["regression"] is True  # 20.008 us against 19.0 us: 5.3 % slower
+
+
+# --- what A timed and B did not: never a PASS over the rows that remain (issue 18) ---------------------------
+
+QUICK = Path(__file__).resolve().parents[1] / "fixtures/report-quick-cpu.json"
+
+
+def _quick_with_stages(tmp_path, names) -> str:
+    doc = json.loads(QUICK.read_text())
+    doc["results"]["stages"] = [s for s in doc["results"]["stages"] if s["name"] in names]
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_stages_of_a_missing_from_b_fail_the_comparison_naming_them(tmp_path, capsys):
+    b, out = _quick_with_stages(tmp_path, {"env", "storm"}), tmp_path / "cmp.json"
+    assert _exit(["compare", str(QUICK), b, "--json", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert "stage(s) of A missing from B: train-shared, sweep, ceiling, contention, drills, leftovers" in text
+    assert "all_reduce in-place at 8, 32, 128, 512, 2K, 8K, 32K, 128K bytes and 1 more size(s): missing from B" in text
+    assert "1 rows compared" in text and "10 row(s) and 6 stage(s) of A missing from B: FAIL" in text
+    doc = json.loads(out.read_text())
+    assert doc["verdict"] == "fail"
+    assert doc["results"]["missing_stages"] == ["train-shared", "sweep", "ceiling", "contention", "drills", "leftovers"]
+    assert {"op": "all_reduce", "size_bytes": 8, "in_place": True, "loss": True} in doc["results"]["missing_rows"]
+    back = Report.from_json(doc).results  # the record reads back as it was written
+    assert back.missing_stages == doc["results"]["missing_stages"] and len(back.lost_rows) == 10
+    assert _exit(["compare", b, str(QUICK)]) == 0  # B may have more than A
+
+
+def test_a_stage_a_skipped_is_not_missing_from_b():
+    old = _lab(env=Verdict.PASS, storm=Verdict.SKIP, sweep=Verdict.PASS)
+    assert comparison.missing_stages(old, _lab(env=Verdict.PASS)) == ["sweep"]
+    assert comparison.missing_stages(old, None) == []  # nccl-tests text has no stages: its rows say it
+
+
+def _sweep_input(path, sizes, ops=("all_reduce",)) -> comparison.Input:
+    rows = [dataclasses.replace(ROWS[0], op=op, size_bytes=s, count=s // 4) for op in ops for s in sizes]
+    path.write_text(json.dumps(measurements.report(sweep, SweepConfig(), sweep_record(rows)).to_json()))
+    return comparison.load_input(str(path))
+
+
+def test_rows_of_a_that_the_same_command_did_not_time_in_b_are_lost(tmp_path):
+    a = _sweep_input(tmp_path / "a.json", (8, 64, 512), ops=("all_reduce", "broadcast"))
+    b = _sweep_input(tmp_path / "b.json", (8,))
+    missing = comparison.missing_rows(a, b, min_size=0)
+    assert [(m.op, m.size_bytes, m.loss) for m in missing] == [
+        ("all_reduce", 64, True), ("all_reduce", 512, True),
+        ("broadcast", 8, True), ("broadcast", 64, True), ("broadcast", 512, True)]
+    assert [m.size_bytes for m in comparison.missing_rows(a, b, min_size=100)] == [512, 512]  # judged sizes only
+    record = comparison.compare(comparison.CompareConfig("a", "b", 0.05, 0), a, b)
+    assert len(record.rows) == 1 and comparison.verdict(record, 0) == Verdict.FAIL
+
+
+def test_a_placement_another_tool_never_times_warns_and_lost_sizes_fail(tmp_path):
+    """nccl-tests times all_reduce out of place too; torch's all_reduce is in place only."""
+    line = "{size:>12}  2  float  sum  -1  20.00  0.00  0.00  0  19.00  0.00  0.00  0\n"
+    nccl = tmp_path / "nccl_tests.txt"
+    nccl.write_text("#  Collective test starting: all_reduce_perf\n" + line.format(size=8))
+    a, b = comparison.load_input(str(nccl)), _sweep_input(tmp_path / "b.json", (8,))
+    record = comparison.compare(comparison.CompareConfig("a", "b", 100.0, 0), a, b)
+    assert [(m.op, m.size_bytes, m.in_place, m.loss) for m in record.missing_rows] == [("all_reduce", 8, False, False)]
+    assert comparison.verdict(record, 0) == Verdict.WARN  # exit 0, the rows named
+    nccl.write_text("#  Collective test starting: all_reduce_perf\n" + line.format(size=8) + line.format(size=64))
+    record = comparison.compare(comparison.CompareConfig("a", "b", 100.0, 0), comparison.load_input(str(nccl)), b)
+    assert [(m.size_bytes, m.in_place, m.loss) for m in record.missing_rows] == [
+        (8, False, False), (64, False, False), (64, True, True)]  # B times all_reduce in place, not at 64 B
+    assert comparison.verdict(record, 0) == Verdict.FAIL
+
+
+def test_a_comparison_that_lost_nothing_keeps_its_keys(tmp_path):
+    a = _sweep_input(tmp_path / "a.json", (8, 64))
+    record = comparison.compare(comparison.CompareConfig("a", "a", 0.05, 0), a, a)
+    doc = Report(command="compare", config=comparison.CompareConfig("a", "a", 0.05, 0), platform=None,
+                 results=record, verdict=comparison.verdict(record, 0)).to_json()
+    assert set(doc["results"]) == {"rows", "verdict_changes"} and doc["verdict"] == "pass"

@@ -46,9 +46,28 @@ def test_output_file_checks_refuse_a_directory_and_a_file_used_as_directory(tmp_
     with pytest.raises(UsageError) as err:
         files.check_output_file(tmp_path / "plain" / "sub" / "r.json", "--json")
     assert err.value.reference == "output-not-writable"
-    files.check_output_file(tmp_path / "new" / "dir" / "r.json", "--json")  # creatable: fine
-    assert not (tmp_path / "new").exists()  # a check creates nothing
+    files.check_output_file(tmp_path / "r.json", "--json")  # in an existing directory: fine
     assert temporaries(tmp_path) == []
+
+
+@pytest.mark.parametrize("parts", [("new", "r.json"), ("new", "dir", "r.json")])
+def test_an_output_file_whose_directory_is_missing_is_refused_not_created(tmp_path, parts):
+    """Issue 18: `--json /nonexistent/dir/x.json` created /nonexistent/dir."""
+    path = tmp_path.joinpath(*parts)
+    with pytest.raises(UsageError) as err:
+        files.check_output_file(path, "--json")
+    assert err.value.reference == "output-directory-missing"
+    assert err.value.message == (f"--json {path}: the directory {path.parent} does not exist; name a file in an "
+                                 "existing directory (ddplab does not create it)")
+    assert not (tmp_path / "new").exists() and temporaries(tmp_path) == []
+
+
+def test_a_relative_output_file_in_the_working_directory_is_fine(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    files.check_output_file("r.json", "--json")
+    with pytest.raises(UsageError) as err:
+        files.check_output_file("typo/r.json", "--json")
+    assert "the directory typo does not exist" in err.value.message
 
 
 def test_output_checks_name_a_full_disk(small_disk):

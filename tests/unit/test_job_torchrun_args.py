@@ -113,6 +113,22 @@ BAD = [
     (["--no-python", "no-such-command-ddplab"], "command-not-found", "no-such-command-ddplab"),
     (["-m", "--no-python", "json"], "invalid-launch-arguments", "-m and --no-python together"),
     (["--nproc-per-node", "2"], "invalid-launch-arguments", "training_script"),
+    # Bounded as every other command bounds its ranks and seconds (issue 18): torch checks none of them in time.
+    (["--nproc-per-node", "10000", "train.py"], "invalid-nproc-per-node",
+     "--nproc-per-node 10000 is out of range; valid: 1 to 64 ranks per node"),
+    (["--nproc-per-node", "-3", "train.py"], "invalid-nproc-per-node", "valid: 1 to 64 ranks per node"),
+    (["--monitor-interval", "0", "train.py"], "invalid-monitor-interval",
+     "--monitor-interval 0.0 is out of range; valid: 0 < seconds <= 86400"),
+    (["--monitor-interval", "-1", "train.py"], "invalid-monitor-interval", "--monitor-interval -1.0 is out of range"),
+    (["--monitor-interval", "inf", "train.py"], "invalid-monitor-interval",
+     "--monitor-interval inf is not a finite number"),
+    (["--monitor-interval", "nan", "train.py"], "invalid-monitor-interval", "--monitor-interval nan"),
+    (["--rdzv-backend", "bogus", "train.py"], "invalid-rdzv-backend",
+     "--rdzv-backend bogus: valid backends are c10d, etcd, etcd-v2, static"),
+    (["--hang-timeout", "inf", "train.py"], "invalid-hang-timeout",
+     "--hang-timeout inf is not a finite number; valid: 0 <= seconds <= 86400 (0 turns it off)"),
+    (["--hang-timeout", "nan", "train.py"], "invalid-hang-timeout", "--hang-timeout nan is not a finite number"),
+    (["--hang-timeout", "1e9", "train.py"], "invalid-hang-timeout", "is out of range; valid: 0 <= seconds <= 86400"),
 ]
 
 
@@ -122,6 +138,39 @@ def test_bad_input_is_refused_with_the_value_and_the_choices(argv, reference, fr
         parse(argv)
     assert caught.value.reference == reference
     assert fragment in caught.value.message
+
+
+def test_the_largest_count_and_the_slowest_monitor_are_accepted(script):
+    request = parse(["--nproc-per-node", "64", "--monitor-interval", "86400", "--hang-timeout", "86400", script])
+    assert request.nproc_per_node == 64 and request.config.monitor_interval == 86400
+    assert request.hang_timeout_s == 86400
+
+
+def test_a_word_for_the_process_count_is_bounded_once_torch_has_counted(script, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch._utils, "cpu_count", lambda: 1000)  # a machine with 1000 cores
+    with pytest.raises(UsageError) as caught:
+        parse(["--nproc-per-node", "cpu", script])
+    assert caught.value.reference == "invalid-nproc-per-node"
+    assert caught.value.message == ("--nproc-per-node cpu counts 1000 processes on this machine; valid: 1 to 64 "
+                                    "ranks per node")
+    monkeypatch.setattr(torch._utils, "cpu_count", lambda: 64)
+    assert parse(["--nproc-per-node", "cpu", script]).nproc_per_node == 64
+
+
+def test_a_rendezvous_backend_a_plug_in_registered_is_known(script, monkeypatch):
+    from torch.distributed.elastic.rendezvous import rendezvous_handler_registry
+
+    monkeypatch.setitem(rendezvous_handler_registry._registry, "my-rdzv", lambda params: None)
+    assert parse(["--rdzv-backend", "my-rdzv", "--rdzv-endpoint", "store:1", script]).config.rdzv_backend == "my-rdzv"
+    with pytest.raises(UsageError) as caught:
+        parse(["--rdzv-backend", "bogus", script])
+    assert "c10d, etcd, etcd-v2, my-rdzv, static" in caught.value.message
+
+
+def test_standalone_replaces_the_backend_as_torchrun_does(script):
+    assert parse(["--standalone", "--rdzv-backend", "bogus", script]).config.rdzv_backend == "c10d"
 
 
 def test_bad_input_exits_2_before_anything_starts(script, tmp_path, capsys):

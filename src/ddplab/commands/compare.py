@@ -3,7 +3,8 @@
 Each of A and B is nccl-tests / rccl-tests / mccl-tests text output, or a ddplab JSON
 report (`ddplab sweep --json`, `ddplab storm --json`, `ddplab run`'s report, ...). Rows are
 matched on (collective, size, in-place); B is "new": a row where B's time is worse than
-A's by more than --tolerance counts as a regression and the exit code is 1. A size of B far
+A's by more than --tolerance counts as a regression and the exit code is 1, as does a stage or a
+row of A that B lacks (comparison.py says when a row B's tool never times only warns). A size of B far
 off its own neighbours (spikes.py) is reported as a spike, apart from the regressions: a
 finding to explain (WARN), not a slowdown of the whole stack (comparison.py says how).
 """
@@ -15,9 +16,10 @@ from pathlib import Path
 
 from .. import comparison, display, spikes
 from ..config import check_number
-from ..errors import UsageError
+from ..errors import UsageError, printable
 from ..records import Report
-from ..records.compare import CompareConfig, CompareRecord, ComparedRow
+from ..records.compare import CompareConfig, CompareRecord, ComparedRow, MissingRow
+from ..sizes import human
 
 SUMMARY = "side by side: nccl-tests text or ddplab JSON, with regressions beyond a tolerance"
 MAX_TOLERANCE_PCT = 10_000  # B a hundred times slower than A: beyond that a tolerance means nothing
@@ -69,25 +71,51 @@ def render(report: Report, old_label: str, new_label: str, console) -> None:
     config: CompareConfig = report.config
     console.print(table_text(record.rows, old_label, new_label), markup=False, highlight=False, soft_wrap=True)
     for c in record.verdict_changes:
-        console.print(f"verdict of stage {c.stage} changed: {c.old.value.upper()} -> {c.new.value.upper()}",
+        console.print(f"verdict of stage {printable(c.stage)} changed: {c.old.value.upper()} -> {c.new.value.upper()}",
                       markup=False, highlight=False)
+    if record.missing_stages:
+        console.print(f"stage(s) of A missing from B: {printable(', '.join(record.missing_stages))}", markup=False,
+                      highlight=False, soft_wrap=True)
+    for line in missing_text(record.missing_rows):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     spiked = record.spikes(config.min_size)
     if spiked:
         console.print(f"{len(spiked)} spike(s) in B, not counted as slower: {spikes.FINDING}")
+    missing = (f", {len(record.missing_rows)} row(s) and {len(record.missing_stages)} stage(s) of A missing from B"
+               if record.missing_rows or record.missing_stages else "")
     console.print(f"{len(record.rows)} rows compared, {len(record.regressions)} slower than A by more than "
                   f"{100 * config.tolerance:g}%, {len(spiked)} spike(s) in B, {len(record.wrong)} with wrong data "
-                  f"in B, {len(record.verdict_changes)} verdict(s) worse: {report.verdict.value.upper()}")
+                  f"in B, {len(record.verdict_changes)} verdict(s) worse{missing}: {report.verdict.value.upper()}",
+                  markup=False, highlight=False, soft_wrap=True)
+
+
+MAX_SIZES_SHOWN = 8
+
+
+def missing_text(rows: list[MissingRow]) -> list[str]:
+    """A's rows that B lacks, one line per collective and placement, the sizes in A's order."""
+    series: dict[tuple[str, bool, bool], list[int]] = {}
+    for m in rows:
+        series.setdefault((m.op, m.in_place, m.loss), []).append(m.size_bytes)
+    lines = []
+    for (op, in_place, loss), sizes in series.items():
+        shown = ", ".join(human(s) for s in sizes[:MAX_SIZES_SHOWN])
+        more = f" and {len(sizes) - MAX_SIZES_SHOWN} more size(s)" if len(sizes) > MAX_SIZES_SHOWN else ""
+        why = "missing from B" if loss else "not timed by B's tool at any size (a warning)"
+        lines.append(f"{printable(op)} {'in' if in_place else 'out-of'}-place at {shown} bytes{more}: {why}")
+    return lines
 
 
 def table_text(rows: list[ComparedRow], old_label: str, new_label: str) -> str:
-    lines = [f"# A = {old_label}   B = {new_label}   (time in us, busbw in GB/s, change = B/A - 1)",
+    lines = [f"# A = {printable(old_label)}   B = {printable(new_label)}   "
+             "(time in us, busbw in GB/s, change = B/A - 1)",
              f"# {'op':<14} {'size (B)':>12} {'place':>6} {'A time':>10} {'B time':>10} {'change':>8} "
              f"{'A busbw':>8} {'B busbw':>8}"]
     for r in rows:
         flag = "  <- slower" if r.regression else ""
         if r.spike:
             flag = f"  <- spike in B: {r.spike_factor:.1f}x its neighbours"
-        lines.append(f"  {r.op:<14} {r.size_bytes:>12} {'in' if r.in_place else 'out':>6} "
+        lines.append(f"  {printable(r.op):<14} {r.size_bytes:>12} {'in' if r.in_place else 'out':>6} "
                      f"{r.old_time_us:>10.2f} {r.new_time_us:>10.2f} {100 * r.time_change:>7.1f}% "
                      f"{_bw(r.old_busbw_gbps)} {_bw(r.new_busbw_gbps)}{flag}")
     return "\n".join(lines)

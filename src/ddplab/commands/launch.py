@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 
 from ..config import DEFAULT_HANG_TIMEOUT_S, LAUNCH_USAGE, LaunchConfig, Target
-from ..errors import ExitCode, UsageError
+from ..errors import ExitCode, UsageError, printable
 from ..records import Report
 
 SUMMARY = "run your own training script as torchrun would, and name the rank that fails or hangs it"
@@ -125,7 +125,8 @@ def validate(args) -> None:
 def main(args, console) -> int:
     from ..job.run import run
 
-    say = lambda text: console.print(text, markup=False, highlight=False)  # noqa: E731 (sizes look like markup)
+    # markup off: sizes look like markup; printable: a rank's own words may hold terminal escapes
+    say = lambda text: console.print(printable(text), markup=False, highlight=False)  # noqa: E731
     report = run(args.config, say)
     render(report, console)
     if report.results.outcome == "interrupted":  # Ctrl+C or SIGTERM to ddplab, as `ddplab run` says it
@@ -135,7 +136,8 @@ def main(args, console) -> int:
 
 def render(report: Report, console) -> None:
     r = report.results
-    say = lambda text: console.print(text, markup=False, highlight=False)  # noqa: E731 (sizes look like markup)
+    # markup off: sizes look like markup; printable: a rank's own words may hold terminal escapes
+    say = lambda text: console.print(printable(text), markup=False, highlight=False)  # noqa: E731
     say(f"ddplab launch: {r.outcome.upper()} in {r.duration_s:.1f} s")
     culprit = r.culprit
     if culprit:

@@ -23,6 +23,7 @@ def validate(args) -> None:
 
 
 def main(args, console) -> int:
+    from ..errors import printable
     from ..files import write_text_atomic
     from ..html_report import render_html
     from ..records.load import read_report
@@ -30,5 +31,5 @@ def main(args, console) -> int:
     report = read_report(args.report)
     out = Path(args.out) if args.out else Path(args.report).with_suffix(".html")
     write_text_atomic(out, render_html(report))
-    console.print(f"wrote {out}")
+    console.print(f"wrote {printable(str(out))}", markup=False, highlight=False)
     return 0

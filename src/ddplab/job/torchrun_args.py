@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
-from ..config import LAUNCH_USAGE, LaunchConfig, Target
+from ..config import LAUNCH_USAGE, MAX_NPROC, LaunchConfig, Target, check_nproc
 from ..errors import EnvironmentUnsupported, UsageError
 
 STANDALONE_ENDPOINT = "127.0.0.1:0"  # torchrun uses localhost:0; a single machine stays on loopback
@@ -31,6 +31,8 @@ DEFAULT_C10D_PORT = 29400  # torch's c10d rendezvous, for an endpoint named with
 # torch's rendezvous backends whose store the launcher of this machine hosts itself (on every interface): on
 # one machine, ddplab's loopback rendezvous takes their place. Others (etcd, ...) meet elsewhere: the user's.
 STORE_HOSTING_BACKENDS = ("c10d", "static")
+# The backends torchrun names in its help and accepts whatever the registry of the installed torch holds.
+TORCHRUN_BACKENDS = ("c10d", "static", "etcd", "etcd-v2")
 LOOPBACK_HOST = "127.0.0.1"
 
 
@@ -76,6 +78,7 @@ def resolve(config: LaunchConfig) -> LaunchRequest:
     """The request, or UsageError (exit 2) / EnvironmentUnsupported (exit 3) before anything starts."""
     check_target(config.target)
     options = standalone(dict(config.torchrun))
+    check_rendezvous_backend(options["rdzv_backend"])
     elastic, worker_env = elastic_config(options, config.target)
     why_rendezvous_is_theirs(elastic)  # an endpoint that cannot be read is refused now, before anything starts
     return LaunchRequest(config=elastic, python=os.getenv("PYTHON_EXEC") or sys.executable, target=config.target,
@@ -117,6 +120,24 @@ def standalone(options: dict) -> dict:
     if options["master_port"] is None:
         options["master_port"] = DEFAULT_MASTER_PORT
     return options
+
+
+def check_rendezvous_backend(backend: str) -> None:
+    """A rendezvous backend torch can create: one its elastic registry knows (out-of-tree plug-ins included)
+    or one torchrun itself names. torch finds out only once the agent runs, after the job directory exists."""
+    known = rendezvous_backends()
+    if backend not in known:
+        raise UsageError("invalid-rdzv-backend", f"--rdzv-backend {backend}: valid backends are "
+                                                 f"{', '.join(known)}")
+
+
+def rendezvous_backends() -> tuple[str, ...]:
+    """torch's elastic rendezvous registry (filled on import with torch's own and the ``torchrun.handlers``
+    entry points) and torchrun's names, sorted."""
+    from torch.distributed.elastic.rendezvous import rendezvous_handler_registry
+
+    registered = getattr(rendezvous_handler_registry, "_registry", {})  # no public listing in torch
+    return tuple(sorted(set(registered) | set(TORCHRUN_BACKENDS)))
 
 
 def why_rendezvous_is_theirs(config) -> str | None:
@@ -198,7 +219,15 @@ def elastic_config(options: dict, target: Target):
         if os.environ.get("OMP_NUM_THREADS") != omp_before:
             worker_env["OMP_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"]
             os.environ.pop("OMP_NUM_THREADS")
-    if config.nproc_per_node < 1:
-        raise UsageError("invalid-nproc-per-node", f"--nproc-per-node {options['nproc_per_node']}: at least one "
-                                                   "process per node")
+    _check_counted_nproc(options["nproc_per_node"], config.nproc_per_node)
     return config, worker_env
+
+
+def _check_counted_nproc(asked: str, counted: int) -> None:
+    """The processes torch counted for --nproc-per-node under the rule every command follows (config.check_nproc,
+    which checked a number already): a word (cpu, gpu, auto) counts this machine's cores or devices."""
+    try:
+        check_nproc(counted, "--nproc-per-node")
+    except UsageError as exc:
+        raise UsageError(exc.reference, f"--nproc-per-node {asked} counts {counted} processes on this machine; "
+                                        f"valid: 1 to {MAX_NPROC} ranks per node") from None

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from .codec import flatten
 from .compare import TimedRow
+from .parts import session_parts
 from .session import SessionRecord
 
 OMIT = {"omit_none": True}
@@ -55,6 +56,11 @@ class CeilingRecord:
     device_copy: DeviceCopy | None = field(default=None, metadata=OMIT)
     host_to_device: CopyRate | None = field(default=None, metadata=OMIT)
     device_to_host: CopyRate | None = field(default=None, metadata=OMIT)
+
+    @staticmethod
+    def json_parts() -> dict:
+        """Its placement and its ranks' results, checked when a report is read back."""
+        return session_parts(CeilingRankResult)
 
     def timed_rows(self, config=None) -> list[TimedRow]:
         """Nothing: `compare` lines up collectives, storms and train runs, not copies."""

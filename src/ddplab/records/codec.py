@@ -20,7 +20,13 @@ Field metadata understood here (``dataclasses.field(metadata=...)``):
                   not None (a sweep row's bandwidths exist when the row was timed, null or not).
   ``expect``    - (what it must be, predicate): a value read back must also pass the predicate; a value
                   of the wrong type or failing it is refused as "must be <what it must be>".
+  ``keys``      - an open object (``dict[str, ...]``) whose known keys have types of their own: {key: type};
+                  a known key is read through its type, any other through the dict's value type.
 A record that refuses its values on construction (a Config's validation) is a RecordError at its path.
+A value the document holds for a field the record derives (``init=False``) is not read, but must have its type.
+An open part (an ``Any`` field) that only the record holding it can type (a rank's workload result) is checked
+through the type that record's ``json_parts()`` names, {(class, field): type}, key by key (a key it lacks is no
+error: earlier reports lacked today's), and keeps its JSON value (issue 18).
 Unknown keys are ignored when reading, so a newer ddplab's report still loads; keys added since schema 1 have
 defaults, and a class with a ``json_upgrade(data) -> data`` static method rewrites what earlier versions spelt
 differently, so an older report still loads too.
@@ -28,6 +34,8 @@ differently, so an older report still loads too.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import enum
 import math
@@ -39,6 +47,10 @@ from typing import Any, Union
 from ..errors import DdplabError
 
 JSON_SCALARS = (str, int, float, bool, type(None))
+# The open parts' types the records being read declared (json_parts): (class, field) -> type.
+_PARTS: contextvars.ContextVar[dict] = contextvars.ContextVar("ddplab_json_parts", default={})
+# Set while an open part is checked: its values must have their types, a key it lacks is no error, nothing is built.
+_CHECKING_PART: contextvars.ContextVar[bool] = contextvars.ContextVar("ddplab_checking_part", default=False)
 
 
 class RecordError(ValueError):
@@ -110,6 +122,20 @@ def _default_of(f: dataclasses.Field) -> Any:
 
 # ---------------------------------------------------------------------------------------- reading
 
+@contextlib.contextmanager
+def _setting(var: contextvars.ContextVar, value):
+    token = var.set(value)
+    try:
+        yield
+    finally:
+        var.reset(token)
+
+
+def parts_typed(parts: dict):
+    """Check the open parts {(class, field): type} inside whatever is read in this block (as ``json_parts``)."""
+    return _setting(_PARTS, {**_PARTS.get(), **parts})
+
+
 def from_json(cls: Any, data: Any, where: str = "$") -> Any:
     """Build ``cls`` (a dataclass, or any type annotation this module understands) from JSON values."""
     return _read(cls, data, where)
@@ -171,18 +197,30 @@ def _read(tp: Any, data: Any, path: str) -> Any:
 
 
 def _read_dataclass(cls: type, data: dict, path: str) -> Any:
+    declared = getattr(cls, "json_parts", None)
+    with parts_typed(declared() if declared is not None else {}):
+        return _read_dataclass_fields(cls, data, path)
+
+
+def _read_dataclass_fields(cls: type, data: dict, path: str) -> Any:
     upgrade = getattr(cls, "json_upgrade", None)
     if upgrade is not None:  # a record that reads what earlier versions wrote (e.g. a flag that was a bool)
         data = upgrade(data)
     kwargs = {}
     hints = _hints(cls)
+    parts = _PARTS.get()
     used: set[str] = set()
     extras_field = None
     for f in dataclasses.fields(cls):
         meta = f.metadata
-        if meta.get("skip") or not f.init:
+        if meta.get("skip"):
             continue
         tp = hints[f.name]
+        key = meta.get("json_name", f.name)
+        if not f.init:  # derived by the record: not read back, but the document's value must be of its type
+            if key in data and not meta.get("flatten"):
+                _read(tp, data[key], f"{path}.{key}")
+            continue
         if meta.get("flatten"):
             if typing.get_origin(tp) is dict or tp in (dict, Any):
                 extras_field = f  # an open object: the keys no other field claimed
@@ -198,15 +236,23 @@ def _read_dataclass(cls: type, data: dict, path: str) -> Any:
                     continue
             kwargs[f.name] = _read_dataclass(inner, data, path)
             continue
-        key = meta.get("json_name", f.name)
         used.add(key)
         if key not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING \
+                    and not _CHECKING_PART.get():
                 raise RecordError(f"{path}.{key}", f"a value ({_name(tp)})", _Missing)
             continue
-        kwargs[f.name] = _read_field(tp, data[key], f"{path}.{key}", meta.get("expect"))
+        kwargs[f.name] = _read_field(tp, data[key], f"{path}.{key}", meta)
+        part = parts.get((cls, f.name))
+        if part is not None and data[key] is not None:
+            _check_part(part, data[key], f"{path}.{key}")
     if extras_field is not None:
         kwargs[extras_field.name] = {k: v for k, v in data.items() if k not in used}
+        part = parts.get((cls, extras_field.name))
+        if part is not None and _keys_of(part) & kwargs[extras_field.name].keys():
+            _check_part(part, data, path)  # the whole object: the part's keys may be shared with its holder's
+    if _CHECKING_PART.get():
+        return data  # checked, not built
     try:
         return cls(**kwargs)
     except DdplabError as exc:  # e.g. a Config whose validation refuses a value: name the field it refused
@@ -218,7 +264,18 @@ def _read_dataclass(cls: type, data: dict, path: str) -> Any:
         raise RecordError(path, f"a valid {cls.__name__} ({exc.message})", data) from None
 
 
-def _read_field(tp: Any, data: Any, path: str, expect: tuple | None) -> Any:
+def _check_part(tp: Any, data: Any, path: str) -> None:
+    """``data`` as an open part of type ``tp``: every value it holds of its type, missing keys allowed."""
+    with _setting(_CHECKING_PART, True):
+        _read(tp, data, path)
+
+
+def _read_field(tp: Any, data: Any, path: str, meta) -> Any:
+    if "keys" in meta:  # an open object whose known keys have types of their own
+        value = _read(tp, data, path)
+        value.update({k: _read(t, data[k], f"{path}.{k}") for k, t in meta["keys"].items() if k in data})
+        return value
+    expect = meta.get("expect")
     if expect is None:
         return _read(tp, data, path)
     what, holds = expect

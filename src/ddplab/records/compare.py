@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from .core import Verdict
 
 OMIT = {"omit_none": True}
+# Written only when something is missing, so a comparison that lost nothing keeps the keys it always had.
+OMIT_EMPTY = {"omit_default": True}
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,19 @@ class VerdictChange:
 
 
 @dataclass(frozen=True)
+class MissingRow:
+    """A row A timed, at a size the verdict judges, that B did not time."""
+
+    op: str
+    size_bytes: int
+    in_place: bool
+    loss: bool
+    """True: B's kind of input times this collective and placement (B is the same command or tool as A, or
+    timed it at other sizes), so the row was lost: the comparison fails. False: B comes from another tool that
+    does not time it at all (torch's all_reduce has no out-of-place form that nccl-tests times): a warning."""
+
+
+@dataclass(frozen=True)
 class CompareConfig:
     old: str  # the files, as given
     new: str
@@ -86,6 +101,15 @@ class CompareConfig:
 class CompareRecord:
     rows: list[ComparedRow]
     verdict_changes: list[VerdictChange]
+    missing_stages: list[str] = field(default_factory=list, metadata=OMIT_EMPTY)
+    """Stages A ran (not skipped) that B's lab report does not have: a failure."""
+    missing_rows: list[MissingRow] = field(default_factory=list, metadata=OMIT_EMPTY)
+    """A's timed rows, at sizes the verdict judges, that B did not time."""
+
+    @property
+    def lost_rows(self) -> list[MissingRow]:
+        """Rows of A that B should have timed and did not: a failure."""
+        return [m for m in self.missing_rows if m.loss]
 
     @property
     def regressions(self) -> list[ComparedRow]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from .codec import flatten
 from .compare import TimedRow
+from .parts import session_parts
 from .session import SessionRecord
 
 
@@ -78,6 +79,11 @@ class ContentionRecord:
 
     session: SessionRecord = field(metadata=flatten())
     summary: ContentionSummary | None = field(default=None, metadata=flatten())
+
+    @staticmethod
+    def json_parts() -> dict:
+        """Its placement and its ranks' results, checked when a report is read back."""
+        return session_parts(ContentionRankResult)
 
     @property
     def time_sliced(self) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .. import __version__
-from .codec import MISSING, RecordError, from_json, to_json
+from .codec import MISSING, RecordError, from_json, parts_typed, to_json
 
 SCHEMA_VERSION = 1
 
@@ -90,11 +90,18 @@ class Report:
     @classmethod
     def from_json(cls, data: Any, where: str = "$") -> "Report":
         """Read and validate a report written by any ddplab command (RecordError names the first bad field)."""
-        from . import types_for
-        from ..platform import Platform
+        from .parts import report_parts
 
         if not isinstance(data, dict):
             raise RecordError(where, "a ddplab report (a JSON object)", data)
+        with parts_typed(report_parts()):
+            return cls._from_json(data, where)
+
+    @classmethod
+    def _from_json(cls, data: dict, where: str) -> "Report":
+        from . import types_for
+        from ..platform import Platform
+
         version = from_json(int, data.get("schema_version", MISSING), f"{where}.schema_version")
         if version > SCHEMA_VERSION:
             raise RecordError(f"{where}.schema_version", f"a version up to {SCHEMA_VERSION}", version)
@@ -111,9 +118,9 @@ class Report:
                                    platform),
             verdict=from_json(Verdict, data.get("verdict", MISSING), f"{where}.verdict"),
             schema_version=version,
-            ddplab_version=str(data.get("ddplab_version", "")),
-            created_utc=str(data.get("created_utc", "")),
-            argv=tuple(str(a) for a in data.get("argv") or ()),
+            ddplab_version=from_json(str, data.get("ddplab_version", ""), f"{where}.ddplab_version"),
+            created_utc=from_json(str, data.get("created_utc", ""), f"{where}.created_utc"),
+            argv=tuple(from_json(list[str], data.get("argv") or [], f"{where}.argv")),
         )
 
 

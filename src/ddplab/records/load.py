@@ -1,12 +1,14 @@
 """Reading a ddplab JSON report back from a file: the file, its encoding, its JSON, and then every field
 through the records (Report.from_json), so a report from another machine, another version or anyone's
 editor is refused (exit 2, naming the file, the first bad field and what it must be) before anything
-renders or compares it (issue 10).
+renders or compares it (issue 10). The file's size is capped before it is read, and what it reports is
+judged again from its data, not from the verdicts it stored (issue 18).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,16 +17,26 @@ from .codec import RecordError
 from .core import Report
 
 HINT = "the file is not a ddplab report as this version writes it"
+# The largest report ddplab has written (docs/results: the full lab on two GPUs, 2.2 MB) fifteen times over;
+# a file beyond it is refused before it is read, so a huge one cannot exhaust memory (a 3 GB file once took
+# 3.1 GB before it was refused). nccl-tests output, the other input of `compare`, is far smaller.
+MAX_INPUT_BYTES = 32 * 1024 * 1024
 
 
 def read_bytes(path: str) -> bytes:
+    """The file's bytes, refused (UsageError) when it is no file, unreadable, empty or over MAX_INPUT_BYTES."""
     p = Path(path)
     if not p.is_file():
         raise UsageError("no-such-file", f"{path} is not a file")
     try:
-        data = p.read_bytes()
+        with p.open("rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            data = f.read(MAX_INPUT_BYTES + 1) if size <= MAX_INPUT_BYTES else b""
     except OSError as exc:
         raise UsageError("unreadable-file", f"{path} cannot be read: {exc.strerror or exc}") from None
+    if size > MAX_INPUT_BYTES or len(data) > MAX_INPUT_BYTES:  # the size said, or what a growing file gave
+        raise UsageError("file-too-large", f"{path} is {max(size, len(data)):,} bytes; a ddplab report or "
+                                           f"nccl-tests output is at most {MAX_INPUT_BYTES:,} bytes (32 MiB)")
     if not data.strip():
         raise UsageError("empty-file", f"{path} is empty")
     return data
@@ -53,7 +65,14 @@ def parse_json(data: bytes, path: str) -> Any:
 
 
 def report_from_json(doc: Any, path: str) -> Report:
-    """The report a parsed document holds, every field checked; UsageError names the first bad one."""
+    """The report a parsed document holds, every field checked (UsageError names the first bad one), and judged
+    again from its data (lab.judged): the check rows and verdicts it stored are not taken on trust."""
+    from ..lab import judged
+
+    return judged(_checked_report(doc, path))
+
+
+def _checked_report(doc: Any, path: str) -> Report:
     if not isinstance(doc, dict):
         raise UsageError("invalid-report", f"{path}: field (document) must be a JSON object (a ddplab report), "
                                            f"but it is {show(doc)}", hint=HINT)

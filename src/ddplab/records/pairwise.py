@@ -9,6 +9,7 @@ from .codec import flatten
 from .compare import TimedRow
 from .figures import BarChart
 from .machines import GATHERED, GatheredJob, JobMachines, PairFinding, PairResult, pairs_table
+from .parts import session_parts
 from .session import SessionRecord
 from .sweep import GroupSweepRow
 
@@ -37,6 +38,11 @@ class PairwiseRecord:
     pairs: list[PairResult]
     machines: JobMachines | None = field(default=None, metadata=OMIT)
     finding: PairFinding | None = field(default=None, metadata=OMIT)
+
+    @staticmethod
+    def json_parts() -> dict:
+        """Its placement and its ranks' results, checked when a report is read back."""
+        return session_parts(PairwiseRankResult)
 
     def timed_rows(self, config=None) -> list[TimedRow]:
         """Each pair's rows as `ddplab compare` lines them up: op "all_reduce A <-> B", by size."""

@@ -9,6 +9,7 @@ from .compare import TimedRow
 from .engines import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import BarChart
 from .machines import GATHERED, GatheredJob, StormMachines
+from .parts import session_parts
 from .session import Distribution, Histogram, SessionRecord
 
 OMIT = {"omit_none": True}
@@ -84,6 +85,11 @@ class StormRecord:
     library_summary: StormSummary | None = field(default=None, metadata=OMIT)
     library_correct: bool | None = field(default=None, metadata=OMIT)
     added_cost: list[AddedCost] | None = field(default=None, metadata=OMIT)
+
+    @staticmethod
+    def json_parts() -> dict:
+        """Its placement and its ranks' results, checked when a report is read back."""
+        return session_parts(StormRankResult)
 
     def timed_rows(self, config) -> list[TimedRow]:
         """The storm as one comparable row: its pipelined mean, op "storm", at the configured size; with both

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..errors import UsageError
 from .codec import flatten
 from .compare import TimedRow
 from .engines import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import LineChart, Series
 from .machines import GATHERED, GatheredJob, Group, JobMachines
+from .parts import session_parts
 from .session import SessionRecord
 
 OMIT = {"omit_none": True}
@@ -223,6 +225,19 @@ class SweepRecord:
     library_rows: list[SweepRow] | None = field(default=None, metadata=OMIT)
     added_cost: list[AddedCost] | None = field(default=None, metadata=OMIT)
     machines: SweepMachines | None = field(default=None, metadata=OMIT)  # a job on several launchers
+
+    @staticmethod
+    def json_parts() -> dict:
+        """Its placement and its ranks' results, checked when a report is read back."""
+        return session_parts(SweepRankResult)
+
+    def __post_init__(self):
+        # The total is what the verdict reads: it must be the rows' own (a report read back is judged again from
+        # its data, and a total edited apart from its rows would let a PASS stand beside wrong results).
+        rows_wrong = sum(r.num_wrong or 0 for r in self.rows)
+        if self.num_wrong_total != rows_wrong:
+            raise UsageError("invalid-num-wrong-total", f"{self.num_wrong_total} is not the rows' #wrong summed "
+                                                        f"({rows_wrong})")
 
     @property
     def host_only(self) -> bool:

@@ -8,6 +8,7 @@ from .codec import flatten
 from .compare import TimedRow
 from .figures import LineChart
 from .machines import GATHERED, GatheredJob, JobMachines
+from .parts import session_parts
 from .session import Distribution, MemorySeries, SessionRecord
 
 
@@ -63,6 +64,11 @@ class TrainRecord:
     step_time_us: Distribution
     step_time_method: str
     machines: JobMachines | None = field(default=None, metadata={"omit_none": True})  # several launchers
+
+    @staticmethod
+    def json_parts() -> dict:
+        """Its placement and its ranks' results, checked when a report is read back."""
+        return session_parts(TrainRankResult)
 
     @property
     def proven(self) -> bool:
