@@ -201,8 +201,10 @@ def leftovers(run_id: str) -> list[LeftProcess]:
 
 
 def _cmdline(pid: int) -> str:
+    from ..redaction import redact_argv
+
     try:
-        return " ".join(psutil.Process(pid).cmdline())[:200]
+        return " ".join(redact_argv(psutil.Process(pid).cmdline()))[:200]  # redacted before cut: no half secret
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return ""
 
