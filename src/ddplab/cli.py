@@ -15,7 +15,7 @@ import time
 import traceback
 from pathlib import Path
 
-from . import __version__, commands, interrupts
+from . import __version__, commands, interrupts, numpy_warning
 from .errors import DdplabError, ExitCode, invalid_choice, printable
 from .files import check_output_file
 
@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return ExitCode.USAGE
+    # Before any command imports torch (lazily, wherever it first needs it): its warning that numpy is missing is
+    # no finding for ddplab, which never uses numpy (numpy_warning.py says why; exactly that message).
+    numpy_warning.ignore_in_this_process()
 
     from .display import make_console
 

@@ -3,6 +3,7 @@ objects, so what the terminal shows is what the report holds."""
 
 from __future__ import annotations
 
+import math
 import os
 
 from rich.console import Console
@@ -34,9 +35,23 @@ def kv_table(title: str, rows: list[tuple[str, object]], markup: bool = False) -
     table.add_column("key", style="bold")
     table.add_column("value", overflow="fold")
     for k, v in rows:
-        text = "n/a" if v is None else str(v)
+        text = text_of(v)
         table.add_row(escape(str(k)), text if markup else escape(text))
     return table
+
+
+def text_of(value) -> str:
+    """A value as the terminal shows it: a missing or non-finite number reads "n/a", never None, null or nan
+    (also inside a drill's or a record's nested numbers)."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "n/a" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {text_of(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(text_of(v) for v in value) + "]"
+    return str(value)
 
 
 def verdict_text(verdict) -> str:
@@ -67,7 +82,8 @@ def failures(session, console) -> None:
     for rank in session.ranks:
         if rank.failure:
             f = rank.failure
-            console.print(f"[red]rank {rank.rank} failed[/] (exit {f.exitcode}, {f.signal or 'no signal'}): "
+            exit_code = "exit code unknown" if f.exitcode is None else f"exit {f.exitcode}"
+            console.print(f"[red]rank {rank.rank} failed[/] ({exit_code}, {f.signal or 'no signal'}): "
                           f"{escape(f.message.strip()[-600:])}")
     if session.launcher_error:
         console.print(f"[red]launcher error:[/] {escape(session.launcher_error)}")
@@ -82,6 +98,12 @@ def failures(session, console) -> None:
                                                         + f": {lost.reason}"))
     if session.torchrun_root_cause_rank is not None:
         console.print(f"torchrun would name rank {session.torchrun_root_cause_rank} as root cause (first to fail)")
+
+
+def stage_line(verdict, name: str, summary: str, duration_s: float | None) -> str:
+    """One stage of `ddplab run` as it ends: its verdict, name, summary and time."""
+    took = f" ({duration_s:.1f} s)" if duration_s is not None else ""
+    return f"{verdict_text(verdict)} {escape(name)}: {escape(summary)}{took}"
 
 
 def check_table(title: str, rows: list) -> Table:
@@ -106,7 +128,7 @@ def added_cost_table(rows: list) -> Table:
 
 
 def _num(v) -> str:
-    return "n/a" if v is None else f"{v:.2f}"
+    return "n/a" if v is None or not math.isfinite(v) else f"{v:.2f}"
 
 
 def announce(console, placement, run) -> None:

@@ -117,8 +117,7 @@ def _stage(records: list[StageRecord], stage: Stage, console) -> Report | None:
     summary = measurement.summary(result)
     records.append(StageRecord(stage.name, stage.command_line, report.verdict, summary,
                                round(time.monotonic() - started, 2), report=report))
-    console.print(f"{display.verdict_text(report.verdict)} {stage.name}: {display.escape(summary)} "
-                  f"({time.monotonic() - started:.1f} s)")
+    console.print(display.stage_line(report.verdict, stage.name, summary, time.monotonic() - started))
     return report
 
 

@@ -11,8 +11,10 @@ and why each holds are in docs/processes.md; in short:
   from every PID namespace. The launcher lives while the rank's parent, or any process we
   can see, has that identity.
 - torchrun worker (TORCHELASTIC_RUN_ID): alive while its parent is an elastic agent; gone
-  when it was re-parented to the init of its PID namespace and that init cannot be a
-  launcher (it is neither torchrun nor a Python program).
+  when it was re-parented to the init of its PID namespace, that init cannot be a launcher
+  (it is neither torchrun nor a Python program), and no launcher of its run that started
+  before it lives: a helper a worker detached (`setsid nohup ...`) is re-parented to init
+  while its agent lives.
 - a process carrying its parent's marker (a dataloader worker) shares its parent's verdict.
 - no evidence (parent outside our PID namespace, unreadable, another time namespace, no
   recorded launcher identity): never an orphan.
@@ -197,7 +199,7 @@ def classify(pid: int, table: Mapping[int, Facts], _depth: int = 0) -> Verdict:
         return Verdict(up.orphan, f"child of pid {parent.pid} of the same run: {up.reason}", run_id)
     if kind == "ddplab":
         return _ddplab_rank(p, parent, table, run_id)
-    return _torchrun_worker(p, parent, run_id)
+    return _torchrun_worker(p, parent, table, run_id)
 
 
 def _ddplab_rank(p: Facts, parent: Facts, table: Mapping[int, Facts], run_id: str) -> Verdict:
@@ -227,15 +229,56 @@ def _has_identity(q: Facts, launcher: tuple[int, int]) -> bool:
     return q.start_ticks == ticks and (q.ns_pid is None or q.ns_pid == pid)
 
 
-def _torchrun_worker(p: Facts, parent: Facts, run_id: str) -> Verdict:
+def _torchrun_worker(p: Facts, parent: Facts, table: Mapping[int, Facts], run_id: str) -> Verdict:
     if is_elastic_agent(parent):
         return Verdict(False, f"torchrun worker of run {run_id}; its elastic agent (pid {parent.pid}) is alive",
                        run_id)
     if _is_namespace_init(parent) and not _may_be_launcher(parent):
+        # Re-parented to init: its parent is gone, but that parent may have been a worker that detached it
+        # (`setsid nohup helper &`), not the agent. The agent is gone only when nothing says it lives.
+        alive_because = _launcher_may_live(p, run_id, table)
+        if alive_because:
+            return Verdict(False, f"torchrun process of run {run_id}, re-parented to init (pid {parent.pid}); "
+                                  f"{alive_because}", run_id)
         return Verdict(True, f"torchrun worker of run {run_id}; its agent is gone: re-parented to init "
-                             f"(pid {parent.pid}, {parent.program})", run_id)
+                             f"(pid {parent.pid}, {parent.program}) and no launcher of its run is alive", run_id)
     return Verdict(False, f"torchrun worker of run {run_id}; its parent pid {parent.pid} ({parent.program}) may "
                           "be a launcher running elastic as a library: no evidence", run_id)
+
+
+def _launcher_may_live(p: Facts, run_id: str, table: Mapping[int, Facts]) -> str | None:
+    """Why the launcher of ``p``'s torchrun run may still be alive (None: nothing says so), in words.
+
+    Only a launcher that started before ``p`` can be its ancestor (start ticks: a pid reused since, or a new
+    job that reuses the run id, as torchrun's default ``--rdzv-id none`` does, started later). Such a launcher
+    lives when it is the parent of a live process of the same run (the worker that detached ``p``, or one
+    restarted since), or when it is an elastic agent with no workers now (between restarts, or just after its
+    workers ended): its run cannot be told, so it may be ``p``'s. A process of the run whose parent is outside
+    this PID namespace has a launcher we cannot judge."""
+    children: dict[int, list[Facts]] = {}
+    for q in table.values():
+        children.setdefault(q.ppid, []).append(q)
+    for q in table.values():
+        if q.pid != p.pid and q.markers.get(TORCHRUN_MARKER) == run_id and q.ppid not in table:
+            return f"process {q.pid} of its run has its parent outside this PID namespace: no evidence"
+    for launcher in sorted(table.values(), key=lambda q: q.pid):
+        if launcher.pid == p.pid or launcher.markers.get(TORCHRUN_MARKER) == run_id or \
+                not _started_before(launcher, p) or not _may_be_launcher(launcher):
+            continue
+        runs = {q.markers.get(TORCHRUN_MARKER) for q in children.get(launcher.pid, ())} - {None}
+        if run_id in runs:
+            return f"the launcher of its run (pid {launcher.pid}, {launcher.program}) is alive"
+        if not runs and is_elastic_agent(launcher):
+            return (f"an elastic agent without workers now (pid {launcher.pid}, {launcher.program}), started before "
+                    "it, is alive: it may be its run's")
+    return None
+
+
+def _started_before(a: Facts, b: Facts) -> bool:
+    """``a`` started no later than ``b``, or their start times cannot be compared (then it may have)."""
+    if a.start_ticks is None or b.start_ticks is None or not (a.same_clock and b.same_clock):
+        return True
+    return a.start_ticks <= b.start_ticks
 
 
 def is_elastic_agent(p: Facts) -> bool:

@@ -30,14 +30,16 @@ SHARED = ("sweep", "train", "ceiling", "contention")  # run once per session, fo
 def outputs(tmp_path_factory, golden_run):
     out = tmp_path_factory.mktemp("golden")
     for name in SHARED:
-        report = golden_run(name)[1]
+        done, report = golden_run(name)
         if report.exists():
             shutil.copy(report, out / f"{name}.json")
+        (out / f"{name}.terminal").write_text(done.stdout + done.stderr)
     for name, argv in COMMANDS.items():
         if name in SHARED:
             continue
         argv = [a.format(fixtures=HERE.parent / "fixtures", out=out) for a in argv]
-        run_cli(*argv, "--json", str(out / f"{name}.json"), cwd=out)
+        done = run_cli(*argv, "--json", str(out / f"{name}.json"), cwd=out)
+        (out / f"{name}.terminal").write_text(done.stdout + done.stderr)
     return out
 
 
@@ -46,3 +48,15 @@ def test_command_keeps_its_json_keys(outputs, name):
     path = outputs / f"{name}.json"
     assert path.exists(), f"ddplab {name} wrote no JSON"
     assert_keys_kept(name, json.loads(path.read_text()))
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_the_terminal_never_says_none_null_or_nan(outputs, name):
+    """What the golden command printed, and its report rendered again with its check rows (tests/unit/
+    test_terminal_words.py renders the fixtures the same way)."""
+    from ddplab.records import Report
+    from tests.unit.test_terminal_words import missing_words, terminal_text
+
+    assert missing_words((outputs / f"{name}.terminal").read_text()) == []
+    report = Report.from_json(json.loads((outputs / f"{name}.json").read_text()))
+    assert missing_words(terminal_text(report)) == []

@@ -142,6 +142,57 @@ def _torchrun_orphans(tmp_path, n=2) -> list[int]:
     return workers
 
 
+# A torchrun worker that detaches a helper as users do (`setsid nohup ... &` from a shell that exits): the helper
+# carries the run's marker and is re-parented to init while the worker and its agent live.
+DETACHING_WORKER = """import os, subprocess, sys, time
+out = subprocess.run(["sh", "-c", "setsid nohup sleep 300 >/dev/null 2>&1 & echo $!"], capture_output=True,
+                     text=True, check=True).stdout
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(out.strip() + " " + str(os.getpid()))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+while True: time.sleep(1)
+"""
+
+
+def test_a_helper_a_worker_detached_is_no_orphan_while_its_agent_lives(tmp_path):
+    script, ready = tmp_path / "detaching_worker.py", tmp_path / "ready"
+    script.write_text(DETACHING_WORKER)
+    agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1",
+                              str(script), str(ready)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True, env=_clean_env())
+    helper = worker = None
+    try:
+        assert _wait_for(ready.exists, 120), "the torchrun worker never started its helper"
+        helper, worker = (int(pid) for pid in ready.read_text().split())
+        assert _wait_for(lambda: psutil.Process(helper).ppid() == 1, 10), "the helper should be re-parented to init"
+        assert psutil.Process(worker).ppid() == agent.pid
+
+        proc = run_cli("clean", "--yes", "--json", str(tmp_path / "clean.json"))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert helper not in {o["pid"] for o in load_json(tmp_path / "clean.json")["results"]["orphans"]}
+        assert _alive(helper) and _alive(worker), "`ddplab clean --yes` ended a live job's helper"
+        proc = run_cli("clean", "--pid", str(helper), "--json", str(tmp_path / "named.json"))
+        named = load_json(tmp_path / "named.json")["results"]["named"]
+        assert proc.returncode == 0 and named["pid"] == helper, proc.stdout + proc.stderr
+        assert named["not_orphan_because"].startswith("torchrun process of run ") and \
+            f"the launcher of its run (pid {agent.pid}, " in named["not_orphan_because"], named
+
+        os.kill(agent.pid, signal.SIGKILL)  # the agent is gone, and its worker with it
+        agent.wait()
+        _kill(worker)
+        assert _wait_for(lambda: not _alive(worker), 10)
+        orphans = {o.pid: o for o in procs.find_orphans()}
+        assert helper in orphans, "the helper of a run whose agent and worker are gone should be an orphan"
+        assert "no launcher of its run is alive" in orphans[helper].reason
+        proc = run_cli("clean", "--pid", str(helper), "--yes", "--json", str(tmp_path / "end.json"))
+        ended = load_json(tmp_path / "end.json")["results"]["ended"]
+        assert proc.returncode == 0 and ended["terminated"] + ended["killed"] == [helper], proc.stdout + proc.stderr
+        assert _wait_for(lambda: not _alive(helper), 5)
+    finally:
+        _kill(agent.pid, *(p for p in (worker, helper) if p))
+        agent.wait()
+
+
 def test_clean_ends_exactly_the_orphans(tmp_path):
     innocent = _nohup(sys.executable, "-c", SLEEPER)
     workers = []

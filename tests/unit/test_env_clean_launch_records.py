@@ -127,7 +127,7 @@ def test_env_warns_when_the_policy_refuses_a_placement_and_not_when_devices_are_
                           error="backend-missing")
     missing = TwoRankPlan(2, False, "needs 2 devices; this machine has 1")
     assert env_measurement.plan_check("shared_device", refused).verdict == Verdict.WARN
-    assert env_measurement.plan_check("per_device", missing).verdict == Verdict.PASS
+    assert env_measurement.plan_check("per_device", missing).verdict == Verdict.SKIP  # nothing to judge
     assert to_json(refused)["error"] == "backend-missing" and "error" not in to_json(missing)
 
 

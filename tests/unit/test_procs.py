@@ -116,6 +116,54 @@ def test_a_workers_own_child_shares_its_verdict():
     assert v.orphan and "child of pid 300" in v.reason
 
 
+# -- a helper a worker detached (`setsid nohup helper &`): re-parented to init while its agent lives ----------
+
+AGENT = Facts(pid=200, ppid=100, start_ticks=900, ns_pid=200, create_time=0.4, argv=TORCHRUN)
+
+
+def helper(pid=500, run_id="tr-1", ticks=1300) -> Facts:
+    return Facts(pid=pid, ppid=1, start_ticks=ticks, ns_pid=pid, create_time=1.3, argv=("sleep", "300"),
+                 markers={TORCHRUN_MARKER: run_id})
+
+
+def test_a_detached_helper_is_not_an_orphan_while_its_agent_lives():
+    v = classify(500, table(INIT, AGENT, worker(), helper()))
+    assert not v.orphan and v.reason == ("torchrun process of run tr-1, re-parented to init (pid 1); the launcher of "
+                                         "its run (pid 200, python -m torch.distributed.run) is alive")
+
+
+def test_a_detached_helper_is_an_orphan_once_agent_and_workers_are_gone():
+    v = classify(500, table(INIT, helper()))
+    assert v.orphan and "no launcher of its run is alive" in v.reason
+    assert classify(500, table(INIT, worker(ppid=1), helper())).orphan  # the worker was orphaned too
+
+
+def test_an_agent_of_another_run_or_started_later_is_no_launcher_of_it():
+    other_run = table(INIT, AGENT, worker(run_id="tr-2"), helper())
+    assert classify(500, other_run).orphan
+    # torchrun's default --rdzv-id is "none" for every job: a job started after the helper cannot be its launcher
+    later = Facts(pid=700, ppid=100, start_ticks=5000, ns_pid=700, create_time=5.0, argv=TORCHRUN)
+    assert classify(500, table(INIT, later, worker(pid=710, ppid=700, ticks=5100), helper())).orphan
+
+
+def test_a_library_launcher_of_its_run_keeps_it_alive():
+    launcher = Facts(pid=200, ppid=100, start_ticks=900, ns_pid=200, create_time=0.4, argv=("python", "job.py"))
+    v = classify(500, table(INIT, launcher, worker(), helper()))
+    assert not v.orphan and "launcher of its run (pid 200, python job.py) is alive" in v.reason
+
+
+def test_an_agent_without_workers_now_may_be_its_runs():
+    v = classify(500, table(INIT, AGENT, helper()))  # between restarts, or just after its workers ended
+    assert not v.orphan and "without workers now (pid 200" in v.reason
+    later = Facts(pid=700, ppid=100, start_ticks=5000, ns_pid=700, create_time=5.0, argv=TORCHRUN)
+    assert classify(500, table(INIT, later, helper())).orphan
+
+
+def test_a_process_of_its_run_under_a_parent_we_cannot_see_is_no_evidence():
+    v = classify(500, table(INIT, worker(ppid=0), helper()))
+    assert not v.orphan and "outside this PID namespace" in v.reason
+
+
 # -- what reports may show ---------------------------------------------------------------------
 
 def test_program_name_drops_arguments():

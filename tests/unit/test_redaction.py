@@ -26,3 +26,98 @@ def test_a_credential_shaped_value_is_redacted_under_any_name(value):
                                    "/usr/local/cuda", "13.0.2", "2.28.3-1", "compute,utility"])
 def test_ordinary_values_are_shown_as_they_are(value):
     assert redact("NCCL_DEBUG", value) == value
+
+
+# -- command lines: what a user's script was given (`ddplab launch -- train.py ...`, left_running[].cmdline) --
+
+from ddplab.redaction import redact_argv, redact_text, secret_name  # noqa: E402
+
+# Fake values with the shapes of real credentials (none of them is one).
+CREDENTIAL_SHAPES = {
+    "hugging face": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+    "openai project key": "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx_yz-0123",
+    "anthropic key": "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "github classic": "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "github oauth": "gho_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "github fine-grained": "github_pat_11ABCDEFG0123456789_AbCdEfGhIjKlMnOpQrStUvWxYz",
+    "slack bot": "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+    "slack user": "xoxp-123456789012-1234567890123-AbCdEfGhIj",
+    "aws access key id": "AKIAIOSFODNN7EXAMPLE",
+    "aws session key id": "ASIAY34FZKBOKMUTVV7A",
+    "jwt": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(CREDENTIAL_SHAPES))
+def test_a_credential_shaped_argument_is_withheld_wherever_it_stands(shape):
+    secret = CREDENTIAL_SHAPES[shape]
+    for argv in (["train.py", secret], ["train.py", "--model", secret], ["train.py", f"--model={secret}"],
+                 ["train.py", f"--header=Authorization: Bearer {secret}"], ["train.py", f"x.y={secret}"]):
+        shown = redact_argv(argv)
+        assert secret not in " ".join(shown) and "[redacted]" in " ".join(shown), (argv, shown)
+        assert shown[0] == "train.py"
+
+
+@pytest.mark.parametrize("flag", ["--api-key", "--api_key", "--apiKey", "--API-KEY", "--token", "--hf-token",
+                                  "--hf_token", "--HF_TOKEN", "--auth-token", "--access-token", "--secret",
+                                  "--client-secret", "--password", "--db-password", "--passwd", "--pwd", "--auth",
+                                  "--credentials", "--aws-secret-access-key", "--private-key", "--wandb-api-key",
+                                  "-password", "--passphrase", "--cookie", "--authorization"])
+def test_the_value_of_a_secret_named_flag_is_withheld_in_both_spellings(flag):
+    value = "short"  # a secret need not have a credential's shape
+    assert redact_argv(["train.py", flag, value, "--epochs", "3"]) == \
+        ["train.py", flag, "[redacted]", "--epochs", "3"]
+    assert redact_argv(["train.py", f"{flag}={value}", "--epochs=3"]) == ["train.py", f"{flag}=[redacted]", "--epochs=3"]
+
+
+def test_hydra_overrides_are_flags_too():
+    assert redact_argv(["train.py", "db.password=hunter2", "+wandb.api_key=abc", "trainer.max_steps=10"]) == \
+        ["train.py", "db.password=[redacted]", "+wandb.api_key=[redacted]", "trainer.max_steps=10"]
+
+
+def test_a_secret_flag_without_a_value_takes_nothing_from_the_next_option():
+    assert redact_argv(["--use-auth", "--epochs", "3"]) == ["--use-auth", "--epochs", "3"]
+    assert redact_argv(["--token"]) == ["--token"]
+    # A value may begin with a dash: the next argument is withheld unless it is a long option.
+    assert redact_argv(["--password", "-x9!"]) == ["--password", "[redacted]"]
+
+
+def test_a_url_keeps_its_host_and_user_but_not_its_password():
+    assert redact_argv(["--db", "postgres://alice:s3cr3t@db.example:5432/runs"]) == \
+        ["--db", "postgres://alice:[redacted]@db.example:5432/runs"]
+    assert redact_text("see https://mirror.example/x?token=abc&page=2") == \
+        "see https://mirror.example/x?token=[redacted]&page=2"
+    assert redact_text("url: https://mirror.example/x?api_key=abc") == "url: https://mirror.example/x?api_key=[redacted]"
+
+
+def test_an_authorization_header_keeps_its_scheme_only():
+    assert redact_argv(["-H", "Authorization: Basic dXNlcjpwYXNzd29yZA=="]) == ["-H", "Authorization: Basic [redacted]"]
+    assert redact_text('{"Authorization": "Bearer abc.def"}') == '{"Authorization": "Bearer [redacted]"}'
+
+
+# Plain words and paths: shown as typed. `--key-file`, `--token-path`, `--secret-name`, `--token-env` name where
+# the secret is, not the secret (redaction.py's docstring): their values stay, unless they have a credential's
+# shape themselves.
+PLAIN = ["train.py", "--tokenizer", "gpt2", "--max-tokens", "4096", "--num_tokens=128", "--author", "alice",
+         "--keyword", "loss", "--key-file", "/etc/ssl/private/job.pem", "--token-path", "/run/secrets/hf",
+         "--secret-name", "prod-db", "--token-env", "HF_TOKEN", "--data", "/data/tokens/train.bin",
+         "--lr", "3e-4", "--output_dir=/scratch/run-20261130", "model.tokenizer=meta-llama/Llama-2-7b-hf",
+         "--monkey", "3", "--config", "expandable_segments:True", "--run-id", "train-20261130-154610-a1b2c3",
+         "https://huggingface.co/datasets/c4", "sk-short", "hf_x", "--", "-v"]
+
+
+def test_plain_words_and_paths_are_shown_as_typed():
+    assert redact_argv(PLAIN) == PLAIN
+
+
+@pytest.mark.parametrize("name,secret", [("--key", True), ("API_KEY", True), ("hfToken", True), ("SESSION_ID", True),
+                                         ("--tokenizer", False), ("--key-file", False), ("HF_TOKEN_PATH", False),
+                                         ("--max-tokens", False), ("--sort_keys", False)])
+def test_secret_name_reads_words(name, secret):
+    assert secret_name(name) is secret
+
+
+def test_redaction_is_idempotent_and_keeps_the_length():
+    argv = ["train.py", "--api-key", "X", "--token=Y", CREDENTIAL_SHAPES["hugging face"], "--epochs", "3"]
+    once = redact_argv(argv)
+    assert redact_argv(once) == once and len(once) == len(argv)

@@ -28,3 +28,12 @@ COMMANDS: dict[str, str] = {
 
 def load(name: str):
     return importlib.import_module(COMMANDS[name])
+
+
+def render(report, console) -> None:
+    """Show any report in the terminal as the command that wrote it does (`ddplab run`: its stage lines and
+    verdict table; `compare`: its table, labelled with the files it compared)."""
+    if report.command == "compare":
+        load("compare").render(report, report.config.old, report.config.new, console)
+        return
+    load(report.command).render(report, console)

@@ -55,23 +55,38 @@ def render_one(o: DrillOutcome, console) -> None:
     if o.error:
         console.print(f"[red]drill {o.drill} crashed:[/] {escape(o.error)}")
         return
-    inj = o.injected
-    rows = [("injected", f"{inj.what} (rank {inj.rank})" if inj else None),
-            ("detected by", f"{o.detected_by} after {o.detect_s} s"),
-            ("culprit (ddplab)", f"{o.culprits_in_words()}: {o.culprit_reason}"),
-            ("torchrun would blame", o.torchrun_root_cause_rank),
-            ("error excerpt", o.error_excerpt[-300:]),
-            ("leaked processes", o.leaked_pids),
-            ("device memory back after", f"{o.memory_back_s} s" if o.device_mem_before_bytes is not None
-             else "not measured (no per-process memory API)")]
+    rows = [("injected", _injected_text(o)),
+            ("detection", drill.detection(o)),
+            ("culprit (ddplab)", f"{o.culprits_in_words() if o.culprit_ranks else 'none named'}"
+                                 + (f": {o.culprit_reason}" if o.culprit_reason else "")),
+            ("torchrun would blame", "no rank (none failed)" if o.torchrun_root_cause_rank is None
+             else f"rank {o.torchrun_root_cause_rank}"),
+            ("error excerpt", o.error_excerpt[-300:] or "none"),
+            ("leaked processes", o.leaked_pids or "none"),
+            ("device memory back after", _memory_text(o))]
     # The drill's own numbers, whatever they are (an open part when read back from JSON).
-    rows += [(key.replace("_", " "), _short(value)) for key, value in (to_json(o.details) or {}).items()]
+    rows += [(key.replace("_", " "), _short(display.text_of(value)))
+             for key, value in (to_json(o.details) or {}).items()]
     console.print(display.kv_table(f"drill {o.drill}", rows))
     console.print(f"verdict: {display.verdict_text(o.verdict)} - expected: {escape(o.expect)}")
 
 
-def _short(value, limit: int = 300):
-    text = str(value)
+def _injected_text(o: DrillOutcome) -> str:
+    inj = o.injected
+    if inj is None:
+        return "nothing (this drill injects no fault)"
+    if not inj.went_in:
+        return f"nothing went in (rank {inj.rank}" + (f", {inj.what} was planned)" if inj.what else ")")
+    return f"{inj.what or 'a fault'} (rank {inj.rank})"
+
+
+def _memory_text(o: DrillOutcome) -> str:
+    if o.device_mem_before_bytes is None:
+        return "not measured (no per-process memory API)"
+    return f"{o.memory_back_s} s" if o.memory_back_s is not None else "never, within the wait"
+
+
+def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else f"...{text[-limit:]}"
 
 

@@ -144,7 +144,8 @@ def render(report: Report, console) -> None:
         say(f"  culprit: {culprit.reason}")
         for line in culprit.evidence:
             say(f"    {line}")
-        say(f"  torchrun would blame rank {r.torchrun_root_cause_rank}; flight-recorder analysis by "
+        blame = "no rank" if r.torchrun_root_cause_rank is None else f"rank {r.torchrun_root_cause_rank}"
+        say(f"  torchrun would blame {blame}; flight-recorder analysis by "
             f"{'torch' if culprit.analyzer.status == 'used' else 'ddplab'} "
             f"(torch's analyzer: {culprit.analyzer.status})")
     for rank in r.ranks:

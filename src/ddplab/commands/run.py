@@ -55,12 +55,24 @@ def main(args, console) -> int:
     report = lab.run(config_from_args(args), console)
     if args.json:  # before the verdict: it is printed only once every report is stored
         write_json(report.to_json(), args.json)
+    render_verdict(report, console)
+    if report.results.interrupted:
+        return ExitCode.INTERRUPTED
+    return report.verdict.exit_code
+
+
+def render(report, console) -> None:
+    """A lab's report as its run showed it: one line per stage (printed live by lab.py as each ends), then the
+    verdict table."""
+    for stage in report.results.stages:
+        console.print(display.stage_line(stage.verdict, stage.name, stage.summary, stage.duration_s))
+    render_verdict(report, console)
+
+
+def render_verdict(report, console) -> None:
     r = report.results
     console.rule("verdict")
     console.print(display.check_table(f"ddplab run --profile {r.profile}", r.checks))
     note = " (INTERRUPTED: partial report)" if r.interrupted else ""
     console.print(f"verdict: {display.verdict_text(report.verdict)}{note} in {r.duration_s} s; "
                   f"report: {r.out}/report.html")
-    if r.interrupted:
-        return ExitCode.INTERRUPTED
-    return report.verdict.exit_code

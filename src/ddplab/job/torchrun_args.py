@@ -18,7 +18,7 @@ import os
 import shutil
 import sys
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -69,9 +69,18 @@ class LaunchRequest:
         return f"{LOOPBACK_HOST}:{_endpoint(self.config)[1]}"
 
     def launch_config(self) -> LaunchConfig:
-        """The request as the report shows it: the options the job ran with, and what the ranks were handed."""
-        return LaunchConfig(target=self.target, hang_timeout_s=self.hang_timeout_s, out=self.out, ras=self.ras,
-                            torchrun=dict(self.torchrun), worker_env=dict(self.worker_env))
+        """The request as the report shows it: the options the job ran with, and what the ranks were handed,
+        with secrets withheld (redaction.py): the program's arguments (``--api-key X``, ``hf_...``), and any
+        credential in torchrun's options (a rendezvous endpoint's ``user:password@``). The job itself runs
+        with ``target`` as typed."""
+        from ..redaction import redact, redact_argv, redact_text
+
+        target = replace(self.target, args=tuple(redact_argv(self.target.args)))
+        torchrun = {name: redact_text(value) if isinstance(value, str) else value
+                    for name, value in self.torchrun.items()}
+        worker_env = {name: redact(name, value) for name, value in self.worker_env.items()}
+        return LaunchConfig(target=target, hang_timeout_s=self.hang_timeout_s, out=self.out, ras=self.ras,
+                            torchrun=torchrun, worker_env=worker_env)
 
 
 def resolve(config: LaunchConfig) -> LaunchRequest:

@@ -73,8 +73,21 @@ def one_line(outcome: DrillOutcome) -> str:
     """What the drill saw, in the words of its check row."""
     if outcome.error:
         return f"crashed: {outcome.error}"
-    return (f"detected by {outcome.detected_by} in {outcome.detect_s} s; culprit {outcome.culprits_in_words()}; "
-            f"leaked {len(outcome.leaked_pids)}")
+    culprit = outcome.culprits_in_words() if outcome.culprit_ranks else "none named"
+    return f"{detection(outcome)}; culprit {culprit}; leaked {len(outcome.leaked_pids)}"
+
+
+def detection(outcome: DrillOutcome) -> str:
+    """How the fault was first seen, and how fast; or why nothing was (an interrupted drill, a fault that
+    never went in): words, never a missing value."""
+    if outcome.detected_by is None:
+        if outcome.interrupted:
+            return "interrupted before anything was detected"
+        if outcome.injected is not None and not outcome.fault_went_in:
+            return "the fault never went in, so nothing was detected"
+        return "not detected"
+    after = f" in {outcome.detect_s} s" if outcome.detect_s is not None else " (time unknown)"
+    return f"detected by {outcome.detected_by}{after}"
 
 
 def checks(record: DrillRecord) -> list[Check]:

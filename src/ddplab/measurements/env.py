@@ -98,11 +98,11 @@ def backend_check(platform) -> Check:
 
 def plan_check(key: str, plan: TwoRankPlan) -> Check:
     """A plan the policy refused, or made with warnings, is a warning: the lab's stages would run in it. A
-    machine without the devices for a placement is only told."""
+    machine without the devices for a placement has nothing to judge: SKIP, with why."""
     _, label = PLACEMENTS[key]
     if not plan.applicable:
-        return Check(label, Verdict.PASS, plan.reason, "informational", "this machine cannot have this placement",
-                     "none")
+        return Check(label, Verdict.SKIP, plan.reason, "informational", "this machine cannot have this placement, so "
+                     "nothing was planned for it", "none")
     problems = ([f"refused: {plan.reason}"] if plan.error else []) + plan.warnings
     works = f"works with {plan.planned.backend}" if plan.will_work and plan.planned else "will NOT work"
     return Check(label, Verdict.WARN if problems else Verdict.PASS,

@@ -93,6 +93,9 @@ def negative_control(record: TrainRecord) -> Check:
 
 def step_time(record: TrainRecord) -> Check:
     st = record.step_time_us
+    if not st.n:
+        return Check("step time", Verdict.SKIP, "n/a (no step was timed)", "informational", record.step_time_method,
+                     "none")
     return Check("step time", Verdict.PASS, f"p50 {st.p50:.0f} us, p99 {st.p99:.0f} us", "informational",
                  record.step_time_method, "compare with last week's report (`ddplab compare`)")
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .. import __version__
+from ..redaction import redact_argv
 from .codec import MISSING, RecordError, from_json, parts_typed, to_json
 
 SCHEMA_VERSION = 1
@@ -73,6 +74,10 @@ class Report:
     created_utc: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(
         timespec="seconds"))
     argv: tuple[str, ...] = field(default_factory=lambda: tuple(sys.argv[1:]))
+
+    def __post_init__(self):
+        # The command line travels with the report (JSON, HTML, terminal): a secret typed on it never does.
+        object.__setattr__(self, "argv", tuple(redact_argv(self.argv)))
 
     def to_json(self) -> dict:
         return {
