@@ -37,7 +37,7 @@ GLOO_RUNNING_CALLS = 2
 GLOO_FLAT_COPY = ("all_gather", "reduce_scatter")  # the collectives gloo makes a whole-buffer copy for (gloo_copies)
 GLIBC_MMAP_THRESHOLD_MAX = 32 << 20  # glibc maps blocks above this and returns them when freed (64-bit Linux)
 # Left for everything else on the machine: estimates are estimates, and the kernel kills at zero, not below.
-HOST_RESERVE_FRACTION, HOST_RESERVE_MIN = 0.05, 256 << 20
+HOST_RESERVE_FRACTION, HOST_RESERVE_MIN, HOST_RESERVE_MAX = 0.05, 256 << 20, 4 << 30
 DEVICE_RESERVE_FRACTION = 0.05
 UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as a number near 2**63
 # On top of the count, for what it cannot see (allocators' rounding, glibc's heap, gloo's transfer buffers): on CPU
@@ -231,7 +231,7 @@ def parse_budget(environ: Mapping[str, str]) -> int | None:
 def host_headroom(total: int | None, available: int | None, cgroups: list[CgroupLimit],
                   budget: int | None = None) -> tuple[int | None, str]:
     """The host bytes the ranks may add, and in words which bound it: the tightest of MemAvailable and every
-    cgroup limit, less a reserve (5% of that bound's size, at least 256 MiB), or a smaller budget."""
+    cgroup limit, less a reserve (5% of that bound's size, 256 MiB to 4 GiB), or a smaller budget."""
     bounds = [(c.headroom, c.limit, f"cgroup {c.where}: {_h(c.limit)} - {_h(c.usage)} + inactive file "
                                     f"{_h(c.reclaimable)}") for c in cgroups]
     if available is not None:
@@ -239,7 +239,7 @@ def host_headroom(total: int | None, available: int | None, cgroups: list[Cgroup
     room, source = None, "host memory could not be read"
     if bounds:
         headroom, size, words = min(bounds, key=lambda b: b[0])
-        reserve = max(HOST_RESERVE_MIN, int(HOST_RESERVE_FRACTION * size))
+        reserve = min(HOST_RESERVE_MAX, max(HOST_RESERVE_MIN, int(HOST_RESERVE_FRACTION * size)))
         room, source = max(0, headroom - reserve), f"{words}, less a reserve of {_h(reserve)}"
     if budget is not None and (room is None or budget < room):
         room, source = budget, f"{BUDGET_ENV}={_h(budget)}"

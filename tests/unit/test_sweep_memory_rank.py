@@ -1,0 +1,47 @@
+"""The rank's side of memory planning (workloads/memory.py) in this process, as a one-rank gloo group: a size over
+the budget is skipped with this rank's plan, the others are measured with their planned and measured RSS, and
+every size is freed before the next is planned."""
+
+import pytest
+
+from ddplab import memory_plan
+from ddplab.platform import DeviceRuntime
+from ddplab.records.memory import MemoryShare
+from ddplab.records.sweep import SweepSettings
+from ddplab.worker import RankContext
+from ddplab.workloads import memory as rank_memory
+from ddplab.workloads import sweep
+
+MiB = 1 << 20
+
+
+@pytest.fixture()
+def one_rank(tmp_path, monkeypatch):
+    import torch.distributed as dist
+
+    freed = []
+    monkeypatch.setenv(memory_plan.BUDGET_ENV, "20M")
+    monkeypatch.setattr(rank_memory, "release", lambda runtime, staged: freed.append(staged))
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
+    yield (lambda settings: RankContext(0, 0, 1, DeviceRuntime("cpu", 0), settings)), freed
+    dist.destroy_process_group()
+
+
+def test_a_size_over_the_budget_is_skipped_and_every_size_is_freed(one_rank):
+    context, freed = one_rank
+    settings = SweepSettings(ops=("all_reduce", "all_gather"), sizes=(8, 4 * MiB), dtype="float", mode="pipelined",
+                             iters=3, warmup=1, check=True, repeat=1, memory=MemoryShare(1, 1))
+    rows = sweep.run(context(settings)).rows
+    assert [(r.op, r.size_bytes, r.in_place, r.skipped is not None) for r in rows] == [
+        ("all_reduce", 8, True, False), ("all_reduce", 4 * MiB, True, True),
+        ("all_gather", 8, False, False), ("all_gather", 8, True, False),
+        ("all_gather", 4 * MiB, False, True), ("all_gather", 4 * MiB, True, True)]
+    big = rows[1]
+    # 4 MiB buffer + 17 B x 1 Mi elements of check data, + the margin's 16 MiB floor: 37 MiB, over 20 MiB
+    assert big.host_need_bytes == memory_plan.with_margin(4 * MiB + 17 * MiB) and big.repeats is None
+    assert not big.memory.fits and big.memory.host_available_bytes == 20 * MiB
+    assert big.skipped == big.memory.reason and big.skipped.startswith("needs 37.0 MiB of host memory for 1 rank(s)")
+    small = rows[0]
+    assert small.memory is None and small.num_wrong == 0 and len(small.repeats) == 1
+    assert small.peak_rss_bytes >= small.start_rss_bytes > 0
+    assert freed == [False] * len(rows)  # after every row, skipped or not; nothing staged on the host CPU
