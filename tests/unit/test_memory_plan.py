@@ -142,8 +142,8 @@ def test_a_cgroup_v1_limit_is_read_and_no_limit_is_no_bound(tmp_path):
 
 
 def test_a_budget_below_the_machine_bounds_it_and_a_bad_one_is_refused(tmp_path):
-    numbers = memory_plan.read_machine(environ={memory_plan.BUDGET_ENV: "300M"}, host_memory=lambda: (64 * GiB, 60 * GiB),
-                                       proc_self_cgroup=tmp_path / "none")
+    numbers = memory_plan.read_machine(environ={memory_plan.BUDGET_ENV: "300M"},
+                                       host_memory=lambda: (64 * GiB, 60 * GiB), proc_self_cgroup=tmp_path / "none")
     assert numbers.host_available_bytes == 300 * MiB and numbers.host_source == "DDPLAB_HOST_MEMORY_BUDGET=300.0 MiB"
     with pytest.raises(UsageError) as err:
         memory_plan.read_machine(environ={memory_plan.BUDGET_ENV: "lots"}, host_memory=lambda: (1, 1))
