@@ -75,18 +75,22 @@ def check_scratch_bytes(numel: int, elem: int) -> int:
     return numel * (index_bytes(numel) + 3 * elem + 1)
 
 
-def gloo_copies(op: str, buffers: Buffers, elem: int, in_flight: int) -> int:
-    """Whole-buffer copies gloo itself holds on the host for one size: all_gather gathers into a flat copy of the
-    whole output, reduce_scatter reduces a copy of the whole input, one per call it runs. Measured on CPU (torch
-    2.13, 2 ranks, VmHWM): 64 MiB, 20 calls in flight: 2.0 x the size (gloo's 2 worker threads; glibc maps such
-    blocks and unmaps them when freed); 16 MiB, 5 in flight: 5.0 and 5.2 x (glibc keeps blocks below its 32 MiB
-    mapping threshold in its heap, so every call's copy stays resident). all_reduce: 0.06 x, all_to_all and
-    broadcast: 0 (their buffers are used as they are)."""
-    if op not in GLOO_FLAT_COPY:
-        return 0
-    if buffers.largest * elem > GLIBC_MMAP_THRESHOLD_MAX:
-        return min(in_flight, GLOO_RUNNING_CALLS)
-    return in_flight + GLOO_RUNNING_CALLS
+def gloo_copies(op: str, buffers: Buffers, elem: int, in_flight: int) -> tuple[int, bool]:
+    """Copies of the whole (largest) buffer gloo itself makes for one size, and whether they sit beside the tensors
+    (on the device, for device tensors) rather than on the host:
+    - all_gather gathers into a flat host copy of the output, one per call it runs: on CPU (torch 2.13, 2 ranks,
+      VmHWM) 64 MiB with 20 calls in flight took 2.0 x the size (gloo's 2 worker threads; glibc maps such blocks
+      and unmaps them when freed), 16 MiB with 5 in flight 5.0 x (glibc keeps blocks below its 32 MiB mapping
+      threshold in its heap, so every call's copy stays resident);
+    - reduce_scatter all-reduces a clone of the whole input and keeps it until the call is waited for: 64 MiB with
+      20 calls in flight took 20.1 x the size;
+    - all_reduce 0.06 x, all_to_all and broadcast 0: their buffers are used as they are."""
+    if op == "reduce_scatter":
+        return in_flight, True
+    if op == "all_gather":
+        big = buffers.largest * elem > GLIBC_MMAP_THRESHOLD_MAX
+        return (min(in_flight, GLOO_RUNNING_CALLS) if big else in_flight + GLOO_RUNNING_CALLS), False
+    return 0, False
 
 
 def collective_need(op: str, buffers: Buffers, elem: int, route: Route, in_flight: int = 1,
@@ -102,12 +106,14 @@ def collective_need(op: str, buffers: Buffers, elem: int, route: Route, in_fligh
     if pinned:
         parts.append(f"{in_flight} call(s) in flight x {_h(pinned // in_flight)} of pinned host copies (gloo "
                      f"stages device tensors through host memory; blocks rounded up to powers of 2)")
-    copies = gloo_copies(op, buffers, elem, in_flight) if route.gloo else 0
+    copies, beside = gloo_copies(op, buffers, elem, in_flight) if route.gloo else (0, False)
     own = copies * buffers.largest * elem
     if own:
-        parts.append(f"gloo's own host copies {copies} x {_h(buffers.largest * elem)}")
-    host = with_margin(pinned + own + (local + scratch if route.host_only else 0))
-    device = 0 if route.host_only else with_margin(local + scratch)
+        parts.append(f"gloo's own copies {copies} x {_h(buffers.largest * elem)} "
+                     f"({where if beside else 'host'})")
+    on_ranks_memory = local + scratch + (own if beside else 0)  # where the ranks' tensors live
+    host = with_margin(pinned + (0 if beside else own) + (on_ranks_memory if route.host_only else 0))
+    device = 0 if route.host_only else with_margin(on_ranks_memory)
     parts.append(f"each total + {MARGIN_FRACTION:.0%} (at least {_h(MARGIN_MIN)}) for what the count cannot see")
     return MemoryNeed(host_bytes=host, device_bytes=device, method="per rank: " + "; ".join(parts))
 
