@@ -45,3 +45,23 @@ def test_a_size_over_the_budget_is_skipped_and_every_size_is_freed(one_rank):
     assert small.memory is None and small.num_wrong == 0 and len(small.repeats) == 1
     assert small.peak_rss_bytes >= small.start_rss_bytes > 0
     assert freed == [False] * len(rows)  # after every row, skipped or not; nothing staged on the host CPU
+
+
+def test_the_merged_row_of_a_skipped_size_carries_the_plan_of_the_rank_that_was_short():
+    from ddplab.measurements.sweep import merge_row
+    from ddplab.records.memory import MemoryFit
+    from ddplab.records.sweep import SweepRankRow
+
+    fine = MemoryFit(True, 2 * MiB, 64 * MiB, method="per rank: x")
+    short = MemoryFit(False, 80 * MiB, 64 * MiB, reason="needs 80.0 MiB of host memory ...", method="per rank: x")
+    row = dict(op="all_gather", size_bytes=64, count=16, in_place=False)
+    rank0 = SweepRankRow(**row, skipped=rank_memory.OTHER_RANK, memory=fine, host_need_bytes=40 * MiB,
+                         start_rss_bytes=200 * MiB, peak_rss_bytes=201 * MiB)
+    rank1 = SweepRankRow(**row, skipped=short.reason, memory=short, host_need_bytes=40 * MiB,
+                         start_rss_bytes=210 * MiB, peak_rss_bytes=211 * MiB)
+    merged = merge_row((rank0, rank1), 2, "float")
+    assert merged.memory == short and merged.skipped == short.reason and merged.time_us is None
+    assert (merged.host_need_bytes, merged.start_rss_bytes, merged.peak_rss_bytes) == (40 * MiB, 210 * MiB,
+                                                                                        211 * MiB)
+    op_level = merge_row((SweepRankRow(op="send_recv", skipped="needs at least 2 ranks"),), 1, "float")
+    assert op_level.skipped == "needs at least 2 ranks" and op_level.size_bytes is None and op_level.memory is None
