@@ -72,14 +72,18 @@ class DeviceRuntime:
             query = getattr(accelerator, "get_memory_info", None)
         if query is None:
             return None
-        free, total = query(self.index)
+        try:
+            free, total = query(self.index)
+        except RuntimeError:  # a device module that cannot say: not judged
+            return None
         return int(free), int(total)
 
     def cap_room_bytes(self) -> int | None:
         """What this rank may still allocate under its allocator cap (None: no cap)."""
-        if self.is_host or self.fraction is None:
+        reserved = getattr(self.module, "memory_reserved", None)
+        if self.is_host or self.fraction is None or reserved is None:
             return None
-        return max(0, self.allocator_cap_bytes() - int(self.module.memory_reserved(self.index)))
+        return max(0, self.allocator_cap_bytes() - int(reserved(self.index)))
 
     def release_caches(self, host: bool) -> bool:
         """Hand cached memory back between measurements: the device allocator's cache and, with ``host``, the
@@ -89,7 +93,9 @@ class DeviceRuntime:
         if self.is_host:
             return False
         self.synchronize()
-        self.module.empty_cache()
+        empty_device = getattr(self.module, "empty_cache", None)
+        if empty_device is not None:
+            empty_device()
         if not host:
             return False
         empty = _host_cache_emptier(self.torch)
