@@ -34,7 +34,6 @@ from .report import human_bytes as _h
 BUDGET_ENV = "DDPLAB_HOST_MEMORY_BUDGET"
 # ProcessGroupGloo runs calls on its worker threads (2 by default): at most this many hold gloo's own buffers.
 GLOO_RUNNING_CALLS = 2
-GLOO_FLAT_COPY = ("all_gather", "reduce_scatter")  # the collectives gloo makes a whole-buffer copy for (gloo_copies)
 GLIBC_MMAP_THRESHOLD_MAX = 32 << 20  # glibc maps blocks above this and returns them when freed (64-bit Linux)
 # Left for everything else on the machine: estimates are estimates, and the kernel kills at zero, not below.
 HOST_RESERVE_FRACTION, HOST_RESERVE_MIN, HOST_RESERVE_MAX = 0.05, 256 << 20, 4 << 30
@@ -51,7 +50,7 @@ class Route:
 
     host_only: bool  # the ranks' tensors are host memory
     staged: bool  # gloo on device tensors: each call copies every tensor it is given into pinned host memory
-    gloo: bool  # gloo's own host buffers while a call runs (a flat output for gathers, receive buffers)
+    gloo: bool  # gloo makes copies of its own for some collectives (gloo_copies)
 
     @classmethod
     def of(cls, backend: str, host_only: bool) -> "Route":
