@@ -8,6 +8,10 @@ so every number in a run report can be reproduced by running that stage alone.
 The full profile also times the collective library alone beside torch (issue 14, ``--engine both``): where the
 vendor has no library binding, or it is not installed, those stages refuse before starting anything, as the
 commands do (exit 3), and the lab records them as skipped with the reason and the install hint.
+On one device the sweep's ranks share it (there is no separate shared-device sweep); where they would share it
+through gloo (a collective library that refuses several ranks per device, e.g. NCCL before 2.30), every call
+stages device tensors through host memory, far slower than the library, and the sweep goes up to
+``HOST_STAGED_MAX`` instead of 1 GiB, to keep the full profile within its 5 minutes (issue 18).
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ from typing import Any
 from . import config as cfg
 from .collectives import COLLECTIVES
 from .drills import SHORT_SET as SHORT_DRILLS
+from .errors import DdplabError
 from .sizes import size_range
 
 from .config import PROFILES  # noqa: F401  (the names the lab offers)
 SOAK_REPEATS = 5
 QUICK_DRILLS = ("kill_rank", "kill_launcher")
+HOST_STAGED_MAX = "64M"  # the full sweep's largest size where ranks share a device through gloo
 
 
 @dataclass(frozen=True)
@@ -49,13 +55,30 @@ class Machine:
     device_count: int
     host_only: bool
     has_daemon: bool  # a sharing daemon this machine can start (its control binary is on PATH)
+    # 2 ranks sharing a device would run gloo on device tensors, staged through host memory (policy.py decides)
+    shares_through_host: bool = False
 
     @classmethod
     def of(cls, platform, device: str) -> "Machine":
         if platform is None:
             return cls(device, 1, True, False)
         return cls(device, platform.device_count, platform.is_host_only,
-                   bool(platform.sharing_daemon and platform.sharing_daemon_control_path))
+                   bool(platform.sharing_daemon and platform.sharing_daemon_control_path),
+                   shares_through_host=_shares_through_host(platform, device))
+
+
+def _shares_through_host(platform, device: str) -> bool:
+    """What the placement policy would choose for 2 ranks on one device of this machine: gloo on device tensors?"""
+    from .memory_plan import stages_through_host
+    from .policy import plan
+
+    if platform.is_host_only:
+        return False
+    try:
+        placement = plan(cfg.LaunchOptions(device=device, nproc=2, placement="shared"), platform)
+    except DdplabError:  # no setup for shared ranks here: the stages say so when they run
+        return False
+    return stages_through_host(placement.backend, placement.host_only)
 
 
 def engine_stages(per_device) -> list[Stage]:
@@ -104,12 +127,14 @@ def stages(profile: str, nproc: int, machine: Machine, out: Path, deadline_s: fl
                 launch=launch("storm-shared-no-mps", nproc=2, placement="shared", sharing_daemon="off"),
                 iters=1000)))
     if full:
-        sweep = cfg.SweepConfig(launch=per_device("sweep"), ops=tuple(COLLECTIVES), sizes=tuple(size_range("8", "1G", 2.0)))
+        top = HOST_STAGED_MAX if machine.shares_through_host and not multi else "1G"
+        sweep = cfg.SweepConfig(launch=per_device("sweep"), ops=tuple(COLLECTIVES),
+                                sizes=tuple(size_range("8", top, 2.0)))
     else:
         sweep = cfg.SweepConfig(launch=per_device("sweep"), sizes=tuple(size_range("8", "1M", 4.0)), iters=5,
                                 warmup=1, repeat=3)
     out_stages.append(Stage("sweep", "sweep", sweep))
-    if full and not machine.host_only:
+    if full and multi:  # on one device the sweep above already is the shared-device sweep
         out_stages.append(Stage("sweep-shared", "sweep", cfg.SweepConfig(
             launch=launch("sweep-shared", nproc=2, placement="shared"), sizes=tuple(size_range("8", "256M", 4.0)))))
     if full:

@@ -60,7 +60,7 @@ def test_sweep_three_ranks_blocking(tmp_path):
     (["sweep", "-b", "1G", "-e", "1M"], "larger than -e 1M"),
     (["sweep", "--ops", "allreduce"], 'maybe you meant "all_reduce"'),
     (["sweep", "--dtype", "fp64"], 'unknown dtype "fp64"'),
-    (["sweep", "-e", "64G"], "sweep-too-large"),
+    (["sweep", "-b", "64G", "-e", "64G"], "sweep-too-large"),
     (["storm", "--iters", "0"], "--iters 0"),
     (["storm", "--mps"], "--mps asks for a device-sharing daemon"),
     (["contention", "--per-device"], "--per-device does not apply"),

@@ -5,7 +5,7 @@ algbw * (n-1)/n (each rank receives n-1 chunks; nccl-tests all_gather.cu). In pl
 rank r's input is chunk r of the output buffer.
 """
 
-from .common import Collective, LibraryCall, Prepared, count_wrong, ident_values
+from .common import Buffers, Collective, LibraryCall, Prepared, count_wrong, ident_values
 
 
 def _prepare(count, n, rank, dtype, device, in_place):
@@ -31,5 +31,9 @@ def _prepare(count, n, rank, dtype, device, in_place):
                     library=(LibraryCall("all_gather", per, send=inp, recv=out),))
 
 
+def _buffers(count, n, in_place):
+    return Buffers(send=count // n, recv=count, aliased=in_place)
+
+
 SPEC = Collective("all_gather", chunked=True, bus_factor=lambda n: (n - 1) / n, placements=(False, True),
-                  prepare=_prepare)
+                  prepare=_prepare, buffers=_buffers)

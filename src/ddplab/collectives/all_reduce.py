@@ -5,7 +5,7 @@ n copies spread over n links; nccl-tests all_reduce.cu). torch's all_reduce work
 place only, so there is no out-of-place row.
 """
 
-from .common import Collective, LibraryCall, Prepared, count_wrong, reduce_values
+from .common import Collective, LibraryCall, Prepared, count_wrong, one_buffer, reduce_values
 
 
 def _prepare(count, n, rank, dtype, device, in_place):
@@ -23,4 +23,4 @@ def _prepare(count, n, rank, dtype, device, in_place):
 
 
 SPEC = Collective("all_reduce", chunked=False, bus_factor=lambda n: 2 * (n - 1) / n, placements=(True,),
-                  prepare=_prepare)
+                  prepare=_prepare, buffers=one_buffer)

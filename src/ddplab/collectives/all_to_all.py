@@ -4,7 +4,7 @@ S = count * elem bytes of one rank's buffer (n chunks of count/n); busbw = algbw
 (n-1)/n (nccl-tests alltoall.cu). Out of place only (torch's all_to_all_single).
 """
 
-from .common import Collective, LibraryCall, Prepared, count_wrong, ident_values
+from .common import Buffers, Collective, LibraryCall, Prepared, count_wrong, ident_values
 
 
 def _prepare(count, n, rank, dtype, device, in_place):
@@ -32,5 +32,9 @@ def _prepare(count, n, rank, dtype, device, in_place):
                     wrong=lambda: count_wrong(out, expected()), output=out, library=exchange)
 
 
+def _buffers(count, n, in_place):
+    return Buffers(send=count, recv=count, aliased=False)
+
+
 SPEC = Collective("all_to_all", chunked=True, bus_factor=lambda n: (n - 1) / n, placements=(False,),
-                  prepare=_prepare)
+                  prepare=_prepare, buffers=_buffers)

@@ -4,7 +4,7 @@ S = count * elem bytes; busbw = algbw * 1 (the root's link carries everything;
 nccl-tests broadcast.cu). torch broadcasts in place only.
 """
 
-from .common import Collective, LibraryCall, Prepared, count_wrong, ident_values
+from .common import Collective, LibraryCall, Prepared, count_wrong, ident_values, one_buffer
 
 ROOT = 0
 
@@ -24,4 +24,5 @@ def _prepare(count, n, rank, dtype, device, in_place):
                     library=(LibraryCall("broadcast", count, send=buf, recv=buf, root=ROOT),))
 
 
-SPEC = Collective("broadcast", chunked=False, bus_factor=lambda n: 1.0, placements=(True,), prepare=_prepare)
+SPEC = Collective("broadcast", chunked=False, bus_factor=lambda n: 1.0, placements=(True,), prepare=_prepare,
+                  buffers=one_buffer)

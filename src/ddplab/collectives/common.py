@@ -10,6 +10,12 @@ times the collective's bus factor; GB = 1e9 bytes.
 Check data are small integers, so that every reduction is exact in every dtype ddplab
 offers (bfloat16 holds integers up to 256 exactly): reducing collectives use values
 0..4 (sums stay <= 4n), data-moving ones use values 0..60 that identify rank and chunk.
+They are computed in place on one index tensor (int32 where it can count that far), so making
+them costs one index beside the result (memory_plan.py counts it as check scratch).
+
+Each collective also says which buffers one call is given (``Buffers``): what memory planning
+(memory_plan.py) counts before a size is allocated, and what a backend that stages device tensors
+through host memory copies per call.
 """
 
 from __future__ import annotations
@@ -56,6 +62,35 @@ LIBRARY_CALL_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast",
 
 
 @dataclass(frozen=True)
+class Buffers:
+    """The tensors one call of a collective is given on one rank, in elements."""
+
+    send: int
+    recv: int
+    aliased: bool  # send is recv, or a view into it (in place): one allocation
+    one_tensor: bool = False  # the call takes a single tensor (all_reduce, broadcast, reduce)
+
+    @property
+    def allocated(self) -> int:
+        """Elements the rank allocates for the call."""
+        return self.recv if self.aliased else self.send + self.recv
+
+    @property
+    def passed(self) -> tuple[int, ...]:
+        """Elements of each tensor the call is handed (a backend that stages copies each one)."""
+        return (self.recv,) if self.one_tensor else (self.send, self.recv)
+
+    @property
+    def largest(self) -> int:
+        return max(self.send, self.recv)
+
+
+def one_buffer(count: int, n: int, in_place: bool) -> Buffers:
+    """all_reduce, broadcast, reduce: one buffer, sent from and received into."""
+    return Buffers(count, count, aliased=True, one_tensor=True)
+
+
+@dataclass(frozen=True)
 class Prepared:
     """Buffers for one (size, placement) on one rank."""
 
@@ -73,6 +108,7 @@ class Collective:
     bus_factor: Callable[[int], float]
     placements: tuple[bool, ...]  # in_place values torch.distributed offers for it
     prepare: Callable[..., Prepared]  # (count, n, rank, dtype, device, in_place) -> Prepared
+    buffers: Callable[[int, int, bool], Buffers]  # (count, n, in_place) -> what one call is given
     min_ranks: int = 1
 
     def count_for(self, size_bytes: int, n: int, elem_bytes: int) -> int:
@@ -86,20 +122,31 @@ class Collective:
         return algbw * self.bus_factor(n) if n > 1 else None  # meaningless at world size 1
 
 
-def reduce_values(rank: int, chunk: int, numel: int, dtype, device):
-    """Values 0..4 whose sums over up to 64 ranks stay exact in bfloat16."""
+# int32 counts to 2**31 - 1; the offsets added below stay far under this margin.
+INT32_INDEX_LIMIT = 2**31 - 2**20
+
+
+def index_bytes(numel: int) -> int:
+    """Bytes per element of the index the check data are computed on."""
+    return 4 if numel < INT32_INDEX_LIMIT else 8
+
+
+def _index(numel: int, device):
     import torch
 
-    k = torch.arange(numel, device=device)
-    return ((rank % 3) + (k + chunk) % 3).to(dtype)
+    return torch.arange(numel, dtype=torch.int32 if index_bytes(numel) == 4 else torch.int64, device=device)
+
+
+def reduce_values(rank: int, chunk: int, numel: int, dtype, device):
+    """Values 0..4 whose sums over up to 64 ranks stay exact in bfloat16: (rank % 3) + (k + chunk) % 3."""
+    k = _index(numel, device)
+    return k.add_(chunk).remainder_(3).add_(rank % 3).to(dtype)
 
 
 def ident_values(rank: int, chunk: int, numel: int, dtype, device):
-    """Values 0..60 that differ between ranks and chunks, to catch misrouted data."""
-    import torch
-
-    k = torch.arange(numel, device=device)
-    return ((rank * 7 + chunk * 3 + k) % 61).to(dtype)
+    """Values 0..60 that differ between ranks and chunks, to catch misrouted data: (7 rank + 3 chunk + k) % 61."""
+    k = _index(numel, device)
+    return k.add_(rank * 7 + chunk * 3).remainder_(61).to(dtype)
 
 
 def count_wrong(actual, expected) -> int:

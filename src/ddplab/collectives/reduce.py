@@ -4,7 +4,7 @@ S = count * elem bytes; busbw = algbw * 1 (the root's link is the bottleneck;
 nccl-tests reduce.cu). torch reduces in place only; only the root's result is checked.
 """
 
-from .common import Collective, LibraryCall, Prepared, count_wrong, reduce_values
+from .common import Collective, LibraryCall, Prepared, count_wrong, one_buffer, reduce_values
 
 ROOT = 0
 
@@ -24,4 +24,5 @@ def _prepare(count, n, rank, dtype, device, in_place):
                     library=(LibraryCall("reduce", count, send=buf, recv=buf, root=ROOT, op="sum"),))
 
 
-SPEC = Collective("reduce", chunked=False, bus_factor=lambda n: 1.0, placements=(True,), prepare=_prepare)
+SPEC = Collective("reduce", chunked=False, bus_factor=lambda n: 1.0, placements=(True,), prepare=_prepare,
+                  buffers=one_buffer)

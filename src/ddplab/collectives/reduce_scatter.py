@@ -5,7 +5,7 @@ algbw * (n-1)/n (nccl-tests reduce_scatter.cu). In place, rank r's output is chu
 of its input buffer.
 """
 
-from .common import Collective, LibraryCall, Prepared, count_wrong, reduce_values
+from .common import Buffers, Collective, LibraryCall, Prepared, count_wrong, reduce_values
 
 
 def _prepare(count, n, rank, dtype, device, in_place):
@@ -30,5 +30,9 @@ def _prepare(count, n, rank, dtype, device, in_place):
                     library=(LibraryCall("reduce_scatter", per, send=inp, recv=out, op="sum"),))
 
 
+def _buffers(count, n, in_place):
+    return Buffers(send=count, recv=count // n, aliased=in_place)
+
+
 SPEC = Collective("reduce_scatter", chunked=True, bus_factor=lambda n: (n - 1) / n, placements=(False, True),
-                  prepare=_prepare)
+                  prepare=_prepare, buffers=_buffers)

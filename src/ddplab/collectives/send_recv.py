@@ -5,7 +5,7 @@ sendrecv.cu). Issued as one batch_isend_irecv so no rank waits on its neighbour'
 send before posting its receive. Needs at least 2 ranks.
 """
 
-from .common import Collective, LibraryCall, Prepared, count_wrong, ident_values
+from .common import Buffers, Collective, LibraryCall, Prepared, count_wrong, ident_values
 
 
 def _prepare(count, n, rank, dtype, device, in_place):
@@ -35,5 +35,9 @@ def _prepare(count, n, rank, dtype, device, in_place):
                     library=pair)
 
 
+def _buffers(count, n, in_place):
+    return Buffers(send=count, recv=count, aliased=False)
+
+
 SPEC = Collective("send_recv", chunked=False, bus_factor=lambda n: 1.0, placements=(False,), prepare=_prepare,
-                  min_ranks=2)
+                  buffers=_buffers, min_ranks=2)

@@ -126,19 +126,23 @@ def _block(r: SweepRecord, op: str, rows: list[SweepRow], engine: str, found: li
         "  ".join([f"{'(us)':>7}  {'(GB/s)':>6}  {'(GB/s)':>6}  {'':>6}"] * 2),
     ]
     by_size: dict[int, dict[bool, SweepRow]] = {}
+    unheld = []  # sizes the memory could not hold: after the table, as comments (nccl-tests parsers skip them)
     for row in rows:
         if row.op != op:
             continue
-        if row.skipped is not None:
+        if row.skipped is not None and row.size_bytes is None:
             lines.append(f"#  skipped: {row.skipped}")
-            continue
-        by_size.setdefault(row.size_bytes, {})[row.in_place] = row
+        elif row.skipped is not None:
+            unheld.append(f"#  {row.size_bytes} B {'in' if row.in_place else 'out-of'}-place skipped: {row.skipped}")
+        else:
+            by_size.setdefault(row.size_bytes, {})[row.in_place] = row
     redop = "sum" if op in ("all_reduce", "reduce", "reduce_scatter") else "none"
     root = "0" if op in ("broadcast", "reduce") else "-1"
     for size, cells in by_size.items():
         any_row = next(iter(cells.values()))
         parts = [_cell(cells.get(False)), _cell(cells.get(True))]
         lines.append(f"{size:>12}  {any_row.count:>12}  {r.dtype:>6}  {redop:>6}  {root:>6}  " + "  ".join(parts))
+    lines.extend(unheld)
     lines.extend(spike_notes([x for x in found or [] if x.op == op]))
     return lines
 

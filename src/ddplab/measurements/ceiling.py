@@ -10,9 +10,10 @@ finish fails.
 from __future__ import annotations
 
 from .. import checks as common_checks
+from .. import memory_plan
 from ..config import CeilingConfig
-from ..policy import require_fits
 from ..records import Check, Verdict
+from ..records.memory import MemoryNeed
 from ..records.ceiling import CeilingRankResult, CeilingRecord, CeilingSettings
 from ..session import QUIET, Observer, Workload, prepare, run_workload
 
@@ -25,8 +26,9 @@ def run(config: CeilingConfig, observer: Observer = QUIET) -> CeilingRecord:
     from ..sizes import human
 
     prepared = prepare(config.launch, with_memory=True)
-    require_fits(*prepared, 2 * config.bytes, f"--bytes {human(config.bytes)} (a source and a destination buffer)",
-                 "ceiling-too-large", hint="lower --bytes")
+    memory_plan.require_fits(*prepared, memory_need(config, prepared[1].host_only),
+                             f"--bytes {human(config.bytes)} (a source and a destination buffer)",
+                             "ceiling-too-large", hint="lower --bytes or --host-bytes")
     settings = CeilingSettings(bytes=config.bytes, host_bytes=config.host_bytes, iters=config.iters)
     session = run_workload(Workload("ceiling", settings), config.launch, "ceiling", observer, prepared=prepared)
     results: list[CeilingRankResult] = session.results
@@ -37,14 +39,29 @@ def run(config: CeilingConfig, observer: Observer = QUIET) -> CeilingRecord:
                          device_to_host=rank.device_to_host)
 
 
+def memory_need(config: CeilingConfig, host_only: bool) -> MemoryNeed:
+    """A source and a destination of --bytes; on a device also --host-bytes on the device and in pinned host
+    memory (one block: the host->device copy's source is cached and serves the device->host copy's destination)."""
+    from ..report import human_bytes
+
+    pair = 2 * config.bytes
+    if host_only:
+        return MemoryNeed(memory_plan.with_margin(pair), 0, f"per rank: source and destination {human_bytes(pair)}")
+    pinned = memory_plan.pinned_block(config.host_bytes)
+    return MemoryNeed(memory_plan.with_margin(pinned), memory_plan.with_margin(pair + config.host_bytes),
+                      f"per rank: source and destination {human_bytes(pair)} and {human_bytes(config.host_bytes)} "
+                      f"on the device, {human_bytes(pinned)} of pinned host memory")
+
+
 def checks(record: CeilingRecord) -> list[Check]:
+    rss = common_checks.peak_host_rss(record.session)
     incomplete = common_checks.did_not_complete(record.session, NAME)
     if incomplete:
-        return incomplete
+        return incomplete + rss
     d = record.device_copy
     return [Check("device copy bandwidth", Verdict.PASS, f"{d.gbps:.0f} GB/s ({d.rw_gbps:.0f} GB/s read+write)",
                   "informational", "the loopback ceiling: shared-device busbw cannot exceed it",
-                  "far below the datasheet's memory bandwidth: the copy path is broken")]
+                  "far below the datasheet's memory bandwidth: the copy path is broken"), *rss]
 
 
 def summary(record: CeilingRecord) -> str:

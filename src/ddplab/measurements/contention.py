@@ -19,9 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import checks as common_checks
+from .. import memory_plan
 from ..config import ContentionConfig
-from ..policy import Placement, require_fits
+from ..policy import Placement
 from ..records import Check, Verdict
+from ..records.memory import MemoryNeed
 from ..records.contention import (ContentionRankResult, ContentionRecord, ContentionSettings, ContentionSummary,
                                   Efficiency)
 from ..session import QUIET, Observer, Workload, prepare, run_workload
@@ -41,16 +43,27 @@ DEVICE_KERNEL, HOST_KERNEL = (8192, 20), (512, 4)
 def run(config: ContentionConfig, observer: Observer = QUIET) -> ContentionRecord:
     platform, placement = prepare(config.launch, with_memory=True)
     settings = settings_for(config, placement)
-    # Two operands and a result, float32 on the host and bfloat16 on a device (workloads/contention.py).
-    matrix_bytes = settings.size ** 2 * (4 if placement.host_only else 2)
-    require_fits(platform, placement, 3 * matrix_bytes, f"--size {settings.size} (3 matrices per process)",
-                 "contention-too-large", hint="lower --size")
+    memory_plan.require_fits(platform, placement, memory_need(settings, placement.host_only),
+                             f"--size {settings.size} (3 matrices per process)", "contention-too-large",
+                             hint="lower --size")
     session = run_workload(Workload("contention", settings), config.launch, "contention", observer,
                            prepared=(platform, placement))
     results: list[ContentionRankResult] = session.results
     if not results:
         return ContentionRecord(session=session.record)
     return ContentionRecord(session=session.record, summary=summarise(results, settings, placement.host_only))
+
+
+def memory_need(settings: ContentionSettings, host_only: bool) -> MemoryNeed:
+    """Two operands and a result per process, float32 on the host and bfloat16 on a device
+    (workloads/contention.py)."""
+    from ..report import human_bytes
+
+    three = 3 * settings.size ** 2 * (4 if host_only else 2)
+    method = f"per rank: 3 matrices of {settings.size} x {settings.size}, {human_bytes(three)}"
+    if host_only:
+        return MemoryNeed(memory_plan.with_margin(three), 0, method)
+    return MemoryNeed(0, memory_plan.with_margin(three), method)
 
 
 def settings_for(config: ContentionConfig, placement: Placement) -> ContentionSettings:
@@ -126,10 +139,11 @@ def judge(e: Efficiency) -> Judgement:
 
 
 def checks(record: ContentionRecord) -> list[Check]:
+    rss = common_checks.peak_host_rss(record.session)
     incomplete = common_checks.did_not_complete(record.session, NAME)
     if incomplete:
-        return incomplete
-    return [efficiency_check(record), *common_checks.setup_warnings(record.session)]
+        return incomplete + rss
+    return [efficiency_check(record), *rss, *common_checks.setup_warnings(record.session)]
 
 
 def efficiency_check(record: ContentionRecord) -> Check:

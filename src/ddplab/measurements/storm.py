@@ -17,11 +17,13 @@ from dataclasses import replace
 
 from .. import aggregate
 from .. import checks as common_checks
-from .. import engines
+from .. import engines, memory_plan
+from ..collectives.common import one_buffer
 from ..config import StormConfig
-from ..policy import Placement, require_fits
+from ..policy import Placement
 from ..records import Check, Verdict
-from ..records.engines import AddedCost, added_cost
+from ..records.engines import LIBRARY, AddedCost, added_cost
+from ..records.memory import MemoryNeed
 from ..records.session import Distribution, Histogram
 from ..records.storm import StormRankResult, StormRecord, StormSettings, StormSummary
 from ..session import QUIET, Observer, Workload, prepare, run_workload
@@ -32,9 +34,6 @@ Config, Record = StormConfig, StormRecord
 
 METHOD = ("mean: pipelined (N back-to-back all_reduces, one device sync, wall/N), averaged over ranks; "
           "per-op: blocking (device sync after each op, host perf_counter); device: event pairs per op")
-# What a rank holds per storm byte: its buffer and the backend's staging copies (gloo copies into its own
-# buffers); a floor, so a refusal is certain to be right.
-BUFFERS_PER_BYTE = 2
 # The report's 0.1 ms line is for device loopback. Other setups get a line that a healthy stack meets, with
 # the measurement it comes from (docs/background.md §2, §5).
 THRESHOLDS = {
@@ -47,8 +46,8 @@ THRESHOLDS = {
 
 def run(config: StormConfig, observer: Observer = QUIET) -> StormRecord:
     prepared = prepare(config.launch, with_memory=True)
-    require_fits(*prepared, BUFFERS_PER_BYTE * config.bytes, f"--bytes {config.bytes}", "storm-too-large",
-                 hint="lower --bytes")
+    memory_plan.require_fits(*prepared, memory_need(config, prepared[1]), f"--bytes {config.bytes}", "storm-too-large",
+                             hint="lower --bytes")
     library = engines.prepare_library(config.engine, *prepared)
     settings = StormSettings(iters=config.iters, bytes=config.bytes, warmup=config.warmup,
                              per_op_iters=config.per_op_iters, engine=config.engine,
@@ -56,6 +55,15 @@ def run(config: StormConfig, observer: Observer = QUIET) -> StormRecord:
     session = run_workload(Workload("storm", settings), config.launch, "storm", observer, sample=config.sample,
                            prepared=prepared)
     return summarise_storm(session.record, session.placement, session.results, config, library)
+
+
+def memory_need(config: StormConfig, placement: Placement) -> MemoryNeed:
+    """One float32 buffer of --bytes per rank, all_reduced one call at a time (memory_plan.py), through the backend
+    the placement chose (gloo stages a device buffer through pinned host memory)."""
+    count = max(1, config.bytes // 4)
+    route = memory_plan.Route.of(placement.backend if config.engine != LIBRARY else LIBRARY, placement.host_only)
+    return memory_plan.collective_need("all_reduce", one_buffer(count, placement.nproc, True), 4, route,
+                                       check_data=False)
 
 
 def summarise_storm(session, placement: Placement, results: list[StormRankResult], config: StormConfig,
@@ -119,13 +127,14 @@ def summarise(results: list[StormRankResult], timeseries) -> StormSummary:
 
 
 def checks(record: StormRecord) -> list[Check]:
+    rss = common_checks.peak_host_rss(record.session)
     incomplete = common_checks.did_not_complete(record.session, NAME)
     if incomplete:
-        return incomplete
+        return incomplete + rss
     s = record.summary
     ok = record.within_threshold
     return [*_storm_checks(record, s, ok), *library_checks(record),
-            *aggregate.storm_checks(record.machines, record.session.host_only),
+            *aggregate.storm_checks(record.machines, record.session.host_only), *rss,
             *common_checks.setup_warnings(record.session)]
 
 

@@ -9,6 +9,11 @@ during a timed repetition is recorded per repetition (timed_windows.py).
 Through the torch engine (default), the collective library alone (``--engine library``: the same rows, so
 `ddplab compare` lines it up with nccl-tests or a torch sweep), or both, each size's repetitions alternating
 between them, with what the framework adds per call at each size (engines.py).
+
+Memory (memory_plan.py): a sweep is refused before it starts only when not even its smallest size fits (exit 2);
+the ranks plan every size against the machine as it is then and skip, together, a size it cannot hold: a SKIP
+row that says needed vs available, never a rank run into the OOM killer. Between sizes the ranks free what the
+last size left cached, so host RSS does not climb from size to size.
 """
 
 from __future__ import annotations
@@ -17,11 +22,13 @@ from dataclasses import dataclass, replace
 
 from .. import aggregate
 from .. import checks as common_checks
-from .. import collectives, engines, spikes, timed_windows
+from .. import collectives, engines, memory_plan, spikes, timed_windows
+from ..collectives.common import torch_dtype
 from ..config import SweepConfig
-from ..policy import Placement, require_fits
+from ..policy import Placement
 from ..records import Check, Verdict
-from ..records.engines import LibraryEngineRecord
+from ..records.engines import LIBRARY, LibraryEngineRecord
+from ..records.memory import MemoryNeed, MemoryShare
 from ..records.session import SessionRecord, Timeseries
 from ..records.sweep import CopyCeiling, SamplerRecord, SweepRankResult, SweepRankRow, SweepRecord, SweepRow, \
     SweepSettings
@@ -34,7 +41,8 @@ Config, Record = SweepConfig, SweepRecord
 REPEAT_ON_ACCELERATOR = 3  # one disturbed repetition cannot move the median of three
 REPEAT_ON_HOST = 1  # the host runs gloo as a functional check; the lab asks for -R 3 (profiles.py)
 CEILING_MAX_BYTES = 1 << 30
-# Bytes a rank holds per size: inputs, outputs and the expected buffer of the check.
+# Bytes a rank holds per size: inputs, outputs and the expected buffer of the check (pairwise.py's floor; the sweep
+# plans each size with memory_plan.py).
 BUFFERS_PER_SIZE = 4
 SAMPLER_METHOD = ("wall-clock windows: each rank's timed repetition (from its barrier to its last sync) against "
                   "each device query the sampler made (time.time() on both sides, one machine)")
@@ -42,15 +50,32 @@ SAMPLER_METHOD = ("wall-clock windows: each rank's timed repetition (from its ba
 
 def run(config: SweepConfig, observer: Observer = QUIET) -> SweepRecord:
     prepared = prepare(config.launch, with_memory=True)
-    largest = max(config.sizes)
-    require_fits(*prepared, BUFFERS_PER_SIZE * largest, f"-e {largest} B ({BUFFERS_PER_SIZE} buffers per rank)",
-                 "sweep-too-large", hint="lower -e/--maxbytes")
+    smallest = min(config.sizes)
+    memory_plan.require_fits(*prepared, smallest_need(config, prepared[1]), f"-b {smallest} B (the smallest size)",
+                             "sweep-too-large", hint="lower -b/--minbytes and -e/--maxbytes, or -n in pipelined mode")
     library = engines.prepare_library(config.engine, *prepared)
     settings = settings_for(config, prepared[1])
     session = run_workload(Workload("sweep", settings), config.launch, "sweep", observer, sample=config.sample,
                            prepared=prepared, sample_device_while_timing=config.sample_while_timing)
     return summarise(session.record, session.results, settings, config.min_busbw, session.device_queries,
                      host_only=session.placement.host_only, library=library)
+
+
+def smallest_need(config: SweepConfig, placement: Placement) -> MemoryNeed:
+    """What the least demanding collective needs per rank at the smallest size, as the ranks will plan it: if
+    this cannot fit, no size can, and the sweep is refused before it starts."""
+    import torch
+
+    elem = torch.tensor([], dtype=torch_dtype(config.dtype)).element_size()
+    n = placement.nproc * config.launch.nnodes
+    torch_engine = config.engine != LIBRARY
+    route = memory_plan.Route.of(placement.backend if torch_engine else "library", placement.host_only)
+    calls = config.iters if config.mode == "pipelined" else 1
+    size = min(config.sizes)
+    needs = [memory_plan.collective_need(spec.name, spec.buffers(spec.count_for(size, n, elem), n, in_place), elem,
+                                         route, in_flight=calls)
+             for spec in map(collectives.get, config.ops) for in_place in spec.placements]
+    return min(needs, key=lambda need: need.host_bytes + need.device_bytes)
 
 
 def config_as_run(config: SweepConfig, record: SweepRecord) -> SweepConfig:
@@ -69,7 +94,8 @@ def settings_for(config: SweepConfig, placement: Placement) -> SweepSettings:
                          iters=config.iters, warmup=config.warmup, check=config.check,
                          repeat=config.repeat or default_repeat(placement.host_only),
                          ceiling_bytes=min(max(config.sizes), CEILING_MAX_BYTES) if measures_ceiling else None,
-                         engine=config.engine, shared_device=placement.shared_device)
+                         engine=config.engine, shared_device=placement.shared_device,
+                         memory=MemoryShare.of(placement))
 
 
 def summarise(session: SessionRecord, results: list[SweepRankResult], settings: SweepSettings,
@@ -150,9 +176,13 @@ def merge_rows(per_rank_rows: list[list[SweepRankRow]], n: int, dtype: str,
 def merge_row(same: tuple[SweepRankRow, ...], n: int, dtype: str, device_queries=()) -> SweepRow:
     """One (op, size, placement) from every rank's row for it."""
     first = same[0]
-    if first.skipped is not None:
+    if first.skipped is not None and first.size_bytes is None:  # an op the world is too small for
         return SweepRow(op=first.op, dtype=dtype, skipped=first.skipped)
-    placed = dict(op=first.op, dtype=dtype, size_bytes=first.size_bytes, count=first.count, in_place=first.in_place)
+    placed = dict(op=first.op, dtype=dtype, size_bytes=first.size_bytes, count=first.count, in_place=first.in_place,
+                  **memory_measured(same))
+    if first.skipped is not None:  # the memory could not hold it: the plan of a rank that found too little
+        short = next((r for r in same if r.memory is not None and not r.memory.fits), first)
+        return SweepRow(**placed, skipped=short.skipped, memory=short.memory)
     errors = [r.error for r in same if r.error]
     if errors:
         return SweepRow(**placed, error=errors[0])
@@ -167,6 +197,18 @@ def merge_row(same: tuple[SweepRankRow, ...], n: int, dtype: str, device_queries
                     num_wrong=None if any(w is None for w in wrong) else sum(wrong),
                     repeat_us=times, repeat_min_us=min(times), repeat_max_us=max(times),
                     repeat_sampler_queried=[x.sampler_queried for x in repetitions])
+
+
+def memory_measured(same: tuple[SweepRankRow, ...]) -> dict:
+    """The planned host bytes per rank and the host RSS at the size's start and its peak, the largest over ranks
+    (rows of reports from before memory planning have none)."""
+    def largest(values):
+        known = [v for v in values if v is not None]
+        return max(known) if known else None
+
+    return dict(host_need_bytes=largest(r.host_need_bytes for r in same),
+                start_rss_bytes=largest(r.start_rss_bytes for r in same),
+                peak_rss_bytes=largest(r.peak_rss_bytes for r in same))
 
 
 @dataclass(frozen=True)
@@ -199,14 +241,51 @@ def median_repetition(repetitions: list[MergedRepetition]) -> MergedRepetition:
 # ---------------------------------------------------------------------------------------------- verdict
 
 def checks(record: SweepRecord) -> list[Check]:
+    rss = common_checks.peak_host_rss(record.session, measured_rss(record.rows))
     incomplete = common_checks.did_not_complete(record.session, NAME)
     if incomplete:
-        return incomplete
-    rows = [correctness_check(record), *peak_bandwidth_check(record), *floor_check(record)]
+        return incomplete + rss
+    rows = [correctness_check(record), *memory_check(record), *peak_bandwidth_check(record), *floor_check(record)]
     if record.spikes is not None:  # reports written before spikes were looked for have no such row
         rows.append(spike_check(record))
-    return [*rows, *library_checks(record), *aggregate.sweep_checks(record.machines, record.host_only),
+    return [*rows, *library_checks(record), *aggregate.sweep_checks(record.machines, record.host_only), *rss,
             *common_checks.setup_warnings(record.session)]
+
+
+def _row_name(row: SweepRow) -> str:
+    from ..report import human_bytes
+
+    return f"{row.op} {human_bytes(row.size_bytes)} {'in' if row.in_place else 'out-of'}-place"
+
+
+def memory_check(record: SweepRecord) -> list[Check]:
+    """SKIP, not FAIL: a size this machine cannot hold was not measured, and nothing is wrong with the stack."""
+    skipped = [r for r in record.rows if r.memory is not None]
+    if not skipped:
+        return []
+    names = ", ".join(_row_name(r) for r in skipped)
+    return [Check("sizes the memory could hold", Verdict.SKIP,
+                  f"{len(skipped)} of {len(record.rows)} rows skipped ({names}); {_row_name(skipped[0])}: "
+                  f"{skipped[0].skipped}", "every size fits",
+                  "each size is planned before it is allocated (memory_plan.py): one this machine cannot hold is "
+                  "skipped, never run into the OOM killer",
+                  "a machine with more memory, a lower -e, or fewer calls in flight (-n, or --mode blocking)")]
+
+
+def measured_rss(rows: list[SweepRow]) -> str | None:
+    """Per size, as the ranks measured it: the largest peak, and the RSS at the sizes' starts (flat when every
+    size was freed)."""
+    from ..report import human_bytes
+
+    measured = [r for r in rows if r.peak_rss_bytes is not None]
+    if not measured:
+        return None
+    top = max(measured, key=lambda r: r.peak_rss_bytes)
+    starts = [r.start_rss_bytes for r in measured if r.start_rss_bytes is not None]
+    text = f"per size, measured in the ranks: largest {human_bytes(top.peak_rss_bytes)} ({_row_name(top)})"
+    if starts:
+        text += f", at a size's start {human_bytes(min(starts))} to {human_bytes(max(starts))}"
+    return text
 
 
 def library_checks(record: SweepRecord) -> list[Check]:
@@ -279,6 +358,9 @@ def summary(record: SweepRecord) -> str:
         return f"{session.backend}: {session.failure_reason()}"
     avg = f"{record.avg_busbw_gbps:.2f} GB/s" if record.avg_busbw_gbps is not None else "n/a"
     text = f"{engines.label(record)}: {len(record.rows)} rows, #wrong {record.num_wrong_total}, avg busbw {avg}"
+    skipped = sum(1 for r in record.rows if r.memory is not None)
+    if skipped:
+        text += f", {skipped} size(s) skipped: too little memory (needed vs available in the SKIP row)"
     if record.spikes:
         text += f", {len(record.spikes)} spike(s): {spikes.FINDING}"
         if record.host_only:

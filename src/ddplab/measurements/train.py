@@ -63,10 +63,11 @@ def record_of(session: SessionRecord, results: list[TrainRankResult]) -> TrainRe
 
 
 def checks(record: TrainRecord) -> list[Check]:
+    rss = common_checks.peak_host_rss(record.session)
     incomplete = common_checks.did_not_complete(record.session, NAME)
     if incomplete:
-        return incomplete
-    return [synchronised(record), negative_control(record), step_time(record),
+        return incomplete + rss
+    return [synchronised(record), negative_control(record), step_time(record), *rss,
             *common_checks.setup_warnings(record.session)]
 
 

@@ -301,6 +301,11 @@ def _built_version(torch, accelerator) -> str | None:
     return None
 
 
+def host_memory() -> tuple[int, int]:
+    """(total, available) bytes of host memory now: MemAvailable on Linux (memory planning reads it, memory_plan.py)."""
+    return _host_memory()
+
+
 def _host_memory() -> tuple[int, int]:
     import psutil
 

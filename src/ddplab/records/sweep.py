@@ -11,6 +11,7 @@ from .compare import TimedRow
 from .engines import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import LineChart, Series
 from .machines import GATHERED, GatheredJob, Group, JobMachines
+from .memory import MemoryFit, MemoryShare
 from .parts import session_parts
 from .session import SessionRecord
 
@@ -42,6 +43,8 @@ class SweepSettings:
     ceiling_bytes: int | None = None  # rank 0 also times a device copy of this size (shared device)
     engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)  # config.ENGINES
     shared_device: bool = field(default=False, metadata=OMIT_DEFAULT)  # for the library engine's communicator
+    # the ranks each rank plans memory for (None: every local rank on one device, from the environment)
+    memory: MemoryShare | None = field(default=None, metadata=OMIT)
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,8 @@ class Repetition:
 
 @dataclass(frozen=True)
 class SweepRankRow:
-    """One (op, size, placement) on one rank; an op the world is too small for has only ``skipped``."""
+    """One (op, size, placement) on one rank; an op the world is too small for has only ``skipped``, a size the
+    memory cannot hold its size, ``skipped`` and ``memory`` (workloads/memory.py)."""
 
     op: str
     size_bytes: int | None = field(default=None, metadata=OMIT)
@@ -65,6 +69,10 @@ class SweepRankRow:
     num_wrong: int | None = field(default=None, metadata=OMIT)  # None: not checked (--no-check)
     error: str | None = field(default=None, metadata=OMIT)  # the op raised: every rank alike, the sweep goes on
     skipped: str | None = field(default=None, metadata=OMIT)
+    memory: MemoryFit | None = field(default=None, metadata=OMIT)  # this rank's plan, when the size was skipped
+    host_need_bytes: int | None = field(default=None, metadata=OMIT)  # planned host bytes per rank (memory_plan.py)
+    start_rss_bytes: int | None = field(default=None, metadata=OMIT)  # RSS when the size began (previous one freed)
+    peak_rss_bytes: int | None = field(default=None, metadata=OMIT)  # peak RSS while the size ran
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,13 @@ class SweepRow:
     busbw_fraction_of_ceiling: float | None = field(default=None, metadata=OMIT)
     error: str | None = field(default=None, metadata=OMIT)
     skipped: str | None = field(default=None, metadata=OMIT)
+    # Memory (memory_plan.py): the plan of a size skipped because the memory could not hold it (needed vs
+    # available), and, for every size a sweep ran, the planned host bytes and the host RSS measured per rank (the
+    # largest over ranks): when the size began, after the previous one was freed, and its peak.
+    memory: MemoryFit | None = field(default=None, metadata=OMIT)
+    host_need_bytes: int | None = field(default=None, metadata=OMIT)
+    start_rss_bytes: int | None = field(default=None, metadata=OMIT)
+    peak_rss_bytes: int | None = field(default=None, metadata=OMIT)
 
     def timed_row(self) -> TimedRow | None:
         """The row as compare lines it up; None for a row without a time (skipped, failed, N/A)."""

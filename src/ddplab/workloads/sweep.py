@@ -10,6 +10,11 @@ device copy so the launcher can state busbw as a fraction of that ceiling.
 
 Through the torch engine (default), the library engine, or both (workloads/engines.py): with both, each size's
 buffers serve both engines, whose repetitions alternate, and each engine is checked on its own.
+
+Memory (workloads/memory.py): before each (size, placement) the ranks plan it against what the machine has now
+and skip, together, a size it cannot hold (the row says needed vs available); after it each rank frees what it
+left cached, so its RSS at the next size's start is where it was before. Every row says the planned host bytes
+per rank and the RSS measured at its start and its peak.
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ from dataclasses import replace
 
 from .. import collectives, timed_windows
 from ..collectives.common import torch_dtype
+from ..records.engines import TORCH
 from ..records.sweep import CopyCeiling, Repetition, SweepRankResult, SweepRankRow, SweepSettings
 from .ceiling import copy_gbps
 from .common import barrier
 from .machines import sweep_groups
+from .memory import SizePlan, SizePlanner
 
 SUMMARY = "nccl-tests-style sweep of collectives over message sizes"
 CEILING_ITERS = 10
@@ -31,13 +38,15 @@ CEILING_ITERS = 10
 def run(ctx) -> SweepRankResult:
     import torch
 
-    from .engines import close_all, open_engines
+    from .engines import close_all, engine_names, open_engines
 
     s: SweepSettings = ctx.settings
     dtype = torch_dtype(s.dtype)
     elem = torch.tensor([], dtype=dtype).element_size()
     n = ctx.world_size
     engines = open_engines(ctx, s.engine, s.shared_device)
+    planner = SizePlanner(ctx, s.memory, torch_engine=TORCH in engine_names(s.engine),
+                          pipelined_calls=s.iters if s.mode == "pipelined" else 1)
     rows: list[list[SweepRankRow]] = [[] for _ in engines]  # each engine's rows, in the same order
     for name in s.ops:
         spec = collectives.get(name)
@@ -50,8 +59,14 @@ def run(ctx) -> SweepRankResult:
             if count == 0:
                 continue  # smaller than one element per rank: nccl-tests prints nothing either
             for in_place in spec.placements:
-                for own, row in zip(rows, _one_size(ctx, engines, spec, count, elem, dtype, in_place, s)):
-                    own.append(row)
+                plan = planner.plan(name, spec.buffers(count, n, in_place), elem)
+                row = SweepRankRow(op=spec.name, size_bytes=count * elem, count=count, in_place=in_place)
+                measured = ([replace(row, skipped=plan.reason, memory=plan.fit)] * len(engines) if plan.skip
+                            else _one_size(ctx, engines, spec, row, dtype, s))
+                peak = planner.peak_rss()
+                for own, done in zip(rows, measured):
+                    own.append(_with_memory(done, plan, peak))
+                planner.free()
     close_all(engines)
     ceiling = None
     if s.ceiling_bytes and ctx.rank == 0:
@@ -62,13 +77,17 @@ def run(ctx) -> SweepRankResult:
                            machines=sweep_groups(ctx, s))
 
 
-def _one_size(ctx, engines, spec, count, elem, dtype, in_place, s: SweepSettings) -> list[SweepRankRow]:
+def _with_memory(row: SweepRankRow, plan: SizePlan, peak_rss: int | None) -> SweepRankRow:
+    return replace(row, host_need_bytes=plan.host_need_bytes, start_rss_bytes=plan.start_rss_bytes,
+                   peak_rss_bytes=peak_rss)
+
+
+def _one_size(ctx, engines, spec, row: SweepRankRow, dtype, s: SweepSettings) -> list[SweepRankRow]:
     """One (size, placement) through every engine on the same buffers: each engine's warmup, then the
     repetitions alternating between engines (drift on the machine shows in all of them alike), then each
     engine's check. One row per engine."""
-    row = SweepRankRow(op=spec.name, size_bytes=count * elem, count=count, in_place=in_place)
     try:
-        prepared = spec.prepare(count, ctx.world_size, ctx.rank, dtype, ctx.device, in_place)
+        prepared = spec.prepare(row.count, ctx.world_size, ctx.rank, dtype, ctx.device, row.in_place)
     except Exception as exc:  # e.g. a size the device cannot hold: every rank fails alike, the sweep goes on
         return [replace(row, error=_error_text(exc)) for _ in engines]
     timings = [_EngineRow(engine, prepared) for engine in engines]
