@@ -83,12 +83,11 @@ def claim_out_dir(out: str | None) -> Path:
 
 
 def write_reports(report: Report, out: Path) -> None:
-    from .files import write_text_atomic
-    from .html_report import render_html
+    from .html_report import write_page
     from .report import write_json
 
     write_json(report.to_json(), out / "report.json")
-    write_text_atomic(out / "report.html", render_html(report))
+    write_page(report, out / "report.html")
 
 
 def _stage(records: list[StageRecord], stage: Stage, console) -> Report | None:

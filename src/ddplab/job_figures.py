@@ -1,0 +1,52 @@
+"""What report.html draws for a `ddplab launch` job, and the units of the sampler's charts, display-free.
+
+The job's page leads with its collectives per rank (flight_timeline.py: the hang as a timeline, the culprit
+named), then the culprit table, the ranks, where the job listened, and each rank's memory and CPU time with
+the moments the launcher saw marked (the last progress, the hang or the failure). Those moments are wall-clock
+times; the sampler's series count seconds from its own start, so they are marked only where the record says
+when that was (a ``started_at`` on the time series; reports without it get the charts unmarked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from . import chart_scales as cs
+from .flight_timeline import lane_timeline
+from .records.figures import LineChart, Mark
+from .records.launch import LaunchRecord
+
+
+def launch_figures(record: LaunchRecord, stage: str, base_dir: Path | None, trace_name: str) -> list:
+    """The job's figures: its own (records/launch.py) with the hang timeline first and marks on the charts."""
+    own = record.figures(stage)
+    timeline = lane_timeline(record, base_dir, trace_name)
+    marks = moments(record)
+    own = [replace(f, marks=[*f.marks, *marks]) if isinstance(f, LineChart) and f.x_label == "time (s)" else f
+           for f in own]
+    return ([timeline] if timeline else []) + own
+
+
+def moments(record: LaunchRecord) -> list[Mark]:
+    """The launcher's moments in seconds of the sampler's series, where the series says when it started."""
+    started = getattr(record.timeseries, "started_at", None) if record.timeseries else None
+    if not isinstance(started, (int, float)):
+        return []
+    found = []
+    if record.hang:
+        found += [Mark("last progress", record.hang.last_progress_at - started, "event"),
+                  Mark("hang declared", record.hang.declared_at - started, "detected")]
+    elif record.detected_at:
+        found.append(Mark("failure seen", record.detected_at - started, "detected"))
+    return found
+
+
+def with_units(figure):
+    """The sampler's charts (records/session.py Timeseries) say "time (s)" and "(MiB)" in their labels but set
+    no units: give their axes seconds and MiB so that the ticks read as such."""
+    if not isinstance(figure, LineChart) or figure.x_unit != cs.PLAIN or figure.x_label != "time (s)":
+        return figure
+    y_unit = cs.MIB if figure.y_label.endswith("(MiB)") else cs.SECONDS if figure.y_label.endswith("(s)") else \
+        figure.y_unit
+    return replace(figure, x_unit=cs.SECONDS, y_unit=y_unit, x_label="time since the launch")
