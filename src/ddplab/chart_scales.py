@@ -134,11 +134,14 @@ def duration_label(seconds: float) -> str:
 
 
 def number_label(v: float) -> str:
-    """A short number: 3 significant digits at most, no trailing zeros, thousands as 12k."""
+    """A short number: 3 significant digits (whole numbers from 100 on: 1830, not 1.83e+03), no trailing zeros,
+    ten thousand and more as 12.3k."""
     if v == 0:
         return "0"
     if abs(v) >= 10_000:
         return f"{v / 1000:.3g}k"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
     text = f"{v:.3g}"
     if "e" in text:  # .3g writes 1e-05 for tiny values: keep the digits instead
         text = f"{v:.6f}".rstrip("0").rstrip(".")

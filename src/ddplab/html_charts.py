@@ -80,8 +80,8 @@ def _ticks(lo: float, hi: float, log: bool, unit: str) -> list[float]:
     return cs.log_ticks(lo, hi, unit) if log else cs.linear_ticks(lo, hi)
 
 
-def _legend(entries: list[tuple[str, str, bool]], width: int = W) -> list[Markup]:
-    """(label, colour, dashed) entries in a row above the plot, wrapping onto a second row."""
+def _legend(entries: list[tuple[str, str, str]], width: int = W) -> list[Markup]:
+    """(label, colour, dash pattern) entries in a row above the plot, wrapping onto a second row."""
     out, x, y = [], LEFT, 14
     for label, color, dashed in entries:
         size = 26 + 6.2 * len(label)
@@ -89,7 +89,7 @@ def _legend(entries: list[tuple[str, str, bool]], width: int = W) -> list[Markup
             x, y = LEFT, y + 14
         out.append(h("<line x1='{x:.1f}' y1='{y:.1f}' x2='{x2:.1f}' y2='{y:.1f}' stroke='{c}' stroke-width='2' "
                      "stroke-dasharray='{d}'/><text class='legend' x='{tx:.1f}' y='{ty:.1f}' fill='{c}'>{label}</text>",
-                     x=x, x2=x + 18, y=y - 4, c=color, d="5 3" if dashed else "none", tx=x + 22, ty=y, label=label))
+                     x=x, x2=x + 18, y=y - 4, c=color, d=dashed, tx=x + 22, ty=y, label=label))
         x += size
     return out
 
@@ -123,19 +123,20 @@ def _line_chart(f: LineChart) -> Markup:
     y_of = cs.Scale(y_lo, y_hi, bottom, TOP, f.log_y)
     body = [*_x_axis(x_of, _ticks(x_lo, x_hi, f.log_x, f.x_unit), f.x_unit, f.x_label, TOP, bottom),
             *_y_axis(y_of, _ticks(y_lo, y_hi, f.log_y, f.y_unit), f.y_unit, f.y_label, LEFT, right)]
-    legend = []
+    legend, dashes = [], iter(("6 4", "2 3", "10 3 2 3", "1 2"))
     for i, s in enumerate(f.series):
         color = COLORS[i % len(COLORS)] if not s.baseline else "#7f7f7f"
+        dash = next(dashes, "6 4") if s.baseline else "none"
         own = sorted((x, y / f.y_divisor) for x, y in s.points if (x > 0 or not f.log_x) and (y > 0 or not f.log_y))
         coords = " ".join(f"{x_of(x):.1f},{y_of(y):.1f}" for x, y in own)
         body.append(h("<polyline class='series{b}' points='{p}' fill='none' stroke='{c}' stroke-width='{w}' "
                       "stroke-dasharray='{d}'><title>{label}</title></polyline>", b=" baseline" if s.baseline else "",
-                      p=coords, c=color, w=1.5 if s.baseline else 2, d="6 4" if s.baseline else "none",
+                      p=coords, c=color, w=1.5 if s.baseline else 2, d=dash,
                       label=s.label))
         body.extend(h("<circle cx='{:.1f}' cy='{:.1f}' r='2.5' fill='{}'><title>{}: {} at {}</title></circle>",
                       x_of(x), y_of(y), color, s.label, cs.tick_label(y, f.y_unit), cs.tick_label(x, f.x_unit))
                     for x, y in own if not s.baseline)
-        legend.append((s.label, color, s.baseline))
+        legend.append((s.label, color, dash))
     if ref is not None:
         y = y_of(ref)
         body.append(h("<line id='ceiling-line' class='reference' x1='{l}' y1='{y:.1f}' x2='{r}' y2='{y:.1f}' "

@@ -147,7 +147,7 @@ def render_html(report: Report, baseline=None, base_dir: Path | None = None, tra
     parts = [
         h("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"),
         h("<title>ddplab report: {}</title><style>{}</style></head><body>", str(report.verdict).upper(), Markup(CSS)),
-        first_screen(report, summary, _machine_line(report.platform), meta, getattr(r, "interrupted", False)),
+        first_screen(report, summary, _machine_line(report), meta, getattr(r, "interrupted", False)),
         _baseline_note(baseline, overlaid),
         h("<h2>Every check, by stage</h2><div id='verdict-table'>{}</div>", stage_groups(summary)),
         *_figure_sections(figures),
@@ -197,7 +197,10 @@ def _baseline_note(baseline, overlaid: int) -> Markup:
              overlaid)
 
 
-def _machine_line(p) -> str:
+def _machine_line(report: Report) -> str:
+    p, config = report.platform, report.config
+    if p is None and hasattr(config, "old") and hasattr(config, "new"):  # compare: two files, no machine
+        return f"A (dashed): {config.old}; B (solid): {config.new}"
     if p is None:
         return "platform not recorded"
     own = getattr(p, "machine_line", None)  # a record that is not a probed Platform (a job's launcher host)

@@ -135,11 +135,16 @@ def stage_checks(stage: StageRecord) -> list[Check]:
 
 
 def report_checks(report: Report) -> list[Check]:
-    """The check rows of any report: a measurement's checks(), or the record's own (launch, clean)."""
+    """The check rows of any report: a measurement's checks(), or the record's own (launch, clean; compare's
+    take the report's config: its tolerance and smallest size judged)."""
+    import inspect
+
     if report.command in measurements.MEASUREMENTS:
         return measurements.get(report.command).checks(report.results)
     own = getattr(report.results, "checks", None)
-    return own() if callable(own) else []
+    if not callable(own):
+        return []
+    return own(report.config) if inspect.signature(own).parameters else own()
 
 
 LEFTOVERS = "leftovers"

@@ -110,10 +110,10 @@ def _latency(results) -> list[KeyFigure]:
     name, r, rep = storms[0]
     size = getattr(rep.config, "bytes", None)
     p99 = r.summary.per_op_us.p99
-    detail = f"stage {name}: mean of back-to-back all_reduces (pipelined)"
+    detail = f"stage {name} ({r.session.backend}): back-to-back mean"
     if p99 is not None:
-        detail += f"; one op at a time p99 {cs.duration_label(p99 * 1e-6)}"
-    detail += f"; threshold {cs.duration_label(r.threshold_us * 1e-6)} ({r.session.backend})"
+        detail += f"; one at a time p99 {cs.duration_label(p99 * 1e-6)}"
+    detail += f"; threshold {cs.duration_label(r.threshold_us * 1e-6)}"
     others = [f"{n} {cs.duration_label(o.summary.mean_us * 1e-6)}" for n, o, _ in storms[1:]]
     if others:
         detail += "; also " + ", ".join(others)
@@ -123,22 +123,32 @@ def _latency(results) -> list[KeyFigure]:
 
 
 def _bandwidth(results) -> list[KeyFigure]:
+    """The peak busbw of every sweep; and, for ranks sharing one device, the peak against the device copy
+    ceiling, which bounds it there (docs/metrics.md). Between devices the links bound it, not the copy."""
+    out = []
+    peak = _peak(_of(results, SweepRecord))
+    if peak:
+        name, row, _ = peak
+        out.append(KeyFigure("peak bus bandwidth", f"{cs.number_label(row.busbw_gbps)} GB/s",
+                             f"{_row_words(row)}, stage {name}; nccl-tests' busbw, GB = 1e9"))
+    shared = _peak([(n, r, rep) for n, r, rep in _of(results, SweepRecord) if r.session.shared_device])
+    if shared:
+        name, row, sweep = shared
+        ceiling, where = _ceiling(results, sweep)
+        if ceiling:
+            out.append(KeyFigure("shared device: busbw / copy ceiling", _percent(100 * row.busbw_gbps / ceiling),
+                                 f"{cs.number_label(row.busbw_gbps)} GB/s ({_row_words(row)}, stage {name}) against "
+                                 f"the device copy ceiling {cs.number_label(ceiling)} GB/s ({where})"))
+    return out
+
+
+def _peak(sweeps: list) -> tuple | None:
     best = None
-    for name, r, _ in _of(results, SweepRecord):
+    for name, r, _ in sweeps:
         for row in r.rows:
             if row.busbw_gbps is not None and row.size_bytes and (best is None or row.busbw_gbps > best[1].busbw_gbps):
                 best = (name, row, r)
-    if best is None:
-        return []
-    name, row, sweep = best
-    ceiling, where = _ceiling(results, sweep)
-    detail = (f"{row.op} {cs.size_label(row.size_bytes)} {'in-place' if row.in_place else 'out-of-place'}, "
-              f"stage {name}, nccl-tests' busbw (GB = 1e9)")
-    if ceiling:
-        detail += f"; the device copy ceiling ({where}) is {cs.number_label(ceiling)} GB/s"
-        return [KeyFigure("peak bus bandwidth", f"{cs.number_label(row.busbw_gbps)} GB/s", detail),
-                KeyFigure("peak busbw / copy ceiling", f"{100 * row.busbw_gbps / ceiling:.0f} %", detail)]
-    return [KeyFigure("peak bus bandwidth", f"{cs.number_label(row.busbw_gbps)} GB/s", detail)]
+    return best
 
 
 def _ceiling(results, sweep: SweepRecord) -> tuple[float | None, str]:
@@ -148,6 +158,10 @@ def _ceiling(results, sweep: SweepRecord) -> tuple[float | None, str]:
         if r.device_copy is not None:
             return r.device_copy.gbps, f"stage {name}"
     return None, ""
+
+
+def _row_words(row) -> str:
+    return f"{row.op} {cs.size_label(row.size_bytes)} {'in-place' if row.in_place else 'out-of-place'}"
 
 
 def _added_cost(results) -> list[KeyFigure]:
@@ -191,8 +205,8 @@ def _launch(results) -> list[KeyFigure]:
                                  f"without progress (hang timeout {cs.duration_label(r.hang.hang_timeout_s)}); "
                                  f"ranks waiting: {', '.join(str(k) for k in r.hang.waiting_ranks) or 'none'}"))
         left = len(r.left_running)
-        out.append(KeyFigure("left running", f"{left} process{'es' if left != 1 else ''}",
-                             "processes carrying the job's run id after it ended", "pass" if not left else "fail"))
+        out.append(KeyFigure("processes left running", str(left), "processes carrying the job's run id after it "
+                             "ended", "pass" if not left else "fail"))
     return out
 
 
@@ -200,6 +214,9 @@ def _left_running(stages) -> KeyFigure | None:
     for name, _, stage in stages:
         if stage is not None and stage.left_pids is not None:
             left = len(stage.left_pids) + len(stage.orphans or [])
-            return KeyFigure("left running", f"{left} process{'es' if left != 1 else ''}", stage.summary,
-                             "pass" if not left else "fail")
+            return KeyFigure("processes left running", str(left), stage.summary, "pass" if not left else "fail")
     return None
+
+
+def _percent(value: float) -> str:
+    return f"{value:.2g} %" if value < 10 else f"{value:.0f} %"
