@@ -48,28 +48,27 @@ def _table(f: Table) -> Markup:
 # ------------------------------------------------------------------------------------------------ axes
 
 def _x_axis(scale: cs.Scale, ticks: list[float], unit: str, label: str, top: float, bottom: float) -> list[Markup]:
-    out = [h("<line x1='{:.1f}' y1='{:.1f}' x2='{:.1f}' y2='{:.1f}' stroke='#333'/>", scale.start, bottom, scale.end,
-             bottom)]
-    for t, text in zip(ticks, cs.tick_labels(ticks, unit, scale.log)):
-        x = scale(t)
-        out.append(h("<line class='grid' x1='{x:.1f}' y1='{top:.1f}' x2='{x:.1f}' y2='{b:.1f}' stroke='#eee'/>"
-                     "<line x1='{x:.1f}' y1='{b:.1f}' x2='{x:.1f}' y2='{b4:.1f}' stroke='#333'/>"
-                     "<text class='tick-x' x='{x:.1f}' y='{ty:.1f}' text-anchor='middle'>{label}</text>",
-                     x=x, top=top, b=bottom, b4=bottom + 4, ty=bottom + 16, label=text))
+    """The axis line, a grid line and a tick at each value (two paths), the tick labels and the axis label."""
+    xs = [scale(t) for t in ticks]
+    grid = " ".join(f"M{x:.1f} {top:.1f}V{bottom:.1f}" for x in xs)
+    marks = " ".join(f"M{x:.1f} {bottom:.1f}v4" for x in xs)
+    out = [h("<path class='grid' d='{}' stroke='#eee'/><path d='M{:.1f} {:.1f}H{:.1f} {}' stroke='#333'/>", grid,
+             scale.start, bottom, scale.end, marks)]
+    out.extend(h("<text class='tick-x' x='{:.1f}' y='{:.1f}' text-anchor='middle'>{}</text>", x, bottom + 16, text)
+               for x, text in zip(xs, cs.tick_labels(ticks, unit, scale.log)))
     out.append(h("<text class='axis-label' x='{:.1f}' y='{:.1f}' text-anchor='middle'>{}</text>",
                  (scale.start + scale.end) / 2, bottom + 34, label))
     return out
 
 
 def _y_axis(scale: cs.Scale, ticks: list[float], unit: str, label: str, left: float, right: float) -> list[Markup]:
-    out = [h("<line x1='{l:.1f}' y1='{:.1f}' x2='{l:.1f}' y2='{:.1f}' stroke='#333'/>", scale.start, scale.end,
-             l=left)]
-    for t, text in zip(ticks, cs.tick_labels(ticks, unit, scale.log)):
-        y = scale(t)
-        out.append(h("<line class='grid' x1='{l:.1f}' y1='{y:.1f}' x2='{r:.1f}' y2='{y:.1f}' stroke='#eee'/>"
-                     "<line x1='{l4:.1f}' y1='{y:.1f}' x2='{l:.1f}' y2='{y:.1f}' stroke='#333'/>"
-                     "<text class='tick-y' x='{lx:.1f}' y='{ty:.1f}' text-anchor='end'>{label}</text>",
-                     l=left, l4=left - 4, r=right, y=y, lx=left - 6, ty=y + 4, label=text))
+    ys = [scale(t) for t in ticks]
+    grid = " ".join(f"M{left:.1f} {y:.1f}H{right:.1f}" for y in ys)
+    marks = " ".join(f"M{left - 4:.1f} {y:.1f}h4" for y in ys)
+    out = [h("<path class='grid' d='{}' stroke='#eee'/><path d='M{:.1f} {:.1f}V{:.1f} {}' stroke='#333'/>", grid,
+             left, scale.start, scale.end, marks)]
+    out.extend(h("<text class='tick-y' x='{:.1f}' y='{:.1f}' text-anchor='end'>{}</text>", left - 6, y + 4, text)
+               for y, text in zip(ys, cs.tick_labels(ticks, unit, scale.log)))
     middle = (scale.start + scale.end) / 2
     out.append(h("<text class='axis-label' x='12' y='{m:.1f}' transform='rotate(-90 12 {m:.1f})' "
                  "text-anchor='middle'>{}</text>", label, m=middle))
@@ -156,7 +155,9 @@ def _line_chart(f: LineChart) -> Markup:
 def _histogram(f: HistogramChart) -> Markup:
     if not f.counts or len(f.edges) != len(f.counts) + 1:
         return h("<p class='note'>{}: nothing to draw</p>", f.caption)
-    x_lo, x_hi = cs.domain([*f.edges, *(m.x for m in f.marks)], f.log_x, unit=f.x_unit)
+    filled = [i for i, c in enumerate(f.counts) if c] or [0, len(f.counts) - 1]
+    x_lo, x_hi = cs.domain([f.edges[filled[0]], f.edges[filled[-1] + 1], *(m.x for m in f.marks)], f.log_x,
+                           unit=f.x_unit)
     y_lo, y_hi = cs.domain([float(c) for c in f.counts], False, include_zero=True)
     bottom, right = H - BOTTOM, W - RIGHT
     x_of = cs.Scale(x_lo, x_hi, LEFT, right, f.log_x)
@@ -164,7 +165,7 @@ def _histogram(f: HistogramChart) -> Markup:
     body = [*_x_axis(x_of, _ticks(x_lo, x_hi, f.log_x, f.x_unit), f.x_unit, f.x_label, TOP, bottom),
             *_y_axis(y_of, _ticks(y_lo, y_hi, False, cs.COUNT), cs.COUNT, "ops", LEFT, right)]
     for a, b, count in zip(f.edges, f.edges[1:], f.counts):
-        if count:
+        if count and x_lo <= a and b <= x_hi:
             body.append(h("<rect class='bar' x='{:.1f}' y='{:.1f}' width='{:.1f}' height='{:.1f}' fill='{}'>"
                           "<title>{} to {}: {} ops</title></rect>", x_of(a) + 0.5, y_of(count),
                           max(1.0, x_of(b) - x_of(a) - 1), bottom - y_of(count), COLORS[0],

@@ -103,23 +103,26 @@ def trace_path(html_path: Path) -> Path:
     return html_path.with_name(html_path.stem + ".trace.json")
 
 
-def write_page(report: Report, html_path: str | Path, baseline=None) -> list[Path]:
+def write_page(report: Report, html_path: str | Path, baseline=None, base_dir: Path | None = None) -> list[Path]:
     """report.html and, for a job with flight records, its trace-event file beside it; each written atomically
-    (the trace first, so the page never links to a file that is not there). Returns the files written."""
+    (the trace first, so the page never links to a file that is not there). ``base_dir``: the report.json's
+    directory, where its own files are looked for when their recorded paths are gone (default: the page's).
+    Returns the files written."""
     from . import __version__
     from .files import write_text_atomic
     from .flight_timeline import trace_events
     from .records.launch import LaunchRecord
 
     html_path = Path(html_path)
+    base_dir = base_dir if base_dir is not None else html_path.parent
     written = []
     trace_name = ""
     if isinstance(report.results, LaunchRecord):
-        trace = trace_events(report.results, html_path.parent, __version__)
+        trace = trace_events(report.results, base_dir, __version__)
         if trace is not None:
             written.append(write_text_atomic(trace_path(html_path), json.dumps(trace, indent=1)))
             trace_name = trace_path(html_path).name
-    page = render_html(report, baseline=baseline, base_dir=html_path.parent, trace_name=trace_name)
+    page = render_html(report, baseline=baseline, base_dir=base_dir, trace_name=trace_name)
     written.insert(0, write_text_atomic(html_path, page))
     return written
 

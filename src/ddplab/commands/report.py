@@ -40,6 +40,6 @@ def main(args, console) -> int:
 
     report = read_report(args.report)
     baseline = load_baseline(args.baseline) if args.baseline else None
-    for path in write_page(report, _out(args), baseline=baseline):
+    for path in write_page(report, _out(args), baseline=baseline, base_dir=Path(args.report).parent):
         console.print(f"wrote {path}", markup=False, highlight=False)
     return 0
