@@ -145,7 +145,9 @@ def render_html(report: Report, baseline=None, base_dir: Path | None = None, tra
     r = report.results
     run = getattr(r, "stages", None) is not None
     duration = getattr(r, "duration_s", None)
-    meta = ", ".join(x for x in (f"profile {r.profile}" if run else "", report.created_utc,
+    profile = getattr(r, "profile", "") if run else ""
+    meta = ", ".join(x for x in (f"profile {profile}" if profile and not profile.startswith("(") else "",
+                                 report.created_utc,
                                  f"{duration} s" if duration is not None else "") if x)
     parts = [
         h("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"),
