@@ -202,3 +202,27 @@ PAGES = [QUICK, HANG, *sorted((DOCS / "2xh200-final-round" / "launch-x2").glob("
 def test_no_placeholder_reaches_the_page(path):
     page = render_html(read_report(str(path)), base_dir=path.parent)
     assert placeholders(page_text(page)) == []
+
+
+def test_a_rank_without_a_flight_record_keeps_its_lane_and_says_why(moved_hang):
+    doc = json.loads(moved_hang.read_text())
+    doc["results"]["ranks"][1]["flight_record"] = None  # the culprit exited before it could dump
+    moved_hang.write_text(json.dumps(doc))
+    page = render_html(read_report(str(moved_hang)), base_dir=moved_hang.parent)
+    lanes = re.findall(r"class='tick-cat lane'[^>]*>([^<]+)</text><text class='lane-note'[^>]*>([^<]+)<", page)
+    assert lanes == [("rank 0", "waiting in all_reduce #4 for 5.4 s"),
+                     ("rank 1 (culprit)", "no flight record (the rank ended: SIGTERM)")]
+    assert "class='span culprit-last'" not in page and page.count("class='span stuck'") == 1
+
+
+def test_the_launcher_s_moments_are_marked_only_where_the_series_says_when_it_started():
+    from types import SimpleNamespace
+
+    from ddplab.job_figures import moments
+
+    hang = SimpleNamespace(last_progress_at=1000.5, declared_at=1005.5)
+    unanchored = SimpleNamespace(timeseries=SimpleNamespace(), hang=hang, detected_at=1005.5)
+    assert moments(unanchored) == []  # reports today: seconds since an unknown start
+    anchored = SimpleNamespace(timeseries=SimpleNamespace(started_at=1000.0), hang=hang, detected_at=1005.5)
+    assert [(m.label, m.x, m.kind) for m in moments(anchored)] == [("last progress", 0.5, "event"),
+                                                                   ("hang declared", 5.5, "detected")]
