@@ -206,7 +206,7 @@ def _drill_timeline(f: Timeline) -> Markup:
     lo, hi = cs.domain([0.0, longest], False, include_zero=True)
     bottom = TOP + row_h * len(f.rows) + 6
     x_of = cs.Scale(lo, hi, label_w, width - note_w, False)
-    body = _x_axis(x_of, cs.linear_ticks(lo, hi), cs.SECONDS, "seconds from the fault to its first detection",
+    body = _x_axis(x_of, cs.linear_ticks(lo, hi), cs.SECONDS, "time from the fault to its first detection",
                    TOP - 6, bottom)
     for i, r in enumerate(f.rows):
         y = TOP + i * row_h + row_h / 2
@@ -236,7 +236,7 @@ def _lane_timeline(f: LaneTimeline) -> Markup:
     lo, hi = cs.domain(ends or [0.0, 1.0], False)
     bottom = TOP + lane_h * len(f.lanes) + 6
     x_of = cs.Scale(lo, hi, label_w, width - RIGHT, False)
-    body = _x_axis(x_of, cs.linear_ticks(lo, hi), cs.SECONDS, "seconds from the first recorded collective",
+    body = _x_axis(x_of, cs.linear_ticks(lo, hi), cs.SECONDS, "time from the first recorded collective",
                    TOP - 6, bottom)
     for i, lane in enumerate(f.lanes):
         y = TOP + i * lane_h + 6
