@@ -1,44 +1,61 @@
-"""A report (records.Report) -> one self-contained HTML page (inline CSS and SVG, no scripts from a CDN,
-works offline). Rendered from the records alone, so `ddplab report report.json` can rebuild any report later.
+"""A report (records.Report) -> one self-contained HTML page (inline CSS and SVG, no script runs, works
+offline). Rendered from the records alone, so `ddplab report report.json` can rebuild any report later.
 
-Sections: the verdict table (verdict, number, threshold, meaning, next step: each measurement's checks),
-then the charts the records offer (records/figures.py: the storm's latency histogram, busbw vs message size
-with the copy-ceiling line, per-rank memory over time, the drill timeline...), then the stages. The page
-draws figures without knowing which measurement made them.
+The first screen is the answer (report_summary.py): the overall verdict, the checks that failed or warned with
+their next step, the key figures as large numbers; then every check by stage, collapsed; then the charts the
+records offer (records/figures.py, drawn by html_charts.py: time and bus bandwidth against message size per
+collective, the storm's latency distribution, per-rank memory and CPU time, the drills, a hung job's
+collectives per rank); then the stages. A baseline (another run, nccl-tests) is drawn dashed beside this
+run's lines (baseline_overlay.py). Beside a `ddplab launch` page, ``write_page`` writes the job's flight
+records as a Chrome trace-event file (flight_timeline.py).
 
-Every value from the document reaches the page through ``h()``, which escapes all of them
-(numbers too); only ``Markup`` (fragments ``h()`` built from this module's own templates)
-is inserted as is, and anything else handed to ``concat()`` is escaped as text. A value
-interpolated any other way (an f-string, ``+``) is a plain string, which ``concat()``
-escapes: an unescaped value cannot reach the page by omission. tests/unit/test_html_report.py
-checks that every template is a literal and that ``Markup()`` wraps only the CSS and the
-JSON data block. `ddplab report` reads the document through the records first (records/load.py), so
-the numbers here are numbers.
+Every value from the document reaches the page through ``h()``, which escapes all of them (numbers too); only
+``Markup`` (fragments ``h()`` built from the templates of this module and html_charts.py) is inserted as is,
+and anything else handed to ``concat()`` is escaped as text. A value interpolated any other way (an f-string,
+``+``) is a plain string, which ``concat()`` escapes: an unescaped value cannot reach the page by omission.
+tests/unit/test_html_report.py checks that every template is a literal and that ``Markup()`` wraps only the
+CSS and the JSON data block. `ddplab report` reads the document through the records first (records/load.py),
+so the numbers here are numbers.
 """
 
 from __future__ import annotations
 
 import html
 import json
-import math
 import string
+from dataclasses import replace
+from pathlib import Path
 from typing import Iterable
 
 from .records import Check, Report
-from .records.figures import BarChart, LineChart, Table, Timeline
 
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
-VERDICT_CLASS = {"pass": "pass", "warn": "warn", "fail": "fail", "skip": "skip"}
+VERDICT_CLASS = {"pass": "pass", "warn": "warn", "fail": "fail", "skip": "skip", "info": "info"}
 
 CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;max-width:1200px}
-h1{margin:0 0 4px 0}h2{margin-top:32px;border-bottom:1px solid #ddd;padding-bottom:4px}
-.meta{color:#555;font-size:14px}.badge{display:inline-block;padding:2px 10px;border-radius:4px;font-weight:700}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:20px 28px;color:#222;max-width:1240px}
+h1{margin:0;font-size:26px;display:flex;align-items:center;gap:14px}h2{margin-top:28px;border-bottom:1px solid #ddd;
+padding-bottom:4px;font-size:19px}.meta{color:#555;font-size:13px;margin-top:4px}
+.badge{display:inline-block;padding:1px 8px;border-radius:4px;font-weight:700;font-size:12px}
+.verdict-big{font-size:22px;padding:4px 16px;border-radius:6px}.counts{font-size:16px;font-weight:400;color:#444}
 .pass{background:#d4f4dd;color:#135d2a}.warn{background:#fff1c2;color:#7a5a00}.fail{background:#ffd6d6;color:#8a1010}
-.skip{background:#eee;color:#666}table{border-collapse:collapse;width:100%;font-size:13px}
-th,td{border:1px solid #ddd;padding:4px 6px;text-align:left;vertical-align:top}th{background:#f5f5f5}
-figure{margin:12px 0}figcaption{font-size:12px;color:#555}svg text{font-size:11px;fill:#333}
-.note{font-size:12px;color:#666}.figure-table td{white-space:pre-wrap}
+.skip{background:#eee;color:#666}.info{background:#e3edf9;color:#234a78}
+table{border-collapse:collapse;width:100%;font-size:13px}th,td{border:1px solid #ddd;padding:4px 6px;text-align:left;
+vertical-align:top}th{background:#f5f5f5}
+.attention{display:flex;flex-direction:column;gap:6px;margin-top:12px}.finding{border-left:5px solid #d62728;
+background:#fff8f8;padding:6px 10px;font-size:14px}.finding.warn{border-color:#e0a800;background:#fffbea}
+.finding .next{margin-top:2px}.finding .next b{color:#8a1010}.finding.warn .next b{color:#7a5a00}
+.finding .what{color:#555;font-size:12px}.all-clear{font-size:14px;color:#135d2a;margin-top:10px}
+.figures-row{display:flex;flex-wrap:wrap;gap:10px;margin-top:14px}.tile{border:1px solid #ddd;border-radius:6px;
+padding:8px 12px;min-width:170px;max-width:290px;flex:1}.tile .label{font-size:12px;color:#555}
+.tile .value{font-size:28px;font-weight:700;line-height:1.25}.tile .detail{font-size:11.5px;color:#666}
+.tile.fail{border-color:#d62728}.tile.pass{border-color:#2ca02c}
+details.stage{border:1px solid #e3e3e3;border-radius:4px;margin:4px 0;padding:2px 8px}details.stage summary{
+cursor:pointer;font-size:14px;padding:3px 0}details.stage table{margin:4px 0 8px 0}
+.charts{display:flex;flex-wrap:wrap;gap:8px 18px}figure{margin:8px 0}figure.wide{flex-basis:100%}
+figcaption{font-size:12px;color:#555;max-width:580px}figure.wide figcaption{max-width:none}
+svg text{font-size:11px;fill:#333}svg .axis-label{font-size:12px;fill:#222}svg .mark-label{font-size:10.5px}
+.note{font-size:12px;color:#666}.figure-table td{white-space:pre-wrap}.headline{font-size:15px;font-weight:600;
+color:#8a1010;margin:6px 0}
 """
 
 
@@ -71,50 +88,6 @@ def concat(parts: Iterable, lines: bool = False) -> Markup:
                                                 for p in parts))
 
 
-def render_html(report: Report) -> str:
-    """The page of any report: a `ddplab run` report (its stages), or one command's report as one stage."""
-    from .lab import report_checks, stage_checks
-
-    run = getattr(report.results, "stages", None)
-    if run is not None:
-        stages = [(s.name, s.report) for s in run]
-        checks = report.results.checks
-        stage_rows = [(s.name, s.command, s.verdict, s.summary, s.duration_s) for s in run]
-    else:
-        stages = [(report.command, report)]
-        checks = [Check(c.check, c.verdict, c.value, c.threshold, c.meaning, c.next_step, stage=report.command)
-                  for c in report_checks(report)]
-        stage_rows = [(report.command, " ".join(["ddplab", report.command, *report.argv[1:]]), report.verdict,
-                       "", getattr(report.results, "duration_s", None))]
-    figures = _unique_ids([f for name, rep in stages if rep is not None
-                           for f in getattr(rep.results, "figures", lambda _: [])(name)])
-    verdict = str(report.verdict)
-    r = report.results
-    parts = [
-        h("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"),
-        h("<title>ddplab report: {}</title><style>{}</style></head><body>", verdict.upper(), Markup(CSS)),
-        h("<h1>ddplab {} <span class='badge {}' id='overall-verdict'>{}</span></h1>", report.command,
-          VERDICT_CLASS.get(verdict, ""), verdict.upper()),
-        h("<div class='meta'>{}<br>{}{}, {} s{}</div>", _machine_line(report.platform),
-          f"profile {r.profile}, " if run is not None else "", report.created_utc,
-          getattr(r, "duration_s", None) if getattr(r, "duration_s", None) is not None else "?",
-          h(" &mdash; <b>INTERRUPTED: partial report</b>") if getattr(r, "interrupted", False) else ""),
-        h("<h2>Verdicts</h2>"), _verdict_table(checks),
-        *_figure_sections(figures),
-        h("<h2>Stages</h2>"), _stage_table(stage_rows),
-        h("<p class='note'>Every number comes from report.json beside this page; each stage's command line "
-          "reproduces it alone. Bandwidths use GB = 1e9 bytes and nccl-tests' algbw/busbw definitions.</p>"),
-        h("<script type='application/json' id='report-data'>{}</script>", Markup(json_for_script(report.to_json()))),
-        h("</body></html>"),
-    ]
-    return str(concat(parts, lines=True))
-
-
-def _badge(verdict) -> Markup:
-    verdict = str(verdict)
-    return h("<span class='badge {}'>{}</span>", VERDICT_CLASS.get(verdict, ""), verdict.upper())
-
-
 def json_for_script(doc: dict) -> str:
     """The document as JSON that cannot end its <script> element: "</script", "<!--" and
     "-->" need < and >, which JSON spells as \\u003c / \\u003e inside strings (the only place
@@ -123,42 +96,148 @@ def json_for_script(doc: dict) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _machine_line(p) -> str:
+# ------------------------------------------------------------------------------------------------ files
+
+def trace_path(html_path: Path) -> Path:
+    """Where a page's trace-event file goes: report.html -> report.trace.json."""
+    return html_path.with_name(html_path.stem + ".trace.json")
+
+
+def write_page(report: Report, html_path: str | Path, baseline=None, base_dir: Path | None = None) -> list[Path]:
+    """report.html and, for a job with flight records, its trace-event file beside it; each written atomically
+    (the trace first, so the page never links to a file that is not there). ``base_dir``: the report.json's
+    directory, where its own files are looked for when their recorded paths are gone (default: the page's).
+    Returns the files written."""
+    from . import __version__
+    from .files import write_text_atomic
+    from .flight_timeline import trace_events
+    from .records.launch import LaunchRecord
+
+    html_path = Path(html_path)
+    base_dir = base_dir if base_dir is not None else html_path.parent
+    written = []
+    trace_name = ""
+    if isinstance(report.results, LaunchRecord):
+        trace = trace_events(report.results, base_dir, __version__)
+        if trace is not None:
+            written.append(write_text_atomic(trace_path(html_path), json.dumps(trace, indent=1)))
+            trace_name = trace_path(html_path).name
+    page = render_html(report, baseline=baseline, base_dir=base_dir, trace_name=trace_name)
+    written.insert(0, write_text_atomic(html_path, page))
+    return written
+
+
+# ------------------------------------------------------------------------------------------------ the page
+
+def render_html(report: Report, baseline=None, base_dir: Path | None = None, trace_name: str = "") -> str:
+    """The page of any report: a `ddplab run` report (its stages), or one command's report as one stage.
+    ``baseline``: baseline_overlay.Baseline to draw beside this run; ``base_dir``: where the report's own files
+    are when their recorded paths are gone (a report moved to another machine); ``trace_name``: the trace-event
+    file beside the page, linked from the hang timeline."""
+    from .baseline_overlay import overlay
+    from .html_summary import first_screen, stage_groups
+    from .report_summary import summarise
+
+    stages, checks = _stages_and_checks(report)
+    figures = _unique_ids(_figures(stages, base_dir, trace_name))
+    figures, overlaid = overlay(figures, baseline)
+    summary = summarise(report, checks, stages)
+    r = report.results
+    run = getattr(r, "stages", None) is not None
+    duration = getattr(r, "duration_s", None)
+    profile = getattr(r, "profile", "") if run else ""
+    meta = ", ".join(x for x in (f"profile {profile}" if profile and not profile.startswith("(") else "",
+                                 report.created_utc,
+                                 f"{duration} s" if duration is not None else "") if x)
+    parts = [
+        h("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"),
+        h("<title>ddplab report: {}</title><style>{}</style></head><body>", str(report.verdict).upper(), Markup(CSS)),
+        first_screen(report, summary, _machine_line(report), meta, getattr(r, "interrupted", False)),
+        _baseline_note(baseline, overlaid),
+        h("<h2>Every check, by stage</h2><div id='verdict-table'>{}</div>", stage_groups(summary)),
+        *_figure_sections(figures),
+        h("<h2>Stages</h2><details class='stage'><summary>{} stage(s), with the command line that reproduces each"
+          "</summary>{}</details>", len(stages), _stage_table(report, stages)),
+        h("<p class='note'>Every number comes from report.json beside this page; each stage's command line "
+          "reproduces it alone. Bandwidths use GB = 1e9 bytes and nccl-tests' algbw/busbw definitions.</p>"),
+        h("<script type='application/json' id='report-data'>{}</script>", Markup(json_for_script(report.to_json()))),
+        h("</body></html>"),
+    ]
+    return str(concat(parts, lines=True))
+
+
+def _stages_and_checks(report: Report) -> tuple[list[tuple], list[Check]]:
+    """(name, report, stage record) of each stage, and the verdict table's rows, judged from each stage's data
+    by this version (lab.stage_checks): the same rows `ddplab run` stores, for a report of any age."""
+    from .lab import report_checks, stage_checks
+
+    run = getattr(report.results, "stages", None)
+    if run is not None:
+        return [(s.name, s.report, s) for s in run], [c for s in run for c in stage_checks(s)]
+    checks = [replace(c, stage=report.command) for c in report_checks(report)]
+    return [(report.command, report, None)], checks
+
+
+def _figures(stages: list[tuple], base_dir: Path | None, trace_name: str) -> list:
+    from .job_figures import launch_figures, with_units
+    from .records.launch import LaunchRecord
+
+    out = []
+    for name, rep, _ in stages:
+        results = rep.results if rep is not None else None
+        if isinstance(results, LaunchRecord):
+            out.extend(launch_figures(results, name, base_dir, trace_name))
+        elif results is not None and hasattr(results, "figures"):
+            out.extend(results.figures(name))
+    return [with_units(f) for f in out]
+
+
+def _baseline_note(baseline, overlaid: int) -> Markup:
+    if baseline is None:
+        return h("")
+    if not overlaid:
+        return h("<p class='note' id='baseline-note'>Baseline {}: none of this report's charts has a collective it "
+                 "measured.</p>", baseline.label)
+    return h("<p class='note' id='baseline-note'>Baseline {}: dashed grey lines on {} chart(s).</p>", baseline.label,
+             overlaid)
+
+
+def _machine_line(report: Report) -> str:
+    p, config = report.platform, report.config
+    if p is None and hasattr(config, "old") and hasattr(config, "new"):  # compare: two files, no machine
+        return f"A (dashed): {config.old}; B (solid): {config.new}"
     if p is None:
-        return "platform unknown"
+        return "platform not recorded"
     own = getattr(p, "machine_line", None)  # a record that is not a probed Platform (a job's launcher host)
     if callable(own):
         return own()
     devices = ", ".join(str(d.name) for d in p.devices)
-    return (f"{p.hostname}: {p.device_count} x {devices} ({p.vendor}), torch {p.torch_version}, "
-            f"{p.collective_library} {p.collective_loaded_version or ''}")
+    library = " ".join(str(x) for x in (p.collective_library, p.collective_loaded_version) if x)
+    return f"{p.hostname}: {p.device_count} x {devices} ({p.vendor}), torch {p.torch_version}, {library}".rstrip(", ")
 
 
-def _verdict_table(rows: list[Check]) -> Markup:
-    out = [h("<table id='verdict-table'><thead><tr><th>stage</th><th>check</th><th>verdict</th><th>number</th>"
-             "<th>threshold</th><th>what it means</th><th>next step</th></tr></thead><tbody>")]
-    for r in rows:
-        out.append(h("<tr class='check-row'><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-                     "<td>{}</td></tr>", r.stage, r.check, _badge(r.verdict), r.value, r.threshold, r.meaning,
-                     r.next_step))
-    out.append(h("</tbody></table>"))
-    return concat(out)
+def badge(verdict, extra: str = "") -> Markup:
+    verdict = str(verdict)
+    return h("<span class='badge {}{}'>{}</span>", VERDICT_CLASS.get(verdict, ""), extra, verdict.upper())
 
 
-def _stage_table(stages: list[tuple]) -> Markup:
-    out = [h("<table><thead><tr><th>stage</th><th>command</th><th>verdict</th><th>summary</th><th>s</th></tr>"
-             "</thead><tbody>")]
-    for name, command, verdict, summary, duration in stages:
+def _stage_table(report: Report, stages: list[tuple]) -> Markup:
+    out = [h("<table id='stage-table'><thead><tr><th>stage</th><th>command</th><th>verdict</th><th>summary</th>"
+             "<th>seconds</th></tr></thead><tbody>")]
+    for name, rep, stage in stages:
+        if stage is not None:
+            command, verdict, summary, duration = stage.command, stage.verdict, stage.summary, stage.duration_s
+        else:
+            command = " ".join(["ddplab", report.command, *report.argv[1:]])
+            verdict, summary, duration = report.verdict, "", getattr(report.results, "duration_s", None)
         out.append(h("<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>", name, command,
-                     _badge(verdict), summary, "" if duration is None else duration))
+                     badge(verdict), summary, "" if duration is None else duration))
     out.append(h("</tbody></table>"))
     return concat(out)
 
 
 def _unique_ids(figures: list) -> list:
     """Element ids must be unique on a page: a repeated one gets -2, -3... (the first keeps its name)."""
-    from dataclasses import replace
-
     seen: dict[str, int] = {}
     out = []
     for f in figures:
@@ -168,135 +247,11 @@ def _unique_ids(figures: list) -> list:
 
 
 def _figure_sections(figures: list) -> list[Markup]:
-    """Figures grouped under their section headings, in order of first appearance."""
+    """Figures grouped under their section headings, in order of first appearance; side by side where they fit."""
+    from .html_charts import draw
+
     sections: dict[str, list] = {}
     for f in figures:
         sections.setdefault(f.section, []).append(f)
-    out = []
-    for title, group in sections.items():
-        out.append(h("<h2>{}</h2>", title))
-        out.extend(_draw(f) for f in group)
-    return out
-
-
-def _draw(figure) -> Markup:
-    if isinstance(figure, BarChart):
-        return _bar_chart(figure)
-    if isinstance(figure, LineChart):
-        return _line_chart(figure)
-    if isinstance(figure, Timeline):
-        return _timeline(figure)
-    if isinstance(figure, Table):
-        return _table(figure)
-    raise TypeError(f"no drawing for {type(figure).__name__}")
-
-
-def _table(f: Table) -> Markup:
-    head = concat(h("<th>{}</th>", c) for c in f.columns)
-    rows = concat(h("<tr>{}</tr>", concat(h("<td>{}</td>", cell) for cell in row)) for row in f.rows)
-    return h("<figure><table id='{}' class='figure-table'><thead><tr>{}</tr></thead><tbody>{}</tbody></table>"
-             "<figcaption>{}</figcaption></figure>", f.id, head, rows, f.caption)
-
-
-# --------------------------------------------------------------------------- charts (inline SVG)
-
-W, H, PAD = 720, 260, 48
-
-
-def _svg(body: Markup, chart_id: str, caption: str) -> Markup:
-    return h("<figure><svg id='{id}' class='chart' width='{w}' height='{h}' viewBox='0 0 {w} {h}' "
-             "xmlns='http://www.w3.org/2000/svg' role='img'>{body}</svg><figcaption>{caption}</figcaption>"
-             "</figure>", id=chart_id, w=W, h=H, body=body, caption=caption)
-
-
-def _axes(x_label: str, y_label: str) -> Markup:
-    return h("<line x1='{pad}' y1='{base}' x2='{right}' y2='{base}' stroke='#333'/>"
-             "<line x1='{pad}' y1='10' x2='{pad}' y2='{base}' stroke='#333'/>"
-             "<text x='{mid_x}' y='{label_y}' text-anchor='middle'>{x_label}</text>"
-             "<text x='12' y='{mid_y}' transform='rotate(-90 12 {mid_y})' text-anchor='middle'>{y_label}</text>",
-             pad=PAD, base=H - PAD, right=W - 10, mid_x=W / 2, label_y=H - 8, mid_y=H / 2, x_label=x_label,
-             y_label=y_label)
-
-
-def _bar_chart(f: BarChart) -> Markup:
-    top = max(f.values, default=0) or 1
-    bw = (W - PAD - 20) / max(1, len(f.values))
-    bars = []
-    for i, (label, value) in enumerate(zip(f.labels, f.values)):
-        bar_h = (H - PAD - 20) * value / top
-        x = PAD + 5 + i * bw
-        bars.append(h("<rect class='bar' x='{:.1f}' y='{:.1f}' width='{:.1f}' height='{:.1f}' fill='{}'>"
-                      "<title>{}: {:g}</title></rect>", x, H - PAD - bar_h, bw - 4, bar_h, COLORS[0], label, value))
-        if i % 2 == 0:
-            bars.append(h("<text x='{:.1f}' y='{}' text-anchor='middle'>{}</text>", x + bw / 2, H - PAD + 14, label))
-    return _svg(concat([_axes(f.x_label, f.y_label), *bars]), f.id, f.caption)
-
-
-def _log_x(v: float, lo: float, hi: float) -> float:
-    return PAD + (W - PAD - 20) * (math.log10(v) - math.log10(lo)) / max(1e-9, math.log10(hi) - math.log10(lo))
-
-
-def _line_chart(f: LineChart) -> Markup:
-    points = [p for s in f.series for p in s.points]
-    if not points:
-        return h("<p class='note'>{}: nothing to draw</p>", f.caption)
-    xs = [x for x, _ in points]
-    lo, hi = min(xs), max(xs)
-    if f.log_x:
-        lo = max(lo, 1e-12)
-        hi = max(hi, lo * 2)
-    top = max([y for _, y in points] + [f.reference_line[1] if f.reference_line else 0]) or 1
-
-    def x_of(v: float) -> float:
-        if f.log_x:
-            return _log_x(max(v, lo), lo, hi)
-        return PAD + (W - PAD - 20) * (v - lo) / ((hi - lo) or 1)
-
-    def y_of(v: float) -> float:
-        return H - PAD - (H - PAD - 20) * v / top
-
-    body = [_axes(f.x_label, f.y_label)]
-    for i, s in enumerate(f.series):
-        coords = " ".join(f"{x_of(x):.1f},{y_of(y):.1f}" for x, y in sorted(s.points))
-        color = COLORS[i % len(COLORS)]
-        body.append(h("<polyline class='series' points='{}' fill='none' stroke='{color}' stroke-width='2'>"
-                      "<title>{label}</title></polyline><text x='{}' y='{}' fill='{color}'>{label}</text>",
-                      coords, W - 160, 20 + 13 * i, color=color, label=s.label))
-    if f.reference_line:
-        label, value = f.reference_line
-        y = y_of(value)
-        body.append(h("<line id='ceiling-line' class='reference' x1='{pad}' y1='{y:.1f}' x2='{right}' y2='{y:.1f}' "
-                      "stroke='#d62728' stroke-dasharray='6 4'/><text x='{text_x}' y='{text_y:.1f}'>{label} {value:.0f}"
-                      "</text>", pad=PAD, y=y, right=W - 10, text_x=PAD + 6, text_y=y - 4, label=label,
-                      value=value / f.y_divisor))
-    if f.log_x:
-        for tick in range(int(math.floor(math.log10(lo))), int(math.log10(hi)) + 1):
-            v = 10 ** tick
-            if lo <= v <= hi:
-                body.append(h("<text x='{:.1f}' y='{}' text-anchor='middle'>1e{}</text>", x_of(v), H - PAD + 14, tick))
-    body.append(h("<text x='{}' y='20' text-anchor='end'>{:.0f}</text>", PAD - 4, top / f.y_divisor))
-    return _svg(concat(body), f.id, f.caption)
-
-
-def _timeline(f: Timeline) -> Markup:
-    longest = max([r.detect_s or 0 for r in f.rows] + [1]) * 1.2
-    row_h = 28
-    height = 30 + row_h * len(f.rows)
-    body = []
-    for i, r in enumerate(f.rows):
-        y = 20 + i * row_h
-        x0 = 170
-        x1 = x0 + (W - x0 - 160) * (r.detect_s or 0) / longest
-        body.append(h("<text x='4' y='{}'>{}</text><circle cx='{}' cy='{}' r='5' fill='#d62728'><title>injected: "
-                      "{}</title></circle>", y + 14, r.label, x0, y + 10, r.injected))
-        if r.detect_s is not None:
-            body.append(h("<line x1='{x0}' y1='{y}' x2='{x1:.1f}' y2='{y}' stroke='#999' stroke-width='3'/>"
-                          "<circle cx='{x1:.1f}' cy='{y}' r='5' fill='#1f77b4'><title>detected by {how} after "
-                          "{det} s</title></circle>", x0=x0, x1=x1, y=y + 10, how=r.detected_by, det=r.detect_s))
-        body.append(h("<text class='drill-row {}' x='{}' y='{}'>{} s; {}; {}</text>",
-                      VERDICT_CLASS.get(str(r.verdict), ""), W - 150, y + 14,
-                      r.detect_s if r.detect_s is not None else "-", r.note, str(r.verdict).upper()))
-    return h("<figure><svg id='{id}' class='chart' width='{w}' height='{height}' "
-             "viewBox='0 0 {w} {height}' xmlns='http://www.w3.org/2000/svg'>{body}</svg>"
-             "<figcaption>{caption}</figcaption></figure>", id=f.id, w=W, height=height, body=concat(body),
-             caption=f.caption)
+    return [h("<h2>{}</h2><div class='charts'>{}</div>", title, concat(draw(f) for f in group))
+            for title, group in sections.items()]

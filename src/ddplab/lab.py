@@ -83,12 +83,11 @@ def claim_out_dir(out: str | None) -> Path:
 
 
 def write_reports(report: Report, out: Path) -> None:
-    from .files import write_text_atomic
-    from .html_report import render_html
+    from .html_report import write_page
     from .report import write_json
 
     write_json(report.to_json(), out / "report.json")
-    write_text_atomic(out / "report.html", render_html(report))
+    write_page(report, out / "report.html")
 
 
 def _stage(records: list[StageRecord], stage: Stage, console) -> Report | None:
@@ -135,11 +134,16 @@ def stage_checks(stage: StageRecord) -> list[Check]:
 
 
 def report_checks(report: Report) -> list[Check]:
-    """The check rows of any report: a measurement's checks(), or the record's own (launch, clean)."""
+    """The check rows of any report: a measurement's checks(), or the record's own (launch, clean; compare's
+    take the report's config: its tolerance and smallest size judged)."""
+    import inspect
+
     if report.command in measurements.MEASUREMENTS:
         return measurements.get(report.command).checks(report.results)
     own = getattr(report.results, "checks", None)
-    return own() if callable(own) else []
+    if not callable(own):
+        return []
+    return own(report.config) if inspect.signature(own).parameters else own()
 
 
 LEFTOVERS = "leftovers"

@@ -42,7 +42,7 @@ def test_internal_error_exits_70_with_one_line_and_the_traceback_in_a_temp_file(
     assert text.startswith("Traceback") and "RuntimeError: renderer bug" in text
 
 
-def _broken_renderer(doc):
+def _broken_renderer(doc, **options):
     raise RuntimeError("renderer bug")
 
 
@@ -63,7 +63,7 @@ def test_internal_error_traceback_goes_to_the_run_directory(tmp_path, capsys, mo
 def test_a_real_process_exits_70_not_1(tmp_path):
     """The exit status the shell sees, with a bug planted in the renderer of a real process."""
     script = ("import sys, ddplab.html_report as h\n"
-              "def broken(doc): raise ZeroDivisionError('division by zero')\n"
+              "def broken(doc, **options): raise ZeroDivisionError('division by zero')\n"
               "h.render_html = broken\n"
               "from ddplab.cli import main\n"
               f"sys.exit(main(['report', {str(FIXTURE)!r}, '--out', {str(tmp_path / 'r.html')!r}]))\n")

@@ -330,7 +330,7 @@ def test_both_engines_add_a_table_and_a_chart_to_the_html_report():
     page = render_html(measurements.report(sweep, SweepConfig(engine="both"), record))
     assert "added-cost-sweep" in page and "engines-sweep" in page and "+30.00" in page
     torch_only = _sweep_record("torch", (40.0, 50.0))
-    assert [f.id for f in torch_only.figures("sweep")] == ["busbw-sweep"]
+    assert [f.id for f in torch_only.figures("sweep")] == ["time-sweep-all_reduce", "busbw-sweep-all_reduce"]
     storm_figures = _storm_record("both", [_storm_rank(40.0, 60.0, library=_storm_rank(10.0, 20.0))]).figures("s")
     assert [f.id for f in storm_figures] == ["storm-hist-s", "added-cost-s"]  # one size: a table, no chart
 

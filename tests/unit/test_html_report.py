@@ -72,9 +72,11 @@ def test_the_renderer_alone_escapes_what_reading_would_have_refused(fixture_doc)
     """Escaping does not lean on validation: typed fields holding markup are still text on the page."""
     report = read_back(fixture_doc)
     run = report.results
-    checks = [replace(c, value=PAYLOADS[i % len(PAYLOADS)], stage=PAYLOADS[1]) for i, c in enumerate(run.checks)]
-    crafted = replace(report, verdict=report.verdict, results=replace(run, checks=checks, out=PAYLOADS[0]))
-    assert_inert(html_report.render_html(crafted), crafted.to_json())
+    stages = [replace(s, summary=PAYLOADS[i % len(PAYLOADS)], name=PAYLOADS[1]) for i, s in enumerate(run.stages)]
+    crafted = replace(report, verdict=report.verdict, results=replace(run, stages=stages, out=PAYLOADS[0]))
+    page = html_report.render_html(crafted)
+    assert_inert(page, crafted.to_json())
+    assert html_report.h("{}", PAYLOADS[1]) in page  # the stage names reached the page, as text
 
 
 @pytest.mark.parametrize("text", ["</script><script>alert(1)</script>", "<!--<script>", "a\u2028b\u2029c",
@@ -102,3 +104,19 @@ def test_markup_is_built_only_from_this_module_s_own_templates():
                              for c in templates)
     wrapped = sorted(ast.unparse(c.args[0]) for c in calls if c.func.id == "Markup")
     assert wrapped == ["CSS", "json_for_script(report.to_json())"]
+
+
+@pytest.mark.parametrize("module", ["html_charts", "html_summary"])
+def test_the_drawing_modules_build_markup_only_from_literal_templates(module):
+    """The charts and the first screen are drawn in modules of their own, with html_report's h(): every
+    template a string literal, and no Markup() of their own (html_report stays the one place that escapes)."""
+    import importlib
+
+    tree = ast.parse(Path(importlib.import_module(f"ddplab.{module}").__file__).read_text())
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+    templates = [c for c in calls if c.func.id == "h"]
+    assert templates and all(isinstance(c.args[0], ast.Constant) and isinstance(c.args[0].value, str)
+                             for c in templates)
+    assert not [c for c in calls if c.func.id == "Markup"]
+    defined = {f.name for f in tree.body if isinstance(f, (ast.FunctionDef, ast.ClassDef))}
+    assert not defined & {"h", "concat", "Markup"}

@@ -31,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tolerance", default="5%", help="allowed slowdown of B against A (default: 5%%)")
     parser.add_argument("--min-size", default="0", help="ignore sizes below this in the verdict (default: 0)")
     parser.add_argument("--json", metavar="PATH", help="write the comparison as JSON")
+    parser.add_argument("--html", metavar="PATH", help="write the comparison as a page: per collective, time and "
+                                                       "busbw against size, A dashed beside B")
 
 
 def parse_tolerance(text: str) -> float:
@@ -51,6 +53,10 @@ def config_from_args(args) -> CompareConfig:
     for path in (args.old, args.new):
         if not Path(path).is_file():
             raise UsageError("no-such-file", f"{path} is not a file")
+    if getattr(args, "html", None):
+        from ..files import check_output_file
+
+        check_output_file(args.html, "--html")
     return CompareConfig(old=args.old, new=args.new, tolerance=tolerance, min_size=min_size)
 
 
@@ -63,6 +69,10 @@ def main(args, console) -> int:
     record = comparison.compare(config, old, new)
     report = Report(command="compare", config=config, platform=None, results=record,
                     verdict=comparison.verdict(record, config.min_size))
+    if args.html:
+        from ..html_report import write_page
+
+        write_page(report, args.html)
     return display.finish(report, lambda rep, out: render(rep, old.label, new.label, out), args.json, console)
 
 

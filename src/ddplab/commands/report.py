@@ -1,6 +1,8 @@
-"""`ddplab report report.json [--out report.html]`: render the HTML page again from the
-JSON alone (a report from another machine, or last week's), after reading every field it
-uses through the records (records/load.py): a file that is not a ddplab report exits 2."""
+"""`ddplab report report.json [--out report.html] [--baseline FILE]`: render the HTML page again from the
+JSON alone (a report from another machine, or last week's), after reading every field it uses through the
+records (records/load.py): a file that is not a ddplab report exits 2. ``--baseline`` draws another run or
+nccl-tests output (read as `ddplab compare` reads its A side) dashed beside this report's lines. A `ddplab
+launch` report also gets its flight records as a trace-event file beside the page (<page>.trace.json)."""
 
 from __future__ import annotations
 
@@ -14,22 +16,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("report", metavar="REPORT_JSON", help="a report.json written by `ddplab run` (or any "
                                                               "command's --json)")
     parser.add_argument("--out", default=None, help="HTML file to write (default: beside the JSON)")
+    parser.add_argument("--baseline", metavar="FILE", default=None,
+                        help="draw this run beside a baseline: a ddplab JSON report or nccl-tests text output")
 
 
 def validate(args) -> None:
+    from ..baseline_overlay import load_baseline
     from ..records.load import read_report
 
     read_report(args.report)
+    if args.baseline:
+        load_baseline(args.baseline)
+
+
+def _out(args) -> Path:
+    return Path(args.out) if args.out else Path(args.report).with_suffix(".html")
 
 
 def main(args, console) -> int:
+    from ..baseline_overlay import load_baseline
     from ..errors import printable
-    from ..files import write_text_atomic
-    from ..html_report import render_html
+    from ..html_report import write_page
     from ..records.load import read_report
 
     report = read_report(args.report)
-    out = Path(args.out) if args.out else Path(args.report).with_suffix(".html")
-    write_text_atomic(out, render_html(report))
-    console.print(f"wrote {printable(str(out))}", markup=False, highlight=False)
+    baseline = load_baseline(args.baseline) if args.baseline else None
+    for path in write_page(report, _out(args), baseline=baseline, base_dir=Path(args.report).parent):
+        console.print(f"wrote {printable(str(path))}", markup=False, highlight=False)
     return 0

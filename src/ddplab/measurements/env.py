@@ -89,9 +89,10 @@ def checks(record: EnvRecord) -> list[Check]:
 
 def backend_check(platform) -> Check:
     ok = platform.backend_available
+    loaded = platform.collective_loaded_version
     return Check("collective backend available", Verdict.PASS if ok else Verdict.FAIL,
-                 f"{platform.backend} ({platform.collective_library} loaded "
-                 f"{platform.collective_loaded_version or 'n/a'})", "available",
+                 f"{platform.backend} ({platform.collective_library} {loaded} loaded)" if loaded else
+                 f"{platform.backend} ({platform.collective_library}, no loaded version to read)", "available",
                  "ranks can form a process group on this device",
                  "none" if ok else "install the vendor's torch build or plug-in")
 

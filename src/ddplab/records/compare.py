@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .core import Verdict
+from .core import Check, Verdict
+from .figures import Highlight, LineChart, Series
 
 OMIT = {"omit_none": True}
 # Written only when something is missing, so a comparison that lost nothing keeps the keys it always had.
@@ -123,3 +124,61 @@ class CompareRecord:
     def spikes(self, min_size: int) -> list[ComparedRow]:
         """Rows that are a spike in B, at a size the verdict judges."""
         return [r for r in self.rows if r.spike and r.size_bytes >= min_size]
+
+    def checks(self, config: CompareConfig | None = None) -> list[Check]:
+        """The comparison's verdict as check rows (its HTML page): slower rows, wrong data, worse verdicts,
+        spikes (``config``: the tolerance and the smallest size judged, as the command was given them)."""
+        tolerance = f"B within {100 * config.tolerance:g} % of A" if config else "B within the tolerance of A"
+        min_size = config.min_size if config else 0
+        slower, spiked = self.regressions, self.spikes(min_size)
+        return [
+            Check("no row slower", Verdict.FAIL if slower else Verdict.PASS, f"{len(slower)} of {len(self.rows)} rows "
+                  "slower" + "".join(f"; {r.op} {r.size_bytes} B {'in' if r.in_place else 'out'} "
+                                     f"{100 * r.time_change:+.1f} %" for r in slower[:3]), tolerance,
+                  "B's time per op against A's at the same (collective, size, placement)",
+                  "none" if not slower else "re-run B to rule out noise, then compare the two machines' `ddplab env`"),
+            Check("B's data correct", Verdict.FAIL if self.wrong else Verdict.PASS, f"{len(self.wrong)} row(s) with "
+                  "wrong data", "0", "every compared row of B gave exact results",
+                  "none" if not self.wrong else "B's stack computes wrong sums: run `ddplab sweep` there"),
+            Check("no verdict worse", Verdict.FAIL if self.verdict_changes else Verdict.PASS,
+                  "; ".join(f"{c.stage}: {c.old.value.upper()} -> {c.new.value.upper()}" for c in self.verdict_changes)
+                  or "none", "no stage worse", "two lab reports: each stage's verdict in B against A",
+                  "none" if not self.verdict_changes else "read that stage in B's report"),
+            Check("no spike in B", Verdict.WARN if spiked else Verdict.PASS, f"{len(spiked)} spike(s)",
+                  "none", "a size of B far off its neighbours: a finding to explain, not counted as slower",
+                  "none" if not spiked else "re-run B at those sizes; a spike that stays is the stack's, not noise"),
+        ]
+
+    def figures(self, stage: str) -> list[LineChart]:
+        """Per collective, time and bus bandwidth against size: A dashed (the baseline), B solid, each placement;
+        B's slower rows and spikes ringed."""
+        out: list[LineChart] = []
+        for op in dict.fromkeys(r.op for r in self.rows if r.size_bytes):
+            rows = [r for r in self.rows if r.op == op and r.size_bytes]
+            places = [p for p in (False, True) if any(r.in_place is p for r in rows)]
+
+            def lines(a_value, b_value) -> list[Series]:
+                series = []
+                for p in places:
+                    place = "in" if p else "out"
+                    a = [(float(r.size_bytes), a_value(r)) for r in rows if r.in_place is p and a_value(r)]
+                    b = [(float(r.size_bytes), b_value(r)) for r in rows if r.in_place is p and b_value(r)]
+                    series += ([Series(f"B {place}", b)] if b else []) + ([Series(f"A {place}", a, True)] if a else [])
+                return series
+
+            marked = [r for r in rows if r.regression or r.spike]
+            words = {id(r): f"spike: {r.spike_factor:.1f}x its neighbours" if r.spike else
+                     f"slower: {100 * r.time_change:+.1f} %" for r in marked}
+            out.append(LineChart(f"compare-time-{op}", f"{op}: A against B", f"{op}: time per op, A dashed, B solid",
+                                 "message size", "time per op", lines(lambda r: r.old_time_us, lambda r: r.new_time_us),
+                                 log_x=True, log_y=True, x_unit="bytes", y_unit="us",
+                                 highlights=[Highlight(words[id(r)], float(r.size_bytes), r.new_time_us)
+                                             for r in marked]))
+            if any(r.new_busbw_gbps for r in rows):
+                out.append(LineChart(f"compare-busbw-{op}", f"{op}: A against B", f"{op}: busbw, A dashed, B solid",
+                                     "message size", "busbw (GB/s, GB = 1e9)",
+                                     lines(lambda r: r.old_busbw_gbps, lambda r: r.new_busbw_gbps), log_x=True,
+                                     x_unit="bytes", y_unit="GB/s",
+                                     highlights=[Highlight(words[id(r)], float(r.size_bytes), r.new_busbw_gbps)
+                                                 for r in marked if r.new_busbw_gbps]))
+        return out

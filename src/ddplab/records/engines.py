@@ -100,6 +100,7 @@ def added_cost_figures(stage: str, rows: list[AddedCost], what: str) -> list:
         series.setdefault(f"{r.op} {place} library", []).append((float(r.size_bytes), r.library_us))
     chart = LineChart(f"engines-{stage}", "What the framework adds per call",
                       f"{stage}: time per call through torch and through the library alone ({what})",
-                      "message size (bytes, log)", "time per call (us)",
-                      [Series(label, points) for label, points in sorted(series.items())], log_x=True)
+                      "message size", "time per call",
+                      [Series(label, points) for label, points in sorted(series.items())], log_x=True, log_y=True,
+                      x_unit="bytes", y_unit="us")
     return [chart, table]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from .codec import flatten
 from .compare import TimedRow
 from .engines import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
-from .figures import BarChart
+from .figures import HistogramChart, Mark
 from .machines import GATHERED, GatheredJob, StormMachines
 from .parts import session_parts
 from .session import Distribution, Histogram, SessionRecord
@@ -108,13 +108,16 @@ class StormRecord:
         if self.summary is None or self.summary.per_op_histogram is None:
             return across
         s = self.summary
-        edges = s.per_op_histogram.edges_us
-        labels = [f"<{edges[0]:g}"] + [f"{a:g}-{b:g}" for a, b in zip(edges, edges[1:])] + [f">{edges[-1]:g}"]
-        caption = (f"{stage}: {s.per_op_us.n} ops per rank, per-op blocking latency (us, log bins); mean "
-                   f"{s.mean_us:.1f} us pipelined vs threshold {self.threshold_us:.0f} us; backend "
-                   f"{self.session.backend}")
+        counts = s.per_op_histogram.counts  # one bin below the first edge, one above the last
+        caption = (f"{stage}: {s.per_op_us.n} ops per rank, one at a time (a device sync after each), log bins; "
+                   f"the pipelined mean {s.mean_us:.1f} us is what the threshold ({self.threshold_us:.0f} us) "
+                   f"judges; backend {self.session.backend}")
         if self.engine != TORCH:
             caption += f"; engine {self.engine}"
-        return [BarChart(f"storm-hist-{stage}", "Latency storm", caption, "latency per op (us)", "ops", labels,
-                         [float(c) for c in s.per_op_histogram.counts]),
+        marks = [Mark(f"p{k}", value, "stat") for k, value in (("50", s.per_op_us.p50), ("99", s.per_op_us.p99))
+                 if value is not None]
+        marks += [Mark("pipelined mean", s.mean_us, "detected"), Mark("threshold", self.threshold_us, "threshold")]
+        return [HistogramChart(f"storm-hist-{stage}", "Latency storm", caption, "latency per op",
+                               s.per_op_histogram.edges_us, list(counts[1:-1]), below=counts[0], above=counts[-1],
+                               x_unit="us", marks=marks),
                 *added_cost_figures(stage, self.added_cost or [], "latency storm, one all_reduce size"), *across]

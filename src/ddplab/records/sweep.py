@@ -9,7 +9,7 @@ from ..errors import UsageError
 from .codec import flatten
 from .compare import TimedRow
 from .engines import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
-from .figures import LineChart, Series
+from .figures import Highlight, LineChart, Overlay, Series
 from .machines import GATHERED, GatheredJob, Group, JobMachines
 from .memory import MemoryFit, MemoryShare
 from .parts import session_parts
@@ -205,8 +205,9 @@ class SweepMachines:
         if series:
             out.append(LineChart(f"busbw-machines-{stage}", "Bus bandwidth inside and between machines",
                                  f"{stage}: all_reduce busbw on each group of ranks, one group at a time "
-                                 f"({self.method})", "message size (bytes, log)", "busbw (GB/s)",
-                                 [Series(label, points) for label, points in series.items()], log_x=True))
+                                 f"({self.method})", "message size", "busbw (GB/s)",
+                                 [Series(label, points) for label, points in series.items()], log_x=True,
+                                 x_unit="bytes", y_unit="GB/s"))
         return out
 
 
@@ -273,25 +274,43 @@ class SweepRecord:
         return rows + [replace(t, op=LIBRARY_PREFIX + t.op) for t in library]
 
     def figures(self, stage: str) -> list[LineChart]:
-        """Bus bandwidth (algbw at one rank) against message size, one line per collective and placement,
-        with the device copy ceiling where the ranks share a device."""
-        timed = [r for r in self.rows if r.size_bytes and (r.busbw_gbps is not None or r.algbw_gbps is not None)]
+        """Per collective, the two plots nccl-tests' numbers are read from: time against message size (log-log:
+        small messages are read there) and bus bandwidth (algbw at one rank) against size (log x), each with
+        out-of-place and in-place lines and the spikes ringed; busbw with the device copy ceiling where the ranks
+        share a device. Each offers a baseline overlay (baseline_overlay.py) under the op `compare` gives it."""
+        timed = [r for r in self.rows if r.size_bytes and r.time_us]
         if not timed:
             return []
         bus = any(r.busbw_gbps is not None for r in timed)
-        series: dict[str, list[tuple[float, float]]] = {}
-        for r in timed:
-            value = r.busbw_gbps if bus else r.algbw_gbps
-            series.setdefault(f"{r.op} {'in' if r.in_place else 'out'}", []).append((float(r.size_bytes),
-                                                                                      value or 0.0))
+        spiked = {s.key: s for s in self.spikes or []}
         caption = (f"{stage}: {self.session.world_size} ranks, backend {self.session.backend}, time {self.mode}, "
-                   f"dtype {self.dtype}" + ("; dashed: device copy ceiling (ddplab ceiling method)"
-                                            if self.ceiling else ""))
+                   f"dtype {self.dtype}")
         if self.engine != TORCH:
             caption += f"; engine {self.engine}" + (" (lines: the torch engine's rows)" if self.library_rows else "")
-        return [LineChart(f"busbw-{stage}", "Bus bandwidth vs message size", caption, "message size (bytes, log)",
-                          f"{'busbw' if bus else 'algbw'} (GB/s)",
-                          [Series(label, points) for label, points in sorted(series.items())], log_x=True,
-                          reference_line=("copy ceiling", self.ceiling.gbps) if self.ceiling else None),
-                *added_cost_figures(stage, self.added_cost or [], f"every size, time {self.mode}"),
+        out: list = []
+        for op in dict.fromkeys(r.op for r in timed):
+            rows = [r for r in timed if r.op == op]
+            compare_op = op if stage == "sweep" else f"{stage}:{op}"
+            times = [Series("in-place" if place else "out-of-place",
+                            [(float(r.size_bytes), r.time_us) for r in rows if r.in_place is place])
+                     for place in (False, True) if any(r.in_place is place for r in rows)]
+            rates = [Series(s.label, [(float(r.size_bytes), (r.busbw_gbps if bus else r.algbw_gbps) or 0.0)
+                                      for r in rows if r.in_place is (s.label == "in-place")]) for s in times]
+            spikes = [r for r in rows if (r.op, r.size_bytes, bool(r.in_place)) in spiked]
+            time_marks = [Highlight(f"spike: {spiked[(r.op, r.size_bytes, bool(r.in_place))].factor:.1f}x its "
+                                    f"neighbours", float(r.size_bytes), r.time_us) for r in spikes]
+            rate_marks = [Highlight(m.label, m.x, (r.busbw_gbps if bus else r.algbw_gbps) or 0.0)
+                          for m, r in zip(time_marks, spikes)]
+            out.append(LineChart(f"time-{stage}-{op}", f"{op}: time and bus bandwidth vs message size",
+                                 f"{caption}; time per op", "message size", "time per op", times, log_x=True,
+                                 log_y=True, x_unit="bytes", y_unit="us", highlights=time_marks,
+                                 overlay=Overlay(compare_op, op, "time_us")))
+            out.append(LineChart(f"busbw-{stage}-{op}", f"{op}: time and bus bandwidth vs message size",
+                                 caption + ("; dashed red: device copy ceiling (ddplab ceiling method)"
+                                            if self.ceiling else ""), "message size",
+                                 f"{'busbw' if bus else 'algbw'} (GB/s, GB = 1e9)", rates, log_x=True,
+                                 reference_line=("copy ceiling", self.ceiling.gbps) if self.ceiling else None,
+                                 x_unit="bytes", y_unit="GB/s", highlights=rate_marks,
+                                 overlay=Overlay(compare_op, op, "busbw_gbps") if bus else None))
+        return [*out, *added_cost_figures(stage, self.added_cost or [], f"every size, time {self.mode}"),
                 *(self.machines.figures(stage) if self.machines else [])]

@@ -1,0 +1,231 @@
+"""A `ddplab launch` job's collectives as a timeline: every rank's flight-recorder entries, from the flight
+records the report names (``ranks[].flight_record``), display-free.
+
+Two readers share one reading of the records:
+- ``trace_events``: a Chrome trace-event document (opens in Perfetto or chrome://tracing): one process per
+  rank, one thread per process group, each collective an "X" event from its enqueue to its end, the hang and
+  its last progress as instant ("i") events; ``ts``/``dur`` in microseconds from the first recorded entry.
+- ``lane_timeline``: the same for report.html (records/figures.py LaneTimeline), the last entries of each rank,
+  with the culprit's last entry and the entries the other ranks are stuck in highlighted.
+
+What a recorder keeps differs by backend: NCCL's entries carry when a collective started and completed; gloo's
+(torch 2.13) stay "scheduled" with no times, and only ``retired`` says that one completed. An entry's end is
+therefore, in this order: its completion time; for a retired entry, the next entry's enqueue (it completed
+before then); for one still pending, when the record was dumped (or the hang declared). Each event says which.
+
+The paths in a report are absolute on the machine that ran the job; a report moved elsewhere (a bug report, a
+test fixture) finds its files relative to its own directory instead. Flight records are read as JSON only
+(ddplab's beacon writes JSON), never unpickled: a report's directory may come from anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .records.figures import Lane, LaneTimeline, Mark, Span
+from .records.launch import LaunchRecord
+
+MAX_RECORD_BYTES = 64 * 2 ** 20  # a 2000-entry record is well under 1 MiB
+INLINE_ENTRIES = 10  # per rank on the page; the trace file has them all
+DONE, PENDING, CULPRIT_LAST, STUCK = "done", "pending", "culprit-last", "stuck"
+
+
+@dataclass(frozen=True)
+class Entry:
+    rank: int
+    pg: str
+    seq: int
+    op: str
+    p2p: bool
+    start_ns: int
+    end_ns: int
+    how: str  # how the end is known
+    pending: bool
+    raw: dict  # the recorder's own fields, for the trace's args
+
+
+def resolve(path: str | None, job_dir: str, base_dir: Path | None) -> Path | None:
+    """The file as the report names it, or, where that is missing, at the same place under ``base_dir``
+    (the report's own directory): ranks/0/flight.json of /tmp/job is base_dir/ranks/0/flight.json."""
+    if not path:
+        return None
+    named = Path(path)
+    if named.is_file():
+        return named
+    if base_dir is None:
+        return None
+    try:
+        relative = named.relative_to(job_dir)
+    except ValueError:
+        relative = Path(named.name)
+    moved = base_dir / relative
+    return moved if moved.is_file() else None
+
+
+def read_record(path: Path | None) -> dict | None:
+    """A flight record dumped as JSON, or None (missing, too large, not JSON, not an object)."""
+    try:
+        if path is None or path.stat().st_size > MAX_RECORD_BYTES:
+            return None
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def entries_of(record: LaunchRecord, base_dir: Path | None) -> tuple[dict[int, list[Entry]], dict[int, float]]:
+    """Each rank's entries in order of enqueue, and when each rank's record was dumped (wall seconds)."""
+    by_rank: dict[int, list[Entry]] = {}
+    dumped: dict[int, float] = {}
+    for rank in record.ranks:
+        data = read_record(resolve(rank.flight_record, record.job_dir, base_dir))
+        if data is None:
+            continue
+        if isinstance(data.get("dumped_at"), (int, float)):
+            dumped[rank.rank] = float(data["dumped_at"])
+        by_rank[rank.rank] = _entries(rank.rank, data, dumped.get(rank.rank), record)
+    return by_rank, dumped
+
+
+def _entries(rank: int, data: dict, dumped_at: float | None, record: LaunchRecord) -> list[Entry]:
+    raw = [e for e in data.get("entries") or () if isinstance(e, dict) and _ns(e.get("time_created_ns"))]
+    raw.sort(key=lambda e: _ns(e.get("time_created_ns")))
+    stop = dumped_at or (record.hang.declared_at if record.hang else None) or record.detected_at
+    out = []
+    for i, e in enumerate(raw):
+        start = _ns(e.get("time_created_ns"))
+        completed = _ns(e.get("time_discovered_completed_ns"))
+        done = bool(e.get("retired")) or e.get("state") == "completed"
+        if completed:
+            end, how = completed, "completed (the recorder's completion time)"
+        elif done and i + 1 < len(raw):
+            end, how = _ns(raw[i + 1].get("time_created_ns")), ("completed; no completion time recorded, drawn "
+                                                                "up to the next collective's enqueue")
+        elif done:
+            end, how = start, "completed; no completion time recorded"
+        else:
+            end = int(stop * 1e9) if stop else start
+            how = "still pending when the record was dumped" if dumped_at else "still pending"
+        pg = e.get("pg_id", (e.get("process_group") or ["0"])[0])
+        out.append(Entry(rank, str(pg), int(e.get("collective_seq_id") or e.get("p2p_seq_id") or 0),
+                         str(e.get("profiling_name", "?")).split(":")[-1], bool(e.get("is_p2p")), start,
+                         max(end, start), how, not done, e))
+    return out
+
+
+def _ns(value) -> int:
+    return int(value) if isinstance(value, (int, float)) and value > 0 else 0
+
+
+def _state(entry: Entry, last: Entry | None, culprits: set[int]) -> str:
+    if entry.rank in culprits and entry is last:
+        return CULPRIT_LAST
+    if entry.pending:
+        return STUCK if entry.rank not in culprits else PENDING
+    return DONE
+
+
+def _origin(by_rank: dict[int, list[Entry]]) -> int | None:
+    starts = [e.start_ns for entries in by_rank.values() for e in entries]
+    return min(starts) if starts else None
+
+
+def _moments(record: LaunchRecord) -> list[tuple[str, float, str]]:
+    """(label, wall seconds, kind) of what the launcher saw: the last progress and the hang, or the failure."""
+    if record.hang:
+        return [("last progress", record.hang.last_progress_at, "event"),
+                ("hang declared", record.hang.declared_at, "detected")]
+    return [("failure seen", record.detected_at, "detected")] if record.detected_at else []
+
+
+def lane_timeline(record: LaunchRecord, base_dir: Path | None, trace_name: str = "") -> LaneTimeline | None:
+    """The page's drawing of the job's last collectives, or None when no rank left a readable record."""
+    by_rank, _ = entries_of(record, base_dir)
+    if not by_rank:
+        return None
+    culprits = set(record.culprit.ranks) if record.culprit else set()
+    shown = {rank: entries[-INLINE_ENTRIES:] for rank, entries in by_rank.items()}
+    origin = _origin(shown)
+    lanes = []
+    for rank in sorted(r.rank for r in record.ranks):
+        who = f"rank {rank}" + (" (culprit)" if rank in culprits else "")
+        entries = shown.get(rank)
+        if not entries:
+            ended = next((r.ended_by for r in record.ranks if r.rank == rank), None)
+            lanes.append(Lane(who, [], "no flight record" + (f" (the rank ended: {ended})" if ended else "")))
+            continue
+        last = entries[-1]
+        spans = [Span(f"{e.op} #{e.seq}", (e.start_ns - origin) / 1e9, (e.end_ns - origin) / 1e9, e.how,
+                      _state(e, last, culprits)) for e in entries]
+        earlier = len(by_rank[rank]) - len(entries)
+        lanes.append(Lane(who, spans, _lane_note(last) + (f"; {earlier} earlier in the trace file" if earlier else "")))
+    marks = [Mark(label, at - origin / 1e9, kind) for label, at, kind in _moments(record) if at]
+    headline = (f"Culprit: rank {', '.join(str(r) for r in sorted(culprits))}. {record.culprit.reason}"
+                if record.culprit else f"No culprit named; the job {record.outcome}.")
+    caption = (f"Each rank's last flight-recorder entries, from enqueue to completion (red: the culprit's last "
+               f"entry; orange: entries the other ranks were stuck in; blue: completed). {_backend_note(by_rank)}")
+    return LaneTimeline("hang-timeline", "Collectives per rank (flight recorder)", caption, lanes, marks, headline,
+                        trace_name)
+
+
+def _lane_note(last: Entry) -> str:
+    if last.pending:
+        return f"waiting in {last.op} #{last.seq} for {(last.end_ns - last.start_ns) / 1e9:.1f} s"
+    return f"last: {last.op} #{last.seq}, completed"
+
+
+def _backend_note(by_rank: dict[int, list[Entry]]) -> str:
+    timed = any(_ns(e.raw.get("time_discovered_completed_ns")) for entries in by_rank.values() for e in entries)
+    return "" if timed else ("This recorder kept no start or completion times (gloo): a completed entry is drawn up "
+                             "to the next one's enqueue.")
+
+
+def trace_events(record: LaunchRecord, base_dir: Path | None, version: str = "") -> dict | None:
+    """The Chrome trace-event document of every rank's entries, or None when no rank left a readable record."""
+    by_rank, dumped = entries_of(record, base_dir)
+    origin = _origin(by_rank)
+    if origin is None:
+        return None
+    culprits = set(record.culprit.ranks) if record.culprit else set()
+    events: list[dict] = []
+    for rank in sorted(by_rank):
+        entries = by_rank[rank]
+        name = f"rank {rank}" + (" (culprit)" if rank in culprits else "")
+        events.append({"name": "process_name", "ph": "M", "pid": rank, "tid": 0, "args": {"name": name}})
+        events.append({"name": "process_sort_index", "ph": "M", "pid": rank, "tid": 0, "args": {"sort_index": rank}})
+        for pg in sorted({e.pg for e in entries}):
+            events.append({"name": "thread_name", "ph": "M", "pid": rank, "tid": _tid(pg),
+                           "args": {"name": f"process group {pg}"}})
+        last = entries[-1] if entries else None
+        for e in entries:
+            events.append({
+                "name": f"{e.op} #{e.seq}", "cat": "p2p" if e.p2p else "collective", "ph": "X",
+                "ts": (e.start_ns - origin) / 1e3, "dur": (e.end_ns - e.start_ns) / 1e3, "pid": rank,
+                "tid": _tid(e.pg), "args": {
+                    "seq": e.seq, "highlight": _state(e, last, culprits), "end": e.how,
+                    "state": e.raw.get("state"), "retired": e.raw.get("retired"),
+                    "input_sizes": e.raw.get("input_sizes"), "input_dtypes": e.raw.get("input_dtypes"),
+                    "enqueued_ns": e.start_ns, "started_ns": _ns(e.raw.get("time_discovered_started_ns")) or None,
+                    "completed_ns": _ns(e.raw.get("time_discovered_completed_ns")) or None}})
+        if rank in dumped:
+            events.append(_instant("record dumped", dumped[rank], origin, rank))
+    for label, at, _ in _moments(record):
+        if at:
+            events.append(_instant(label, at, origin, None))
+    other = {"tool": f"ddplab {version}".strip(), "run_id": record.run_id, "outcome": record.outcome,
+             "origin_unix_ns": origin, "culprit_ranks": sorted(culprits),
+             "culprit_reason": record.culprit.reason if record.culprit else None}
+    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
+
+
+def _instant(label: str, wall_s: float, origin_ns: int, rank: int | None) -> dict:
+    event = {"name": label, "ph": "i", "ts": (wall_s * 1e9 - origin_ns) / 1e3, "pid": rank if rank is not None else 0,
+             "tid": 0, "s": "p" if rank is not None else "g"}
+    return event
+
+
+def _tid(pg: str) -> int:
+    return int(pg) if pg.isdigit() else zlib.crc32(pg.encode()) % 10_000 + 1000  # a stable number per group name
