@@ -1,7 +1,7 @@
 """Faults put into a check on purpose, so that tests (and an operator trying a runner's setup) can see a degraded
 node without one: `--inject` (hidden from --help), any number of times.
 
-    slow:OP    the sweep's rows of OP at its largest size made 10x slower (time x10, algbw and busbw / 10)
+    slow:OP    the sweep's rows of OP at its largest size made 100x slower (time x100, algbw and busbw / 100)
     wrong:OP   the same rows given wrong data (#wrong = every element)
     leftover   a real orphaned rank on the machine before the environment is surveyed: a sleeping process
                marked by a "launcher" that has already exited (procs.py's rules find it), ended once the
@@ -23,7 +23,7 @@ from ..records.run import StageRecord
 from .config import parse_injection
 from .metrics import stage_of
 
-SLOWDOWN = 10.0
+SLOWDOWN = 100.0  # below every built-in floor (rules.CEILING_SHARE) on every machine measured
 LEFTOVER_LIFE_S = 120
 # The "launcher": starts one sleeping rank marked with its own identity (procs.py), prints its pid, exits.
 _LAUNCHER = """import os, subprocess, sys
@@ -97,13 +97,24 @@ class Leftover:
         return self
 
     def __exit__(self, *exc) -> None:
+        import os
+
         import psutil
 
+        if self._proc is None:
+            return
         try:
             self._proc.kill()
-            self._proc.wait(timeout=5)
-        except (psutil.NoSuchProcess, psutil.TimeoutExpired, AttributeError):
-            pass
+        except psutil.NoSuchProcess:
+            return
+        # Re-parented to this process (a subreaper, or the init of a PID namespace), it is ours to reap.
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            try:
+                self._proc.wait(timeout=5)
+            except (psutil.NoSuchProcess, psutil.TimeoutExpired):
+                pass
 
     def describe(self) -> str:
         return f"leftover: pid {self.pid}, a rank of run {self.run_id} whose launcher exited"

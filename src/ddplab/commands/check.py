@@ -1,5 +1,7 @@
-"""`ddplab check`: a node acceptance check in the language of the runner that calls it (Nagios, node-problem-
-detector, Slurm, Prometheus' textfile collector, JUnit), from one run of the lab's measurements.
+"""`ddplab check`: a node acceptance check, said in the language of the health-check runner that calls it.
+
+Nagios, node-problem-detector, Slurm, Prometheus' textfile collector and JUnit, from one run of the lab's
+measurements:
 
 env and leftovers -> a short storm -> a sweep of all_reduce, all_gather, reduce_scatter and all_to_all at a few
 sizes with exact data -> the copy ceiling -> one kill_rank drill (nothing left behind); with --nnodes, pairwise
