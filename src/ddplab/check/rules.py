@@ -43,10 +43,11 @@ def judge_value(value: float, bound: Bound) -> Status:
 
 
 def threshold_text(bound: Bound, unit: str) -> str:
+    """">= 300 GB/s, else WARNING; >= 150 GB/s, else CRITICAL"."""
     side = ">=" if bound.floor else "<="
-    parts = [f"{side} {v:.4g} {unit} ({name})" for name, v in (("WARNING", bound.warning),
-                                                               ("CRITICAL", bound.critical)) if v is not None]
-    return ", ".join(parts)
+    return "; ".join(f"{side} {v:.4g} {unit}, else {name}" for name, v in (("WARNING", bound.warning),
+                                                                          ("CRITICAL", bound.critical))
+                     if v is not None)
 
 
 def ceiling_share(metrics: Metrics, setup: str) -> list[NodeCheck]:
