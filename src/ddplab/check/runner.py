@@ -56,9 +56,10 @@ def judge_report(config: CheckConfig, expectations: Expectations) -> Report:
         raise UsageError("invalid-report", f"--from-report {config.from_report} is a ddplab {source.command} "
                                            "report; give the report of `ddplab check` or `ddplab run`")
     r = source.results
+    earlier = list(getattr(r, "injected", []))  # a check's report keeps the faults put into it: still said
     record = judge(apply_row_faults(r.stages, config.inject), source.platform, expectations,
                    interrupted=r.interrupted, duration_s=r.duration_s, out=r.out, from_report=config.from_report,
-                   injected=_injected(config, None))
+                   injected=earlier + _injected(config, None))
     return Report(command=COMMAND, config=config, platform=source.platform, results=record,
                   verdict=record.status.verdict)
 
