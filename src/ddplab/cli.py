@@ -2,7 +2,9 @@
 
 Exit codes (errors.ExitCode): 0 pass/warn, 1 a check failed, 2 bad usage (nothing
 was started), 3 this machine cannot run it, 70 a bug in ddplab (the traceback is in a
-file), 130 interrupted.
+file), 130 interrupted. A command that speaks a health-check runner's language (`ddplab check
+--format nagios|npd`) says its errors in that language too, with that runner's exit code
+(its ``runner_error`` hook).
 """
 
 from __future__ import annotations

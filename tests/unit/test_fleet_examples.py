@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ddplab.check import thresholds
-from ddplab.check.thresholds import tomllib
+from ddplab.check.thresholds import toml
 from tests.crafted_reports import FIXTURE
 
 FLEET = Path(__file__).resolve().parents[2] / "examples" / "fleet"
@@ -25,7 +25,7 @@ def test_the_thresholds_file_and_the_configmaps_load():
     yaml = pytest.importorskip("yaml")
     docs = list(yaml.safe_load_all((FLEET / "kubernetes" / "ddplab-check-daemonset.yaml").read_text()))
     assert [d["kind"] for d in docs] == ["Namespace", "ConfigMap", "DaemonSet"]
-    assert thresholds.parse(tomllib.loads(docs[1]["data"]["thresholds.toml"]), "configmap").entries
+    assert thresholds.parse(toml().loads(docs[1]["data"]["thresholds.toml"]), "configmap").entries
     container = docs[2]["spec"]["template"]["spec"]["containers"][0]
     assert "--format nagios" in container["args"][0] and "-le 1" in container["readinessProbe"]["exec"]["command"][2]
     rules = yaml.safe_load((FLEET / "node_exporter" / "ddplab-alerts.yml").read_text())

@@ -27,12 +27,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the backport pyproject.toml installs there
-    import tomli as tomllib
-
-from ..errors import UsageError
+from ..errors import EnvironmentUnsupported, UsageError
 from ..sizes import human, parse_size
 from .plan import OPS, every_sweep_size
 from .record import MachineType
@@ -92,8 +87,23 @@ class Thresholds:
         return next((e for e in self.entries if e.matches(machine)), None)
 
 
+def toml():
+    """The standard library's TOML reader, or on Python 3.10 its backport (a dependency there, pyproject.toml)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError:
+            raise EnvironmentUnsupported("toml-reader-missing", "--thresholds: this Python has no tomllib (3.11+) "
+                                                                "and tomli is not installed",
+                                         hint="pip install tomli (or install ddplab with pip, which does)") from None
+    return tomllib
+
+
 def load(path: str) -> Thresholds:
     """Read and check a thresholds file; UsageError (exit 2) names the file, the key and what is valid."""
+    tomllib = toml()
     p = Path(path)
     if not p.is_file():
         raise UsageError("invalid-thresholds", f"--thresholds {path} is not a file")

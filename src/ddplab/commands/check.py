@@ -110,7 +110,21 @@ def validate(args) -> CheckConfig:
             check_output_file(path, flag)
     if args.textfile_dir:
         check_output_dir(args.textfile_dir, "--textfile-dir")
+        _require_prometheus_client()
     return config
+
+
+def _require_prometheus_client() -> None:
+    """--textfile-dir writes with Prometheus' own client: refuse now (exit 3) where it is missing, not at the end."""
+    import importlib.util
+
+    if importlib.util.find_spec("prometheus_client") is None:
+        from ..errors import EnvironmentUnsupported
+
+        raise EnvironmentUnsupported("prometheus-client-missing", "--textfile-dir needs prometheus_client, which is "
+                                                                  "not installed", hint="pip install prometheus_client "
+                                                                                        "(or install ddplab with pip, "
+                                                                                        "which does)")
 
 
 def main(args, console) -> int:
