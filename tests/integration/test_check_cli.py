@@ -51,6 +51,9 @@ def test_exit_code_and_stdout_for_a_judged_node(node, fmt, capsys, tmp_path):
         assert out.count("\n") == 1 and out.startswith(f"{word}: ") and message in out
     elif fmt == "json":
         doc = json.loads(out)
+        assert {"schema_version", "command", "config", "platform", "results", "verdict"} <= set(doc)
+        assert {"status", "summary", "machine", "expectations", "node_checks", "metrics", "finished_unix", "stages",
+                "duration_s", "injected"} <= set(doc["results"])
         assert doc["command"] == "check" and doc["results"]["status"] == word.lower()
         assert message in doc["results"]["summary"] and doc["results"]["injected"] == list(inject)
     else:
@@ -149,3 +152,21 @@ def test_a_check_report_is_drawn_again_by_ddplab_report(capsys, tmp_path):
     page = (tmp_path / "check.html").read_text()
     assert page.count("class='check-row'") == len(json.loads(path.read_text())["results"]["node_checks"])
     assert "collective results correct" in page and "FAIL" in page
+
+
+@pytest.mark.parametrize("fmt, code", [("text", 70), ("nagios", 3), ("npd", 3)])
+def test_a_bug_is_70_or_the_runners_unknown_with_one_line(fmt, code, capsys, monkeypatch, tmp_path):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the traceback goes, for this test
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("judge bug")
+
+    monkeypatch.setattr("ddplab.check.runner.judge", broken)
+    got, out, err = _run(["check", "--from-report", str(FIXTURE), "--format", fmt], capsys)
+    assert got == code and "internal-error: ddplab check broke (RuntimeError: judge bug" in err
+    if fmt == "nagios":
+        assert parse_nagios(out)[0] == "UNKNOWN" and "judge bug" in out
+    elif fmt == "npd":
+        assert out.startswith("UNKNOWN: internal-error: ddplab check broke") and out.count("\n") == 1
