@@ -3,7 +3,6 @@ baseline written), and a node degraded by injection (a leftover process, a slow 
 with each fault's message, and the leftover gone afterwards). Each runs in a PID namespace of its own where
 the machine allows (run_cli(alone=True)): the check judges the whole machine, and other tests make orphans."""
 
-import json
 import xml.etree.ElementTree as ET
 
 import psutil
