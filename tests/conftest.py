@@ -117,7 +117,7 @@ def golden_run(tmp_path_factory):
 # (`clean --yes`) are one unit together: run side by side, one would end or count the other's orphans.
 ORPHAN_MODULES = {f"tests/integration/{name}.py" for name in
                   ("test_clean", "test_drills_cpu", "test_launch_cpu", "test_launch_secrets", "test_launcher_death",
-                   "test_torchrun_drill_ready")}
+                   "test_torchrun_drill_ready", "test_check_cpu")}
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: only called when the tests run in several processes

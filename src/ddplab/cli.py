@@ -2,7 +2,9 @@
 
 Exit codes (errors.ExitCode): 0 pass/warn, 1 a check failed, 2 bad usage (nothing
 was started), 3 this machine cannot run it, 70 a bug in ddplab (the traceback is in a
-file), 130 interrupted.
+file), 130 interrupted. A command that speaks a health-check runner's language (`ddplab check
+--format nagios|npd`) says its errors in that language too, with that runner's exit code
+(its ``runner_error`` hook).
 """
 
 from __future__ import annotations
@@ -20,10 +22,19 @@ from .errors import DdplabError, ExitCode, invalid_choice, printable
 from .files import check_output_file
 
 
+class ArgumentsRefused(SystemExit):
+    """argparse refused the command line (exit 2); ``message`` says why, for a runner's format."""
+
+    def __init__(self, message: str):
+        super().__init__(ExitCode.USAGE)
+        self.message = message
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse's own errors: same shape and exit code as ours
         self.print_usage(sys.stderr)
-        self.exit(ExitCode.USAGE, f"error: invalid-usage\n  {self.prog}: {printable(message)}\n")
+        sys.stderr.write(f"error: invalid-usage\n  {self.prog}: {printable(message)}\n")
+        raise ArgumentsRefused(f"invalid-usage: {self.prog}: {printable(message)}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,7 +57,13 @@ def main(argv: list[str] | None = None) -> int:
         print(err.render(), file=sys.stderr)
         return ExitCode.USAGE
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except ArgumentsRefused as refused:
+        spoken = in_runner_format(argv, ExitCode.USAGE, refused.message)
+        if spoken is None:
+            raise
+        return spoken
     if not args.command:
         parser.print_help()
         return ExitCode.USAGE
@@ -65,13 +82,28 @@ def main(argv: list[str] | None = None) -> int:
         return int(module.main(args, console))
     except DdplabError as exc:
         print(exc.render(), file=sys.stderr)
-        return int(exc.exit_code)
+        return _exit(argv, exc.exit_code, f"{exc.reference}: {exc.message}")
     except KeyboardInterrupt:
         print("interrupted by user", file=sys.stderr)
-        return int(ExitCode.INTERRUPTED)
+        return _exit(argv, ExitCode.INTERRUPTED, "interrupted by user")
     except Exception as exc:  # a bug: one line here, the whole traceback in a file
-        print(internal_error_line(args, exc, write_traceback(args)), file=sys.stderr)
-        return int(ExitCode.INTERNAL)
+        line = internal_error_line(args, exc, write_traceback(args))
+        print(line, file=sys.stderr)
+        return _exit(argv, ExitCode.INTERNAL, line)
+
+
+def in_runner_format(argv: list[str], exit_code: int, message: str) -> int | None:
+    """A command that speaks a health-check runner's language (`check --format nagios`) says an error in it too:
+    its ``runner_error`` hook prints the runner's line and gives the runner's exit code. None: ddplab's own."""
+    if not argv or argv[0] not in commands.COMMANDS:
+        return None
+    hook = getattr(commands.load(argv[0]), "runner_error", None)
+    return hook(argv[1:], int(exit_code), message) if hook is not None else None
+
+
+def _exit(argv: list[str], exit_code: int, message: str) -> int:
+    spoken = in_runner_format(argv, exit_code, message)
+    return int(exit_code) if spoken is None else spoken
 
 
 def internal_error_line(args, exc: BaseException, traceback_path: Path | None) -> str:

@@ -32,7 +32,7 @@ def run(config: RunConfig, console) -> Report:
     started = time.monotonic()
     records: list[StageRecord] = []
     env_stage = Stage("env", "env", measurements.get("env").Config(device=config.device))
-    env_report = _stage(records, env_stage, console)
+    env_report = run_stage(records, env_stage, console)
     platform = env_report.platform if env_report else None
     plan = stages(config.profile, config.nproc, Machine.of(platform, config.device), out, config.stage_deadline_s)
     return run_stages(config, plan, out, console, platform, records, started, first=[env_stage])
@@ -40,9 +40,10 @@ def run(config: RunConfig, console) -> Report:
 
 def run_stages(config: RunConfig, plan: list[Stage], out: Path, console, platform=None,
                records: list[StageRecord] | None = None, started: float | None = None,
-               first: list[Stage] = ()) -> Report:
+               first: list[Stage] = (), write: bool = True) -> Report:
     """Run ``plan`` stage by stage into ``out`` (claimed), then the leftover check; write and return the report.
-    ``records``: stages already run (the env stage, listed in ``first``)."""
+    ``records``: stages already run (the env stage, listed in ``first``). ``write=False``: return the report
+    unwritten, for a command that writes its own from it (`ddplab check`)."""
     records = records if records is not None else []
     started = started if started is not None else time.monotonic()
     interrupted = False
@@ -50,7 +51,7 @@ def run_stages(config: RunConfig, plan: list[Stage], out: Path, console, platfor
         if interrupts.requested():  # Ctrl+C/SIGTERM between stages (or during env)
             break
         try:
-            report = _stage(records, stage, console)
+            report = run_stage(records, stage, console)
         except KeyboardInterrupt:  # a second Ctrl+C: the stage was cut short
             interrupted = True
             records.append(StageRecord(stage.name, stage.command_line, Verdict.FAIL, "interrupted by the user"))
@@ -67,7 +68,8 @@ def run_stages(config: RunConfig, plan: list[Stage], out: Path, console, platfor
                                                    for s in [*first, *plan]])
     report = Report(command=COMMAND, config=planned, platform=platform, results=record,
                     verdict=Verdict.worst(s.verdict for s in records))
-    write_reports(report, out)
+    if write:
+        write_reports(report, out)
     return report
 
 
@@ -90,7 +92,7 @@ def write_reports(report: Report, out: Path) -> None:
     write_page(report, out / "report.html")
 
 
-def _stage(records: list[StageRecord], stage: Stage, console) -> Report | None:
+def run_stage(records: list[StageRecord], stage: Stage, console) -> Report | None:
     """Run one stage in isolation; record what it gave, or why it could not run."""
     from . import display
 

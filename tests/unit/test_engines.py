@@ -410,6 +410,6 @@ def test_an_engine_stage_where_no_binding_is_known_is_skipped_with_the_reason(mo
     monkeypatch.setattr(storm, "run_workload", lambda *a, **k: pytest.fail("no rank may start"))
     stage = profiles.engine_stages(lambda name: LaunchOptions(run_dir=str(tmp_path / name)))[0]
     records: list[StageRecord] = []
-    assert lab._stage(records, stage, Console(file=io.StringIO())) is None
+    assert lab.run_stage(records, stage, Console(file=io.StringIO())) is None
     assert records[0].verdict == Verdict.SKIP and records[0].error == "no-library-binding"
     assert "no library binding known for host CPU" in records[0].summary

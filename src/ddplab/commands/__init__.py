@@ -11,6 +11,7 @@ import importlib
 
 COMMANDS: dict[str, str] = {
     "run": "ddplab.commands.run",
+    "check": "ddplab.commands.check",
     "env": "ddplab.commands.env",
     "train": "ddplab.commands.train",
     "storm": "ddplab.commands.storm",

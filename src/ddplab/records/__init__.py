@@ -20,6 +20,7 @@ _REPORT_TYPES: dict[str, tuple[str, str, str, str]] = {
     "compare": ("ddplab.records.compare", "CompareConfig", "ddplab.records.compare", "CompareRecord"),
     "clean": ("ddplab.config", "CleanConfig", "ddplab.records.clean", "CleanRecord"),
     "launch": ("ddplab.config", "LaunchConfig", "ddplab.records.launch", "LaunchRecord"),
+    "check": ("ddplab.check.config", "CheckConfig", "ddplab.check.record", "CheckRecord"),
 }
 
 

@@ -1,0 +1,43 @@
+"""What each health-check runner reads, all made from one CheckRecord (and the Report around it).
+
+    --format text    the terminal table (default); exit codes as every ddplab command's
+    --format json    the JSON report on stdout; the same exit codes
+    --format nagios  Nagios plugin: one status line with perfdata; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN
+    --format npd     node-problem-detector custom plugin: one message line; exit 0 OK, 1 problem, 3 unknown
+    --textfile-dir   Prometheus exposition for node_exporter's textfile collector (any format)
+    --junit          JUnit XML, one testcase per check (any format)
+
+Exit codes, by format (EXIT_CODES): ddplab's own are 0 pass or warn, 1 fail, 2 bad usage, 3 cannot run here;
+in a runner's format the runner's convention wins, and anything that is not a verdict on the node (bad usage,
+cannot run here, an internal error, an interrupted check) is that runner's UNKNOWN.
+"""
+
+from __future__ import annotations
+
+from ..record import Status
+
+FORMATS = ("text", "json", "nagios", "npd")
+RUNNER_FORMATS = ("nagios", "npd")
+UNKNOWN_EXIT = 3  # Nagios' UNKNOWN; node-problem-detector reads any code but 0 and 1 as unknown
+
+EXIT_CODES = {
+    "text": {Status.OK: 0, Status.WARNING: 0, Status.CRITICAL: 1, Status.UNKNOWN: 3},
+    "json": {Status.OK: 0, Status.WARNING: 0, Status.CRITICAL: 1, Status.UNKNOWN: 3},
+    "nagios": {s: s.code for s in Status},
+    # A WARNING is no node problem: the node stays schedulable, and the message says WARNING.
+    "npd": {Status.OK: 0, Status.WARNING: 0, Status.CRITICAL: 1, Status.UNKNOWN: UNKNOWN_EXIT},
+}
+
+
+def exit_code(status: Status, fmt: str) -> int:
+    return EXIT_CODES[fmt][status]
+
+
+def error_exit_code(fmt: str | None, ddplab_code: int) -> int:
+    """The exit code of an error (bad usage 2, cannot run 3, internal 70, interrupted 130) in ``fmt``."""
+    return UNKNOWN_EXIT if fmt in RUNNER_FORMATS else ddplab_code
+
+
+def one_line(text: str) -> str:
+    """Text a runner shows on one line: no line breaks, and no "|" (Nagios' perfdata separator)."""
+    return " ".join(str(text).replace("|", "/").split())

@@ -1,0 +1,190 @@
+"""`ddplab check`: a node acceptance check, said in the language of the health-check runner that calls it.
+
+Nagios, node-problem-detector, Slurm, Prometheus' textfile collector and JUnit, from one run of the lab's
+measurements:
+
+env and leftovers -> a short storm -> a sweep of all_reduce, all_gather, reduce_scatter and all_to_all at a few
+sizes with exact data -> the copy ceiling -> one kill_rank drill (nothing left behind); with --nnodes, pairwise
+between machines. Held to a thresholds file per machine type, a good node's report (--baseline), or the
+built-in defaults. src/ddplab/check/ holds the logic; this module only reads the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+from ..check import formats
+from ..check.config import DEFAULT_STAGE_DEADLINE_S, DEFAULT_TOLERANCE, CheckConfig, parse_tolerance
+from ..config import RDZV_HOST_CHOICES
+
+SUMMARY = "node acceptance check for fleet runners: Nagios, node-problem-detector, Slurm, Prometheus, JUnit"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", default="text", metavar="|".join(formats.FORMATS),
+                        help="what goes to stdout, and which exit codes: text (ddplab's: 0 pass or warn, 1 fail, "
+                             "2 usage, 3 cannot run), json (the report; the same codes), nagios (one status line "
+                             "with perfdata; 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN), npd (node-problem-detector: "
+                             "one message line; 0 OK or WARNING, 1 problem, 3 unknown) (default: text)")
+    parser.add_argument("--thresholds", metavar="FILE", help="TOML file of busbw and latency bounds per machine type")
+    parser.add_argument("--baseline", metavar="REPORT", help="a good node's check (or lab) report to hold this one to")
+    parser.add_argument("--tolerance", default=f"{100 * DEFAULT_TOLERANCE:g}%",
+                        help="--baseline: how far busbw and copy rate may fall, and latency rise, before a WARNING "
+                             "(default: %(default)s)")
+    parser.add_argument("--critical-tolerance", default=None,
+                        help="--baseline: beyond this, CRITICAL (default: never)")
+    parser.add_argument("--write-baseline", metavar="PATH", help="also write the report here, to hold other nodes to")
+    parser.add_argument("--textfile-dir", metavar="DIR",
+                        help="write ddplab_check.prom here for node_exporter's textfile collector")
+    parser.add_argument("--junit", metavar="PATH", help="write JUnit XML here, one testcase per check")
+    parser.add_argument("--json", metavar="PATH", help="also write the JSON report here")
+    parser.add_argument("--out", default=None, help="output directory, new or empty (default: ./ddplab-runs/check-ID)")
+    parser.add_argument("--from-report", metavar="REPORT",
+                        help="judge a report already written (a check's or `ddplab run`'s) instead of running")
+    parser.add_argument("--device", default="auto", help="device type (default: detected accelerator, else cpu)")
+    parser.add_argument("--nproc", type=int, default=2,
+                        help="ranks on one device or the host (2+ devices: one per device) (default: 2)")
+    parser.add_argument("--stage-deadline", type=float, default=DEFAULT_STAGE_DEADLINE_S,
+                        help="seconds without progress before a stage's ranks are cut (default: %(default)s)")
+    parser.add_argument("--nnodes", type=int, default=None,
+                        help="machines in the job, each running this check: pairwise between them (default: 1, or "
+                             "the nodes srun started it on)")
+    parser.add_argument("--rdzv-endpoint", default=None, help="HOST:PORT of the rendezvous, the same on every machine")
+    parser.add_argument("--rdzv-id", default=None, help="several machines: the job's name, the same on every machine")
+    parser.add_argument("--rdzv-host", default=None, metavar="|".join(RDZV_HOST_CHOICES),
+                        help="several machines: host the rendezvous store here? (default: auto)")
+    parser.add_argument("--inject", action="append", default=[], help=argparse.SUPPRESS)  # tests: check/inject.py
+
+
+def config_from_args(args, environ=os.environ) -> CheckConfig:
+    from ..cluster import launchers
+    from ..errors import UsageError, invalid_choice
+
+    if args.format not in formats.FORMATS:
+        raise invalid_choice("format", args.format, formats.FORMATS)
+    where = launchers.resolve(launchers.detect(environ), launchers.Asked(
+        nproc=None, nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint, rdzv_host=args.rdzv_host))
+    if where.started_by is not None:
+        raise UsageError("not-under-torchrun", "ddplab check starts ranks of its own: run it once per machine "
+                                               "(under srun or by hand), not as torchrun's workers")
+    return CheckConfig(device=args.device, nproc=args.nproc, nnodes=where.nnodes, rdzv_endpoint=where.rdzv_endpoint,
+                       rdzv_id=args.rdzv_id, rdzv_host=where.rdzv_host, out=args.out,
+                       stage_deadline_s=args.stage_deadline, thresholds=args.thresholds, baseline=args.baseline,
+                       tolerance=parse_tolerance(args.tolerance, "--tolerance"),
+                       critical_tolerance=None if args.critical_tolerance is None else
+                       parse_tolerance(args.critical_tolerance, "--critical-tolerance"),
+                       from_report=args.from_report, inject=tuple(args.inject))
+
+
+def expectations_of(config: CheckConfig):
+    """The thresholds file and the baseline, read and checked (exit 2 naming the file, the key, what is valid)."""
+    from ..check import baseline, thresholds
+    from ..check.judge import Expectations
+
+    return Expectations(
+        thresholds=thresholds.load(config.thresholds) if config.thresholds else None,
+        baseline=baseline.load(config.baseline, config.tolerance, config.critical_tolerance)
+        if config.baseline else None)
+
+
+def validate(args) -> CheckConfig:
+    from ..files import check_output_dir, check_output_file
+
+    config = config_from_args(args)
+    expectations_of(config)
+    if config.from_report:
+        from ..records.load import read_report
+
+        read_report(config.from_report)
+    elif args.out:
+        from .run import check_out_dir
+
+        check_out_dir(Path(args.out))
+    for path, flag in ((args.junit, "--junit"), (args.write_baseline, "--write-baseline")):
+        if path:
+            check_output_file(path, flag)
+    if args.textfile_dir:
+        check_output_dir(args.textfile_dir, "--textfile-dir")
+        _require_prometheus_client()
+    return config
+
+
+def _require_prometheus_client() -> None:
+    """--textfile-dir writes with Prometheus' own client: refuse now (exit 3) where it is missing, not at the end."""
+    import importlib.util
+
+    if importlib.util.find_spec("prometheus_client") is None:
+        from ..errors import EnvironmentUnsupported
+
+        raise EnvironmentUnsupported("prometheus-client-missing", "--textfile-dir needs prometheus_client, which is "
+                                                                  "not installed", hint="pip install prometheus_client "
+                                                                                        "(or install ddplab with pip, "
+                                                                                        "which does)")
+
+
+def main(args, console) -> int:
+    from ..check import runner
+    from ..check.formats import junit, nagios, npd, prometheus, text
+    from ..report import write_json
+
+    config = config_from_args(args)
+    progress = console if args.format == "text" else _stderr_console()
+    report = runner.run(config, progress, expectations_of(config))
+    record = report.results
+    doc = report.to_json()
+    for path in (args.json, args.write_baseline):  # every file first: a status is printed once all are stored
+        if path:
+            write_json(doc, path)
+    if args.textfile_dir:
+        prometheus.write(record, args.textfile_dir)
+    if args.junit:
+        junit.write(record, args.junit, hostname=getattr(report.platform, "hostname", "") or socket.gethostname())
+    if args.format == "nagios":
+        print(nagios.render(record))
+    elif args.format == "npd":
+        print(npd.render(record))
+    elif args.format == "json":
+        print(json.dumps(doc, indent=2))
+    else:
+        text.render(record, console)
+    if record.interrupted and args.format in ("text", "json"):
+        from ..errors import ExitCode
+
+        return ExitCode.INTERRUPTED
+    return formats.exit_code(record.status, args.format)
+
+
+def runner_error(argv: list[str], exit_code: int, message: str) -> int | None:
+    """cli.py's hook: a usage error, a machine that cannot run the check, or a bug, said in the runner's language
+    when the command line asked for one (`--format nagios|npd`); None: ddplab's own way."""
+    fmt = requested_format(argv)
+    if fmt not in formats.RUNNER_FORMATS:
+        return None
+    from ..check.formats import nagios, npd
+
+    message = message[len("error: "):] if message.startswith("error: ") else message
+    print((nagios if fmt == "nagios" else npd).unknown(message))
+    sys.stdout.flush()
+    return formats.error_exit_code(fmt, exit_code)
+
+
+def requested_format(argv: list[str]) -> str | None:
+    """--format's value from a command line argparse may have refused (the last one given wins, as in argparse)."""
+    found = None
+    for i, arg in enumerate(argv):
+        if arg == "--format" and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif arg.startswith("--format="):
+            found = arg.split("=", 1)[1]
+    return found
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(file=sys.stderr, highlight=False, width=160)
