@@ -179,7 +179,7 @@ def _stages_and_checks(report: Report) -> tuple[list[tuple], list[Check]]:
 
 
 def _figures(stages: list[tuple], base_dir: Path | None, trace_name: str) -> list:
-    from .job_figures import launch_figures, with_units
+    from .job_figures import launch_figures
     from .records.launch import LaunchRecord
 
     out = []
@@ -189,7 +189,7 @@ def _figures(stages: list[tuple], base_dir: Path | None, trace_name: str) -> lis
             out.extend(launch_figures(results, name, base_dir, trace_name))
         elif results is not None and hasattr(results, "figures"):
             out.extend(results.figures(name))
-    return [with_units(f) for f in out]
+    return out
 
 
 def _baseline_note(baseline, overlaid: int) -> Markup:

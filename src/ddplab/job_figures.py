@@ -24,7 +24,7 @@ def launch_figures(record: LaunchRecord, stage: str, base_dir: Path | None, trac
     own = [f for f in record.figures(stage) if f.id != "launch-culprit"]
     timeline = lane_timeline(record, base_dir, trace_name)
     marks = moments(record)
-    own = [replace(f, marks=[*f.marks, *marks]) if isinstance(f, LineChart) and f.x_label == "time (s)" else f
+    own = [replace(f, marks=[*f.marks, *marks]) if isinstance(f, LineChart) and f.x_label == "time since the launch" else f
            for f in own]
     return ([timeline] if timeline else []) + [culprit_table(record, stage)] + own
 
@@ -92,13 +92,3 @@ def moments(record: LaunchRecord) -> list[Mark]:
     elif record.detected_at:
         found.append(Mark("failure seen", record.detected_at - started, "detected"))
     return found
-
-
-def with_units(figure):
-    """The sampler's charts (records/session.py Timeseries) say "time (s)" and "(MiB)" in their labels but set
-    no units: give their axes seconds and MiB so that the ticks read as such."""
-    if not isinstance(figure, LineChart) or figure.x_unit != cs.PLAIN or figure.x_label != "time (s)":
-        return figure
-    y_unit = cs.MIB if figure.y_label.endswith("(MiB)") else cs.SECONDS if figure.y_label.endswith("(s)") else \
-        figure.y_unit
-    return replace(figure, x_unit=cs.SECONDS, y_unit=y_unit, x_label="time since the launch")

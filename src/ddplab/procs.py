@@ -431,12 +431,29 @@ def clean(config: "CleanConfig") -> CleanRecord:
         targets = record.targets
         if not (config.yes and targets):
             return record
+        _stop_leftover_daemons(targets, platform.spec)
         ended = end(targets, config.grace_s)
         held = still_holding(monitor, [t.pid for t in targets])
         return replace(record, ended=ended, memory_returned=not held if monitor.api else None,
                        memory_still_held=held)
     finally:
         monitor.close()
+
+
+def _stop_leftover_daemons(targets, vendor) -> None:
+    """A private sharing daemon an earlier ddplab left (marked with its run id, its launcher gone) is stopped through
+    its own pipe first, as its launcher would have (platform/sharing_daemon.py); `end` takes what is left."""
+    from .platform import sharing_daemon
+
+    for target in targets:
+        if os.path.basename((getattr(target, "cmdline", None) or "").split(" ")[0]) not in \
+                vendor.sharing_daemon_processes:
+            continue
+        try:
+            environ = psutil.Process(target.pid).environ()
+        except psutil.Error:
+            continue
+        sharing_daemon.stop_leftover(vendor, environ)
 
 
 def _named(pid: int | None, found: Survey) -> Orphan | OtherProcess | GoneProcess | None:

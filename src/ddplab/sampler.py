@@ -44,9 +44,11 @@ class RankSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ddplab-sampler", daemon=True)
         self._t0 = time.monotonic()
+        self._started_at: float | None = None  # wall time of t_s = 0, once sampling started
 
     def __enter__(self):
         self._t0 = time.monotonic()
+        self._started_at = time.time()
         if self.enabled:
             self._thread.start()
         return self
@@ -117,6 +119,7 @@ class RankSampler:
             device_queries_kept_out_of_timed_windows=self.enabled and self.gate is not None,
             device_queries=len(self.device_queries),
             device_queries_skipped_while_timing=self.device_queries_skipped,
+            started_at=self._started_at if self.enabled else None,
         )
 
     def peaks(self) -> dict[int, SamplerPeaks]:

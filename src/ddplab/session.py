@@ -96,7 +96,13 @@ def start_sharing_daemon(opts: LaunchOptions, platform: Platform, placement: Pla
 
     if placement.sharing_daemon is None:
         return placement, None
-    daemon = (make_daemon or daemon_mod.PrivateDaemon)(platform.spec, run.sharing_daemon_dir)
+    if make_daemon is not None:
+        daemon = make_daemon(platform.spec, run.sharing_daemon_dir)
+    else:  # carrying the run's markers: `ddplab clean` tells one left by a launcher that is gone
+        from .procs import start_ticks
+
+        daemon = daemon_mod.PrivateDaemon(platform.spec, run.sharing_daemon_dir,
+                                          run.marker_env(os.getpid(), start_ticks(os.getpid())))
     try:
         env = daemon.start(placement.device_indices)
     except daemon_mod.DaemonUnusable as exc:
@@ -105,7 +111,22 @@ def start_sharing_daemon(opts: LaunchOptions, platform: Platform, placement: Pla
     except BaseException:
         daemon.stop()
         raise
+    _tell_the_guardian(run, daemon)
     return replace(placement, env={**placement.env, **env}), daemon
+
+
+def _tell_the_guardian(run: RunDir, daemon) -> None:
+    """daemons.json: how the run's guardian stops this daemon if the launcher dies without stopping it."""
+    import json
+
+    from .files import write_text_atomic
+
+    entry = daemon.guardian_entry() if hasattr(daemon, "guardian_entry") else None
+    if entry is not None:
+        try:
+            write_text_atomic(run.daemons_file, json.dumps([entry]))
+        except Exception:  # noqa: BLE001 - the daemon is stopped in the launcher's finally all the same
+            pass
 
 
 def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: Observer = QUIET,
@@ -165,10 +186,13 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
     from . import display
     from .platform import open_monitor
 
+    from .supervision.job import Guardian
+
     platform, placement = prepared or prepare(opts)
     run = RunDir.create(opts.run_dir, label)
     monitor = daemon = None
     console = observer.console
+    guardian = Guardian(run).__enter__()  # before the daemon: nothing the run starts outlives a SIGKILLed ddplab
     try:
         placement, daemon = start_sharing_daemon(opts, platform, placement, run, make_daemon)
         if rank_env:
@@ -186,13 +210,14 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
             spec = lab_job(run, placement.nproc, rdzv, opts.hang_timeout_s, sampler, controller,
                            entrypoint=entrypoint, args=args, env=env, description=description,
                            device_type=placement.device_type)
-            outcome = run_job(spec)
+            outcome = run_job(replace(spec, guardian=False))
             ended_at = time.time()
     finally:
         if monitor is not None:
             monitor.close()
         if daemon is not None:
             daemon.stop()  # never leave a daemon behind, least of all one a crashed rank may have poisoned
+        guardian.__exit__(None, None, None)
     record = replace(_record(placement, run, outcome, sampler, daemon.record() if daemon else None,
                              outcome.hang, opts.nnodes), platform=platform, culprit=outcome.culprit,
                      machines_lost=None if outcome.ok else outcome.machines_lost)
@@ -223,13 +248,16 @@ def lab_job(run: RunDir, nproc: int, rdzv: Rendezvous, hang_timeout_s: float | N
             max_restarts=0, monitor_interval=0.1, start_method="spawn",
             logs_specs=_logs_specs(run), shutdown_timeout=5, signals_to_handle=elastic.ELASTIC_SIGNALS)
 
-    env = dict(env)
+    from . import numpy_warning
+
+    # the lab's ranks import torch without numpy on a fresh system Python: no stray warning (a user's job is theirs)
+    env = {**env, "PYTHONWARNINGS": numpy_warning.for_ranks(os.environ.get("PYTHONWARNINGS"))}
     if nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
         # What torchrun does: N ranks each spinning up all-core thread pools overload the host.
         env["OMP_NUM_THREADS"] = "1"
     return JobSpec(run=run, nproc=nproc, entrypoint=entrypoint, args=args, meeting=meet, make_config=config,
                    env=env, hang_timeout_s=hang_timeout_s, job_id=rdzv.run_id or "", description=description,
-                   sampler=sampler, controller=controller)
+                   sampler=sampler, controller=controller, exposure=exposure)
 
 
 def _logs_specs(run: RunDir):

@@ -50,7 +50,7 @@ def test_the_command_exits_0_when_every_drill_it_ran_passed(shared):
 
 
 @pytest.mark.parametrize("name, mechanism", [
-    ("kill-rank", ("launcher teardown", "peer connection lost")),
+    ("kill-rank", ("launcher (a rank ended)", "peer connection lost")),
     ("late_rank", ("store timeout", "ddplab supervisor")),
     ("desync", ("collective timeout (gloo)", "ddplab supervisor", "peer connection lost")),
 ])

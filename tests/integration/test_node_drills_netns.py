@@ -43,8 +43,8 @@ def test_a_stalled_rank_on_the_other_machine_is_named_from_both_machines(machine
         assert drill["verdict"] == "pass", (name, drill["culprit_reason"])
         assert drill["culprit_ranks"] == [3] and drill["culprit_hosts"] == {"3": b.address}, name
         assert drill["injected"]["rank"] == 3 and drill["injected"]["at"] is not None, name  # seen from a too
-        hang = drill["session"]["hang"]  # each machine's own supervisor declared it, from the job's store
-        assert hang["culprit_ranks"] == [3] and hang["culprit_hosts"] == {"3": b.address}, name
+        hang, culprit = drill["session"]["hang"], drill["session"]["culprit"]  # each machine judged it, from the store
+        assert culprit["ranks"] == [3] and culprit["hosts"] == {"3": b.address}, name
         assert hang["judged_from"] == "the job's store" and sorted(hang["snapshot"]) == ["0", "1", "2", "3"], name
         assert drill["blocking_wait"]["culprit_ranks"] == [3], name  # the second session met again and agreed
         assert drill["leaked_pids"] == [], name
@@ -89,8 +89,9 @@ def test_a_pulled_cable_is_named_by_the_surviving_machine(machines, tmp_path):
     doc = load_json(tmp_path / "a.json")
     hang = doc["results"]["hang"]
     assert procs["a"].returncode == 1 and hang is not None, doc["results"].get("launcher_error")
-    assert hang["culprit_ranks"] == [2, 3] and "heartbeat stopped" in hang["reason"]
-    assert hang["culprit_hosts"] == {"2": b.address, "3": b.address}
+    culprit = doc["results"]["culprit"]
+    assert culprit["ranks"] == [2, 3] and "heartbeat stopped" in culprit["reason"]
+    assert culprit["hosts"] == {"2": b.address, "3": b.address}
     procs["b"].wait(timeout=90)  # cut off, b's ranks end at their own timeout at the latest
     assert a.pids() == [] and b.pids() == []
 
@@ -101,7 +102,7 @@ def _wait_for_steps(*run_dirs, timeout_s: float = 120) -> None:
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        phases = [json.loads(f.read_text()).get("phase") for d in run_dirs for f in (d / "status").glob("[0-9]*.json")
+        phases = [json.loads(f.read_text()).get("phase") for d in run_dirs for f in d.glob("ranks/*/status.json")
                   if f.stat().st_size]
         if len(phases) == 4 and all(p == "running" for p in phases):
             time.sleep(1)  # a few steps in

@@ -45,7 +45,8 @@ class Case:
 
 CASES = (
     Case("skip", "skip (stops issuing collectives, exits 0)", "skip", kind="behind"),
-    Case("skip_continue", "skip and continue (one collective short)", "skip_continue", kind="behind"),
+    Case("skip_continue", "skip and continue (one collective short)", "skip_continue", kind="behind",
+         script=("--steps", "20")),  # a job of 20 steps: it ends one collective short, where the others wait
     Case("mismatch", "size mismatch", "mismatch", kind="desync"),
     Case("raise", "raise", "raise", kind="raised"),
     Case("exit", "os._exit(3)", "exit", kind="died"),
@@ -103,10 +104,9 @@ def run_case(case: Case, nproc: int, out: Path, hang_timeout_s: float = 5.0, pyt
     victim = victim_of(nproc)
     job = out / f"{case.name}-{nproc}"
     command = [python, "-m", "ddplab", "launch", "--nproc-per-node", str(nproc), "--hang-timeout",
-               str(hang_timeout_s), "--out", str(job), "--"]
+               str(hang_timeout_s), "--out", str(job)]
     if case.no_python:
-        command[-1:-1] = ["--no-python"]
-        command += list(case.no_python)
+        command += ["--no-python", *case.no_python]
     else:
         command += ["-m", "ddplab.drills.script", "--fault", case.fault, "--victim", str(victim), "--steps",
                     "100000", "--fault-step", "5", "--late-s", "120", *case.script]
@@ -123,6 +123,8 @@ def run_case(case: Case, nproc: int, out: Path, hang_timeout_s: float = 5.0, pyt
         output, _ = proc.communicate()
         record.failures.append("the launcher did not end within the hang timeout + 180 s")
     record.wall_s = round(time.time() - started, 2)
+    if case.no_python:
+        record.fault_at = started  # the command fails as it starts
     record.exit_code = proc.returncode
     _judge(case, record, job, output)
     return record
@@ -164,7 +166,7 @@ def _judge(case: Case, record: Run, job: Path, output: str) -> None:
     said = [float(t) for _, t in FAULT_AT.findall(output)]
     if record.fault_at is None and said:
         record.fault_at = min(said)
-    if record.fault_at is None and not case.no_python:
+    if record.fault_at is None:
         record.failures.append("the fault never went in")
     helpers = [int(p) for p in HELPER_PID.findall(output)]
     run_id = _read(job / "run-id")

@@ -33,6 +33,7 @@ from importlib import metadata
 from ..config import Target
 from ..platform import flight_recorder
 from ..procs import alive
+from ..redaction import redact_argv
 from ..rundir import RunDir
 from ..supervision.rank import STACK_SIGNAL, RankLife, error_text  # noqa: F401 - STACK_SIGNAL: its home
 from ..supervision.states import END_PHASES, is_waiting, read_states
@@ -124,7 +125,7 @@ class Rank:
     def exec_command(self, target: Target) -> None:
         """--no-python: nothing of ours survives exec but the guard's PR_SET_PDEATHSIG."""
         beacon = self.life.start_beacon(phase="exec")
-        beacon.phase("exec", command=[target.name, *target.args])
+        beacon.phase("exec", command=[target.name, *redact_argv(list(target.args))])  # a status file is shown
         beacon.close()
         try:
             os.execvp(target.name, [target.name, *target.args])

@@ -32,7 +32,7 @@ def run(config: LaunchConfig, say: Callable[[str], None] = lambda text: None,
     """The job's report. ``say`` hears where the job directory is, before the job starts. ``platform``: this
     machine as platform.detect() describes it (detected when not given): its device monitor samples the
     ranks, and its collective library's RAS service is the one --ras asks."""
-    from ..html_report import render_html
+    from ..html_report import write_page
 
     request = resolve(config)
     machine = platform or detect(with_memory=False)
@@ -47,7 +47,7 @@ def run(config: LaunchConfig, say: Callable[[str], None] = lambda text: None,
         monitor.close()
     report = build_report(request, outcome, sampler.timeseries())
     write_text_atomic(job.report_file, json.dumps(report.to_json(), default=str))
-    write_text_atomic(job.page_file, render_html(report))
+    write_page(report, job.page_file)  # and the hang's timeline as a trace-event file beside it
     return report
 
 

@@ -49,7 +49,7 @@ def run_user_job(request: LaunchRequest, run: RunDir, monitor: DeviceMonitor, ra
                    make_config=lambda met: elastic_config(request.config, met), env=dict(request.worker_env),
                    hang_timeout_s=request.hang_timeout_s, expected=expected_ranks(request),
                    description={"target": request.target.boot_argv(), "torchrun": request.torchrun},
-                   sampler=sampler, ras=ras)
+                   sampler=sampler, ras=ras, exposure=exposure)
     return run_job(spec), sampler
 
 

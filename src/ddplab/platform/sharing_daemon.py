@@ -45,10 +45,13 @@ class DaemonUnusable(EnvironmentUnsupported):
 
 
 class PrivateDaemon:
-    def __init__(self, vendor: Vendor, directory: Path):
-        """``directory``: where its pipe and log directories go (RunDir.sharing_daemon_dir)."""
+    def __init__(self, vendor: Vendor, directory: Path, marker_env: dict[str, str] | None = None):
+        """``directory``: where its pipe and log directories go (RunDir.sharing_daemon_dir). ``marker_env``: the
+        run's markers (RunDir.marker_env), carried by a private daemon so that `ddplab clean` recognises one whose
+        launcher is gone (docs/processes.md)."""
         self.vendor = vendor
         self.root = Path(directory)
+        self.marker_env = dict(marker_env or {})
         self.env: dict[str, str] = {}
         self.started = False  # True from the moment ours may exist, so stop() always sweeps it
         self.reused_user_daemon = False
@@ -94,8 +97,8 @@ class PrivateDaemon:
         self.env = {PIPE_ENV: str(pipe), LOG_ENV: str(log)}
         self.started = True
         try:
-            subprocess.run([self._control, "-d"], env={**os.environ, **self.env}, check=True, timeout=20,
-                           capture_output=True, text=True)
+            subprocess.run([self._control, "-d"], env={**os.environ, **self.marker_env, **self.env}, check=True,
+                           timeout=20, capture_output=True, text=True)
         except subprocess.CalledProcessError as exc:
             raise DaemonUnusable(f"`{self._control} -d` exited {exc.returncode}: "
                                  f"{(exc.stderr or exc.stdout or '').strip()[-300:]}") from exc
@@ -143,6 +146,16 @@ class PrivateDaemon:
         self.events.append("stopped" if not leftovers else f"killed {len(leftovers)} daemon process(es) after quit")
         self.started = False
 
+    def guardian_entry(self) -> dict | None:
+        """How the run's guardian stops this daemon if the launcher dies without stopping it (supervision/guardian.py
+        reads daemons.json): its own quit command through its own pipe, then its processes by pid and start time.
+        None for a daemon that is not ours."""
+        if not self.started or not self._control:
+            return None
+        pids = [[p.pid, _start_ticks(p.pid)] for p in _daemons(self.vendor, self.env[PIPE_ENV])]
+        return {"name": self.vendor.multi_rank.sharing_daemon if self.vendor.multi_rank else "sharing daemon",
+                "stop": [self._control], "stdin": "quit\n", "env": dict(self.env), "pids": pids}
+
     def describe(self) -> str:
         return "; ".join(self.events) or "not started"
 
@@ -150,6 +163,33 @@ class PrivateDaemon:
         return {"name": self.vendor.multi_rank.sharing_daemon if self.vendor.multi_rank else None,
                 "private": not self.reused_user_daemon, "used": self.failure is None, "failure": self.failure,
                 "env": self.env, "events": self.events}
+
+
+def stop_leftover(vendor: Vendor, environ: dict[str, str], timeout_s: float = 20) -> bool:
+    """Stop a private daemon an earlier ddplab left (its launcher gone: `ddplab clean`) through its own pipe, as its
+    launcher would have: the quit command with the daemon's own pipe directory. False where that cannot be done
+    (no control command here, no pipe directory of its own): the caller ends its processes instead."""
+    control = shutil.which(vendor.sharing_daemon_control or "")
+    pipe = environ.get(PIPE_ENV)
+    if not control or not pipe:
+        return False
+    try:
+        subprocess.run([control], input="quit\n", text=True, env={**os.environ, PIPE_ENV: pipe}, timeout=timeout_s,
+                       capture_output=True)
+    except (subprocess.SubprocessError, OSError):
+        return False
+    deadline = time.monotonic() + timeout_s
+    while _daemons(vendor, pipe) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return not _daemons(vendor, pipe)
+
+
+def _start_ticks(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def running_daemons(vendor: Vendor) -> list[psutil.Process]:

@@ -103,6 +103,9 @@ class Timeseries:
     device_queries_kept_out_of_timed_windows: bool = False
     device_queries: int = 0
     device_queries_skipped_while_timing: int = 0
+    # Wall time of the first sample's clock (t_s = 0): where a fault and its detection fall on the charts. Reports
+    # before issue 21 have none.
+    started_at: float | None = field(default=None, metadata=OMIT)
 
     def memory(self) -> MemorySeries:
         """Device memory per rank over time; host RSS where no device memory was seen."""
@@ -128,16 +131,16 @@ class Timeseries:
         memory = self.memory()
         if not memory.by_rank:
             return []
-        return [LineChart("memory-over-time", "Per-rank memory over time", self._caption(stage), "time (s)",
-                          f"{memory.what} (MiB)", _series(memory.by_rank), y_divisor=2**20)]
+        return [LineChart("memory-over-time", "Per-rank memory over time", self._caption(stage), "time since the launch",
+                          memory.what, _series(memory.by_rank), y_divisor=2**20, x_unit="s", y_unit="MiB")]
 
     def cpu_chart(self, stage: str) -> list[LineChart]:
         """Each rank's host CPU time over the run: a flat line is a rank that stopped computing."""
         cpu = self.cpu_seconds()
         if not cpu:
             return []
-        return [LineChart("cpu-over-time", "Per-rank CPU time", self._caption(stage), "time (s)",
-                          "CPU time used, user + system (s)", _series(cpu))]
+        return [LineChart("cpu-over-time", "Per-rank CPU time", self._caption(stage), "time since the launch",
+                          "CPU time used, user + system", _series(cpu), x_unit="s", y_unit="s")]
 
     def _caption(self, stage: str) -> str:
         return f"{stage}: sampled every {self.interval_s} s ({self.method})"

@@ -129,13 +129,16 @@ def answered(run: RunDir, rank: int) -> str | None:
 
 
 def gather(run: RunDir, ranks: list[int], states: dict[int, RankState], ends: dict[int, RankEnd],
-           request_id: str | None) -> dict[int, RankEvidence]:
+           request_id: str | None, answered_in_time: set[int] | None = None) -> dict[int, RankEvidence]:
     """Every rank's evidence: ``states`` are the last statuses known (this machine's files, the job's store for
-    the others), ``ends`` how this machine's ranks ended."""
+    the others), ``ends`` how this machine's ranks ended. ``answered_in_time``: the ranks that answered a hang's
+    dump request while the watcher waited (a stopped rank resumed by the teardown may answer later, from where it
+    then was: that is no evidence of where it was stuck); None: whoever answered the last request."""
     evidence = {}
     for rank in sorted(set(ranks) | set(states) | set(ends)):
         record = load_record(run.flight_file(rank)) or load_record(run.torch_dump_file(rank))
+        said = rank in answered_in_time if answered_in_time is not None else \
+            request_id is not None and answered(run, rank) == request_id
         evidence[rank] = RankEvidence(rank, status=states.get(rank), record=record, error=read_error(run, rank),
-                                      end=ends.get(rank),
-                                      answered=request_id is not None and answered(run, rank) == request_id)
+                                      end=ends.get(rank), answered=said)
     return evidence

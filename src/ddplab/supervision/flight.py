@@ -72,14 +72,20 @@ def collectives_by_seq(record: dict | None, pg: str) -> dict[int, dict]:
 # ---------------------------------------------------------------- the rules
 
 def behind(ranks: dict[int, RankEvidence]) -> Finding | None:
+    """The ranks furthest behind in a process group, where their numbers are where they stopped."""
     groups = sorted({pg for ev in ranks.values() for pg in ev.progress}, key=_pg_order)
     for pg in groups:
         # Every rank belongs to the default group; of the others, only the ranks that know them.
         members = {r: ev for r, ev in ranks.items() if pg == DEFAULT_PG or pg in ev.progress}
         lead = max(ev.progress.get(pg, -1) for ev in members.values())
-        behind = sorted(r for r, ev in members.items() if ev.trusted and ev.progress.get(pg, -1) < lead)
-        if lead <= 0 or not behind:
+        trusted = {r: ev.progress.get(pg, -1) for r, ev in members.items() if ev.trusted}
+        low = min(trusted.values(), default=lead)
+        if lead <= 0 or low >= lead:
             continue
+        if any(ev.progress.get(pg, -1) < low for r, ev in members.items() if r not in trusted):
+            continue  # a rank whose number is only a lower bound may be further behind: no conclusion here
+        # The laggards: a rank between them and the lead may only wait behind them.
+        behind = sorted(r for r, progress in trusted.items() if progress == low)
         # Launches are asynchronous on accelerators: the ranks ahead may have enqueued several
         # collectives past the one the culprits never reached. Name that first one.
         missed = min(ranks[r].progress.get(pg, -1) for r in behind) + 1

@@ -54,6 +54,8 @@ class JobSpec:
     sampler: Any = None  # a context manager sampling the ranks (sampler.RankSampler), or None
     controller: Callable[[RunDir], None] | None = None  # runs in a thread while the ranks run (drills inject)
     ras: Any = None  # job/ras.py RasPlan, or None
+    exposure: Any = None  # exposure.Exposure: where the job will listen, for the report if it never meets
+    guardian: bool = True  # start the job's guardian (False: the caller holds one for this run already)
 
 
 @dataclass
@@ -103,11 +105,11 @@ def run_job(spec: JobSpec) -> JobOutcome:
     ended is in ``left_running``)."""
     run = spec.run
     started = time.time()
-    outcome = JobOutcome(run, started, started)
+    outcome = JobOutcome(run, started, started, listen=spec.exposure.record() if spec.exposure else None)
     watcher = Watcher(run, spec.nproc, spec.hang_timeout_s, job=spec.job_id, ras=spec.ras)
     reaper = set_child_subreaper(True)
     try:
-        with spec.meeting() as meeting, Guardian(run):
+        with spec.meeting() as meeting, (Guardian(run) if spec.guardian else contextlib.nullcontext()):
             outcome.listen = meeting.exposure.record()
             _write_quietly(run.listen_file, json.dumps(meeting.exposure.to_dict(), indent=2))
             if spec.description is not None:
@@ -177,7 +179,8 @@ def judge_job(run: RunDir, watcher: Watcher, nproc: int, states: dict[int, RankS
     if expected is None and watcher.job_states:
         sizes = [s.world_size for s in watcher.job_states.values() if s.world_size]
         expected = list(range(max(sizes))) if sizes else None
-    evidence = gather(run, expected or [], states, ends, _read_request(run))
+    in_time = set(watcher.hang.answered) if watcher.hang else None
+    evidence = gather(run, expected or [], states, ends, _read_request(run), in_time)
     hosts = {r: s.machine for r, s in states.items()} if watcher.job_states else None
     local = set(read_states(run)) | set(ends)
     culprit = judge.name_culprit(evidence, expected, hang=watcher.hang, interrupted_at=interrupted_at,
