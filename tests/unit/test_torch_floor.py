@@ -1,5 +1,6 @@
 """The oldest torch ddplab supports: declared once, checked before any command that needs torch starts."""
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -15,6 +16,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_pyproject_declares_the_floor_the_code_enforces():
     dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     assert [d for d in dependencies if d.startswith("torch")] == [f"torch>={torch_floor.FLOOR_TEXT}"]
+
+
+def test_ci_checks_a_release_of_the_floor():
+    """scripts/compat.sh (run by .ci/run) installs the oldest supported torch, not some other one."""
+    script = (ROOT / "scripts" / "compat.sh").read_text()
+    versions = set(re.findall(r'COMPAT_TORCH:-([0-9.]+)', script))
+    assert len(versions) == 1 and torch_floor.release(versions.pop()) == torch_floor.FLOOR
+    assert "scripts/compat.sh" in (ROOT / ".ci" / "run").read_text()
 
 
 @pytest.mark.parametrize(("version", "found"), [
