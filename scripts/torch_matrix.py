@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-MATRIX = ("2.4.1", "2.5.1", "2.7.1", "2.9.1", "2.13.0", "newest")
+MATRIX = ("2.4.1", "2.5.1", "2.7.1", "2.8.0", "2.9.1", "2.13.0", "newest")
 CASES = ("skipped_collective", "user_deadlock", "rank_exception")
 CULPRIT = [1]  # every example breaks rank 1 unless told otherwise (examples/_common.py, --victim)
 HANG_TIMEOUT_S = 5
