@@ -38,6 +38,8 @@ CULPRIT = [1]  # every example breaks rank 1 unless told otherwise (examples/_co
 HANG_TIMEOUT_S = 5
 # `ddplab run`'s env stage judges the whole machine: another session's leftover would turn its verdict to WARN.
 # Where the machine allows it (root, unshare), the lab runs in a PID namespace of its own, as the tests' do.
+RUN_LIMIT_S = 300  # the quick profile takes 15 s on an idle 2-core machine, 70 s at load 7
+LAUNCH_LIMIT_S = 120  # each case ends within a few seconds of its hang timeout
 PID_NAMESPACE = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
 PROBE = """
 import json, torch, torch.distributed as dist
@@ -165,8 +167,8 @@ def lab_run(venv: Path, here: Path, deadline: float | None, alone: bool) -> dict
     report = here / "run.json"
     prefix = PID_NAMESPACE if alone and _pid_namespaces_work() else []
     started = time.monotonic()
-    proc = _run([*prefix, str(venv / "bin/ddplab"), "run", "--out", str(here / "run"), "--json", str(report)], here,
-                _left(deadline, 600))
+    proc = _run_bounded([*prefix, str(venv / "bin/ddplab"), "run", "--out", str(here / "run"), "--json", str(report)],
+                        here, _left(deadline, RUN_LIMIT_S))
     (here / "run.log").write_text(proc.stdout + proc.stderr)
     doc = _load(report)
     results = doc.get("results") or {}
@@ -175,14 +177,17 @@ def lab_run(venv: Path, here: Path, deadline: float | None, alone: bool) -> dict
     return {"exit_code": proc.returncode, "verdict": doc.get("verdict"), "wall_s": round(time.monotonic() - started, 1),
             "duration_s": results.get("duration_s"), "stages": stages, "own_pid_namespace": bool(prefix),
             "loopback_only": bool(listens) and all(lst.get("loopback_only") is True for lst in listens),
-            "stderr_tail": proc.stderr.strip().splitlines()[-3:] if proc.returncode else []}
+            "stderr_tail": proc.stderr.strip().splitlines()[-3:] if proc.returncode != 0 else [],
+            "did_not_end_in_s": None if proc.returncode is not None else RUN_LIMIT_S,
+            "last_stage_started": _newest_dir(here / "run")}
 
 
 def launch_case(venv: Path, here: Path, case: str, deadline: float | None) -> dict:
     job = here / f"launch-{case}"
     started = time.monotonic()
-    proc = _run([str(venv / "bin/ddplab"), "launch", "--nproc-per-node", "2", "--hang-timeout", str(HANG_TIMEOUT_S),
-                 "--out", str(job), "--", str(REPO / "examples" / f"{case}.py")], here, _left(deadline, 300))
+    proc = _run_bounded([str(venv / "bin/ddplab"), "launch", "--nproc-per-node", "2", "--hang-timeout",
+                         str(HANG_TIMEOUT_S), "--out", str(job), "--", str(REPO / "examples" / f"{case}.py")], here,
+                        _left(deadline, LAUNCH_LIMIT_S))
     (here / f"launch-{case}.log").write_text(proc.stdout + proc.stderr)
     results = _load(job / "report.json").get("results") or {}
     culprit = results.get("culprit") or {}
@@ -213,6 +218,19 @@ def _run(cmd: list[str], cwd: Path, timeout_s: float, env: dict | None = None) -
                           stdin=subprocess.DEVNULL)
 
 
+def _run_bounded(cmd: list[str], cwd: Path, timeout_s: float) -> subprocess.CompletedProcess:
+    """``_run`` for a ddplab command: one that outlives its bound is ended (SIGKILL: with the PID namespace's
+    --kill-child, its ranks too) and reads as exit code None, so the release's other checks still run."""
+    try:
+        return _run(cmd, cwd, timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        def text(b):
+            return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+
+        return subprocess.CompletedProcess(cmd, None, text(exc.stdout),
+                                           text(exc.stderr) + f"\n[torch_matrix] ended after {timeout_s:.0f} s\n")
+
+
 def _pid_namespaces_work() -> bool:
     if os.geteuid() != 0 or not shutil.which("unshare"):
         return False
@@ -241,6 +259,11 @@ def newest_torch(python: str) -> str:
         if line.startswith("torch (") and ")" in line:
             return line[len("torch ("):line.index(")")]
     raise SystemExit(f"could not find the newest torch: {proc.stderr.strip() or proc.stdout.strip()}")
+
+
+def _newest_dir(path: Path) -> str | None:
+    dirs = [d for d in path.glob("*") if d.is_dir()] if path.is_dir() else []
+    return max(dirs, key=lambda d: d.stat().st_mtime).name if dirs else None
 
 
 def _load(path: Path) -> dict:
@@ -301,14 +324,20 @@ def markdown_table(summary: dict) -> str:
             continue
         build = f"CUDA {r['cuda_build']}" if r.get("cuda_build") else "CPU"
         run = r["run"]
+        if run.get("did_not_end_in_s"):
+            ran = f"did not end in {run['did_not_end_in_s']} s (stuck in stage {run.get('last_stage_started')})"
+        else:
+            ran = (f"{run['verdict'].upper() if run['verdict'] else 'exit ' + str(run['exit_code'])} in "
+                   f"{run['wall_s']:.0f} s" + (", loopback only" if run["loopback_only"] else ", NOT loopback only"))
         cells = [f"{r['torch']} ({build})", f"{r['install_s']:.0f} s, {r['venv_mb'] / 1000:.1f} GB",
-                 "yes" if r["gloo_flight_recorder"] else "no",
-                 f"{run['verdict'].upper() if run['verdict'] else 'exit ' + str(run['exit_code'])} in "
-                 f"{run['wall_s']:.0f} s" + (", loopback only" if run["loopback_only"] else ", NOT loopback only")]
+                 "yes" if r["gloo_flight_recorder"] else "no", ran]
         for case in cases:
             c = r["launch"].get(case)
             if c is None:
                 cells.append("-")
+                continue
+            if c["exit_code"] is None:
+                cells.append(f"did not end in {LAUNCH_LIMIT_S} s")
                 continue
             right = "right" if c["culprit"] == CULPRIT else "WRONG"
             cells.append(f"{c['outcome']} in {c['wall_s']:.0f} s, culprit {c['culprit']} ({right}, {c['kind']})")

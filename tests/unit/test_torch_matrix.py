@@ -3,6 +3,7 @@ The real runs are in docs/RESULTS.md; here the script's own logic, on crafted re
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ def _release(torch="2.4.1+cu121", culprit=(1,), run_verdict="pass", loopback=Tru
     return {"requested": torch.split("+")[0], "torch": torch, "cuda_build": "12.1", "gloo_flight_recorder": False,
             "install_s": 64.2, "venv_mb": 5100,
             "run": {"exit_code": 0, "verdict": run_verdict, "wall_s": 15.4, "loopback_only": loopback},
-            "launch": {"skipped_collective": {"outcome": "failed", "wall_s": 4.1, "culprit": list(culprit),
+            "launch": {"skipped_collective": {"exit_code": 1, "outcome": "failed", "wall_s": 4.1, "culprit": list(culprit),
                                               "kind": "raised"}},
             "checks": {"run passed": run_verdict == "pass", "culprit": list(culprit) == [1]}, "ok": True}
 
@@ -39,6 +40,17 @@ def test_the_table_has_a_row_per_release_and_says_a_wrong_culprit(matrix):
                         "failed in 4 s, culprit [1] (right, raised) |")
     assert "2.13.0+cpu (CPU)" in lines[3] and "culprit [0] (WRONG, raised)" in lines[3]
     assert lines[4].startswith("| 2.3.1 (below the floor) | no deps | - | exit 3: torch 2.3.1 is installed")
+
+
+def test_a_command_that_never_ends_is_said_and_the_other_checks_still_run(matrix, tmp_path):
+    release = _release()
+    release["run"].update(exit_code=None, verdict=None, did_not_end_in_s=300, last_stage_started="storm")
+    release["launch"]["skipped_collective"]["exit_code"] = None
+    row = matrix.markdown_table({"results": [release]}).splitlines()[2]
+    assert "did not end in 300 s (stuck in stage storm)" in row and "did not end in 120 s" in row
+    proc = matrix._run_bounded([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)"],
+                               tmp_path, 2)
+    assert proc.returncode is None and "ended after 2 s" in proc.stderr
 
 
 def test_every_store_of_a_lab_run_counts_for_loopback_only(matrix):
