@@ -17,7 +17,7 @@ import time
 import traceback
 from pathlib import Path
 
-from . import __version__, commands, interrupts, numpy_warning
+from . import __version__, commands, interrupts, numpy_warning, torch_floor
 from .errors import DdplabError, ExitCode, invalid_choice, printable
 from .files import check_output_file
 
@@ -76,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     console = make_console()
     module = commands.load(args.command)
     try:
+        if args.command not in commands.WITHOUT_TORCH:  # a torch older than the floor: one sentence, exit 3
+            torch_floor.require_supported()
         module.validate(args)
         if getattr(args, "json", None):  # written at the end: refuse now what could not be written then
             check_output_file(args.json, "--json")

@@ -55,6 +55,7 @@ _NO_SHARED_STORE_ENV = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
 # the job's last words after elastic let go of its handler (launch.py waits for them when a job fails).
 _HOSTED: dict[int, TCPStore] = {}
 SESSION_KEY_ROOT = "ddplab/session"
+LIBUV_LISTEN_FD_SINCE = (2, 9)  # the oldest torch measured whose libuv store serves a socket it is handed
 
 
 def bind_loopback(port: int = 0) -> socket.socket:
@@ -120,14 +121,46 @@ def create_handler(params: RendezvousParameters) -> LoopbackRendezvous:
     # The store closes the descriptor it is given, so it gets its own copy; the launcher
     # keeps and closes the original.
     own_fd = os.dup(int(listen_fd))
-    store = TCPStore(LOOPBACK_HOST, _port_of(own_fd), None, True, timeout, wait_for_workers=False,
-                     master_listen_fd=own_fd)
+    store = serve_on(own_fd, LOOPBACK_HOST, _port_of(own_fd), timeout)
     return LoopbackRendezvous(params.run_id, store)
 
 
 def _port_of(fd: int) -> int:
     with socket.fromfd(fd, socket.AF_INET, socket.SOCK_STREAM) as sock:  # a duplicate, closed here
         return sock.getsockname()[1]
+
+
+def serve_on(listen_fd: int, host: str, port: int, timeout: timedelta, legacy: bool | None = None) -> TCPStore:
+    """A store server on the socket ``listen_fd``, which ddplab bound (the store owns it and closes it).
+
+    torch's libuv store, its default since 2.4, refuses a socket it is handed before 2.8 ("The libuv TCPStore
+    backend does not support initialization with an listen fd": measured on 2.5.1 and 2.7.1); there the legacy
+    store serves it (``use_libuv=False``), which the ranks reach as they reach any TCPStore. ``legacy``: None
+    lets this torch's version decide (``libuv_takes_listen_fd``); tests force either.
+    """
+    if legacy is None:
+        legacy = not libuv_takes_listen_fd()
+    options = {"use_libuv": False} if legacy else {}
+    try:
+        return TCPStore(host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=listen_fd,
+                        **options)
+    except NotImplementedError:
+        if legacy:
+            raise
+        # A build between the releases measured (a 2.9 pre-release): torch refused before it touched the socket.
+        return TCPStore(host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=listen_fd,
+                        use_libuv=False)
+
+
+def libuv_takes_listen_fd(version: str | None = None) -> bool:
+    """Whether this torch's libuv store serves a socket it is handed. pytorch added it in 2.8 (PR 150215);
+    2.9.1 is the oldest release measured to do so (docs/RESULTS.md), so 2.8 keeps the legacy store too."""
+    import torch
+
+    from .torch_floor import release
+
+    found = release(str(torch.__version__) if version is None else version)
+    return found is not None and found >= LIBUV_LISTEN_FD_SINCE
 
 
 def register() -> str:
@@ -201,7 +234,7 @@ def across_machines_handler(params: RendezvousParameters) -> AcrossMachinesRende
     listen_fd = params.get(LISTEN_FD_KEY)
     if listen_fd is not None:
         own_fd = os.dup(int(listen_fd))  # the store closes what it is given; the launcher closes the original
-        store = TCPStore(store_host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=own_fd)
+        store = serve_on(own_fd, store_host, port, timeout)
         _HOSTED[int(listen_fd)] = store  # served until meet() ends, not only while elastic holds the handler
         store.set(session_key(params.run_id), "open")  # the other machines wait for this launch's, not an earlier
     else:

@@ -26,6 +26,10 @@ COMMANDS: dict[str, str] = {
     "report": "ddplab.commands.report",
 }
 
+# Commands that read files and processes only: they run beside any torch, or none (a report read on a laptop).
+# Every other command refuses a torch older than torch_floor.FLOOR before it starts.
+WITHOUT_TORCH = frozenset({"compare", "report", "clean"})
+
 
 def load(name: str):
     return importlib.import_module(COMMANDS[name])
