@@ -11,6 +11,7 @@ import ctypes
 import os
 import signal
 import socket
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -129,8 +130,21 @@ def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: Beac
     returns = _gather(own, world_size, runtime.device) if gather else {}
     # Only after success: destroying a communicator while peers wait inside a collective
     # blocks (docs/background.md §3), which would hide this rank's own error from everyone.
+    settle_before_destroying_gloo()
     dist.destroy_process_group()
     return own, returns
+
+
+def settle_before_destroying_gloo() -> None:
+    """Before torch 2.8 a gloo group was destroyed holding the GIL, while its worker thread, freeing a finished
+    collective's tensor, waited for the GIL: both waited for ever (seen on 2.7.1: `ddplab storm` hung 9 of 30 times;
+    gdb: ~ProcessGroupGloo joins the thread in maybe_destroy_pyobj; fixed by pytorch PR 154976). A moment for that
+    thread to finish first: 0 of 30."""
+    import torch
+    import torch.distributed as dist
+
+    if dist.get_backend() == "gloo" and tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 8):
+        time.sleep(0.1)
 
 
 def _gather(own: RankReturn, world_size: int, device) -> dict[int, RankReturn]:

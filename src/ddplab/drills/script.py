@@ -171,6 +171,9 @@ def main(argv: list[str] | None = None) -> None:
         grad.fill_(1.0)
     _write(RESULT_FILE, {"latencies_us": latencies_us})
     print(f"[rank {rank}] finished {args.steps} steps", flush=True)
+    from ddplab.worker import settle_before_destroying_gloo
+
+    settle_before_destroying_gloo()  # torch < 2.8 could deadlock destroying a gloo group
     dist.destroy_process_group()
 
 
