@@ -16,7 +16,7 @@ from tests.unit.test_check_formats import parse_nagios
 FORMATS = ("text", "json", "nagios", "npd")
 # (inject, status word, what the message must say)
 NODES = {
-    "pass": ((), "OK", "17 checks passed"),
+    "pass": ((), "OK", "22 checks passed"),
     "warn": (("slow:all_reduce",), "WARNING", "all_reduce busbw 512K B in-place"),
     "fail": (("wrong:all_reduce",), "CRITICAL", "collective results correct: #wrong 131072"),
 }

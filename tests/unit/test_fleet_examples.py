@@ -67,7 +67,7 @@ def _slurm(tmp_path: Path, *extra: str, **env) -> tuple[subprocess.CompletedProc
 def test_slurm_wrapper_keeps_a_good_node_and_drains_a_critical_one_with_the_status_line(tmp_path):
     proc, drained = _slurm(tmp_path / "ok")
     assert proc.returncode == 0 and drained == "", proc.stderr
-    assert "rc=0 DDPLAB OK - 17 checks passed" in (tmp_path / "ok" / "check.log").read_text()
+    assert "rc=0 DDPLAB OK - 22 checks passed" in (tmp_path / "ok" / "check.log").read_text()
 
     proc, drained = _slurm(tmp_path / "warn", "--inject", "slow:all_reduce")
     assert proc.returncode == 0 and drained == "", "a WARNING keeps the node"
@@ -78,7 +78,7 @@ def test_slurm_wrapper_keeps_a_good_node_and_drains_a_critical_one_with_the_stat
     assert proc.returncode == 1, proc.stderr
     lines = drained.splitlines()
     assert lines[:3] == ["update", "NodeName=gpu017", "State=DRAIN"]
-    assert lines[3].startswith("Reason=DDPLAB CRITICAL - 1 critical of 17 checks: sweep collective results correct")
+    assert lines[3].startswith("Reason=DDPLAB CRITICAL - 1 critical of 22 checks: sweep collective results correct")
     assert "|" not in lines[3] and len(lines[3]) <= len("Reason=") + 200, "no perfdata in the reason"
 
 

@@ -88,7 +88,7 @@ def test_the_culprit_table_names_the_ranks_the_collective_the_evidence_and_the_r
 
 def test_memory_and_cpu_time_are_drawn_for_every_rank():
     memory, cpu = with_evidence(fixture_report()).results.figures("launch")[2:]
-    assert isinstance(memory, LineChart) and (memory.id, memory.y_label) == ("memory-over-time", "host RSS (MiB)")
+    assert isinstance(memory, LineChart) and (memory.id, memory.y_label) == ("memory-over-time", "host RSS")
     assert [s.label for s in memory.series] == ["rank 0", "rank 1"]
     assert memory.series[1].points == [(t, 210.0 * 2**20) for t in (0.5, 1.0, 1.5)]
     assert cpu.id == "cpu-over-time" and cpu.series[1].points == [(0.5, 1.5), (1.0, 2.5), (1.5, 3.5)]

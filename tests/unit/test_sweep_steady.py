@@ -196,7 +196,7 @@ def test_compare_with_only_a_spike_warns_and_exits_0(tmp_path):
     a.write_text(json.dumps(_sweep_doc({8: 18.0, 16: 18.0, 32: 18.5})))
     b.write_text(json.dumps(_sweep_doc({8: 18.0, 16: 215.0, 32: 18.5})))
     console = Console(record=True, width=200)
-    args = argparse.Namespace(old=str(a), new=str(b), tolerance="5%", min_size="0", json=str(out))
+    args = argparse.Namespace(old=str(a), new=str(b), tolerance="5%", min_size="0", json=str(out), html=None)
     assert compare_cmd.main(args, console) == 0
     text = console.export_text()
     assert "<- spike in B" in text and "<- slower" not in text and spikes.FINDING in text

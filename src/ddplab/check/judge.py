@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, replace
 
 from ..lab import stage_checks
+from ..records import Verdict
 from ..records.run import StageRecord
 from . import rules
 from .baseline import Baseline
@@ -61,6 +62,10 @@ def _stage_rows(stages: list[StageRecord], has_latency_bound: bool) -> list[Node
             if has_latency_bound and (stage.name, c.check) in SUPERSEDED_BY_LATENCY:
                 continue
             status, rule = Status.of(c.verdict), f"{stage.name}'s own check: {c.meaning}"
+            if c.verdict is Verdict.SKIP and stage.verdict is not Verdict.SKIP:
+                # a row that does not apply to this node (one device: no "one rank per device"), in a stage that
+                # ran: nothing unknown about the node
+                status, rule = Status.OK, f"{stage.name}: does not apply here ({c.value})"
             if (stage.name, c.check) in ESCALATED and status is Status.WARNING:
                 status, rule = ESCALATED[(stage.name, c.check)]
             out.append(NodeCheck(f"{stage.name}.{slug(c.check)}", stage.name, c.check, status, c.value, c.threshold,
