@@ -81,3 +81,47 @@ def test_sigkill_launcher_frees_device_memory(tmp_path):
         if launcher.poll() is None:
             launcher.kill()
         monitor.close()
+
+
+def test_sigkill_of_a_train_on_one_device_leaves_no_rank_and_no_sharing_daemon(tmp_path):
+    """Issue 18: SIGKILL of `ddplab train --nproc 2` on one GPU: its ranks and its private sharing daemon (MPS,
+    started where the placement chose one) are gone within 3 s: the ranks by their parent-death guard, the daemon by
+    the run's guardian (supervision/guardian.py), which stops it through its own pipe."""
+    import psutil
+
+    run_dir = tmp_path / "run"
+    launcher = subprocess.Popen([sys.executable, "-m", "ddplab", "train", "--nproc", "2", "--share-device",
+                                 "--steps", "1000000", "--run-dir", str(run_dir)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+
+    def ours() -> list[psutil.Process]:
+        found = []
+        for proc in psutil.process_iter():
+            try:
+                env = proc.environ()
+            except psutil.Error:
+                continue
+            if str(run_dir) in env.get("DDPLAB_RUN_DIR", "") + env.get("CUDA_MPS_PIPE_DIRECTORY", ""):
+                found.append(proc)
+        return [p for p in found if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and len(list((run_dir / "pids").glob("[0-9]*"))) < 2:
+            time.sleep(0.5)
+        time.sleep(3)  # the ranks are stepping
+        before = ours()
+        daemons = [p.name() for p in before if p.name().startswith("nvidia-cuda-mps")]
+        print(f"before SIGKILL: {len(before)} processes of the run, sharing daemon processes {daemons}")
+        os.kill(launcher.pid, signal.SIGKILL)
+        launcher.wait(timeout=10)
+        deadline = time.monotonic() + 3
+        while ours() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [(p.pid, p.name()) for p in ours()]
+        assert left == [], f"still running 3 s after SIGKILL: {left}"
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+        for proc in ours():
+            proc.kill()

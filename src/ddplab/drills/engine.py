@@ -273,9 +273,10 @@ def wait_for_ranks(run: RunDir, count: int, timeout_s: float = READY_TIMEOUT_S) 
 
 def ranks_running(states: dict[int, RankState], count: int) -> bool:
     """``count`` ranks past init that have issued a few collectives (by their own count, or their flight
-    recorder's)."""
-    return len(states) >= count and all(s.phase in RUNNING_PHASES and _issued(s) >= READY_COLLECTIVES
-                                        for s in states.values())
+    recorder's; a torch without gloo's recorder, before 2.8, says only that the rank is in its process group)."""
+    return len(states) >= count and all(s.phase in RUNNING_PHASES and (
+        _issued(s) >= READY_COLLECTIVES or (s.progress is None and s.seq == 0 and bool(s.in_process_group)))
+        for s in states.values())
 
 
 def _issued(state: RankState) -> int:

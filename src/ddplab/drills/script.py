@@ -112,9 +112,10 @@ def _device_and_backend():
         runtime.cap_memory(plan.get("memory_fraction"))
         return runtime.device, plan["backend"], runtime.allocator_cap_bytes()
     accelerator = torch.accelerator.current_accelerator() if hasattr(torch, "accelerator") else None
-    if accelerator is not None:
-        torch.accelerator.set_device_index(local_rank)
-        device = torch.device(accelerator.type, local_rank)
+    if accelerator is not None:  # several ranks share the devices there are (NCCL >= 2.30 takes them)
+        index = local_rank % torch.accelerator.device_count()
+        torch.accelerator.set_device_index(index)
+        device = torch.device(accelerator.type, index)
         return device, dist.get_default_backend_for_device(device), None
     return torch.device("cpu"), "gloo", None
 
