@@ -61,7 +61,12 @@ class SizePlanner:
         return self.rss.peak()
 
     def free(self) -> None:
-        """After a size: hand back what it left cached, before the next one is planned."""
+        """After a size: hand back what it left cached, before the next one is planned. First a barrier: gloo may
+        still be writing a collective's last message from a pinned staging buffer after the call returned, and
+        emptying the pinned cache under it made the next call fail with "writev: Bad address" (seen on one H200,
+        torch 2.11). Once every rank passed the barrier, every message sent before it was taken."""
+        if self.route.staged:
+            barrier()
         release(self.ctx.runtime, staged=self.route.staged)
 
     def _anyone_short(self, fit: MemoryFit) -> bool:
