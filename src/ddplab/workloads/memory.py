@@ -61,13 +61,12 @@ class SizePlanner:
         return self.rss.peak()
 
     def free(self) -> None:
-        """After a size: hand back what it left cached, before the next one is planned. First a barrier: gloo may
-        still be writing a collective's last message from a pinned staging buffer after the call returned, and
-        emptying the pinned cache under it made the next call fail with "writev: Bad address" (seen on one H200,
-        torch 2.11). Once every rank passed the barrier, every message sent before it was taken."""
-        if self.route.staged:
-            barrier()
-        release(self.ctx.runtime, staged=self.route.staged)
+        """After a size: hand back what it left cached (the device allocator's cache, Python's garbage, the C heap),
+        before the next one is planned. Not the pinned host cache gloo stages device tensors through: emptying it
+        between sizes crashed gloo on one H200 (torch 2.11: "writev: Bad address" in the next call, and with a
+        barrier first, a SIGABRT 80 s later; docs/RESULTS.md). The staged sizes are capped instead
+        (profiles.py), so the cache stays bounded by what the plan counts."""
+        release(self.ctx.runtime, staged=False)
 
     def _anyone_short(self, fit: MemoryFit) -> bool:
         import torch
