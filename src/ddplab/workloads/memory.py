@@ -61,11 +61,15 @@ class SizePlanner:
         return self.rss.peak()
 
     def free(self) -> None:
-        """After a size: hand back what it left cached (the device allocator's cache, Python's garbage, the C heap),
-        before the next one is planned. Not the pinned host cache gloo stages device tensors through: emptying it
-        between sizes crashed gloo on one H200 (torch 2.11: "writev: Bad address" in the next call, and with a
-        barrier first, a SIGABRT 80 s later; docs/RESULTS.md). The staged sizes are capped instead
-        (profiles.py), so the cache stays bounded by what the plan counts."""
+        """After a size: hand back what it left cached before the next one is planned. Where gloo stages device
+        tensors through the host, only the device allocator's cache, after a barrier: gloo can still be writing a
+        collective's last message after the call returned, and collecting, trimming the C heap or emptying the
+        pinned cache under it failed the next call with "writev: Bad address" (one H200, torch 2.11, at the same
+        collective each time; docs/RESULTS.md). The staged sizes are capped instead (profiles.py)."""
+        if self.route.staged:
+            barrier()  # every message sent before it has been taken
+            self.ctx.runtime.release_caches(host=False)
+            return
         release(self.ctx.runtime, staged=False)
 
     def _anyone_short(self, fit: MemoryFit) -> bool:
