@@ -110,6 +110,10 @@ class Collective:
     prepare: Callable[..., Prepared]  # (count, n, rank, dtype, device, in_place) -> Prepared
     buffers: Callable[[int, int, bool], Buffers]  # (count, n, in_place) -> what one call is given
     min_ranks: int = 1
+    # A backend that stages device tensors through host memory (gloo) does so for collectives; for point-to-point
+    # it hands the device address to its socket (torch's ProcessGroupGloo send/recv take host tensors only):
+    # on one H200 the next call failed with "writev: Bad address". Such an op is skipped there, with the reason.
+    staged_ok: bool = True
 
     def count_for(self, size_bytes: int, n: int, elem_bytes: int) -> int:
         count = size_bytes // elem_bytes

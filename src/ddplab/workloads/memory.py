@@ -62,10 +62,11 @@ class SizePlanner:
 
     def free(self) -> None:
         """After a size: hand back what it left cached before the next one is planned. Where gloo stages device
-        tensors through the host, only the device allocator's cache, after a barrier: gloo can still be writing a
-        collective's last message after the call returned, and collecting, trimming the C heap or emptying the
-        pinned cache under it failed the next call with "writev: Bad address" (one H200, torch 2.11, at the same
-        collective each time; docs/RESULTS.md). The staged sizes are capped instead (profiles.py)."""
+        tensors through the host, only the device allocator's cache, after a barrier: on one H200 (torch 2.11) the
+        sweep failed with "writev: Bad address" at the same call each time, right after this release. The cause
+        found afterwards is gloo's send/recv, which takes device tensors' addresses for host ones (now skipped
+        there: collectives/send_recv.py); until emptying the pinned cache again is proven on a GPU, the staged sizes
+        stay capped (profiles.py) and the cache bounded by what the plan counts (docs/RESULTS.md)."""
         if self.route.staged:
             barrier()  # every message sent before it has been taken
             self.ctx.runtime.release_caches(host=False)

@@ -54,6 +54,11 @@ def run(ctx) -> SweepRankResult:
             for own in rows:
                 own.append(SweepRankRow(op=name, skipped=f"needs at least {spec.min_ranks} ranks"))
             continue
+        if planner.route.staged and not spec.staged_ok:
+            for own in rows:
+                own.append(SweepRankRow(op=name, skipped="gloo sends device tensors point-to-point from their device "
+                                                         "address (it stages only collectives): not run on a device"))
+            continue
         for size in s.sizes:
             count = spec.count_for(size, n, elem)
             if count == 0:
