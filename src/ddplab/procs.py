@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import psutil
 
 from .platform import DeviceMonitor
+from .proc_identity import alive, start_ticks  # noqa: F401 - shared by the launcher, the drills
 from .records.clean import CleanRecord, Ended, GoneProcess, Orphan, OtherProcess, Survey
 from .rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
 
@@ -102,21 +103,6 @@ def program_name(argv: Sequence[str]) -> str:
     if not rest[0].startswith("-"):
         return f"{prog} {os.path.basename(rest[0])}"
     return prog
-
-
-def start_ticks(pid: int) -> int | None:
-    """Field 22 of /proc/PID/stat: start time in clock ticks since boot.
-
-    Unlike psutil's create_time (boot time + ticks, moved by clock steps) it is exactly the
-    same number for every reader in the same time namespace.
-    """
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode(errors="replace")
-        # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
-        return int(stat[stat.rindex(")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def ns_pid(pid: int) -> int | None:
@@ -485,17 +471,6 @@ def _send(proc: psutil.Process, how: str) -> None:
 # Process helpers the launcher, the supervisor and the drills share (one copy of each)
 
 LEAK_WAIT_S = 3.0
-
-
-def alive(pid: int | None) -> bool:
-    """Running, and not a zombie waiting to be reaped (a zombie is dead for every purpose here)."""
-    if pid is None:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def signal_quietly(pid: int, sig: int) -> None:

@@ -78,10 +78,10 @@ def test_the_culprit_table_names_the_ranks_the_collective_the_evidence_and_the_r
     rows = dict((what, found) for what, found in culprit.rows)
     assert culprit.id == "launch-culprit"
     assert rows["culprit ranks"] == "1 (behind)"
-    assert rows["collective"] == "all_reduce #20 in group 0, sizes [[1024]], dtypes ['Float']"
+    assert rows["collective"] == "all_reduce #20 in group 0, input sizes [[1024]], dtypes Float"
     assert rows["evidence"].startswith("rank 1: last enqueued #19; finished its script and exited\nrank 0:")
     assert rows["torchrun would blame"] == "rank 0 (the first rank to fail)"
-    assert "waiting ranks [0]" in rows["hang"] and "terminated [0, 1]" in rows["hang"]
+    assert "ranks waiting: 0;" in rows["hang"] and "terminated: 0, 1;" in rows["hang"]
     assert rows["RAS"] == "NCCL RAS: answered at localhost:28028 in 0.4 s"
     assert rows["RAS answer (text)"] == RAS.answer
 

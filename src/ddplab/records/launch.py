@@ -163,7 +163,8 @@ class LaunchRecord:
                      ["what", "where"], rows)
 
     def culprit_table(self, stage: str) -> Table:
-        rows = [["outcome", self.summary()], ["detected by", self.detected_by or "-"]]
+        """Who held the job up and why, each row in words: what is not known is left out, never written "None"."""
+        rows = [["outcome", self.summary()], ["detected by", self.detected_by or "nothing (the job ended by itself)"]]
         if self.culprit:
             rows += _culprit_rows(self.culprit)
         if self.torchrun_root_cause_rank is not None:
@@ -184,25 +185,42 @@ def _rank_row(r: JobRank) -> list[str]:
             r.flight_record or ""]
 
 
+def collective_words(k: CollectiveCall) -> str:
+    """all_reduce #4 in group 0, input sizes [[1024]], dtypes Float: the parts the flight records gave."""
+    text = (k.op or "a collective") + (f" #{k.seq}" if k.seq is not None else "") + \
+        (f" in group {k.pg}" if k.pg is not None else "")
+    if k.input_sizes is not None:
+        text += f", input sizes {k.input_sizes}"
+    if k.dtypes:
+        text += ", dtypes " + (", ".join(str(d) for d in k.dtypes) if isinstance(k.dtypes, list) else str(k.dtypes))
+    return text
+
+
 def _culprit_rows(c: Culprit) -> list[list[str]]:
-    rows = [["culprit ranks", ", ".join(str(r) for r in c.ranks) + f" ({c.kind})"], ["reason", c.reason]]
-    if c.collective:
-        k = c.collective
-        rows.append(["collective", f"{k.op} #{k.seq} in group {k.pg}, sizes {k.input_sizes}, dtypes {k.dtypes}"])
-    analyzer = f"{c.analyzer.tool}: {c.analyzer.status}" + "".join(f"; {t}" for t in (c.analyzer.why, c.analyzer.error)
-                                                                   if t)
+    rows = [["culprit ranks", (", ".join(str(r) for r in c.ranks) or "none") + f" ({c.kind})"], ["reason", c.reason]]
+    if c.collective and (c.collective.op or c.collective.seq is not None):
+        rows.append(["collective", collective_words(c.collective)])
+    analyzer = "; ".join(t for t in (f"{c.analyzer.tool}: {c.analyzer.status}", c.analyzer.why, c.analyzer.error) if t)
     return rows + [["evidence", "\n".join(c.evidence)], ["torch's analyzer", analyzer]]
 
 
+def _seconds(s: float | None) -> str:
+    return "unknown" if s is None else f"{s:g} s"
+
+
 def _hang_rows(h: Hang) -> list[list[str]]:
-    rows = [["hang", f"no progress for {h.no_progress_s} s (timeout {h.hang_timeout_s} s); waiting ranks "
-                     f"{h.waiting_ranks}; answered the dump request {h.answered}; stacks by signal "
-                     f"{h.signalled_for_stacks}; terminated {h.terminated}; killed {h.killed}"]]
+    def ranks(found: list[int]) -> str:
+        return ", ".join(str(r) for r in found) or "none"
+
+    rows = [["hang", f"no progress for {_seconds(h.no_progress_s)} (hang timeout {_seconds(h.hang_timeout_s)}); "
+                     f"ranks waiting: {ranks(h.waiting_ranks)}; answered the dump request: {ranks(h.answered)}; "
+                     f"stacks by signal: {ranks(h.signalled_for_stacks)}; terminated: {ranks(h.terminated)}; "
+                     f"killed after the grace period: {ranks(h.killed)}"]]
     if h.ras:
         ras = h.ras
         said = (f"{ras.service}: " if ras.service else "") + ras.status + (f" ({ras.why})" if ras.why else "")
         rows.append(["RAS", said + (f" at {ras.address}" if ras.address else "")
-                     + (f" in {ras.seconds} s" if ras.seconds is not None else "")])
+                     + (f" in {_seconds(ras.seconds)}" if ras.seconds is not None else "")])
         if ras.answer:
-            rows.append([f"RAS answer ({ras.format})", ras.answer])
+            rows.append([f"RAS answer ({ras.format})" if ras.format else "RAS answer", ras.answer])
     return rows

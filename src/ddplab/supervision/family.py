@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import psutil
 
 from ..files import write_text_atomic
-from ..procs import program_name, run_processes, signal_quietly, start_ticks
+from ..proc_identity import start_ticks, still
+from ..procs import program_name, run_processes, signal_quietly
 from ..rundir import RunDir
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -55,13 +56,7 @@ class Member:
 
     def alive(self) -> bool:
         """Still this process (same start time) and not a zombie."""
-        if start_ticks(self.pid) != self.ticks:
-            return False
-        try:
-            with open(f"/proc/{self.pid}/stat") as f:
-                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-        except (OSError, IndexError):
-            return False
+        return still(self.pid, self.ticks)
 
 
 class Family:

@@ -26,29 +26,13 @@ import sys
 import time
 from pathlib import Path
 
+from ..proc_identity import start_ticks, still
+
 RUN_ID_ENV = "DDPLAB_RUN_ID"  # rundir.RUN_ID_ENV (not imported: this process starts with the stdlib only)
 DONE = b"done"
 SETTLE_S = 0.3  # the ranks' parent-death guard fires at once; give it a moment before looking
 GRACE_S = 2.0
 DAEMON_STOP_S = 10.0
-
-
-def start_ticks(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def alive(pid: int, ticks: int | None) -> bool:
-    if ticks is None or start_ticks(pid) != ticks:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def marked(run_id: str) -> dict[int, int | None]:
@@ -93,7 +77,7 @@ def stop_daemons(run_dir: Path) -> list[dict]:
 
 def end(processes: dict[int, int | None]) -> dict[str, list[int]]:
     """SIGCONT + SIGTERM, then SIGKILL after the grace period; each only while it is the same process."""
-    live = {p: t for p, t in processes.items() if alive(p, t)}
+    live = {p: t for p, t in processes.items() if still(p, t)}
     for pid in live:
         for sig in (signal.SIGCONT, signal.SIGTERM):
             try:
@@ -101,9 +85,9 @@ def end(processes: dict[int, int | None]) -> dict[str, list[int]]:
             except OSError:
                 pass
     deadline = time.monotonic() + GRACE_S
-    while time.monotonic() < deadline and any(alive(p, t) for p, t in live.items()):
+    while time.monotonic() < deadline and any(still(p, t) for p, t in live.items()):
         time.sleep(0.05)
-    killed = [p for p, t in live.items() if alive(p, t)]
+    killed = [p for p, t in live.items() if still(p, t)]
     for pid in killed:
         try:
             os.kill(pid, signal.SIGKILL)
