@@ -198,16 +198,18 @@ def rank_ends(watcher: Watcher, run: RunDir, failures: dict[int, elastic.Elastic
         e, f = seen.get(rank), failures.get(rank)
         if e is not None and (e.exit_code is not None or e.signal is not None):
             pid, at, code, sig = e.pid, e.at, e.exit_code, e.signal
-        elif f is not None:
-            pid, at, code, sig = f.pid, (e.at if e else f.timestamp), (None if f.signal else f.exitcode), f.signal
+        elif f is not None:  # the exit was not seen as it happened: elastic's time is its poll's, in whole seconds
+            pid, at, code, sig = f.pid, (e.at if e else None), (None if f.signal else f.exitcode), f.signal
         else:
             pid, at, code, sig = e.pid, e.at, None, None
         ends[rank] = (pid, at, code, sig)
     out = {}
     for rank, (pid, at, code, sig) in ends.items():
         first_failure = _first_failure_at({r: e for r, e in ends.items() if r != rank}, run, but=rank)
+        # SIGTERM/SIGKILL after another rank failed: elastic's teardown (a time not seen: elastic signals only
+        # once a rank failed, so it is the teardown too)
         by_launcher = pid in watcher.signalled or (
-            sig in ("SIGTERM", "SIGKILL") and first_failure is not None and at is not None and at > first_failure)
+            sig in ("SIGTERM", "SIGKILL") and first_failure is not None and (at is None or at > first_failure))
         oom = watcher.exits.oom_evidence(pid) if sig == "SIGKILL" and not by_launcher else None
         out[rank] = RankEnd(rank=rank, pid=pid, at=at, exit_code=code, signal=sig, by_launcher=by_launcher,
                             oom_killed=oom)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 
-from ..platform.flight_recorder import pending_means_waiting
 from ..records.supervision import Analyzer, CollectiveCall, Culprit, Hang
 from . import flight, states
 from .evidence import RankEvidence
@@ -80,10 +79,11 @@ def own_failures(evidence: dict[int, RankEvidence]) -> list[tuple[float, int]]:
         end = ev.end
         if end is None or end.ok or end.by_launcher or end.at is None:
             continue
-        if end.signal == "SIGABRT" and ev.phase in states.WAITING_PHASES and ev.status is not None \
-                and pending_means_waiting(ev.status.recorder):
-            continue  # an asynchronous library's watchdog (NCCL's) ending a rank that waited: a victim. gloo's
-            # abort is its own enforce failing in that rank: a failure of its own (seen on one H200)
+        if end.signal == "SIGABRT" and ev.phase in states.WAITING_PHASES:
+            # Ending a rank that waited in a collective, the library aborts it: NCCL's watchdog after a timeout,
+            # gloo when a peer sent a message of a size it did not expect (the receiver dies, not the sender).
+            # The rank's own fault only where its status says it was not waiting.
+            continue
         found.append((end.at, rank))
     return sorted(found)
 
