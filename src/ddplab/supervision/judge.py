@@ -188,12 +188,18 @@ def _waiting(evidence: dict[int, RankEvidence], expected: list[int] | None, hang
              local_count: int | None, local_ranks: set[int] | None) -> Finding:
     """As the job stood when it was declared hung (after a rank on another machine failed, by this machine's
     heartbeats only), or when the first rank gave up waiting."""
+    snapshot = dict(hang.snapshot) if hang is not None else {}
+    frozen = states.frozen_ranks(snapshot, hang.declared_at, STALE_S) if snapshot else []
+    if frozen and len(frozen) < len(snapshot):  # stopped beating while the others beat on: nothing it says counts
+        return Finding(frozen, "frozen", f"rank(s) {_list(frozen)}: heartbeat stopped for more than {STALE_S:.0f} s "
+                       "when the hang was declared (paused: SIGSTOP, a debugger; a machine cut off; or something "
+                       "holds its GIL: its stacks are in fatal.txt where it could write them)",
+                       evidence=[f"rank {r}: {evidence[r].state()}" for r in sorted(evidence) if r in evidence])
     found = flight.behind(evidence) or flight.never_reached_init(evidence)
     if found:
         return found
     last = {r: ev.status for r, ev in evidence.items() if ev.status is not None}
     count = local_count or len(last) or 1
-    snapshot = dict(hang.snapshot) if hang is not None else {}
     failed = sorted(r for r, s in snapshot.items() if s.phase == "failed")
     if snapshot and failed:
         ranks, why = states.name_culprits_after_failure(snapshot, count, hang.declared_at, STALE_S, expected=expected,

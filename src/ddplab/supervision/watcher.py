@@ -323,9 +323,10 @@ class Watcher:
             pass
         answered = self._wait_for_answers(request_id, running) if request_id else set()
         silent = [r for r in running if r not in answered]
-        for rank in silent:  # something holds its GIL, or it is stopped: faulthandler writes from the handler
-            signal_quietly(running[rank].pid, signal.SIGCONT)  # a stopped process cannot run its handler
-            if running[rank].stack_signal:
+        for rank in silent:  # something holds its GIL: faulthandler writes from its handler
+            if running[rank].stack_signal and not _stopped(running[rank].pid):
+                # a stopped rank (SIGSTOP, a debugger) is left as it is: resumed, it would run on and its status
+                # would no longer say where it stopped
                 signal_quietly(running[rank].pid, running[rank].stack_signal)
         if silent:
             time.sleep(STACK_SIGNAL_WAIT_S)
@@ -356,6 +357,15 @@ class Watcher:
                 break
             time.sleep(0.05)
         return answered
+
+
+def _stopped(pid: int) -> bool:
+    """The process is stopped (state T: SIGSTOP, or t: a debugger)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+    except (OSError, IndexError):
+        return False
 
 
 def _is_ours(state: RankState) -> bool:
