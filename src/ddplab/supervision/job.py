@@ -205,7 +205,7 @@ def rank_ends(watcher: Watcher, run: RunDir, failures: dict[int, elastic.Elastic
         ends[rank] = (pid, at, code, sig)
     out = {}
     for rank, (pid, at, code, sig) in ends.items():
-        first_failure = _first_failure_at({r: e for r, e in ends.items() if r != rank}, run, but=rank)
+        first_failure = _first_failure_at({r: e for r, e in ends.items() if r != rank})
         # SIGTERM/SIGKILL after another rank failed: elastic's teardown (a time not seen: elastic signals only
         # once a rank failed, so it is the teardown too)
         by_launcher = pid in watcher.signalled or (
@@ -216,17 +216,11 @@ def rank_ends(watcher: Watcher, run: RunDir, failures: dict[int, elastic.Elastic
     return out
 
 
-def _first_failure_at(ends: dict, run: RunDir, but: int) -> float | None:
-    """When another rank than ``but`` first failed: its recorded error, or its process ending other than by exit
-    0. Elastic tears the group down once a rank's process ends so; a rank SIGTERMed or SIGKILLed after that was
-    stopped by its launcher."""
-    from .evidence import read_error
-
+def _first_failure_at(ends: dict) -> float | None:
+    """When another rank's process first ended other than by exit 0: elastic tears the group down only then (a rank
+    that recorded an error is still alive while it writes its evidence), so a rank SIGTERMed or SIGKILLed after
+    that was stopped by its launcher, and one killed before it was not."""
     times = [at for (_, at, code, sig) in ends.values() if at is not None and (sig is not None or code not in (0, None))]
-    for rank in run.ranks_seen():
-        error = read_error(run, rank) if rank != but else None
-        if error is not None:
-            times.append(error.at)
     return min(times) if times else None
 
 
