@@ -173,7 +173,8 @@ class Switch:
             parser.add_argument(self.on, dest=slot.dest, action="store_const", const=True, default=argparse.SUPPRESS,
                                 help=help_text(slot.doc, state))
         if self.off:
-            helped = f"the opposite of {self.on}" if self.on else help_text(slot.doc, state)
+            helped = (f"the opposite of {self.on} (default: {self.on if slot.default else self.off})" if self.on
+                      else help_text(slot.doc, state))
             parser.add_argument(self.off, dest=slot.dest, action="store_const", const=False,
                                 default=argparse.SUPPRESS, help=helped)
 

@@ -11,19 +11,44 @@ report marked interrupted. <out>/report.json and <out>/report.html hold everythi
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import interrupts, measurements
+from .cli_options import Range, check_fields, option
+from .config import DEVICES
 from .errors import DdplabError, ExitCode
 from .files import DiskFull
 from .profiles import Machine, Stage, stages
 from .records import Check, Report, Verdict
-from .config import RunConfig, StagePlan
-from .records.run import RunRecord, StageRecord
+from .records.run import RunRecord, StagePlan, StageRecord
 from .session import Observer
+from .validators import MAX_NPROC, MAX_TIMEOUT_S
 
 COMMAND = "run"
+PROFILES = ("quick", "full", "soak")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The whole lab: which profile, on which device, where its reports go."""
+
+    profile: str = option("--profile", default="quick", choices=PROFILES)
+    """quick: every stage, CI-sized; full: the complete GPU lab; soak: storm and sweep repeated (profiles.py)."""
+    nproc: int = option("--nproc", default=2, range=Range(1, MAX_NPROC, unit=" ranks per node"))
+    """Ranks of the shared-device stages."""
+    device: str = option("--device", default="auto", choices=DEVICES)
+    """Device type, or auto for the detected accelerator (cpu when none)."""
+    out: str | None = option("--out", default=None, metavar="DIR")
+    """Output directory, new or empty; default: ./ddplab-runs/run-<time>-<id>."""
+    stage_deadline_s: float = option("--stage-deadline", default=120.0,
+                                     range=Range(0, MAX_TIMEOUT_S, name="seconds", low_open=True))
+    """Every stage's hang timeout: seconds without progress before its ranks are cut."""
+    stages: list[StagePlan] = field(default_factory=list)
+    """Filled in once the machine is known (the env stage): each stage's command line."""
+
+    def __post_init__(self):
+        check_fields(self)
 
 
 def run(config: RunConfig, console) -> Report:

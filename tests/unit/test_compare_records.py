@@ -11,7 +11,7 @@ import pytest
 
 from ddplab import comparison, measurements
 from ddplab.cli import main
-from ddplab.config import SweepConfig
+from ddplab.measurements.sweep import SweepConfig
 from ddplab.measurements import sweep
 from ddplab.records import Report, Verdict
 from ddplab.records.compare import TimedRow, stage_rows

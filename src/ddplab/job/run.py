@@ -1,4 +1,4 @@
-"""`ddplab launch` as a library: one supervised job, from its LaunchConfig to its report.
+"""`ddplab launch` as a library: one supervised job, from its UserJobConfig to its report.
 
 Refuses bad input (UsageError, EnvironmentUnsupported) before anything starts: torchrun's options, the RAS
 address when --ras asks for it, a job directory that already holds a run. Then runs the job through torch's
@@ -13,12 +13,12 @@ import json
 import os
 from typing import Callable
 
-from ..config import LaunchConfig
 from ..files import write_text_atomic
 from ..platform import Platform, detect, open_monitor
 from ..records import Report
 from ..rundir import RunDir
 from . import ras
+from .config import UserJobConfig
 from .outcome import build_report
 from .supervise import run_user_job
 from .torchrun_args import resolve
@@ -27,7 +27,7 @@ LABEL = "launch"  # run ids read launch-<date>-<time>-<hex>, as the default dire
 OUT_OPTION = "--out"
 
 
-def run(config: LaunchConfig, say: Callable[[str], None] = lambda text: None,
+def run(config: UserJobConfig, say: Callable[[str], None] = lambda text: None,
         platform: Platform | None = None) -> Report:
     """The job's report. ``say`` hears where the job directory is, before the job starts. ``platform``: this
     machine as platform.detect() describes it (detected when not given): its device monitor samples the

@@ -2,7 +2,8 @@
 
     NAME        the command word and the report's "command"
     SUMMARY     one line for --help and the docs
-    Config      a frozen dataclass (config.py), validated on construction
+    Config      a frozen dataclass, validated on construction, whose fields make the command's options
+                (cli_options.py)
     Record      the frozen results record (records/), flattened into the report's "results"
     run(config, observer=QUIET) -> Record       refuses (DdplabError) before it starts anything
     checks(record) -> list[Check]               the ONE rule: the report's verdict is the worst of these

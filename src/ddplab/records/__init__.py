@@ -16,10 +16,10 @@ __all__ = ["SCHEMA_VERSION", "Check", "RecordError", "Report", "Verdict", "regis
 # Commands whose reports are not measurements (measurements register through ddplab.measurements).
 _REPORT_TYPES: dict[str, tuple[str, str, str, str]] = {
     # command: (config module, config class, results module, results class)
-    "run": ("ddplab.config", "RunConfig", "ddplab.records.run", "RunRecord"),
+    "run": ("ddplab.lab", "RunConfig", "ddplab.records.run", "RunRecord"),
     "compare": ("ddplab.records.compare", "CompareConfig", "ddplab.records.compare", "CompareRecord"),
-    "clean": ("ddplab.config", "CleanConfig", "ddplab.records.clean", "CleanRecord"),
-    "launch": ("ddplab.config", "LaunchConfig", "ddplab.records.launch", "LaunchRecord"),
+    "clean": ("ddplab.clean", "CleanConfig", "ddplab.records.clean", "CleanRecord"),
+    "launch": ("ddplab.job.config", "UserJobConfig", "ddplab.records.launch", "LaunchRecord"),
     "check": ("ddplab.check.config", "CheckConfig", "ddplab.check.record", "CheckRecord"),
 }
 

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..cli_options import option
+from ..sizes import human, parse_size
+from ..validators import parse_tolerance, percent_text
 from .core import Check, Verdict
 from .figures import Highlight, LineChart, Series
 
 OMIT = {"omit_none": True}
+MAX_TOLERANCE_PCT = 10_000  # B a hundred times slower than A: beyond that a tolerance means nothing
 # Written only when something is missing, so a comparison that lost nothing keeps the keys it always had.
 OMIT_EMPTY = {"omit_default": True}
 
@@ -92,10 +96,18 @@ class MissingRow:
 
 @dataclass(frozen=True)
 class CompareConfig:
-    old: str  # the files, as given
-    new: str
-    tolerance: float  # allowed slowdown of B against A, as a fraction (0.05 = 5 %)
-    min_size: int  # sizes below this are shown but not judged
+    """`ddplab compare A B`: the two inputs, as given, and how B is judged against A."""
+
+    old: str = option(metavar="A")
+    """Baseline: nccl-tests text output or a ddplab JSON report."""
+    new: str = option(metavar="B")
+    """Candidate: nccl-tests text output or a ddplab JSON report."""
+    tolerance: float = option("--tolerance", default=0.05, show=percent_text,
+                              parse=lambda text, flag: parse_tolerance(text, flag, MAX_TOLERANCE_PCT))
+    """Allowed slowdown of B against A (a fraction: 0.05 is 5%)."""
+    min_size: int = option("--min-size", default=0, show=human,
+                           parse=lambda text, flag: 0 if text == "0" else parse_size(text, flag))
+    """Sizes below this (K, M, G or T for powers of 1024) are shown but not judged."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""`ddplab run`: what each stage gave (RunRecord); its plan is config.RunConfig."""
+"""`ddplab run`: what each stage gave (RunRecord); its plan is lab.RunConfig, each stage's command line a
+StagePlan."""
 
 from __future__ import annotations
 
@@ -8,6 +9,15 @@ from .clean import Orphan
 from .core import Check, Report, Verdict
 
 OMIT = {"omit_none": True}
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """One stage as the report shows it: its name and the command line that reproduces it alone."""
+
+    name: str
+    command: str  # the measurement's command word
+    argv: list[str]
 
 
 @dataclass(frozen=True)
