@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from .. import clean, display
-from ..records import Report, Verdict
+from ..records import Report, make_report
 from ..records.clean import CleanRecord, GoneProcess, Orphan, OtherProcess
 from ..report import human_bytes
 from . import options
@@ -92,7 +92,5 @@ def _render_named(named: Orphan | OtherProcess | GoneProcess, console) -> None:
 
 def main(args, console) -> int:
     config = config_from_args(args)
-    record = clean.run(config)
-    report = Report(command="clean", config=config, platform=record.platform, results=record,
-                    verdict=Verdict.worst(c.verdict for c in record.checks()))
+    report = make_report(clean, config, clean.run(config))
     return display.finish(report, render, args.json, console)

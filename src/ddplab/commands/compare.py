@@ -16,12 +16,12 @@ from pathlib import Path
 
 from .. import comparison, display, spikes
 from ..errors import UsageError, printable
-from ..records import Report
+from ..records import Report, make_report
 from ..records.compare import CompareConfig, CompareRecord, ComparedRow, MissingRow
 from ..sizes import human
 from . import options
 
-SUMMARY = "side by side: nccl-tests text or ddplab JSON, with regressions beyond a tolerance"
+SUMMARY = comparison.SUMMARY
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,10 +49,8 @@ validate = config_from_args
 
 def main(args, console) -> int:
     config = config_from_args(args)
-    old, new = comparison.load_input(config.old), comparison.load_input(config.new)
-    record = comparison.compare(config, old, new)
-    report = Report(command="compare", config=config, platform=None, results=record,
-                    verdict=comparison.verdict(record, config.min_size))
+    old, new = comparison.load_input(config.old), comparison.load_input(config.new)  # kept: they label the table
+    report = make_report(comparison, config, comparison.compare(config, old, new))
     if args.html:
         from ..html_report import write_page
 

@@ -26,10 +26,11 @@ import argparse
 
 from .. import cli_options
 from ..errors import ExitCode, UsageError, printable
+from ..job import run as job
 from ..job.config import LAUNCH_USAGE, Target, UserJobConfig
 from ..records import Report
 
-SUMMARY = "run your own training script as torchrun would, and name the rank that fails or hangs it"
+SUMMARY = job.SUMMARY
 USAGE = LAUNCH_USAGE
 DDPLAB_OPTIONS = tuple(cli_options.options_of(UserJobConfig))  # --hang-timeout, --out, --ras
 PREFIX = "ddplab_"  # where ddplab's options land in torchrun's namespace, apart from torchrun's own
@@ -116,11 +117,12 @@ def validate(args) -> None:
 
 
 def main(args, console) -> int:
-    from ..job.run import run
+    from ..records import make_report
+    from ..session import Observer
 
-    # markup off: sizes look like markup; printable: a rank's own words may hold terminal escapes
-    say = lambda text: console.print(printable(text), markup=False, highlight=False)  # noqa: E731
-    report = run(args.config, say)
+    record = job.run(args.config, Observer(console))
+    report = make_report(job, args.config, record)
+    job.write_reports(report)
     render(report, console)
     if report.results.outcome == "interrupted":  # Ctrl+C or SIGTERM to ddplab, as `ddplab run` says it
         return ExitCode.INTERRUPTED

@@ -15,7 +15,7 @@ from ..errors import ExitCode
 from ..report import write_json
 from . import options
 
-SUMMARY = "the whole lab in one command: env, DDP, storm, sweep, ceiling, contention, drills, report"
+SUMMARY = lab.SUMMARY
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +45,12 @@ def check_out_dir(out: Path) -> None:
 
 
 def main(args, console) -> int:
-    report = lab.run(config_from_args(args), console)
+    from ..records import make_report
+    from ..session import Observer
+
+    config = config_from_args(args)
+    report = make_report(lab, config, lab.run(config, Observer(console)))
+    lab.write_reports(report, Path(report.results.out))
     if args.json:  # before the verdict: it is printed only once every report is stored
         write_json(report.to_json(), args.json)
     render_verdict(report, console)

@@ -108,6 +108,8 @@ class LaunchRecord:
     flight_records: dict[int, str] = field(init=False, default_factory=dict)
     nothing_left_running: bool = field(init=False, default=True)
     platform: JobHost | None = field(default=None, metadata=SKIP, compare=False)
+    # The request as it ran (job/config.UserJobConfig with the rendezvous ddplab chose): the report's config.
+    ran_with: Any = field(default=None, metadata=SKIP, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "stacks", {r.rank: r.stacks for r in self.ranks if r.stacks})
