@@ -7,9 +7,9 @@ So an option is written once, as a field of its Config:
     steps: int = option("--steps", default=20, range=Range(1, MAX_STEPS))
     \"\"\"Optimizer steps per rank.\"\"\"
 
-Its help is its docstring (the string under the field, read from the class's source with ``ast``, as Sphinx
-reads attribute docstrings: where the reader of the code sees it, not a second copy in metadata that could drift
-from it), then its default, "(default: 20)", unless the docstring says it ("...; default: off").
+Its help is its docstring (the string under the field, read from the class's source with ``ast`` as Sphinx reads
+attribute docstrings: where the reader of the code sees it, not a copy in metadata to drift from it), then its
+default, "(default: 20)", unless the docstring says it ("...; default: off").
 
 Spellings (a field's metadata under ``KEY``):
     Value    an option with a value (--steps 20, -n 20), or a positional argument (no flags)
@@ -79,15 +79,13 @@ def define_vocabulary(name: str, names: Callable[[], tuple[str, ...]]) -> None:
     _VOCABULARIES[name] = names
 
 
-def names_of(choices) -> tuple[str, ...] | None:
-    if isinstance(choices, Vocabulary):
-        return tuple(_VOCABULARIES[choices.name]())  # KeyError: the command layer did not define it (a bug)
-    return choices
+def names_of(choices) -> tuple[str, ...] | None:  # KeyError: the command layer did not define it (a bug)
+    return tuple(_VOCABULARIES[choices.name]()) if isinstance(choices, Vocabulary) else choices
 
 
 @dataclass(frozen=True)
 class Slot:
-    """One field as the parser sees it: its name, where argparse puts it, its default and its help."""
+    """One field as the parser sees it: its name, where argparse puts it (``dest``), its default and its help."""
 
     name: str
     dest: str
@@ -184,8 +182,8 @@ class Switch:
     def argv(self, value, default) -> list[str]:
         return [] if value == default else [self.on if value else self.off]
 
-    def check(self, value, slot: Slot) -> None:
-        return None
+    def check(self, value, slot: Slot) -> None:  # any boolean will do
+        pass
 
 
 @dataclass(frozen=True)
@@ -222,27 +220,23 @@ class Nested:
 
 def option(*flags: str, default=MISSING, default_factory=MISSING, json: dict | None = None, **spelling) -> Any:
     """A field spelt as an option with a value (``Value``): ``option("--steps", default=20, range=...)``."""
-    return _field(Value(tuple(flags), **spelling), default, default_factory, json)
+    return spelt(Value(tuple(flags), **spelling), default, default_factory, json)
 
 
 def switch(on: str | None = None, off: str | None = None, *, default: bool, json: dict | None = None) -> Any:
-    return _field(Switch(on, off), default, MISSING, json)
+    return spelt(Switch(on, off), default, json=json)
 
 
 def one_of(flags: dict[str, str], *, default: str, json: dict | None = None) -> Any:
-    return _field(OneOf(flags), default, MISSING, json)
+    return spelt(OneOf(flags), default, json=json)
 
 
 def nested(default_factory: Callable[[], Any], *, help: dict[str, str] | None = None, json: dict | None = None) -> Any:
-    return _field(Nested(help or {}), MISSING, default_factory, json)
+    return spelt(Nested(help or {}), default_factory=default_factory, json=json)
 
 
-def spelt(spelling, *, default=MISSING, default_factory=MISSING, json: dict | None = None) -> Any:
-    """A field with a spelling of its own (sizes.SizeRange)."""
-    return _field(spelling, default, default_factory, json)
-
-
-def _field(spelling, default, default_factory, json: dict | None):
+def spelt(spelling, default=MISSING, default_factory=MISSING, json: dict | None = None) -> Any:
+    """A field with the spelling given (Value, Switch, OneOf, Nested or one of its own: sizes.SizeRange)."""
     metadata = {KEY: spelling, **(json or {})}
     if default_factory is not MISSING:
         return field(default_factory=default_factory, metadata=metadata)
@@ -399,7 +393,7 @@ def argv_of(config, base=None) -> list[str]:
 
 
 def options_of(cls: type) -> list[str]:
-    """Every option string the command line has for ``cls`` (tests: each one in --help with its help)."""
+    """Every option string the command line has for ``cls``."""
     parser = argparse.ArgumentParser(add_help=False)
     add_arguments(parser, cls)
     return [s for a in parser._actions for s in a.option_strings]
