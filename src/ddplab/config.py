@@ -16,7 +16,7 @@ so a stage can be reproduced alone; a test parses it back with the command's own
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from .cli_options import Range, Vocabulary, argv_of, check_fields, one_of, option
 from .validators import MAX_NODES, MAX_NPROC, MAX_TIMEOUT_S, check_choice, is_endpoint, require
@@ -97,9 +97,6 @@ class LaunchOptions:
             require(self.sharing_daemon != "on", "not-under-torchrun",
                     "--mps: the sharing daemon is started by ddplab's launcher, and torchrun is the launcher here")
             object.__setattr__(self, "sharing_daemon", "off")  # auto: none can be started by one rank for all
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     def to_argv(self) -> list[str]:
         return argv_of(self)
