@@ -18,16 +18,22 @@ warning, named like the rest.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from . import nccl_tests, spikes
 from .errors import UsageError
-from .records import Report, Verdict
+from .records import Check, Report, Verdict
 from .records import load as report_files
 from .records.compare import (CompareConfig, CompareRecord, ComparedRow, MissingRow, TimedRow, VerdictChange,
                               timed_rows_of)
+from .records.hooks import Staged
 
-# A verdict got worse when it moved right on this scale; a stage that could not run (SKIP) counts as a pass.
-SEVERITY = {Verdict.PASS: 0, Verdict.SKIP: 0, Verdict.WARN: 1, Verdict.FAIL: 2}
+if TYPE_CHECKING:
+    from .session import Observer
+
+NAME = "compare"
+SUMMARY = "side by side: nccl-tests text or ddplab JSON, with regressions beyond a tolerance"
+Config, Record = CompareConfig, CompareRecord
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,21 @@ def load_input(path: str) -> Input:
     return Input(path, "nccl-tests", [t for t in (r.timed_row() for r in table.rows) if t is not None], None)
 
 
+def run(config: CompareConfig, observer: "Observer | None" = None) -> CompareRecord:
+    """B against A, each read from its file (``load_input``; `ddplab compare` keeps the inputs to label them)."""
+    return compare(config, load_input(config.old), load_input(config.new))
+
+
+def checks(record: CompareRecord) -> list[Check]:
+    return record.checks()
+
+
+def summary(record: CompareRecord) -> str:
+    return (f"{len(record.rows)} rows compared, {len(record.regressions)} slower, {len(record.wrong)} with wrong "
+            f"data, {len(record.verdict_changes)} verdict(s) worse, {len(record.missing_rows)} row(s) and "
+            f"{len(record.missing_stages)} stage(s) of A missing from B")
+
+
 def compare(config: CompareConfig, old: Input, new: Input) -> CompareRecord:
     """B against A; UsageError when they have nothing in common."""
     rows = line_up(old.rows, new.rows, config.tolerance, config.min_size)
@@ -77,7 +98,7 @@ def compare(config: CompareConfig, old: Input, new: Input) -> CompareRecord:
         raise UsageError("nothing-to-compare", f"no (collective, size, placement) appears in both {old.path} and "
                                                f"{new.path}")
     return CompareRecord(rows=rows, verdict_changes=changes, missing_stages=missing_stages(old.report, new.report),
-                         missing_rows=missing_rows(old, new, config.min_size))
+                         missing_rows=missing_rows(old, new, config.min_size), config=config)
 
 
 def line_up(old: list[TimedRow], new: list[TimedRow], tolerance: float, min_size: int) -> list[ComparedRow]:
@@ -104,7 +125,7 @@ def verdict_changes(old: Report | None, new: Report | None) -> list[VerdictChang
     """Stages of two lab reports whose verdict got worse (a record with stages has ``stage_verdicts()``)."""
     before, after = _stage_verdicts(old), _stage_verdicts(new)
     return [VerdictChange(stage, before[stage], verdict) for stage, verdict in after.items()
-            if stage in before and SEVERITY[verdict] > SEVERITY[before[stage]]]
+            if stage in before and verdict.severity > before[stage].severity]
 
 
 def missing_stages(old: Report | None, new: Report | None) -> list[str]:
@@ -126,11 +147,4 @@ def missing_rows(old: Input, new: Input, min_size: int) -> list[MissingRow]:
 
 
 def _stage_verdicts(report: Report | None) -> dict[str, Verdict]:
-    hook = getattr(report.results, "stage_verdicts", None) if report is not None else None
-    return hook() if hook is not None else {}
-
-
-def verdict(record: CompareRecord, min_size: int) -> Verdict:
-    if record.regressions or record.wrong or record.verdict_changes or record.missing_stages or record.lost_rows:
-        return Verdict.FAIL
-    return Verdict.WARN if record.spikes(min_size) or record.missing_rows else Verdict.PASS
+    return report.results.stage_verdicts() if report is not None and isinstance(report.results, Staged) else {}

@@ -16,11 +16,20 @@ from __future__ import annotations
 import importlib
 from typing import Callable, Mapping
 
+from .cli_options import option
 from .errors import EnvironmentUnsupported
 from .records import Check, Verdict
 from .records.engines import LIBRARY, TORCH, AddedCost, LibraryEngineRecord, added_cost
 
 BOTH = "both"
+ENGINES = (TORCH, LIBRARY, BOTH)
+
+
+def engine_option():
+    """The ``engine`` field of the storm's and the sweep's Config (--engine), written into a report only when it
+    is not torch, so that a torch report keeps its keys. Its docstring, the help, is each Config's."""
+    return option("--engine", default=TORCH, choices=ENGINES, json={"omit_default": True})
+
 METHOD = ("the collective library called directly through the vendor's binding (platform/library_binding.py), "
           "its communicator made through the job's own c10d store, on the buffers torch's engine uses, with the "
           "same byte counts, formulas and exact-data check")

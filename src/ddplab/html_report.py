@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .records import Check, Report
+from .records.hooks import Drawn, Interruptible
 
 VERDICT_CLASS = {"pass": "pass", "warn": "warn", "fail": "fail", "skip": "skip", "info": "info"}
 
@@ -152,7 +153,7 @@ def render_html(report: Report, baseline=None, base_dir: Path | None = None, tra
     parts = [
         h("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"),
         h("<title>ddplab report: {}</title><style>{}</style></head><body>", str(report.verdict).upper(), Markup(CSS)),
-        first_screen(report, summary, _machine_line(report), meta, getattr(r, "interrupted", False)),
+        first_screen(report, summary, _machine_line(report), meta, isinstance(r, Interruptible) and r.interrupted),
         _baseline_note(baseline, overlaid),
         h("<h2>Every check, by stage</h2><div id='verdict-table'>{}</div>", stage_groups(summary)),
         *_figure_sections(figures),
@@ -187,7 +188,7 @@ def _figures(stages: list[tuple], base_dir: Path | None, trace_name: str) -> lis
         results = rep.results if rep is not None else None
         if isinstance(results, LaunchRecord):
             out.extend(launch_figures(results, name, base_dir, trace_name))
-        elif results is not None and hasattr(results, "figures"):
+        elif isinstance(results, Drawn):
             out.extend(results.figures(name))
     return out
 

@@ -11,23 +11,58 @@ report marked interrupted. <out>/report.json and <out>/report.html hold everythi
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from rich.console import Console
+
 from . import interrupts, measurements
+from .cli_options import Range, check_fields, option
+from .config import DEVICES
 from .errors import DdplabError, ExitCode
 from .files import DiskFull
 from .profiles import Machine, Stage, stages
-from .records import Check, Report, Verdict
-from .config import RunConfig, StagePlan
-from .records.run import RunRecord, StageRecord
-from .session import Observer
+from .records import Check, Report, Verdict, make_report
+from .records.core import verdict_of
+from .records.hooks import InSession, Interruptible, StartsRuns
+from .records.run import RunRecord, StagePlan, StageRecord
+from .session import QUIET, Observer
+from .validators import MAX_NPROC, MAX_TIMEOUT_S
 
-COMMAND = "run"
+NAME = COMMAND = "run"
+SUMMARY = "the whole lab in one command: env, DDP, storm, sweep, ceiling, contention, drills, report"
+PROFILES = ("quick", "full", "soak")
 
 
-def run(config: RunConfig, console) -> Report:
-    """Run every stage of the profile, write report.json and report.html into ``config.out``, return the report."""
+@dataclass(frozen=True)
+class RunConfig:
+    """The whole lab: which profile, on which device, where its reports go."""
+
+    profile: str = option("--profile", default="quick", choices=PROFILES)
+    """quick: every stage, CI-sized; full: the complete GPU lab; soak: storm and sweep repeated (profiles.py)."""
+    nproc: int = option("--nproc", default=2, range=Range(1, MAX_NPROC, unit=" ranks per node"))
+    """Ranks of the shared-device stages."""
+    device: str = option("--device", default="auto", choices=DEVICES)
+    """Device type, or auto for the detected accelerator (cpu when none)."""
+    out: str | None = option("--out", default=None, metavar="DIR")
+    """Output directory, new or empty; default: ./ddplab-runs/run-<time>-<id>."""
+    stage_deadline_s: float = option("--stage-deadline", default=120.0,
+                                     range=Range(0, MAX_TIMEOUT_S, name="seconds", low_open=True))
+    """Every stage's hang timeout: seconds without progress before its ranks are cut."""
+    stages: list[StagePlan] = field(default_factory=list)
+    """Filled in once the machine is known (the env stage): each stage's command line."""
+
+    def __post_init__(self):
+        check_fields(self)
+
+
+Config, Record = RunConfig, RunRecord
+
+
+def run(config: RunConfig, observer: Observer = QUIET) -> RunRecord:
+    """Run every stage of the profile into ``config.out`` (claimed); ``write_reports`` writes the report made of the
+    record (records.make_report: its config as planned, its verdict the worst of its checks)."""
+    console = observer.console or Console(quiet=True)
     out = claim_out_dir(config.out)
     started = time.monotonic()
     records: list[StageRecord] = []
@@ -35,7 +70,7 @@ def run(config: RunConfig, console) -> Report:
     env_report = run_stage(records, env_stage, console)
     platform = env_report.platform if env_report else None
     plan = stages(config.profile, config.nproc, Machine.of(platform, config.device), out, config.stage_deadline_s)
-    return run_stages(config, plan, out, console, platform, records, started, first=[env_stage])
+    return run_stages(config, plan, out, console, platform, records, started, first=[env_stage], write=False).results
 
 
 def run_stages(config: RunConfig, plan: list[Stage], out: Path, console, platform=None,
@@ -43,7 +78,8 @@ def run_stages(config: RunConfig, plan: list[Stage], out: Path, console, platfor
                first: list[Stage] = (), write: bool = True) -> Report:
     """Run ``plan`` stage by stage into ``out`` (claimed), then the leftover check; write and return the report.
     ``records``: stages already run (the env stage, listed in ``first``). ``write=False``: return the report
-    unwritten, for a command that writes its own from it (`ddplab check`)."""
+    unwritten, for a command that writes its own from it (`ddplab check`). ``config``: the lab's, or another
+    Config with ``out`` and ``stages`` (a check's)."""
     records = records if records is not None else []
     started = started if started is not None else time.monotonic()
     interrupted = False
@@ -56,21 +92,36 @@ def run_stages(config: RunConfig, plan: list[Stage], out: Path, console, platfor
             interrupted = True
             records.append(StageRecord(stage.name, stage.command_line, Verdict.FAIL, "interrupted by the user"))
             break
-        if report is not None and getattr(report.results, "interrupted", False):  # its ranks or drills were stopped
+        if report is not None and isinstance(report.results, Interruptible) and report.results.interrupted:
+            # its ranks or drills were stopped
             interrupted = True
             break
     records.append(leftover_check(records))
     interrupted = interrupted or bool(interrupts.requested())
-    record = RunRecord(profile=config.profile, stages=records, checks=[c for s in records for c in stage_checks(s)],
-                       interrupted=interrupted, duration_s=round(time.monotonic() - started, 1),
-                       out=str(out.resolve()))
     planned = replace(config, out=str(out), stages=[StagePlan(s.name, s.measurement, s.argv)
                                                    for s in [*first, *plan]])
-    report = Report(command=COMMAND, config=planned, platform=platform, results=record,
-                    verdict=Verdict.worst(s.verdict for s in records))
+    record = RunRecord(profile=config.profile, stages=records, checks=[c for s in records for c in stage_checks(s)],
+                       interrupted=interrupted, duration_s=round(time.monotonic() - started, 1),
+                       out=str(out.resolve()), platform=platform, ran_with=planned)
+    report = make_report(measurements.get(NAME), config, record)
     if write:
         write_reports(report, out)
     return report
+
+
+def config_as_run(config: RunConfig, record: RunRecord) -> RunConfig:
+    """The lab's config with its output directory and each stage's command line, as the env stage planned them."""
+    return record.ran_with or config
+
+
+def checks(record: RunRecord) -> list[Check]:
+    """Every stage's own checks, with the stage's name (``stage_checks``), kept in the record as they ran."""
+    return record.checks
+
+
+def summary(record: RunRecord) -> str:
+    note = ", interrupted" if record.interrupted else ""
+    return f"{len(record.stages)} stage(s) in {record.duration_s} s{note}: {record.out}"
 
 
 def claim_out_dir(out: str | None) -> Path:
@@ -136,16 +187,11 @@ def stage_checks(stage: StageRecord) -> list[Check]:
 
 
 def report_checks(report: Report) -> list[Check]:
-    """The check rows of any report: a measurement's checks(), or the record's own (launch, clean; compare's
-    take the report's config: its tolerance and smallest size judged)."""
-    import inspect
-
-    if report.command in measurements.MEASUREMENTS:
+    """The check rows of any report: its kind's ``checks(record)`` (a measurement's, the lab's, a launch's, a
+    clean's, a comparison's); none for a report of no kind (a check's rows are its node checks)."""
+    if report.command in measurements.kinds():
         return measurements.get(report.command).checks(report.results)
-    own = getattr(report.results, "checks", None)
-    if not callable(own):
-        return []
-    return own(report.config) if inspect.signature(own).parameters else own()
+    return []
 
 
 LEFTOVERS = "leftovers"
@@ -174,38 +220,35 @@ def _run_ids(records: list[StageRecord]) -> set[str]:
     found: set[str] = set()
     for stage in records:
         results = stage.report.results if stage.report is not None else None
-        ids = getattr(results, "run_ids", None)
-        if callable(ids):
-            found |= set(ids())
-        elif getattr(results, "session", None) is not None:
+        if isinstance(results, StartsRuns):
+            found |= set(results.run_ids())
+        elif isinstance(results, InSession) and results.session is not None:
             found.add(results.session.run_id)
     return {rid for rid in found if rid}
 
 
 def judged(report: Report) -> Report:
-    """``report`` with its verdicts derived again from its data, as they were when it was written: a
-    measurement's (or a launch's, or a clean's) by its checks, a lab's stage by stage (each stage's report judged
-    again, the leftover check from the processes it lists) and the lab's as the worst stage. A report read back
-    from a file is judged again (records/load.py), so that a stored PASS never stands beside data that fails
-    (issue 18). A stage that ran nothing keeps what it recorded: why it could not run is all the data it has."""
+    """``report`` with its verdicts derived again from its data, by the one rule that made them (records.
+    make_report: the worst of its kind's checks); a lab's stage by stage first (each stage's report judged again,
+    the leftover check from the processes it lists). A report read back from a file is judged again
+    (records/load.py), so that a stored PASS never stands beside data that fails (issue 18). A stage that ran
+    nothing keeps what it recorded: why it could not run is all the data it has. A report of no kind (a check's,
+    judged on the runners' scale by check/judge.py) keeps its verdict."""
     results = report.results
     if isinstance(results, RunRecord):
         stages = [_judged_stage(s) for s in results.stages]
-        record = replace(results, stages=stages, checks=[c for s in stages for c in stage_checks(s)])
-        return replace(report, results=record, verdict=Verdict.worst(s.verdict for s in stages))
-    if report.command == "compare":
-        from .comparison import verdict
-
-        return replace(report, verdict=verdict(results, report.config.min_size))
-    checks = report_checks(report)
-    return replace(report, verdict=Verdict.worst(c.verdict for c in checks)) if checks else report
+        results = replace(results, stages=stages, checks=[c for s in stages for c in stage_checks(s)])
+    kind = measurements.get(report.command) if report.command in measurements.kinds() else None
+    if kind is None or not kind.checks(results):  # nothing to judge it by: it keeps what it recorded
+        return replace(report, results=results)
+    return replace(report, results=results, verdict=verdict_of(kind, results))
 
 
 def _judged_stage(stage: StageRecord) -> StageRecord:
     if stage.report is not None:
         report = judged(stage.report)
         summary = stage.summary
-        if report.command in measurements.MEASUREMENTS:
+        if report.command in measurements.kinds():
             summary = measurements.get(report.command).summary(report.results)
         return replace(stage, report=report, verdict=report.verdict, summary=summary)
     if stage.name == LEFTOVERS:

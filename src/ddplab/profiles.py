@@ -20,13 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import config as cfg
 from .collectives import COLLECTIVES
+from .config import LaunchOptions
+from .measurements.ceiling import CeilingConfig
+from .measurements.contention import ContentionConfig
+from .measurements.drill import DrillConfig
+from .measurements.storm import StormConfig
+from .measurements.sweep import SweepConfig
+from .measurements.train import TrainConfig
 from .drills import SHORT_SET as SHORT_DRILLS
 from .errors import DdplabError
 from .sizes import size_range
 
-from .config import PROFILES  # noqa: F401  (the names the lab offers)
 SOAK_REPEATS = 5
 QUICK_DRILLS = ("kill_rank", "kill_launcher")
 HOST_STAGED_MAX = "64M"  # the full sweep's largest size where ranks share a device through gloo
@@ -75,7 +80,7 @@ def _shares_through_host(platform, device: str) -> bool:
     if platform.is_host_only:
         return False
     try:
-        placement = plan(cfg.LaunchOptions(device=device, nproc=2, placement="shared"), platform)
+        placement = plan(LaunchOptions(device=device, nproc=2, placement="shared"), platform)
     except DdplabError:  # no setup for shared ranks here: the stages say so when they run
         return False
     return stages_through_host(placement.backend, placement.host_only)
@@ -84,73 +89,73 @@ def _shares_through_host(platform, device: str) -> bool:
 def engine_stages(per_device) -> list[Stage]:
     """A storm and a sweep through both engines: what torch adds per call, at every size (-f 4: the added cost
     is a small-message story, and this keeps the stage near the plain sweep's length)."""
-    return [Stage("storm-engines", "storm", cfg.StormConfig(launch=per_device("storm-engines"), engine="both")),
-            Stage("sweep-engines", "sweep", cfg.SweepConfig(launch=per_device("sweep-engines"), ops=tuple(COLLECTIVES),
+    return [Stage("storm-engines", "storm", StormConfig(launch=per_device("storm-engines"), engine="both")),
+            Stage("sweep-engines", "sweep", SweepConfig(launch=per_device("sweep-engines"), ops=tuple(COLLECTIVES),
                                                             sizes=tuple(size_range("8", "1G", 4.0)), engine="both"))]
 
 
 def stages(profile: str, nproc: int, machine: Machine, out: Path, deadline_s: float) -> list[Stage]:
     """The stages after env, each with its own run directory under ``out`` and ddplab's supervisor armed."""
 
-    def launch(name: str, **kw) -> cfg.LaunchOptions:
-        return cfg.LaunchOptions(device=machine.device, run_dir=str(out / name), hang_timeout_s=deadline_s, **kw)
+    def launch(name: str, **kw) -> LaunchOptions:
+        return LaunchOptions(device=machine.device, run_dir=str(out / name), hang_timeout_s=deadline_s, **kw)
 
     multi = machine.device_count >= 2 and not machine.host_only
     full = profile == "full"
 
-    def per_device(name: str) -> cfg.LaunchOptions:
+    def per_device(name: str) -> LaunchOptions:
         return launch(name, nproc=machine.device_count, placement="per-device") if multi else launch(name, nproc=nproc)
 
     if profile == "soak":
         out_stages = []
         for i in range(1, SOAK_REPEATS + 1):
-            out_stages.append(Stage(f"storm-{i}", "storm", cfg.StormConfig(launch=per_device(f"storm-{i}"))))
-            out_stages.append(Stage(f"sweep-{i}", "sweep", cfg.SweepConfig(
+            out_stages.append(Stage(f"storm-{i}", "storm", StormConfig(launch=per_device(f"storm-{i}"))))
+            out_stages.append(Stage(f"sweep-{i}", "sweep", SweepConfig(
                 launch=per_device(f"sweep-{i}"), sizes=tuple(size_range("8", "64M", 4.0)))))
         return out_stages
 
     steps = 20 if full else 10
-    out_stages = [Stage("train-shared", "train", cfg.TrainConfig(
+    out_stages = [Stage("train-shared", "train", TrainConfig(
         launch=launch("train-shared", nproc=nproc, placement="shared"), steps=steps))]
     if multi:
-        out_stages.append(Stage("train-per-device", "train", cfg.TrainConfig(
+        out_stages.append(Stage("train-per-device", "train", TrainConfig(
             launch=per_device("train-per-device"), model="mlp", steps=steps)))
-    out_stages.append(Stage("storm", "storm", cfg.StormConfig(launch=per_device("storm"),
+    out_stages.append(Stage("storm", "storm", StormConfig(launch=per_device("storm"),
                                                               iters=10_000 if full else 1000)))
     if full and not machine.host_only:
         # The fastest setup for ranks sharing a device (with the sharing daemon where it can be had), and, for
         # the seed report's 3.2, the same ranks time-slicing the device.
-        out_stages.append(Stage("storm-shared", "storm", cfg.StormConfig(
+        out_stages.append(Stage("storm-shared", "storm", StormConfig(
             launch=launch("storm-shared", nproc=2, placement="shared"))))
         if machine.has_daemon:
-            out_stages.append(Stage("storm-shared-no-mps", "storm", cfg.StormConfig(
+            out_stages.append(Stage("storm-shared-no-mps", "storm", StormConfig(
                 launch=launch("storm-shared-no-mps", nproc=2, placement="shared", sharing_daemon="off"),
                 iters=1000)))
     if full:
         top = HOST_STAGED_MAX if machine.shares_through_host and not multi else "1G"
-        sweep = cfg.SweepConfig(launch=per_device("sweep"), ops=tuple(COLLECTIVES),
+        sweep = SweepConfig(launch=per_device("sweep"), ops=tuple(COLLECTIVES),
                                 sizes=tuple(size_range("8", top, 2.0)))
     else:
-        sweep = cfg.SweepConfig(launch=per_device("sweep"), sizes=tuple(size_range("8", "1M", 4.0)), iters=5,
+        sweep = SweepConfig(launch=per_device("sweep"), sizes=tuple(size_range("8", "1M", 4.0)), iters=5,
                                 warmup=1, repeat=3)
     out_stages.append(Stage("sweep", "sweep", sweep))
     if full and multi:  # on one device the sweep above already is the shared-device sweep
-        out_stages.append(Stage("sweep-shared", "sweep", cfg.SweepConfig(
+        out_stages.append(Stage("sweep-shared", "sweep", SweepConfig(
             launch=launch("sweep-shared", nproc=2, placement="shared"), sizes=tuple(size_range("8", "256M", 4.0)))))
     if full:
         out_stages += engine_stages(per_device)
     big = full and not machine.host_only
-    out_stages.append(Stage("ceiling", "ceiling", cfg.CeilingConfig(
+    out_stages.append(Stage("ceiling", "ceiling", CeilingConfig(
         device=machine.device, run_dir=str(out / "ceiling"), bytes=(4 << 30) if big else (64 << 20),
         host_bytes=(256 << 20) if full else (16 << 20), iters=10)))
-    out_stages.append(Stage("contention", "contention", cfg.ContentionConfig(
+    out_stages.append(Stage("contention", "contention", ContentionConfig(
         launch=launch("contention", nproc=2), seconds=3.0 if full else 1.0)))
     if full and machine.has_daemon:
-        out_stages.append(Stage("contention-mps", "contention", cfg.ContentionConfig(
+        out_stages.append(Stage("contention-mps", "contention", ContentionConfig(
             launch=launch("contention-mps", nproc=2, sharing_daemon="on"), seconds=3.0)))
     drills = SHORT_DRILLS if full else QUICK_DRILLS
     timeout = 10.0 if full else 5.0
-    out_stages.append(Stage("drills", "drill", cfg.DrillConfig(
-        launch=cfg.LaunchOptions(device=machine.device, run_dir=str(out / "drills"), timeout_s=timeout),
+    out_stages.append(Stage("drills", "drill", DrillConfig(
+        launch=LaunchOptions(device=machine.device, run_dir=str(out / "drills"), timeout_s=timeout),
         drills=drills)))
     return out_stages

@@ -1,13 +1,16 @@
 """nccl-tests size arguments: `-b 8 -e 1G -f 2`. Suffixes K, M, G, T are powers of 1024,
-as in nccl-tests; bandwidths are still reported with GB = 1e9 bytes."""
+as in nccl-tests; bandwidths are still reported with GB = 1e9 bytes. ``SizeRange`` spells a Config's list of
+sizes on the command line that way (cli_options.py), for the sweep and pairwise."""
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
+from dataclasses import MISSING, dataclass
 
-from .config import MAX_SIZE_BYTES, check_number
 from .errors import UsageError
+from .validators import MAX_SIZE_BYTES, argv_text, check_number, require
 
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 # More sizes than this is a typo: -b 8 -e 16G -f 2 (nccl-tests' usual sweep) is 32 sizes,
@@ -107,3 +110,57 @@ def _factor_candidates(low: float, high: float, prefer: float):
         candidate = max(math.ceil(low * scale), scale + 1) / scale
         if candidate < high:
             yield candidate
+
+
+DEFAULT_FACTOR = 2.0  # nccl-tests' usual -f, preferred when several factors give the same sizes
+
+
+def check_size_range(sizes: tuple[int, ...]) -> None:
+    """Sizes as nccl-tests' -b/-e/-f make them (the command line spells them back that way)."""
+    require(0 < len(sizes) <= MAX_SIZES, "invalid-sizes", f"{len(sizes)} sizes; valid: 1 to {MAX_SIZES}")
+    for size in sizes:
+        check_number(size, "size", 1, MAX_SIZE_BYTES, integer=True, unit=" bytes", reference="invalid-size")
+    require(range_args(sizes, DEFAULT_FACTOR) is not None, "invalid-sizes",
+            f"sizes {list(sizes)[:6]}{'...' if len(sizes) > 6 else ''} are not a range that "
+            f"-b/-e/-f make (each size int(previous * factor), the same factor throughout)")
+
+
+@dataclass(frozen=True)
+class SizeRange:
+    """A Config's sizes (a tuple of bytes), spelt as nccl-tests spells them: -b/--minbytes, -e/--maxbytes,
+    -f/--stepfactor, each defaulting to what gives the field's default back. The Config keeps the sizes it
+    measures; its command line is derived from them (``range_args``)."""
+
+    OPTIONS = (("-b", "--minbytes"), ("-e", "--maxbytes"), ("-f", "--stepfactor"))
+
+    def add(self, parser: argparse.ArgumentParser, slot) -> None:
+        begin, end, factor = range_args(slot.default, DEFAULT_FACTOR)
+        helps = (f"smallest size in bytes, with K, M, G or T for powers of 1024, as nccl-tests' -b "
+                 f"(default: {begin})", f"largest size, as nccl-tests' -e (default: {end})",
+                 f"each size is the one before times this, as nccl-tests' -f (default: {argv_text(factor)})")
+        for (short, long), kind, helped in zip(self.OPTIONS, (str, str, float), helps):
+            parser.add_argument(short, long, dest=long.lstrip("-"), type=kind, default=argparse.SUPPRESS,
+                                help=helped)
+
+    def read(self, args, slot):
+        given = [getattr(args, long.lstrip("-"), None) for _, long in self.OPTIONS]
+        if given == [None, None, None]:
+            return MISSING
+        default = range_args(slot.default, DEFAULT_FACTOR)
+        begin, end, factor = (g if g is not None else d for g, d in zip(given, default))
+        return tuple(size_range(begin, end, factor))
+
+    def argv(self, value, default) -> list[str]:
+        """-b/-e/-f that give the same sizes back; each left out where it is the default's."""
+        begin, end, factor = range_args(value, DEFAULT_FACTOR)
+        out = []
+        if value[0] != default[0]:
+            out += ["-b", begin]
+        if value[-1] != default[-1]:
+            out += ["-e", end]
+        if factor != range_args(default, DEFAULT_FACTOR)[2]:
+            out += ["-f", argv_text(factor)]
+        return out
+
+    def check(self, value, slot) -> None:
+        check_size_range(value)

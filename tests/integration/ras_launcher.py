@@ -10,8 +10,10 @@ import dataclasses
 import sys
 
 from ddplab.commands import launch
-from ddplab.job.run import run
+from ddplab.job import run as job
 from ddplab.platform import VENDORS, detect
+from ddplab.records import make_report
+from ddplab.session import Observer
 
 
 def main(argv: list[str]) -> int:
@@ -19,8 +21,17 @@ def main(argv: list[str]) -> int:
     vendor = next(v for v in VENDORS.values() if v.ras)
     machine = dataclasses.replace(detect(with_memory=False), device_type=vendor.device_type,
                                   collective_library=vendor.collective_library, collective_loaded_version=version)
-    report = run(launch.parse(launch_argv), print, platform=machine)
+    config = launch.parse(launch_argv)
+    report = make_report(job, config, job.run(config, Observer(_Printer()), platform=machine))
+    job.write_reports(report)
     return report.verdict.exit_code
+
+
+class _Printer:
+    """What the test reads from stdout: the lines the command prints (the job directory first)."""
+
+    def print(self, text, **kwargs):
+        print(text, flush=True)
 
 
 if __name__ == "__main__":

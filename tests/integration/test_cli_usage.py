@@ -70,7 +70,7 @@ def test_launch_refuses_bad_options_before_any_process_starts(options, message, 
         raise AssertionError("a process was started")
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(job_run, "run_job", started)
+    monkeypatch.setattr(job_run, "run_user_job", started)
     monkeypatch.setattr(subprocess, "Popen", started)
     (tmp_path / "train.py").write_text("open('ran', 'w').close()\n")
     assert _exit_code(["launch", *options, "--", "train.py"]) == 2

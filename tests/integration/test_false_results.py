@@ -10,7 +10,8 @@ import signal
 
 import pytest
 
-from ddplab.config import DrillConfig, LaunchOptions
+from ddplab.config import LaunchOptions
+from ddplab.measurements.drill import DrillConfig
 from ddplab.drills import engine
 from ddplab.drills.kill_rank import kill_when_running
 from ddplab.records.core import Verdict

@@ -7,7 +7,7 @@ from rich.console import Console
 
 from ddplab import lab, measurements
 from ddplab.comparison import line_up
-from ddplab.config import RunConfig
+from ddplab.lab import RunConfig
 from ddplab.html_report import render_html
 from ddplab.profiles import Stage
 from ddplab.records import Check, Verdict
@@ -48,7 +48,8 @@ TOY = SimpleNamespace(NAME="toy", SUMMARY="a toy measurement", Config=ToyConfig,
 
 def test_a_toy_measurement_runs_as_a_stage_renders_and_compares(tmp_path):
     measurements.register(TOY)
-    run = lab.run_stages(RunConfig(), [Stage("toy-1", "toy", ToyConfig())], tmp_path / "out", Console(quiet=True))
+    out = lab.claim_out_dir(str(tmp_path / "out"))  # as `ddplab run` claims its own
+    run = lab.run_stages(RunConfig(), [Stage("toy-1", "toy", ToyConfig())], out, Console(quiet=True))
     assert run.verdict is Verdict.PASS
     assert [(c.stage, c.check, c.verdict) for c in run.results.checks][0] == ("toy-1", "toy latency", Verdict.PASS)
     again = read_report(str(tmp_path / "out" / "report.json"))  # read back through the records

@@ -62,7 +62,7 @@ def env_screen(monkeypatch, probe_: Probe) -> tuple[dict, str]:
     import ddplab.platform
     from ddplab import measurements
     from ddplab.commands import env as env_command
-    from ddplab.config import EnvConfig
+    from ddplab.measurements.env import EnvConfig
 
     monkeypatch.setattr(ddplab.platform, "gather_probe", lambda with_memory=True: probe_)
     env, config = measurements.get("env"), EnvConfig()

@@ -189,11 +189,12 @@ def test_tasks_per_node_expand():
 def _options(argv: list[str], environ: dict):
     import argparse
 
-    from ddplab.commands.options import add_launch_arguments, launch_options
+    from ddplab import cli_options
+    from ddplab.commands.options import launch_options
 
     parser = argparse.ArgumentParser()
-    add_launch_arguments(parser)
-    return launch_options(parser.parse_args(argv), environ)
+    cli_options.add_arguments(parser, LaunchOptions)
+    return launch_options(LaunchOptions(), cli_options.values_given(LaunchOptions, parser.parse_args(argv)), environ)
 
 
 SRUN_TWO_NODES = {"SLURM_JOB_ID": "5", "SLURM_STEP_ID": "0", "SLURM_NNODES": "2", "SLURM_STEP_NUM_NODES": "2",

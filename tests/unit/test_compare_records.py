@@ -11,9 +11,10 @@ import pytest
 
 from ddplab import comparison, measurements
 from ddplab.cli import main
-from ddplab.config import SweepConfig
 from ddplab.measurements import sweep
+from ddplab.measurements.sweep import SweepConfig
 from ddplab.records import Report, Verdict
+from ddplab.records.core import make_report, verdict_of
 from ddplab.records.compare import TimedRow, stage_rows
 from ddplab.records.sweep import SweepRow
 from tests.unit.sweep_records import sweep_record
@@ -225,7 +226,7 @@ def test_rows_of_a_that_the_same_command_did_not_time_in_b_are_lost(tmp_path):
         ("broadcast", 8, True), ("broadcast", 64, True), ("broadcast", 512, True)]
     assert [m.size_bytes for m in comparison.missing_rows(a, b, min_size=100)] == [512, 512]  # judged sizes only
     record = comparison.compare(comparison.CompareConfig("a", "b", 0.05, 0), a, b)
-    assert len(record.rows) == 1 and comparison.verdict(record, 0) == Verdict.FAIL
+    assert len(record.rows) == 1 and verdict_of(comparison, record) == Verdict.FAIL
 
 
 def test_a_placement_another_tool_never_times_warns_and_lost_sizes_fail(tmp_path):
@@ -236,17 +237,16 @@ def test_a_placement_another_tool_never_times_warns_and_lost_sizes_fail(tmp_path
     a, b = comparison.load_input(str(nccl)), _sweep_input(tmp_path / "b.json", (8,))
     record = comparison.compare(comparison.CompareConfig("a", "b", 100.0, 0), a, b)
     assert [(m.op, m.size_bytes, m.in_place, m.loss) for m in record.missing_rows] == [("all_reduce", 8, False, False)]
-    assert comparison.verdict(record, 0) == Verdict.WARN  # exit 0, the rows named
+    assert verdict_of(comparison, record) == Verdict.WARN  # exit 0, the rows named
     nccl.write_text("#  Collective test starting: all_reduce_perf\n" + line.format(size=8) + line.format(size=64))
     record = comparison.compare(comparison.CompareConfig("a", "b", 100.0, 0), comparison.load_input(str(nccl)), b)
     assert [(m.size_bytes, m.in_place, m.loss) for m in record.missing_rows] == [
         (8, False, False), (64, False, False), (64, True, True)]  # B times all_reduce in place, not at 64 B
-    assert comparison.verdict(record, 0) == Verdict.FAIL
+    assert verdict_of(comparison, record) == Verdict.FAIL
 
 
 def test_a_comparison_that_lost_nothing_keeps_its_keys(tmp_path):
     a = _sweep_input(tmp_path / "a.json", (8, 64))
     record = comparison.compare(comparison.CompareConfig("a", "a", 0.05, 0), a, a)
-    doc = Report(command="compare", config=comparison.CompareConfig("a", "a", 0.05, 0), platform=None,
-                 results=record, verdict=comparison.verdict(record, 0)).to_json()
+    doc = make_report(comparison, comparison.CompareConfig("a", "a", 0.05, 0), record).to_json()
     assert set(doc["results"]) == {"rows", "verdict_changes"} and doc["verdict"] == "pass"

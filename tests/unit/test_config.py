@@ -2,7 +2,8 @@
 
 import pytest
 
-from ddplab.config import LaunchOptions, TrainConfig
+from ddplab.config import LaunchOptions
+from ddplab.measurements.train import TrainConfig
 from ddplab.errors import UsageError
 
 
@@ -11,8 +12,6 @@ from ddplab.errors import UsageError
     ({"nproc": 100000}, "invalid-nproc", "1 to 64"),
     ({"memory_fraction": 0.0}, "invalid-memory-fraction", "0 < fraction <= 1"),
     ({"memory_fraction": 1.5}, "invalid-memory-fraction", "1.5"),
-    ({"backend": "ncll"}, "invalid-backend", 'maybe you meant "nccl"'),
-    ({"device": "gpu"}, "invalid-device", "cuda"),
     ({"reserve": 1.0}, "invalid-reserve", "0 <= reserve < 1"),
     ({"timeout_s": 0}, "invalid-timeout", "0 < seconds <= 86400"),
     ({"timeout_s": float("inf")}, "invalid-timeout", "--timeout inf is not a finite number"),
@@ -47,15 +46,31 @@ def test_train_config_refuses_bad_values(kwargs, reference):
     assert err.value.reference == reference
 
 
-def test_rdzv_host_travels_from_the_command_line_to_the_launchs_rendezvous():
+@pytest.mark.parametrize("argv, reference, fragment", [
+    (["--backend", "ncll"], "invalid-backend", 'maybe you meant "nccl"'),
+    (["--device", "gpu"], "invalid-device", "cuda"),
+])
+def test_the_vendor_tables_names_are_checked_by_the_command_line(argv, reference, fragment):
+    """Device types and backends are the vendor table's, which config.py does not import (the records' layer):
+    the command line checks them with the same message (cli_options.Vocabulary)."""
+    with pytest.raises(UsageError) as err:
+        _train(argv)
+    assert err.value.reference == reference and fragment in err.value.message and err.value.exit_code == 2
+
+
+def _train(argv):
     import argparse
 
-    from ddplab.commands.options import add_launch_arguments, launch_options
-    from ddplab.supervision.meeting import Rendezvous
+    from ddplab.commands import train
 
     parser = argparse.ArgumentParser()
-    add_launch_arguments(parser)
-    opts = launch_options(parser.parse_args(["--nnodes", "2", "--rdzv-endpoint", "10.9.0.1:29400",
-                                             "--rdzv-host", "no"]))
+    train.add_arguments(parser)
+    return train.config_from_args(parser.parse_args(argv))
+
+
+def test_rdzv_host_travels_from_the_command_line_to_the_launchs_rendezvous():
+    from ddplab.supervision.meeting import Rendezvous
+
+    opts = _train(["--nnodes", "2", "--rdzv-endpoint", "10.9.0.1:29400", "--rdzv-host", "no"]).launch
     assert Rendezvous.from_options(opts) == Rendezvous(nnodes=2, endpoint="10.9.0.1:29400", host="no")
-    assert Rendezvous.from_options(launch_options(parser.parse_args([]))) == Rendezvous()
+    assert Rendezvous.from_options(_train([]).launch) == Rendezvous()

@@ -89,7 +89,8 @@ def test_kill_controller_records_the_kill_it_delivered(monkeypatch, tmp_path):
 
 
 def test_drills_between_machines_skip_on_one_machine_without_starting_anything(tmp_path):
-    from ddplab.config import DrillConfig, LaunchOptions
+    from ddplab.config import LaunchOptions
+    from ddplab.measurements.drill import DrillConfig
     from ddplab.drills import get
     from ddplab.drills.engine import DrillContext
 

@@ -17,7 +17,9 @@ from ddplab import comparison, engines, measurements, profiles
 from ddplab.cli import main
 from ddplab.commands import storm as storm_cmd
 from ddplab.commands import sweep as sweep_cmd
-from ddplab.config import LaunchOptions, StormConfig, SweepConfig
+from ddplab.config import LaunchOptions
+from ddplab.measurements.storm import StormConfig
+from ddplab.measurements.sweep import SweepConfig
 from ddplab.errors import EnvironmentUnsupported, UsageError
 from ddplab.measurements import storm, sweep
 from ddplab.platform import describe

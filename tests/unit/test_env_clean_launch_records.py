@@ -11,7 +11,9 @@ import pytest
 from ddplab.commands import clean as clean_command
 from ddplab.commands import env as env_command
 from ddplab.commands import launch as launch_command
-from ddplab.config import CleanConfig, EnvConfig, LaunchConfig, Target
+from ddplab.clean import CleanConfig
+from ddplab.job.config import Target, UserJobConfig
+from ddplab.measurements.env import EnvConfig
 from ddplab.errors import UsageError
 from ddplab.measurements import env as env_measurement
 from ddplab.records import Report, Verdict
@@ -102,7 +104,7 @@ def test_ras_is_ddplabs_before_the_script_and_the_scripts_after_it():
 ])
 def test_launch_config_refuses_bad_values(kwargs, reference):
     with pytest.raises(UsageError) as err:
-        LaunchConfig(target=Target("script", "train.py"), **kwargs)
+        UserJobConfig(target=Target("script", "train.py"), **kwargs)
     assert err.value.reference == reference
 
 

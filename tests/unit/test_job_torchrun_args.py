@@ -7,7 +7,7 @@ import pytest
 
 from ddplab.cli import main
 from ddplab.commands import launch
-from ddplab.config import DEFAULT_HANG_TIMEOUT_S
+from ddplab.job.config import DEFAULT_HANG_TIMEOUT_S
 from ddplab.errors import UsageError
 from ddplab.job.boot import Target
 from ddplab.job.torchrun_args import resolve

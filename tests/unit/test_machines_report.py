@@ -11,7 +11,9 @@ from rich.console import Console
 from ddplab import aggregate, html_report, measurements
 from ddplab.cluster.topology import comparison_groups, pair_groups
 from ddplab.commands import machines_view
-from ddplab.config import LaunchOptions, PairwiseConfig, StormConfig
+from ddplab.config import LaunchOptions
+from ddplab.measurements.pairwise import PairwiseConfig
+from ddplab.measurements.storm import StormConfig
 from ddplab.measurements import pairwise
 from ddplab.measurements.sweep import merge_row
 from ddplab.records import Report, Verdict

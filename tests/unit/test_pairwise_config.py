@@ -6,7 +6,9 @@ import argparse
 import pytest
 
 from ddplab.commands import pairwise as pairwise_cmd
-from ddplab.config import SWEEP_DEFAULT_SIZES, LaunchOptions, PairwiseConfig
+from ddplab.config import LaunchOptions
+from ddplab.measurements.pairwise import PairwiseConfig
+from ddplab.measurements.sweep import DEFAULT_SIZES as SWEEP_DEFAULT_SIZES
 from ddplab.errors import UsageError
 from ddplab.sizes import size_range
 
@@ -35,7 +37,8 @@ def test_the_command_line_of_a_config_gives_it_back(config):
 def test_the_defaults_are_one_rank_per_machine_and_the_sweep_s_sizes():
     config = parsed(["--nnodes", "2", "--rdzv-endpoint", "node0:29400"])
     assert config.launch.nproc == 1 and config.sizes == SWEEP_DEFAULT_SIZES and config.repeat == 3
-    assert config.to_argv() == ["--nproc", "1", "--nnodes", "2", "--rdzv-endpoint", "node0:29400"]
+    # one rank is the command's own default: its command line leaves it out, as every other default
+    assert config.to_argv() == ["--nnodes", "2", "--rdzv-endpoint", "node0:29400"]
 
 
 def test_one_machine_is_refused_before_anything_starts():

@@ -4,6 +4,7 @@ import argparse
 
 import pytest
 
+from ddplab import cli_options
 from ddplab.commands import options
 from ddplab.config import LaunchOptions
 from ddplab.errors import EnvironmentUnsupported, UsageError
@@ -166,9 +167,9 @@ def test_one_rank_per_device_needs_no_daemon_unless_asked():
 
 def test_sharing_daemon_option_has_three_values_from_the_flags():
     parser = argparse.ArgumentParser()
-    options.add_launch_arguments(parser)
-    assert [options.launch_options(parser.parse_args(argv)).sharing_daemon
-            for argv in ([], ["--mps"], ["--no-mps"])] == ["auto", "on", "off"]
+    cli_options.add_arguments(parser, LaunchOptions)
+    assert [options.launch_options(LaunchOptions(), cli_options.values_given(LaunchOptions, parser.parse_args(argv)),
+                                   {}).sharing_daemon for argv in ([], ["--mps"], ["--no-mps"])] == ["auto", "on", "off"]
     with pytest.raises(SystemExit):
         parser.parse_args(["--mps", "--no-mps"])
     with pytest.raises(UsageError) as err:

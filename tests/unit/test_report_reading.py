@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ddplab.cli import main
-from ddplab.config import TORCHRUN_VALUE_TYPES
+from ddplab.job.config import TORCHRUN_VALUE_TYPES
 from ddplab.errors import UsageError, printable
 from ddplab.records import Verdict
 from ddplab.records.load import MAX_INPUT_BYTES, read_bytes, read_report, report_from_json

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ddplab import measurements
-from ddplab.config import SweepConfig
+from ddplab.measurements.sweep import SweepConfig
 from ddplab.measurements import sweep
 from ddplab.records import RecordError, Report, Verdict
 from ddplab.records.codec import from_json, to_json

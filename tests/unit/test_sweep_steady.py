@@ -185,7 +185,7 @@ def test_compare_reports_a_spike_in_b_apart_from_regressions():
 def _sweep_doc(times_by_size) -> dict:
     """A whole sweep report, as `ddplab sweep --json` writes it, with these times."""
     from ddplab import measurements
-    from ddplab.config import SweepConfig
+    from ddplab.measurements.sweep import SweepConfig
 
     record = sweep_record(sweep_rows(times_by_size))
     return measurements.report(sweep, SweepConfig(), record).to_json()

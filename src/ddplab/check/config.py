@@ -1,74 +1,77 @@
 """`ddplab check`'s configuration: where it runs, what it is held to, and (after the environment is known) the
-command line of each stage. Validated on construction, as every Config is (config.py); the files it names
+command line of each stage. Validated on construction, as every Config is (cli_options.py); the files it names
 (thresholds, baseline, a report to judge) are read and checked by the command before anything starts."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..config import MAX_NODES, MAX_NPROC, MAX_TIMEOUT_S, RDZV_HOST_CHOICES, LaunchOptions, StagePlan, check_number
-from ..errors import UsageError, invalid_choice
-from ..platform.vendors import VENDORS
+from .. import validators
+from ..cli_options import Range, check_fields, option
+from ..config import DEVICES, RDZV_HOST_CHOICES, SECONDS, LaunchOptions
+from ..errors import UsageError
+from ..records.run import StagePlan
+from ..validators import MAX_NODES, MAX_NPROC, percent_text
 
 DEFAULT_TOLERANCE = 0.05
 MAX_TOLERANCE = 0.99  # a busbw floor at 1% of the baseline's still means something; 100% means nothing
 DEFAULT_STAGE_DEADLINE_S = 60.0
 INJECTIONS = ("slow:OP", "wrong:OP", "leftover")
+TOLERANCE = Range(0, MAX_TOLERANCE, reference="invalid-tolerance")
 
 
 def parse_tolerance(text: str, flag: str) -> float:
-    """"5%" or "5" -> 0.05."""
-    value = str(text).strip().rstrip("%")
-    try:
-        tol = float(value) / 100
-    except ValueError:
-        raise UsageError("invalid-tolerance", f'{flag} "{text}" is not a percentage, e.g. 5%') from None
-    check_number(tol * 100, flag, 0, MAX_TOLERANCE * 100, unit="%", reference="invalid-tolerance")
-    return tol
+    """"5%" or "5" -> 0.05, at most MAX_TOLERANCE."""
+    return validators.parse_tolerance(text, flag, MAX_TOLERANCE * 100)
 
 
 @dataclass(frozen=True, kw_only=True)
 class CheckConfig:
     """A node acceptance check: env, storm, sweep, ceiling, one drill (and pairwise across machines)."""
 
-    device: str = "auto"
-    nproc: int = 2
+    device: str = option("--device", default="auto", choices=DEVICES)
+    """Device type, or auto for the detected accelerator (cpu when none)."""
+    nproc: int = option("--nproc", default=2, range=Range(2, MAX_NPROC, unit=" ranks per node"))
     """Ranks of the stages on a single device or the host (on 2+ devices: one rank per device)."""
-    nnodes: int = 1
-    rdzv_endpoint: str | None = None
-    rdzv_id: str | None = None
-    rdzv_host: str = "auto"
-    out: str | None = None
-    stage_deadline_s: float = DEFAULT_STAGE_DEADLINE_S
-    thresholds: str | None = None
-    baseline: str | None = None
-    tolerance: float = DEFAULT_TOLERANCE
-    critical_tolerance: float | None = None
-    from_report: str | None = None
-    """Judge this report (a check's or a lab run's) instead of running anything."""
-    inject: tuple[str, ...] = ()
+    nnodes: int = option("--nnodes", default=1, range=Range(1, MAX_NODES))
+    """Machines in the job, each running this check: pairwise between them; under srun: the nodes it started,
+    unless given."""
+    rdzv_endpoint: str | None = option("--rdzv-endpoint", default=None, metavar="HOST:PORT")
+    """HOST:PORT of the rendezvous, the same on every machine; default: under srun, the first node."""
+    rdzv_id: str | None = option("--rdzv-id", default=None)
+    """Several machines: the job's name, the same on every machine; default: derived from the endpoint."""
+    rdzv_host: str = option("--rdzv-host", default="auto", choices=RDZV_HOST_CHOICES)
+    """Several machines: host the rendezvous store here? auto: when the endpoint is one of this machine's
+    addresses (under srun: node 0)."""
+    out: str | None = option("--out", default=None, metavar="DIR")
+    """Output directory, new or empty; default: ./ddplab-runs/check-<id>."""
+    stage_deadline_s: float = option("--stage-deadline", default=DEFAULT_STAGE_DEADLINE_S, range=SECONDS)
+    """Seconds without progress before a stage's ranks are cut."""
+    thresholds: str | None = option("--thresholds", default=None, metavar="FILE")
+    """TOML file of busbw and latency bounds per machine type; default: the built-in bounds."""
+    baseline: str | None = option("--baseline", default=None, metavar="REPORT")
+    """A good node's check (or lab) report to hold this one to; default: none."""
+    tolerance: float = option("--tolerance", default=DEFAULT_TOLERANCE, range=TOLERANCE, parse=parse_tolerance,
+                              show=percent_text)
+    """--baseline: how far busbw and copy rate may fall, and latency rise, before a WARNING."""
+    critical_tolerance: float | None = option("--critical-tolerance", default=None, range=TOLERANCE,
+                                              parse=parse_tolerance, show=percent_text)
+    """--baseline: beyond this, CRITICAL; default: never."""
+    from_report: str | None = option("--from-report", default=None, metavar="REPORT")
+    """Judge this report (a check's or a lab run's) instead of running anything; default: run the check."""
+    inject: tuple[str, ...] = option("--inject", default=(), repeat=True, hidden=True)
     """Faults put in on purpose (tests; hidden option): INJECTIONS."""
     stages: list[StagePlan] = field(default_factory=list)
     """Filled in once the machine is known (the env stage): each stage's command line."""
 
     def __post_init__(self):
-        if self.device not in ("auto", *VENDORS):
-            raise invalid_choice("device", self.device, ("auto", *VENDORS))
-        check_number(self.nproc, "--nproc", 2, MAX_NPROC, integer=True, unit=" ranks per node")
-        check_number(self.nnodes, "--nnodes", 1, MAX_NODES, integer=True)
-        check_number(self.stage_deadline_s, "--stage-deadline", 0, MAX_TIMEOUT_S, name="seconds", low_open=True)
-        if self.rdzv_host not in RDZV_HOST_CHOICES:
-            raise invalid_choice("rdzv_host", self.rdzv_host, RDZV_HOST_CHOICES)
+        check_fields(self)
         if self.nnodes > 1:  # the same rules as every command across machines (refused here, before anything)
             self.across()
-        check_number(self.tolerance, "--tolerance", 0, MAX_TOLERANCE, reference="invalid-tolerance")
-        if self.critical_tolerance is not None:
-            check_number(self.critical_tolerance, "--critical-tolerance", 0, MAX_TOLERANCE,
-                         reference="invalid-tolerance")
-            if self.critical_tolerance < self.tolerance:
-                raise UsageError("invalid-tolerance", f"--critical-tolerance {100 * self.critical_tolerance:g}% is "
-                                                      f"below --tolerance {100 * self.tolerance:g}%; valid: at least "
-                                                      "the warning tolerance")
+        if self.critical_tolerance is not None and self.critical_tolerance < self.tolerance:
+            raise UsageError("invalid-tolerance", f"--critical-tolerance {100 * self.critical_tolerance:g}% is "
+                                                  f"below --tolerance {100 * self.tolerance:g}%; valid: at least "
+                                                  "the warning tolerance")
         for spec in self.inject:
             parse_injection(spec)
         if self.from_report and "leftover" in self.inject:

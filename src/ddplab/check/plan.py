@@ -16,7 +16,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import config as cfg
+from ..config import LaunchOptions
+from ..measurements.ceiling import CeilingConfig
+from ..measurements.drill import DrillConfig
+from ..measurements.pairwise import PairwiseConfig
+from ..measurements.storm import StormConfig
+from ..measurements.sweep import SweepConfig
 from ..profiles import Machine, Stage
 from ..sizes import size_range
 
@@ -51,36 +56,36 @@ def every_sweep_size() -> list[int]:
     return sorted({s for kind in SIZES for s in sweep_sizes(kind)})
 
 
-def stages(machine: Machine, nproc: int, out: Path, deadline_s: float, across: cfg.LaunchOptions | None = None
+def stages(machine: Machine, nproc: int, out: Path, deadline_s: float, across: LaunchOptions | None = None
            ) -> list[Stage]:
     """The stages after env, each with its own run directory under ``out`` and ddplab's supervisor armed.
     ``across``: the job's launch options when the check runs on several machines (pairwise between them)."""
     kind = kind_of(machine)
     host = "host" if machine.host_only else "accelerator"
 
-    def launch(name: str, **kw) -> cfg.LaunchOptions:
+    def launch(name: str, **kw) -> LaunchOptions:
         options = dict(device=machine.device, run_dir=str(out / name), hang_timeout_s=deadline_s)
         if kind == "per-device":
             options.update(nproc=machine.device_count, placement="per-device")
         else:
             options.update(nproc=nproc)
-        return cfg.LaunchOptions(**{**options, **kw})
+        return LaunchOptions(**{**options, **kw})
 
     plan: list[Stage] = []
     if across is not None and across.nnodes > 1:
-        plan.append(Stage("pairwise", "pairwise", cfg.PairwiseConfig(
-            launch=cfg.LaunchOptions(nproc=1, device=machine.device, run_dir=str(out / "pairwise"),
+        plan.append(Stage("pairwise", "pairwise", PairwiseConfig(
+            launch=LaunchOptions(nproc=1, device=machine.device, run_dir=str(out / "pairwise"),
                                      hang_timeout_s=deadline_s, nnodes=across.nnodes,
                                      rdzv_endpoint=across.rdzv_endpoint, rdzv_id=across.rdzv_id,
                                      rdzv_host=across.rdzv_host),
             sizes=tuple(size_range(*PAIRWISE_SIZES[host])))))
-    plan.append(Stage("storm", "storm", cfg.StormConfig(launch=launch("storm"), iters=STORM_ITERS)))
-    plan.append(Stage("sweep", "sweep", cfg.SweepConfig(launch=launch("sweep"), ops=OPS, sizes=sweep_sizes(kind),
+    plan.append(Stage("storm", "storm", StormConfig(launch=launch("storm"), iters=STORM_ITERS)))
+    plan.append(Stage("sweep", "sweep", SweepConfig(launch=launch("sweep"), ops=OPS, sizes=sweep_sizes(kind),
                                                         **(HOST_SWEEP if kind == "host" else {}))))
     device_bytes, host_bytes = CEILING_BYTES[host]
-    plan.append(Stage("ceiling", "ceiling", cfg.CeilingConfig(device=machine.device, run_dir=str(out / "ceiling"),
+    plan.append(Stage("ceiling", "ceiling", CeilingConfig(device=machine.device, run_dir=str(out / "ceiling"),
                                                               bytes=device_bytes, host_bytes=host_bytes, iters=10)))
-    plan.append(Stage("drill", "drill", cfg.DrillConfig(
-        launch=cfg.LaunchOptions(device=machine.device, run_dir=str(out / "drill"), timeout_s=DRILL_TIMEOUT_S[host]),
+    plan.append(Stage("drill", "drill", DrillConfig(
+        launch=LaunchOptions(device=machine.device, run_dir=str(out / "drill"), timeout_s=DRILL_TIMEOUT_S[host]),
         drills=("kill_rank",))))
     return plan

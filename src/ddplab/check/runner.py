@@ -17,6 +17,7 @@ from ..profiles import Machine, Stage
 from ..records import Report
 from . import COMMAND, plan
 from .config import CheckConfig
+from .record import CheckRecord
 from .inject import Leftover, apply_row_faults, wants_leftover
 from .judge import Expectations, judge
 
@@ -56,7 +57,7 @@ def judge_report(config: CheckConfig, expectations: Expectations) -> Report:
         raise UsageError("invalid-report", f"--from-report {config.from_report} is a ddplab {source.command} "
                                            "report; give the report of `ddplab check` or `ddplab run`")
     r = source.results
-    earlier = list(getattr(r, "injected", []))  # a check's report keeps the faults put into it: still said
+    earlier = list(r.injected) if isinstance(r, CheckRecord) else []  # a check's report keeps its faults: still said
     record = judge(apply_row_faults(r.stages, config.inject), source.platform, expectations,
                    interrupted=r.interrupted, duration_s=r.duration_s, out=r.out, from_report=config.from_report,
                    injected=earlier + _injected(config, None))

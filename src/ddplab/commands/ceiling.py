@@ -5,31 +5,19 @@ from __future__ import annotations
 import argparse
 
 from .. import display
-from ..config import CeilingConfig
 from ..measurements import ceiling
 from ..records import Report
-from ..sizes import human, parse_size
 from . import options
 
 SUMMARY = ceiling.SUMMARY
-DEFAULTS = CeilingConfig()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bytes", default=human(DEFAULTS.bytes),
-                        help="bytes per device copy, K/M/G suffixes (default: %(default)s)")
-    parser.add_argument("--host-bytes", default=human(DEFAULTS.host_bytes),
-                        help="bytes per host<->device copy (default: %(default)s)")
-    parser.add_argument("--iters", type=int, default=DEFAULTS.iters,
-                        help="timed copies; the median is reported (default: %(default)s)")
-    parser.add_argument("--device", default="auto", help="device type (default: detected accelerator, else cpu)")
-    parser.add_argument("--run-dir", default=None, help="directory for logs and results")
-    parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
+    options.add_config_arguments(parser, ceiling.Config)
 
 
-def config_from_args(args) -> CeilingConfig:
-    return CeilingConfig(device=args.device, run_dir=args.run_dir, bytes=parse_size(args.bytes, "--bytes"),
-                         host_bytes=parse_size(args.host_bytes, "--host-bytes"), iters=args.iters)
+def config_from_args(args) -> ceiling.CeilingConfig:
+    return options.config_from_args(ceiling.Config, args)
 
 
 validate = config_from_args

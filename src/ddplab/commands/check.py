@@ -18,47 +18,29 @@ import socket
 import sys
 from pathlib import Path
 
+from .. import cli_options
 from ..check import formats
-from ..check.config import DEFAULT_STAGE_DEADLINE_S, DEFAULT_TOLERANCE, CheckConfig, parse_tolerance
-from ..config import RDZV_HOST_CHOICES
+from ..check.config import CheckConfig
+from . import options
 
 SUMMARY = "node acceptance check for fleet runners: Nagios, node-problem-detector, Slurm, Prometheus, JUnit"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    options.add_config_arguments(parser, CheckConfig, json=False)
+    # What goes where: the runner's language on stdout, and the files its collectors read (not the check's Config).
     parser.add_argument("--format", default="text", metavar="|".join(formats.FORMATS),
                         help="what goes to stdout, and which exit codes: text (ddplab's: 0 pass or warn, 1 fail, "
                              "2 usage, 3 cannot run), json (the report; the same codes), nagios (one status line "
                              "with perfdata; 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN), npd (node-problem-detector: "
                              "one message line; 0 OK or WARNING, 1 problem, 3 unknown) (default: text)")
-    parser.add_argument("--thresholds", metavar="FILE", help="TOML file of busbw and latency bounds per machine type")
-    parser.add_argument("--baseline", metavar="REPORT", help="a good node's check (or lab) report to hold this one to")
-    parser.add_argument("--tolerance", default=f"{100 * DEFAULT_TOLERANCE:g}%",
-                        help="--baseline: how far busbw and copy rate may fall, and latency rise, before a WARNING "
-                             "(default: %(default)s)")
-    parser.add_argument("--critical-tolerance", default=None,
-                        help="--baseline: beyond this, CRITICAL (default: never)")
-    parser.add_argument("--write-baseline", metavar="PATH", help="also write the report here, to hold other nodes to")
-    parser.add_argument("--textfile-dir", metavar="DIR",
-                        help="write ddplab_check.prom here for node_exporter's textfile collector")
-    parser.add_argument("--junit", metavar="PATH", help="write JUnit XML here, one testcase per check")
-    parser.add_argument("--json", metavar="PATH", help="also write the JSON report here")
-    parser.add_argument("--out", default=None, help="output directory, new or empty (default: ./ddplab-runs/check-ID)")
-    parser.add_argument("--from-report", metavar="REPORT",
-                        help="judge a report already written (a check's or `ddplab run`'s) instead of running")
-    parser.add_argument("--device", default="auto", help="device type (default: detected accelerator, else cpu)")
-    parser.add_argument("--nproc", type=int, default=2,
-                        help="ranks on one device or the host (2+ devices: one per device) (default: 2)")
-    parser.add_argument("--stage-deadline", type=float, default=DEFAULT_STAGE_DEADLINE_S,
-                        help="seconds without progress before a stage's ranks are cut (default: %(default)s)")
-    parser.add_argument("--nnodes", type=int, default=None,
-                        help="machines in the job, each running this check: pairwise between them (default: 1, or "
-                             "the nodes srun started it on)")
-    parser.add_argument("--rdzv-endpoint", default=None, help="HOST:PORT of the rendezvous, the same on every machine")
-    parser.add_argument("--rdzv-id", default=None, help="several machines: the job's name, the same on every machine")
-    parser.add_argument("--rdzv-host", default=None, metavar="|".join(RDZV_HOST_CHOICES),
-                        help="several machines: host the rendezvous store here? (default: auto)")
-    parser.add_argument("--inject", action="append", default=[], help=argparse.SUPPRESS)  # tests: check/inject.py
+    parser.add_argument("--write-baseline", metavar="PATH", default=None,
+                        help="also write the report here, to hold other nodes to (default: none)")
+    parser.add_argument("--textfile-dir", metavar="DIR", default=None,
+                        help="write ddplab_check.prom here for node_exporter's textfile collector (default: none)")
+    parser.add_argument("--junit", metavar="PATH", default=None,
+                        help="write JUnit XML here, one testcase per check (default: none)")
+    options.add_json_argument(parser, "also write the JSON report here")
 
 
 def config_from_args(args, environ=os.environ) -> CheckConfig:
@@ -67,18 +49,15 @@ def config_from_args(args, environ=os.environ) -> CheckConfig:
 
     if args.format not in formats.FORMATS:
         raise invalid_choice("format", args.format, formats.FORMATS)
+    given = cli_options.values_given(CheckConfig, args)
     where = launchers.resolve(launchers.detect(environ), launchers.Asked(
-        nproc=None, nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint, rdzv_host=args.rdzv_host))
+        nproc=None, nnodes=given.get("nnodes"), rdzv_endpoint=given.get("rdzv_endpoint"),
+        rdzv_host=given.get("rdzv_host")))
     if where.started_by is not None:
         raise UsageError("not-under-torchrun", "ddplab check starts ranks of its own: run it once per machine "
                                                "(under srun or by hand), not as torchrun's workers")
-    return CheckConfig(device=args.device, nproc=args.nproc, nnodes=where.nnodes, rdzv_endpoint=where.rdzv_endpoint,
-                       rdzv_id=args.rdzv_id, rdzv_host=where.rdzv_host, out=args.out,
-                       stage_deadline_s=args.stage_deadline, thresholds=args.thresholds, baseline=args.baseline,
-                       tolerance=parse_tolerance(args.tolerance, "--tolerance"),
-                       critical_tolerance=None if args.critical_tolerance is None else
-                       parse_tolerance(args.critical_tolerance, "--critical-tolerance"),
-                       from_report=args.from_report, inject=tuple(args.inject))
+    return CheckConfig(**{**given, "nnodes": where.nnodes, "rdzv_endpoint": where.rdzv_endpoint,
+                          "rdzv_host": where.rdzv_host})
 
 
 def expectations_of(config: CheckConfig):
@@ -101,10 +80,10 @@ def validate(args) -> CheckConfig:
         from ..records.load import read_report
 
         read_report(config.from_report)
-    elif args.out:
+    elif config.out:
         from .run import check_out_dir
 
-        check_out_dir(Path(args.out))
+        check_out_dir(Path(config.out))
     for path, flag in ((args.junit, "--junit"), (args.write_baseline, "--write-baseline")):
         if path:
             check_output_file(path, flag)

@@ -11,26 +11,21 @@ from __future__ import annotations
 
 import argparse
 
-from .. import display
-from ..config import CleanConfig
-from ..records import Report, Verdict
+from .. import clean, display
+from ..records import Report, make_report
 from ..records.clean import CleanRecord, GoneProcess, Orphan, OtherProcess
 from ..report import human_bytes
+from . import options
 
-SUMMARY = "list (and with --yes end) orphaned ranks whose launcher is gone; anything else only by --pid"
+SUMMARY = clean.SUMMARY
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--yes", action="store_true", help="end the listed processes (default: only list them)")
-    parser.add_argument("--pid", type=int, default=None,
-                        help="end this one process instead of the orphans (with --yes), e.g. another process "
-                             "on the device; its start time is checked again just before the signal")
-    parser.add_argument("--grace", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL (default: 5)")
-    parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
+    options.add_config_arguments(parser, clean.CleanConfig)
 
 
-def config_from_args(args) -> CleanConfig:
-    return CleanConfig(yes=args.yes, grace_s=args.grace, pid=args.pid)
+def config_from_args(args) -> clean.CleanConfig:
+    return options.config_from_args(clean.CleanConfig, args)
 
 
 validate = config_from_args
@@ -96,10 +91,6 @@ def _render_named(named: Orphan | OtherProcess | GoneProcess, console) -> None:
 
 
 def main(args, console) -> int:
-    from ..procs import clean
-
     config = config_from_args(args)
-    record = clean(config)
-    report = Report(command="clean", config=config, platform=record.platform, results=record,
-                    verdict=Verdict.worst(c.verdict for c in record.checks()))
+    report = make_report(clean, config, clean.run(config))
     return display.finish(report, render, args.json, console)

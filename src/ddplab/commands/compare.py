@@ -15,49 +15,33 @@ import argparse
 from pathlib import Path
 
 from .. import comparison, display, spikes
-from ..config import check_number
 from ..errors import UsageError, printable
-from ..records import Report
+from ..records import Report, make_report
 from ..records.compare import CompareConfig, CompareRecord, ComparedRow, MissingRow
 from ..sizes import human
+from . import options
 
-SUMMARY = "side by side: nccl-tests text or ddplab JSON, with regressions beyond a tolerance"
-MAX_TOLERANCE_PCT = 10_000  # B a hundred times slower than A: beyond that a tolerance means nothing
+SUMMARY = comparison.SUMMARY
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("old", metavar="A", help="baseline: nccl-tests text output or a ddplab JSON report")
-    parser.add_argument("new", metavar="B", help="candidate: nccl-tests text output or a ddplab JSON report")
-    parser.add_argument("--tolerance", default="5%", help="allowed slowdown of B against A (default: 5%%)")
-    parser.add_argument("--min-size", default="0", help="ignore sizes below this in the verdict (default: 0)")
-    parser.add_argument("--json", metavar="PATH", help="write the comparison as JSON")
-    parser.add_argument("--html", metavar="PATH", help="write the comparison as a page: per collective, time and "
-                                                       "busbw against size, A dashed beside B")
-
-
-def parse_tolerance(text: str) -> float:
-    value = text.strip().rstrip("%")
-    try:
-        tol = float(value) / 100
-    except ValueError:
-        raise UsageError("invalid-tolerance", f'--tolerance "{text}" is not a percentage, e.g. 5%') from None
-    check_number(tol * 100, "--tolerance", 0, MAX_TOLERANCE_PCT, unit="%", reference="invalid-tolerance")
-    return tol
+    options.add_config_arguments(parser, CompareConfig, json=False)
+    options.add_json_argument(parser, "write the comparison as JSON")
+    parser.add_argument("--html", metavar="PATH", default=None,
+                        help="write the comparison as a page: per collective, time and busbw against size, A dashed "
+                             "beside B (default: none)")
 
 
 def config_from_args(args) -> CompareConfig:
-    from ..sizes import parse_size
-
-    tolerance = parse_tolerance(args.tolerance)
-    min_size = parse_size(args.min_size, "--min-size") if args.min_size != "0" else 0
-    for path in (args.old, args.new):
+    config = options.config_from_args(CompareConfig, args)
+    for path in (config.old, config.new):
         if not Path(path).is_file():
             raise UsageError("no-such-file", f"{path} is not a file")
-    if getattr(args, "html", None):
+    if args.html:
         from ..files import check_output_file
 
         check_output_file(args.html, "--html")
-    return CompareConfig(old=args.old, new=args.new, tolerance=tolerance, min_size=min_size)
+    return config
 
 
 validate = config_from_args
@@ -65,10 +49,8 @@ validate = config_from_args
 
 def main(args, console) -> int:
     config = config_from_args(args)
-    old, new = comparison.load_input(config.old), comparison.load_input(config.new)
-    record = comparison.compare(config, old, new)
-    report = Report(command="compare", config=config, platform=None, results=record,
-                    verdict=comparison.verdict(record, config.min_size))
+    old, new = comparison.load_input(config.old), comparison.load_input(config.new)  # kept: they label the table
+    report = make_report(comparison, config, comparison.compare(config, old, new))
     if args.html:
         from ..html_report import write_page
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 
 from .. import display
-from ..config import ContentionConfig
 from ..measurements import contention
 from ..records import Report
 from . import options
@@ -16,14 +15,11 @@ SUMMARY = contention.SUMMARY
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_launch_arguments(parser)
-    parser.add_argument("--size", type=int, default=None,
-                        help="matrix dimension (default: 8192 on an accelerator, 512 on the host)")
-    parser.add_argument("--seconds", type=float, default=3.0, help="measurement window per phase (default: 3)")
+    options.add_config_arguments(parser, contention.Config)
 
 
-def config_from_args(args) -> ContentionConfig:
-    return ContentionConfig(launch=options.launch_options(args), size=args.size, seconds=args.seconds)
+def config_from_args(args) -> contention.ContentionConfig:
+    return options.config_from_args(contention.Config, args)
 
 
 validate = config_from_args

@@ -11,8 +11,7 @@ import argparse
 
 from rich.markup import escape
 
-from .. import display, drills
-from ..config import DRILL_TIMEOUT_S, DrillConfig
+from .. import display
 from ..measurements import drill
 from ..records import Report
 from ..records.codec import to_json
@@ -23,20 +22,11 @@ SUMMARY = drill.SUMMARY
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", metavar="NAME", help=f"one of {', '.join(drills.DRILLS)}, 'short' or 'all' "
-                                                     "(several: comma-separated)")
-    # Every drill is judged against --timeout, so it is also the supervisor's hang timeout (config.DrillConfig).
-    options.add_launch_arguments(parser, timeout_default=DRILL_TIMEOUT_S,
-                                 timeout_help="process-group timeout and ddplab's hang timeout, seconds",
-                                 hang_timeout_help="a hang timeout shorter than --timeout (default: --timeout)")
-    parser.add_argument("--victim", type=int, default=None,
-                        help="GLOBAL rank to inject the fault into (default: the last rank of the job)")
-    parser.add_argument("--launcher", default="ddplab", help="kill_launcher: ddplab or torchrun (default: ddplab)")
+    options.add_config_arguments(parser, drill.Config)
 
 
-def config_from_args(args) -> DrillConfig:
-    return DrillConfig(launch=options.launch_options(args), drills=drills.select(args.name), victim=args.victim,
-                       launcher=args.launcher)
+def config_from_args(args) -> drill.DrillConfig:
+    return options.config_from_args(drill.Config, args)
 
 
 validate = config_from_args

@@ -8,7 +8,6 @@ import argparse
 from rich.markup import escape
 
 from .. import display
-from ..config import EnvConfig
 from ..measurements import env
 from ..records import Report
 from ..records.env import ConsideredSetup, TwoRankPlan
@@ -19,12 +18,11 @@ SUMMARY = env.SUMMARY
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--device", default="auto", help="device type to describe (default: detected)")
-    parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
+    options.add_config_arguments(parser, env.Config)
 
 
-def config_from_args(args) -> EnvConfig:
-    return EnvConfig(device=args.device)
+def config_from_args(args) -> env.EnvConfig:
+    return options.config_from_args(env.Config, args)
 
 
 validate = config_from_args

@@ -24,13 +24,16 @@ from __future__ import annotations
 
 import argparse
 
-from ..config import DEFAULT_HANG_TIMEOUT_S, LAUNCH_USAGE, LaunchConfig, Target
+from .. import cli_options
 from ..errors import ExitCode, UsageError, printable
+from ..job import run as job
+from ..job.config import LAUNCH_USAGE, Target, UserJobConfig
 from ..records import Report
 
-SUMMARY = "run your own training script as torchrun would, and name the rank that fails or hangs it"
+SUMMARY = job.SUMMARY
 USAGE = LAUNCH_USAGE
-DDPLAB_OPTIONS = ("--hang-timeout", "--out", "--ras")
+DDPLAB_OPTIONS = tuple(cli_options.options_of(UserJobConfig))  # --hang-timeout, --out, --ras
+PREFIX = "ddplab_"  # where ddplab's options land in torchrun's namespace, apart from torchrun's own
 # Set by the script's position, not kept as torchrun options.
 SCRIPT_DESTS = ("training_script", "training_script_args")
 
@@ -53,16 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.description = ("Run a training script as torchrun would, and supervise it: name the rank that "
                           "holds the others up, save every rank's stack and flight record, leave nothing running.")
     group = parser.add_argument_group("ddplab options (before the script, like torchrun's)")
-    group.add_argument("--hang-timeout", type=float, default=DEFAULT_HANG_TIMEOUT_S, dest="ddplab_hang_timeout",
-                       metavar="S", help="declare a hang when a rank waits and no rank has made progress for S "
-                                         "seconds; 0 turns it off (default: %(default)s)")
-    group.add_argument("--out", default=None, dest="ddplab_out", metavar="DIR",
-                       help="job directory: report.json, report.html, stacks, flight records; refused when it "
-                            "already holds a run (default: ./ddplab-runs/launch-ID)")
-    group.add_argument("--ras", action="store_true", dest="ddplab_ras",
-                       help=f"on a hang, also ask the collective library's RAS service ({_ras_services()}) and "
-                            "keep its answer; off by default: such queries have crashed jobs on releases torch "
-                            "ships")
+    cli_options.add_arguments(group, UserJobConfig, prefix=PREFIX)
+    ras = next(a for a in group._group_actions if a.dest == f"{PREFIX}ras")
+    ras.help = ras.help.replace("RAS service", f"RAS service ({_ras_services()})", 1)  # the table's, named
 
     def error(message: str):
         raise UsageError("invalid-launch-arguments", message, hint=f"usage: {USAGE}")
@@ -79,7 +75,7 @@ def _ras_services() -> str:
                      f"{v.ras.default_address}" for v in VENDORS.values() if v.ras)
 
 
-def parse(argv: list[str]) -> LaunchConfig:
+def parse(argv: list[str]) -> UserJobConfig:
     """The request as typed (UsageError, exit 2, for what torchrun's parser or ddplab refuses); whether it can
     run here is checked when it is launched (job/torchrun_args.py), still before anything starts."""
     parser = build_parser()
@@ -89,11 +85,9 @@ def parse(argv: list[str]) -> LaunchConfig:
                                                      "python, --no-python runs a command without it")
     check_nproc_word(args.nproc_per_node, parser)
     kind = "module" if args.module else "command" if args.no_python else "script"
-    torchrun = {k: v for k, v in sorted(vars(args).items())
-                if k not in SCRIPT_DESTS and not k.startswith("ddplab_")}
-    return LaunchConfig(target=Target(kind, args.training_script, tuple(args.training_script_args)),
-                        hang_timeout_s=args.ddplab_hang_timeout, out=args.ddplab_out, ras=args.ddplab_ras,
-                        torchrun=torchrun)
+    torchrun = {k: v for k, v in sorted(vars(args).items()) if k not in SCRIPT_DESTS and not k.startswith(PREFIX)}
+    return UserJobConfig(target=Target(kind, args.training_script, tuple(args.training_script_args)),
+                         torchrun=torchrun, **cli_options.values_given(UserJobConfig, args, prefix=PREFIX))
 
 
 def check_nproc_word(value: str, parser: argparse.ArgumentParser) -> None:
@@ -114,7 +108,7 @@ def _nproc_words(parser: argparse.ArgumentParser) -> list[str]:
     return [w.strip() for w in inner.split(",") if w.strip() and w.strip() != "int"]
 
 
-def config_from_args(args) -> LaunchConfig:
+def config_from_args(args) -> UserJobConfig:
     return parse(args.launch_argv)
 
 
@@ -123,11 +117,12 @@ def validate(args) -> None:
 
 
 def main(args, console) -> int:
-    from ..job.run import run
+    from ..records import make_report
+    from ..session import Observer
 
-    # markup off: sizes look like markup; printable: a rank's own words may hold terminal escapes
-    say = lambda text: console.print(printable(text), markup=False, highlight=False)  # noqa: E731
-    report = run(args.config, say)
+    record = job.run(args.config, Observer(console))
+    report = make_report(job, args.config, record)
+    job.write_reports(report)
     render(report, console)
     if report.results.outcome == "interrupted":  # Ctrl+C or SIGTERM to ddplab, as `ddplab run` says it
         return ExitCode.INTERRUPTED

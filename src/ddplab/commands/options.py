@@ -1,89 +1,59 @@
-"""Options shared by the commands that start ranks, defined once (pip's cmdoptions)."""
+"""What every command that reads a Config shares: its options made from the Config's fields (cli_options.py),
+the launch options completed from the launcher that started ddplab, and what a measurement command does once its
+Config is built."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from dataclasses import replace
 from typing import Mapping
 
+from .. import cli_options
 from ..cluster import launchers
-from ..config import ENGINES, RDZV_HOST_CHOICES, LaunchOptions
+from ..config import LaunchOptions
+
+# The names config.py cannot list (it must not import the vendor table): defined here, above the platform.
+cli_options.define_vocabulary("device", lambda: ("auto", *_vendors()[1]))
+cli_options.define_vocabulary("backend", lambda: ("auto", *_vendors()[0]))
 
 
-def add_launch_arguments(parser: argparse.ArgumentParser, nproc_default: int = 2, timeout_default: float = 120.0,
-                         timeout_help: str = "process-group timeout in seconds",
-                         hang_timeout_help: str = "declare a hang when no rank progresses this many seconds "
-                                                  "(default: off)") -> None:
-    """Options every multi-rank command shares (a command whose timeouts mean more says so in the helps)."""
-    # --nproc and --nnodes default to None here: under torchrun, srun or mpirun "not given" means "as the
-    # launcher says" (launch_options); otherwise nproc_default and 1.
-    parser.add_argument("--nproc", type=int, default=None,
-                        help=f"ranks on this node (default: {nproc_default}; under torchrun: its ranks on this node)")
-    parser.set_defaults(nproc_default=nproc_default)
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--share-device", dest="placement", action="store_const", const="shared",
-                       help="every rank on device 0 with a memory cap (default when nproc > devices)")
-    where.add_argument("--per-device", dest="placement", action="store_const", const="per-device",
-                       help="rank i on device i")
-    where.add_argument("--spread", dest="placement", action="store_const", const="spread",
-                       help="rank i on device i mod devices: several ranks on every device")
-    parser.set_defaults(placement="auto")
-    parser.add_argument("--backend", default="auto", help="collective backend (default: chosen by policy)")
-    parser.add_argument("--device", default="auto", help="device type (default: detected accelerator, else cpu)")
-    parser.add_argument("--memory-fraction", type=float, default=None,
-                        help="allocator cap per rank on a shared device (default: (1 - reserve) / ranks)")
-    parser.add_argument("--reserve", type=float, default=0.10,
-                        help="device memory left for contexts and buffers (default: %(default)s)")
-    parser.add_argument("--timeout", type=float, default=timeout_default, dest="timeout_s",
-                        help=f"{timeout_help} (default: %(default)s)")
-    parser.add_argument("--run-dir", default=None, help="directory for logs and results (default: ./ddplab-runs/ID)")
-    parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
-    parser.add_argument("--nnodes", type=int, default=None,
-                        help="machines in the job, each running this command (default: 1, or the nodes srun or "
-                             "mpirun started it on)")
-    parser.add_argument("--rdzv-endpoint", default=None,
-                        help="HOST:PORT of the c10d rendezvous, the same on every machine (default: local; under "
-                             f"srun: the first node, port {launchers.DEFAULT_PORT})")
-    parser.add_argument("--rdzv-id", default=None,
-                        help="several machines: the job's name, the same on every machine (default: from the "
-                             "endpoint); a new one for every job on the same endpoint")
-    parser.add_argument("--rdzv-host", default=None, metavar="|".join(RDZV_HOST_CHOICES),
-                        help="several machines: host the rendezvous store on this one? auto: when the endpoint is "
-                             "one of its interface addresses (default: auto; under srun: yes on node 0)")
-    parser.add_argument("--hang-timeout", type=float, default=None, dest="hang_timeout_s", help=hang_timeout_help)
-    daemon = parser.add_mutually_exclusive_group()
-    daemon.add_argument("--mps", dest="sharing_daemon", action="store_const", const="on",
-                        help="insist on the device-sharing daemon (MPS): use a running one, else start a private "
-                             "one and stop it afterwards; exit 3 where none can be used")
-    daemon.add_argument("--no-mps", dest="sharing_daemon", action="store_const", const="off",
-                        help="never use the sharing daemon (ranks sharing a device time-slice it)")
-    parser.set_defaults(sharing_daemon="auto")
+def _vendors():
+    from ..platform.vendors import KNOWN_BACKENDS, VENDORS
+
+    return KNOWN_BACKENDS, VENDORS
 
 
-def add_engine_argument(parser: argparse.ArgumentParser) -> None:
-    """--engine for the benchmarks that can time the collective library alone (storm, sweep)."""
-    parser.add_argument("--engine", default="torch", metavar="|".join(ENGINES),
-                        help="torch: through torch.distributed (the report's method); library: the collective library "
-                             "called directly through the vendor's binding on the same buffers (`ddplab env` says "
-                             "whether it is installed, and how to install it); both: side by side, with what torch "
-                             "adds per call (default: %(default)s)")
+def add_config_arguments(parser: argparse.ArgumentParser, config_cls: type, *, json: bool = True) -> None:
+    """The Config's options, and --json PATH (the report, written at the end) unless ``json`` is False."""
+    cli_options.add_arguments(parser, config_cls)
+    if json:
+        add_json_argument(parser)
 
 
-def launch_options(args, environ: Mapping[str, str] = os.environ) -> LaunchOptions:
-    """The command line's launch options, completed from the launcher that started ddplab (torchrun, srun,
-    mpirun: cluster/launchers.py), or refused (exit 2) when that launcher makes the run wrong."""
+def add_json_argument(parser: argparse.ArgumentParser, help: str = "write the JSON report here") -> None:
+    parser.add_argument("--json", metavar="PATH", default=None, help=f"{help} (default: none)")
+
+
+def config_from_args(config_cls: type, args, environ: Mapping[str, str] = os.environ):
+    """The Config the command line asks for, its launch options completed from the launcher (``launch_options``)."""
+    return cli_options.config_from_args(config_cls, args,
+                                        resolve=lambda base, given: launch_options(base, given, environ))
+
+
+def launch_options(base: LaunchOptions, given: dict, environ: Mapping[str, str] = os.environ) -> LaunchOptions:
+    """The command's launch options (``base``: its defaults, ``given``: what its command line gave), completed
+    from the launcher that started ddplab (torchrun, srun, mpirun: cluster/launchers.py), or refused (exit 2)
+    when that launcher makes the run wrong. Under a launcher "not given" means "as the launcher says"."""
     where = launchers.resolve(launchers.detect(environ), launchers.Asked(
-        nproc=args.nproc, nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint, rdzv_host=args.rdzv_host))
+        nproc=given.get("nproc"), nnodes=given.get("nnodes"), rdzv_endpoint=given.get("rdzv_endpoint"),
+        rdzv_host=given.get("rdzv_host")))
     if where.taken or where.notes:
         print("ddplab: " + "; ".join((*where.taken, *where.notes)), file=sys.stderr)
-    nproc = where.nproc if where.nproc is not None else args.nproc_default
-    return LaunchOptions(nproc=nproc, placement=args.placement,
-                         backend=args.backend, device=args.device, memory_fraction=args.memory_fraction,
-                         reserve=args.reserve, timeout_s=args.timeout_s, run_dir=args.run_dir,
-                         sharing_daemon=args.sharing_daemon, hang_timeout_s=args.hang_timeout_s, nnodes=where.nnodes,
-                         rdzv_endpoint=where.rdzv_endpoint, rdzv_id=args.rdzv_id, rdzv_host=where.rdzv_host,
-                         started_by=where.started_by)
+    return replace(base, **{**given, "nproc": where.nproc if where.nproc is not None else base.nproc,
+                            "nnodes": where.nnodes, "rdzv_endpoint": where.rdzv_endpoint,
+                            "rdzv_host": where.rdzv_host, "started_by": where.started_by})
 
 
 def writes_the_report(config, environ: Mapping[str, str] = os.environ) -> bool:

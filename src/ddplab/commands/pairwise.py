@@ -9,31 +9,20 @@ from __future__ import annotations
 import argparse
 
 from .. import display
-from ..config import PAIRWISE_DEFAULT_REPEAT, PairwiseConfig
 from ..measurements import pairwise
 from ..records import Report
 from ..records.pairwise import PairwiseRecord
-from ..sizes import size_range
 from . import machines_view, options
 
 SUMMARY = pairwise.SUMMARY
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_launch_arguments(parser, nproc_default=1)
-    parser.add_argument("-b", "--minbytes", default="8", help="smallest size: each pair's latency (default: 8)")
-    parser.add_argument("-e", "--maxbytes", default="64M", help="largest size: each pair's busbw (default: 64M)")
-    parser.add_argument("-f", "--stepfactor", type=float, default=2.0, help="size multiplier (default: 2)")
-    parser.add_argument("-n", "--iters", type=int, default=20, help="timed iterations per size (default: 20)")
-    parser.add_argument("-w", "--warmup", type=int, default=5, help="untimed iterations per size (default: 5)")
-    parser.add_argument("-R", "--repeat", type=int, default=PAIRWISE_DEFAULT_REPEAT,
-                        help="times each size is measured; the median is kept (default: %(default)s)")
+    options.add_config_arguments(parser, pairwise.Config)
 
 
-def config_from_args(args) -> PairwiseConfig:
-    return PairwiseConfig(launch=options.launch_options(args),
-                          sizes=tuple(size_range(args.minbytes, args.maxbytes, args.stepfactor)),
-                          iters=args.iters, warmup=args.warmup, repeat=args.repeat)
+def config_from_args(args) -> pairwise.PairwiseConfig:
+    return options.config_from_args(pairwise.Config, args)
 
 
 validate = config_from_args

@@ -17,7 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                               "command's --json)")
     parser.add_argument("--out", default=None, help="HTML file to write (default: beside the JSON)")
     parser.add_argument("--baseline", metavar="FILE", default=None,
-                        help="draw this run beside a baseline: a ddplab JSON report or nccl-tests text output")
+                        help="draw this run beside a baseline: a ddplab JSON report or nccl-tests text output "
+                             "(default: none)")
 
 
 def validate(args) -> None:

@@ -11,33 +11,26 @@ import argparse
 from pathlib import Path
 
 from .. import display, lab
-from ..config import PROFILES, RunConfig
 from ..errors import ExitCode
 from ..report import write_json
+from . import options
 
-SUMMARY = "the whole lab in one command: env, DDP, storm, sweep, ceiling, contention, drills, report"
+SUMMARY = lab.SUMMARY
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default: quick)")
-    parser.add_argument("--nproc", type=int, default=2, help="ranks for the shared-device stages (default: 2)")
-    parser.add_argument("--device", default="auto", help="device type (default: detected accelerator, else cpu)")
-    parser.add_argument("--stage-deadline", type=float, default=120.0,
-                        help="seconds without progress before a stage's ranks are cut (default: 120)")
-    parser.add_argument("--out", default=None,
-                        help="output directory, new or empty (default: ./ddplab-runs/run-<time>-<id>)")
-    parser.add_argument("--json", metavar="PATH", help="also write the JSON report here")
+    options.add_config_arguments(parser, lab.RunConfig, json=False)
+    options.add_json_argument(parser, "also write the JSON report here")
 
 
-def config_from_args(args) -> RunConfig:
-    return RunConfig(profile=args.profile, nproc=args.nproc, device=args.device, out=args.out,
-                     stage_deadline_s=args.stage_deadline)
+def config_from_args(args) -> lab.RunConfig:
+    return options.config_from_args(lab.RunConfig, args)
 
 
-def validate(args) -> RunConfig:
+def validate(args) -> lab.RunConfig:
     config = config_from_args(args)
-    if args.out:
-        check_out_dir(Path(args.out))
+    if config.out:
+        check_out_dir(Path(config.out))
     return config
 
 
@@ -52,7 +45,12 @@ def check_out_dir(out: Path) -> None:
 
 
 def main(args, console) -> int:
-    report = lab.run(config_from_args(args), console)
+    from ..records import make_report
+    from ..session import Observer
+
+    config = config_from_args(args)
+    report = make_report(lab, config, lab.run(config, Observer(console)))
+    lab.write_reports(report, Path(report.results.out))
     if args.json:  # before the verdict: it is printed only once every report is stored
         write_json(report.to_json(), args.json)
     render_verdict(report, console)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 
 from .. import display
-from ..config import StormConfig
 from ..measurements import storm
 from ..records import Report
 from . import machines_view, options
@@ -15,19 +14,11 @@ SUMMARY = storm.SUMMARY
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_launch_arguments(parser)
-    parser.add_argument("--iters", type=int, default=10_000, help="all_reduces in the storm (default: %(default)s)")
-    parser.add_argument("--bytes", type=int, default=4, help="bytes per all_reduce (default: %(default)s)")
-    parser.add_argument("--threshold-us", type=float, default=None,
-                        help="fail above this mean latency (default: chosen per setup, printed)")
-    parser.add_argument("--no-sample", dest="sample", action="store_false",
-                        help="do not sample ranks while the storm runs (to measure the sampler's own cost)")
-    options.add_engine_argument(parser)
+    options.add_config_arguments(parser, storm.Config)
 
 
-def config_from_args(args) -> StormConfig:
-    return StormConfig(launch=options.launch_options(args), iters=args.iters, bytes=args.bytes,
-                       threshold_us=args.threshold_us, sample=args.sample, engine=args.engine)
+def config_from_args(args) -> storm.StormConfig:
+    return options.config_from_args(storm.Config, args)
 
 
 validate = config_from_args

@@ -12,54 +12,21 @@ import argparse
 
 from rich.markup import escape
 
-from .. import collectives, display, engines, spikes
-from ..collectives.common import DTYPES
-from ..config import SweepConfig
+from .. import display, engines, spikes
 from ..measurements import sweep
 from ..records import Report
 from ..records.sweep import Spike, SweepRecord, SweepRow
-from ..sizes import size_range
 from . import machines_view, options
 
 SUMMARY = sweep.SUMMARY
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_launch_arguments(parser)
-    parser.add_argument("--ops", default="all_reduce",
-                        help=f"comma list or 'all'; from {', '.join(collectives.COLLECTIVES)} (default: all_reduce)")
-    parser.add_argument("-b", "--minbytes", default="8", help="smallest size, K/M/G suffixes (default: 8)")
-    parser.add_argument("-e", "--maxbytes", default="64M", help="largest size (default: 64M)")
-    parser.add_argument("-f", "--stepfactor", type=float, default=2.0, help="size multiplier (default: 2)")
-    parser.add_argument("-n", "--iters", type=int, default=20, help="timed iterations per size (default: 20)")
-    parser.add_argument("-w", "--warmup", type=int, default=5, help="untimed iterations per size (default: 5)")
-    parser.add_argument("-R", "--repeat", type=int, default=None,
-                        help=f"times each size is measured (each one -n iterations, as nccl-tests); the row "
-                             f"reports the median and the spread (default: {sweep.REPEAT_ON_ACCELERATOR} on an "
-                             f"accelerator, {sweep.REPEAT_ON_HOST} on the host CPU)")
-    parser.add_argument("--no-sample", dest="sample", action="store_false",
-                        help="do not sample ranks while the sweep runs (to measure the sampler's own cost)")
-    parser.add_argument("--sample-while-timing", action="store_true",
-                        help="let the sampler query the device inside timed windows too (by default it keeps "
-                             "out of them; this is the old behaviour, to test whether it causes spikes)")
-    parser.add_argument("--dtype", default="float", help=f"one of {', '.join(DTYPES)} (default: float)")
-    parser.add_argument("--mode", default="pipelined",
-                        help="pipelined (nccl-tests default) or blocking (nccl-tests -z 1) (default: pipelined)")
-    parser.add_argument("--check", dest="check", action="store_true", default=True,
-                        help="check results at every size (default)")
-    parser.add_argument("--no-check", dest="check", action="store_false", help="skip the correctness check")
-    parser.add_argument("--min-busbw", type=float, default=None,
-                        help="fail when the average busbw (GB/s, as nccl-tests' footer) is below this")
-    options.add_engine_argument(parser)
+    options.add_config_arguments(parser, sweep.Config)
 
 
-def config_from_args(args) -> SweepConfig:
-    launch = options.launch_options(args)
-    ops = tuple(collectives.parse_ops(args.ops))
-    sizes = tuple(size_range(args.minbytes, args.maxbytes, args.stepfactor))
-    return SweepConfig(launch=launch, ops=ops, sizes=sizes, dtype=args.dtype, mode=args.mode, iters=args.iters,
-                       warmup=args.warmup, check=args.check, repeat=args.repeat, min_busbw=args.min_busbw,
-                       sample=args.sample, sample_while_timing=args.sample_while_timing, engine=args.engine)
+def config_from_args(args) -> sweep.SweepConfig:
+    return options.config_from_args(sweep.Config, args)
 
 
 validate = config_from_args

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from .. import display
-from ..config import MODELS, TrainConfig
 from ..measurements import train
 from ..records import Report
 from . import machines_view, options
@@ -14,18 +13,11 @@ SUMMARY = train.SUMMARY
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_launch_arguments(parser)
-    parser.add_argument("--steps", type=int, default=20, help="training steps (default: %(default)s)")
-    parser.add_argument("--model", default="linear", help=f"one of {', '.join(MODELS)} (default: %(default)s)")
-    parser.add_argument("--batch-size", type=int, default=20, help="samples per rank per step (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--check-every", type=int, default=1,
-                        help="compare with the reference gradient every N steps (default: %(default)s)")
+    options.add_config_arguments(parser, train.Config)
 
 
-def config_from_args(args) -> TrainConfig:
-    return TrainConfig(launch=options.launch_options(args), steps=args.steps, model=args.model,
-                       batch_size=args.batch_size, seed=args.seed, check_every=args.check_every)
+def config_from_args(args) -> train.TrainConfig:
+    return options.config_from_args(train.Config, args)
 
 
 validate = config_from_args

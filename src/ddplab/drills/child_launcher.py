@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import interrupts, procs
-from ..config import TrainConfig
+from ..measurements.train import TrainConfig
 from ..records.drill import ChildLauncherDetails, DrillOutcome, Injection
 from ..rundir import RunDir
 from . import engine

@@ -19,15 +19,17 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import json
 
 from .. import interrupts, procs
-from ..config import DrillConfig
 from ..platform import Platform
 from ..policy import Placement
 from ..records.core import Verdict
+
+if TYPE_CHECKING:  # the drill measurement's Config; the measurement imports this engine
+    from ..measurements.drill import DrillConfig
 from ..records.drill import DrillOutcome, Injection
 from ..records.session import RankState, SessionRecord
 from ..rundir import RunDir

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import interrupts, procs
-from ..config import TrainConfig
+from ..measurements.train import TrainConfig
 from ..records.codec import RecordError
 from ..records.core import Report, Verdict
 from ..records.drill import DrillOutcome, Injection, NodeDetails

@@ -30,7 +30,7 @@ import time
 import types
 from importlib import metadata
 
-from ..config import Target
+from .config import Target
 from ..platform import flight_recorder
 from ..procs import alive
 from ..redaction import redact_argv

@@ -1,6 +1,6 @@
-"""The report of one supervised job of the user's: a LaunchRecord (records/launch.py) built from the job's outcome
-(supervision/job.py: how each rank ended, the hang, the judge's culprit, what was left), in the envelope every
-ddplab command writes (records.Report, command "launch")."""
+"""The record of one supervised job of the user's: a LaunchRecord (records/launch.py) built from the job's outcome
+(supervision/job.py: how each rank ended, the hang, the judge's culprit, what was left); job/run.py is its kind,
+and records.make_report puts it in the envelope every ddplab command writes (command "launch")."""
 
 from __future__ import annotations
 
@@ -8,23 +8,14 @@ import platform
 import socket
 import sys
 
-from ..records import Report, Verdict
 from ..records.launch import JobHost, JobRank, LaunchRecord, last_status
 from ..records.session import Timeseries
 from ..supervision.evidence import RankEvidence
 from ..supervision.job import JobOutcome
-from .torchrun_args import LaunchRequest
-
-COMMAND = "launch"
 
 
-def build_report(request: LaunchRequest, outcome: JobOutcome, timeseries: Timeseries | None) -> Report:
-    record = build_record(outcome, timeseries)
-    return Report(command=COMMAND, config=request.launch_config(), platform=record.platform, results=record,
-                  verdict=Verdict.worst(c.verdict for c in record.checks()))
-
-
-def build_record(outcome: JobOutcome, timeseries: Timeseries | None) -> LaunchRecord:
+def build_record(outcome: JobOutcome, timeseries: Timeseries | None, ran_with=None) -> LaunchRecord:
+    """``ran_with``: the request as the report shows it (torchrun_args.LaunchRequest.launch_config)."""
     run = outcome.run
     return LaunchRecord(
         outcome=outcome_word(outcome),
@@ -43,6 +34,7 @@ def build_record(outcome: JobOutcome, timeseries: Timeseries | None) -> LaunchRe
         listen=outcome.listen,
         ended_after=list(outcome.ended_after),
         platform=JobHost(host=socket.gethostname(), python=platform.python_version(), torch=_torch_version()),
+        ran_with=ran_with,
     )
 
 

@@ -1,54 +1,81 @@
-"""`ddplab launch` as a library: one supervised job, from its LaunchConfig to its report.
+"""`ddplab launch` as a library, in the measurement shape (measurements/__init__.py): one supervised job, from its
+UserJobConfig to its LaunchRecord (records/launch.py).
 
 Refuses bad input (UsageError, EnvironmentUnsupported) before anything starts: torchrun's options, the RAS
 address when --ras asks for it, a job directory that already holds a run. Then runs the job through torch's
 elastic launcher with the watcher and the sampler beside it (supervision/job.py, as every lab stage and
-drill), names the culprits when it did not succeed, and
-writes <job dir>/report.json and report.html (each atomically) before returning the report.
+drill), and names the culprits when it did not succeed. ``write_reports`` writes <job dir>/report.json and
+report.html (each atomically) from the report ``records.make_report`` makes of the record.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..config import LaunchConfig
+from ..errors import printable
 from ..files import write_text_atomic
 from ..platform import Platform, detect, open_monitor
-from ..records import Report
+from ..records import Check, Report
+from ..records.launch import LaunchRecord
 from ..rundir import RunDir
 from . import ras
-from .outcome import build_report
+from .config import UserJobConfig
+from .outcome import build_record
 from .supervise import run_user_job
 from .torchrun_args import resolve
 
-LABEL = "launch"  # run ids read launch-<date>-<time>-<hex>, as the default directory's name does
+if TYPE_CHECKING:
+    from ..session import Observer
+
+NAME = "launch"  # run ids read launch-<date>-<time>-<hex>, as the default directory's name does
+SUMMARY = "run your own training script as torchrun would, and name the rank that fails or hangs it"
+Config, Record = UserJobConfig, LaunchRecord
 OUT_OPTION = "--out"
 
 
-def run(config: LaunchConfig, say: Callable[[str], None] = lambda text: None,
-        platform: Platform | None = None) -> Report:
-    """The job's report. ``say`` hears where the job directory is, before the job starts. ``platform``: this
-    machine as platform.detect() describes it (detected when not given): its device monitor samples the
-    ranks, and its collective library's RAS service is the one --ras asks."""
-    from ..html_report import write_page
-
+def run(config: UserJobConfig, observer: "Observer | None" = None, platform: Platform | None = None) -> LaunchRecord:
+    """The job's record. The observer's console hears where the job directory is, before the job starts.
+    ``platform``: this machine as platform.detect() describes it (detected when not given): its device monitor
+    samples the ranks, and its collective library's RAS service is the one --ras asks."""
     request = resolve(config)
     machine = platform or detect(with_memory=False)
     ras_plan = ras.plan(request.ras, machine.spec.ras, machine.collective_library, _library_version(machine),
                         {**os.environ, **request.worker_env})  # what the ranks will see
-    job = RunDir.create(request.out, LABEL, option=OUT_OPTION)
-    say(f"ddplab launch: job directory {job.path}")
+    job = RunDir.create(request.out, NAME, option=OUT_OPTION)
+    console = observer.console if observer is not None else None
+    if console is not None:  # printable: the path is the user's words
+        console.print(printable(f"ddplab launch: job directory {job.path}"), markup=False, highlight=False)
     monitor = open_monitor(machine.spec)
     try:
         outcome, sampler = run_user_job(request, job, monitor, ras_plan, device_type=machine.device_type)
     finally:
         monitor.close()
-    report = build_report(request, outcome, sampler.timeseries())
+    return build_record(outcome, sampler.timeseries(), ran_with=request.launch_config())
+
+
+def config_as_run(config: UserJobConfig, record: LaunchRecord) -> UserJobConfig:
+    """The options the job ran with (the single-machine rendezvous ddplab chose, secrets withheld)."""
+    return record.ran_with or config
+
+
+def checks(record: LaunchRecord) -> list[Check]:
+    return record.checks()
+
+
+def summary(record: LaunchRecord) -> str:
+    return record.summary()
+
+
+def write_reports(report: Report) -> None:
+    """<job dir>/report.json and report.html (and the hang's timeline as a trace-event file beside the page)."""
+    from ..html_report import write_page
+
+    job = RunDir(Path(report.results.job_dir), report.results.run_id)
     write_text_atomic(job.report_file, json.dumps(report.to_json(), default=str))
-    write_page(report, job.page_file)  # and the hang's timeline as a trace-event file beside it
-    return report
+    write_page(report, job.page_file)
 
 
 def _library_version(machine: Platform) -> str | None:

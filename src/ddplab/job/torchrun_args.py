@@ -1,4 +1,4 @@
-"""From `ddplab launch`'s request (config.LaunchConfig: torchrun's options as torchrun's own parser read them,
+"""From `ddplab launch`'s request (job/config.UserJobConfig: torchrun's options as torchrun's own parser read them,
 commands/launch.py) to what torch's elastic launcher runs: checked, with torchrun's own meaning.
 
 Everything here means what it means to torchrun: --standalone (or a one-machine static rendezvous without a
@@ -22,7 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 
-from ..config import LAUNCH_USAGE, MAX_NPROC, LaunchConfig, Target, check_nproc
+from ..validators import MAX_NPROC, check_nproc
+from .config import LAUNCH_USAGE, Target, UserJobConfig
 from ..errors import EnvironmentUnsupported, UsageError
 
 STANDALONE_ENDPOINT = "127.0.0.1:0"  # torchrun uses localhost:0; a single machine stays on loopback
@@ -68,7 +69,7 @@ class LaunchRequest:
         """Where a one-machine job's store listens: 127.0.0.1, on the port the user's rendezvous named."""
         return f"{LOOPBACK_HOST}:{_endpoint(self.config)[1]}"
 
-    def launch_config(self) -> LaunchConfig:
+    def launch_config(self) -> UserJobConfig:
         """The request as the report shows it: the options the job ran with, and what the ranks were handed,
         with secrets withheld (redaction.py): the program's arguments (``--api-key X``, ``hf_...``), and any
         credential in torchrun's options (a rendezvous endpoint's ``user:password@``). The job itself runs
@@ -79,11 +80,11 @@ class LaunchRequest:
         torchrun = {name: redact_text(value) if isinstance(value, str) else value
                     for name, value in self.torchrun.items()}
         worker_env = {name: redact(name, value) for name, value in self.worker_env.items()}
-        return LaunchConfig(target=target, hang_timeout_s=self.hang_timeout_s, out=self.out, ras=self.ras,
-                            torchrun=torchrun, worker_env=worker_env)
+        return UserJobConfig(target=target, hang_timeout_s=self.hang_timeout_s, out=self.out, ras=self.ras,
+                             torchrun=torchrun, worker_env=worker_env)
 
 
-def resolve(config: LaunchConfig) -> LaunchRequest:
+def resolve(config: UserJobConfig) -> LaunchRequest:
     """The request, or UsageError (exit 2) / EnvironmentUnsupported (exit 3) before anything starts."""
     check_target(config.target)
     options = standalone(dict(config.torchrun))
@@ -233,7 +234,7 @@ def elastic_config(options: dict, target: Target):
 
 
 def _check_counted_nproc(asked: str, counted: int) -> None:
-    """The processes torch counted for --nproc-per-node under the rule every command follows (config.check_nproc,
+    """The processes torch counted for --nproc-per-node under the rule every command follows (validators.check_nproc,
     which checked a number already): a word (cpu, gpu, auto) counts this machine's cores or devices."""
     try:
         check_nproc(counted, "--nproc-per-node")

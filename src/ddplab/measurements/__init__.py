@@ -1,14 +1,20 @@
-"""The library: one module per measurement, each the same shape.
+"""The library: one module per measurement, each the same shape (records.hooks.Kind).
 
     NAME        the command word and the report's "command"
     SUMMARY     one line for --help and the docs
-    Config      a frozen dataclass (config.py), validated on construction
+    Config      a frozen dataclass, validated on construction, whose fields make the command's options
+                (cli_options.py)
     Record      the frozen results record (records/), flattened into the report's "results"
     run(config, observer=QUIET) -> Record       refuses (DdplabError) before it starts anything
     checks(record) -> list[Check]               the ONE rule: the report's verdict is the worst of these
     summary(record) -> str                      one line for the terminal and the lab's stage table
-    config_as_run(config, record) -> Config     optional: the config with what was chosen at run time filled
-                                                in (sweep: -R per device), as the report writes it
+    config_as_run(config, record) -> Config     optional (records.hooks.ChoosesAtRun): the config with what was
+                                                chosen at run time filled in (sweep: -R per device), as the
+                                                report writes it
+
+The commands that are not a lab stage but write a report have the same shape and are registered beside them
+(OTHER_KINDS): the lab itself (`run`), `launch`, `clean` and `compare`. Every report is made by one function,
+``make_report(kind, config, record)`` (records/core.py), and read back through the kind's Config and Record.
 
 Commands are arguments -> Config -> run -> render (commands/); the lab runs a profile's Configs
 (lab.py, profiles.py). A new measurement is one module here plus one registry line; ``register`` adds
@@ -22,6 +28,7 @@ from types import ModuleType
 
 from ..errors import invalid_choice
 from ..records import Check, Report, Verdict
+from ..records.core import make_report, platform_of, verdict_of
 
 MEASUREMENTS: dict[str, str] = {
     "env": "ddplab.measurements.env",
@@ -33,6 +40,13 @@ MEASUREMENTS: dict[str, str] = {
     "drill": "ddplab.measurements.drill",
     "pairwise": "ddplab.measurements.pairwise",
 }
+# What else writes a report, in the same shape: the lab, the user's job, the orphan sweep, a comparison.
+OTHER_KINDS: dict[str, str] = {
+    "run": "ddplab.lab",
+    "launch": "ddplab.job.run",
+    "clean": "ddplab.clean",
+    "compare": "ddplab.comparison",
+}
 _registered: dict[str, ModuleType] = {}
 
 
@@ -42,30 +56,27 @@ def register(module) -> None:
     MEASUREMENTS.setdefault(module.NAME, f"<registered {module.NAME}>")
 
 
+def kinds() -> dict[str, str]:
+    """Every name a report's "command" may have, measurements first."""
+    return {**MEASUREMENTS, **OTHER_KINDS}
+
+
 def get(name: str):
+    """The kind named (a measurement, or `run`, `launch`, `clean`, `compare`)."""
     if name in _registered:
         return _registered[name]
-    if name not in MEASUREMENTS:
+    if name not in MEASUREMENTS and name not in OTHER_KINDS:
         raise invalid_choice("measurement", name, MEASUREMENTS)
-    return importlib.import_module(MEASUREMENTS[name])
+    return importlib.import_module(kinds()[name])
 
 
 def verdict(measurement, record) -> Verdict:
-    return Verdict.worst(c.verdict for c in measurement.checks(record))
+    return verdict_of(measurement, record)
 
 
 def report(measurement, config, record) -> Report:
     """The JSON document of one measurement: its config, the platform, the record and the verdict its checks give."""
-    as_run = getattr(measurement, "config_as_run", None)
-    if as_run is not None:
-        config = as_run(config, record)
-    return Report(command=measurement.NAME, config=config, platform=platform_of(record), results=record,
-                  verdict=verdict(measurement, record))
+    return make_report(measurement, config, record)
 
 
-def platform_of(record):
-    """The platform a record was measured on: its own, or its session's (None when read back from JSON)."""
-    return getattr(record, "platform", None) or getattr(getattr(record, "session", None), "platform", None)
-
-
-__all__ = ["Check", "MEASUREMENTS", "get", "register", "report", "verdict"]
+__all__ = ["Check", "MEASUREMENTS", "OTHER_KINDS", "kinds", "get", "make_report", "platform_of", "register", "report", "verdict"]

@@ -9,9 +9,14 @@ finish fails.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from .. import checks as common_checks
 from .. import memory_plan
-from ..config import CeilingConfig
+from ..cli_options import Range, argv_of, check_fields, option
+from ..config import DEVICES, LaunchOptions
+from ..sizes import human, parse_size
+from ..validators import MAX_SIZE_BYTES
 from ..records import Check, Verdict
 from ..records.memory import MemoryNeed
 from ..records.ceiling import CeilingRankResult, CeilingRecord, CeilingSettings
@@ -19,12 +24,40 @@ from ..session import QUIET, Observer, Workload, prepare, run_workload
 
 NAME = "ceiling"
 SUMMARY = "device-to-device and host<->device copy bandwidth (the loopback ceiling)"
+MAX_ITERS = 10_000
+BYTES = Range(1, MAX_SIZE_BYTES, unit=" bytes")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CeilingConfig:
+    """The loopback ceiling: one rank on device 0 copies memory (the report's section 3.2)."""
+
+    device: str = option("--device", default="auto", choices=DEVICES)
+    """Device type, or auto for the detected accelerator (cpu when none)."""
+    run_dir: str | None = option("--run-dir", default=None, metavar="DIR")
+    """Directory for this run's logs and results; default: ./ddplab-runs/<run id>."""
+    bytes: int = option("--bytes", default=1 << 30, range=BYTES, parse=parse_size, show=human)
+    """Bytes per device copy, with K, M, G or T for powers of 1024."""
+    host_bytes: int = option("--host-bytes", default=256 << 20, range=BYTES, parse=parse_size, show=human)
+    """Bytes per host<->device copy."""
+    iters: int = option("--iters", default=20, range=Range(1, MAX_ITERS))
+    """Timed copies per path; the median is reported."""
+    launch: LaunchOptions = field(init=False, default=None, metadata={"flatten": True})
+    """Derived: always one rank on device 0 (its keys sit beside the others in the JSON config)."""
+
+    def __post_init__(self):
+        check_fields(self)
+        object.__setattr__(self, "launch", LaunchOptions(nproc=1, placement="per-device", device=self.device,
+                                                         run_dir=self.run_dir))
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
 Config, Record = CeilingConfig, CeilingRecord
 
 
 def run(config: CeilingConfig, observer: Observer = QUIET) -> CeilingRecord:
-    from ..sizes import human
-
     prepared = prepare(config.launch, with_memory=True)
     memory_plan.require_fits(*prepared, memory_need(config, prepared[1].host_only),
                              f"--bytes {human(config.bytes)} (a source and a destination buffer)",

@@ -11,16 +11,18 @@ rate together). The ideal aggregate depends on what the K processes share:
           single-threaded ranks); "195.8% of one process alone" on 2 cores meant nothing.
 On the host the number is informational: the cores are shared with whatever else the machine runs.
 ``judge`` is the one rule for the efficiency row. `--mps` runs the same with a private MPS daemon
-(measured on H200: 93% without, 99% with); without it the processes time-slice (config.ContentionConfig).
+(measured on H200: 93% without, 99% with); without it the processes time-slice (ContentionConfig).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from .. import checks as common_checks
 from .. import memory_plan
-from ..config import ContentionConfig
+from ..cli_options import Range, argv_of, check_fields, nested, option
+from ..config import LaunchOptions
+from ..errors import UsageError
 from ..policy import Placement
 from ..records import Check, Verdict
 from ..records.memory import MemoryNeed
@@ -30,6 +32,44 @@ from ..session import QUIET, Observer, Workload, prepare, run_workload
 
 NAME = "contention"
 SUMMARY = "K processes computing on one device vs one alone: efficiency and per-process slowdown"
+MIN_SIZE, MAX_SIZE = 16, 65536
+MIN_SECONDS, MAX_SECONDS = 0.1, 600.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContentionConfig:
+    """K processes computing on one device vs one alone (the report's section 3.2).
+
+    The ranks always share one device, and the sharing daemon is off unless asked for (--mps): time
+    slicing is what contention measures, so unlike other commands it never takes the daemon by default.
+    """
+
+    launch: LaunchOptions = nested(LaunchOptions, json={"flatten": True}, help={
+        "placement": "Where the processes run. shared: all on device 0 (always so: per-device is refused); "
+                     "per-device: refused, contention measures processes sharing one device; spread: as shared; "
+                     "auto: shared.",
+        "sharing_daemon": "The device-sharing daemon (MPS). on: the processes share the device through it; off: "
+                          "they time-slice it, which is what contention measures; auto: off, unlike other commands."})
+    size: int | None = option("--size", default=None, range=Range(MIN_SIZE, MAX_SIZE))
+    """Matrix dimension; default: 8192 on an accelerator, 512 on the host (chosen once the device is known)."""
+    seconds: float = option("--seconds", default=3.0, range=Range(MIN_SECONDS, MAX_SECONDS))
+    """Measurement window of each phase, in seconds."""
+    batch: int | None = field(init=False, default=None)
+    """Matmuls between device synchronisations: 20 on an accelerator, 4 on the host, chosen with the
+    device like ``size``; kept in the JSON config, where reports before issue 11 wrote the chosen value."""
+
+    def __post_init__(self):
+        if self.launch.placement == "per-device":
+            raise UsageError("contention-needs-shared-device",
+                             "contention measures processes sharing one device; --per-device does not apply")
+        daemon = "off" if self.launch.sharing_daemon == "auto" else self.launch.sharing_daemon
+        object.__setattr__(self, "launch", replace(self.launch, placement="shared", sharing_daemon=daemon))
+        check_fields(self)
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
 Config, Record = ContentionConfig, ContentionRecord
 
 EFFICIENCY_WARN = 0.80  # below this aggregate efficiency, time slicing costs more than it should

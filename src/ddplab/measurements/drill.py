@@ -7,18 +7,66 @@ per drill, plus a failing row when a stop signal cut the drills short.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import drills, interrupts
-from ..config import DrillConfig
+from ..cli_options import argv_of, check_fields, nested, option
+from ..config import LaunchOptions
 from ..errors import UsageError
+from ..validators import require
 from ..records import Check, Verdict
 from ..records.drill import DrillOutcome, DrillRecord
 from ..session import QUIET, Observer, prepare
 
 NAME = "drill"
 SUMMARY = "fault drills: kill a rank or the launcher, Ctrl+C, late/stalled/straggling/desynced/OOM rank"
+LAUNCHERS = ("ddplab", "torchrun")
+TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class DrillConfig:
+    """Fault drills: which ones, the victim, and where their ranks start.
+
+    ``--timeout`` is both the process-group timeout and ddplab's hang timeout, because every drill is judged
+    against it (detected within timeout + 5 s); ``--hang-timeout`` can only make the supervisor quicker.
+    """
+
+    launch: LaunchOptions = nested(lambda: LaunchOptions(timeout_s=TIMEOUT_S), json={"flatten": True}, help={
+        "timeout_s": "Process-group timeout and ddplab's hang timeout, in seconds: every drill is judged against it.",
+        "hang_timeout_s": "A hang timeout shorter than --timeout; default: --timeout."})
+    drills: tuple[str, ...] = option(metavar="NAME", parse=lambda text, flag: drills.select(text),
+                                     listed=lambda: (*drills.DRILLS, "short", "all"))
+    """The drills to run, in order: names separated by commas (kill-rank works too), 'short' (the set `ddplab run`
+    uses) or 'all'."""
+    victim: int | None = option("--victim", default=None)
+    """GLOBAL rank the fault goes into; default: the last rank of the job (nproc x nnodes - 1)."""
+    launcher: str = option("--launcher", default="ddplab", choices=LAUNCHERS)
+    """kill_launcher only: ddplab's own launcher, or plain torchrun for comparison."""
+
+    def __post_init__(self):
+        require(bool(self.drills), "invalid-drill", "no drill named: give one of the drills, 'short' or 'all'")
+        object.__setattr__(self, "drills", tuple(drills.canonical(name) for name in self.drills))
+        launch = self.launch
+        world = launch.nproc * launch.nnodes
+        job = f"--nproc {launch.nproc}" + (f" x --nnodes {launch.nnodes}" if launch.nnodes > 1 else "")
+        require(launch.started_by is None, "not-under-torchrun",
+                "a drill starts and kills launchers of its own: run `ddplab drill` once per machine, not as "
+                "torchrun's workers")
+        require(world >= 2, "drill-needs-ranks", f"{job}: a drill needs at least 2 ranks")
+        victim = world - 1 if self.victim is None else self.victim
+        require(isinstance(victim, int) and not isinstance(victim, bool) and 0 <= victim < world, "invalid-victim",
+                f"--victim {victim} is not a rank of {job} (valid: 0 to {world - 1})")
+        object.__setattr__(self, "victim", victim)
+        check_fields(self)
+        hang = launch.timeout_s if launch.hang_timeout_s is None else min(launch.timeout_s, launch.hang_timeout_s)
+        object.__setattr__(self, "launch", replace(launch, hang_timeout_s=hang))
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
 Config, Record = DrillConfig, DrillRecord
 
 

@@ -10,7 +10,10 @@ can run here: the vendor's binding importable, and calling the copy of the libra
 
 from __future__ import annotations
 
-from ..config import EnvConfig, LaunchOptions
+from dataclasses import dataclass
+
+from ..cli_options import argv_of, option
+from ..config import DEVICES, LaunchOptions
 from ..errors import DdplabError
 from ..records import Check, Verdict
 from ..records.clean import Survey
@@ -19,6 +22,19 @@ from ..session import QUIET, Observer
 
 NAME = "env"
 SUMMARY = "describe this machine: devices, backends, library versions, knobs, orphans"
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvConfig:
+    """The doctor: describe this machine."""
+
+    device: str = option("--device", default="auto", choices=DEVICES)
+    """Device type to describe, or auto for the detected accelerator (cpu when none)."""
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
 Config, Record = EnvConfig, EnvRecord
 
 PLAN_RANKS = 2  # the report's experiment: two ranks

@@ -10,19 +10,57 @@ the stated rule, the broken ones, and the machine every flagged pair shares.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import aggregate
 from .. import checks as common_checks
-from ..config import PairwiseConfig
+from ..cli_options import Range, argv_of, check_fields, nested, option, spelt
+from ..config import LaunchOptions
+from ..sizes import SizeRange
+from ..validators import require
 from ..policy import require_fits
 from ..records import Check, Verdict
 from ..records.pairwise import PairwiseRankResult, PairwiseRecord
 from ..records.session import SessionRecord
 from ..records.sweep import SweepSettings
 from ..session import QUIET, Observer, Workload, prepare, run_workload
-from .sweep import BUFFERS_PER_SIZE, merge_row
+from .sweep import BUFFERS_PER_SIZE, DEFAULT_SIZES, MAX_REPEAT, iters_option, merge_row, warmup_option
 
 NAME = "pairwise"
 SUMMARY = "machine pairs: all_reduce latency and busbw between every two machines, the slowest pair flagged"
+DEFAULT_REPEAT = 3  # pairs are compared with each other: the median of three, as on an accelerator
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairwiseConfig:
+    """Every pair of machines, one rank on each: all_reduce at each size, the slowest pair flagged.
+
+    Runs on every machine of the job, as the other commands do across machines (--nnodes, --rdzv-endpoint);
+    one rank per machine is enough (the default), more ranks wait while their machine's lowest one tests.
+    """
+
+    launch: LaunchOptions = nested(lambda: LaunchOptions(nproc=1), json={"flatten": True})
+    sizes: tuple[int, ...] = spelt(SizeRange(), default=DEFAULT_SIZES)
+    """The all_reduce sizes in bytes, as -b/-e/-f make them (the sweep's): the smallest gives each pair's
+    latency, the largest its busbw."""
+    iters: int = iters_option()
+    """Timed iterations per size."""
+    warmup: int = warmup_option()
+    """Untimed iterations per size."""
+    repeat: int = option("-R", "--repeat", default=DEFAULT_REPEAT, range=Range(1, MAX_REPEAT,
+                                                                              reference="invalid-repeat"))
+    """Times each size is measured; the median is kept."""
+
+    def __post_init__(self):
+        require(self.launch.nnodes >= 2, "pairwise-needs-machines",
+                f"--nnodes {self.launch.nnodes}: pairwise tests pairs of machines; run it on every machine with "
+                f"--nnodes N (2 or more) and the same --rdzv-endpoint HOST:PORT")
+        check_fields(self)
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
 Config, Record = PairwiseConfig, PairwiseRecord
 
 DTYPE = "float"

@@ -13,13 +13,14 @@ both, torch's are judged as always and the library's stand beside them (its corr
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from .. import aggregate
 from .. import checks as common_checks
 from .. import engines, memory_plan
+from ..cli_options import Range, argv_of, check_fields, nested, option, switch
 from ..collectives.common import one_buffer
-from ..config import StormConfig
+from ..config import LaunchOptions
 from ..policy import Placement
 from ..records import Check, Verdict
 from ..records.engines import LIBRARY, AddedCost, added_cost
@@ -30,6 +31,43 @@ from ..session import QUIET, Observer, Workload, prepare, run_workload
 
 NAME = "storm"
 SUMMARY = "latency storm: N tiny all_reduces, mean/p50/p99 latency, CPU cost, device time"
+MAX_ITERS = 10_000_000
+MAX_BYTES = 1 << 30
+MAX_THRESHOLD_US = 60e6  # a minute per 4-byte all_reduce is no threshold at all
+
+
+@dataclass(frozen=True, kw_only=True)
+class StormConfig:
+    """The report's latency storm: N tiny all_reduces."""
+
+    launch: LaunchOptions = nested(LaunchOptions, json={"flatten": True})
+    iters: int = option("--iters", default=10_000, range=Range(1, MAX_ITERS))
+    """all_reduces in the storm."""
+    bytes: int = option("--bytes", default=4, range=Range(1, MAX_BYTES))
+    """Bytes per all_reduce."""
+    warmup: int = field(init=False, default=0)
+    """Untimed all_reduces first: min(100, iters)."""
+    per_op_iters: int = field(init=False, default=0)
+    """Ops in the blocking per-op pass: min(iters, 2000)."""
+    threshold_us: float | None = option("--threshold-us", default=None, range=Range(
+        0, MAX_THRESHOLD_US, name="us", low_open=True, reference="invalid-threshold"))
+    """Fail above this mean latency in microseconds; default: chosen per setup (printed with the result)."""
+    sample: bool = switch(off="--no-sample", default=True)
+    """Sample the ranks while the storm runs; --no-sample measures without, to see the sampler's own cost."""
+    engine: str = engines.engine_option()
+    """torch: through torch.distributed (the report's method); library: the collective library called directly
+    through the vendor's binding on the same buffers (`ddplab env` says whether it is installed, and how to install
+    it); both: side by side, with what torch adds per call."""
+
+    def __post_init__(self):
+        check_fields(self)
+        object.__setattr__(self, "warmup", min(100, self.iters))
+        object.__setattr__(self, "per_op_iters", min(self.iters, 2000))
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
 Config, Record = StormConfig, StormRecord
 
 METHOD = ("mean: pipelined (N back-to-back all_reduces, one device sync, wall/N), averaged over ranks; "

@@ -22,9 +22,13 @@ from dataclasses import dataclass, replace
 
 from .. import aggregate
 from .. import checks as common_checks
-from .. import collectives, engines, memory_plan, spikes, timed_windows
-from ..collectives.common import torch_dtype
-from ..config import SweepConfig
+from .. import collectives, engines, memory_plan, spikes
+from ..cli_options import Range, argv_of, check_fields, nested, option, spelt, switch
+from ..collectives.common import DTYPES, torch_dtype
+from ..config import LaunchOptions
+from ..errors import invalid_choice
+from ..sizes import SizeRange
+from ..validators import require
 from ..policy import Placement
 from ..records import Check, Verdict
 from ..records.engines import LIBRARY, LibraryEngineRecord
@@ -33,13 +37,79 @@ from ..records.session import SessionRecord, Timeseries
 from ..records.sweep import CopyCeiling, SamplerRecord, SweepRankResult, SweepRankRow, SweepRecord, SweepRow, \
     SweepSettings
 from ..session import QUIET, Observer, Workload, prepare, run_workload
+from .sweep_rows import merge_row, merge_rows
 
 NAME = "sweep"
 SUMMARY = "nccl-tests-style sweep: algbw/busbw per size for each collective, with correctness checks"
-Config, Record = SweepConfig, SweepRecord
-
 REPEAT_ON_ACCELERATOR = 3  # one disturbed repetition cannot move the median of three
 REPEAT_ON_HOST = 1  # the host runs gloo as a functional check; the lab asks for -R 3 (profiles.py)
+MAX_ITERS = 100_000
+MAX_REPEAT = 100
+MAX_BUSBW_GBPS = 1e6  # a petabyte per second: no interconnect is near it
+DEFAULT_SIZES = tuple(8 << i for i in range(24))  # -b 8 -e 64M -f 2 (sizes.size_range)
+MODES = ("pipelined", "blocking")  # nccl-tests' default, and its -z 1 (workloads/common.py)
+
+
+def iters_option():
+    """-n, as nccl-tests (the sweep's and pairwise's: a field object serves one class only)."""
+    return option("-n", "--iters", default=20, range=Range(1, MAX_ITERS, reference="invalid-iters"))
+
+
+def warmup_option():
+    """-w, as nccl-tests."""
+    return option("-w", "--warmup", default=5, range=Range(0, MAX_ITERS, reference="invalid-warmup"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepConfig:
+    """nccl-tests from Python: every size of each collective, timed and checked."""
+
+    launch: LaunchOptions = nested(LaunchOptions, json={"flatten": True})
+    ops: tuple[str, ...] = option("--ops", default=("all_reduce",), parse=lambda text, flag: tuple(
+        collectives.parse_ops(text)), listed=lambda: (*collectives.COLLECTIVES, "all"))
+    """Collectives: a comma list of ddplab's names (kebab-case accepted), or all."""
+    sizes: tuple[int, ...] = spelt(SizeRange(), default=DEFAULT_SIZES)
+    """The largest buffer of each measurement in bytes, as nccl-tests' -b/-e/-f make them; the command line
+    spells them back as -b/-e/-f (sizes.range_args), so they must be such a range."""
+    dtype: str = option("--dtype", default="float", choices=DTYPES)
+    """Element type, by nccl-tests' names."""
+    mode: str = option("--mode", default="pipelined", choices=MODES)
+    """pipelined: nccl-tests' default, iterations back to back; blocking: nccl-tests -z 1, a sync after each."""
+    iters: int = iters_option()
+    """Timed iterations per size."""
+    warmup: int = warmup_option()
+    """Untimed iterations per size."""
+    check: bool = switch("--check", "--no-check", default=True)
+    """Check the results at every size with exact data."""
+    repeat: int | None = option("-R", "--repeat", default=None, range=Range(1, MAX_REPEAT, reference="invalid-repeat"))
+    """Times each size is measured, each -n iterations as nccl-tests; the row reports the median and the spread;
+    default: 3 on an accelerator, 1 on the host CPU (chosen when it runs)."""
+    min_busbw: float | None = option("--min-busbw", default=None,
+                                     range=Range(0, MAX_BUSBW_GBPS, name="GB/s", low_open=True))
+    """Fail when the average busbw (GB/s, nccl-tests' footer) is below this; default: no floor."""
+    sample: bool = switch(off="--no-sample", default=True)
+    """Sample the ranks while the sweep runs; --no-sample measures without, to see the sampler's own cost."""
+    sample_while_timing: bool = switch("--sample-while-timing", default=False)
+    """Let the sampler query the device inside timed windows too (by default it keeps out of them; the old
+    behaviour, to test whether it causes spikes)."""
+    engine: str = engines.engine_option()
+    """torch: through torch.distributed (the report's method); library: the collective library called directly
+    through the vendor's binding on the same buffers (`ddplab env` says whether it is installed, and how to install
+    it); both: side by side, with what torch adds per call."""
+
+    def __post_init__(self):
+        require(bool(self.ops), "invalid-collective", "--ops names no collective; valid: all, or a comma list of "
+                                                      + ", ".join(collectives.COLLECTIVES))
+        for op in self.ops:
+            if op not in collectives.COLLECTIVES:
+                raise invalid_choice("collective", op, collectives.COLLECTIVES)
+        check_fields(self)
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
+Config, Record = SweepConfig, SweepRecord
 CEILING_MAX_BYTES = 1 << 30
 # Bytes a rank holds per size: inputs, outputs and the expected buffer of the check (pairwise.py's floor; the sweep
 # plans each size with memory_plan.py).
@@ -164,78 +234,6 @@ def sampler_record(timeseries: Timeseries, rows: list[SweepRow], queries: list[t
         device_query_windows=[(round(a, 6), round(b, 6)) for a, b in queries],
         method=SAMPLER_METHOD,
     )
-
-
-def merge_rows(per_rank_rows: list[list[SweepRankRow]], n: int, dtype: str,
-               device_queries: list[tuple[float, float]] = ()) -> list[SweepRow]:
-    """Average time over ranks (nccl-tests -a 1) per repetition, report the median repetition
-    with the spread, sum wrong elements, derive algbw and busbw from the median."""
-    return [merge_row(same, n, dtype, device_queries) for same in zip(*per_rank_rows)]
-
-
-def merge_row(same: tuple[SweepRankRow, ...], n: int, dtype: str, device_queries=()) -> SweepRow:
-    """One (op, size, placement) from every rank's row for it."""
-    first = same[0]
-    if first.skipped is not None and first.size_bytes is None:  # an op the world is too small for
-        return SweepRow(op=first.op, dtype=dtype, skipped=first.skipped)
-    placed = dict(op=first.op, dtype=dtype, size_bytes=first.size_bytes, count=first.count, in_place=first.in_place,
-                  **memory_measured(same))
-    if first.skipped is not None:  # the memory could not hold it: the plan of a rank that found too little
-        short = next((r for r in same if r.memory is not None and not r.memory.fits), first)
-        return SweepRow(**placed, skipped=short.skipped, memory=short.memory)
-    errors = [r.error for r in same if r.error]
-    if errors:
-        return SweepRow(**placed, error=errors[0])
-    spec = collectives.get(first.op)
-    repetitions = merge_repetitions([r.repeats for r in same], device_queries)
-    median = median_repetition(repetitions)
-    algbw = spec.algbw_gbps(first.count, first.size_bytes // first.count, median.time_us)
-    wrong = [r.num_wrong for r in same]
-    times = [x.time_us for x in repetitions]
-    return SweepRow(**placed, time_us=median.time_us, time_us_max_rank=median.time_us_max_rank, algbw_gbps=algbw,
-                    busbw_gbps=spec.busbw_gbps(algbw, n),
-                    num_wrong=None if any(w is None for w in wrong) else sum(wrong),
-                    repeat_us=times, repeat_min_us=min(times), repeat_max_us=max(times),
-                    repeat_sampler_queried=[x.sampler_queried for x in repetitions])
-
-
-def memory_measured(same: tuple[SweepRankRow, ...]) -> dict:
-    """The planned host bytes per rank and the host RSS at the size's start and its peak, the largest over ranks
-    (rows of reports from before memory planning have none)."""
-    def largest(values):
-        known = [v for v in values if v is not None]
-        return max(known) if known else None
-
-    return dict(host_need_bytes=largest(r.host_need_bytes for r in same),
-                start_rss_bytes=largest(r.start_rss_bytes for r in same),
-                peak_rss_bytes=largest(r.peak_rss_bytes for r in same))
-
-
-@dataclass(frozen=True)
-class MergedRepetition:
-    """One repetition over every rank: time averaged, the slowest rank, and whether a device query of the
-    sampler overlapped any rank's window."""
-
-    time_us: float
-    time_us_max_rank: float
-    sampler_queried: bool
-
-
-def merge_repetitions(per_rank, device_queries=()) -> list[MergedRepetition]:
-    """One entry per repetition (``per_rank``: each rank's list of records.sweep.Repetition)."""
-    out = []
-    for reps in zip(*per_rank):
-        times = [r.time_us for r in reps]
-        out.append(MergedRepetition(sum(times) / len(times), max(times),
-                                    any(timed_windows.overlaps(r.window, device_queries) for r in reps)))
-    return out
-
-
-def median_repetition(repetitions: list[MergedRepetition]) -> MergedRepetition:
-    """The median repetition by time; for an even count the lower middle one, so the row's
-    numbers always come from one repetition that was measured."""
-    ordered = sorted(repetitions, key=lambda x: x.time_us)
-    return ordered[(len(ordered) - 1) // 2]
 
 
 # ---------------------------------------------------------------------------------------------- verdict

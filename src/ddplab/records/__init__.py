@@ -9,17 +9,14 @@ report ddplab wrote (issue 10: a crafted file is refused before anything renders
 from __future__ import annotations
 
 from .codec import RecordError
-from .core import SCHEMA_VERSION, Check, Report, Verdict
+from .core import SCHEMA_VERSION, Check, Report, Verdict, make_report
 
-__all__ = ["SCHEMA_VERSION", "Check", "RecordError", "Report", "Verdict", "register_report_type", "types_for"]
+__all__ = ["SCHEMA_VERSION", "Check", "RecordError", "Report", "Verdict", "make_report", "register_report_type",
+           "types_for"]
 
-# Commands whose reports are not measurements (measurements register through ddplab.measurements).
+# Reports that are not of a kind (ddplab.measurements: the measurements, the lab, launch, clean, compare).
 _REPORT_TYPES: dict[str, tuple[str, str, str, str]] = {
     # command: (config module, config class, results module, results class)
-    "run": ("ddplab.config", "RunConfig", "ddplab.records.run", "RunRecord"),
-    "compare": ("ddplab.records.compare", "CompareConfig", "ddplab.records.compare", "CompareRecord"),
-    "clean": ("ddplab.config", "CleanConfig", "ddplab.records.clean", "CleanRecord"),
-    "launch": ("ddplab.config", "LaunchConfig", "ddplab.records.launch", "LaunchRecord"),
     "check": ("ddplab.check.config", "CheckConfig", "ddplab.check.record", "CheckRecord"),
 }
 
@@ -38,13 +35,13 @@ def types_for(command: str, where: str = "$.command") -> tuple[type, type]:
     if command not in _REGISTERED:
         from .. import measurements
 
-        if command in measurements.MEASUREMENTS:
-            m = measurements.get(command)
-            return m.Config, m.Record
+        if command in measurements.kinds():
+            kind = measurements.get(command)
+            return kind.Config, kind.Record
         if command in _REPORT_TYPES:
             config_module, config_name, results_module, results_name = _REPORT_TYPES[command]
             return (getattr(importlib.import_module(config_module), config_name),
                     getattr(importlib.import_module(results_module), results_name))
-        known = sorted(set(measurements.MEASUREMENTS) | set(_REPORT_TYPES) | set(_REGISTERED))
+        known = sorted(set(measurements.kinds()) | set(_REPORT_TYPES) | set(_REGISTERED))
         raise RecordError(where, f"a ddplab command ({', '.join(known)})", command)
     return _REGISTERED[command]

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..cli_options import option
+from ..sizes import human, parse_size
+from ..validators import parse_tolerance, percent_text
 from .core import Check, Verdict
 from .figures import Highlight, LineChart, Series
 
 OMIT = {"omit_none": True}
+MAX_TOLERANCE_PCT = 10_000  # B a hundred times slower than A: beyond that a tolerance means nothing
 # Written only when something is missing, so a comparison that lost nothing keeps the keys it always had.
 OMIT_EMPTY = {"omit_default": True}
 
@@ -36,9 +40,10 @@ class TimedRow:
 
 
 def timed_rows_of(report) -> list[TimedRow]:
-    """Every timing a report (records.Report) holds: its results record's ``timed_rows``, or none."""
-    hook = getattr(report.results, "timed_rows", None)
-    return list(hook(report.config)) if hook is not None else []
+    """Every timing a report (records.Report) holds: its results record's ``timed_rows`` (hooks.Timed), or none."""
+    from .hooks import Timed
+
+    return list(report.results.timed_rows(report.config)) if isinstance(report.results, Timed) else []
 
 
 def stage_rows(stage: str, report) -> list[TimedRow]:
@@ -92,10 +97,18 @@ class MissingRow:
 
 @dataclass(frozen=True)
 class CompareConfig:
-    old: str  # the files, as given
-    new: str
-    tolerance: float  # allowed slowdown of B against A, as a fraction (0.05 = 5 %)
-    min_size: int  # sizes below this are shown but not judged
+    """`ddplab compare A B`: the two inputs, as given, and how B is judged against A."""
+
+    old: str = option(metavar="A")
+    """Baseline: nccl-tests text output or a ddplab JSON report."""
+    new: str = option(metavar="B")
+    """Candidate: nccl-tests text output or a ddplab JSON report."""
+    tolerance: float = option("--tolerance", default=0.05, show=percent_text,
+                              parse=lambda text, flag: parse_tolerance(text, flag, MAX_TOLERANCE_PCT))
+    """Allowed slowdown of B against A (a fraction: 0.05 is 5%)."""
+    min_size: int = option("--min-size", default=0, show=human,
+                           parse=lambda text, flag: 0 if text == "0" else parse_size(text, flag))
+    """Sizes below this (K, M, G or T for powers of 1024) are shown but not judged."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +119,9 @@ class CompareRecord:
     """Stages A ran (not skipped) that B's lab report does not have: a failure."""
     missing_rows: list[MissingRow] = field(default_factory=list, metadata=OMIT_EMPTY)
     """A's timed rows, at sizes the verdict judges, that B did not time."""
+    config: CompareConfig | None = field(default=None, metadata={"skip": True}, compare=False)
+    """What the rows were judged with (the tolerance, the smallest size judged): the report's config, kept beside
+    the record as its platform is (records.core), so that its checks judge it alone."""
 
     @property
     def lost_rows(self) -> list[MissingRow]:
@@ -125,12 +141,14 @@ class CompareRecord:
         """Rows that are a spike in B, at a size the verdict judges."""
         return [r for r in self.rows if r.spike and r.size_bytes >= min_size]
 
-    def checks(self, config: CompareConfig | None = None) -> list[Check]:
-        """The comparison's verdict as check rows (its HTML page): slower rows, wrong data, worse verdicts,
-        spikes (``config``: the tolerance and the smallest size judged, as the command was given them)."""
+    def checks(self) -> list[Check]:
+        """The comparison's verdict as check rows: slower rows, wrong data, worse verdicts, stages and rows of A
+        that B lacks, spikes (judged with ``config``: the tolerance and the smallest size, as given)."""
+        config = self.config
         tolerance = f"B within {100 * config.tolerance:g} % of A" if config else "B within the tolerance of A"
         min_size = config.min_size if config else 0
-        slower, spiked = self.regressions, self.spikes(min_size)
+        slower, spiked, lost = self.regressions, self.spikes(min_size), self.lost_rows
+        missing = "missing" if lost else "not timed by B's tool (a warning)"
         return [
             Check("no row slower", Verdict.FAIL if slower else Verdict.PASS, f"{len(slower)} of {len(self.rows)} rows "
                   "slower" + "".join(f"; {r.op} {r.size_bytes} B {'in' if r.in_place else 'out'} "
@@ -144,6 +162,14 @@ class CompareRecord:
                   "; ".join(f"{c.stage}: {c.old.value.upper()} -> {c.new.value.upper()}" for c in self.verdict_changes)
                   or "none", "no stage worse", "two lab reports: each stage's verdict in B against A",
                   "none" if not self.verdict_changes else "read that stage in B's report"),
+            Check("no stage of A missing", Verdict.FAIL if self.missing_stages else Verdict.PASS,
+                  ", ".join(self.missing_stages) or "none", "every stage A ran", "two lab reports: a stage A ran "
+                  "(not skipped) that B lacks hides whatever it would have found", "none" if not self.missing_stages
+                  else "run those stages on B"),
+            Check("no row of A missing", Verdict.FAIL if lost else Verdict.WARN if self.missing_rows else Verdict.PASS,
+                  f"{len(self.missing_rows)} row(s) of A {missing}" if self.missing_rows else "none",
+                  "every row A timed, at the sizes judged", "a row of A that B did not time cannot be compared",
+                  "none" if not self.missing_rows else "time B at the same collectives, sizes and placements"),
             Check("no spike in B", Verdict.WARN if spiked else Verdict.PASS, f"{len(spiked)} spike(s)",
                   "none", "a size of B far off its neighbours: a finding to explain, not counted as slower",
                   "none" if not spiked else "re-run B at those sizes; a spike that stays is the stack's, not noise"),

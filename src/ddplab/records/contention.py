@@ -12,7 +12,7 @@ from .session import SessionRecord
 
 @dataclass(frozen=True)
 class ContentionSettings:
-    """What every rank computes (rank side of config.ContentionConfig, resolved for the device)."""
+    """What every rank computes (rank side of measurements.contention.ContentionConfig, resolved for the device)."""
 
     size: int  # matrix dimension
     seconds: float  # the window of each phase

@@ -28,14 +28,17 @@ class Verdict(str, enum.Enum):
     FAIL = "fail"
     SKIP = "skip"  # could not run here: recorded, not judged
 
+    @property
+    def severity(self) -> int:
+        """The one order of verdicts: FAIL over WARN over PASS; SKIP (could not run here: recorded, not judged)
+        weighs as much as a pass. A verdict got worse when its severity rose (`ddplab compare`)."""
+        return {Verdict.PASS: 0, Verdict.SKIP: 0, Verdict.WARN: 1, Verdict.FAIL: 2}[self]
+
     @staticmethod
     def worst(verdicts: Iterable["Verdict"]) -> "Verdict":
-        """FAIL over WARN over PASS; SKIP counts as nothing (a lab of skipped stages passes)."""
-        seen = {Verdict(v) for v in verdicts}
-        for v in (Verdict.FAIL, Verdict.WARN):
-            if v in seen:
-                return v
-        return Verdict.PASS
+        """The most severe; SKIP counts as nothing (a lab of skipped stages passes)."""
+        top = max((Verdict(v) for v in verdicts), key=lambda v: v.severity, default=Verdict.PASS)
+        return top if top.severity else Verdict.PASS
 
     @property
     def exit_code(self) -> int:
@@ -115,12 +118,13 @@ class Report:
         platform = data.get("platform")
         platform_cls = getattr(results_cls, "platform_type", Platform)  # a job's report: its launcher's host
         platform = None if platform is None else from_json(platform_cls, platform, f"{where}.platform")
+        config = from_json(config_cls, data.get("config", MISSING), f"{where}.config")
         return cls(
             command=command,
-            config=from_json(config_cls, data.get("config", MISSING), f"{where}.config"),
+            config=config,
             platform=platform,
-            results=_with_platform(from_json(results_cls, data.get("results", MISSING), f"{where}.results"),
-                                   platform),
+            results=_with_envelope(from_json(results_cls, data.get("results", MISSING), f"{where}.results"),
+                                   platform=platform, config=config),
             verdict=from_json(Verdict, data.get("verdict", MISSING), f"{where}.verdict"),
             schema_version=version,
             ddplab_version=from_json(str, data.get("ddplab_version", ""), f"{where}.ddplab_version"),
@@ -129,10 +133,39 @@ class Report:
         )
 
 
-def _with_platform(results: Any, platform: Any) -> Any:
-    """A record that keeps its machine beside its results (a ``platform`` field the envelope writes at the top
-    level) gets it back, so its checks judge the same record that was written."""
-    if platform is None or not dataclasses.is_dataclass(results) or \
-            "platform" not in {f.name for f in dataclasses.fields(results)}:
+def make_report(kind, config: Any, record: Any) -> Report:
+    """The report of one run of a kind (records.hooks.Kind: a measurement, the lab, a launch, a clean, a
+    comparison): its config as it ran, the machine, its record, and the one verdict rule, the worst of the kind's
+    checks. Every report ddplab writes is made here, and a report read back is judged again by the same rule
+    (lab.judged)."""
+    from .hooks import ChoosesAtRun
+
+    if isinstance(kind, ChoosesAtRun):
+        config = kind.config_as_run(config, record)
+    return Report(command=kind.NAME, config=config, platform=platform_of(record), results=record,
+                  verdict=verdict_of(kind, record))
+
+
+def verdict_of(kind, record: Any) -> Verdict:
+    """The one rule: a report's verdict is the worst of its kind's checks of its record."""
+    return Verdict.worst(c.verdict for c in kind.checks(record))
+
+
+def platform_of(record: Any) -> Any:
+    """The machine a record was measured on: its own, or its session's (None when read back from JSON)."""
+    from .hooks import InSession, OnMachine
+
+    own = record.platform if isinstance(record, OnMachine) else None
+    session = record.session if isinstance(record, InSession) else None
+    return own or (session.platform if isinstance(session, OnMachine) else None)
+
+
+def _with_envelope(results: Any, **parts: Any) -> Any:
+    """A record that keeps its machine (``platform``) or what it was judged with (``config``: a comparison's
+    tolerance) beside its results, in a field the envelope writes at its top level, gets it back, so that its
+    checks judge the same record that was written."""
+    if not dataclasses.is_dataclass(results):
         return results
-    return dataclasses.replace(results, platform=platform)
+    names = {f.name for f in dataclasses.fields(results)}
+    kept = {name: value for name, value in parts.items() if name in names and value is not None}
+    return dataclasses.replace(results, **kept) if kept else results

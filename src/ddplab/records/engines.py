@@ -5,7 +5,7 @@
 - ``LibraryEngineRecord``: what the library engine called, written beside its rows.
 - ``AddedCost``: one size timed by both engines, and what the framework adds per call (``--engine both``).
 
-The engine names (config.ENGINES) are "torch" (torch.distributed, the report's own method), "library" (the
+The engine names (engines.ENGINES) are "torch" (torch.distributed, the report's own method), "library" (the
 collective library called through the vendor's binding, on the same buffers) and "both".
 """
 

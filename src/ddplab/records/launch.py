@@ -4,7 +4,7 @@ Everything a page about the job needs is here: how it ended and who noticed, eac
 culprit ranks with the collective and the evidence (with the collective library's own RAS answer when
 --ras asked for it), where every rank's stacks and flight record are, each rank's memory and CPU time while
 it ran, and what was still running afterwards. The command line is the report's config
-(config.LaunchConfig.command_line). ``figures`` draws it for report.html (html_report.py).
+(job/config.UserJobConfig.command_line). ``figures`` draws it for report.html (html_report.py).
 """
 
 from __future__ import annotations
@@ -108,6 +108,8 @@ class LaunchRecord:
     flight_records: dict[int, str] = field(init=False, default_factory=dict)
     nothing_left_running: bool = field(init=False, default=True)
     platform: JobHost | None = field(default=None, metadata=SKIP, compare=False)
+    # The request as it ran (job/config.UserJobConfig with the rendezvous ddplab chose): the report's config.
+    ran_with: Any = field(default=None, metadata=SKIP, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "stacks", {r.rank: r.stacks for r in self.ranks if r.stacks})

@@ -1,13 +1,24 @@
-"""`ddplab run`: what each stage gave (RunRecord); its plan is config.RunConfig."""
+"""`ddplab run`: what each stage gave (RunRecord); its plan is lab.RunConfig, each stage's command line a
+StagePlan."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .clean import Orphan
 from .core import Check, Report, Verdict
 
 OMIT = {"omit_none": True}
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """One stage as the report shows it: its name and the command line that reproduces it alone."""
+
+    name: str
+    command: str  # the measurement's command word
+    argv: list[str]
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,10 @@ class RunRecord:
     interrupted: bool = False  # the first lab reports could not be interrupted
     duration_s: float | None = None
     out: str = ""
+    # Kept beside the results, not in them (the report writes both at its top level): the machine the env stage
+    # found, and the config as planned (each stage's command line), the report's "config" (lab.config_as_run).
+    platform: Any = field(default=None, metadata={"skip": True}, compare=False)
+    ran_with: Any = field(default=None, metadata={"skip": True}, compare=False)
 
     def timed_rows(self, config=None) -> list:
         """Every stage's comparable rows, prefixed with the stage's name where it differs from its command

@@ -13,19 +13,19 @@ from .parts import session_parts
 from .session import Distribution, Histogram, SessionRecord
 
 OMIT = {"omit_none": True}
-# Written only when not the default, so a storm through torch alone keeps its keys (config.ENGINE_FIELD).
+# Written only when not the default, so a storm through torch alone keeps its keys (engines.engine_option).
 OMIT_DEFAULT = {"omit_default": True}
 
 
 @dataclass(frozen=True)
 class StormSettings:
-    """What every rank of a storm runs (rank side of config.StormConfig)."""
+    """What every rank of a storm runs (rank side of measurements.storm.StormConfig)."""
 
     iters: int
     bytes: int
     warmup: int
     per_op_iters: int
-    engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)  # config.ENGINES
+    engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)  # engines.ENGINES
     shared_device: bool = field(default=False, metadata=OMIT_DEFAULT)  # for the library engine's communicator
 
 

@@ -16,7 +16,7 @@ from .parts import session_parts
 from .session import SessionRecord
 
 OMIT = {"omit_none": True}
-# Written only when not the default, so a sweep through torch alone keeps its keys (config.ENGINE_FIELD).
+# Written only when not the default, so a sweep through torch alone keeps its keys (engines.engine_option).
 OMIT_DEFAULT = {"omit_default": True}
 # Written, null included, exactly when the row has a time (nccl-tests prints these columns for every timed row).
 TIMED = {"omit_with": "time_us"}
@@ -30,7 +30,7 @@ def _positive(value: int) -> bool:
 
 @dataclass(frozen=True)
 class SweepSettings:
-    """What every rank of a sweep runs (rank side of config.SweepConfig, with what the launcher resolved)."""
+    """What every rank of a sweep runs (rank side of measurements.sweep.SweepConfig, with what the launcher resolved)."""
 
     ops: tuple[str, ...]
     sizes: tuple[int, ...]
@@ -41,7 +41,7 @@ class SweepSettings:
     check: bool
     repeat: int  # resolved for the device (measurements/sweep.py default_repeat)
     ceiling_bytes: int | None = None  # rank 0 also times a device copy of this size (shared device)
-    engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)  # config.ENGINES
+    engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)  # engines.ENGINES
     shared_device: bool = field(default=False, metadata=OMIT_DEFAULT)  # for the library engine's communicator
     # the ranks each rank plans memory for (None: every local rank on one device, from the environment)
     memory: MemoryShare | None = field(default=None, metadata=OMIT)

@@ -14,7 +14,7 @@ from .session import Distribution, MemorySeries, SessionRecord
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """What every rank of a train run does (rank side of config.TrainConfig)."""
+    """What every rank of a train run does (rank side of measurements.train.TrainConfig)."""
 
     steps: int
     model: str

@@ -85,7 +85,7 @@ def library_time(issue: Callable[[], object], comm, iters: int, mode: str) -> fl
 
 
 def open_engines(ctx, engine: str, shared_device: bool) -> list:
-    """The rank's engines for ``engine`` (config.ENGINES), torch first. Collective: every rank calls it."""
+    """The rank's engines for ``engine`` (engines.ENGINES), torch first. Collective: every rank calls it."""
     return [TorchEngine(ctx.runtime) if name == TORCH else open_library(ctx, shared_device)
             for name in engine_names(engine)]
 

@@ -1,0 +1,58 @@
+"""`ddplab clean` as a library, in the measurement shape (measurements/__init__.py): list orphaned ranks (a
+launcher marked them and that launcher is provably gone) and, with ``yes``, end exactly those (SIGTERM, then
+SIGKILL) and check the device memory came back; other processes on the device only when named (``pid``).
+procs.py holds the evidence an orphan needs and how a process is ended (docs/processes.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .cli_options import Range, argv_of, check_fields, option, switch
+from .records import Check
+from .records.clean import CleanRecord
+
+if TYPE_CHECKING:
+    from .session import Observer
+
+NAME = "clean"
+SUMMARY = "list (and with --yes end) orphaned ranks whose launcher is gone; anything else only by --pid"
+MAX_GRACE_S = 300.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class CleanConfig:
+    """List orphaned ranks, and with ``yes`` end exactly those (or the one process named by ``pid``)."""
+
+    yes: bool = switch("--yes", default=False)
+    """End the listed processes (by default they are only listed)."""
+    grace_s: float = option("--grace", default=5.0, range=Range(0, MAX_GRACE_S, unit=" seconds"))
+    """Seconds between SIGTERM and SIGKILL."""
+    pid: int | None = option("--pid", default=None, range=Range(0, 2**31 - 1, reference="refused-pid"))
+    """End this one process instead of the orphans (with --yes), e.g. another process on the device; whether it
+    may be named is checked on the machine (procs.refuse_to_name) before anything is surveyed, and its start time
+    again just before the signal; default: the orphans."""
+
+    def __post_init__(self):
+        check_fields(self)
+
+    def to_argv(self) -> list[str]:
+        return argv_of(self)
+
+
+Config, Record = CleanConfig, CleanRecord
+
+
+def run(config: CleanConfig, observer: "Observer | None" = None) -> CleanRecord:
+    """What was found, and what ``yes`` ended; refuses (UsageError) a pid that may not be named, first."""
+    from .procs import clean
+
+    return clean(config)
+
+
+def checks(record: CleanRecord) -> list[Check]:
+    return record.checks()
+
+
+def summary(record: CleanRecord) -> str:
+    return record.summary()
