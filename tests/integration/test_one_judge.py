@@ -29,7 +29,8 @@ def test_the_lab_and_launch_keep_the_same_culprit_and_hang_records():
 
 def test_a_drill_and_a_users_job_are_judged_by_the_same_function_on_the_same_path(tmp_path, monkeypatch):
     from ddplab.commands.launch import parse
-    from ddplab.config import DrillConfig, LaunchOptions
+    from ddplab.config import LaunchOptions
+    from ddplab.measurements.drill import DrillConfig
     from ddplab.drills.engine import DrillContext
     from ddplab.drills import kill_rank
     from ddplab.job.run import run as launch
