@@ -10,7 +10,8 @@ the verdict, the findings and the key figures must be there.
 
 Sources, in order of preference where there are two: a one-GPU full-profile report in
 docs/results/1xh200-full/report.json (scripts/device/one_gpu_full.sh writes it on a one-GPU machine), else the
-one-GPU lab of the first H200 session (docs/results/1xh200-foundation: env and train only; its screenshot says so).
+one-GPU full profile of 2026-12-01 (docs/results/1xh200-one-judge: it FAILED in its sweep, so the first screen shows
+a failure), else the one-GPU lab of the first H200 session (docs/results/1xh200-foundation: env and train only).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ VIEWPORT = {"width": 1400, "height": 900}
 SHOTS = [
     ("docs/report-quick-cpu.png", ["tests/fixtures/report-quick-cpu.json"], "`ddplab run` quick profile on CPU"),
     ("docs/report-1xh200.png", ["docs/results/1xh200-full/report.json",
+                                "docs/results/1xh200-one-judge/full_profile_stock_sweep_failed.json",
                                 "docs/results/1xh200-foundation/run_1xh200.json"], "`ddplab run` on one H200"),
     ("docs/report-full-2xh200.png", ["docs/results/2xh200-final-round/round_b/full.json"],
      "`ddplab run --profile full` on 2x H200"),

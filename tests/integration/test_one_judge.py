@@ -69,6 +69,6 @@ def test_a_drill_and_a_users_job_are_judged_by_the_same_function_on_the_same_pat
     drill_culprit, launch_culprit = from_drill[0][1], from_launch[0][1]
     assert type(drill_culprit) is type(launch_culprit) is Culprit
     assert drill.session.culprit == drill_culprit and drill_culprit.ranks == [1]
-    assert report.results.culprit == launch_culprit and launch_culprit.ranks == [1]
+    assert report.culprit == launch_culprit and launch_culprit.ranks == [1]
     assert (drill_culprit.kind, launch_culprit.kind) == ("died", "died")  # SIGKILL from outside; os._exit(3)
     assert Hang is type(drill.session.hang) or drill.session.hang is None
