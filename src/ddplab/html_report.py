@@ -174,7 +174,10 @@ def _stages_and_checks(report: Report) -> tuple[list[tuple], list[Check]]:
 
     run = getattr(report.results, "stages", None)
     if run is not None:
-        return [(s.name, s.report, s) for s in run], [c for s in run for c in stage_checks(s)]
+        # a check's rows are its node checks (check/record.py), judged from its stages against the node's rules
+        own = report.results.checks if report.command == "check" else None
+        rows = own if own is not None else [c for s in run for c in stage_checks(s)]
+        return [(s.name, s.report, s) for s in run], rows
     checks = [replace(c, stage=report.command) for c in report_checks(report)]
     return [(report.command, report, None)], checks
 

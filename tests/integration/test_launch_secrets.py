@@ -1,5 +1,6 @@
 """`ddplab launch -- train.py --api-key X ...`: the job runs with its arguments as typed, and no secret among them
-reaches report.json, report.html or the terminal, nor through a process the job left running (redaction.py)."""
+reaches report.json, report.html or the terminal, nor through a process the job left running, which ddplab ends
+and names by its program only (redaction.py, supervision/job.py)."""
 
 import json
 
@@ -24,8 +25,8 @@ SCRIPT_ARGS = ["--api-key", SECRETS["api_key"], f"--token={SECRETS['token']}", "
                SECRETS["openai"], f"--github={SECRETS['github']}",
                f"--db=postgres://alice:{SECRETS['db_password']}@db.example:5432/runs", "--header",
                f"Authorization: Bearer {SECRETS['jwt']}", "--tokenizer", "gpt2", "--epochs", "3"]
-# Each rank records the arguments it was given; rank 0 leaves a process carrying some of them running, so that
-# the report's left_running[].cmdline holds them too.
+# Each rank records the arguments it was given; rank 0 leaves a process carrying some of them running (in a session
+# of its own), so that the report's ended_after[] names a process whose command line holds them.
 SCRIPT = """import json, os, subprocess, sys
 import torch.distributed as dist
 dist.init_process_group("gloo")
@@ -58,7 +59,9 @@ def test_secret_arguments_reach_the_job_but_not_its_report(tmp_path):
         doc = load_json(out / "report.json")
         results = doc["results"]
         assert results["ranks"] and all(r["ended_by"] == "exit 0" for r in results["ranks"]), results["ranks"]
-        assert [p["pid"] for p in results["left_running"]] == [helper], "the helper should be reported left running"
+        assert not results.get("left_running"), results.get("left_running")
+        assert [p["pid"] for p in results["ended_after"]] == [helper], "ddplab should have ended the helper"
+        assert not psutil.pid_exists(helper) or psutil.Process(helper).status() == psutil.STATUS_ZOMBIE
         shown = {"report.json": (out / "report.json").read_text(), "report.html": (out / "report.html").read_text(),
                  "terminal": done.stdout + done.stderr}
         for where, text in shown.items():
@@ -70,8 +73,7 @@ def test_secret_arguments_reach_the_job_but_not_its_report(tmp_path):
                         "--github=[redacted]", "--db=postgres://alice:[redacted]@db.example:5432/runs", "--header",
                         "Authorization: Bearer [redacted]", "--tokenizer", "gpt2", "--epochs", "3"]
         assert doc["argv"][-len(args):] == args  # the envelope's command line, the same way
-        assert results["left_running"][0]["cmdline"].endswith("--api-key [redacted] --token=[redacted] --model "
-                                                                "[redacted]")
+        assert results["ended_after"][0]["cmdline"].startswith("python"), results["ended_after"]  # the program only
         assert "--tokenizer gpt2" in " ".join(doc["argv"])  # ordinary arguments are shown as typed
     finally:
         if helper is not None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Callable
 import json
 
 from .. import interrupts, procs
-from ..platform import Platform
+from ..platform import Platform, flight_recorder
 from ..policy import Placement
 from ..records.core import Verdict
 
@@ -265,19 +265,23 @@ def wait_for_ranks(run: RunDir, count: int, timeout_s: float = READY_TIMEOUT_S) 
     """Each rank's pid by global rank, once ``count`` ranks run (those that count collectives have finished a
     few); {} on timeout or when a stop was requested."""
     deadline = time.monotonic() + timeout_s
+    recorded = flight_recorder.records_every_group()
     while time.monotonic() < deadline and not interrupts.requested():
         pids = run.rank_pids()
-        if len(pids) >= count and ranks_running(read_states(run), count):
+        if len(pids) >= count and ranks_running(read_states(run), count, recorded):
             return pids
         time.sleep(0.2)
     return {}
 
 
-def ranks_running(states: dict[int, RankState], count: int) -> bool:
+def ranks_running(states: dict[int, RankState], count: int, recorded: bool = True) -> bool:
     """``count`` ranks past init that have issued a few collectives (by their own count, or their flight
-    recorder's; a torch without gloo's recorder, before 2.8, says only that the rank is in its process group)."""
+    recorder's). ``recorded``: whether this torch records every group's collectives; one without gloo's
+    recorder (before 2.8) says only that the rank is in its process group, which is all we can wait for there.
+    Where it does, that is not enough: a rank that fails just after init would be 'running' for a moment."""
     return len(states) >= count and all(s.phase in RUNNING_PHASES and (
-        _issued(s) >= READY_COLLECTIVES or (s.progress is None and s.seq == 0 and bool(s.in_process_group)))
+        _issued(s) >= READY_COLLECTIVES
+        or (not recorded and s.progress is None and s.seq == 0 and bool(s.in_process_group)))
         for s in states.values())
 
 

@@ -41,6 +41,14 @@ def pending_means_waiting(recorder: str | None) -> bool:
     return recorder is not None and recorder != GENERIC_RECORDER
 
 
+def records_every_group() -> bool:
+    """Whether this process's torch has the generic recorder, which gloo's groups write to (torch 2.8 on:
+    docs/RESULTS.md, the torch matrix's "gloo FR"). For a supervisor only: it imports torch."""
+    import torch.distributed  # noqa: F401  (loads the c10d extension)
+
+    return hasattr(_c10d(), GENERIC_RECORDER)
+
+
 def recorder_environment(environ: dict[str, str], dump_prefix: str, torch_version: tuple[int, int]) -> dict[str, str]:
     """What to add to a rank's environment so that its flight recorder is on and dumps into
     ``dump_prefix`` (torch appends the rank). A setting the user made, under any of its
