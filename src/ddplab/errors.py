@@ -1,4 +1,5 @@
-"""Errors that reach the user, and the exit codes they map to.
+"""Errors that reach the user, the exit codes they map to, and the two refusals every option goes through, each
+naming the bad value and the valid ones (``invalid_choice``, ``check_number``).
 
 Only ``cli.py`` turns exceptions into exit codes. Everything else raises a
 ``DdplabError`` subclass whose ``reference`` is a stable kebab-case name (as pip's
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import math
 import re
 from typing import Iterable
 
@@ -72,3 +74,34 @@ def invalid_choice(what: str, value: object, choices: Iterable[str]) -> UsageErr
         f"invalid-{what.replace('_', '-')}",
         f'unknown {what} "{value}"{maybe}; valid choices: {", ".join(choices)}',
     )
+
+
+def check_number(value, flag: str, low: float, high: float, *, integer: bool = False, name: str | None = None,
+                 low_open: bool = False, high_open: bool = False, unit: str = "", reference: str | None = None) -> None:
+    """The one check every numeric option goes through: a finite number inside its range.
+
+    argparse's float() accepts "nan", "inf" and "1e15"; each would start ranks that crash
+    (a timedelta of inf seconds) or run forever, so they are refused here, before anything
+    starts. ``name`` shows the range as a comparison ("0 < seconds <= 86400"), needed when
+    an end is open; without it the range reads "1 to 64".
+    """
+    reference = reference or f"invalid-{flag.lstrip('-')}"
+    if name or low_open or high_open:
+        valid = (f"{_number_text(low)} {'<' if low_open else '<='} {name or 'value'} "
+                 f"{'<' if high_open else '<='} {_number_text(high)}{unit}")
+    else:
+        valid = f"{_number_text(low)} to {_number_text(high)}{unit}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
+        kind = "a whole number" if integer else "a number"
+        raise UsageError(reference, f"{flag} {value!r} is not {kind}; valid: {valid}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UsageError(reference, f"{flag} {value} is not a finite number; valid: {valid}")
+    too_low = value <= low if low_open else value < low
+    too_high = value >= high if high_open else value > high
+    if too_low or too_high:
+        raise UsageError(reference, f"{flag} {value} is out of range; valid: {valid}")
+
+
+def _number_text(x: float) -> str:
+    """A range end as people write it: 1048576, not 1.04858e+06."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"

@@ -19,6 +19,7 @@ from .errors import DdplabError, ExitCode
 from .files import DiskFull
 from .profiles import Machine, Stage, stages
 from .records import Check, Report, Verdict
+from .records.core import rows_of
 from .config import RunConfig, StagePlan
 from .records.run import RunRecord, StageRecord
 from .session import Observer
@@ -67,7 +68,7 @@ def run_stages(config: RunConfig, plan: list[Stage], out: Path, console, platfor
     planned = replace(config, out=str(out), stages=[StagePlan(s.name, s.measurement, s.argv)
                                                    for s in [*first, *plan]])
     report = Report(command=COMMAND, config=planned, platform=platform, results=record,
-                    verdict=Verdict.worst(s.verdict for s in records))
+                    verdict=Verdict.worst(s.verdict for s in records), checks=tuple(record.checks))
     if write:
         write_reports(report, out)
     return report
@@ -136,16 +137,10 @@ def stage_checks(stage: StageRecord) -> list[Check]:
 
 
 def report_checks(report: Report) -> list[Check]:
-    """The check rows of any report: a measurement's checks(), or the record's own (launch, clean; compare's
-    take the report's config: its tolerance and smallest size judged)."""
-    import inspect
-
+    """The check rows of any report: a measurement's checks(), or the record's own (records.core.rows_of)."""
     if report.command in measurements.MEASUREMENTS:
         return measurements.get(report.command).checks(report.results)
-    own = getattr(report.results, "checks", None)
-    if not callable(own):
-        return []
-    return own(report.config) if inspect.signature(own).parameters else own()
+    return rows_of(replace(report, checks=None))
 
 
 LEFTOVERS = "leftovers"
@@ -192,13 +187,15 @@ def judged(report: Report) -> Report:
     if isinstance(results, RunRecord):
         stages = [_judged_stage(s) for s in results.stages]
         record = replace(results, stages=stages, checks=[c for s in stages for c in stage_checks(s)])
-        return replace(report, results=record, verdict=Verdict.worst(s.verdict for s in stages))
+        return replace(report, results=record, verdict=Verdict.worst(s.verdict for s in stages),
+                       checks=tuple(record.checks))
     if report.command == "compare":
         from .comparison import verdict
 
-        return replace(report, verdict=verdict(results, report.config.min_size))
-    checks = report_checks(report)
-    return replace(report, verdict=Verdict.worst(c.verdict for c in checks)) if checks else report
+        return replace(report, verdict=verdict(results, report.config.min_size), checks=tuple(report_checks(report)))
+    checks = tuple(report_checks(report))
+    return replace(report, verdict=Verdict.worst(c.verdict for c in checks), checks=checks) if checks else \
+        replace(report, checks=checks)
 
 
 def _judged_stage(stage: StageRecord) -> StageRecord:

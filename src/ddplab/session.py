@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from .config import LaunchOptions
 from .platform import Platform
-from .policy import Placement
+from .records.placement import Placement
 from .records.codec import to_json
 from .records.listen import Listened
 from .records.session import FailureRecord, RankOutcome, RankReturn, SessionRecord

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 import re
 
-from .config import MAX_SIZE_BYTES, check_number
-from .errors import UsageError
+from .errors import UsageError, check_number
 
+MAX_SIZE_BYTES = 1 << 50  # a pebibyte: no device or host holds one buffer that large
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 # More sizes than this is a typo: -b 8 -e 16G -f 2 (nccl-tests' usual sweep) is 32 sizes,
 # -f 1.1 over the same range about 230; -f 1.0000001 would be about a billion.

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from .policy import Placement
+from .records.placement import Placement
 from .records.codec import to_json
 from .records.session import RankReturn
 from .rundir import RunDir

@@ -23,12 +23,13 @@ from ddplab.measurements import storm, sweep
 from ddplab.platform import describe
 from ddplab.platform import library_binding as lb
 from ddplab.policy import plan
-from ddplab.records import Report, Verdict
+from ddplab.records import Verdict
 from ddplab.records.codec import from_json, to_json
 from ddplab.records.engines import BindingStatus, LibraryEngineRecord
 from ddplab.records.session import Distribution, Histogram
 from ddplab.records.storm import StormRankResult, StormRecord
 from ddplab.records.sweep import Repetition, SweepRankResult, SweepRankRow, SweepRecord, SweepSettings
+from ddplab.measurements import report_from_json
 from tests.unit import fakes
 from tests.unit.fake_sessions import session_record
 from tests.unit.sweep_records import session_record as sweep_session
@@ -271,7 +272,7 @@ def test_a_sweep_through_both_engines_has_both_rows_and_the_added_cost_at_each_s
     assert [(t.op, t.size_bytes, t.time_us) for t in record.timed_rows()] == [
         ("all_reduce", 8, 40.0), ("all_reduce", 64, 50.0), ("library:all_reduce", 8, 10.0),
         ("library:all_reduce", 64, 45.0)]
-    back = Report.from_json(json.loads(json.dumps(measurements.report(sweep, SweepConfig(engine="both"),
+    back = report_from_json(json.loads(json.dumps(measurements.report(sweep, SweepConfig(engine="both"),
                                                                       record).to_json())))
     assert back.results == record and back.config.engine == "both"
 

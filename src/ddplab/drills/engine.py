@@ -26,7 +26,7 @@ import json
 from .. import interrupts, procs
 from ..config import DrillConfig
 from ..platform import Platform
-from ..policy import Placement
+from ..records.placement import Placement
 from ..records.core import Verdict
 from ..records.drill import DrillOutcome, Injection
 from ..records.session import RankState, SessionRecord

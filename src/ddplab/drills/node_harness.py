@@ -161,8 +161,17 @@ def _as_survivor(ctx: engine.DrillContext, report: Path, child_dir: Path, child_
 
 
 def _session_of(report: Path) -> SessionRecord | None:
+    """The session of the survivors' launcher: its `ddplab train` report, read as train's."""
+    from ..platform import Platform
+    from ..records.train import TrainRecord
+
+    def train_types(command: str, where: str):
+        if command != "train":
+            raise RecordError(where, "a train report", command)
+        return TrainConfig, TrainRecord, Platform
+
     try:
-        return Report.from_json(json.loads(report.read_text())).results.session
+        return Report.from_json(json.loads(report.read_text()), types_for=train_types).results.session
     except (OSError, ValueError, RecordError, AttributeError):
         return None
 

@@ -13,6 +13,8 @@
 Commands are arguments -> Config -> run -> render (commands/); the lab runs a profile's Configs
 (lab.py, profiles.py). A new measurement is one module here plus one registry line; ``register`` adds
 one from outside (a plug-in, or a test) without touching commands, checks, the HTML report or compare.
+This registry is also the catalog a report is read with (``types_for``, ``report_from_json``): records name
+no command's types themselves.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import importlib
 from types import ModuleType
 
 from ..errors import invalid_choice
-from ..records import Check, Report, Verdict
+from ..records import Check, RecordError, Report, Verdict
 
 MEASUREMENTS: dict[str, str] = {
     "env": "ddplab.measurements.env",
@@ -34,6 +36,14 @@ MEASUREMENTS: dict[str, str] = {
     "pairwise": "ddplab.measurements.pairwise",
 }
 _registered: dict[str, ModuleType] = {}
+# Commands whose reports are not measurements: command -> (config module, class, results module, class).
+_OTHER_REPORTS: dict[str, tuple[str, str, str, str]] = {
+    "run": ("ddplab.config", "RunConfig", "ddplab.records.run", "RunRecord"),
+    "compare": ("ddplab.records.compare", "CompareConfig", "ddplab.records.compare", "CompareRecord"),
+    "clean": ("ddplab.config", "CleanConfig", "ddplab.records.clean", "CleanRecord"),
+    "launch": ("ddplab.config", "LaunchConfig", "ddplab.records.launch", "LaunchRecord"),
+    "check": ("ddplab.check.config", "CheckConfig", "ddplab.check.record", "CheckRecord"),
+}
 
 
 def register(module) -> None:
@@ -50,17 +60,41 @@ def get(name: str):
     return importlib.import_module(MEASUREMENTS[name])
 
 
+def types_for(command: str, where: str = "$.command") -> tuple[type, type, type]:
+    """(Config class, results class, platform class) of a command's report; RecordError for a command ddplab
+    never wrote. The platform is the probed machine's, or what the record says it holds (a job's launcher host)."""
+    from ..platform import Platform
+
+    if command in MEASUREMENTS:
+        config_cls, results_cls = get(command).Config, get(command).Record
+    elif command in _OTHER_REPORTS:
+        config_module, config_name, results_module, results_name = _OTHER_REPORTS[command]
+        config_cls = getattr(importlib.import_module(config_module), config_name)
+        results_cls = getattr(importlib.import_module(results_module), results_name)
+    else:
+        raise RecordError(where, f"a ddplab command ({', '.join(sorted({*MEASUREMENTS, *_OTHER_REPORTS}))})", command)
+    return config_cls, results_cls, getattr(results_cls, "platform_type", Platform)
+
+
+def report_from_json(doc, where: str = "$") -> Report:
+    """Any report ddplab wrote, rebuilt and validated through this catalog (not judged again: records/load.py
+    reads a file and judges it)."""
+    return Report.from_json(doc, where, types_for)
+
+
 def verdict(measurement, record) -> Verdict:
     return Verdict.worst(c.verdict for c in measurement.checks(record))
 
 
 def report(measurement, config, record) -> Report:
-    """The JSON document of one measurement: its config, the platform, the record and the verdict its checks give."""
+    """The JSON document of one measurement: its config, the platform, the record, its checks and the verdict
+    they give."""
     as_run = getattr(measurement, "config_as_run", None)
     if as_run is not None:
         config = as_run(config, record)
+    checks = tuple(measurement.checks(record))
     return Report(command=measurement.NAME, config=config, platform=platform_of(record), results=record,
-                  verdict=verdict(measurement, record))
+                  verdict=Verdict.worst(c.verdict for c in checks), checks=checks)
 
 
 def platform_of(record):
@@ -68,4 +102,4 @@ def platform_of(record):
     return getattr(record, "platform", None) or getattr(getattr(record, "session", None), "platform", None)
 
 
-__all__ = ["Check", "MEASUREMENTS", "get", "register", "report", "verdict"]
+__all__ = ["Check", "MEASUREMENTS", "get", "register", "report", "report_from_json", "types_for", "verdict"]

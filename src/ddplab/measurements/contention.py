@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from .. import checks as common_checks
 from .. import memory_plan
 from ..config import ContentionConfig
-from ..policy import Placement
+from ..records.placement import Placement
 from ..records import Check, Verdict
 from ..records.memory import MemoryNeed
 from ..records.contention import (ContentionRankResult, ContentionRecord, ContentionSettings, ContentionSummary,

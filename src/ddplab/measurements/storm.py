@@ -20,7 +20,7 @@ from .. import checks as common_checks
 from .. import engines, memory_plan
 from ..collectives.common import one_buffer
 from ..config import StormConfig
-from ..policy import Placement
+from ..records.placement import Placement
 from ..records import Check, Verdict
 from ..records.engines import LIBRARY, AddedCost, added_cost
 from ..records.memory import MemoryNeed

@@ -25,7 +25,7 @@ from .. import checks as common_checks
 from .. import collectives, engines, memory_plan, spikes, timed_windows
 from ..collectives.common import torch_dtype
 from ..config import SweepConfig
-from ..policy import Placement
+from ..records.placement import Placement
 from ..records import Check, Verdict
 from ..records.engines import LIBRARY, LibraryEngineRecord
 from ..records.memory import MemoryNeed, MemoryShare

@@ -16,7 +16,7 @@ OMIT = {"omit_none": True}
 
 @dataclass(frozen=True)
 class ConsideredSetup:
-    """One setup the placement policy weighed for ranks sharing a device, and its verdict (policy.Option)."""
+    """One setup the placement policy weighed for ranks sharing a device, and its verdict (records.placement.Option)."""
 
     setup: str
     backend: str

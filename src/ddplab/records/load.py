@@ -76,8 +76,10 @@ def _checked_report(doc: Any, path: str) -> Report:
     if not isinstance(doc, dict):
         raise UsageError("invalid-report", f"{path}: field (document) must be a JSON object (a ddplab report), "
                                            f"but it is {show(doc)}", hint=HINT)
+    from ..measurements import report_from_json
+
     try:
-        return Report.from_json(doc)
+        return report_from_json(doc)
     except RecordError as err:
         raise UsageError("invalid-report", f"{path}: {field_message(err)}", hint=HINT) from None
     except RecursionError:
