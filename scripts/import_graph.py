@@ -36,7 +36,8 @@ LAYERS: list[tuple[str, list[str]]] = [
     # Starting ranks, watching them and judging how they ended: any job's, the lab's, a drill's or the user's.
     ("launching and supervision", ["ddplab.supervision", "ddplab.rundir", "ddplab.exposure", "ddplab.rendezvous",
                                    "ddplab.cluster", "ddplab.job", "ddplab.sampler", "ddplab.procs",
-                                   "ddplab.policy", "ddplab.timed_windows"]),
+                                   "ddplab.policy", "ddplab.timed_windows", "ddplab.proc_facts",
+                                   "ddplab.reaping"]),
     # What ddplab measures and how it judges it: the measurements, their rank side, drills, profiles, check.
     ("the lab", ["ddplab.measurements", "ddplab.workloads", "ddplab.drills", "ddplab.lab", "ddplab.profiles",
                  "ddplab.session", "ddplab.worker", "ddplab.check", "ddplab.checks", "ddplab.engines",

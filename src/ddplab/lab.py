@@ -149,7 +149,8 @@ LEFTOVERS = "leftovers"
 def leftover_check(records: list[StageRecord]) -> StageRecord:
     """After every stage: nothing that this run's stages started (their run ids) is still alive.
     Orphans of other runs on the machine are shown as information: they are not this run's doing."""
-    from .procs import leaked, survey
+    from .reaping import leaked
+    from .procs import survey
 
     run_ids = _run_ids(records)
     left = sorted({p for rid in run_ids for p in leaked(rid, [])})

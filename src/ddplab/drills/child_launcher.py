@@ -14,7 +14,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from .. import interrupts, procs
+from .. import interrupts, reaping
 from ..config import TrainConfig
 from ..records.drill import ChildLauncherDetails, DrillOutcome, Injection
 from ..rundir import RunDir
@@ -89,13 +89,13 @@ def signal_train(ctx: engine.DrillContext, sig: int, detected_by: str) -> DrillO
             if pids and not interrupts.requested():
                 injected_at = time.time()
                 os.kill(child.pid, sig)
-                gone_at = procs.wait_gone(pids, ctx.timeout_s + 10, stop=interrupts.requested)
+                gone_at = reaping.wait_gone(pids, ctx.timeout_s + 10, stop=interrupts.requested)
                 child_exit = wait_exit(child, EXIT_WAIT_S)
         finally:
             if child_exit is None:  # never signalled, stuck, or this drill is being stopped: end it and its ranks
                 end(child)
-        leaks = procs.leaked(run_id, pids)
-        procs.end_processes(leaks)
+        leaks = reaping.leaked(run_id, pids)
+        reaping.end_processes(leaks)
         log = child.stdout.read() if child.stdout else ""  # after the leaks end: they may hold the pipe open
         after, back_s = memory.settle()
     return DrillOutcome(

@@ -23,7 +23,7 @@ from typing import Callable
 
 import json
 
-from .. import interrupts, procs
+from .. import interrupts, reaping
 from ..config import DrillConfig
 from ..platform import Platform
 from ..records.placement import Placement
@@ -134,7 +134,7 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
                              prepared=(ctx.platform, placement), rank_env=rank_env,
                              controller=(lambda run: controller(run, injections)) if controller else None)
         states = job_states(session)
-        leaks = procs.leaked(session.run.run_id, list(session.run.rank_pids().values()))
+        leaks = reaping.leaked(session.run.run_id, list(session.run.rank_pids().values()))
         after, back_s = memory.settle()
     record = session.record
     # Only a fault that really went in has a time. A fallback (the start time) once let ranks that crashed

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from .. import interrupts, procs
+from .. import interrupts, proc_facts, reaping
 from ..records.core import Verdict
 from ..records.drill import DrillOutcome, Injection, TorchrunDetails
 from ..rundir import RunDir
@@ -65,18 +65,18 @@ def torchrun_orphans(ctx: engine.DrillContext) -> DrillOutcome:
                 injected_at = time.time()
                 os.kill(agent.pid, signal.SIGKILL)
                 agent.wait(timeout=10)
-                time.sleep(procs.LEAK_WAIT_S)
-                orphans = [p for p in workers if procs.alive(p)]
+                time.sleep(reaping.LEAK_WAIT_S)
+                orphans = [p for p in workers if reaping.alive(p)]
                 clean = subprocess.run([sys.executable, "-m", "ddplab", "clean", "--yes", "--json",
                                         str(run.child("clean.json"))], capture_output=True, text=True,
                                        timeout=CLEAN_TIMEOUT_S)
-                survivors = [p for p in workers if procs.alive(p)]
+                survivors = [p for p in workers if reaping.alive(p)]
         finally:
             # torchrun's workers lead sessions of their own: ending the agent's group misses them, so
             # find them as the agent's descendants first (this drill started the agent).
             strays = _descendants(agent) if agent.returncode is None else []
             child_launcher.end(agent)
-            procs.end_processes([p for p in workers if procs.alive(p)])  # whatever the drill failed to clean
+            reaping.end_processes([p for p in workers if reaping.alive(p)])  # whatever the drill failed to clean
             for proc in strays:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     proc.kill()  # psutil checks the process is still the one it found (pid reuse)
@@ -117,7 +117,7 @@ def wait_for_torchrun_workers(agent_pid: int, count: int, ready: Path, timeout_s
 
 def _is_victim_worker(proc: psutil.Process) -> bool:
     try:
-        return procs.TORCHRUN_MARKER in proc.environ() and WORKER_MODULE in " ".join(proc.cmdline())
+        return proc_facts.TORCHRUN_MARKER in proc.environ() and WORKER_MODULE in " ".join(proc.cmdline())
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
         return False
 
@@ -125,7 +125,7 @@ def _is_victim_worker(proc: psutil.Process) -> bool:
 def _torchrun_run_id(workers: list[int]) -> str | None:
     for pid in workers:
         try:
-            return psutil.Process(pid).environ().get(procs.TORCHRUN_MARKER)
+            return psutil.Process(pid).environ().get(proc_facts.TORCHRUN_MARKER)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return None

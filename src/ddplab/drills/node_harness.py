@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from .. import interrupts, procs
+from .. import interrupts, reaping
 from ..config import TrainConfig
 from ..records.codec import RecordError
 from ..records.core import Report, Verdict
@@ -72,15 +72,15 @@ def run(ctx: engine.DrillContext, fault: NodeFault) -> DrillOutcome:
                 injected_at, what = time.time(), fault.inject(child, sorted(pids.values()))
                 _hold(fault.hold_s(ctx))
                 _end_frozen(child, sorted(pids.values()))
-                gone_at = procs.wait_gone(sorted(pids.values()), ctx.timeout_s + 10, stop=interrupts.requested)
+                gone_at = reaping.wait_gone(sorted(pids.values()), ctx.timeout_s + 10, stop=interrupts.requested)
                 child_exit = child_launcher.wait_exit(child, 10)
             elif pids:
                 child_exit = child_launcher.wait_exit(child, fault.hold_s(ctx) + ctx.timeout_s + SURVIVOR_MARGIN_S)
         finally:
             if child_exit is None:  # stuck, never started, or this drill is being stopped: end it and its ranks
                 child_launcher.end(child)
-        leaks = procs.leaked(run_id, list(pids.values()))
-        procs.end_processes(leaks)
+        leaks = reaping.leaked(run_id, list(pids.values()))
+        reaping.end_processes(leaks)
         log = child.stdout.read() if child.stdout else ""
         after, back_s = memory.settle()
     common = dict(drill=ctx.name, leaked_pids=leaks, device_mem_before_bytes=memory.before,
@@ -100,7 +100,7 @@ def stop_group(sig: int) -> Callable[[subprocess.Popen, list[int]], str]:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(launcher.pid, sig)
         for pid in rank_pids:
-            procs.signal_quietly(pid, sig)
+            reaping.signal_quietly(pid, sig)
         return (f"{signal.Signals(sig).name} to this machine's launcher (pid {launcher.pid}) and its "
                 f"{len(rank_pids)} rank(s) (pids {rank_pids})")
     return inject

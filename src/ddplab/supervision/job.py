@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager
 
 from ..files import write_text_atomic
-from ..procs import start_ticks
+from ..proc_facts import start_ticks
 from ..records.listen import Listened
 from ..records.supervision import Culprit, Hang, LeftProcess, MachineLoss, RankEnd, RankState
 from ..rundir import RunDir
@@ -149,7 +149,7 @@ def _take(outcome: JobOutcome, result: elastic.ElasticOutcome) -> None:
 
 def _leftovers(watcher: Watcher) -> tuple[list[LeftProcess], list[LeftProcess]]:
     ended, survived = watcher.leftovers()
-    # program names only (procs.program_name): arguments can carry secrets
+    # program names only (proc_facts.program_name): arguments can carry secrets
     return ([LeftProcess(m.pid, m.program, ended=True) for m in ended], [LeftProcess(m.pid, m.program)
                                                                           for m in survived])
 

@@ -42,7 +42,7 @@ import uuid
 
 from .. import interrupts
 from ..files import write_text_atomic
-from ..procs import signal_quietly
+from ..reaping import signal_quietly
 from ..records.supervision import Hang, MachineLoss, RankState
 from ..rundir import RunDir
 from . import states as rules
