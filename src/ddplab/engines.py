@@ -54,7 +54,7 @@ def setup_warnings(platform, placement) -> list[str]:
     a context switch (docs/shared-device.md). The torch engine may have gloo there; the library engine cannot."""
     rule = platform.spec.multi_rank
     daemon = rule.sharing_daemon if rule is not None else None
-    if not placement.shared_device or platform.is_host_only or not daemon or placement.sharing_daemon is not None:
+    if not placement.shared_device or platform.host_only or not daemon or placement.sharing_daemon is not None:
         return []
     measured = (f" ({rule.costs.without_daemon_us:,.1f} us per 4-byte all_reduce vs {rule.costs.with_daemon_us:,.1f} "
                 f"us with it, measured on {rule.costs.measured_on})" if rule.costs else "")

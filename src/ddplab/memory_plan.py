@@ -268,7 +268,7 @@ def read_machine(runtime=None, environ: Mapping[str, str] = os.environ,
         cgroups = []
     room, source = host_headroom(total, available, cgroups, parse_budget(environ))
     free = cap = None
-    if runtime is not None and not runtime.is_host:
+    if runtime is not None and not runtime.host_only:
         info = runtime.memory_info()
         if info is not None:
             free = max(0, info[0] - int(DEVICE_RESERVE_FRACTION * info[1]))

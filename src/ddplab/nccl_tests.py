@@ -28,13 +28,13 @@ UNNAMED = ""  # the op of rows no "<name>_perf" line has named (yet)
 
 
 @dataclass
-class Table:
+class NcclTestsTable:
     rows: list[SweepRow]
     world_size: int | None  # from the "# Rank N ..." lines, when present
     avg_busbw_gbps: float | None
 
 
-def parse(text: str) -> Table:
+def parse(text: str) -> NcclTestsTable:
     rows: list[SweepRow] = []
     op = UNNAMED
     ranks = 0
@@ -57,7 +57,7 @@ def parse(text: str) -> Table:
         row_pair = _parse_row(stripped.split(), op)
         if row_pair:
             rows.extend(row_pair)
-    return Table(rows=rows, world_size=ranks or None, avg_busbw_gbps=avg)
+    return NcclTestsTable(rows=rows, world_size=ranks or None, avg_busbw_gbps=avg)
 
 
 def _parse_row(tokens: list[str], op: str) -> list[SweepRow] | None:

@@ -56,13 +56,13 @@ def plan(opts: LaunchOptions, platform: Platform, daemon_failure: str | None = N
         device_type=platform.device_type,
         device_indices=indices,
         memory_fraction=fraction,
-        memory_fraction_enforced=fraction is not None and not platform.is_host_only,
+        memory_fraction_enforced=fraction is not None and not platform.host_only,
         backend=choice.backend,
         backend_reason=choice.reason,
         env=choice.env,
         warnings=choice.warnings,
         expected_failure=choice.expected_failure,
-        host_only=platform.is_host_only,
+        host_only=platform.host_only,
         sharing_daemon=choice.sharing_daemon,
         considered=choice.considered,
     )
@@ -138,9 +138,9 @@ def _choose_backend(opts: LaunchOptions, platform: Platform, shared: bool, daemo
     _check_backend_available(opts, platform)
     requested = opts.backend if opts.backend != "auto" else None
     insisted = daemon.kind if opts.sharing_daemon == "on" else None  # --mps: whatever the backend
-    if not shared or platform.is_host_only:
+    if not shared or platform.host_only:
         backend = requested or platform.backend
-        where = "every rank on the host CPU" if platform.is_host_only else "one rank per device"
+        where = "every rank on the host CPU" if platform.host_only else "one rank per device"
         reason = (f'requested with --backend ({where})' if requested else
                   f"{backend} is the {platform.vendor} backend for {platform.device_type} ({where})")
         return _single(backend, reason, insisted, platform)

@@ -37,7 +37,7 @@ from ..errors import EnvironmentUnsupported, UsageError
 from ..records.engines import BindingStatus
 from .collective_lib import decode_version, version_tuple
 from .detect import Platform
-from .vendors import LibraryBinding as BindingSpec
+from .vendors import BindingSpec
 
 SUBSTITUTE_ENV = "DDPLAB_LIBRARY_BINDING"
 _KEY_PREFIX = "ddplab/library-binding"
@@ -141,7 +141,7 @@ def shared_device_env(platform: Platform, shared_device: bool, placement_env: Ma
     """
     env = dict(placement_env)
     rule = platform.spec.multi_rank
-    if not shared_device or platform.is_host_only or rule is None or rule.min_version is None:
+    if not shared_device or platform.host_only or rule is None or rule.min_version is None:
         return env  # one rank per device, or a vendor whose rule is unknown: run it and report what happens
     version = platform.collective_loaded_version or platform.collective_built_version
     if (version_tuple(version) or (0,)) < rule.min_version:
@@ -460,5 +460,5 @@ class _StreamEvent:
         return self.event.elapsed_time(end.event)
 
 
-# Vendor table ``LibraryBinding.adapter`` -> the class that speaks to that binding.
+# Vendor table ``BindingSpec.adapter`` -> the class that speaks to that binding.
 ADAPTERS: dict[str, Callable[..., BindingAdapter]] = {"nccl4py": Nccl4pyAdapter}

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager
 
+from ..cluster.endpoint import StoreWaitStopped
 from ..files import write_text_atomic
 from ..proc_facts import start_ticks
 from ..records.listen import Listened
@@ -128,7 +129,7 @@ def run_job(spec: JobSpec) -> JobOutcome:
             outcome.ended_after, outcome.left_running = _leftovers(watcher)
     except meet.CannotListen as exc:  # nothing started: a report that says so
         outcome.launcher_error, outcome.ended_at = str(exc), time.time()
-    except meet.StoreWaitStopped as exc:
+    except StoreWaitStopped as exc:
         outcome.launcher_error, outcome.interrupted, outcome.ended_at = f"interrupted: {exc}", True, time.time()
     finally:
         if reaper:

@@ -98,7 +98,7 @@ def open_library(ctx, shared_device: bool) -> LibraryEngine:
 
     runtime = ctx.runtime
     binding = open_binding(detect(runtime.device_type, with_memory=False))
-    return LibraryEngine(binding.communicator(device_index=None if runtime.is_host else runtime.index,
+    return LibraryEngine(binding.communicator(device_index=None if runtime.host_only else runtime.index,
                                               shared_device=shared_device))
 
 
