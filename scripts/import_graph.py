@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, list[str]]] = [
                                    "ddplab.reaping"]),
     # What ddplab measures and how it judges it: the measurements, their rank side, drills, profiles, check.
     ("the lab", ["ddplab.measurements", "ddplab.workloads", "ddplab.drills", "ddplab.lab", "ddplab.profiles",
-                 "ddplab.session", "ddplab.worker", "ddplab.check", "ddplab.checks", "ddplab.engines",
+                 "ddplab.session", "ddplab.worker", "ddplab.check", "ddplab.checks", "ddplab.library_engine",
                  "ddplab.memory_plan", "ddplab.aggregate", "ddplab.spikes", "ddplab.comparison",
                  "ddplab.nccl_tests", "ddplab.baseline_overlay"]),
     ("the CLI", ["ddplab.commands", "ddplab.cli", "ddplab.__main__"]),

@@ -12,7 +12,7 @@ import argparse
 
 from rich.markup import escape
 
-from .. import collectives, display, engines, spikes
+from .. import collectives, display, library_engine, spikes
 from ..collectives.common import DTYPES
 from ..config import SweepConfig
 from ..measurements import sweep
@@ -105,7 +105,7 @@ def nccl_tests_table(r: SweepRecord, rows: list[SweepRow] | None = None, engine:
     rows = r.rows if own else rows
     lines = []
     for op in dict.fromkeys(row.op for row in rows):
-        lines += _block(r, op, rows, engine or engines.label(r), r.spikes if own else None)
+        lines += _block(r, op, rows, engine or library_engine.label(r), r.spikes if own else None)
     wrong = r.num_wrong_total if own else sum(row.num_wrong or 0 for row in rows)
     lines.append(f"# Out of bounds values : {wrong} {'OK' if not wrong else 'FAILED'}")
     timed = [row.busbw_gbps for row in rows if row.busbw_gbps is not None]

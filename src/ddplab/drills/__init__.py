@@ -2,8 +2,8 @@
 kebab-case (kill-rank) and snake_case (kill_rank).
 
 Each drill module defines SUMMARY, EXPECT (the pass condition in words) and
-``run(ctx: engine.DrillContext) -> records.drill.DrillOutcome`` (verdict included). The shared
-inject -> observe -> judge steps are in engine.py; a harness that serves one drill lives beside it
+``run(ctx: runner.DrillContext) -> records.drill.DrillOutcome`` (verdict included). The shared
+inject -> observe -> judge steps are in runner.py; a harness that serves one drill lives beside it
 (child_launcher.py for interrupt and kill_launcher; node_harness.py for the drills between machines,
 kill_node and partition); error texts are told apart in mechanisms.py.
 A new drill is one module here plus one registry line.

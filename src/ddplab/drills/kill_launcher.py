@@ -24,7 +24,7 @@ from .. import interrupts, proc_facts, reaping
 from ..records.core import Verdict
 from ..records.drill import DrillOutcome, Injection, TorchrunDetails
 from ..rundir import RunDir
-from . import child_launcher, engine
+from . import child_launcher, runner
 
 SUMMARY = "SIGKILL the launcher (ddplab's, or plain torchrun's for comparison)"
 EXPECT = ("ddplab: no rank survives 3 s later. torchrun: orphans remain, and ddplab clean removes exactly "
@@ -33,7 +33,7 @@ WORKER_MODULE = "ddplab.drills.torchrun_victim"
 CLEAN_TIMEOUT_S = 120
 
 
-def run(ctx: engine.DrillContext) -> DrillOutcome:
+def run(ctx: runner.DrillContext) -> DrillOutcome:
     if ctx.config.launcher == "torchrun":
         out = torchrun_orphans(ctx)
         ok = (out.details.orphans_after_kill and out.details.cleaned and not out.leaked_pids
@@ -44,7 +44,7 @@ def run(ctx: engine.DrillContext) -> DrillOutcome:
     return replace(out, verdict=Verdict.PASS if ok else Verdict.FAIL)
 
 
-def torchrun_orphans(ctx: engine.DrillContext) -> DrillOutcome:
+def torchrun_orphans(ctx: runner.DrillContext) -> DrillOutcome:
     """Plain torchrun, agent SIGKILLed: its workers become orphans; then `ddplab clean --yes`."""
     run = RunDir.create(ctx.run_dir(f"{ctx.name}-torchrun"), f"drill-{ctx.name}-torchrun")
     placement = ctx.placement
@@ -53,7 +53,7 @@ def torchrun_orphans(ctx: engine.DrillContext) -> DrillOutcome:
     ready.mkdir(exist_ok=True)
     workers: list[int] = []
     injected_at, orphans, survivors, clean, run_id = None, [], [], None, None
-    with engine.DeviceMemory(ctx.platform) as memory:
+    with runner.DeviceMemory(ctx.platform) as memory:
         agent = child_launcher.start([
             "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc), "-m", WORKER_MODULE,
             "--backend", placement.backend, "--device-type", placement.device_type,

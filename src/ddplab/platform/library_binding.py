@@ -34,7 +34,7 @@ from typing import Callable, Mapping, Protocol, Sequence
 
 from ..collectives.common import LIBRARY_CALL_KINDS, LibraryCall
 from ..errors import EnvironmentUnsupported, UsageError
-from ..records.engines import BindingStatus
+from ..records.library_engine import BindingStatus
 from .collective_lib import decode_version, version_tuple
 from .detect import Platform
 from .vendors import BindingSpec

@@ -8,7 +8,7 @@ from typing import Any
 
 from .clean import Survey
 from .codec import flatten
-from .engines import BindingStatus
+from .library_engine import BindingStatus
 from .listen import Listened
 
 OMIT = {"omit_none": True}

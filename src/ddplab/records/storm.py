@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from .codec import flatten
 from .compare import TimedRow
-from .engines import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
+from .library_engine import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import HistogramChart, Mark
 from .machines import GATHERED, GatheredJob, StormMachines
 from .parts import session_parts

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import UsageError
 from .codec import flatten
 from .compare import TimedRow
-from .engines import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
+from .library_engine import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import Highlight, LineChart, Overlay, Series
 from .machines import GATHERED, GatheredJob, Group, JobMachines
 from .memory import MemoryFit, MemoryShare

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
-from ..records.engines import LIBRARY, TORCH
+from ..records.library_engine import LIBRARY, TORCH
 from .common import blocking_us, pipelined_us, time_mode
 
 BOTH = "both"

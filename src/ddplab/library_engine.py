@@ -4,7 +4,7 @@ rank starts, and what the storm and the sweep report about it.
 ``--engine torch`` (the default) times torch.distributed, the report's own method; ``library`` calls the
 collective library directly through the vendor's binding (platform/library_binding.py) on the same buffers,
 with the same formulas, check and rows; ``both`` runs them back to back and reports what the framework adds per
-call (torch time - library time) and its share. The ranks' side is workloads/engines.py.
+call (torch time - library time) and its share. The ranks' side is workloads/callers.py.
 
 The library engine follows the placement the policy chose (policy.py): several ranks on one device only where
 the loaded library allows it (with its switch set, and with or without the sharing daemon as planned), so the
@@ -18,7 +18,7 @@ from typing import Callable, Mapping
 
 from .errors import EnvironmentUnsupported
 from .records import Check, Verdict
-from .records.engines import LIBRARY, TORCH, AddedCost, LibraryEngineRecord, added_cost
+from .records.library_engine import LIBRARY, TORCH, AddedCost, LibraryEngineRecord, added_cost
 
 BOTH = "both"
 METHOD = ("the collective library called directly through the vendor's binding (platform/library_binding.py), "
