@@ -136,8 +136,7 @@ def _block(r: SweepRecord, op: str, rows: list[SweepRow], engine: str, found: li
             unheld.append(f"#  {row.size_bytes} B {'in' if row.in_place else 'out-of'}-place skipped: {row.skipped}")
         else:
             by_size.setdefault(row.size_bytes, {})[row.in_place] = row
-    redop = "sum" if op in ("all_reduce", "reduce", "reduce_scatter") else "none"
-    root = "0" if op in ("broadcast", "reduce") else "-1"
+    redop, root = collectives.get(op).redop, collectives.get(op).root
     for size, cells in by_size.items():
         any_row = next(iter(cells.values()))
         parts = [_cell(cells.get(False)), _cell(cells.get(True))]
