@@ -48,10 +48,11 @@ TOY = SimpleNamespace(NAME="toy", SUMMARY="a toy measurement", Config=ToyConfig,
 
 def test_a_toy_measurement_runs_as_a_stage_renders_and_compares(tmp_path):
     measurements.register(TOY)
-    run = lab.run_stages(RunConfig(), [Stage("toy-1", "toy", ToyConfig())], tmp_path / "out", Console(quiet=True))
+    out = lab.claim_out_dir(str(tmp_path / "out"))  # this run's own directory, as `ddplab run` claims it
+    run = lab.run_stages(RunConfig(), [Stage("toy-1", "toy", ToyConfig())], out, Console(quiet=True))
     assert run.verdict is Verdict.PASS
     assert [(c.stage, c.check, c.verdict) for c in run.results.checks][0] == ("toy-1", "toy latency", Verdict.PASS)
-    again = read_report(str(tmp_path / "out" / "report.json"))  # read back through the records
+    again = read_report(str(out / "report.json"))  # read back through the records
     assert again.results.stages[0].report.results == ToyRecord(12.5)
     page = render_html(again)
     assert "toy latency" in page and "id='toy-toy-1'" in page and "ddplab toy --size 64" in page
