@@ -34,15 +34,14 @@ LAYERS: list[tuple[str, list[str]]] = [
                  "ddplab.chart_scales", "ddplab.report_summary", "ddplab.flight_timeline", "ddplab.job_figures",
                  "ddplab.display"]),
     # Starting ranks, watching them and judging how they ended: any job's, the lab's, a drill's or the user's.
-    ("launching and supervision", ["ddplab.supervision", "ddplab.rundir", "ddplab.exposure", "ddplab.rendezvous",
-                                   "ddplab.cluster", "ddplab.job", "ddplab.sampler", "ddplab.procs",
-                                   "ddplab.policy", "ddplab.timed_windows", "ddplab.proc_facts",
-                                   "ddplab.reaping"]),
+    ("launching and supervision", ["ddplab.supervision", "ddplab.job", "ddplab.cluster", "ddplab.rundir",
+                                   "ddplab.exposure", "ddplab.rendezvous", "ddplab.sampler", "ddplab.timed_windows",
+                                   "ddplab.policy", "ddplab.proc_facts", "ddplab.procs", "ddplab.reaping"]),
     # What ddplab measures and how it judges it: the measurements, their rank side, drills, profiles, check.
-    ("the lab", ["ddplab.measurements", "ddplab.workloads", "ddplab.drills", "ddplab.lab", "ddplab.profiles",
-                 "ddplab.session", "ddplab.worker", "ddplab.check", "ddplab.checks", "ddplab.library_engine",
-                 "ddplab.memory_plan", "ddplab.aggregate", "ddplab.spikes", "ddplab.comparison",
-                 "ddplab.nccl_tests", "ddplab.baseline_overlay"]),
+    ("the lab", ["ddplab.measurements", "ddplab.workloads", "ddplab.drills", "ddplab.check",
+                 "ddplab.lab", "ddplab.profiles", "ddplab.session", "ddplab.session_record", "ddplab.worker",
+                 "ddplab.checks", "ddplab.library_engine", "ddplab.memory_plan", "ddplab.aggregate", "ddplab.spikes",
+                 "ddplab.comparison", "ddplab.nccl_tests", "ddplab.baseline_overlay"]),
     ("the CLI", ["ddplab.commands", "ddplab.cli", "ddplab.__main__"]),
 ]
 

@@ -24,6 +24,8 @@ def edges(graph_script):
 
 def test_every_module_has_a_layer(graph_script, edges):
     assert len(edges) > 150  # the walk found the package
+    names = [name for _, layer in graph_script.LAYERS for name in layer]
+    assert len(names) == len(set(names)), "a name in two layers"
     for module in edges:
         graph_script.layer_of(module)  # KeyError names a module the table lacks
 
