@@ -62,7 +62,8 @@ def trace_path(html_path: Path) -> Path:
     return html_path.with_name(html_path.stem + ".trace.json")
 
 
-def write_page(report: Report, html_path: str | Path, baseline: BaselineRows | None = None, base_dir: Path | None = None) -> list[Path]:
+def write_page(report: Report, html_path: str | Path, baseline: BaselineRows | None = None,
+               base_dir: Path | None = None) -> list[Path]:
     """report.html and, for a job with flight records, its trace-event file beside it; each written atomically
     (the trace first, so the page never links to a file that is not there). ``base_dir``: the report.json's
     directory, where its own files are looked for when their recorded paths are gone (default: the page's).
@@ -88,7 +89,8 @@ def write_page(report: Report, html_path: str | Path, baseline: BaselineRows | N
 
 # ------------------------------------------------------------------------------------------------ the page
 
-def render_html(report: Report, baseline: BaselineRows | None = None, base_dir: Path | None = None, trace_name: str = "") -> str:
+def render_html(report: Report, baseline: BaselineRows | None = None, base_dir: Path | None = None,
+                trace_name: str = "") -> str:
     """The page of any report: a `ddplab run` report (its stages), or one command's report as one stage.
     ``baseline``: records.compare.BaselineRows to draw beside this run; ``base_dir``: where the report's own files
     are when their recorded paths are gone (a report moved to another machine); ``trace_name``: the trace-event

@@ -11,6 +11,7 @@ from typing import Mapping, Sequence
 
 import psutil
 
+from .proc_stat import start_ticks
 from .rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
 
 TORCHRUN_MARKER = "TORCHELASTIC_RUN_ID"
@@ -63,21 +64,6 @@ def program_name(argv: Sequence[str]) -> str:
     if not rest[0].startswith("-"):
         return f"{prog} {os.path.basename(rest[0])}"
     return prog
-
-
-def start_ticks(pid: int) -> int | None:
-    """Field 22 of /proc/PID/stat: start time in clock ticks since boot.
-
-    Unlike psutil's create_time (boot time + ticks, moved by clock steps) it is exactly the
-    same number for every reader in the same time namespace.
-    """
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode(errors="replace")
-        # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
-        return int(stat[stat.rindex(")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def ns_pid(pid: int) -> int | None:

@@ -10,20 +10,10 @@ from typing import Sequence
 
 import psutil
 
+from .proc_stat import alive
 from .rundir import RUN_ID_ENV
 
 LEAK_WAIT_S = 3.0
-
-
-def alive(pid: int | None) -> bool:
-    """Running, and not a zombie waiting to be reaped (a zombie is dead for every purpose here)."""
-    if pid is None:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def signal_quietly(pid: int, sig: int) -> None:

@@ -98,7 +98,7 @@ def start_sharing_daemon(opts: LaunchOptions, platform: Platform, placement: Pla
     if make_daemon is not None:
         daemon = make_daemon(platform.spec, run.sharing_daemon_dir)
     else:  # carrying the run's markers: `ddplab clean` tells one left by a launcher that is gone
-        from .proc_facts import start_ticks
+        from .proc_stat import start_ticks
 
         daemon = daemon_mod.PrivateDaemon(platform.spec, run.sharing_daemon_dir,
                                           run.marker_env(os.getpid(), start_ticks(os.getpid())))

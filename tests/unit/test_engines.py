@@ -132,7 +132,8 @@ def test_a_binding_that_cannot_reach_its_library_is_exit_3():
 def test_several_ranks_on_one_device_follow_the_loaded_library():
     old = describe(fakes.nvidia(1, loaded="2.28.9"))
     with pytest.raises(EnvironmentUnsupported) as err:
-        library_engine.prepare_library("library", old, _placement(old, placement="shared"), environ={lb.SUBSTITUTE_ENV: FAKE})
+        library_engine.prepare_library("library", old, _placement(old, placement="shared"),
+                                       environ={lb.SUBSTITUTE_ENV: FAKE})
     assert err.value.exit_code == 3 and err.value.reference == "library-refuses-shared-device"
     new = describe(fakes.nvidia(1, loaded="2.30.7"))  # no sharing daemon here: the policy chose gloo for torch
     placement = _placement(new, placement="shared")

@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 
 from .. import interrupts, proc_facts, reaping
+from ..proc_stat import alive
 from ..records.core import Verdict
 from ..records.drill import DrillOutcome, Injection, TorchrunDetails
 from ..rundir import RunDir
@@ -66,17 +67,17 @@ def torchrun_orphans(ctx: runner.DrillContext) -> DrillOutcome:
                 os.kill(agent.pid, signal.SIGKILL)
                 agent.wait(timeout=10)
                 time.sleep(reaping.LEAK_WAIT_S)
-                orphans = [p for p in workers if reaping.alive(p)]
+                orphans = [p for p in workers if alive(p)]
                 clean = subprocess.run([sys.executable, "-m", "ddplab", "clean", "--yes", "--json",
                                         str(run.child("clean.json"))], capture_output=True, text=True,
                                        timeout=CLEAN_TIMEOUT_S)
-                survivors = [p for p in workers if reaping.alive(p)]
+                survivors = [p for p in workers if alive(p)]
         finally:
             # torchrun's workers lead sessions of their own: ending the agent's group misses them, so
             # find them as the agent's descendants first (this drill started the agent).
             strays = _descendants(agent) if agent.returncode is None else []
             child_launcher.end(agent)
-            reaping.end_processes([p for p in workers if reaping.alive(p)])  # whatever the drill failed to clean
+            reaping.end_processes([p for p in workers if alive(p)])  # whatever the drill failed to clean
             for proc in strays:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     proc.kill()  # psutil checks the process is still the one it found (pid reuse)

@@ -32,7 +32,7 @@ from importlib import metadata
 
 from ..config import Target
 from ..platform import flight_recorder
-from ..reaping import alive
+from ..proc_stat import alive
 from ..redaction import redact_argv
 from ..rundir import RunDir
 from ..supervision.rank import STACK_SIGNAL, RankLife, error_text  # noqa: F401 - STACK_SIGNAL: its home

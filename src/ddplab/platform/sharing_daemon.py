@@ -23,6 +23,7 @@ from pathlib import Path
 import psutil
 
 from ..errors import EnvironmentUnsupported
+from ..proc_stat import start_ticks
 from .vendors import Vendor
 
 PIPE_ENV = "CUDA_MPS_PIPE_DIRECTORY"
@@ -152,7 +153,7 @@ class PrivateDaemon:
         None for a daemon that is not ours."""
         if not self.started or not self._control:
             return None
-        pids = [[p.pid, _start_ticks(p.pid)] for p in _daemons(self.vendor, self.env[PIPE_ENV])]
+        pids = [[p.pid, start_ticks(p.pid)] for p in _daemons(self.vendor, self.env[PIPE_ENV])]
         return {"name": self.vendor.multi_rank.sharing_daemon if self.vendor.multi_rank else "sharing daemon",
                 "stop": [self._control], "stdin": "quit\n", "env": dict(self.env), "pids": pids}
 
@@ -182,14 +183,6 @@ def stop_leftover(vendor: Vendor, environ: dict[str, str], timeout_s: float = 20
     while _daemons(vendor, pipe) and time.monotonic() < deadline:
         time.sleep(0.2)
     return not _daemons(vendor, pipe)
-
-
-def _start_ticks(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def running_daemons(vendor: Vendor) -> list[psutil.Process]:

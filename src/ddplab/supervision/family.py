@@ -28,8 +28,9 @@ from dataclasses import dataclass
 import psutil
 
 from ..files import write_text_atomic
+from ..proc_facts import program_name
+from ..proc_stat import start_ticks
 from ..reaping import run_processes, signal_quietly
-from ..proc_facts import program_name, start_ticks
 from ..rundir import RunDir
 
 PR_SET_CHILD_SUBREAPER = 36

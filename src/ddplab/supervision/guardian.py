@@ -13,7 +13,8 @@ its environment, and the daemons listed in daemons.json (a private sharing daemo
 then its processes). SIGTERM, then SIGKILL after a grace period. What it did goes to guardian.json.
 
 It ignores SIGINT, SIGTERM and SIGHUP (a terminal's Ctrl+C or hang-up reaches the whole process group, and the
-launcher must decide), and imports nothing but the standard library, to start in tens of milliseconds.
+launcher must decide), and imports nothing but the standard library (and proc_stat.py, which imports nothing
+else), to start in tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ import sys
 import time
 from pathlib import Path
 
+from .. import proc_stat
+from ..proc_stat import start_ticks
+
 RUN_ID_ENV = "DDPLAB_RUN_ID"  # rundir.RUN_ID_ENV (not imported: this process starts with the stdlib only)
 DONE = b"done"
 SETTLE_S = 0.3  # the ranks' parent-death guard fires at once; give it a moment before looking
@@ -33,22 +37,9 @@ GRACE_S = 2.0
 DAEMON_STOP_S = 10.0
 
 
-def start_ticks(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def alive(pid: int, ticks: int | None) -> bool:
-    if ticks is None or start_ticks(pid) != ticks:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
+    """The same process (pid and start time) as listed, and not a zombie."""
+    return ticks is not None and start_ticks(pid) == ticks and proc_stat.alive(pid)
 
 
 def marked(run_id: str) -> dict[int, int | None]:

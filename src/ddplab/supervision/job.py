@@ -26,7 +26,7 @@ from typing import Any, Callable, ContextManager
 
 from ..cluster.endpoint import StoreWaitStopped
 from ..files import write_text_atomic
-from ..proc_facts import start_ticks
+from ..proc_stat import start_ticks
 from ..records.listen import Listened
 from ..records.supervision import Culprit, Hang, LeftProcess, MachineLoss, RankEnd, RankState
 from ..rundir import RunDir

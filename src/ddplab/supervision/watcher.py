@@ -360,9 +360,9 @@ class Watcher:
 
 def _is_ours(state: RankState) -> bool:
     """The pid in a status file is still that rank: the same start time its beacon recorded."""
-    from .beacon import process_start_ticks
+    from ..proc_stat import start_ticks
 
-    return state.proc_start_ticks is None or process_start_ticks(state.pid) == state.proc_start_ticks
+    return state.proc_start_ticks is None or start_ticks(state.pid) == state.proc_start_ticks
 
 
 def _failed_in_words(ranks: list[int], states: dict[int, RankState]) -> str:
