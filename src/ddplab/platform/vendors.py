@@ -276,8 +276,8 @@ VENDORS: dict[str, Vendor] = {v.device_type: v for v in (NVIDIA, MOORE_THREADS, 
 # because they register their device type with torch only once imported.
 PLUGIN_ORDER = tuple(v for v in VENDORS.values() if v.plugin_module)
 
-# Backends a user may name. Which are usable here is probed at run time.
-KNOWN_BACKENDS = ("gloo", "nccl", "mccl", "hccl", "xccl", "mpi", "ucc")
+# Backends a user may name: each vendor's and torch's own. Which are usable here is probed at run time.
+KNOWN_BACKENDS = tuple(dict.fromkeys(("gloo", *(v.backend for v in VENDORS.values()), "mpi", "ucc")))
 
 # Environment shown by `ddplab env` and written into reports: never the whole environment, only
 # names ddplab knows, matched exactly (prefixes let RANKING_API_KEY and GLOO_TOKEN through,
