@@ -72,7 +72,7 @@ def detect(environ: Mapping[str, str]) -> LaunchContext:
 # --- one reader per launcher -------------------------------------------------------------------
 
 
-class _Reader:
+class _EnvReader:
     """Integers and strings out of an environment, remembering which variables were used."""
 
     def __init__(self, environ: Mapping[str, str]):
@@ -109,7 +109,7 @@ class _Reader:
 def _torchrun(environ: Mapping[str, str]) -> LaunchContext | None:
     if "TORCHELASTIC_RUN_ID" not in environ:
         return None
-    r = _Reader(environ)
+    r = _EnvReader(environ)
     run_id = r.text("TORCHELASTIC_RUN_ID")
     return LaunchContext(
         TORCHRUN, ONE_PER_RANK, processes=r.integer("WORLD_SIZE"), process_index=r.integer("RANK"),
@@ -122,7 +122,7 @@ def _torchrun(environ: Mapping[str, str]) -> LaunchContext | None:
 def _open_mpi(environ: Mapping[str, str]) -> LaunchContext | None:
     if "OMPI_COMM_WORLD_SIZE" not in environ:
         return None
-    r = _Reader(environ)
+    r = _EnvReader(environ)
     size, rank = r.integer("OMPI_COMM_WORLD_SIZE"), r.integer("OMPI_COMM_WORLD_RANK")
     local_size, local_rank = r.integer("OMPI_COMM_WORLD_LOCAL_SIZE"), r.integer("OMPI_COMM_WORLD_LOCAL_RANK")
     return _mpi_context(r, size, rank, local_size, local_rank)
@@ -131,14 +131,14 @@ def _open_mpi(environ: Mapping[str, str]) -> LaunchContext | None:
 def _pmi(environ: Mapping[str, str]) -> LaunchContext | None:
     if not ({"PMI_SIZE", "PMI_RANK", "PMIX_RANK"} & set(environ)):
         return None
-    r = _Reader(environ)
+    r = _EnvReader(environ)
     size, rank = r.integer("PMI_SIZE"), r.integer("PMI_RANK", "PMIX_RANK")
     # Hydra (MPICH, Intel MPI) says how many processes share this node; plain PMIx does not.
     local_size, local_rank = r.integer("MPI_LOCALNRANKS"), r.integer("MPI_LOCALRANKID")
     return _mpi_context(r, size, rank, local_size, local_rank)
 
 
-def _mpi_context(r: _Reader, size, rank, local_size, local_rank) -> LaunchContext:
+def _mpi_context(r: _EnvReader, size, rank, local_size, local_rank) -> LaunchContext:
     nnodes = node_rank = None
     if local_size == 1:  # one process per node: the process index is the node's
         nnodes, node_rank = size, rank
@@ -163,7 +163,7 @@ def _mpi_context(r: _Reader, size, rank, local_size, local_rank) -> LaunchContex
 def _srun(environ: Mapping[str, str]) -> LaunchContext | None:
     if "SLURM_PROCID" not in environ or not ({"SLURM_STEP_ID", "SLURM_STEPID"} & set(environ)):
         return None
-    r = _Reader(environ)
+    r = _EnvReader(environ)
     # A step may use part of the allocation (srun -N1 in a 2-node job): the step's values first.
     processes = r.integer("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS")
     nnodes = r.integer("SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES")
@@ -180,7 +180,7 @@ def _srun(environ: Mapping[str, str]) -> LaunchContext | None:
 def _slurm_allocation(environ: Mapping[str, str]) -> LaunchContext | None:
     if not ({"SLURM_JOB_ID", "SLURM_JOBID"} & set(environ)):
         return None
-    r = _Reader(environ)
+    r = _EnvReader(environ)
     hosts, endpoint = _slurm_hosts(r, step=False)
     nnodes = r.integer("SLURM_NNODES", "SLURM_JOB_NUM_NODES")
     return LaunchContext(SLURM_ALLOCATION, ONE_PER_NODE, processes=1, process_index=0, local_processes=1,
@@ -195,7 +195,7 @@ def _role(local_processes: int | None) -> str:
     return ONE_PER_NODE if local_processes <= 1 else ONE_PER_RANK
 
 
-def _slurm_hosts(r: _Reader, step: bool) -> tuple[tuple[str, ...], str | None]:
+def _slurm_hosts(r: _EnvReader, step: bool) -> tuple[tuple[str, ...], str | None]:
     names = ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST") if step else \
         ("SLURM_JOB_NODELIST", "SLURM_NODELIST")
     text = r.text(*names)
@@ -209,7 +209,7 @@ def _slurm_hosts(r: _Reader, step: bool) -> tuple[tuple[str, ...], str | None]:
     return hosts, (hosts[0] if hosts else None)
 
 
-def _tasks_on_node(r: _Reader, node_rank: int | None, processes: int | None, nnodes: int | None) -> int | None:
+def _tasks_on_node(r: _EnvReader, node_rank: int | None, processes: int | None, nnodes: int | None) -> int | None:
     """Tasks srun started on this node: from SLURM_STEP_TASKS_PER_NODE / SLURM_TASKS_PER_NODE
     ("2(x3),1": 2 on each of the first three nodes, 1 on the fourth), else an even split."""
     text = r.text("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
