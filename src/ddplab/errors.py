@@ -87,10 +87,10 @@ def check_number(value, flag: str, low: float, high: float, *, integer: bool = F
     """
     reference = reference or f"invalid-{flag.lstrip('-')}"
     if name or low_open or high_open:
-        valid = (f"{_number_text(low)} {'<' if low_open else '<='} {name or 'value'} "
-                 f"{'<' if high_open else '<='} {_number_text(high)}{unit}")
+        valid = (f"{number_text(low)} {'<' if low_open else '<='} {name or 'value'} "
+                 f"{'<' if high_open else '<='} {number_text(high)}{unit}")
     else:
-        valid = f"{_number_text(low)} to {_number_text(high)}{unit}"
+        valid = f"{number_text(low)} to {number_text(high)}{unit}"
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
         kind = "a whole number" if integer else "a number"
         raise UsageError(reference, f"{flag} {value!r} is not {kind}; valid: {valid}")
@@ -102,6 +102,6 @@ def check_number(value, flag: str, low: float, high: float, *, integer: bool = F
         raise UsageError(reference, f"{flag} {value} is out of range; valid: {valid}")
 
 
-def _number_text(x: float) -> str:
+def number_text(x: float) -> str:
     """A range end as people write it: 1048576, not 1.04858e+06."""
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
