@@ -182,7 +182,8 @@ def main(argv: list[str]) -> int:
         for level, (name, _) in enumerate(LAYERS):
             print(f"== layer {level}: {name}")
             for module in sorted(m for m in edges if layer_of(m) == level):
-                print(f"{module} -> {', '.join(sorted(edges[module])) or '(nothing)'}")
+                shown = [f"{b} (owed)" if (module, b) in OWED else b for b in sorted(everything[module])]
+                print(f"{module} -> {', '.join(shown) or '(nothing)'}")
     found_circles, found_upward = circles(edges), upward(edges)
     print(f"{len(edges)} modules, {sum(len(t) for t in edges.values())} imports, "
           f"{len(found_circles)} circles, {len(found_upward)} upward imports")
