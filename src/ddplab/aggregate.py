@@ -125,8 +125,8 @@ def correct_on_every_group(rows: Sequence[GroupSweepRow]) -> Check:
     return Check("all_reduce correct on every group of ranks", Verdict.PASS if ok else Verdict.FAIL,
                  f"#wrong {wrong}, errors {len(errors)}" + (f" ({', '.join(bad)})" if bad else ""), "0",
                  "every size on every group gave exact data",
-                 "none" if ok else f"the groups named are where data went wrong: test them alone "
-                                   f"(`ddplab pairwise` for machine pairs)")
+                 "none" if ok else "the groups named are where data went wrong: test them alone "
+                                   "(`ddplab pairwise` for machine pairs)")
 
 
 def peak_busbw(rows: Sequence[GroupSweepRow]) -> dict[str, float]:

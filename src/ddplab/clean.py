@@ -13,7 +13,7 @@ from .records import Check
 from .records.clean import CleanRecord
 
 if TYPE_CHECKING:
-    from .session import Observer
+    from .observer import Observer
 
 NAME = "clean"
 SUMMARY = "list (and with --yes end) orphaned ranks whose launcher is gone; anything else only by --pid"

@@ -1,7 +1,7 @@
 """What `ddplab compare` does, as a library: read two inputs, line up their timings, judge B against A.
 
 An input is nccl-tests / rccl-tests / mccl-tests text (nccl_tests.py: sweep rows) or any ddplab JSON report,
-read and checked through the records (records/load.py). A report's timings are whatever its results record
+read and checked through the records (catalog.py). A report's timings are whatever its results record
 gives through ``timed_rows(config)`` (records/compare.py), so a new measurement needs no change here; a lab
 report gives its stages' rows, prefixed with the stage's name. Rows are matched on (op, size, in-place);
 B is "new". A row of B slower than A beyond the tolerance is a regression; a size of B far off its own
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import nccl_tests, spikes
+from . import catalog, nccl_tests, spikes
 from .errors import UsageError
 from .records import Check, Report, Verdict
 from .records import load as report_files
@@ -60,7 +60,7 @@ def load_input(path: str) -> Input:
     JSON, a report of the wrong shape) is a UsageError naming the file and what is wrong with it."""
     data = report_files.read_bytes(path)
     if report_files.looks_like_json(data):
-        report = report_files.parse_report(data, path)
+        report = catalog.parse_report(data, path)
         rows = timed_rows_of(report)
         if not rows:
             raise UsageError("nothing-timed", f"{path}: a ddplab {report.command} report with no timings")

@@ -117,7 +117,7 @@ def check_table(title: str, rows: list) -> Table:
 
 
 def added_cost_table(rows: list) -> Table:
-    """What the framework adds per call: one row per records.engines.AddedCost."""
+    """What the framework adds per call: one row per records.library_engine.AddedCost."""
     table = Table(title="What torch adds per call (torch engine - library engine, back to back)", title_justify="left")
     for col in ("collective", "size (B)", "place", "timing", "torch (us)", "library (us)", "added (us)", "share"):
         table.add_column(col, justify="right")

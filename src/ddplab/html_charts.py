@@ -3,13 +3,13 @@
 Every axis has labelled ticks in its unit (chart_scales.py); numeric tick labels carry the class ``tick-x`` or
 ``tick-y`` and category labels ``tick-cat`` (tests count them). Lines of a baseline (another run, nccl-tests)
 are dashed; spikes are ringed; marks (a fault, its detection, p50 and p99, a threshold) are vertical lines
-with their label. Markup is built only with html_report's ``h()``, which escapes every value.
+with their label. Markup is built only with html_markup's ``h()``, which escapes every value.
 """
 
 from __future__ import annotations
 
 from . import chart_scales as cs
-from .html_report import Markup, concat, h
+from .html_markup import Markup, concat, h
 from .records.figures import BarChart, HistogramChart, LaneTimeline, LineChart, Mark, Table, Timeline
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")

@@ -6,31 +6,27 @@ their next step, the key figures as large numbers; then every check by stage, co
 records offer (records/figures.py, drawn by html_charts.py: time and bus bandwidth against message size per
 collective, the storm's latency distribution, per-rank memory and CPU time, the drills, a hung job's
 collectives per rank); then the stages. A baseline (another run, nccl-tests) is drawn dashed beside this
-run's lines (baseline_overlay.py). Beside a `ddplab launch` page, ``write_page`` writes the job's flight
+run's lines (``overlay``). Beside a `ddplab launch` page, ``write_page`` writes the job's flight
 records as a Chrome trace-event file (flight_timeline.py).
 
-Every value from the document reaches the page through ``h()``, which escapes all of them (numbers too); only
-``Markup`` (fragments ``h()`` built from the templates of this module and html_charts.py) is inserted as is,
-and anything else handed to ``concat()`` is escaped as text. A value interpolated any other way (an f-string,
-``+``) is a plain string, which ``concat()`` escapes: an unescaped value cannot reach the page by omission.
+Every value from the document reaches the page through html_markup.py's ``h()``, which escapes all of them;
 tests/unit/test_html_report.py checks that every template is a literal and that ``Markup()`` wraps only the
-CSS and the JSON data block. `ddplab report` reads the document through the records first (records/load.py),
+CSS and the JSON data block. `ddplab report` reads the document through the records first (catalog.read_report),
 so the numbers here are numbers.
 """
 
 from __future__ import annotations
 
-import html
 import json
-import string
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterable
 
+from .html_markup import Markup, badge, concat, h, json_for_script
 from .records import Check, Report
+from .records.compare import BaselineRows
+from .records.core import rows_of
+from .records.figures import LineChart, Series
 from .records.hooks import Drawn, Interruptible
-
-VERDICT_CLASS = {"pass": "pass", "warn": "warn", "fail": "fail", "skip": "skip", "info": "info"}
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:20px 28px;color:#222;max-width:1240px}
@@ -60,43 +56,6 @@ color:#8a1010;margin:6px 0}
 """
 
 
-class Markup(str):
-    """HTML this module wrote itself: inserted as is. Everything else is escaped."""
-
-
-class _EscapingFormatter(string.Formatter):
-    def format_field(self, value, format_spec):
-        if isinstance(value, Markup):
-            if format_spec:
-                raise ValueError("markup takes no format spec")
-            return value
-        return html.escape(format(value, format_spec), quote=True)
-
-
-_FORMATTER = _EscapingFormatter()
-
-
-def h(template: str, *args, **kwargs) -> Markup:
-    """The one way markup is built here: ``template`` is this module's own HTML, and every
-    value put into it is escaped after formatting (``{x:.1f}`` formats, then escapes),
-    unless it is Markup that h() built."""
-    return Markup(_FORMATTER.vformat(template, args, kwargs))
-
-
-def concat(parts: Iterable, lines: bool = False) -> Markup:
-    """Fragments joined (one per line when ``lines``); a part that is not Markup is escaped as text."""
-    return Markup(("\n" if lines else "").join(p if isinstance(p, Markup) else html.escape(str(p), quote=True)
-                                                for p in parts))
-
-
-def json_for_script(doc: dict) -> str:
-    """The document as JSON that cannot end its <script> element: "</script", "<!--" and
-    "-->" need < and >, which JSON spells as \\u003c / \\u003e inside strings (the only place
-    they can occur); & likewise. ensure_ascii writes U+2028/2029 as \\u escapes too."""
-    text = json.dumps(doc, default=str, ensure_ascii=True)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
 # ------------------------------------------------------------------------------------------------ files
 
 def trace_path(html_path: Path) -> Path:
@@ -104,7 +63,8 @@ def trace_path(html_path: Path) -> Path:
     return html_path.with_name(html_path.stem + ".trace.json")
 
 
-def write_page(report: Report, html_path: str | Path, baseline=None, base_dir: Path | None = None) -> list[Path]:
+def write_page(report: Report, html_path: str | Path, baseline: BaselineRows | None = None,
+               base_dir: Path | None = None) -> list[Path]:
     """report.html and, for a job with flight records, its trace-event file beside it; each written atomically
     (the trace first, so the page never links to a file that is not there). ``base_dir``: the report.json's
     directory, where its own files are looked for when their recorded paths are gone (default: the page's).
@@ -130,12 +90,12 @@ def write_page(report: Report, html_path: str | Path, baseline=None, base_dir: P
 
 # ------------------------------------------------------------------------------------------------ the page
 
-def render_html(report: Report, baseline=None, base_dir: Path | None = None, trace_name: str = "") -> str:
+def render_html(report: Report, baseline: BaselineRows | None = None, base_dir: Path | None = None,
+                trace_name: str = "") -> str:
     """The page of any report: a `ddplab run` report (its stages), or one command's report as one stage.
-    ``baseline``: baseline_overlay.Baseline to draw beside this run; ``base_dir``: where the report's own files
+    ``baseline``: records.compare.BaselineRows to draw beside this run; ``base_dir``: where the report's own files
     are when their recorded paths are gone (a report moved to another machine); ``trace_name``: the trace-event
     file beside the page, linked from the hang timeline."""
-    from .baseline_overlay import overlay
     from .html_summary import first_screen, stage_groups
     from .report_summary import summarise
 
@@ -168,18 +128,12 @@ def render_html(report: Report, baseline=None, base_dir: Path | None = None, tra
 
 
 def _stages_and_checks(report: Report) -> tuple[list[tuple], list[Check]]:
-    """(name, report, stage record) of each stage, and the verdict table's rows, judged from each stage's data
-    by this version (lab.stage_checks): the same rows `ddplab run` stores, for a report of any age."""
-    from .lab import report_checks, stage_checks
-
+    """(name, report, stage record) of each stage, and the verdict table's rows: a lab's own (judged again from
+    each stage's data when the report was read back: catalog.read_report), or one report's (records.core.rows_of)."""
     run = getattr(report.results, "stages", None)
     if run is not None:
-        # a check's rows are its node checks (check/record.py), judged from its stages against the node's rules
-        own = report.results.checks if report.command == "check" else None
-        rows = own if own is not None else [c for s in run for c in stage_checks(s)]
-        return [(s.name, s.report, s) for s in run], rows
-    checks = [replace(c, stage=report.command) for c in report_checks(report)]
-    return [(report.command, report, None)], checks
+        return [(s.name, s.report, s) for s in run], list(report.results.checks)
+    return [(report.command, report, None)], [replace(c, stage=report.command) for c in rows_of(report)]
 
 
 def _figures(stages: list[tuple], base_dir: Path | None, trace_name: str) -> list:
@@ -193,6 +147,35 @@ def _figures(stages: list[tuple], base_dir: Path | None, trace_name: str) -> lis
             out.extend(launch_figures(results, name, base_dir, trace_name))
         elif isinstance(results, Drawn):
             out.extend(results.figures(name))
+    return out
+
+
+def overlay(figures: list, baseline: BaselineRows | None) -> tuple[list, int]:
+    """The figures with the baseline's lines added where they have its op; and how many charts got one.
+
+    A chart names the op as `compare` names it in its report ("sweep-shared:all_reduce" for a lab stage whose
+    name is not its command) and the bare op ("all_reduce"): a baseline of the same kind of report lines up stage
+    by stage; nccl-tests output, which knows no stages, lines up by the bare op."""
+    if baseline is None:
+        return figures, 0
+    out, drawn = [], 0
+    for f in figures:
+        series = _series_for(f, baseline) if isinstance(f, LineChart) and f.overlay else []
+        if series:
+            f, drawn = replace(f, series=[*f.series, *series]), drawn + 1
+        out.append(f)
+    return out, drawn
+
+
+def _series_for(chart: LineChart, baseline: BaselineRows) -> list[Series]:
+    wanted = chart.overlay
+    rows = [r for r in baseline.rows if r.op == wanted.op] or [r for r in baseline.rows if r.op == wanted.bare_op]
+    out = []
+    for in_place in (False, True):
+        points = sorted((float(r.size_bytes), value) for r in rows if r.in_place is in_place and r.size_bytes
+                        for value in [getattr(r, wanted.value)] if value)
+        if points:
+            out.append(Series(f"baseline {'in' if in_place else 'out'}", points, baseline=True))
     return out
 
 
@@ -218,11 +201,6 @@ def _machine_line(report: Report) -> str:
     devices = ", ".join(str(d.name) for d in p.devices)
     library = " ".join(str(x) for x in (p.collective_library, p.collective_loaded_version) if x)
     return f"{p.hostname}: {p.device_count} x {devices} ({p.vendor}), torch {p.torch_version}, {library}".rstrip(", ")
-
-
-def badge(verdict, extra: str = "") -> Markup:
-    verdict = str(verdict)
-    return h("<span class='badge {}{}'>{}</span>", VERDICT_CLASS.get(verdict, ""), extra, verdict.upper())
 
 
 def _stage_table(report: Report, stages: list[tuple]) -> Markup:

@@ -1,11 +1,11 @@
 """The first screen of report.html, drawn from report_summary.Summary: the verdict with the count of checks,
 the findings (FAIL, then WARN) each with its next step, the key figures as large numbers; and every check by
-stage in collapsed sections (a stage with a finding starts open). Markup only through html_report's ``h()``.
+stage in collapsed sections (a stage with a finding starts open). Markup only through html_markup's ``h()``.
 """
 
 from __future__ import annotations
 
-from .html_report import Markup, badge, concat, h
+from .html_markup import Markup, badge, concat, h
 from .report_summary import ShownCheck, Summary
 
 

@@ -10,6 +10,7 @@ report marked interrupted. <out>/report.json and <out>/report.html hold everythi
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,7 +24,7 @@ from .errors import DdplabError, ExitCode
 from .files import DiskFull
 from .profiles import Machine, Stage, stages
 from .records import Check, Report, Verdict, make_report
-from .records.core import verdict_of
+from .records.core import rows_of
 from .records.hooks import InSession, Interruptible, StartsRuns
 from .records.run import RunRecord, StagePlan, StageRecord
 from .session import QUIET, Observer
@@ -103,7 +104,7 @@ def run_stages(config: RunConfig, plan: list[Stage], out: Path, console, platfor
     record = RunRecord(profile=config.profile, stages=records, checks=[c for s in records for c in stage_checks(s)],
                        interrupted=interrupted, duration_s=round(time.monotonic() - started, 1),
                        out=str(out.resolve()), platform=platform, ran_with=planned)
-    report = make_report(measurements.get(NAME), config, record)
+    report = make_report(sys.modules[__name__], config, record)
     if write:
         write_reports(report, out)
     return report
@@ -187,11 +188,16 @@ def stage_checks(stage: StageRecord) -> list[Check]:
 
 
 def report_checks(report: Report) -> list[Check]:
-    """The check rows of any report: its kind's ``checks(record)`` (a measurement's, the lab's, a launch's, a
-    clean's, a comparison's); none for a report of no kind (a check's rows are its node checks)."""
-    if report.command in measurements.kinds():
-        return measurements.get(report.command).checks(report.results)
-    return []
+    """The check rows of a stage's report: its measurement's ``checks(record)``; the record's own where it names
+    no measurement (records.core.rows_of). catalog.report_checks does this for a report of any kind."""
+    measurement = _measurement(report.command)
+    if measurement is not None:
+        return measurement.checks(report.results)
+    return rows_of(replace(report, checks=None))
+
+
+def _measurement(command: str):
+    return measurements.get(command) if command in measurements.MEASUREMENTS else None
 
 
 LEFTOVERS = "leftovers"
@@ -200,7 +206,8 @@ LEFTOVERS = "leftovers"
 def leftover_check(records: list[StageRecord]) -> StageRecord:
     """After every stage: nothing that this run's stages started (their run ids) is still alive.
     Orphans of other runs on the machine are shown as information: they are not this run's doing."""
-    from .procs import leaked, survey
+    from .reaping import leaked
+    from .procs import survey
 
     run_ids = _run_ids(records)
     left = sorted({p for rid in run_ids for p in leaked(rid, [])})
@@ -227,29 +234,28 @@ def _run_ids(records: list[StageRecord]) -> set[str]:
     return {rid for rid in found if rid}
 
 
-def judged(report: Report) -> Report:
-    """``report`` with its verdicts derived again from its data, by the one rule that made them (records.
-    make_report: the worst of its kind's checks); a lab's stage by stage first (each stage's report judged again,
-    the leftover check from the processes it lists). A report read back from a file is judged again
-    (records/load.py), so that a stored PASS never stands beside data that fails (issue 18). A stage that ran
-    nothing keeps what it recorded: why it could not run is all the data it has. A report of no kind (a check's,
-    judged on the runners' scale by check/judge.py) keeps its verdict."""
+def judged_by(kind, report: Report) -> Report:
+    """``report`` with its verdicts derived again from its data by ``kind`` (a module of records.hooks.Kind's shape,
+    or None: a report of no kind keeps what it recorded), by the one rule that made them (records.make_report:
+    the worst of its kind's checks); a lab's stage by stage first (each stage's report judged again, the leftover
+    check from the processes it lists). catalog.judged finds the kind of any report (issue 18: a stored PASS never
+    stands beside data that fails). A stage that ran nothing keeps what it recorded: why it could not run is all
+    the data it has. A check's report (judged on the runners' scale by check/judge.py) keeps its verdict."""
     results = report.results
     if isinstance(results, RunRecord):
         stages = [_judged_stage(s) for s in results.stages]
         results = replace(results, stages=stages, checks=[c for s in stages for c in stage_checks(s)])
-    kind = measurements.get(report.command) if report.command in measurements.kinds() else None
-    if kind is None or not kind.checks(results):  # nothing to judge it by: it keeps what it recorded
+    checks = tuple(kind.checks(results)) if kind is not None else ()
+    if not checks:  # nothing to judge it by: it keeps what it recorded
         return replace(report, results=results)
-    return replace(report, results=results, verdict=verdict_of(kind, results))
+    return replace(report, results=results, verdict=Verdict.worst(c.verdict for c in checks), checks=checks)
 
 
 def _judged_stage(stage: StageRecord) -> StageRecord:
     if stage.report is not None:
-        report = judged(stage.report)
-        summary = stage.summary
-        if report.command in measurements.kinds():
-            summary = measurements.get(report.command).summary(report.results)
+        measurement = _measurement(stage.report.command)
+        report = judged_by(measurement, stage.report)
+        summary = measurement.summary(report.results) if measurement is not None else stage.summary
         return replace(stage, report=report, verdict=report.verdict, summary=summary)
     if stage.name == LEFTOVERS:
         return replace(stage, verdict=Verdict.PASS if not stage.left_pids and not stage.orphans else Verdict.FAIL)

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from .collectives.common import Buffers, index_bytes
+from . import collectives
+from .collectives.common import GLOO_COPIES_INPUT, GLOO_COPIES_OUTPUT, Buffers, index_bytes
 from .records.memory import MachineMemory, MemoryFit, MemoryNeed
 from .report import human_bytes as _h
 
@@ -76,17 +77,18 @@ def check_scratch_bytes(numel: int, elem: int) -> int:
 
 def gloo_copies(op: str, buffers: Buffers, elem: int, in_flight: int) -> tuple[int, bool]:
     """Copies of the whole (largest) buffer gloo itself makes for one size, and whether they sit beside the tensors
-    (on the device, for device tensors) rather than on the host:
-    - all_gather gathers into a flat host copy of the output, one per call it runs: on CPU (torch 2.13, 2 ranks,
-      VmHWM) 64 MiB with 20 calls in flight took 2.0 x the size (gloo's 2 worker threads; glibc maps such blocks
-      and unmaps them when freed), 16 MiB with 5 in flight 5.0 x (glibc keeps blocks below its 32 MiB mapping
-      threshold in its heap, so every call's copy stays resident);
-    - reduce_scatter all-reduces a clone of the whole input and keeps it until the call is waited for: 64 MiB with
-      20 calls in flight took 20.1 x the size;
-    - all_reduce 0.06 x, all_to_all and broadcast 0: their buffers are used as they are."""
-    if op == "reduce_scatter":
+    (on the device, for device tensors) rather than on the host; the collective's spec says which kind it makes:
+    - GLOO_COPIES_OUTPUT (all_gather): a flat host copy of the output, one per call it runs: on CPU (torch 2.13, 2
+      ranks, VmHWM) 64 MiB with 20 calls in flight took 2.0 x the size (gloo's 2 worker threads; glibc maps such
+      blocks and unmaps them when freed), 16 MiB with 5 in flight 5.0 x (glibc keeps blocks below its 32 MiB
+      mapping threshold in its heap, so every call's copy stays resident);
+    - GLOO_COPIES_INPUT (reduce_scatter): a clone of the whole input all-reduced and kept until the call is waited
+      for: 64 MiB with 20 calls in flight took 20.1 x the size;
+    - none (all_reduce 0.06 x, all_to_all and broadcast 0): their buffers are used as they are."""
+    kind = collectives.get(op).gloo_copies
+    if kind == GLOO_COPIES_INPUT:
         return in_flight, True
-    if op == "all_gather":
+    if kind == GLOO_COPIES_OUTPUT:
         big = buffers.largest * elem > GLIBC_MMAP_THRESHOLD_MAX
         return (min(in_flight, GLOO_RUNNING_CALLS) if big else in_flight + GLOO_RUNNING_CALLS), False
     return 0, False
@@ -268,7 +270,7 @@ def read_machine(runtime=None, environ: Mapping[str, str] = os.environ,
         cgroups = []
     room, source = host_headroom(total, available, cgroups, parse_budget(environ))
     free = cap = None
-    if runtime is not None and not runtime.is_host:
+    if runtime is not None and not runtime.host_only:
         info = runtime.memory_info()
         if info is not None:
             free = max(0, info[0] - int(DEVICE_RESERVE_FRACTION * info[1]))

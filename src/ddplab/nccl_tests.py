@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from . import collectives
 from .records.sweep import SweepRow
 
 _COLLECTIVE = re.compile(r"Collective test (?:starting|concluded):\s*(\w+?)_perf")
@@ -19,22 +20,19 @@ _BINARY = re.compile(r"\b(\w+?)_perf\b")
 _RANK_LINE = re.compile(r"^#\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+")
 _TYPES = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16",
           "fp8_e4m3", "fp8_e5m2", "int", "char"}
-# nccl-tests binary stem -> ddplab collective name
-_OP_NAMES = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
-             "broadcast": "broadcast", "reduce": "reduce", "alltoall": "all_to_all", "sendrecv": "send_recv"}
 
 
 UNNAMED = ""  # the op of rows no "<name>_perf" line has named (yet)
 
 
 @dataclass
-class Table:
+class NcclTestsTable:
     rows: list[SweepRow]
     world_size: int | None  # from the "# Rank N ..." lines, when present
     avg_busbw_gbps: float | None
 
 
-def parse(text: str) -> Table:
+def parse(text: str) -> NcclTestsTable:
     rows: list[SweepRow] = []
     op = UNNAMED
     ranks = 0
@@ -46,7 +44,7 @@ def parse(text: str) -> Table:
         if stripped.startswith("#"):
             m = _COLLECTIVE.search(stripped) or (_BINARY.search(stripped) if "_perf" in stripped else None)
             if m:
-                op = _OP_NAMES.get(m.group(1), m.group(1))
+                op = op_names().get(m.group(1), m.group(1))
                 # "concluded" comes after its table: name the rows that were read without one.
                 rows = [r if r.op else replace(r, op=op) for r in rows]
             if _RANK_LINE.match(stripped):
@@ -57,7 +55,12 @@ def parse(text: str) -> Table:
         row_pair = _parse_row(stripped.split(), op)
         if row_pair:
             rows.extend(row_pair)
-    return Table(rows=rows, world_size=ranks or None, avg_busbw_gbps=avg)
+    return NcclTestsTable(rows=rows, world_size=ranks or None, avg_busbw_gbps=avg)
+
+
+def op_names() -> dict[str, str]:
+    """nccl-tests binary stem -> ddplab collective name, as each collective's spec says (collectives/<name>.py)."""
+    return {spec.nccl_tests: spec.name for spec in collectives.specs() if spec.nccl_tests}
 
 
 def _parse_row(tokens: list[str], op: str) -> list[SweepRow] | None:

@@ -9,63 +9,16 @@ rejected. The policy only decides: the session starts (and always stops) a daemo
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 from .config import LaunchOptions
 from .errors import EnvironmentUnsupported, UsageError
 from .platform import Platform
 from .platform.collective_lib import version_tuple
 from .platform.vendors import SharedDeviceCosts
+from .records.placement import PRIVATE_DAEMON, RUNNING_DAEMON, Option, Placement
 
 _EPS = 1e-9
-
-# Placement.sharing_daemon: what the session does about the device-sharing daemon.
-PRIVATE_DAEMON = "private"  # start one for this run, stop it afterwards
-RUNNING_DAEMON = "running"  # one already runs (not ours): use it as it is, leave it running
-
-
-@dataclass(frozen=True)
-class Option:
-    """One setup the policy weighed for the ranks, and its verdict."""
-
-    setup: str  # e.g. "nccl with MPS (private daemon)"
-    backend: str
-    sharing_daemon: str | None  # PRIVATE_DAEMON, RUNNING_DAEMON or None
-    chosen: bool
-    why: str
-
-
-@dataclass(frozen=True)
-class Placement:
-    shared_device: bool
-    device_type: str
-    device_indices: tuple[int, ...]  # device index of each local rank
-    memory_fraction: float | None  # allocator cap per rank; None = no cap
-    memory_fraction_enforced: bool  # False on the host, where there is no device allocator
-    backend: str
-    backend_reason: str
-    env: dict[str, str] = field(default_factory=dict)  # set in every rank before init
-    warnings: tuple[str, ...] = ()
-    expected_failure: str | None = None  # what the library will refuse, when the user forced it
-    host_only: bool = False  # ranks run on the host CPU (no device index)
-    sharing_daemon: str | None = None  # PRIVATE_DAEMON, RUNNING_DAEMON or None: no daemon for this run
-    considered: tuple[Option, ...] = ()  # every setup weighed, the chosen one marked
-
-    @property
-    def nproc(self) -> int:
-        """Ranks this launcher starts: the one rank count (LaunchOptions.nproc is only the request)."""
-        return len(self.device_indices)
-
-    def global_rank(self, local_rank: int, node_base: int) -> int:
-        """Elastic numbers each machine's ranks as one block in local-rank order, from ``node_base``."""
-        return node_base + local_rank
-
-    def device_label(self, local_rank: int) -> str:
-        """How torch names the rank's device: "cpu" or "<type>:<index>"."""
-        return self.device_type if self.host_only else f"{self.device_type}:{self.device_indices[local_rank]}"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -103,13 +56,13 @@ def plan(opts: LaunchOptions, platform: Platform, daemon_failure: str | None = N
         device_type=platform.device_type,
         device_indices=indices,
         memory_fraction=fraction,
-        memory_fraction_enforced=fraction is not None and not platform.is_host_only,
+        memory_fraction_enforced=fraction is not None and not platform.host_only,
         backend=choice.backend,
         backend_reason=choice.reason,
         env=choice.env,
         warnings=choice.warnings,
         expected_failure=choice.expected_failure,
-        host_only=platform.is_host_only,
+        host_only=platform.host_only,
         sharing_daemon=choice.sharing_daemon,
         considered=choice.considered,
     )
@@ -185,9 +138,9 @@ def _choose_backend(opts: LaunchOptions, platform: Platform, shared: bool, daemo
     _check_backend_available(opts, platform)
     requested = opts.backend if opts.backend != "auto" else None
     insisted = daemon.kind if opts.sharing_daemon == "on" else None  # --mps: whatever the backend
-    if not shared or platform.is_host_only:
+    if not shared or platform.host_only:
         backend = requested or platform.backend
-        where = "every rank on the host CPU" if platform.is_host_only else "one rank per device"
+        where = "every rank on the host CPU" if platform.host_only else "one rank per device"
         reason = (f'requested with --backend ({where})' if requested else
                   f"{backend} is the {platform.vendor} backend for {platform.device_type} ({where})")
         return _single(backend, reason, insisted, platform)

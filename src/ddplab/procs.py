@@ -29,13 +29,13 @@ from __future__ import annotations
 import glob
 import os
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 import psutil
 
 from .platform import DeviceMonitor
-from .proc_identity import alive, start_ticks  # noqa: F401 - shared by the launcher, the drills
+from .proc_facts import INTERPRETERS, TORCHRUN_MARKER, Facts, snapshot
 from .records.clean import CleanRecord, Ended, GoneProcess, Orphan, OtherProcess, Survey
 from .rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
 
@@ -45,107 +45,10 @@ if TYPE_CHECKING:
 __all__ = ["CleanRecord", "Ended", "GoneProcess", "Orphan", "OtherProcess", "Survey", "classify", "clean", "end",
            "find_orphans", "survey"]
 
-TORCHRUN_MARKER = "TORCHELASTIC_RUN_ID"
 # Launcher marker variable -> which launcher set it. ddplab's comes first: its ranks may carry both.
 MARKERS = ((RUN_ID_ENV, "ddplab"), (TORCHRUN_MARKER, "torchrun"))
-_ENV_KEPT = (RUN_ID_ENV, LAUNCHER_PID_ENV, LAUNCHER_START_ENV, TORCHRUN_MARKER)
 ELASTIC_AGENT_PROGRAMS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
-INTERPRETERS = ("python", "pypy")
-# Interpreter flags that take no value: skipped to find the script an interpreter runs.
-_BARE_INTERPRETER_FLAGS = {"-u", "-B", "-O", "-OO", "-E", "-s", "-S", "-I", "-b", "-bb", "-q", "-P", "-R"}
 SAME_PROCESS_SLACK_S = 0.005  # start times are whole clock ticks (10 ms): another process differs by one
-
-
-# ---------------------------------------------------------------------------------------------
-# What /proc says about a process, read once
-
-
-@dataclass(frozen=True)
-class Facts:
-    """One process as /proc showed it. ``markers`` holds only the launcher variables."""
-
-    pid: int
-    ppid: int  # 0: the parent is outside this PID namespace
-    start_ticks: int | None  # clock ticks after boot: the same value from every PID namespace
-    ns_pid: int | None  # its pid inside its own PID namespace (last NSpid entry)
-    create_time: float
-    argv: tuple[str, ...] = ()  # kept in memory to recognise launchers; reports get program_name() only
-    name: str = ""
-    user: str | None = None
-    markers: Mapping[str, str] = field(default_factory=dict)
-    same_clock: bool = True  # in our time namespace, so its recorded start times compare with ours
-
-    @property
-    def program(self) -> str:
-        return program_name(self.argv) or self.name
-
-
-def program_name(argv: Sequence[str]) -> str:
-    """The program, never its arguments: `python train.py --hf-token X` -> `python train.py`.
-
-    An interpreter's program is the script or module it runs (`python -m torch.distributed.run`);
-    the code of `python -c` is an argument and is dropped.
-    """
-    if not argv:
-        return ""
-    prog = os.path.basename(argv[0])
-    if not prog.startswith(INTERPRETERS):
-        return prog
-    rest = list(argv[1:])
-    while rest and rest[0] in _BARE_INTERPRETER_FLAGS:
-        rest.pop(0)
-    if not rest:
-        return prog
-    if rest[0] == "-m" and len(rest) > 1:
-        return f"{prog} -m {rest[1]}"
-    if rest[0] == "-c":
-        return f"{prog} -c"
-    if not rest[0].startswith("-"):
-        return f"{prog} {os.path.basename(rest[0])}"
-    return prog
-
-
-def ns_pid(pid: int) -> int | None:
-    """The pid a process has inside its own PID namespace (what its os.getpid() returns)."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("NSpid:"):
-                    return int(line.split()[-1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def _time_namespace(pid: int | str) -> str | None:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/time")
-    except OSError:
-        return None
-
-
-def snapshot() -> dict[int, Facts]:
-    """Every live process we can see (zombies left out: they hold nothing and cannot be ended)."""
-    ours = _time_namespace("self")
-    table = {}
-    for proc in psutil.process_iter(["pid", "ppid", "create_time", "cmdline", "name", "username", "status"]):
-        info = proc.info
-        if info["status"] == psutil.STATUS_ZOMBIE or info["create_time"] is None:
-            continue
-        env = _environ(proc)
-        table[info["pid"]] = Facts(
-            pid=info["pid"], ppid=info["ppid"] or 0, start_ticks=start_ticks(info["pid"]), ns_pid=ns_pid(info["pid"]),
-            create_time=info["create_time"], argv=tuple(info["cmdline"] or ()), name=info["name"] or "",
-            user=info["username"], markers={k: env[k] for k in _ENV_KEPT if k in env},
-            same_clock=_time_namespace(info["pid"]) == ours)
-    return table
-
-
-def _environ(proc: psutil.Process) -> dict[str, str]:
-    try:
-        return proc.environ()
-    except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess, OSError):
-        return {}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,7 +56,9 @@ def _environ(proc: psutil.Process) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class OrphanVerdict:
+    """Whether one process is an orphan of a ddplab or torchrun run, and the evidence in words."""
+
     orphan: bool
     reason: str
     run_id: str | None = None
@@ -167,41 +72,41 @@ def marker(p: Facts) -> tuple[str, str] | None:
     return None
 
 
-def classify(pid: int, table: Mapping[int, Facts], _depth: int = 0) -> Verdict:
+def classify(pid: int, table: Mapping[int, Facts], _depth: int = 0) -> OrphanVerdict:
     """Is ``pid`` an orphan, with the evidence in words either way."""
     p = table[pid]
     mark = marker(p)
     if mark is None:
-        return Verdict(False, "no launcher marked it")
+        return OrphanVerdict(False, "no launcher marked it")
     kind, run_id = mark
     parent = table.get(p.ppid)
     if parent is None or parent.start_ticks is None:  # ppid 0, or it vanished while we read it
-        return Verdict(False, f"{kind} process of run {run_id}; its parent is outside this PID namespace or "
+        return OrphanVerdict(False, f"{kind} process of run {run_id}; its parent is outside this PID namespace or "
                               "unreadable: no evidence", run_id)
     if marker(parent) == mark:  # a worker's own child (a dataloader worker): judged with the worker
         if _depth >= 64:
-            return Verdict(False, f"{kind} process of run {run_id} under too deep a tree: no evidence", run_id)
+            return OrphanVerdict(False, f"{kind} process of run {run_id} under too deep a tree: no evidence", run_id)
         up = classify(parent.pid, table, _depth + 1)
-        return Verdict(up.orphan, f"child of pid {parent.pid} of the same run: {up.reason}", run_id)
+        return OrphanVerdict(up.orphan, f"child of pid {parent.pid} of the same run: {up.reason}", run_id)
     if kind == "ddplab":
         return _ddplab_rank(p, parent, table, run_id)
     return _torchrun_worker(p, parent, table, run_id)
 
 
-def _ddplab_rank(p: Facts, parent: Facts, table: Mapping[int, Facts], run_id: str) -> Verdict:
+def _ddplab_rank(p: Facts, parent: Facts, table: Mapping[int, Facts], run_id: str) -> OrphanVerdict:
     launcher = _launcher_identity(p)
     if launcher is None:
-        return Verdict(False, f"ddplab rank of run {run_id} without a recorded launcher start time (an older "
+        return OrphanVerdict(False, f"ddplab rank of run {run_id} without a recorded launcher start time (an older "
                               "ddplab): no evidence", run_id)
     if not p.same_clock:
-        return Verdict(False, f"ddplab rank of run {run_id} in another time namespace: start times do not "
+        return OrphanVerdict(False, f"ddplab rank of run {run_id} in another time namespace: start times do not "
                               "compare: no evidence", run_id)
     if _has_identity(parent, launcher):
-        return Verdict(False, f"ddplab rank of run {run_id}; its launcher (pid {parent.pid}) is alive", run_id)
+        return OrphanVerdict(False, f"ddplab rank of run {run_id}; its launcher (pid {parent.pid}) is alive", run_id)
     elsewhere = next((q for q in table.values() if _has_identity(q, launcher)), None)
     if elsewhere is not None:
-        return Verdict(False, f"ddplab rank of run {run_id}; its launcher (pid {elsewhere.pid}) is alive", run_id)
-    return Verdict(True, f"ddplab rank of run {run_id}; its launcher (pid {launcher[0]} in its PID namespace) is "
+        return OrphanVerdict(False, f"ddplab rank of run {run_id}; its launcher (pid {elsewhere.pid}) is alive", run_id)
+    return OrphanVerdict(True, f"ddplab rank of run {run_id}; its launcher (pid {launcher[0]} in its PID namespace) is "
                          f"gone: re-parented to pid {parent.pid} ({parent.program})", run_id)
 
 
@@ -215,20 +120,20 @@ def _has_identity(q: Facts, launcher: tuple[int, int]) -> bool:
     return q.start_ticks == ticks and (q.ns_pid is None or q.ns_pid == pid)
 
 
-def _torchrun_worker(p: Facts, parent: Facts, table: Mapping[int, Facts], run_id: str) -> Verdict:
+def _torchrun_worker(p: Facts, parent: Facts, table: Mapping[int, Facts], run_id: str) -> OrphanVerdict:
     if is_elastic_agent(parent):
-        return Verdict(False, f"torchrun worker of run {run_id}; its elastic agent (pid {parent.pid}) is alive",
+        return OrphanVerdict(False, f"torchrun worker of run {run_id}; its elastic agent (pid {parent.pid}) is alive",
                        run_id)
     if _is_namespace_init(parent) and not _may_be_launcher(parent):
         # Re-parented to init: its parent is gone, but that parent may have been a worker that detached it
         # (`setsid nohup helper &`), not the agent. The agent is gone only when nothing says it lives.
         alive_because = _launcher_may_live(p, run_id, table)
         if alive_because:
-            return Verdict(False, f"torchrun process of run {run_id}, re-parented to init (pid {parent.pid}); "
+            return OrphanVerdict(False, f"torchrun process of run {run_id}, re-parented to init (pid {parent.pid}); "
                                   f"{alive_because}", run_id)
-        return Verdict(True, f"torchrun worker of run {run_id}; its agent is gone: re-parented to init "
+        return OrphanVerdict(True, f"torchrun worker of run {run_id}; its agent is gone: re-parented to init "
                              f"(pid {parent.pid}, {parent.program}) and no launcher of its run is alive", run_id)
-    return Verdict(False, f"torchrun worker of run {run_id}; its parent pid {parent.pid} ({parent.program}) may "
+    return OrphanVerdict(False, f"torchrun worker of run {run_id}; its parent pid {parent.pid} ({parent.program}) may "
                           "be a launcher running elastic as a library: no evidence", run_id)
 
 
@@ -465,68 +370,3 @@ def _send(proc: psutil.Process, how: str) -> None:
         getattr(proc, how)()
     except psutil.NoSuchProcess:
         pass
-
-
-# ---------------------------------------------------------------------------------------------
-# Process helpers the launcher, the supervisor and the drills share (one copy of each)
-
-LEAK_WAIT_S = 3.0
-
-
-def signal_quietly(pid: int, sig: int) -> None:
-    """Send ``sig`` to a process that may already be gone."""
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def run_processes(run_id: str) -> list[int]:
-    """Live processes carrying ddplab's marker of run ``run_id`` (not this process, not its own helpers)."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.pid == os.getpid() or proc.environ().get(RUN_ID_ENV) != run_id or \
-                    proc.status() == psutil.STATUS_ZOMBIE:
-                continue
-            # multiprocessing's resource tracker is the launcher's own helper, started during the
-            # first launch and kept for the launcher's life; it exits with the launcher.
-            if proc.ppid() == os.getpid() and "multiprocessing.resource_tracker" in " ".join(proc.cmdline()):
-                continue
-            found.append(proc.pid)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
-            continue
-    return found
-
-
-def leaked(run_id: str | None, pids: Sequence[int], wait_s: float = LEAK_WAIT_S) -> list[int]:
-    """Processes of this run (its pids, or anything carrying its run id) still alive ``wait_s`` after it ended."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        left = sorted({p for p in pids if alive(p)} | set(run_processes(run_id) if run_id else ()))
-        if not left or time.monotonic() >= deadline:
-            return left
-        time.sleep(0.2)
-
-
-def end_processes(pids: Sequence[int], wait_s: float = 5.0) -> None:
-    """SIGKILL processes found to belong to a run (leaked ranks) and wait for them: reported, not left."""
-    procs = []
-    for pid in pids:
-        try:
-            proc = psutil.Process(pid)
-            proc.kill()  # psutil checks it is still the process it found (pid reuse)
-            procs.append(proc)
-        except psutil.NoSuchProcess:
-            continue
-    psutil.wait_procs(procs, timeout=wait_s)
-
-
-def wait_gone(pids: Sequence[int], timeout_s: float, stop=lambda: False) -> float | None:
-    """Wall time when every one of ``pids`` is gone; None after ``timeout_s`` or when ``stop()`` says so."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and not stop():
-        if pids and not any(alive(p) for p in pids):
-            return time.time()
-        time.sleep(0.05)
-    return None

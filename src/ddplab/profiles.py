@@ -67,7 +67,7 @@ class Machine:
     def of(cls, platform, device: str) -> "Machine":
         if platform is None:
             return cls(device, 1, True, False)
-        return cls(device, platform.device_count, platform.is_host_only,
+        return cls(device, platform.device_count, platform.host_only,
                    bool(platform.sharing_daemon and platform.sharing_daemon_control_path),
                    shares_through_host=_shares_through_host(platform, device))
 
@@ -77,7 +77,7 @@ def _shares_through_host(platform, device: str) -> bool:
     from .memory_plan import stages_through_host
     from .policy import plan
 
-    if platform.is_host_only:
+    if platform.host_only:
         return False
     try:
         placement = plan(LaunchOptions(device=device, nproc=2, placement="shared"), platform)

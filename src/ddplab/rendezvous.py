@@ -250,7 +250,7 @@ def register_across_machines() -> str:
 
 
 @dataclass(frozen=True)
-class Meeting:
+class StoreMeeting:
     """How this machine takes part in the job's rendezvous, once the store's host is settled."""
 
     store: "StorePlan"
@@ -263,7 +263,7 @@ def session_key(session: str) -> str:
 
 
 @contextlib.contextmanager
-def meet(store: "StorePlan", wait_s: float, session: str | None = None) -> Iterator[Meeting]:
+def meet(store: "StorePlan", wait_s: float, session: str | None = None) -> Iterator[StoreMeeting]:
     """Host the store (bind its socket) or wait, bounded, until it answers; exit 3 when it cannot,
     ``StoreWaitStopped`` when Ctrl+C or SIGTERM ends the wait.
 
@@ -288,12 +288,12 @@ def meet(store: "StorePlan", wait_s: float, session: str | None = None) -> Itera
             store = store.as_client(f"{store.decided_by}, but {exc}: another launcher on this machine hosts it")
     try:
         if listener is not None:
-            yield Meeting(store, {LISTEN_FD_KEY: listener.fileno(), STORE_HOST_KEY: store.bind_address})
+            yield StoreMeeting(store, {LISTEN_FD_KEY: listener.fileno(), STORE_HOST_KEY: store.bind_address})
         else:
             answered = wait_for_store(store, wait_s, stop_requested=interrupts.requested)
             if session is not None:
                 _wait_for_session(store, answered.address, session, wait_s - answered.waited_s)
-            yield Meeting(store, {STORE_HOST_KEY: answered.address})
+            yield StoreMeeting(store, {STORE_HOST_KEY: answered.address})
     finally:
         if listener is not None:
             _HOSTED.pop(listener.fileno(), None)  # the store stops serving once nothing else holds it

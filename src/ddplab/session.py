@@ -11,19 +11,19 @@ objects (the drills read the run directory and the failures).
 from __future__ import annotations
 
 import os
-import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from .config import LaunchOptions
+from .observer import QUIET, Observer  # noqa: F401 - every run's watcher; commands import it from here
 from .platform import Platform
-from .policy import Placement
-from .records.codec import to_json
+from .records.placement import Placement
 from .records.listen import Listened
-from .records.session import FailureRecord, RankOutcome, RankReturn, SessionRecord
+from .records.session import RankReturn, SessionRecord
 from .rundir import RunDir
 from .sampler import RankSampler
+from .session_record import session_record, torchrun_job_ranks
 from .supervision.job import JobOutcome, JobSpec, run_job
 from .supervision.meeting import Rendezvous
 
@@ -62,17 +62,6 @@ class Session:
         return [r.result for r in self.returns]
 
 
-@dataclass(frozen=True)
-class Observer:
-    """Who watches a run: a terminal (rich Console) to announce it and show live ranks, or nobody."""
-
-    console: Any = None
-    live: bool = True
-
-
-QUIET = Observer()
-
-
 def prepare(opts: LaunchOptions, with_memory: bool = False) -> tuple[Platform, Placement]:
     """Everything that can refuse the request, before anything is started or written."""
     from .platform import detect
@@ -99,7 +88,7 @@ def start_sharing_daemon(opts: LaunchOptions, platform: Platform, placement: Pla
     if make_daemon is not None:
         daemon = make_daemon(platform.spec, run.sharing_daemon_dir)
     else:  # carrying the run's markers: `ddplab clean` tells one left by a launcher that is gone
-        from .procs import start_ticks
+        from .proc_stat import start_ticks
 
         daemon = daemon_mod.PrivateDaemon(platform.spec, run.sharing_daemon_dir,
                                           run.marker_env(os.getpid(), start_ticks(os.getpid())))
@@ -218,7 +207,7 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
         if daemon is not None:
             daemon.stop()  # never leave a daemon behind, least of all one a crashed rank may have poisoned
         guardian.__exit__(None, None, None)
-    record = replace(_record(placement, run, outcome, sampler, daemon.record() if daemon else None,
+    record = replace(session_record(placement, run, outcome, sampler, daemon.record() if daemon else None,
                              outcome.hang, opts.nnodes), platform=platform, culprit=outcome.culprit,
                      machines_lost=None if outcome.ok else outcome.machines_lost)
     return Session(platform, placement, run, outcome, record, ended_at, list(sampler.device_queries),
@@ -296,8 +285,8 @@ def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
         sampler = RankSampler(run, monitor, enabled=False)  # torchrun's workers are not sampled
     finally:
         monitor.close()
-    record = replace(_record(placement, run, outcome, sampler, None, None, opts.nnodes), platform=platform,
-                     ranks=_job_rank_outcomes(placement, outcome))
+    record = replace(session_record(placement, run, outcome, sampler, None, None, opts.nnodes), platform=platform,
+                     ranks=torchrun_job_ranks(placement, outcome))
     return Session(platform, placement, run, outcome, record, time.time())
 
 
@@ -319,112 +308,3 @@ def _torchruns_store(nnodes: int) -> Listened:
                     store=f"{address}:{port} (torchrun's store)", store_port=int(port) if port.isdigit() else 0,
                     why_not=("torchrun started these ranks: its rendezvous store and the collectives' sockets are "
                              "where torchrun and the environment put them, not decided by ddplab.",)).record()
-
-
-def _job_rank_outcomes(placement: Placement, outcome: JobOutcome) -> list[RankOutcome]:
-    """Every rank of a torchrun job that this rank heard from (all of them when the job completed)."""
-    if not outcome.return_values:
-        return [RankOutcome(rank=r, local_rank=f.local_rank, pid=f.pid, device=None, peak_mem_bytes=None,
-                            status="failed", failure=FailureRecord(f.exitcode, f.signal, f.message[-1500:], ""))
-                for r, f in outcome.failures.items()]
-    return [RankOutcome(rank=v.rank, local_rank=v.local_rank, pid=v.pid, device=v.device,
-                        peak_mem_bytes=getattr(v.result, "peak_mem_bytes", None), status="finished",
-                        world_size=v.world_size, hostname=v.hostname, backend=v.backend,
-                        memory_cap_applied=v.memory_cap_applied, result=v.result)
-            for v in (outcome.return_values[r] for r in sorted(outcome.return_values))]
-
-
-def _record(placement: Placement, run: RunDir, outcome: JobOutcome, sampler: RankSampler, daemon: dict | None,
-            hang, nnodes: int) -> SessionRecord:
-    """What every multi-rank measurement reports about its run."""
-    return SessionRecord(
-        backend=placement.backend,
-        backend_reason=placement.backend_reason,
-        shared_device=placement.shared_device,
-        placement=to_json(placement),
-        warnings=list(placement.warnings),
-        sharing_daemon=daemon,
-        run_id=outcome.run_id,
-        run_dir=outcome.run_dir,
-        world_size=_world_size(outcome, placement, nnodes),
-        nnodes=nnodes,
-        # a script's ranks return nothing through elastic: every one ended with exit 0
-        completed=outcome.ok and (bool(outcome.return_values) or bool(outcome.ends)
-                                  and all(e.ok for e in outcome.ends.values())),
-        ranks=_rank_outcomes(placement, run, outcome, sampler),
-        torchrun_root_cause_rank=outcome.torchrun_root_cause_rank,
-        launcher_error=outcome.launcher_error,
-        listen=outcome.listen,
-        interrupted=outcome.interrupted,
-        hang=hang,
-        expected_failure=placement.expected_failure,
-        expected_failure_observed=_refusal_seen(placement, outcome),
-        duration_s=round(outcome.duration_s, 3),
-        timeseries=sampler.timeseries(),
-    )
-
-
-def _refusal_seen(placement: Placement, outcome: JobOutcome) -> bool | None:
-    """Did the library refuse with the words the policy predicted (forced backend)?"""
-    refusal = placement.expected_failure
-    if not refusal or outcome.ok:
-        return None
-    quoted = refusal.split('"')[1] if '"' in refusal else refusal
-    text = " ".join(f.message + f.log_tail for f in outcome.failures.values())
-    return quoted.lower() in text.lower()
-
-
-def _world_size(outcome: JobOutcome, placement: Placement, nnodes: int) -> int:
-    reported = [v.world_size for v in outcome.return_values.values()]
-    return reported[0] if reported else placement.nproc * nnodes
-
-
-def _node_base(placement: Placement, run: RunDir, outcome: JobOutcome) -> int:
-    """The global rank of this machine's local rank 0: from a rank that reported, else 0 (one machine)."""
-    from .supervision.states import read_states
-
-    for value in outcome.return_values.values():
-        return value.rank - value.local_rank
-    for rank, failure in outcome.failures.items():
-        return rank - failure.local_rank
-    states = read_states(run)
-    return next(iter(states.values())).node_base if states else 0
-
-
-def _ended_well(outcome: JobOutcome, rank: int) -> bool:
-    end = outcome.ends.get(rank)
-    return end is not None and end.ok
-
-
-def _rank_outcomes(placement: Placement, run: RunDir, outcome: JobOutcome,
-                   sampler: RankSampler) -> list[RankOutcome]:
-    """One entry per rank this launcher started, finished or not: identity, status, sampler peaks, result."""
-    from .supervision.states import read_states
-
-    peaks = sampler.peaks()
-    pids = run.rank_pids()
-    states = read_states(run)  # where each rank ran, for the ranks that did not return
-    base = _node_base(placement, run, outcome)
-    entries = []
-    for local in range(placement.nproc):
-        rank = placement.global_rank(local, base)
-        value = outcome.return_values.get(rank)
-        failure = outcome.failures.get(rank)
-        state = states.get(rank)
-        pid = value.pid if value else (failure.pid if failure else pids.get(rank))
-        entries.append(RankOutcome(
-            rank=rank, local_rank=local, pid=pid, device=placement.device_label(local),
-            peak_mem_bytes=getattr(value.result, "peak_mem_bytes", None) if value else None,
-            status="finished" if value or _ended_well(outcome, rank) else ("failed" if failure
-                                                                             else "stopped by launcher"),
-            peaks=peaks.get(rank),
-            world_size=value.world_size if value else None,
-            hostname=value.hostname if value else (state.host if state else None),
-            address=state.address if state else None,
-            backend=value.backend if value else None,
-            memory_cap_applied=value.memory_cap_applied if value else None,
-            failure=FailureRecord(failure.exitcode, failure.signal, failure.message[-1500:], failure.log_tail)
-            if failure else None,
-            result=value.result if value else None,
-        ))
-    return entries

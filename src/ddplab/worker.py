@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from .policy import Placement
+from .records.placement import Placement
 from .records.codec import to_json
 from .records.session import RankReturn
 from .rundir import RunDir
@@ -116,7 +116,7 @@ def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: Beac
         workload.before_init(ctx)
 
     init_kwargs = {"backend": placement.backend, "timeout": timedelta(seconds=job.timeout_s)}
-    if placement.backend == job.platform_backend and not runtime.is_host:
+    if placement.backend == job.platform_backend and not runtime.host_only:
         # Eager communicator creation, so that refusals ("Duplicate GPU detected")
         # surface in init_process_group rather than at the first collective.
         init_kwargs["device_id"] = runtime.device

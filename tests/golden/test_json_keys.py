@@ -54,9 +54,9 @@ def test_command_keeps_its_json_keys(outputs, name):
 def test_the_terminal_never_says_none_null_or_nan(outputs, name):
     """What the golden command printed, and its report rendered again with its check rows (tests/unit/
     test_terminal_words.py renders the fixtures the same way)."""
-    from ddplab.records import Report
+    from ddplab.catalog import report_from_json
     from tests.unit.test_terminal_words import missing_words, terminal_text
 
     assert missing_words((outputs / f"{name}.terminal").read_text()) == []
-    report = Report.from_json(json.loads((outputs / f"{name}.json").read_text()))
+    report = report_from_json(json.loads((outputs / f"{name}.json").read_text()))
     assert missing_words(terminal_text(report)) == []

@@ -26,7 +26,7 @@ from tests.conftest import load_json
 
 pytestmark = pytest.mark.slow
 TIMEOUT = "6"
-LATE_S = float(TIMEOUT) + 60  # the late rank's delay before init (drills/engine.py: late_s)
+LATE_S = float(TIMEOUT) + 60  # the late rank's delay before init (drills/runner.py: late_s)
 
 
 def _free_port() -> int:

@@ -11,8 +11,8 @@ import signal
 import pytest
 
 from ddplab.config import LaunchOptions
+from ddplab.drills import runner
 from ddplab.measurements.drill import DrillConfig
-from ddplab.drills import engine
 from ddplab.drills.kill_rank import kill_when_running
 from ddplab.records.core import Verdict
 from ddplab.session import QUIET, prepare
@@ -23,8 +23,8 @@ pytestmark = pytest.mark.slow
 def test_kill_rank_fails_when_the_ranks_die_before_the_kill(tmp_path):
     config = DrillConfig(launch=LaunchOptions(nproc=2, device="cpu", timeout_s=6.0, run_dir=str(tmp_path / "run")),
                          drills=("kill_rank",), victim=1)
-    ctx = engine.DrillContext(config, "kill_rank", *prepare(config.launch), QUIET)
-    seen = engine.observe(ctx, "kill_rank", "none", settings={"numel": -1},
+    ctx = runner.DrillContext(config, "kill_rank", *prepare(config.launch), QUIET)
+    seen = runner.observe(ctx, "kill_rank", "none", settings={"numel": -1},
                           controller=kill_when_running(1, 2, signal.SIGKILL, "SIGKILL to the rank"))
     out = seen.outcome
     assert out.session.completed is False  # the ranks did fail ...

@@ -24,7 +24,7 @@ LAUNCHER = textwrap.dedent("""
     import json, os, subprocess, sys, time
     from ddplab.rundir import RunDir
     from ddplab.supervision.job import Guardian
-    from ddplab.procs import start_ticks
+    from ddplab.proc_stat import start_ticks
     run = RunDir.create(sys.argv[1], "guardian-test")
     guardian = Guardian(run).__enter__()
     helper = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ddplab.job.boot import STACK_SIGNAL
+from ddplab.supervision.rank import STACK_SIGNAL
 from ddplab.rundir import RunDir
 from ddplab.supervision.evidence import answered
 from ddplab.supervision.watcher import request_dumps

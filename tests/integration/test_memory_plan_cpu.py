@@ -7,7 +7,7 @@ import pytest
 
 from ddplab.measurements import sweep
 from ddplab.records import Verdict
-from ddplab.records.load import read_report
+from ddplab.catalog import read_report
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.slow

@@ -31,7 +31,7 @@ def test_a_drill_and_a_users_job_are_judged_by_the_same_function_on_the_same_pat
     from ddplab.commands.launch import parse
     from ddplab.config import LaunchOptions
     from ddplab.measurements.drill import DrillConfig
-    from ddplab.drills.engine import DrillContext
+    from ddplab.drills.runner import DrillContext
     from ddplab.drills import kill_rank
     from ddplab.job.run import run as launch
     from ddplab.session import Observer, prepare

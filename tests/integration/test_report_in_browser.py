@@ -40,13 +40,15 @@ def crafted_strings() -> tuple[dict, int]:
 
 
 def crafted_typed_fields():
-    """A report object whose stages' names and summaries and output path carry payloads, rendered directly
-    (the page judges each stage's rows again; a stage's summary is the value of its leftover row)."""
+    """A report object whose stages' names and summaries, check rows and output path carry payloads, rendered
+    directly (the page shows the rows the lab judged: the record's own, crafted here too)."""
     report = read_back(load_fixture())
     run = report.results
     stages = [replace(s, summary=PAYLOADS[i % len(PAYLOADS)], name=PAYLOADS[(i + 1) % len(PAYLOADS)])
               for i, s in enumerate(run.stages)]
-    return replace(report, results=replace(run, stages=stages, out=PAYLOADS[2]))
+    checks = [replace(c, stage=PAYLOADS[i % len(PAYLOADS)], value=PAYLOADS[(i + 1) % len(PAYLOADS)])
+              for i, c in enumerate(run.checks)]
+    return replace(report, results=replace(run, stages=stages, checks=checks, out=PAYLOADS[2]))
 
 
 def test_crafted_reports_fire_no_dialog_in_chromium(tmp_path):

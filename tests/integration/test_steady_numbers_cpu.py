@@ -5,8 +5,8 @@ import os
 
 import pytest
 
+from ddplab.catalog import report_from_json
 from ddplab.measurements import contention
-from ddplab.records import Report
 from tests.conftest import load_json, processes_with_env, run_cli
 
 pytestmark = pytest.mark.slow
@@ -68,6 +68,6 @@ def test_contention_on_the_host_is_judged_against_its_cores(golden_run):
     assert r["ideal_factor"] == min(2, r["usable_cores"])
     assert r["efficiency"] == pytest.approx(sum(r["together_tflops"]) / (r["ideal_factor"] * r["solo_tflops"]))
     assert "usable cores" in r["method"] and "of the ideal aggregate" in proc.stdout
-    row, *rest = contention.checks(Report.from_json(doc).results)
+    row, *rest = contention.checks(report_from_json(doc).results)
     assert [c.check for c in rest] in ([], ["peak host RSS"])  # that row when the 0.5 s sampler saw the ranks
     assert row.verdict == doc["verdict"] == "pass" and row.threshold == "informational on the host"

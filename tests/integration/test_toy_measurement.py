@@ -13,7 +13,7 @@ from ddplab.profiles import Stage
 from ddplab.records import Check, Verdict
 from ddplab.records.compare import TimedRow, timed_rows_of
 from ddplab.records.figures import BarChart
-from ddplab.records.load import read_report
+from ddplab.catalog import read_report
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def test_a_toy_measurement_runs_as_a_stage_renders_and_compares(tmp_path):
     run = lab.run_stages(RunConfig(), [Stage("toy-1", "toy", ToyConfig())], out, Console(quiet=True))
     assert run.verdict is Verdict.PASS
     assert [(c.stage, c.check, c.verdict) for c in run.results.checks][0] == ("toy-1", "toy latency", Verdict.PASS)
-    again = read_report(str(tmp_path / "out" / "report.json"))  # read back through the records
+    again = read_report(str(out / "report.json"))  # read back through the records
     assert again.results.stages[0].report.results == ToyRecord(12.5)
     page = render_html(again)
     assert "toy latency" in page and "id='toy-toy-1'" in page and "ddplab toy --size 64" in page

@@ -2,9 +2,8 @@
 
 import pytest
 
-from ddplab.cluster.launchers import (
+from ddplab.cluster.launcher_env import (
     MPIRUN,
-    Asked,
     NONE,
     ONE_PER_NODE,
     ONE_PER_RANK,
@@ -13,11 +12,9 @@ from ddplab.cluster.launchers import (
     SRUN,
     TORCHRUN,
     detect,
-    expand_hostlist,
-    expand_tasks_per_node,
-    mistakes,
-    resolve,
 )
+from ddplab.cluster.launchers import Asked, mistakes, resolve
+from ddplab.cluster.slurm_lists import expand_hostlist, expand_tasks_per_node
 from ddplab.config import LaunchOptions
 from ddplab.errors import UsageError
 

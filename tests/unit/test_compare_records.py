@@ -17,6 +17,7 @@ from ddplab.records import Report, Verdict
 from ddplab.records.core import make_report, verdict_of
 from ddplab.records.compare import TimedRow, stage_rows
 from ddplab.records.sweep import SweepRow
+from ddplab.catalog import report_from_json
 from tests.unit.sweep_records import sweep_record
 
 
@@ -200,7 +201,7 @@ def test_stages_of_a_missing_from_b_fail_the_comparison_naming_them(tmp_path, ca
     assert doc["verdict"] == "fail"
     assert doc["results"]["missing_stages"] == ["train-shared", "sweep", "ceiling", "contention", "drills", "leftovers"]
     assert {"op": "all_reduce", "size_bytes": 8, "in_place": True, "loss": True} in doc["results"]["missing_rows"]
-    back = Report.from_json(doc).results  # the record reads back as it was written
+    back = report_from_json(doc).results  # the record reads back as it was written
     assert back.missing_stages == doc["results"]["missing_stages"] and len(back.lost_rows) == 10
     assert _exit(["compare", b, str(QUICK)]) == 0  # B may have more than A
 

@@ -65,7 +65,7 @@ def test_bad_input_is_refused_before_anything_starts(argv, reference, fragment):
 
 
 def test_a_job_across_machines_names_each_drill_session_the_same_on_every_machine():
-    from ddplab.drills.engine import DrillContext
+    from ddplab.drills.runner import DrillContext
 
     across = DrillConfig(drills=("stall",), launch=LaunchOptions(nproc=2, nnodes=2, rdzv_endpoint="node0:29400"))
     ctx = DrillContext(across, "stall", platform=None, placement=None, observer=None)

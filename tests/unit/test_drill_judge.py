@@ -6,8 +6,8 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from ddplab.drills import engine
-from ddplab.drills.engine import Injections, injected, judge
+from ddplab.drills import runner
+from ddplab.drills.runner import Injections, injected, judge
 from ddplab.drills.kill_rank import kill_when_running
 from ddplab.records.core import Verdict
 from ddplab.records.drill import DrillOutcome, Injection
@@ -61,14 +61,14 @@ def _run(tmp_path, pid):
 def test_kill_controller_records_nothing_when_the_rank_is_already_gone(monkeypatch, tmp_path):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()  # reaped: its pid names no process now
-    monkeypatch.setattr(engine, "wait_for_ranks", lambda run, count: {1: gone.pid})
+    monkeypatch.setattr(runner, "wait_for_ranks", lambda run, count: {1: gone.pid})
     log = Injections()
     kill_when_running(1, 2, signal.SIGKILL, "SIGKILL to the rank")(_run(tmp_path, gone.pid), log)
     assert log.at is None and log.what is None
 
 
 def test_kill_controller_records_nothing_when_the_victim_runs_on_another_machine(monkeypatch, tmp_path):
-    monkeypatch.setattr(engine, "wait_for_ranks", lambda run, count: {0: os.getpid()})  # this machine: rank 0
+    monkeypatch.setattr(runner, "wait_for_ranks", lambda run, count: {0: os.getpid()})  # this machine: rank 0
     log = Injections()
     kill_when_running(1, 1, signal.SIGKILL, "SIGKILL to the rank")(_run(tmp_path, os.getpid()), log)
     assert log.at is None
@@ -77,7 +77,7 @@ def test_kill_controller_records_nothing_when_the_victim_runs_on_another_machine
 def test_kill_controller_records_the_kill_it_delivered(monkeypatch, tmp_path):
     victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        monkeypatch.setattr(engine, "wait_for_ranks", lambda run, count: {1: victim.pid})
+        monkeypatch.setattr(runner, "wait_for_ranks", lambda run, count: {1: victim.pid})
         log = Injections()
         kill_when_running(1, 2, signal.SIGKILL, "SIGKILL to the rank")(_run(tmp_path, victim.pid), log)
         assert victim.wait(timeout=10) == -signal.SIGKILL
@@ -92,7 +92,7 @@ def test_drills_between_machines_skip_on_one_machine_without_starting_anything(t
     from ddplab.config import LaunchOptions
     from ddplab.measurements.drill import DrillConfig
     from ddplab.drills import get
-    from ddplab.drills.engine import DrillContext
+    from ddplab.drills.runner import DrillContext
 
     config = DrillConfig(launch=LaunchOptions(nproc=2, run_dir=str(tmp_path / "runs")), drills=("kill_node",))
     for name in ("kill_node", "partition"):

@@ -1,4 +1,4 @@
-"""The rank side of the engines (workloads/engines.py) in this process, as a one-rank gloo group: which engine
+"""The rank side of the engines (workloads/callers.py) in this process, as a one-rank gloo group: which engine
 made the calls (the fake binding counts them), how many (warmup, every timed call, the check), the rows of
 each engine, and the torch engine opening no binding at all."""
 
@@ -11,7 +11,7 @@ from ddplab.platform import library_binding as lb
 from ddplab.records.storm import StormSettings
 from ddplab.records.sweep import SweepSettings
 from ddplab.worker import RankContext
-from ddplab.workloads import engines, storm, sweep
+from ddplab.workloads import callers, storm, sweep
 from tests.library_fake import GlooBinding
 
 MADE: list[GlooBinding] = []
@@ -41,8 +41,8 @@ def _sweep_settings(engine: str) -> SweepSettings:
 
 
 def test_the_engine_names_put_torch_first():
-    assert engines.engine_names("both") == ("torch", "library")
-    assert engines.engine_names("library") == ("library",) and engines.engine_names("torch") == ("torch",)
+    assert callers.engine_names("both") == ("torch", "library")
+    assert callers.engine_names("library") == ("library",) and callers.engine_names("torch") == ("torch",)
 
 
 def test_a_library_sweep_makes_every_call_through_the_binding(one_rank):

@@ -13,7 +13,7 @@ import json
 import pytest
 from rich.console import Console
 
-from ddplab import comparison, engines, measurements, profiles
+from ddplab import comparison, library_engine, measurements, profiles
 from ddplab.cli import main
 from ddplab.commands import storm as storm_cmd
 from ddplab.commands import sweep as sweep_cmd
@@ -25,12 +25,13 @@ from ddplab.measurements import storm, sweep
 from ddplab.platform import describe
 from ddplab.platform import library_binding as lb
 from ddplab.policy import plan
-from ddplab.records import Report, Verdict
+from ddplab.records import Verdict
 from ddplab.records.codec import from_json, to_json
-from ddplab.records.engines import BindingStatus, LibraryEngineRecord
+from ddplab.records.library_engine import BindingStatus, LibraryEngineRecord
 from ddplab.records.session import Distribution, Histogram
 from ddplab.records.storm import StormRankResult, StormRecord
 from ddplab.records.sweep import Repetition, SweepRankResult, SweepRankRow, SweepRecord, SweepSettings
+from ddplab.catalog import report_from_json
 from tests.unit import fakes
 from tests.unit.fake_sessions import session_record
 from tests.unit.sweep_records import session_record as sweep_session
@@ -90,7 +91,7 @@ def _placement(platform, **launch):
 
 def test_the_torch_engine_needs_no_binding():
     platform = describe(fakes.musa())
-    assert engines.prepare_library("torch", platform, _placement(platform, nproc=1), environ={},
+    assert library_engine.prepare_library("torch", platform, _placement(platform, nproc=1), environ={},
                                    import_module=lambda name: pytest.fail("torch imports no binding")) is None
 
 
@@ -99,7 +100,7 @@ def test_the_torch_engine_needs_no_binding():
 def test_a_vendor_without_a_binding_says_so_with_exit_3(probe, engine):
     platform = describe(probe)
     with pytest.raises(EnvironmentUnsupported) as err:
-        engines.prepare_library(engine, platform, _placement(platform, nproc=1), environ={})
+        library_engine.prepare_library(engine, platform, _placement(platform, nproc=1), environ={})
     assert err.value.exit_code == 3 and err.value.reference == "no-library-binding"
     assert "no library binding known" in err.value.message
 
@@ -107,7 +108,7 @@ def test_a_vendor_without_a_binding_says_so_with_exit_3(probe, engine):
 def test_a_missing_binding_is_exit_3_with_the_install_hint():
     platform = describe(fakes.nvidia(2))  # nccl4py is not installed on the test machine: the real import fails
     with pytest.raises(EnvironmentUnsupported) as err:
-        engines.prepare_library("library", platform, _placement(platform, placement="per-device"), environ={})
+        library_engine.prepare_library("library", platform, _placement(platform, placement="per-device"), environ={})
     assert err.value.exit_code == 3 and err.value.reference == "library-binding-missing"
     assert "nccl4py is not installed" in err.value.message and NCCL4PY_HINT in err.value.hint
 
@@ -124,7 +125,7 @@ class _Unreachable:
 def test_a_binding_that_cannot_reach_its_library_is_exit_3():
     platform = describe(fakes.nvidia(2))
     with pytest.raises(EnvironmentUnsupported) as err:
-        engines.prepare_library("both", platform, _placement(platform, placement="per-device"),
+        library_engine.prepare_library("both", platform, _placement(platform, placement="per-device"),
                                 environ={lb.SUBSTITUTE_ENV: f"{__name__}:_Unreachable"})
     assert err.value.exit_code == 3 and err.value.reference == "library-binding-unusable"
     assert "cannot reach its library" in err.value.message and "libnccl.so.2" in err.value.message
@@ -133,21 +134,22 @@ def test_a_binding_that_cannot_reach_its_library_is_exit_3():
 def test_several_ranks_on_one_device_follow_the_loaded_library():
     old = describe(fakes.nvidia(1, loaded="2.28.9"))
     with pytest.raises(EnvironmentUnsupported) as err:
-        engines.prepare_library("library", old, _placement(old, placement="shared"), environ={lb.SUBSTITUTE_ENV: FAKE})
+        library_engine.prepare_library("library", old, _placement(old, placement="shared"),
+                                       environ={lb.SUBSTITUTE_ENV: FAKE})
     assert err.value.exit_code == 3 and err.value.reference == "library-refuses-shared-device"
     new = describe(fakes.nvidia(1, loaded="2.30.7"))  # no sharing daemon here: the policy chose gloo for torch
     placement = _placement(new, placement="shared")
     assert placement.backend == "gloo" and "NCCL_MULTI_RANK_GPU_ENABLE" not in placement.env
-    record = engines.prepare_library("library", new, placement, environ={lb.SUBSTITUTE_ENV: FAKE})
+    record = library_engine.prepare_library("library", new, placement, environ={lb.SUBSTITUTE_ENV: FAKE})
     assert record.env == {"NCCL_MULTI_RANK_GPU_ENABLE": "1"}  # the library engine still calls the library
     assert len(record.warnings) == 1 and "time-slice" in record.warnings[0] and "4,501.7 us" in record.warnings[0]
     with_daemon = describe(fakes.nvidia(1, loaded="2.30.7", mps_control=True))
     placement = _placement(with_daemon, placement="shared")
     assert placement.backend == "nccl" and placement.sharing_daemon == "private"
-    record = engines.prepare_library("library", with_daemon, placement, environ={lb.SUBSTITUTE_ENV: FAKE})
+    record = library_engine.prepare_library("library", with_daemon, placement, environ={lb.SUBSTITUTE_ENV: FAKE})
     assert record.env == {} and record.warnings == []
     two = describe(fakes.nvidia(2, loaded="2.28.9"))
-    assert engines.prepare_library("library", two, _placement(two, placement="per-device"),
+    assert library_engine.prepare_library("library", two, _placement(two, placement="per-device"),
                                    environ={lb.SUBSTITUTE_ENV: FAKE}).warnings == []
 
 
@@ -190,7 +192,7 @@ def test_the_commands_on_this_host_say_no_binding_is_known(monkeypatch, capsys, 
 
 STATUS = BindingStatus("gloo-fake", True, "gloo-fake test calls Gloo gloo", binding_version="test",
                        library_version="gloo", substitute=FAKE)
-LIBRARY = LibraryEngineRecord(binding=STATUS, env={}, method=engines.METHOD)
+LIBRARY = LibraryEngineRecord(binding=STATUS, env={}, method=library_engine.METHOD)
 
 
 def _storm_rank(mean_us: float, p50_us: float, correct: bool = True, library=None) -> StormRankResult:
@@ -273,7 +275,7 @@ def test_a_sweep_through_both_engines_has_both_rows_and_the_added_cost_at_each_s
     assert [(t.op, t.size_bytes, t.time_us) for t in record.timed_rows()] == [
         ("all_reduce", 8, 40.0), ("all_reduce", 64, 50.0), ("library:all_reduce", 8, 10.0),
         ("library:all_reduce", 64, 45.0)]
-    back = Report.from_json(json.loads(json.dumps(measurements.report(sweep, SweepConfig(engine="both"),
+    back = report_from_json(json.loads(json.dumps(measurements.report(sweep, SweepConfig(engine="both"),
                                                                       record).to_json())))
     assert back.results == record and back.config.engine == "both"
 
@@ -380,8 +382,8 @@ def test_the_binding_line_says_whether_it_calls_the_copy_torch_binds():
     other = dataclasses.replace(STATUS, same_library_as_framework=False)
     assert "the copy torch's calls bind to" in same.describe() and "NOT" not in same.describe()
     assert "NOT the copy torch's calls bind to" in other.describe()
-    assert engines.binding_check(LibraryEngineRecord(other, {}, "m")).verdict == Verdict.WARN
-    assert engines.binding_check(LibraryEngineRecord(same, {}, "m")).verdict == Verdict.PASS
+    assert library_engine.binding_check(LibraryEngineRecord(other, {}, "m")).verdict == Verdict.WARN
+    assert library_engine.binding_check(LibraryEngineRecord(same, {}, "m")).verdict == Verdict.PASS
 
 
 # --- the lab ----------------------------------------------------------------------------------------------------

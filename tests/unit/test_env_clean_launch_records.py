@@ -21,6 +21,7 @@ from ddplab.records.clean import CleanRecord, Ended, GoneProcess, Orphan, OtherP
 from ddplab.records.codec import from_json, to_json
 from ddplab.records.env import TwoRankPlan
 from ddplab.records.launch import JobHost, LaunchRecord
+from ddplab.catalog import report_from_json
 from tests.unit import fakes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -113,7 +114,7 @@ def test_launch_config_refuses_bad_values(kwargs, reference):
 def test_env_report_reads_back_and_its_checks_judge_the_same(monkeypatch):
     monkeypatch.setattr(env_measurement, "survey_device", lambda platform: Survey([], []))  # not this machine's
     doc, _ = fakes.env_screen(monkeypatch, fakes.musa(2))
-    report = Report.from_json(json.loads(json.dumps(doc)))
+    report = report_from_json(json.loads(json.dumps(doc)))
     assert report.config == EnvConfig() and report.platform.device_type == "musa"
     assert report.results.platform == report.platform  # the envelope's machine, back beside the results
     rows = env_measurement.checks(report.results)
@@ -171,7 +172,7 @@ def test_clean_report_reads_back_whichever_process_was_named():
         record = _clean(named=named)
         doc = Report(command="clean", config=CleanConfig(pid=9), platform=None, results=record,
                      verdict=Verdict.WARN).to_json()
-        back = Report.from_json(json.loads(json.dumps(doc)))
+        back = report_from_json(json.loads(json.dumps(doc)))
         assert back.results == record and back.config == CleanConfig(pid=9)
     assert to_json(GoneProcess(9)) == {"pid": 9, "gone": True}  # as before
 
@@ -180,7 +181,7 @@ def test_clean_report_reads_back_whichever_process_was_named():
 
 def test_a_launch_report_reads_back_as_a_launch_record():
     doc = json.loads(LAUNCH_REPORT.read_text())
-    report = Report.from_json(copy.deepcopy(doc))
+    report = report_from_json(copy.deepcopy(doc))
     record = report.results
     assert isinstance(record, LaunchRecord) and isinstance(report.platform, JobHost)
     # Written before --ras existed: it reads back with RAS off, and everything else as it was written.
@@ -203,7 +204,7 @@ def test_a_launch_report_reads_back_as_a_launch_record():
 
 
 def test_a_job_passes_only_when_it_succeeded_and_left_nothing_running():
-    record = Report.from_json(json.loads(LAUNCH_REPORT.read_text())).results
+    record = report_from_json(json.loads(LAUNCH_REPORT.read_text())).results
     fields = {f: getattr(record, f) for f in ("job_dir", "run_id", "duration_s", "detected_at", "detected_by",
                                               "hang", "torchrun_root_cause_rank", "ranks", "launcher_error")}
     from ddplab.records.launch import LeftProcess

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ddplab import html_report
+from ddplab import html_markup, html_report
 from ddplab.errors import UsageError
 from tests.crafted_reports import PAYLOADS, assert_inert, dotted, leaves, load_fixture, names_field, read_back, \
     with_value
@@ -76,14 +76,14 @@ def test_the_renderer_alone_escapes_what_reading_would_have_refused(fixture_doc)
     crafted = replace(report, verdict=report.verdict, results=replace(run, stages=stages, out=PAYLOADS[0]))
     page = html_report.render_html(crafted)
     assert_inert(page, crafted.to_json())
-    assert html_report.h("{}", PAYLOADS[1]) in page  # the stage names reached the page, as text
+    assert html_markup.h("{}", PAYLOADS[1]) in page  # the stage names reached the page, as text
 
 
 @pytest.mark.parametrize("text", ["</script><script>alert(1)</script>", "<!--<script>", "a\u2028b\u2029c",
                                   "</SCRIPT >", "&lt;/script&gt;"])
 def test_the_json_data_block_cannot_end_early(fixture_doc, text):
     crafted = with_value(fixture_doc, [("results", "checks", 0, "value")], text)
-    block = html_report.json_for_script(crafted)
+    block = html_markup.json_for_script(crafted)
     assert "<" not in block and ">" not in block and "\u2028" not in block and "\u2029" not in block
     assert json.loads(block) == crafted
     report = read_back(crafted)
@@ -91,14 +91,14 @@ def test_the_json_data_block_cannot_end_early(fixture_doc, text):
 
 
 def test_markup_is_built_only_from_this_module_s_own_templates():
-    """Structural: every h() template is a string literal, and Markup() wraps only the CSS
-    constant and the escaped JSON block, so no document value can become markup."""
+    """Structural: the escaping helpers h() and concat() live in html_markup.py alone; every h() template of the
+    page is a string literal, and Markup() wraps only the CSS constant and the escaped JSON block, so no document
+    value can become markup."""
+    markup = ast.parse(Path(html_markup.__file__).read_text())
+    assert {f.name for f in markup.body if isinstance(f, ast.FunctionDef)} >= {"h", "concat"}
     tree = ast.parse(SOURCE.read_text())
-    helpers = [f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name in ("h", "concat")]
-    assert len(helpers) == 2
-    inside_helpers = {id(n) for f in helpers for n in ast.walk(f)}
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-             and id(n) not in inside_helpers]
+    assert not [f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name in ("h", "concat")]
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
     templates = [c for c in calls if c.func.id == "h"]
     assert templates and all(isinstance(c.args[0], ast.Constant) and isinstance(c.args[0].value, str)
                              for c in templates)
@@ -108,8 +108,8 @@ def test_markup_is_built_only_from_this_module_s_own_templates():
 
 @pytest.mark.parametrize("module", ["html_charts", "html_summary"])
 def test_the_drawing_modules_build_markup_only_from_literal_templates(module):
-    """The charts and the first screen are drawn in modules of their own, with html_report's h(): every
-    template a string literal, and no Markup() of their own (html_report stays the one place that escapes)."""
+    """The charts and the first screen are drawn in modules of their own, with html_markup's h(): every
+    template a string literal, and no Markup() of their own (html_markup stays the one place that escapes)."""
     import importlib
 
     tree = ast.parse(Path(importlib.import_module(f"ddplab.{module}").__file__).read_text())

@@ -3,21 +3,32 @@ function, records.make_report, whose verdict is the worst of the kind's checks o
 
 import pytest
 
-from ddplab import comparison, measurements
-from ddplab.records import Check, Report, Verdict, make_report
+from ddplab import catalog, comparison
+from ddplab.records import Check, Verdict, make_report
 from ddplab.records.compare import CompareConfig, CompareRecord, ComparedRow
 from ddplab.records.hooks import ChoosesAtRun, Kind
 
 
-@pytest.mark.parametrize("name", list(measurements.kinds()))
+KINDS = [name for name in catalog.kinds() if catalog.kind_of(name) is not None]
+
+
+def test_every_report_but_a_comparisons_and_a_checks_has_a_kind():
+    assert set(catalog.kinds()) - set(KINDS) == {"compare", "check"}  # read through their records alone
+
+
+def test_a_comparison_is_the_kind_that_makes_it():
+    assert comparison.Config is catalog.types_for("compare")[0] and comparison.Record is catalog.types_for("compare")[1]
+
+
+@pytest.mark.parametrize("name", KINDS)
 def test_every_kind_has_the_measurement_shape(name):
-    kind = measurements.get(name)
+    kind = catalog.kind_of(name)
     assert isinstance(kind, Kind) and kind.NAME == name
     assert kind.Config.__dataclass_params__.frozen and kind.SUMMARY
 
 
 def test_the_kinds_that_choose_at_run_time_say_so():
-    assert {n for n in measurements.kinds() if isinstance(measurements.get(n), ChoosesAtRun)} == \
+    assert {n for n in KINDS if isinstance(catalog.kind_of(n), ChoosesAtRun)} == \
         {"sweep", "run", "launch"}
 
 
@@ -40,7 +51,7 @@ def test_a_comparison_is_judged_alone_and_again_when_read_back_with_what_it_was_
     record = CompareRecord(rows=[_compared(0.01, spike=True)], verdict_changes=[], config=config)
     report = make_report(comparison, config, record)
     assert report.verdict is Verdict.PASS  # the spike is below --min-size: shown, not judged
-    again = Report.from_json(report.to_json())
+    again = catalog.report_from_json(report.to_json())
     assert again.results.config == config and again.results.checks() == record.checks()
     assert "B within 5 % of A" in {c.threshold for c in again.results.checks()}
 

@@ -20,6 +20,7 @@ from ddplab.records.launch import Hang, RasAnswer
 from ddplab.records.session import RankSample, Sample, Timeseries
 from ddplab.rundir import RunDir
 from ddplab.sampler import RankSampler
+from ddplab.catalog import report_from_json
 from tests.crafted_reports import PAYLOADS, assert_inert, dotted, leaves, names_field, read_back, with_value
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -53,7 +54,7 @@ LISTEN = {"loopback_only": False, "single_machine": True, "store": "127.0.0.1:41
 
 
 def fixture_report() -> Report:
-    return Report.from_json(json.loads(LAUNCH_REPORT.read_text()))
+    return report_from_json(json.loads(LAUNCH_REPORT.read_text()))
 
 
 def with_evidence(report: Report) -> Report:
@@ -176,7 +177,7 @@ def test_where_the_job_listened_is_a_table_of_its_own_read_back_and_escaped():
     report = fixture_report()
     doc = report.to_json()
     doc["results"]["listen"] = LISTEN
-    back = Report.from_json(json.loads(json.dumps(doc)))
+    back = report_from_json(json.loads(json.dumps(doc)))
     assert back.to_json()["results"]["listen"] == LISTEN  # read back as written: exposure.to_dict()'s shape
     listen = back.results.figures("launch")[2]
     assert (listen.id, listen.columns) == ("launch-listen", ["what", "where"])

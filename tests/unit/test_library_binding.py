@@ -13,7 +13,10 @@ import pytest
 
 from ddplab.errors import EnvironmentUnsupported, ExitCode, UsageError
 from ddplab.platform import VENDORS, describe
+from ddplab.collectives.common import LibraryCall
 from ddplab.platform import library_binding as lb
+from ddplab.platform.library_calls import check_call
+from ddplab.platform.nccl4py import Nccl4pyAdapter
 from tests.unit import fakes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,7 +171,10 @@ def test_the_id_crosses_two_processes_through_a_tcp_store(tmp_path):
 import sys
 sys.path[:0] = {[str(Path(lb.__file__).resolve().parents[2]), str(ROOT)]!r}
 import torch.distributed as dist
+from ddplab.collectives.common import LibraryCall
 from ddplab.platform import library_binding as lb
+from ddplab.platform.library_calls import check_call
+from ddplab.platform.nccl4py import Nccl4pyAdapter
 store = dist.TCPStore("127.0.0.1", {store.port}, 2, is_master=False)
 got = lb.exchange_unique_id(store, "job/unique-id", False, lambda: b"not the root")
 open({str(tmp_path / "got")!r}, "wb").write(got)
@@ -206,7 +212,7 @@ def _stand_in_modules():
 def test_nvidia_opens_the_nccl4py_adapter_when_the_binding_imports():
     bindings, importer = _stand_in_modules()
     binding = lb.open_binding(describe(fakes.nvidia(2)), environ={}, import_module=importer)
-    assert binding.name == "nccl4py" and isinstance(binding.adapter, lb.Nccl4pyAdapter)
+    assert binding.name == "nccl4py" and isinstance(binding.adapter, Nccl4pyAdapter)
     assert binding.adapter.new_unique_id() == b"\x07" * 128
 
 
@@ -214,15 +220,15 @@ def test_nccl4py_calls_get_pointers_counts_codes_then_comm_and_stream():
     import torch
 
     bindings, importer = _stand_in_modules()
-    adapter = lb.Nccl4pyAdapter(bindings, importer)
+    adapter = Nccl4pyAdapter(bindings, importer)
     stream = types.SimpleNamespace(cuda_stream=0x5EED)
     buf = torch.zeros(8)
     ag_out = torch.zeros(8, dtype=torch.bfloat16)
     calls = {
-        "all_reduce": lb.LibraryCall("all_reduce", 8, send=buf, recv=buf, op="sum"),
-        "all_gather": lb.LibraryCall("all_gather", 4, send=ag_out[4:], recv=ag_out),
-        "broadcast": lb.LibraryCall("broadcast", 8, send=buf, recv=buf, root=0),
-        "reduce": lb.LibraryCall("reduce", 8, send=buf, recv=buf, root=0, op="sum"),
+        "all_reduce": LibraryCall("all_reduce", 8, send=buf, recv=buf, op="sum"),
+        "all_gather": LibraryCall("all_gather", 4, send=ag_out[4:], recv=ag_out),
+        "broadcast": LibraryCall("broadcast", 8, send=buf, recv=buf, root=0),
+        "reduce": LibraryCall("reduce", 8, send=buf, recv=buf, root=0, op="sum"),
     }
     for call in calls.values():
         adapter.bind((call,), "COMM", stream)()
@@ -239,9 +245,9 @@ def test_nccl4py_groups_sends_and_receives_in_one_group():
     import torch
 
     bindings, importer = _stand_in_modules()
-    adapter = lb.Nccl4pyAdapter(bindings, importer)
+    adapter = Nccl4pyAdapter(bindings, importer)
     send, recv = torch.ones(4, dtype=torch.int32), torch.zeros(4, dtype=torch.int32)
-    issue = adapter.bind((lb.LibraryCall("send", 4, send=send, peer=1), lb.LibraryCall("recv", 4, recv=recv, peer=1)),
+    issue = adapter.bind((LibraryCall("send", 4, send=send, peer=1), LibraryCall("recv", 4, recv=recv, peer=1)),
                          "COMM", types.SimpleNamespace(cuda_stream=3))
     assert bindings.log == []  # nothing issued while binding
     issue()
@@ -255,7 +261,7 @@ def test_nccl4py_refuses_a_dtype_it_has_no_code_for():
     bindings, importer = _stand_in_modules()
     buf = torch.zeros(2, dtype=torch.complex64)
     with pytest.raises(ValueError, match="no data type for torch.complex64"):
-        lb.Nccl4pyAdapter(bindings, importer).bind((lb.LibraryCall("all_reduce", 2, send=buf, recv=buf),), "C",
+        Nccl4pyAdapter(bindings, importer).bind((LibraryCall("all_reduce", 2, send=buf, recv=buf),), "C",
                                                    types.SimpleNamespace(cuda_stream=0))
 
 
@@ -265,15 +271,15 @@ def test_a_count_that_does_not_fit_its_buffer_is_refused():
     import torch
 
     out = torch.zeros(8)
-    lb.check_call(lb.LibraryCall("all_gather", 4, send=out[:4], recv=out), 2)  # fits
+    check_call(LibraryCall("all_gather", 4, send=out[:4], recv=out), 2)  # fits
     with pytest.raises(ValueError, match="recv buffer holds 8 elements.*needs 12"):
-        lb.check_call(lb.LibraryCall("all_gather", 4, send=out[:4], recv=out), 3)
+        check_call(LibraryCall("all_gather", 4, send=out[:4], recv=out), 3)
     with pytest.raises(ValueError, match="not contiguous"):
-        lb.check_call(lb.LibraryCall("all_reduce", 4, send=out[::2], recv=out[::2]), 2)
+        check_call(LibraryCall("all_reduce", 4, send=out[::2], recv=out[::2]), 2)
     with pytest.raises(ValueError, match="no send buffer"):
-        lb.check_call(lb.LibraryCall("send", 4, recv=out[:4], peer=1), 2)
+        check_call(LibraryCall("send", 4, recv=out[:4], peer=1), 2)
     with pytest.raises(ValueError, match='unknown library call "alltoall"'):
-        lb.check_call(lb.LibraryCall("alltoall", 4, send=out, recv=out), 2)
+        check_call(LibraryCall("alltoall", 4, send=out, recv=out), 2)
 
 
 # --- communicators in a one-rank group ---------------------------------------------------------
@@ -306,7 +312,7 @@ def test_a_communicator_is_made_through_the_group_store_and_the_key_removed(one_
     with binding.communicator(device_index=None) as comm:
         assert (comm.rank, comm.world_size) == (0, 1)
         buf = torch.ones(4)
-        comm.bind([lb.LibraryCall("all_reduce", 4, send=buf, recv=buf, op="sum")])()
+        comm.bind([LibraryCall("all_reduce", 4, send=buf, recv=buf, op="sum")])()
         assert buf.tolist() == [1.0] * 4
     assert len(binding.adapter.unique_ids) == 1
     import torch.distributed as dist

@@ -4,7 +4,7 @@ import pytest
 
 from ddplab import collectives
 from ddplab.collectives.common import torch_dtype
-from ddplab.platform.library_binding import check_call
+from ddplab.platform.library_calls import check_call
 
 SIZE = 96 * 4  # bytes: a multiple of 2, 3 and 4 ranks' chunks
 

@@ -25,6 +25,7 @@ from ddplab.records.session import Distribution, Histogram, RankOutcome
 from ddplab.records.storm import StormRankResult, StormRecord, StormSummary
 from ddplab.records.sweep import Repetition, SweepRankRow, SweepRecord
 from ddplab.workloads.machines import several_launchers, this_machine
+from ddplab.catalog import report_from_json
 from tests.crafted_reports import assert_inert
 from tests.unit.fake_sessions import session_record
 
@@ -272,7 +273,7 @@ def test_the_html_report_draws_the_machines_the_groups_and_the_pairs_escaping_a_
                                within_threshold=True, summary=SUMMARY,
                                machines=aggregate.storm_machines([storm_rank(job)], 4))
     report = _report("storm", StormConfig(), storm_record)
-    page = html_report.render_html(Report.from_json(report.to_json()))
+    page = html_report.render_html(report_from_json(report.to_json()))
     assert_inert(page, report.to_json())
     assert "id='machines-storm'" in page and "id='storm-machines-storm'" in page and evil not in page
     sweep_record = SweepRecord(session=session_record(), mode="pipelined", dtype="float", rows=[],
@@ -283,7 +284,7 @@ def test_the_html_report_draws_the_machines_the_groups_and_the_pairs_escaping_a_
         [], machines=pairs_job({(B, C): 1000.0, (A, C): 1000.0, (A, B): 100.0}))])
     pair_report = _report("pairwise", PairwiseConfig(launch=LaunchOptions(nproc=1, nnodes=3,
                                                                           rdzv_endpoint=f"{A}:29400")), pair_record)
-    page = html_report.render_html(Report.from_json(pair_report.to_json()))
+    page = html_report.render_html(report_from_json(pair_report.to_json()))
     assert_inert(page, pair_report.to_json())
     assert "id='pairs-pairwise'" in page and "id='pairs-busbw-pairwise'" in page
     assert page.count(">slow<") == 2 and f"{A} &lt;-&gt; {C}" in page

@@ -219,7 +219,7 @@ def _device_runtime(accelerator: bool, private: bool):
 
     runtime = DeviceRuntime("cpu", 0)
     module = _Module()
-    runtime.is_host, runtime.module = False, module
+    runtime.host_only, runtime.module = False, module
     c = types.SimpleNamespace(**({"_host_emptyCache": lambda: module.calls.append("private host cache")}
                                  if private else {}))
     runtime.torch = types.SimpleNamespace(_C=c, **({"accelerator": _Accelerator(module.calls)} if accelerator else {}))

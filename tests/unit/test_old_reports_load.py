@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ddplab.records import Report
+from ddplab.catalog import report_from_json
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORTS = sorted(p for p in (ROOT / "docs" / "results").rglob("*.json")
@@ -16,10 +16,10 @@ REPORTS = sorted(p for p in (ROOT / "docs" / "results").rglob("*.json")
 @pytest.mark.parametrize("path", REPORTS, ids=lambda p: str(p.relative_to(ROOT / "docs" / "results")))
 def test_a_committed_report_reads_back(path):
     data = json.loads(path.read_text())
-    report = Report.from_json(data)
+    report = report_from_json(data)
     assert report.command == data["command"] and str(report.verdict) == data["verdict"]
 
 
 def test_the_fixture_quick_report_reads_back():
-    report = Report.from_json(json.loads((ROOT / "tests" / "fixtures" / "report-quick-cpu.json").read_text()))
+    report = report_from_json(json.loads((ROOT / "tests" / "fixtures" / "report-quick-cpu.json").read_text()))
     assert [s.name for s in report.results.stages][-1] == "leftovers"

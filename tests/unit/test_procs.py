@@ -7,7 +7,9 @@ integration tests in tests/integration/test_clean.py run the same situations for
 import os
 
 from ddplab.rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
-from ddplab.procs import TORCHRUN_MARKER, Facts, classify, program_name, start_ticks
+from ddplab.proc_facts import TORCHRUN_MARKER, Facts, program_name
+from ddplab.proc_stat import start_ticks
+from ddplab.procs import classify
 
 INIT = Facts(pid=1, ppid=0, start_ticks=5, ns_pid=1, create_time=0.0, argv=("/sbin/init",))
 TORCHRUN = ("/venv/bin/python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "train.py")

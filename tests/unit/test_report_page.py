@@ -12,7 +12,7 @@ import pytest
 from ddplab import chart_scales as cs
 from ddplab.baseline_overlay import load_baseline
 from ddplab.html_report import render_html, write_page
-from ddplab.records.load import parse_report, read_report
+from ddplab.catalog import parse_report, read_report
 from ddplab.report_summary import INFO, shown_verdict
 from tests.conftest import run_cli
 from tests.report_pages import HANG, NCCL_TESTS, QUICK, failing_lab_doc, page_text, placeholders

@@ -3,7 +3,8 @@ so `ddplab clean` judges a `ddplab launch` rank by the same evidence as any ddpl
 
 from pathlib import Path
 
-from ddplab.procs import Facts, classify
+from ddplab.proc_facts import Facts
+from ddplab.procs import classify
 from ddplab.rundir import MARKER_ENVS, RunDir
 
 INIT = Facts(pid=1, ppid=0, start_ticks=5, ns_pid=1, create_time=0.0, argv=("/sbin/init",))

@@ -9,9 +9,10 @@ import pytest
 from ddplab import measurements
 from ddplab.measurements.sweep import SweepConfig
 from ddplab.measurements import sweep
-from ddplab.records import RecordError, Report, Verdict
+from ddplab.records import RecordError, Verdict
 from ddplab.records.codec import from_json, to_json
 from ddplab.records.sweep import SweepRecord, SweepRow
+from ddplab.catalog import report_from_json
 from tests.unit.sweep_records import sweep_record
 
 TIMED = SweepRow(op="all_reduce", dtype="float", size_bytes=8, count=2, in_place=True, time_us=20.0,
@@ -37,7 +38,7 @@ def test_a_sweep_report_reads_back_equal():
     record = sweep_record([TIMED, dataclasses.replace(TIMED, size_bytes=64, count=16, time_us=25.0)],
                           min_busbw=1.0, world_size=1)
     doc = json.loads(json.dumps(measurements.report(sweep, SweepConfig(), record).to_json()))
-    back = Report.from_json(doc)
+    back = report_from_json(doc)
     assert back.results == record and back.config == SweepConfig(repeat=1)  # the repetitions as they ran
     assert back.verdict == Verdict.WARN  # one rank: the floor cannot be judged
 

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from ddplab import commands, display, lab
+from ddplab import catalog, commands, display
 from ddplab.measurements import env as env_measurement
 from ddplab.records import Report, Verdict
 from ddplab.records.env import TwoRankPlan
+from ddplab.catalog import report_from_json
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REPORTS = sorted(FIXTURES.glob("*.json"))
@@ -30,12 +31,12 @@ def terminal_text(report: Report) -> str:
     console = Console(file=out, width=200, highlight=False, color_system=None)
     commands.render(report, console)
     if report.command != "run":
-        console.print(display.check_table(report.command, lab.report_checks(report)))
+        console.print(display.check_table(report.command, catalog.report_checks(report)))
     else:
         for stage in report.results.stages:
             if stage.report is not None:
                 commands.render(stage.report, console)
-                console.print(display.check_table(stage.name, lab.report_checks(stage.report)))
+                console.print(display.check_table(stage.name, catalog.report_checks(stage.report)))
     return out.getvalue()
 
 
@@ -49,7 +50,7 @@ def test_there_are_fixture_reports():
 
 @pytest.mark.parametrize("path", REPORTS, ids=lambda p: p.name)
 def test_a_fixture_report_reads_without_none_null_or_nan(path):
-    report = Report.from_json(json.loads(path.read_text()))
+    report = report_from_json(json.loads(path.read_text()))
     assert missing_words(terminal_text(report)) == []
 
 
@@ -58,7 +59,7 @@ def _drill_report(**outcome) -> Report:
     doc = json.loads((FIXTURES / "report-quick-cpu.json").read_text())
     drills = copy.deepcopy(next(s for s in doc["results"]["stages"] if s["name"] == "drills")["report"])
     drills["results"]["drills"][0].update(outcome)
-    return Report.from_json(drills)
+    return report_from_json(drills)
 
 
 def test_an_interrupted_drill_says_so_in_words():
@@ -94,7 +95,7 @@ def test_a_placement_this_machine_cannot_have_is_skipped_with_why():
 
 def test_a_stored_lab_report_judged_again_skips_the_placement_it_could_not_have():
     doc = json.loads((FIXTURES / "report-quick-cpu.json").read_text())
-    env_report = Report.from_json(next(s for s in doc["results"]["stages"] if s["name"] == "env")["report"])
-    rows = {c.check: c for c in lab.report_checks(env_report)}
+    env_report = report_from_json(next(s for s in doc["results"]["stages"] if s["name"] == "env")["report"])
+    rows = {c.check: c for c in catalog.report_checks(env_report)}
     assert rows["2 ranks, one per device"].verdict is Verdict.SKIP
     assert rows["2 ranks, one device"].verdict is Verdict.PASS  # what was planned is still judged

@@ -11,7 +11,7 @@ from ddplab.policy import plan
 from ddplab.records import Verdict
 from ddplab.records.session import Timeseries
 from ddplab.rundir import RunDir
-from ddplab.session import _record
+from ddplab.session_record import session_record
 from tests.unit import fakes
 
 NCCL_TEXT = ("torch.distributed.DistBackendError: NCCL error in: NCCLUtils.cpp:93, invalid usage, NCCL version "
@@ -35,7 +35,7 @@ def test_forced_nccl_refusal_is_reported_as_expected_failure(tmp_path):
                          failures={0: ElasticFailure(0, 111, 1, None, NCCL_TEXT, 1.0)})
     (tmp_path / "pids").mkdir()
     (tmp_path / "pids" / "1").write_text("112\n")
-    record = train.record_of(_record(placement, run, outcome, _NoSamples(), None, None, 1), [])
+    record = train.record_of(session_record(placement, run, outcome, _NoSamples(), None, None, 1), [])
     ranks = record.session.ranks
     assert [r.rank for r in ranks] == [0, 1]
     assert [r.status for r in ranks] == ["failed", "stopped by launcher"]

@@ -15,12 +15,13 @@ from ddplab.measurements.contention import ContentionConfig
 from ddplab.measurements.train import TrainConfig
 from ddplab.errors import UsageError
 from ddplab.measurements import ceiling, contention, train
-from ddplab.records import Report, Verdict
+from ddplab.records import Verdict
 from ddplab.records.ceiling import CeilingRecord, DeviceCopy
 from ddplab.records.codec import from_json, to_json
 from ddplab.records.contention import ContentionRecord
 from ddplab.records.session import Distribution
 from ddplab.records.train import TrainRecord
+from ddplab.catalog import report_from_json
 from tests.unit.fake_sessions import sample, session_record, train_rank
 
 
@@ -159,7 +160,7 @@ def test_the_record_of_a_run_that_failed_reads_back(record_class, record):
 def test_a_train_report_reads_back_as_the_record_it_was_written_from():
     config = TrainConfig(steps=2)
     written = measurements.report(train, config, _train_record()).to_json()
-    back = Report.from_json(written)
+    back = report_from_json(written)
     assert back.config == config and isinstance(back.results, TrainRecord)
     assert back.to_json()["results"] == written["results"]
     assert measurements.verdict(train, back.results) == Verdict(written["verdict"])

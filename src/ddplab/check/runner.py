@@ -50,7 +50,7 @@ def run(config: CheckConfig, console, expectations: Expectations) -> Report:
 def judge_report(config: CheckConfig, expectations: Expectations) -> Report:
     """Judge the stages of a report already written (a check's or a lab run's): nothing runs."""
     from ..errors import UsageError
-    from ..records.load import read_report
+    from ..catalog import read_report
 
     source = read_report(config.from_report)
     if source.command not in ("check", "run"):

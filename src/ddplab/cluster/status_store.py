@@ -1,19 +1,19 @@
 """Each rank's status through the job's own c10d store, readable by global rank from any machine.
 
-The status files of status.py live on the machine a rank runs on, so a launcher sees only its
-own ranks. In a job across machines every rank also publishes the same record (records/session.py's
+The status files of supervision/beacon.py live on the machine a rank runs on, so a launcher sees only its
+own ranks. In a job across machines every rank also publishes the same record (records/supervision.py's
 ``RankState``: phase, collectives entered and done, op, numel, heartbeat, and where it runs: host,
 address, node rank, world size) under one key per global rank in the store every machine already
 reaches: the rendezvous store (rendezvous.py).
 
-Writer (inside a rank): status.RankStatus, through a ``StatusPublisher``. Phase changes (before-init,
-in-init, running, finished, failed: a handful per run) are published at once; entering and leaving a
-collective only reach the next heartbeat (every status.HEARTBEAT_S: the hot path of a 10,000-op
+Writer (inside a rank): the rank's beacon (supervision/beacon.py), through a ``StatusPublisher``. Phase
+changes (before-init, in-init, running, finished, failed: a handful per run) are published at once; entering and
+leaving a collective only reach the next heartbeat (every beacon.HEARTBEAT_S: the hot path of a 10,000-op
 storm stays local). One publish is one ``store.set`` (a round trip to the store).
 
 Reader (in any launcher): ``StatusReader``. Remote clocks are not compared with the reader's:
 each record carries a beat counter, and the reader notes on its own clock when a rank's beat
-last changed (``heard_at``). ``judging_records`` gives status.py's ``name_culprits`` records
+last changed (``heard_at``). ``judging_records`` gives supervision/states.py's ``name_culprits`` records
 whose heartbeat is that local time, so one judge works for files and for the store.
 
 Keys: ``ddplab/status/<job>/attempt_<restart>/<global rank>`` (``status_prefix``): ``<job>`` is the

@@ -55,27 +55,6 @@ def classify_pairs(hosts: Mapping[int, str | None]) -> dict[tuple[int, int], str
 
 
 @dataclass(frozen=True)
-class Placement:
-    """Where a job's ranks are, in numbers a report prints."""
-
-    machines: dict[str, list[int]]
-    unplaced: list[int]  # ranks whose machine is not known
-    intra_pairs: int
-    inter_pairs: int
-    unknown_pairs: int
-
-    def to_dict(self) -> dict:
-        return {"machines": self.machines, "unplaced": self.unplaced, "intra_pairs": self.intra_pairs,
-                "inter_pairs": self.inter_pairs, "unknown_pairs": self.unknown_pairs}
-
-
-def placement(hosts: Mapping[int, str | None]) -> Placement:
-    kinds = list(classify_pairs(hosts).values())
-    return Placement(machines(hosts), sorted(r for r, h in hosts.items() if h is None),
-                     kinds.count(INTRA), kinds.count(INTER), kinds.count(UNKNOWN))
-
-
-@dataclass(frozen=True)
 class MachinePair:
     """One test between two machines, run by one rank on each (its lowest)."""
 

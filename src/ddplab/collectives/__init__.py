@@ -1,15 +1,20 @@
 """Collectives a sweep can time: one file per collective, this registry in help order.
 
-Each module defines ``SPEC``, a ``common.Collective``: its byte counts and bus factor
-(nccl-tests' definitions, docs/metrics.md), which placements
-torch.distributed offers (in-place, out-of-place), and how to fill, run and check it.
+Each module defines ``SPEC``, a ``common.Collective``: every fact about it in one place, its byte counts and bus
+factor (nccl-tests' definitions, docs/metrics.md), its nccl-tests name, reduction and root, which placements
+torch.distributed offers (in-place, out-of-place), how to fill, run and check it, the library calls it makes.
+``register`` adds one from outside ddplab (a plug-in, a test): the ranks a sweep starts afterwards inherit it
+through the environment (``PLUGINS_ENV``), so they time it too.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 
 from ..errors import invalid_choice
+
+PLUGINS_ENV = "DDPLAB_COLLECTIVES"  # "name=module,..." registered from outside; ranks inherit it
 
 COLLECTIVES: dict[str, str] = {
     "all_reduce": "ddplab.collectives.all_reduce",
@@ -20,6 +25,14 @@ COLLECTIVES: dict[str, str] = {
     "all_to_all": "ddplab.collectives.all_to_all",
     "send_recv": "ddplab.collectives.send_recv",
 }
+COLLECTIVES.update(entry.split("=", 1) for entry in os.environ.get(PLUGINS_ENV, "").split(",") if "=" in entry)
+
+
+def register(name: str, module: str) -> None:
+    """Add the collective ``module`` defines (its ``SPEC``) under ``name``, here and in the ranks started later."""
+    COLLECTIVES[name] = module
+    plugins = dict(entry.split("=", 1) for entry in os.environ.get(PLUGINS_ENV, "").split(",") if "=" in entry)
+    os.environ[PLUGINS_ENV] = ",".join(f"{k}={v}" for k, v in {**plugins, name: module}.items())
 
 
 def get(name: str):
@@ -27,6 +40,11 @@ def get(name: str):
     if key not in COLLECTIVES:
         raise invalid_choice("collective", name, COLLECTIVES)
     return importlib.import_module(COLLECTIVES[key]).SPEC
+
+
+def specs() -> list:
+    """Every registered collective's spec, in help order."""
+    return [get(name) for name in COLLECTIVES]
 
 
 def parse_ops(text: str) -> list[str]:

@@ -2,10 +2,11 @@
 
 S = count * elem bytes of the gathered buffer (each rank sends count/n); busbw =
 algbw * (n-1)/n (each rank receives n-1 chunks; nccl-tests all_gather.cu). In place,
-rank r's input is chunk r of the output buffer.
+rank r's input is chunk r of the output buffer. gloo gathers into a flat host copy of the output, one per call
+it runs (memory_plan.gloo_copies).
 """
 
-from .common import Buffers, Collective, LibraryCall, Prepared, count_wrong, ident_values
+from .common import GLOO_COPIES_OUTPUT, Buffers, Collective, LibraryCall, Prepared, count_wrong, ident_values
 
 
 def _prepare(count, n, rank, dtype, device, in_place):
@@ -36,4 +37,4 @@ def _buffers(count, n, in_place):
 
 
 SPEC = Collective("all_gather", chunked=True, bus_factor=lambda n: (n - 1) / n, placements=(False, True),
-                  prepare=_prepare, buffers=_buffers)
+                  prepare=_prepare, buffers=_buffers, nccl_tests="all_gather", gloo_copies=GLOO_COPIES_OUTPUT)

@@ -23,4 +23,4 @@ def _prepare(count, n, rank, dtype, device, in_place):
 
 
 SPEC = Collective("all_reduce", chunked=False, bus_factor=lambda n: 2 * (n - 1) / n, placements=(True,),
-                  prepare=_prepare, buffers=one_buffer)
+                  prepare=_prepare, buffers=one_buffer, nccl_tests="all_reduce", redop="sum")

@@ -37,4 +37,4 @@ def _buffers(count, n, in_place):
 
 
 SPEC = Collective("all_to_all", chunked=True, bus_factor=lambda n: (n - 1) / n, placements=(False,),
-                  prepare=_prepare, buffers=_buffers)
+                  prepare=_prepare, buffers=_buffers, nccl_tests="alltoall")

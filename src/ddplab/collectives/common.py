@@ -38,27 +38,19 @@ class LibraryCall:
     """One call the library engine makes straight into the collective library (issue 14), on the
     very buffers the torch engine prepared, so both engines move the same bytes and one check serves.
 
-    ``count`` is what the library is told, in elements, by the NCCL-style convention: all_gather
-    counts what each rank sends, reduce_scatter what each rank receives, send and recv one
-    direction, the others the whole buffer. Several calls of one collective go out as one group.
+    ``kind`` names the library's own call (NCCL's: all_reduce, all_gather, reduce_scatter, broadcast,
+    reduce, send, recv) and ``count`` is what the library is told, in elements, by its convention
+    (platform/library_calls.py checks the buffers against it). Several calls of one collective go out
+    as one group.
     """
 
-    kind: str  # one of LIBRARY_CALL_KINDS
+    kind: str
     count: int
     send: object = None  # the tensor the call reads; None for recv
     recv: object = None  # the tensor the call writes; None for send
     root: int | None = None  # broadcast, reduce
     peer: int | None = None  # send, recv
     op: str | None = None  # reductions: "sum"
-
-    def numels(self, world_size: int) -> tuple[int, int]:
-        """(send, recv) elements the library reads and writes for this call on one rank."""
-        whole = self.count * world_size
-        return {"all_gather": (self.count, whole), "reduce_scatter": (whole, self.count),
-                "send": (self.count, 0), "recv": (0, self.count)}.get(self.kind, (self.count, self.count))
-
-
-LIBRARY_CALL_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "send", "recv")
 
 
 @dataclass(frozen=True)
@@ -85,6 +77,11 @@ class Buffers:
         return max(self.send, self.recv)
 
 
+# What gloo itself copies for one call, beside the buffers it is given (memory_plan.gloo_copies counts it).
+GLOO_COPIES_INPUT = "input"  # a clone of the whole input, kept until the call is waited for
+GLOO_COPIES_OUTPUT = "output"  # a flat host copy of the output, one per call it runs
+
+
 def one_buffer(count: int, n: int, in_place: bool) -> Buffers:
     """all_reduce, broadcast, reduce: one buffer, sent from and received into."""
     return Buffers(count, count, aliased=True, one_tensor=True)
@@ -103,6 +100,9 @@ class Prepared:
 
 @dataclass(frozen=True)
 class Collective:
+    """Every fact about one collective: how nccl-tests names and sizes it, its bus factor, what torch offers, how
+    to fill, run and check it exactly, the library calls it makes and what one call is given."""
+
     name: str
     chunked: bool  # size is the whole buffer, each rank owns size/n (all_gather, reduce_scatter, all_to_all)
     bus_factor: Callable[[int], float]
@@ -114,6 +114,10 @@ class Collective:
     # it hands the device address to its socket (torch's ProcessGroupGloo send/recv take host tensors only):
     # on one H200 the next call failed with "writev: Bad address". Such an op is skipped there, with the reason.
     staged_ok: bool = True
+    nccl_tests: str | None = None  # the nccl-tests binary's stem (<stem>_perf); None: nccl-tests has none
+    redop: str = "none"  # the reduction, as nccl-tests' redop column prints it
+    root: int = -1  # the root rank, as nccl-tests' root column prints it (-1: none)
+    gloo_copies: str = "none"  # what gloo copies itself for one call (GLOO_COPIES_*; memory_plan.gloo_copies)
 
     def count_for(self, size_bytes: int, n: int, elem_bytes: int) -> int:
         count = size_bytes // elem_bytes

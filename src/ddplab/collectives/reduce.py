@@ -25,4 +25,4 @@ def _prepare(count, n, rank, dtype, device, in_place):
 
 
 SPEC = Collective("reduce", chunked=False, bus_factor=lambda n: 1.0, placements=(True,), prepare=_prepare,
-                  buffers=one_buffer)
+                  buffers=one_buffer, nccl_tests="reduce", redop="sum", root=ROOT)

@@ -2,10 +2,11 @@
 
 S = count * elem bytes of the input buffer (each rank receives count/n); busbw =
 algbw * (n-1)/n (nccl-tests reduce_scatter.cu). In place, rank r's output is chunk r
-of its input buffer.
+of its input buffer. gloo all-reduces a clone of the whole input and keeps it until the call is waited for
+(memory_plan.gloo_copies).
 """
 
-from .common import Buffers, Collective, LibraryCall, Prepared, count_wrong, reduce_values
+from .common import GLOO_COPIES_INPUT, Buffers, Collective, LibraryCall, Prepared, count_wrong, reduce_values
 
 
 def _prepare(count, n, rank, dtype, device, in_place):
@@ -35,4 +36,5 @@ def _buffers(count, n, in_place):
 
 
 SPEC = Collective("reduce_scatter", chunked=True, bus_factor=lambda n: (n - 1) / n, placements=(False, True),
-                  prepare=_prepare, buffers=_buffers)
+                  prepare=_prepare, buffers=_buffers, nccl_tests="reduce_scatter", redop="sum",
+                  gloo_copies=GLOO_COPIES_INPUT)

@@ -40,4 +40,4 @@ def _buffers(count, n, in_place):
 
 
 SPEC = Collective("send_recv", chunked=False, bus_factor=lambda n: 1.0, placements=(False,), prepare=_prepare,
-                  buffers=_buffers, min_ranks=2, staged_ok=False)
+                  buffers=_buffers, min_ranks=2, staged_ok=False, nccl_tests="sendrecv")

@@ -77,7 +77,7 @@ def validate(args) -> CheckConfig:
     config = config_from_args(args)
     expectations_of(config)
     if config.from_report:
-        from ..records.load import read_report
+        from ..catalog import read_report
 
         read_report(config.from_report)
     elif config.out:

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def validate(args) -> None:
     from ..baseline_overlay import load_baseline
-    from ..records.load import read_report
+    from ..catalog import read_report
 
     read_report(args.report)
     if args.baseline:
@@ -38,7 +38,7 @@ def main(args, console) -> int:
     from ..baseline_overlay import load_baseline
     from ..errors import printable
     from ..html_report import write_page
-    from ..records.load import read_report
+    from ..catalog import read_report
 
     report = read_report(args.report)
     baseline = load_baseline(args.baseline) if args.baseline else None

@@ -12,7 +12,7 @@ import argparse
 
 from rich.markup import escape
 
-from .. import display, engines, spikes
+from .. import collectives, display, library_engine, spikes
 from ..measurements import sweep
 from ..records import Report
 from ..records.sweep import Spike, SweepRecord, SweepRow
@@ -72,7 +72,7 @@ def nccl_tests_table(r: SweepRecord, rows: list[SweepRow] | None = None, engine:
     rows = r.rows if own else rows
     lines = []
     for op in dict.fromkeys(row.op for row in rows):
-        lines += _block(r, op, rows, engine or engines.label(r), r.spikes if own else None)
+        lines += _block(r, op, rows, engine or library_engine.label(r), r.spikes if own else None)
     wrong = r.num_wrong_total if own else sum(row.num_wrong or 0 for row in rows)
     lines.append(f"# Out of bounds values : {wrong} {'OK' if not wrong else 'FAILED'}")
     timed = [row.busbw_gbps for row in rows if row.busbw_gbps is not None]
@@ -103,8 +103,7 @@ def _block(r: SweepRecord, op: str, rows: list[SweepRow], engine: str, found: li
             unheld.append(f"#  {row.size_bytes} B {'in' if row.in_place else 'out-of'}-place skipped: {row.skipped}")
         else:
             by_size.setdefault(row.size_bytes, {})[row.in_place] = row
-    redop = "sum" if op in ("all_reduce", "reduce", "reduce_scatter") else "none"
-    root = "0" if op in ("broadcast", "reduce") else "-1"
+    redop, root = collectives.get(op).redop, collectives.get(op).root
     for size, cells in by_size.items():
         any_row = next(iter(cells.values()))
         parts = [_cell(cells.get(False)), _cell(cells.get(True))]

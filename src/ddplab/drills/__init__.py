@@ -2,11 +2,12 @@
 kebab-case (kill-rank) and snake_case (kill_rank).
 
 Each drill module defines SUMMARY, EXPECT (the pass condition in words) and
-``run(ctx: engine.DrillContext) -> records.drill.DrillOutcome`` (verdict included). The shared
-inject -> observe -> judge steps are in engine.py; a harness that serves one drill lives beside it
+``run(ctx: runner.DrillContext) -> records.drill.DrillOutcome`` (verdict included). The shared
+inject -> observe -> judge steps are in runner.py; a harness that serves one drill lives beside it
 (child_launcher.py for interrupt and kill_launcher; node_harness.py for the drills between machines,
 kill_node and partition); error texts are told apart in mechanisms.py.
-A new drill is one module here plus one registry line.
+A new drill is one module here plus one registry line; ``register`` adds one from outside ddplab (a plug-in, a
+test), for the drills this process runs.
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ DRILLS: dict[str, str] = {
     "partition": "ddplab.drills.partition",
 }
 SHORT_SET = ("kill_rank", "kill_launcher", "late_rank", "stall")  # what `ddplab run` uses
+
+
+def register(name: str, module: str) -> None:
+    """Add the drill ``module`` defines (SUMMARY, EXPECT, run) under ``name``."""
+    DRILLS[name] = module
 
 
 def canonical(name: str) -> str:

@@ -14,11 +14,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from .. import interrupts, procs
+from .. import interrupts, reaping
 from ..measurements.train import TrainConfig
 from ..records.drill import ChildLauncherDetails, DrillOutcome, Injection
 from ..rundir import RunDir
-from . import engine
+from . import runner
 from .mechanisms import excerpt
 
 CHILD_STEPS = 1_000_000  # far more than the drill waits for: the child trains until it is signalled
@@ -57,7 +57,7 @@ def wait_exit(child: subprocess.Popen, timeout_s: float) -> int | None:
     return child.poll()
 
 
-def wait_for_run(path: Path, child: subprocess.Popen, timeout_s: float = engine.READY_TIMEOUT_S) -> RunDir | None:
+def wait_for_run(path: Path, child: subprocess.Popen, timeout_s: float = runner.READY_TIMEOUT_S) -> RunDir | None:
     """The run the child launcher claims at ``path``; None if it exits, a stop is requested, or time runs out."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and not interrupts.requested() and child.poll() is None:
@@ -68,7 +68,7 @@ def wait_for_run(path: Path, child: subprocess.Popen, timeout_s: float = engine.
     return None
 
 
-def signal_train(ctx: engine.DrillContext, sig: int, detected_by: str) -> DrillOutcome:
+def signal_train(ctx: runner.DrillContext, sig: int, detected_by: str) -> DrillOutcome:
     """Start `ddplab train` as a separate launcher, send it ``sig`` once its ranks run, and watch them go.
 
     The drill's verdict is the caller's: what is measured here is when the ranks were gone after the
@@ -80,22 +80,22 @@ def signal_train(ctx: engine.DrillContext, sig: int, detected_by: str) -> DrillO
                         steps=CHILD_STEPS)
     pids: list[int] = []
     run_id = injected_at = gone_at = child_exit = None
-    with engine.DeviceMemory(ctx.platform) as memory:
+    with runner.DeviceMemory(ctx.platform) as memory:
         child = start(["-m", "ddplab", "train", *train.to_argv(), "--json", str(report)])
         try:
             child_run = wait_for_run(child_dir, child)
-            pids = sorted(engine.wait_for_ranks(child_run, ctx.local_count).values()) if child_run else []
+            pids = sorted(runner.wait_for_ranks(child_run, ctx.local_count).values()) if child_run else []
             run_id = child_run.run_id if child_run else None
             if pids and not interrupts.requested():
                 injected_at = time.time()
                 os.kill(child.pid, sig)
-                gone_at = procs.wait_gone(pids, ctx.timeout_s + 10, stop=interrupts.requested)
+                gone_at = reaping.wait_gone(pids, ctx.timeout_s + 10, stop=interrupts.requested)
                 child_exit = wait_exit(child, EXIT_WAIT_S)
         finally:
             if child_exit is None:  # never signalled, stuck, or this drill is being stopped: end it and its ranks
                 end(child)
-        leaks = procs.leaked(run_id, pids)
-        procs.end_processes(leaks)
+        leaks = reaping.leaked(run_id, pids)
+        reaping.end_processes(leaks)
         log = child.stdout.read() if child.stdout else ""  # after the leaks end: they may hold the pipe open
         after, back_s = memory.settle()
     return DrillOutcome(

@@ -9,14 +9,14 @@ from dataclasses import replace
 
 from ..records.drill import DesyncDetails, DrillOutcome
 from ..supervision.flight import last_call
-from . import engine
+from . import runner
 
 SUMMARY = "ranks issue different collectives or sizes"
 EXPECT = "detected within timeout + 5 s, both operations and the ranks issuing them named"
 
 
-def run(ctx: engine.DrillContext) -> DrillOutcome:
-    seen = engine.observe(ctx, "desync", "desync")
+def run(ctx: runner.DrillContext) -> DrillOutcome:
+    seen = runner.observe(ctx, "desync", "desync")
     operations = {rank: _operation(ev) for rank, ev in seen.session.outcome.evidence.items()}
     return replace(seen.outcome, details=DesyncDetails(operations=operations))
 

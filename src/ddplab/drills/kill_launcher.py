@@ -20,11 +20,12 @@ from pathlib import Path
 
 import psutil
 
-from .. import interrupts, procs
+from .. import interrupts, proc_facts, reaping
+from ..proc_stat import alive
 from ..records.core import Verdict
 from ..records.drill import DrillOutcome, Injection, TorchrunDetails
 from ..rundir import RunDir
-from . import child_launcher, engine
+from . import child_launcher, runner
 
 SUMMARY = "SIGKILL the launcher (ddplab's, or plain torchrun's for comparison)"
 EXPECT = ("ddplab: no rank survives 3 s later. torchrun: orphans remain, and ddplab clean removes exactly "
@@ -33,7 +34,7 @@ WORKER_MODULE = "ddplab.drills.torchrun_victim"
 CLEAN_TIMEOUT_S = 120
 
 
-def run(ctx: engine.DrillContext) -> DrillOutcome:
+def run(ctx: runner.DrillContext) -> DrillOutcome:
     if ctx.config.launcher == "torchrun":
         out = torchrun_orphans(ctx)
         ok = (out.details.orphans_after_kill and out.details.cleaned and not out.leaked_pids
@@ -44,7 +45,7 @@ def run(ctx: engine.DrillContext) -> DrillOutcome:
     return replace(out, verdict=Verdict.PASS if ok else Verdict.FAIL)
 
 
-def torchrun_orphans(ctx: engine.DrillContext) -> DrillOutcome:
+def torchrun_orphans(ctx: runner.DrillContext) -> DrillOutcome:
     """Plain torchrun, agent SIGKILLed: its workers become orphans; then `ddplab clean --yes`."""
     run = RunDir.create(ctx.run_dir(f"{ctx.name}-torchrun"), f"drill-{ctx.name}-torchrun")
     placement = ctx.placement
@@ -53,7 +54,7 @@ def torchrun_orphans(ctx: engine.DrillContext) -> DrillOutcome:
     ready.mkdir(exist_ok=True)
     workers: list[int] = []
     injected_at, orphans, survivors, clean, run_id = None, [], [], None, None
-    with engine.DeviceMemory(ctx.platform) as memory:
+    with runner.DeviceMemory(ctx.platform) as memory:
         agent = child_launcher.start([
             "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc), "-m", WORKER_MODULE,
             "--backend", placement.backend, "--device-type", placement.device_type,
@@ -65,18 +66,18 @@ def torchrun_orphans(ctx: engine.DrillContext) -> DrillOutcome:
                 injected_at = time.time()
                 os.kill(agent.pid, signal.SIGKILL)
                 agent.wait(timeout=10)
-                time.sleep(procs.LEAK_WAIT_S)
-                orphans = [p for p in workers if procs.alive(p)]
+                time.sleep(reaping.LEAK_WAIT_S)
+                orphans = [p for p in workers if alive(p)]
                 clean = subprocess.run([sys.executable, "-m", "ddplab", "clean", "--yes", "--json",
                                         str(run.child("clean.json"))], capture_output=True, text=True,
                                        timeout=CLEAN_TIMEOUT_S)
-                survivors = [p for p in workers if procs.alive(p)]
+                survivors = [p for p in workers if alive(p)]
         finally:
             # torchrun's workers lead sessions of their own: ending the agent's group misses them, so
             # find them as the agent's descendants first (this drill started the agent).
             strays = _descendants(agent) if agent.returncode is None else []
             child_launcher.end(agent)
-            procs.end_processes([p for p in workers if procs.alive(p)])  # whatever the drill failed to clean
+            reaping.end_processes([p for p in workers if alive(p)])  # whatever the drill failed to clean
             for proc in strays:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     proc.kill()  # psutil checks the process is still the one it found (pid reuse)
@@ -117,7 +118,7 @@ def wait_for_torchrun_workers(agent_pid: int, count: int, ready: Path, timeout_s
 
 def _is_victim_worker(proc: psutil.Process) -> bool:
     try:
-        return procs.TORCHRUN_MARKER in proc.environ() and WORKER_MODULE in " ".join(proc.cmdline())
+        return proc_facts.TORCHRUN_MARKER in proc.environ() and WORKER_MODULE in " ".join(proc.cmdline())
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
         return False
 
@@ -125,7 +126,7 @@ def _is_victim_worker(proc: psutil.Process) -> bool:
 def _torchrun_run_id(workers: list[int]) -> str | None:
     for pid in workers:
         try:
-            return psutil.Process(pid).environ().get(procs.TORCHRUN_MARKER)
+            return psutil.Process(pid).environ().get(proc_facts.TORCHRUN_MARKER)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import signal
 
 from ..records.drill import DrillOutcome
-from . import engine, node_harness
+from . import node_harness, runner
 
 SUMMARY = "SIGKILL one machine's launcher and all its ranks (a job across machines)"
 EXPECT = ("injects SIGKILL into the launcher and every rank of the machine holding the victim rank (run it on every "
@@ -22,5 +22,5 @@ EXPECT = ("injects SIGKILL into the launcher and every rank of the machine holdi
 KILL = node_harness.NodeFault(inject=node_harness.stop_group(signal.SIGKILL), hold_s=lambda ctx: 0.0)
 
 
-def run(ctx: engine.DrillContext) -> DrillOutcome:
+def run(ctx: runner.DrillContext) -> DrillOutcome:
     return node_harness.run(ctx, KILL)

@@ -12,22 +12,22 @@ import time
 
 from ..records.drill import DrillOutcome
 from ..rundir import RunDir
-from . import engine
+from . import runner
 
 SUMMARY = "SIGKILL one rank mid-collective"
 EXPECT = "the group is torn down within timeout + 5 s, the killed rank is named, no process is left"
 
 
-def run(ctx: engine.DrillContext) -> DrillOutcome:
+def run(ctx: runner.DrillContext) -> DrillOutcome:
     kill = kill_when_running(ctx.victim, ctx.local_count, signal.SIGKILL, "SIGKILL to the rank")
-    return engine.observe(ctx, "kill_rank", "none", controller=kill).outcome
+    return runner.observe(ctx, "kill_rank", "none", controller=kill).outcome
 
 
-def kill_when_running(victim: int, local_count: int, sig: int, what: str) -> engine.Controller:
+def kill_when_running(victim: int, local_count: int, sig: int, what: str) -> runner.Controller:
     """A controller that sends ``sig`` to the victim (a global rank) once every local rank has done a few
     collectives. Nothing is recorded when the victim is not on this machine or was already gone."""
-    def control(run: RunDir, injections: engine.Injections) -> None:
-        pids = engine.wait_for_ranks(run, local_count)
+    def control(run: RunDir, injections: runner.Injections) -> None:
+        pids = runner.wait_for_ranks(run, local_count)
         victim_pid = pids.get(victim)
         if victim_pid is None:
             return

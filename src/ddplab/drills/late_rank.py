@@ -9,11 +9,11 @@ the victim before it, names the victim and tears the group down.
 from __future__ import annotations
 
 from ..records.drill import DrillOutcome
-from . import engine
+from . import runner
 
 SUMMARY = "one rank arrives late to init_process_group"
 EXPECT = "detected within timeout + 5 s (by the backend or ddplab's supervisor), the late rank named"
 
 
-def run(ctx: engine.DrillContext) -> DrillOutcome:
-    return engine.observe(ctx, "late_rank", "late").outcome
+def run(ctx: runner.DrillContext) -> DrillOutcome:
+    return runner.observe(ctx, "late_rank", "late").outcome

@@ -1,5 +1,5 @@
 """Which mechanism raised an error, from the first words of a rank's error text, and the lines of
-that text worth showing. Pure: the drills' engine and the oom drill ask; nothing here runs anything.
+that text worth showing. Pure: the drills' runner and the oom drill ask; nothing here runs anything.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from .. import interrupts, procs
+from .. import interrupts, reaping
 from ..measurements.train import TrainConfig
 from ..records.codec import RecordError
 from ..records.core import Report, Verdict
@@ -33,7 +33,7 @@ from ..records.drill import DrillOutcome, Injection, NodeDetails
 from ..records.session import RankState, SessionRecord
 from ..rundir import RunDir
 from ..supervision.states import read_states
-from . import child_launcher, engine
+from . import child_launcher, runner
 from .mechanisms import classify, excerpt
 
 CHILD_STEPS = 1_000_000  # the child trains until the fault ends it
@@ -46,10 +46,10 @@ class NodeFault:
     long it then keeps them that way before ending them (0: they are gone already)."""
 
     inject: Callable[[subprocess.Popen, list[int]], str]  # (the launcher, its rank pids) -> what was done
-    hold_s: Callable[[engine.DrillContext], float]
+    hold_s: Callable[[runner.DrillContext], float]
 
 
-def run(ctx: engine.DrillContext, fault: NodeFault) -> DrillOutcome:
+def run(ctx: runner.DrillContext, fault: NodeFault) -> DrillOutcome:
     """The drill on this machine: the victim's machine injects, every other machine observes."""
     if ctx.config.launch.nnodes < 2:
         return DrillOutcome(drill=ctx.name, verdict=Verdict.SKIP,
@@ -61,26 +61,26 @@ def run(ctx: engine.DrillContext, fault: NodeFault) -> DrillOutcome:
                         steps=CHILD_STEPS)
     pids: dict[int, int] = {}
     run_id = injected_at = what = gone_at = child_exit = None
-    with engine.DeviceMemory(ctx.platform) as memory:
+    with runner.DeviceMemory(ctx.platform) as memory:
         child = child_launcher.start(["-m", "ddplab", "train", *train.to_argv(), "--json", str(report)])
         try:
             child_run = child_launcher.wait_for_run(child_dir, child)
-            pids = engine.wait_for_ranks(child_run, ctx.local_count) if child_run else {}
+            pids = runner.wait_for_ranks(child_run, ctx.local_count) if child_run else {}
             run_id = child_run.run_id if child_run else None
             victim_here = ctx.victim in pids
             if victim_here and not interrupts.requested():
                 injected_at, what = time.time(), fault.inject(child, sorted(pids.values()))
                 _hold(fault.hold_s(ctx))
                 _end_frozen(child, sorted(pids.values()))
-                gone_at = procs.wait_gone(sorted(pids.values()), ctx.timeout_s + 10, stop=interrupts.requested)
+                gone_at = reaping.wait_gone(sorted(pids.values()), ctx.timeout_s + 10, stop=interrupts.requested)
                 child_exit = child_launcher.wait_exit(child, 10)
             elif pids:
                 child_exit = child_launcher.wait_exit(child, fault.hold_s(ctx) + ctx.timeout_s + SURVIVOR_MARGIN_S)
         finally:
             if child_exit is None:  # stuck, never started, or this drill is being stopped: end it and its ranks
                 child_launcher.end(child)
-        leaks = procs.leaked(run_id, list(pids.values()))
-        procs.end_processes(leaks)
+        leaks = reaping.leaked(run_id, list(pids.values()))
+        reaping.end_processes(leaks)
         log = child.stdout.read() if child.stdout else ""
         after, back_s = memory.settle()
     common = dict(drill=ctx.name, leaked_pids=leaks, device_mem_before_bytes=memory.before,
@@ -100,7 +100,7 @@ def stop_group(sig: int) -> Callable[[subprocess.Popen, list[int]], str]:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(launcher.pid, sig)
         for pid in rank_pids:
-            procs.signal_quietly(pid, sig)
+            reaping.signal_quietly(pid, sig)
         return (f"{signal.Signals(sig).name} to this machine's launcher (pid {launcher.pid}) and its "
                 f"{len(rank_pids)} rank(s) (pids {rank_pids})")
     return inject
@@ -120,7 +120,7 @@ def _end_frozen(launcher: subprocess.Popen, rank_pids: list[int]) -> None:
 
 # ---------------------------------------------------------------------------------------- judging
 
-def _as_victim(ctx: engine.DrillContext, what: str, injected_at: float, gone_at: float | None,
+def _as_victim(ctx: runner.DrillContext, what: str, injected_at: float, gone_at: float | None,
                child_exit: int | None, ranks: list[int], common: dict) -> DrillOutcome:
     """The victim's machine: the fault went in, and nothing of its part was left (the others judge the rest)."""
     ok = gone_at is not None and not common["leaked_pids"]
@@ -134,7 +134,7 @@ def _as_victim(ctx: engine.DrillContext, what: str, injected_at: float, gone_at:
                             report_written=False))
 
 
-def _as_survivor(ctx: engine.DrillContext, report: Path, child_dir: Path, child_exit: int | None,
+def _as_survivor(ctx: runner.DrillContext, report: Path, child_dir: Path, child_exit: int | None,
                  ranks: list[int], log: str, common: dict) -> DrillOutcome:
     """A surviving machine: its launcher's report must name the victim's machine and every rank of it, within
     the timeout (+ 5 s) of when that machine was last heard, and nothing of this machine may be left."""
@@ -146,7 +146,7 @@ def _as_survivor(ctx: engine.DrillContext, report: Path, child_dir: Path, child_
     detected_by, detected_at, text = _first_detection(session, local)
     culprits, reason, hosts = _named(session)
     detect_s = round(detected_at - last_heard, 2) if detected_at and last_heard else None
-    ok = (last_heard is not None and detected_by is not None and engine.detected_within(detect_s, ctx.timeout_s)
+    ok = (last_heard is not None and detected_by is not None and runner.detected_within(detect_s, ctx.timeout_s)
           and machine is not None and sorted(culprits) == machine_ranks
           and all(hosts.get(r) == machine for r in culprits) and not common["leaked_pids"])
     return DrillOutcome(
@@ -161,8 +161,17 @@ def _as_survivor(ctx: engine.DrillContext, report: Path, child_dir: Path, child_
 
 
 def _session_of(report: Path) -> SessionRecord | None:
+    """The session of the survivors' launcher: its `ddplab train` report, read as train's."""
+    from ..platform import Platform
+    from ..records.train import TrainRecord
+
+    def train_types(command: str, where: str):
+        if command != "train":
+            raise RecordError(where, "a train report", command)
+        return TrainConfig, TrainRecord, Platform
+
     try:
-        return Report.from_json(json.loads(report.read_text())).results.session
+        return Report.from_json(json.loads(report.read_text()), types_for=train_types).results.session
     except (OSError, ValueError, RecordError, AttributeError):
         return None
 

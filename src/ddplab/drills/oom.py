@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from ..records.core import Verdict
 from ..records.drill import DrillOutcome, OomDetails
-from . import engine
+from . import runner
 from .mechanisms import OUT_OF_MEMORY, classify, excerpt
 
 SUMMARY = "one rank allocates beyond its memory cap"
@@ -21,8 +21,8 @@ EXPECT = "the victim fails with an out-of-memory error naming its cap, the group
 DEFAULT_FRACTION = 0.25
 
 
-def run(ctx: engine.DrillContext) -> DrillOutcome:
-    seen = engine.observe(ctx, "oom", "oom", memory_fraction=DEFAULT_FRACTION)
+def run(ctx: runner.DrillContext) -> DrillOutcome:
+    seen = runner.observe(ctx, "oom", "oom", memory_fraction=DEFAULT_FRACTION)
     victim = seen.states.get(ctx.victim)
     error = (victim.error if victim else None) or ""
     details = OomDetails(victim_error=excerpt(error), victim_error_names_cap=names_cap(error))

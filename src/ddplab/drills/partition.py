@@ -15,7 +15,7 @@ from __future__ import annotations
 import signal
 
 from ..records.drill import DrillOutcome
-from . import engine, node_harness
+from . import node_harness, runner
 
 SUMMARY = "one machine stops answering (its launcher and ranks frozen by SIGSTOP), as a partition looks to the others"
 EXPECT = ("injects SIGSTOP into the launcher and every rank of the machine holding the victim rank (no interface is "
@@ -25,13 +25,13 @@ EXPECT = ("injects SIGSTOP into the launcher and every rank of the machine holdi
 HOLD_MARGIN_S = 3.0  # past the others' deadline (hang timeout + 5 s), so they judge a machine still silent
 
 
-def hold_s(ctx: engine.DrillContext) -> float:
+def hold_s(ctx: runner.DrillContext) -> float:
     hang = ctx.config.launch.hang_timeout_s or ctx.timeout_s
-    return hang + engine.DETECT_SLACK_S + HOLD_MARGIN_S
+    return hang + runner.DETECT_SLACK_S + HOLD_MARGIN_S
 
 
 FREEZE = node_harness.NodeFault(inject=node_harness.stop_group(signal.SIGSTOP), hold_s=hold_s)
 
 
-def run(ctx: engine.DrillContext) -> DrillOutcome:
+def run(ctx: runner.DrillContext) -> DrillOutcome:
     return node_harness.run(ctx, FREEZE)

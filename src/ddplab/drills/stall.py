@@ -11,16 +11,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..records.drill import BlockingWaitHandling, DrillOutcome, StallDetails, StallHandling
-from . import engine
+from . import runner
 
 SUMMARY = "one rank stops issuing collectives; default handling and blocking wait"
 EXPECT = "both runs detected within timeout + 5 s, the stalled rank named, no process left"
 
 
-def run(ctx: engine.DrillContext) -> DrillOutcome:
+def run(ctx: runner.DrillContext) -> DrillOutcome:
     knob = ctx.platform.spec.blocking_wait_env
-    default = engine.observe(ctx, "stall", "stall").outcome
-    blocking = engine.observe(ctx, "stall-blocking-wait", "stall", rank_env={knob: "1"} if knob else None).outcome
+    default = runner.observe(ctx, "stall", "stall").outcome
+    blocking = runner.observe(ctx, "stall-blocking-wait", "stall", rank_env={knob: "1"} if knob else None).outcome
     details = StallDetails(
         default_handling=StallHandling(default.detected_by, default.detect_s, default.culprit_ranks,
                                        default.error_excerpt),
@@ -30,4 +30,4 @@ def run(ctx: engine.DrillContext) -> DrillOutcome:
                                            else "none (gloo waits are always blocking)"))
     # The default run's outcome stands for the drill; the blocking-wait run's is in the details.
     return replace(default, details=details, leaked_pids=sorted(set(default.leaked_pids) | set(blocking.leaked_pids)),
-                   verdict=engine.both_pass(default.verdict, blocking.verdict))
+                   verdict=runner.both_pass(default.verdict, blocking.verdict))

@@ -14,7 +14,7 @@ from ..records.core import Verdict
 from ..records.drill import DrillOutcome, Inflation, LatencyComparison, StragglerDetails
 from ..records.session import Distribution
 from ..rundir import RunDir
-from . import engine
+from . import runner
 
 SUMMARY = "pause one rank P ms every second; latency inflation seen by the others"
 EXPECT = "both runs complete, the others' p99 grows with the pause, nothing is left"
@@ -23,10 +23,10 @@ STEPS = 150
 WARMUP_COLLECTIVES = 5  # left out of the latencies compared
 
 
-def pauser(victim: int, local_count: int) -> engine.Controller:
+def pauser(victim: int, local_count: int) -> runner.Controller:
     """SIGSTOP the victim for PAUSE_MS of every second until it is gone (only where it runs on this machine)."""
-    def control(run: RunDir, injections: engine.Injections) -> None:
-        pid = engine.wait_for_ranks(run, local_count).get(victim)
+    def control(run: RunDir, injections: runner.Injections) -> None:
+        pid = runner.wait_for_ranks(run, local_count).get(victim)
         if pid is None:
             return
         try:
@@ -48,11 +48,11 @@ def others_latency(outcome: DrillOutcome, victim: int) -> Distribution:
                             for t in lat[WARMUP_COLLECTIVES:]])
 
 
-def run(ctx: engine.DrillContext) -> DrillOutcome:
+def run(ctx: runner.DrillContext) -> DrillOutcome:
     settings = {"steps": STEPS, "fault_step": -1}
     hang = max(ctx.timeout_s, 2 * PAUSE_MS / 1000 + 2)  # a pause is not a hang
-    base = engine.observe(ctx, "straggler-baseline", "none", settings=settings, hang_timeout_s=hang).outcome
-    paused = engine.observe(ctx, "straggler", "none", settings=settings, hang_timeout_s=hang,
+    base = runner.observe(ctx, "straggler-baseline", "none", settings=settings, hang_timeout_s=hang).outcome
+    paused = runner.observe(ctx, "straggler", "none", settings=settings, hang_timeout_s=hang,
                             controller=pauser(ctx.victim, ctx.local_count)).outcome
     b, p = others_latency(base, ctx.victim), others_latency(paused, ctx.victim)
     leaked = sorted(set(base.leaked_pids) | set(paused.leaked_pids))

@@ -19,7 +19,6 @@ shutdown could hang in destroy_process_group and hide its own error.
 
 from __future__ import annotations
 
-import faulthandler
 import importlib.machinery
 import io
 import os
@@ -32,10 +31,10 @@ from importlib import metadata
 
 from .config import Target
 from ..platform import flight_recorder
-from ..procs import alive
+from ..proc_stat import alive
 from ..redaction import redact_argv
 from ..rundir import RunDir
-from ..supervision.rank import STACK_SIGNAL, RankLife, error_text  # noqa: F401 - STACK_SIGNAL: its home
+from ..supervision.rank import RankLife, error_text
 from ..supervision.states import END_PHASES, is_waiting, read_states
 from ..supervision.watcher import request_dumps
 

@@ -28,7 +28,7 @@ from .supervise import run_user_job
 from .torchrun_args import resolve
 
 if TYPE_CHECKING:
-    from ..session import Observer
+    from ..observer import Observer
 
 NAME = "launch"  # run ids read launch-<date>-<time>-<hex>, as the default directory's name does
 SUMMARY = "run your own training script as torchrun would, and name the rank that fails or hangs it"

@@ -12,9 +12,10 @@
                                                 chosen at run time filled in (sweep: -R per device), as the
                                                 report writes it
 
-The commands that are not a lab stage but write a report have the same shape and are registered beside them
-(OTHER_KINDS): the lab itself (`run`), `launch`, `clean` and `compare`. Every report is made by one function,
-``make_report(kind, config, record)`` (records/core.py), and read back through the kind's Config and Record.
+The commands that are not a lab stage but write a report have the same shape (catalog.OTHER_KINDS): the lab
+itself (`run`), `launch`, `clean` and `compare`. Every report is made by one function,
+``make_report(kind, config, record)`` (records/core.py), and read back through the kind's Config and Record
+(catalog.py, the catalog of every report's types).
 
 Commands are arguments -> Config -> run -> render (commands/); the lab runs a profile's Configs
 (lab.py, profiles.py). A new measurement is one module here plus one registry line; ``register`` adds
@@ -40,13 +41,6 @@ MEASUREMENTS: dict[str, str] = {
     "drill": "ddplab.measurements.drill",
     "pairwise": "ddplab.measurements.pairwise",
 }
-# What else writes a report, in the same shape: the lab, the user's job, the orphan sweep, a comparison.
-OTHER_KINDS: dict[str, str] = {
-    "run": "ddplab.lab",
-    "launch": "ddplab.job.run",
-    "clean": "ddplab.clean",
-    "compare": "ddplab.comparison",
-}
 _registered: dict[str, ModuleType] = {}
 
 
@@ -56,18 +50,13 @@ def register(module) -> None:
     MEASUREMENTS.setdefault(module.NAME, f"<registered {module.NAME}>")
 
 
-def kinds() -> dict[str, str]:
-    """Every name a report's "command" may have, measurements first."""
-    return {**MEASUREMENTS, **OTHER_KINDS}
-
-
 def get(name: str):
-    """The kind named (a measurement, or `run`, `launch`, `clean`, `compare`)."""
+    """The measurement named."""
     if name in _registered:
         return _registered[name]
-    if name not in MEASUREMENTS and name not in OTHER_KINDS:
+    if name not in MEASUREMENTS:
         raise invalid_choice("measurement", name, MEASUREMENTS)
-    return importlib.import_module(kinds()[name])
+    return importlib.import_module(MEASUREMENTS[name])
 
 
 def verdict(measurement, record) -> Verdict:
@@ -75,8 +64,9 @@ def verdict(measurement, record) -> Verdict:
 
 
 def report(measurement, config, record) -> Report:
-    """The JSON document of one measurement: its config, the platform, the record and the verdict its checks give."""
+    """The JSON document of one measurement: its config, the platform, the record, its checks and the verdict
+    they give (records.core.make_report)."""
     return make_report(measurement, config, record)
 
 
-__all__ = ["Check", "MEASUREMENTS", "OTHER_KINDS", "kinds", "get", "make_report", "platform_of", "register", "report", "verdict"]
+__all__ = ["Check", "MEASUREMENTS", "get", "make_report", "platform_of", "register", "report", "verdict"]

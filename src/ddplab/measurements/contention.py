@@ -23,7 +23,7 @@ from .. import memory_plan
 from ..cli_options import Range, argv_of, check_fields, nested, option
 from ..config import LaunchOptions
 from ..errors import UsageError
-from ..policy import Placement
+from ..records.placement import Placement
 from ..records import Check, Verdict
 from ..records.memory import MemoryNeed
 from ..records.contention import (ContentionRankResult, ContentionRecord, ContentionSettings, ContentionSummary,

@@ -1,7 +1,7 @@
 """Fault drills: reproduce a fault on purpose, measure how the stack reacts, and show that ddplab's
 supervision names the right rank and leaves nothing behind (drills/ has one module per drill).
 
-Each drill judges itself by its own rule (drills/engine.py has the common one); the check rows are one
+Each drill judges itself by its own rule (drills/runner.py has the common one); the check rows are one
 per drill, plus a failing row when a stop signal cut the drills short.
 """
 
@@ -72,7 +72,7 @@ Config, Record = DrillConfig, DrillRecord
 
 def run(config: DrillConfig, observer: Observer = QUIET) -> DrillRecord:
     """Every drill of ``config`` in order; a stop signal between drills ends them with a partial record."""
-    from ..drills.engine import DrillContext
+    from ..drills.runner import DrillContext
 
     for name in config.drills:
         check_drill_dir(config.launch.run_dir, name)

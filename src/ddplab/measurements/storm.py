@@ -7,7 +7,7 @@ switches during the storm, and device utilisation from the 0.5 s sampler. Judged
 chosen per setup (THRESHOLDS), or the user's.
 
 Through the torch engine (default), the collective library alone (``--engine library``), or both back to back,
-with what the framework adds per call (engines.py). The numbers and the threshold are the engine's own; with
+with what the framework adds per call (library_engine.py). The numbers and the threshold are the engine's own; with
 both, torch's are judged as always and the library's stand beside them (its correctness judged too).
 """
 
@@ -17,13 +17,13 @@ from dataclasses import dataclass, field, replace
 
 from .. import aggregate
 from .. import checks as common_checks
-from .. import engines, memory_plan
+from .. import library_engine, memory_plan
 from ..cli_options import Range, argv_of, check_fields, nested, option, switch
 from ..collectives.common import one_buffer
 from ..config import LaunchOptions
-from ..policy import Placement
+from ..records.placement import Placement
 from ..records import Check, Verdict
-from ..records.engines import LIBRARY, AddedCost, added_cost
+from ..records.library_engine import LIBRARY, AddedCost, added_cost
 from ..records.memory import MemoryNeed
 from ..records.session import Distribution, Histogram
 from ..records.storm import StormRankResult, StormRecord, StormSettings, StormSummary
@@ -54,7 +54,7 @@ class StormConfig:
     """Fail above this mean latency in microseconds; default: chosen per setup (printed with the result)."""
     sample: bool = switch(off="--no-sample", default=True)
     """Sample the ranks while the storm runs; --no-sample measures without, to see the sampler's own cost."""
-    engine: str = engines.engine_option()
+    engine: str = library_engine.engine_option()
     """torch: through torch.distributed (the report's method); library: the collective library called directly
     through the vendor's binding on the same buffers (`ddplab env` says whether it is installed, and how to install
     it); both: side by side, with what torch adds per call."""
@@ -86,7 +86,7 @@ def run(config: StormConfig, observer: Observer = QUIET) -> StormRecord:
     prepared = prepare(config.launch, with_memory=True)
     memory_plan.require_fits(*prepared, memory_need(config, prepared[1]), f"--bytes {config.bytes}", "storm-too-large",
                              hint="lower --bytes")
-    library = engines.prepare_library(config.engine, *prepared)
+    library = library_engine.prepare_library(config.engine, *prepared)
     settings = StormSettings(iters=config.iters, bytes=config.bytes, warmup=config.warmup,
                              per_op_iters=config.per_op_iters, engine=config.engine,
                              shared_device=prepared[1].shared_device)
@@ -116,7 +116,7 @@ def summarise_storm(session, placement: Placement, results: list[StormRankResult
     record = StormRecord(session=session, correct=all(r.correct for r in results), threshold_us=threshold,
                          threshold_reason=why, within_threshold=summary.mean_us <= threshold, summary=summary,
                          machines=aggregate.storm_machines(results, config.bytes), **ran)
-    if config.engine != engines.BOTH:
+    if config.engine != library_engine.BOTH:
         return record
     theirs = [r.library for r in results]
     library_summary = summarise(theirs, session.timeseries)
@@ -130,12 +130,13 @@ def storm_costs(size: int, torch: StormSummary, library: StormSummary) -> list[A
             added_cost("all_reduce", size, True, "blocking per-op p50", torch.per_op_us.p50, library.per_op_us.p50)]
 
 
-def threshold_for(placement: Placement, override: float | None, engine: str = engines.TORCH) -> tuple[float, str]:
+def threshold_for(placement: Placement, override: float | None,
+                  engine: str = library_engine.TORCH) -> tuple[float, str]:
     if override is not None:
         return override, "set with --threshold-us"
     if placement.host_only:
         return THRESHOLDS["host"]
-    if placement.backend == "gloo" and engine != engines.LIBRARY:  # the library engine never stages through gloo
+    if placement.backend == "gloo" and engine != library_engine.LIBRARY:  # the library engine never stages through gloo
         return THRESHOLDS["gloo-on-device"]
     return THRESHOLDS["device"]
 
@@ -194,7 +195,7 @@ def library_checks(record: StormRecord) -> list[Check]:
     its correctness and what torch adds."""
     if record.library is None:
         return []
-    rows = engines.library_checks(record.library)
+    rows = library_engine.library_checks(record.library)
     s = record.library_summary
     if s is not None:
         rows.append(Check("library engine mean latency", Verdict.PASS, f"{s.mean_us:.1f} us (p99 {s.per_op_us.p99:.0f} "
@@ -205,7 +206,7 @@ def library_checks(record: StormRecord) -> list[Check]:
         rows.append(Check("library engine result correct", Verdict.PASS if ok else Verdict.FAIL, str(ok), "true",
                           "a final all_reduce of known values, through the library, summed right on every rank",
                           "none" if ok else "the library returns wrong sums: report it with this JSON"))
-    return rows + engines.added_cost_check(record.added_cost or [])
+    return rows + library_engine.added_cost_check(record.added_cost or [])
 
 
 def summary(record: StormRecord) -> str:
@@ -213,7 +214,7 @@ def summary(record: StormRecord) -> str:
     if not session.completed:
         return f"{session.backend}: {session.failure_reason()}"
     side = "<=" if record.within_threshold else ">"
-    text = f"{engines.label(record)}: mean {record.summary.mean_us:.1f} us {side} {record.threshold_us:.0f} us"
+    text = f"{library_engine.label(record)}: mean {record.summary.mean_us:.1f} us {side} {record.threshold_us:.0f} us"
     if record.library_summary is not None:
         text += f"; library engine {record.library_summary.mean_us:.1f} us, torch adds " \
                 f"{record.summary.mean_us - record.library_summary.mean_us:+.1f} us per call"

@@ -8,7 +8,7 @@ during a timed repetition is recorded per repetition (timed_windows.py).
 
 Through the torch engine (default), the collective library alone (``--engine library``: the same rows, so
 `ddplab compare` lines it up with nccl-tests or a torch sweep), or both, each size's repetitions alternating
-between them, with what the framework adds per call at each size (engines.py).
+between them, with what the framework adds per call at each size (library_engine.py).
 
 Memory (memory_plan.py): a sweep is refused before it starts only when not even its smallest size fits (exit 2);
 the ranks plan every size against the machine as it is then and skip, together, a size it cannot hold: a SKIP
@@ -22,16 +22,16 @@ from dataclasses import dataclass, replace
 
 from .. import aggregate
 from .. import checks as common_checks
-from .. import collectives, engines, memory_plan, spikes
+from .. import collectives, library_engine, memory_plan, spikes
 from ..cli_options import Range, argv_of, check_fields, nested, option, spelt, switch
 from ..collectives.common import DTYPES, torch_dtype
 from ..config import LaunchOptions
 from ..errors import invalid_choice
 from ..sizes import SizeRange
 from ..validators import require
-from ..policy import Placement
+from ..records.placement import Placement
 from ..records import Check, Verdict
-from ..records.engines import LIBRARY, LibraryEngineRecord
+from ..records.library_engine import LIBRARY, LibraryEngineRecord
 from ..records.memory import MemoryNeed, MemoryShare
 from ..records.session import SessionRecord, Timeseries
 from ..records.sweep import CopyCeiling, SamplerRecord, SweepRankResult, SweepRankRow, SweepRecord, SweepRow, \
@@ -92,7 +92,7 @@ class SweepConfig:
     sample_while_timing: bool = switch("--sample-while-timing", default=False)
     """Let the sampler query the device inside timed windows too (by default it keeps out of them; the old
     behaviour, to test whether it causes spikes)."""
-    engine: str = engines.engine_option()
+    engine: str = library_engine.engine_option()
     """torch: through torch.distributed (the report's method); library: the collective library called directly
     through the vendor's binding on the same buffers (`ddplab env` says whether it is installed, and how to install
     it); both: side by side, with what torch adds per call."""
@@ -123,7 +123,7 @@ def run(config: SweepConfig, observer: Observer = QUIET) -> SweepRecord:
     smallest = min(config.sizes)
     memory_plan.require_fits(*prepared, smallest_need(config, prepared[1]), f"-b {smallest} B (the smallest size)",
                              "sweep-too-large", hint="lower -b/--minbytes and -e/--maxbytes, or -n in pipelined mode")
-    library = engines.prepare_library(config.engine, *prepared)
+    library = library_engine.prepare_library(config.engine, *prepared)
     settings = settings_for(config, prepared[1])
     session = run_workload(Workload("sweep", settings), config.launch, "sweep", observer, sample=config.sample,
                            prepared=prepared, sample_device_while_timing=config.sample_while_timing)
@@ -194,11 +194,11 @@ def summarise(session: SessionRecord, results: list[SweepRankResult], settings: 
         library=library,
         machines=aggregate.sweep_machines(results, lambda same, n: merge_row(same, n, settings.dtype)),
     )
-    if settings.engine != engines.BOTH or not results:
+    if settings.engine != library_engine.BOTH or not results:
         return record
     theirs = engine_rows([r.library_rows or [] for r in results], session.world_size, settings.dtype,
                          device_queries, ceiling)
-    return replace(record, library_rows=theirs, added_cost=engines.row_costs(rows, theirs, settings.mode))
+    return replace(record, library_rows=theirs, added_cost=library_engine.row_costs(rows, theirs, settings.mode))
 
 
 def engine_rows(per_rank_rows: list[list[SweepRankRow]], n: int, dtype: str, device_queries,
@@ -291,7 +291,7 @@ def library_checks(record: SweepRecord) -> list[Check]:
     what torch adds per call."""
     if record.library is None:
         return []
-    rows = engines.library_checks(record.library)
+    rows = library_engine.library_checks(record.library)
     theirs = record.library_rows
     if theirs is not None:
         wrong, errors = sum(r.num_wrong or 0 for r in theirs), [r for r in theirs if r.error]
@@ -301,7 +301,7 @@ def library_checks(record: SweepRecord) -> list[Check]:
                           "every size of every collective, through the library alone, gave exact data",
                           "none" if ok else "data corruption or a failed call through the library: report the "
                                             "library rows with #wrong > 0 or an error"))
-    return rows + engines.added_cost_check(record.added_cost or [])
+    return rows + library_engine.added_cost_check(record.added_cost or [])
 
 
 def correctness_check(record: SweepRecord) -> Check:
@@ -355,7 +355,7 @@ def summary(record: SweepRecord) -> str:
     if not session.completed:
         return f"{session.backend}: {session.failure_reason()}"
     avg = f"{record.avg_busbw_gbps:.2f} GB/s" if record.avg_busbw_gbps is not None else "n/a"
-    text = f"{engines.label(record)}: {len(record.rows)} rows, #wrong {record.num_wrong_total}, avg busbw {avg}"
+    text = f"{library_engine.label(record)}: {len(record.rows)} rows, #wrong {record.num_wrong_total}, avg busbw {avg}"
     skipped = sum(1 for r in record.rows if r.memory is not None)
     if skipped:
         text += f", {skipped} size(s) skipped: too little memory (needed vs available in the SKIP row)"

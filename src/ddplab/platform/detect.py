@@ -93,7 +93,7 @@ class Platform:
         return VENDORS[self.device_type]
 
     @property
-    def is_host_only(self) -> bool:
+    def host_only(self) -> bool:
         return self.device_type == HOST_CPU.device_type
 
     def to_dict(self) -> dict:

@@ -19,7 +19,8 @@ bindings layer, 38-40 us through torch; docs/background.md §5).
   synchronize() is the pipelined mode, a synchronize() after each the blocking one.
 
 This is the only module that imports a binding. What is specific to one binding lives in one
-adapter class (``Nccl4pyAdapter``); tests substitute an adapter of their own through
+adapter class in a module of its own (``nccl4py.Nccl4pyAdapter``); the library's calls, what each reads and
+writes, are in library_calls.py. Tests substitute an adapter of their own through
 ``DDPLAB_LIBRARY_BINDING=module:attr`` (a factory called with no arguments), which every rank
 inherits, and the substitute is named wherever the binding is reported.
 """
@@ -29,15 +30,16 @@ from __future__ import annotations
 import importlib
 import itertools
 import os
-from functools import partial
 from typing import Callable, Mapping, Protocol, Sequence
 
-from ..collectives.common import LIBRARY_CALL_KINDS, LibraryCall
+from ..collectives.common import LibraryCall
 from ..errors import EnvironmentUnsupported, UsageError
-from ..records.engines import BindingStatus
-from .collective_lib import decode_version, version_tuple
+from ..records.library_engine import BindingStatus
+from .collective_lib import version_tuple
 from .detect import Platform
-from .vendors import LibraryBinding as BindingSpec
+from .library_calls import check_call
+from .nccl4py import Nccl4pyAdapter
+from .vendors import BindingSpec
 
 SUBSTITUTE_ENV = "DDPLAB_LIBRARY_BINDING"
 _KEY_PREFIX = "ddplab/library-binding"
@@ -141,7 +143,7 @@ def shared_device_env(platform: Platform, shared_device: bool, placement_env: Ma
     """
     env = dict(placement_env)
     rule = platform.spec.multi_rank
-    if not shared_device or platform.is_host_only or rule is None or rule.min_version is None:
+    if not shared_device or platform.host_only or rule is None or rule.min_version is None:
         return env  # one rank per device, or a vendor whose rule is unknown: run it and report what happens
     version = platform.collective_loaded_version or platform.collective_built_version
     if (version_tuple(version) or (0,)) < rule.min_version:
@@ -309,24 +311,6 @@ class LibraryCommunicator:
                 "shared_device": self.shared_device, "env": dict(self.env)}
 
 
-def check_call(call: LibraryCall, world_size: int) -> None:
-    """Refuse a call whose buffers do not hold what the library will read and write."""
-    if call.kind not in LIBRARY_CALL_KINDS:
-        raise ValueError(f'unknown library call "{call.kind}"; valid: {", ".join(LIBRARY_CALL_KINDS)}')
-    want_send, want_recv = call.numels(world_size)
-    for role, tensor, want in (("send", call.send, want_send), ("recv", call.recv, want_recv)):
-        if want == 0:
-            continue
-        if tensor is None:
-            raise ValueError(f"{call.kind}: no {role} buffer")
-        if tensor.numel() != want or not tensor.is_contiguous():
-            raise ValueError(f"{call.kind}: {role} buffer holds {tensor.numel()} elements "
-                             f"({'contiguous' if tensor.is_contiguous() else 'not contiguous'}); the call needs "
-                             f"{want} contiguous (count {call.count}, {world_size} ranks)")
-    if call.send is not None and call.recv is not None and call.send.dtype != call.recv.dtype:
-        raise ValueError(f"{call.kind}: send is {call.send.dtype}, recv is {call.recv.dtype}")
-
-
 def _same_file(a: str | None, b: str | None) -> bool | None:
     if not a or not b:
         return None
@@ -336,129 +320,5 @@ def _same_file(a: str | None, b: str | None) -> bool | None:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-# ----------------------------------------------------------------------------------
-# nccl4py
-# ----------------------------------------------------------------------------------
-
-class Nccl4pyAdapter:
-    """Everything nccl4py-specific (written against 0.6.0; its API changed between 0.3 and 0.6).
-
-    Its bindings layer, not its ``Communicator`` class: the bindings take raw pointers and release
-    the GIL around each NCCL call, while ``Communicator`` resolves buffer specs on every call
-    (~8-12 us more per call on H200; docs/background.md §5). The communicator comes from the
-    bindings' own ``comm_init_rank_scalable`` with one id, the call nccl4py's ``Communicator`` makes,
-    and is the bindings' ``Comm`` object the calls take.
-
-    Which libnccl: nccl4py looks each NCCL symbol up in the process's global scope first and
-    otherwise asks cuda-pathfinder, which returns a libnccl already loaded into the process before
-    it searches anywhere; so with torch imported first its calls reach the copy torch loaded.
-    ``versions()`` reports the path, and ``LibraryBinding.available()`` compares it with the copy
-    torch's own calls bind to (platform/collective_lib.py).
-    """
-
-    name = "nccl4py"
-
-    def __init__(self, bindings, import_module: Callable = importlib.import_module):
-        import torch
-
-        core = import_module("nccl.core")  # public enums and the unique id; needs cuda-core
-        self._nccl = bindings
-        self._core = core
-        self._torch = torch
-        kinds = core.NcclDataType
-        self._dtypes = {torch.float32: int(kinds.FLOAT32), torch.float64: int(kinds.FLOAT64),
-                        torch.float16: int(kinds.FLOAT16), torch.bfloat16: int(kinds.BFLOAT16),
-                        torch.int32: int(kinds.INT32), torch.int64: int(kinds.INT64),
-                        torch.int8: int(kinds.INT8), torch.uint8: int(kinds.UINT8)}
-        self._ops = {"sum": int(core.NcclRedOp.SUM)}
-
-    def versions(self) -> dict[str, str | None]:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            binding = version("nccl4py")
-        except PackageNotFoundError:
-            binding = None
-        path = self._nccl.get_library_path()
-        return {"binding": binding, "library": decode_version(int(self._nccl.get_version())),
-                "library_path": os.fsdecode(path) if path else None}
-
-    def new_unique_id(self) -> bytes:
-        return bytes(self._core.get_unique_id())
-
-    def open(self, world_size: int, rank: int, unique_id: bytes, device_index: int | None):
-        self._torch.cuda.set_device(device_index)  # NCCL binds the communicator to the current device
-        return self._nccl.comm_init_rank_scalable(world_size, rank, 1, bytearray(unique_id), 0)
-
-    def close(self, comm) -> None:
-        self._nccl.comm_finalize(comm)
-        self._nccl.comm_destroy(comm)
-
-    def new_stream(self, device_index: int | None):
-        return self._torch.cuda.Stream(device=device_index)
-
-    def synchronize(self, stream) -> None:
-        stream.synchronize()
-
-    def new_event(self, stream) -> _StreamEvent:
-        return _StreamEvent(self._torch.cuda.Event(enable_timing=True), stream)
-
-    def follow_framework(self, stream, device_index: int | None) -> None:
-        stream.wait_stream(self._torch.cuda.current_stream(device_index))
-
-    def bind(self, calls: Sequence[LibraryCall], comm, stream) -> Callable[[], None]:
-        handle = stream.cuda_stream
-        bound = [self._bind_one(call, comm, handle) for call in calls]
-        if len(bound) == 1:
-            return bound[0]
-        start, end = self._nccl.group_start, self._nccl.group_end
-
-        def grouped() -> None:
-            start()
-            try:
-                for issue in bound:
-                    issue()
-            finally:
-                end()
-
-        return grouped
-
-    def _bind_one(self, call: LibraryCall, comm, stream: int) -> Callable[[], None]:
-        nccl = self._nccl
-        tensor = call.send if call.send is not None else call.recv
-        if tensor.dtype not in self._dtypes:
-            raise ValueError(f"{self.name} has no data type for {tensor.dtype}; "
-                             f"supported: {', '.join(str(d) for d in self._dtypes)}")
-        dtype = self._dtypes[tensor.dtype]
-        send = call.send.data_ptr() if call.send is not None else 0
-        recv = call.recv.data_ptr() if call.recv is not None else 0
-        op, count = self._ops.get(call.op or "sum"), call.count
-        # Every bindings call ends with (comm, stream); partial() resolves all arguments now, so a
-        # call costs the binding's own call and nothing more.
-        head = {
-            "all_reduce": (nccl.all_reduce, send, recv, count, dtype, op),
-            "all_gather": (nccl.all_gather, send, recv, count, dtype),
-            "reduce_scatter": (nccl.reduce_scatter, send, recv, count, dtype, op),
-            "broadcast": (nccl.broadcast, send, recv, count, dtype, call.root),
-            "reduce": (nccl.reduce, send, recv, count, dtype, op, call.root),
-            "send": (nccl.send, send, count, dtype, call.peer),
-            "recv": (nccl.recv, recv, count, dtype, call.peer),
-        }[call.kind]
-        return partial(*head, comm, stream)
-
-
-class _StreamEvent:
-    """A device event that records on one stream (the communicator's), as the timing helpers use events."""
-
-    def __init__(self, event, stream):
-        self.event, self.stream = event, stream
-
-    def record(self) -> None:
-        self.event.record(self.stream)
-
-    def elapsed_time(self, end: _StreamEvent) -> float:
-        return self.event.elapsed_time(end.event)
-
-
-# Vendor table ``LibraryBinding.adapter`` -> the class that speaks to that binding.
+# Vendor table ``BindingSpec.adapter`` -> the class that speaks to that binding (one module each).
 ADAPTERS: dict[str, Callable[..., BindingAdapter]] = {"nccl4py": Nccl4pyAdapter}

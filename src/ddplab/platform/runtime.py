@@ -20,34 +20,34 @@ class DeviceRuntime:
         self.torch = torch
         self.device_type = device_type
         self.index = index
-        self.is_host = device_type == HOST_CPU.device_type
-        self.module = None if self.is_host else torch.get_device_module(device_type)
-        self.device = torch.device(device_type) if self.is_host else torch.device(device_type, index)
+        self.host_only = device_type == HOST_CPU.device_type
+        self.module = None if self.host_only else torch.get_device_module(device_type)
+        self.device = torch.device(device_type) if self.host_only else torch.device(device_type, index)
         self.fraction: float | None = None  # allocator cap, once cap_memory() set one
 
     def activate(self) -> None:
-        if not self.is_host:
+        if not self.host_only:
             self.module.set_device(self.index)
 
     def cap_memory(self, fraction: float | None) -> bool:
         """Cap this process's caching allocator. Returns False where there is nothing to cap."""
-        if fraction is None or self.is_host:
+        if fraction is None or self.host_only:
             return False
         self.module.set_per_process_memory_fraction(float(fraction), self.index)
         self.fraction = float(fraction)
         return True
 
     def synchronize(self) -> None:
-        if not self.is_host:
+        if not self.host_only:
             self.module.synchronize(self.index)
 
     def reset_peak_memory(self) -> None:
-        if not self.is_host and hasattr(self.module, "reset_peak_memory_stats"):
+        if not self.host_only and hasattr(self.module, "reset_peak_memory_stats"):
             self.module.reset_peak_memory_stats(self.index)
 
     def peak_memory_bytes(self) -> tuple[int, str]:
         """(bytes, how it was measured). On the host: this process's peak RSS."""
-        if self.is_host:
+        if self.host_only:
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             # ru_maxrss is KiB on Linux, bytes on macOS.
             return (rss if sys.platform == "darwin" else rss * 1024), "host peak RSS (getrusage)"
@@ -55,7 +55,7 @@ class DeviceRuntime:
 
     def allocator_cap_bytes(self, host_default: int = 256 << 20) -> int:
         """The bytes this rank may allocate: fraction x device memory, or a fixed cap on the host."""
-        if self.is_host:
+        if self.host_only:
             return host_default
         total = self.module.get_device_properties(self.index).total_memory
         fraction = self.fraction or 1.0
@@ -64,7 +64,7 @@ class DeviceRuntime:
     def memory_info(self) -> tuple[int, int] | None:
         """(free, total) bytes of this rank's device, as the driver counts them (every process on it); None on
         the host or where the device module cannot say."""
-        if self.is_host:
+        if self.host_only:
             return None
         query = getattr(self.module, "mem_get_info", None)
         if query is None:
@@ -81,7 +81,7 @@ class DeviceRuntime:
     def cap_room_bytes(self) -> int | None:
         """What this rank may still allocate under its allocator cap (None: no cap)."""
         reserved = getattr(self.module, "memory_reserved", None)
-        if self.is_host or self.fraction is None or reserved is None:
+        if self.host_only or self.fraction is None or reserved is None:
             return None
         return max(0, self.allocator_cap_bytes() - int(reserved(self.index)))
 
@@ -90,7 +90,7 @@ class DeviceRuntime:
         pinned host allocator's cache (where a backend staged device tensors through host memory, it keeps
         every block it used: the sweep's RSS grew to 61 GB per rank on one H200 without this). Returns whether
         the host cache could be emptied (False on the host, where there is none, or where torch offers no way)."""
-        if self.is_host:
+        if self.host_only:
             return False
         self.synchronize()
         empty_device = getattr(self.module, "empty_cache", None)
@@ -106,7 +106,7 @@ class DeviceRuntime:
 
     def new_event(self):
         """A device timing event, or None on the host."""
-        if self.is_host:
+        if self.host_only:
             return None
         return self.module.Event(enable_timing=True)
 

@@ -43,7 +43,7 @@ class MultiRankRule:
 
 
 @dataclass(frozen=True)
-class LibraryBinding:
+class BindingSpec:
     """The vendor's official Python binding for calling its collective library directly, without
     the framework in between (issue 14: what torch adds per call). ``platform/library_binding.py``
     is the only module that imports it."""
@@ -115,7 +115,7 @@ class Vendor:
     per_process_memory_api: str | None = None  # how memory per process is read, or None
     blocking_wait_env: str | None = None  # makes a timed-out wait() raise in Python instead of aborting
     socket_interface_env: str | None = None  # pins the collective library's sockets to one network interface
-    library_binding: LibraryBinding | None = None  # None: no library binding known
+    library_binding: BindingSpec | None = None  # None: no library binding known
     ras: RasService | None = None  # None: the collective library has no health service to ask
 
 
@@ -169,7 +169,7 @@ NVIDIA = Vendor(
     ),
     per_process_memory_api="NVML",
     # NVIDIA's own binding; its bindings layer is as fast as CuPy's (docs/background.md §5).
-    library_binding=LibraryBinding(
+    library_binding=BindingSpec(
         name="nccl4py", distribution="nccl4py", tested_version="0.6.0", module="nccl.bindings.nccl",
         adapter="nccl4py", extra="nccl",
         requires=("cuda-bindings", "cuda-core", "cuda-pathfinder", "numpy"),
@@ -276,8 +276,8 @@ VENDORS: dict[str, Vendor] = {v.device_type: v for v in (NVIDIA, MOORE_THREADS, 
 # because they register their device type with torch only once imported.
 PLUGIN_ORDER = tuple(v for v in VENDORS.values() if v.plugin_module)
 
-# Backends a user may name. Which are usable here is probed at run time.
-KNOWN_BACKENDS = ("gloo", "nccl", "mccl", "hccl", "xccl", "mpi", "ucc")
+# Backends a user may name: each vendor's and torch's own. Which are usable here is probed at run time.
+KNOWN_BACKENDS = tuple(dict.fromkeys(("gloo", *(v.backend for v in VENDORS.values()), "mpi", "ucc")))
 
 # Environment shown by `ddplab env` and written into reports: never the whole environment, only
 # names ddplab knows, matched exactly (prefixes let RANKING_API_KEY and GLOO_TOKEN through,

@@ -39,6 +39,15 @@ class TimedRow:
         return self.op, self.size_bytes, self.in_place
 
 
+@dataclass(frozen=True)
+class BaselineRows:
+    """Another run's or nccl-tests' timings, drawn dashed beside a report's own lines (baseline_overlay.py reads
+    them, html_report.py draws them)."""
+
+    label: str  # e.g. "nccl-tests all_reduce_perf.txt"
+    rows: list[TimedRow]
+
+
 def timed_rows_of(report) -> list[TimedRow]:
     """Every timing a report (records.Report) holds: its results record's ``timed_rows`` (hooks.Timed), or none."""
     from .hooks import Timed

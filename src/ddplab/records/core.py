@@ -8,9 +8,11 @@ disappears; adding keys does not bump it.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import datetime
 import enum
+import inspect
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -20,6 +22,10 @@ from ..redaction import redact_argv
 from .codec import MISSING, RecordError, from_json, parts_typed, to_json
 
 SCHEMA_VERSION = 1
+# The catalog a report is read with: types_for(command, where) -> (Config class, results class, platform class).
+# Records name no command's types (the lab's registry does: catalog.types_for); a report nested in another
+# (a lab's stage) is read with its parent's catalog.
+_TYPES_FOR: contextvars.ContextVar = contextvars.ContextVar("ddplab_report_types", default=None)
 
 
 class Verdict(str, enum.Enum):
@@ -65,7 +71,9 @@ class Check:
 
 @dataclass(frozen=True)
 class Report:
-    """The JSON document of one command: its config, the platform, the results record and the verdict."""
+    """The JSON document of one command: its config, the platform, the results record and the verdict; and the
+    check rows that verdict is the worst of, as the lab judged them (``checks``: derived, never written; None
+    where nobody judged the report, e.g. one read back and not judged again)."""
 
     command: str
     config: Any
@@ -77,6 +85,7 @@ class Report:
     created_utc: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(
         timespec="seconds"))
     argv: tuple[str, ...] = field(default_factory=lambda: tuple(sys.argv[1:]))
+    checks: tuple[Check, ...] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         # The command line travels with the report (JSON, HTML, terminal): a secret typed on it never does.
@@ -96,27 +105,31 @@ class Report:
         }
 
     @classmethod
-    def from_json(cls, data: Any, where: str = "$") -> "Report":
-        """Read and validate a report written by any ddplab command (RecordError names the first bad field)."""
+    def from_json(cls, data: Any, where: str = "$", types_for=None) -> "Report":
+        """Read and validate a report written by any ddplab command (RecordError names the first bad field), with
+        the catalog ``types_for`` (catalog.report_from_json hands it the lab's)."""
         from .parts import report_parts
 
+        types_for = types_for or _TYPES_FOR.get()
+        if types_for is None:
+            raise TypeError("Report.from_json needs the catalog of report types: use catalog.report_from_json")
         if not isinstance(data, dict):
             raise RecordError(where, "a ddplab report (a JSON object)", data)
-        with parts_typed(report_parts()):
-            return cls._from_json(data, where)
+        token = _TYPES_FOR.set(types_for)
+        try:
+            with parts_typed(report_parts()):
+                return cls._from_json(data, where, types_for)
+        finally:
+            _TYPES_FOR.reset(token)
 
     @classmethod
-    def _from_json(cls, data: dict, where: str) -> "Report":
-        from . import types_for
-        from ..platform import Platform
-
+    def _from_json(cls, data: dict, where: str, types_for) -> "Report":
         version = from_json(int, data.get("schema_version", MISSING), f"{where}.schema_version")
         if version > SCHEMA_VERSION:
             raise RecordError(f"{where}.schema_version", f"a version up to {SCHEMA_VERSION}", version)
         command = from_json(str, data.get("command", MISSING), f"{where}.command")
-        config_cls, results_cls = types_for(command, where=f"{where}.command")
+        config_cls, results_cls, platform_cls = types_for(command, where=f"{where}.command")
         platform = data.get("platform")
-        platform_cls = getattr(results_cls, "platform_type", Platform)  # a job's report: its launcher's host
         platform = None if platform is None else from_json(platform_cls, platform, f"{where}.platform")
         config = from_json(config_cls, data.get("config", MISSING), f"{where}.config")
         return cls(
@@ -137,13 +150,14 @@ def make_report(kind, config: Any, record: Any) -> Report:
     """The report of one run of a kind (records.hooks.Kind: a measurement, the lab, a launch, a clean, a
     comparison): its config as it ran, the machine, its record, and the one verdict rule, the worst of the kind's
     checks. Every report ddplab writes is made here, and a report read back is judged again by the same rule
-    (lab.judged)."""
+    (catalog.judged)."""
     from .hooks import ChoosesAtRun
 
     if isinstance(kind, ChoosesAtRun):
         config = kind.config_as_run(config, record)
+    checks = tuple(kind.checks(record))
     return Report(command=kind.NAME, config=config, platform=platform_of(record), results=record,
-                  verdict=verdict_of(kind, record))
+                  verdict=Verdict.worst(c.verdict for c in checks), checks=checks)
 
 
 def verdict_of(kind, record: Any) -> Verdict:
@@ -158,6 +172,19 @@ def platform_of(record: Any) -> Any:
     own = record.platform if isinstance(record, OnMachine) else None
     session = record.session if isinstance(record, InSession) else None
     return own or (session.platform if isinstance(session, OnMachine) else None)
+
+
+def rows_of(report: Report) -> list[Check]:
+    """A report's check rows: as the lab judged them (``Report.checks``), else a record's that judges itself
+    (launch, clean; compare's take the report's config: its tolerance and smallest size judged), else none."""
+    if report.checks is not None:
+        return list(report.checks)
+    own = getattr(report.results, "checks", None)
+    if isinstance(own, (list, tuple)):  # a record whose rows are data (a check's node checks)
+        return list(own)
+    if not callable(own):
+        return []
+    return own(report.config) if inspect.signature(own).parameters else own()
 
 
 def _with_envelope(results: Any, **parts: Any) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 
 from .clean import Survey
 from .codec import flatten
-from .engines import BindingStatus
+from .library_engine import BindingStatus
 from .listen import Listened
 
 OMIT = {"omit_none": True}
@@ -16,7 +16,7 @@ OMIT = {"omit_none": True}
 
 @dataclass(frozen=True)
 class ConsideredSetup:
-    """One setup the placement policy weighed for ranks sharing a device, and its verdict (policy.Option)."""
+    """One setup the placement policy weighed for ranks sharing a device, and its verdict (records.placement.Option)."""
 
     setup: str
     backend: str

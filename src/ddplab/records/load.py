@@ -1,8 +1,9 @@
-"""Reading a ddplab JSON report back from a file: the file, its encoding, its JSON, and then every field
-through the records (Report.from_json), so a report from another machine, another version or anyone's
-editor is refused (exit 2, naming the file, the first bad field and what it must be) before anything
-renders or compares it (issue 10). The file's size is capped before it is read, and what it reports is
-judged again from its data, not from the verdicts it stored (issue 18).
+"""Reading a ddplab JSON report back from a file, the part records can do alone: the file (its size capped before it
+is read), its encoding, its JSON, and how a bad field is said. catalog.read_report then reads every field through
+the records (Report.from_json) with the catalog of report types, so a report from another machine, another
+version or anyone's editor is refused (exit 2, naming the file, the first bad field and what it must be) before
+anything renders or compares it (issue 10), and judges it again from its data, not from the verdicts it stored
+(issue 18).
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import DdplabError, UsageError
+from ..errors import UsageError
 from .codec import RecordError
-from .core import Report
 
 HINT = "the file is not a ddplab report as this version writes it"
 # The largest report ddplab has written (docs/results: the full lab on two GPUs, 2.2 MB) fifteen times over;
@@ -62,36 +62,6 @@ def parse_json(data: bytes, path: str) -> Any:
                                               f"{exc.colno}") from None
     except RecursionError:
         raise UsageError("unreadable-report", f"{path} nests JSON too deeply to be a ddplab report") from None
-
-
-def report_from_json(doc: Any, path: str) -> Report:
-    """The report a parsed document holds, every field checked (UsageError names the first bad one), and judged
-    again from its data (lab.judged): the check rows and verdicts it stored are not taken on trust."""
-    from ..lab import judged
-
-    return judged(_checked_report(doc, path))
-
-
-def _checked_report(doc: Any, path: str) -> Report:
-    if not isinstance(doc, dict):
-        raise UsageError("invalid-report", f"{path}: field (document) must be a JSON object (a ddplab report), "
-                                           f"but it is {show(doc)}", hint=HINT)
-    try:
-        return Report.from_json(doc)
-    except RecordError as err:
-        raise UsageError("invalid-report", f"{path}: {field_message(err)}", hint=HINT) from None
-    except RecursionError:
-        raise UsageError("invalid-report", f"{path}: stages nest reports too deeply") from None
-    except DdplabError as err:  # refused outside the codec's reach: say so with the file's name
-        raise UsageError("invalid-report", f"{path}: {err.message}", hint=HINT) from None
-
-
-def parse_report(data: bytes, path: str) -> Report:
-    return report_from_json(parse_json(data, path), path)
-
-
-def read_report(path: str) -> Report:
-    return parse_report(read_bytes(path), path)
 
 
 def field_message(err: RecordError) -> str:

@@ -1,7 +1,7 @@
 """The open parts of the records, typed for reading a report back (codec.py ``json_parts``, ``parts_typed``).
 
 A session's record (records/session.py) holds two parts it cannot type itself: the placement, written from
-policy.Placement, and its sharing daemon's account, wherever a session is reported (every report:
+records.placement.Placement, and its sharing daemon's account, wherever a session is reported (every report:
 ``report_parts``), and each rank's workload
 result, whose type depends on the measurement (its record's ``json_parts``: ``session_parts``). Naming them
 here lets a report read back check them as strictly as the rest: a string where a rank wrote a number is
@@ -27,7 +27,7 @@ class SharingDaemonPart:
 
 def report_parts() -> dict:
     """{(class, field): type} for the parts any report may hold: a session's placement and sharing daemon."""
-    from ..policy import Placement
+    from .placement import Placement
     from .session import SessionRecord
 
     return {(SessionRecord, "placement"): Placement, (SessionRecord, "sharing_daemon"): SharingDaemonPart}

@@ -215,7 +215,7 @@ class SessionRecord:
     backend: str
     backend_reason: str
     shared_device: bool
-    placement: Any  # policy.Placement as JSON (the plan, with every option weighed)
+    placement: Any  # records.placement.Placement as JSON (the plan, with every option weighed)
     warnings: list[str]
     sharing_daemon: Any = None  # what the sharing daemon did, or None
     run_id: str

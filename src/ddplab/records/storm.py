@@ -6,14 +6,14 @@ from dataclasses import dataclass, field
 
 from .codec import flatten
 from .compare import TimedRow
-from .engines import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
+from .library_engine import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import HistogramChart, Mark
 from .machines import GATHERED, GatheredJob, StormMachines
 from .parts import session_parts
 from .session import Distribution, Histogram, SessionRecord
 
 OMIT = {"omit_none": True}
-# Written only when not the default, so a storm through torch alone keeps its keys (engines.engine_option).
+# Written only when not the default, so a storm through torch alone keeps its keys (library_engine.engine_option).
 OMIT_DEFAULT = {"omit_default": True}
 
 
@@ -25,7 +25,7 @@ class StormSettings:
     bytes: int
     warmup: int
     per_op_iters: int
-    engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)  # engines.ENGINES
+    engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)  # library_engine.ENGINES
     shared_device: bool = field(default=False, metadata=OMIT_DEFAULT)  # for the library engine's communicator
 
 

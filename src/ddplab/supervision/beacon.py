@@ -37,6 +37,7 @@ import traceback
 from dataclasses import replace
 
 from ..files import write_text_atomic
+from ..proc_stat import start_ticks
 from ..platform import flight_recorder
 from ..records.codec import to_json
 from ..records.supervision import GroupProgress, RankState, Where
@@ -120,16 +121,6 @@ def format_all_stacks() -> str:
     return "\n".join(out)
 
 
-def process_start_ticks(pid: int | str = "self") -> int | None:
-    """A process's start time in clock ticks since boot (/proc/PID/stat field 22): with the pid, it identifies the
-    process, so the launcher never signals a reused pid."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def _in_process_group() -> bool:
     """Whether the main thread has initialised the default process group. Never imports torch, and copes with
     torch.distributed half imported: this thread can look while the main thread is still inside `import torch`
@@ -169,7 +160,7 @@ class Beacon:
         now = time.time()
         self.state = RankState(rank=rank, local_rank=local_rank, pid=os.getpid(), phase=phase, since=now,
                                heartbeat=now, world_size=world_size, node_rank=node_rank, host=socket.gethostname(),
-                               address=address, beat=0, proc_start_ticks=process_start_ticks(),
+                               address=address, beat=0, proc_start_ticks=start_ticks(),
                                stack_signal=stack_signal, flight_recorder=recorder_setting)
         self._quietly(lambda: self.path.parent.mkdir(parents=True, exist_ok=True))
         self._stop = threading.Event()

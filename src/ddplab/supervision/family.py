@@ -28,8 +28,9 @@ from dataclasses import dataclass
 import psutil
 
 from ..files import write_text_atomic
-from ..proc_identity import start_ticks, still
-from ..procs import program_name, run_processes, signal_quietly
+from ..proc_facts import program_name
+from ..proc_stat import start_ticks, still
+from ..reaping import run_processes, signal_quietly
 from ..rundir import RunDir
 
 PR_SET_CHILD_SUBREAPER = 36

@@ -13,7 +13,8 @@ its environment, and the daemons listed in daemons.json (a private sharing daemo
 then its processes). SIGTERM, then SIGKILL after a grace period. What it did goes to guardian.json.
 
 It ignores SIGINT, SIGTERM and SIGHUP (a terminal's Ctrl+C or hang-up reaches the whole process group, and the
-launcher must decide), and imports nothing but the standard library, to start in tens of milliseconds.
+launcher must decide), and imports nothing but the standard library (and proc_stat.py, which imports nothing
+else), to start in tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..proc_identity import start_ticks, still
+from ..proc_stat import start_ticks, still
 
 RUN_ID_ENV = "DDPLAB_RUN_ID"  # rundir.RUN_ID_ENV (not imported: this process starts with the stdlib only)
 DONE = b"done"

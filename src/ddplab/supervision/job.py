@@ -24,8 +24,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager
 
+from ..cluster.endpoint import StoreWaitStopped
 from ..files import write_text_atomic
-from ..procs import start_ticks
+from ..proc_stat import start_ticks
 from ..records.listen import Listened
 from ..records.supervision import Culprit, Hang, LeftProcess, MachineLoss, RankEnd, RankState
 from ..rundir import RunDir
@@ -128,7 +129,7 @@ def run_job(spec: JobSpec) -> JobOutcome:
             outcome.ended_after, outcome.left_running = _leftovers(watcher)
     except meet.CannotListen as exc:  # nothing started: a report that says so
         outcome.launcher_error, outcome.ended_at = str(exc), time.time()
-    except meet.StoreWaitStopped as exc:
+    except StoreWaitStopped as exc:
         outcome.launcher_error, outcome.interrupted, outcome.ended_at = f"interrupted: {exc}", True, time.time()
     finally:
         if reaper:
@@ -149,7 +150,7 @@ def _take(outcome: JobOutcome, result: elastic.ElasticOutcome) -> None:
 
 def _leftovers(watcher: Watcher) -> tuple[list[LeftProcess], list[LeftProcess]]:
     ended, survived = watcher.leftovers()
-    # program names only (procs.program_name): arguments can carry secrets
+    # program names only (proc_facts.program_name): arguments can carry secrets
     return ([LeftProcess(m.pid, m.program, ended=True) for m in ended], [LeftProcess(m.pid, m.program)
                                                                           for m in survived])
 

@@ -27,10 +27,6 @@ class CannotListen(Exception):
     """The loopback socket for a one-machine rendezvous could not be bound (the port asked for is taken)."""
 
 
-class StoreWaitStopped(Exception):
-    """A stop request came while this machine waited for the job's store: nothing was started."""
-
-
 @dataclass(frozen=True)
 class Meeting:
     """How elastic's agent meets its ranks: the rendezvous backend to name, what to add to its configuration,
@@ -93,17 +89,12 @@ def one_machine(exposure: Exposure, otherwise: str) -> Iterator[Meeting]:
 @contextlib.contextmanager
 def across_machines(exposure: Exposure, rdzv: Rendezvous) -> Iterator[Meeting]:
     """Host the store or reach it (exit 3 when nothing answers), then meet through ddplab-c10d.
-    ``StoreWaitStopped`` when a stop request came while waiting."""
+    cluster.endpoint.StoreWaitStopped when a stop request came while waiting."""
     from .. import rendezvous
-    from ..cluster.endpoint import StoreWaitStopped as Stopped
 
-    try:
-        with rendezvous.meet(exposure.across, rdzv.store_wait_s or rdzv.join_timeout_s, session=rdzv.run_id) as met:
-            yield Meeting(rendezvous.register_across_machines(), dict(met.rdzv_configs),
-                          exposure.meeting_through(met.store), local_addr=met.store.node_address,
-                          across_machines=True)
-    except Stopped as exc:
-        raise StoreWaitStopped(str(exc)) from exc
+    with rendezvous.meet(exposure.across, rdzv.store_wait_s or rdzv.join_timeout_s, session=rdzv.run_id) as met:
+        yield Meeting(rendezvous.register_across_machines(), dict(met.rdzv_configs),
+                      exposure.meeting_through(met.store), local_addr=met.store.node_address, across_machines=True)
 
 
 def as_asked(exposure: Exposure, backend: str) -> Iterator[Meeting]:

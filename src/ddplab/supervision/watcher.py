@@ -35,14 +35,13 @@ more.
 from __future__ import annotations
 
 import json
-import signal
 import threading
 import time
 import uuid
 
 from .. import interrupts
 from ..files import write_text_atomic
-from ..procs import signal_quietly
+from ..reaping import signal_quietly
 from ..records.supervision import Hang, MachineLoss, RankState
 from ..rundir import RunDir
 from . import states as rules
@@ -370,9 +369,9 @@ def _stopped(pid: int) -> bool:
 
 def _is_ours(state: RankState) -> bool:
     """The pid in a status file is still that rank: the same start time its beacon recorded."""
-    from .beacon import process_start_ticks
+    from ..proc_stat import start_ticks
 
-    return state.proc_start_ticks is None or process_start_ticks(state.pid) == state.proc_start_ticks
+    return state.proc_start_ticks is None or start_ticks(state.pid) == state.proc_start_ticks
 
 
 def _failed_in_words(ranks: list[int], states: dict[int, RankState]) -> str:

@@ -22,9 +22,9 @@ def copy_rate(runtime, size_bytes: int, iters: int = 20, src_device=None, dst_de
     import torch
 
     src = torch.empty(size_bytes, dtype=torch.uint8, device=src_device or runtime.device,
-                      pin_memory=(src_device == "cpu" and not runtime.is_host))
+                      pin_memory=(src_device == "cpu" and not runtime.host_only))
     dst = torch.empty(size_bytes, dtype=torch.uint8, device=dst_device or runtime.device,
-                      pin_memory=(dst_device == "cpu" and not runtime.is_host))
+                      pin_memory=(dst_device == "cpu" and not runtime.host_only))
     src.fill_(1)
     for _ in range(3):
         dst.copy_(src, non_blocking=True)
@@ -44,7 +44,7 @@ def copy_rate(runtime, size_bytes: int, iters: int = 20, src_device=None, dst_de
         times_us.append(start.elapsed_time(end) * 1e3)
     t = statistics.median(times_us)
     return CopyRate(size_bytes=size_bytes, time_us=t, gbps=size_bytes / 1e9 / (t * 1e-6),
-                    method="host perf_counter per copy" if runtime.is_host else "device events per copy",
+                    method="host perf_counter per copy" if runtime.host_only else "device events per copy",
                     iters=iters)
 
 
@@ -57,7 +57,7 @@ def run(ctx) -> CeilingRankResult:
     s: CeilingSettings = ctx.settings
     d2d = copy_rate(ctx.runtime, s.bytes, s.iters)
     device_copy = DeviceCopy(**asdict(d2d), rw_gbps=2 * d2d.gbps)  # every byte read once and written once
-    if ctx.runtime.is_host:
+    if ctx.runtime.host_only:
         return CeilingRankResult(device_copy)
     return CeilingRankResult(device_copy,
                              host_to_device=copy_rate(ctx.runtime, s.host_bytes, s.iters, src_device="cpu"),

@@ -41,7 +41,7 @@ def run(ctx) -> ContentionRankResult:
     import torch
 
     s: ContentionSettings = ctx.settings
-    dtype = torch.float32 if ctx.runtime.is_host else torch.bfloat16
+    dtype = torch.float32 if ctx.runtime.host_only else torch.bfloat16
     g = torch.Generator(device="cpu").manual_seed(ctx.rank)
     a = torch.randn(s.size, s.size, generator=g).to(ctx.device, dtype)
     b = torch.randn(s.size, s.size, generator=g).to(ctx.device, dtype)

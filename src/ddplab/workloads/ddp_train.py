@@ -78,7 +78,7 @@ def run(ctx) -> TrainRankResult:
     torch.manual_seed(s.seed)
     model, features = build_model(s.model)
     model = model.to(device)
-    ddp = DDP(model, device_ids=None if ctx.runtime.is_host else [ctx.runtime.index])
+    ddp = DDP(model, device_ids=None if ctx.runtime.host_only else [ctx.runtime.index])
     reference = copy.deepcopy(model)  # plain module: never synchronised
     opt = torch.optim.SGD(ddp.parameters(), lr=LEARNING_RATE)
     ctx.runtime.reset_peak_memory()

@@ -44,7 +44,7 @@ class SizePlanner:
         local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
         self.share = share or MemoryShare(local, local)
         # Only the torch engine goes through the process group's backend; the library engine's calls stage nothing.
-        self.route = Route.of(dist.get_backend() if torch_engine else "library", ctx.runtime.is_host)
+        self.route = Route.of(dist.get_backend() if torch_engine else "library", ctx.runtime.host_only)
         self.pipelined_calls = pipelined_calls
         self.rss = PeakRss()
 

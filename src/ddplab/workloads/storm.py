@@ -8,7 +8,7 @@ Passes, each after a barrier, so none disturbs another:
   3. per-op distribution: host clock around each op with a device sync after it (blocking).
   4. device side: event pairs around each op (accelerators): the op's device time. The
      pipelined mean minus this is the framework's dispatch overhead per op.
-Through the torch engine (default) or the library engine (workloads/engines.py); with both, each pass runs
+Through the torch engine (default) or the library engine (workloads/callers.py); with both, each pass runs
 through torch and then through the library on the same buffer, so each pair is measured back to back.
 No graph capture: capturing NCCL collectives hung on the H200 machines (docs/background.md §4).
 """
@@ -32,7 +32,7 @@ def run(ctx) -> StormRankResult:
     import torch
 
     from ..collectives.common import LibraryCall
-    from .engines import close_all, open_engines
+    from .callers import close_all, open_engines
 
     s: StormSettings = ctx.settings
     count = max(1, s.bytes // 4)

@@ -8,7 +8,7 @@ launcher averages across ranks (nccl-tests `-a 1`), takes the median repetition 
 the wrong-element counts (measurements/sweep.py). On a shared device rank 0 also measures a
 device copy so the launcher can state busbw as a fraction of that ceiling.
 
-Through the torch engine (default), the library engine, or both (workloads/engines.py): with both, each size's
+Through the torch engine (default), the library engine, or both (workloads/callers.py): with both, each size's
 buffers serve both engines, whose repetitions alternate, and each engine is checked on its own.
 
 Memory (workloads/memory.py): before each (size, placement) the ranks plan it against what the machine has now
@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from .. import collectives, timed_windows
 from ..collectives.common import torch_dtype
-from ..records.engines import TORCH
+from ..records.library_engine import TORCH
 from ..records.sweep import CopyCeiling, Repetition, SweepRankResult, SweepRankRow, SweepSettings
 from .ceiling import copy_gbps
 from .common import barrier
@@ -38,7 +38,7 @@ CEILING_ITERS = 10
 def run(ctx) -> SweepRankResult:
     import torch
 
-    from .engines import close_all, engine_names, open_engines
+    from .callers import close_all, engine_names, open_engines
 
     s: SweepSettings = ctx.settings
     dtype = torch_dtype(s.dtype)

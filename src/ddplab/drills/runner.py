@@ -15,22 +15,18 @@ which says when it really went in through ``Injections``.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable
 
-import json
-
-from .. import interrupts, procs
+from .. import interrupts, reaping
 from ..platform import Platform, flight_recorder
-from ..policy import Placement
 from ..records.core import Verdict
-
-if TYPE_CHECKING:  # the drill measurement's Config; the measurement imports this engine
-    from ..measurements.drill import DrillConfig
 from ..records.drill import DrillOutcome, Injection
+from ..records.placement import Placement
 from ..records.session import RankState, SessionRecord
 from ..rundir import RunDir
 from ..session import Observer, Session
@@ -51,7 +47,7 @@ class DrillContext:
     """What one drill gets: the command's config, its own name (its runs go to <run dir>/<name>/), the
     platform and placement checked once before the first drill, and who watches."""
 
-    config: DrillConfig
+    config: Any  # measurements.drill.DrillConfig (the measurement imports this runner: not imported back)
     name: str
     platform: Platform
     placement: Placement
@@ -136,7 +132,7 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
                              prepared=(ctx.platform, placement), rank_env=rank_env,
                              controller=(lambda run: controller(run, injections)) if controller else None)
         states = job_states(session)
-        leaks = procs.leaked(session.run.run_id, list(session.run.rank_pids().values()))
+        leaks = reaping.leaked(session.run.run_id, list(session.run.rank_pids().values()))
         after, back_s = memory.settle()
     record = session.record
     # Only a fault that really went in has a time. A fallback (the start time) once let ranks that crashed

@@ -4,7 +4,7 @@ rank starts, and what the storm and the sweep report about it.
 ``--engine torch`` (the default) times torch.distributed, the report's own method; ``library`` calls the
 collective library directly through the vendor's binding (platform/library_binding.py) on the same buffers,
 with the same formulas, check and rows; ``both`` runs them back to back and reports what the framework adds per
-call (torch time - library time) and its share. The ranks' side is workloads/engines.py.
+call (torch time - library time) and its share. The ranks' side is workloads/callers.py.
 
 The library engine follows the placement the policy chose (policy.py): several ranks on one device only where
 the loaded library allows it (with its switch set, and with or without the sharing daemon as planned), so the
@@ -19,7 +19,7 @@ from typing import Callable, Mapping
 from .cli_options import option
 from .errors import EnvironmentUnsupported
 from .records import Check, Verdict
-from .records.engines import LIBRARY, TORCH, AddedCost, LibraryEngineRecord, added_cost
+from .records.library_engine import LIBRARY, TORCH, AddedCost, LibraryEngineRecord, added_cost
 
 BOTH = "both"
 ENGINES = (TORCH, LIBRARY, BOTH)
@@ -63,7 +63,7 @@ def setup_warnings(platform, placement) -> list[str]:
     a context switch (docs/shared-device.md). The torch engine may have gloo there; the library engine cannot."""
     rule = platform.spec.multi_rank
     daemon = rule.sharing_daemon if rule is not None else None
-    if not placement.shared_device or platform.is_host_only or not daemon or placement.sharing_daemon is not None:
+    if not placement.shared_device or platform.host_only or not daemon or placement.sharing_daemon is not None:
         return []
     measured = (f" ({rule.costs.without_daemon_us:,.1f} us per 4-byte all_reduce vs {rule.costs.with_daemon_us:,.1f} "
                 f"us with it, measured on {rule.costs.measured_on})" if rule.costs else "")

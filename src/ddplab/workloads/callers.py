@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
-from ..records.engines import LIBRARY, TORCH
+from ..records.library_engine import LIBRARY, TORCH
 from .common import blocking_us, pipelined_us, time_mode
 
 BOTH = "both"
@@ -98,7 +98,7 @@ def open_library(ctx, shared_device: bool) -> LibraryEngine:
 
     runtime = ctx.runtime
     binding = open_binding(detect(runtime.device_type, with_memory=False))
-    return LibraryEngine(binding.communicator(device_index=None if runtime.is_host else runtime.index,
+    return LibraryEngine(binding.communicator(device_index=None if runtime.host_only else runtime.index,
                                               shared_device=shared_device))
 
 

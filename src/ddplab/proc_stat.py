@@ -1,0 +1,36 @@
+"""What /proc/PID/stat says of a process, read with the standard library alone (the guardian imports nothing
+more): its start time in clock ticks since boot, which with the pid names one process across pid reuse and from
+every PID namespace, and whether it is alive (running, not a zombie waiting to be reaped).
+"""
+
+from __future__ import annotations
+
+
+def _fields(pid: int | str) -> list[str] | None:
+    """The fields after the command name, which may hold spaces and parentheses: split after the last ')'."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().decode(errors="replace").rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def start_ticks(pid: int | str = "self") -> int | None:
+    """Field 22: the start time in clock ticks since boot. Unlike psutil's create_time (boot time + ticks, moved by
+    clock steps) it is the same number for every reader in the same time namespace."""
+    fields = _fields(pid)
+    try:
+        return int(fields[19]) if fields else None
+    except (ValueError, IndexError):
+        return None
+
+
+def alive(pid: int | None) -> bool:
+    """Running, and not a zombie waiting to be reaped (a zombie is dead for every purpose here)."""
+    fields = _fields(pid) if pid is not None else None
+    return bool(fields) and fields[0] != "Z"
+
+
+def still(pid: int, ticks: int | None) -> bool:
+    """Still the process that was seen (the same start time), and running."""
+    return ticks is not None and start_ticks(pid) == ticks and alive(pid)
