@@ -21,6 +21,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..proc_stat import alive as _alive
+
 DETECT_SLACK_S = 5.0
 READY_COLLECTIVES = 3
 FAULT_AT = re.compile(r"\[rank (\d+)\] injecting fault: .* at (\d+\.\d+)")
@@ -243,14 +245,6 @@ def _marked(run_id: str | None) -> list[int]:
         except OSError:
             continue
     return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def _read(path: Path) -> str | None:

@@ -162,7 +162,7 @@ def _judge(outcome: JobOutcome, watcher: Watcher, spec: JobSpec) -> None:
     outcome.interrupted = outcome.interrupted or watcher.stopped_at is not None
     outcome.job_states = dict(watcher.job_states)
     outcome.states = {**watcher.job_states, **read_states(outcome.run)}
-    outcome.ends = rank_ends(watcher, outcome.run, outcome.failures)
+    outcome.ends = rank_ends(watcher, outcome.run, outcome.failures, outcome.states)
     if not outcome.ok:
         outcome.machines_lost = watcher.machines_lost()
     if outcome.ok or (outcome.launcher_error and not outcome.interrupted and not outcome.states):
@@ -189,10 +189,10 @@ def judge_job(run: RunDir, watcher: Watcher, nproc: int, states: dict[int, RankS
     return evidence, culprit
 
 
-def rank_ends(watcher: Watcher, run: RunDir, failures: dict[int, elastic.ElasticFailure]) -> dict[int, RankEnd]:
+def rank_ends(watcher: Watcher, run: RunDir, failures: dict[int, elastic.ElasticFailure],
+              states: dict[int, RankState] | None = None) -> dict[int, RankEnd]:
     """How each of this machine's ranks ended: the exit as it happened (exits.py), else elastic's report of it;
-    and whether the launcher ended it (this watcher signalled it, or it ended by SIGTERM/SIGKILL after another
-    rank had failed: elastic's teardown)."""
+    and whether the launcher ended it (this watcher signalled it, or it is elastic's teardown: _teardown)."""
     seen = watcher.exits.ends()
     ends = {}
     for rank in sorted(set(seen) | set(failures)):
@@ -206,23 +206,43 @@ def rank_ends(watcher: Watcher, run: RunDir, failures: dict[int, elastic.Elastic
         ends[rank] = (pid, at, code, sig)
     out = {}
     for rank, (pid, at, code, sig) in ends.items():
-        first_failure = _first_failure_at({r: e for r, e in ends.items() if r != rank})
-        # SIGTERM/SIGKILL after another rank failed: elastic's teardown (a time not seen: elastic signals only
-        # once a rank failed, so it is the teardown too)
-        by_launcher = pid in watcher.signalled or (
-            sig in ("SIGTERM", "SIGKILL") and first_failure is not None and (at is None or at > first_failure))
+        others = {r: e for r, e in ends.items() if r != rank}
+        by_launcher = pid in watcher.signalled or _teardown(sig, at, others, states or {})
         oom = watcher.exits.oom_evidence(pid) if sig == "SIGKILL" and not by_launcher else None
         out[rank] = RankEnd(rank=rank, pid=pid, at=at, exit_code=code, signal=sig, by_launcher=by_launcher,
                             oom_killed=oom)
     return out
 
 
-def _first_failure_at(ends: dict) -> float | None:
-    """When another rank's process first ended other than by exit 0: elastic tears the group down only then (a rank
-    that recorded an error is still alive while it writes its evidence), so a rank SIGTERMed or SIGKILLed after
-    that was stopped by its launcher, and one killed before it was not."""
-    times = [at for (_, at, code, sig) in ends.values() if at is not None and (sig is not None or code not in (0, None))]
-    return min(times) if times else None
+# A death's time is read by a thread of the launcher once it gets the GIL back: on a loaded machine two deaths
+# 50 ms apart were read in the wrong order (SIGKILL of rank 1, then elastic's SIGTERM of rank 0, read 0 first).
+READ_SLACK_S = 0.5
+# elastic (and the watcher) send SIGKILL only after SIGTERM's grace (2 s here, 30 s elastic's default)
+SIGKILL_AFTER_SIGTERM_S = 1.0
+
+
+def _teardown(sig: str | None, at: float | None, others: dict, states: dict[int, RankState]) -> bool:
+    """Whether a rank that ended by ``sig`` was ended by elastic's teardown, which signals the ranks only once a
+    rank failed: SIGTERM once another rank failed of its own (ended by another signal or a non-zero status,
+    not a victim that lost its peer), up to READ_SLACK_S after this end was read; SIGKILL after another rank's
+    own failure, or SIGKILL_AFTER_SIGTERM_S after another rank's SIGTERM. A time not seen (None) is the
+    teardown's: elastic signals only after a failure."""
+    if sig not in ("SIGTERM", "SIGKILL"):
+        return False
+    causes = [e_at for r, (_, e_at, code, e_sig) in others.items() if e_at is not None
+              and (e_sig not in (None, "SIGTERM") or (e_sig is None and code not in (0, None)))
+              and not _lost_its_peer(states.get(r))]
+    if sig == "SIGTERM":
+        return bool(causes) and (at is None or min(causes) <= at + READ_SLACK_S)
+    terms = [e_at for _, e_at, _, e_sig in others.values() if e_at is not None and e_sig == "SIGTERM"]
+    if at is None:
+        return bool(causes or terms)
+    return any(c < at for c in causes) or any(t <= at - SIGKILL_AFTER_SIGTERM_S for t in terms)
+
+
+def _lost_its_peer(state: RankState | None) -> bool:
+    """The rank's own error says it lost a peer or gave up waiting: a victim of another's failure, not a cause."""
+    return state is not None and judge.gave_up_or_lost_peer(state.error)
 
 
 def _read_request(run: RunDir) -> str | None:

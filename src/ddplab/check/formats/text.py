@@ -32,4 +32,6 @@ def render(record: CheckRecord, console) -> None:
         console.print(f"[yellow]injected fault:[/] {escape(fault)}")
     where = f"judged from {record.from_report}" if record.from_report else f"report: {record.out}/report.html"
     took = f" in {record.duration_s} s" if record.duration_s is not None and not record.from_report else ""
-    console.print(f"status: {status_text(record.status)} - {escape(record.summary)}{took}; {escape(where)}")
+    # one line, never wrapped at the terminal's width: runners and people grep it ("status: CRITICAL - ...")
+    console.print(f"status: {status_text(record.status)} - {escape(record.summary)}{took}; {escape(where)}",
+                  soft_wrap=True)

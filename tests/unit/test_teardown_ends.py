@@ -1,0 +1,49 @@
+"""Which rank ends were elastic's teardown (supervision/job.py _teardown): the judge never names a rank the
+launcher ended, so this decides who can be the culprit when a rank dies without a traceback."""
+
+from ddplab.records.supervision import RankState
+from ddplab.supervision.job import READ_SLACK_S, _teardown
+
+T = 1000.0
+
+
+def _end(at, code=None, sig=None):
+    return (123, at, code, sig)
+
+
+def _state(rank: int, error: str | None) -> RankState:
+    return RankState(rank=rank, pid=100 + rank, phase="failed", error=error)
+
+
+def test_a_sigterm_read_before_the_sigkill_that_caused_it_is_still_the_teardown():
+    # kill_rank on a loaded machine: rank 1 SIGKILLed from outside, rank 0 then SIGTERMed by elastic, but the
+    # launcher's threads read rank 0's end 0.2 s before rank 1's
+    others_of_0 = {1: _end(T + 0.2, sig="SIGKILL")}
+    others_of_1 = {0: _end(T, sig="SIGTERM")}
+    assert _teardown("SIGTERM", T, others_of_0, {}) is True
+    assert _teardown("SIGKILL", T + 0.2, others_of_1, {}) is False  # rank 1's death is its own
+
+
+def test_a_sigterm_long_before_any_failure_is_the_ranks_own():
+    assert _teardown("SIGTERM", T, {1: _end(T + READ_SLACK_S + 1, code=1)}, {}) is False
+
+
+def test_a_sigterm_from_outside_is_not_excused_by_the_victim_that_lost_its_peer():
+    # rank 1 SIGTERMed from outside; rank 0 then raised "Connection closed by peer" and exited 1, 50 ms later
+    others = {0: _end(T + 0.05, code=1)}
+    states = {0: _state(0, "RuntimeError: Connection closed by peer [127.0.0.1]:1234")}
+    assert _teardown("SIGTERM", T, others, states) is False
+    assert _teardown("SIGTERM", T, others, {0: _state(0, "ValueError: bad batch")}) is True
+
+
+def test_a_sigkill_after_sigterms_grace_is_the_teardowns_escalation():
+    # rank 0 ignored SIGTERM and was SIGKILLed 2 s after; rank 1 had exited 3 before
+    assert _teardown("SIGKILL", T + 2.1, {1: _end(T, code=3)}, {}) is True
+    assert _teardown("SIGKILL", T + 2.1, {1: _end(T + 0.1, sig="SIGTERM")}, {}) is True
+    assert _teardown("SIGKILL", T, {1: _end(T + 0.1, code=3)}, {}) is False  # the first to die
+
+
+def test_an_end_whose_time_was_not_seen_is_the_teardowns_only_after_a_failure():
+    assert _teardown("SIGTERM", None, {1: _end(T, code=1)}, {}) is True
+    assert _teardown("SIGTERM", None, {1: _end(T, code=0)}, {}) is False
+    assert _teardown("SIGSEGV", T + 5, {1: _end(T, code=1)}, {}) is False  # only SIGTERM and SIGKILL are sent
