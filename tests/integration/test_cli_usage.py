@@ -62,18 +62,21 @@ LAUNCH_BAD = [
 
 @pytest.mark.parametrize("options, message", LAUNCH_BAD, ids=[" ".join(o) for o, _ in LAUNCH_BAD])
 def test_launch_refuses_bad_options_before_any_process_starts(options, message, tmp_path, monkeypatch, capsys):
-    import subprocess
+    import psutil
 
     from ddplab.job import run as job_run
 
     def started(*args, **kwargs):
         raise AssertionError("a process was started")
 
+    # Not subprocess.Popen: a module imported for the first time while it was patched kept the fake for good,
+    # and every later launch in this test process failed. Whether a process started is read from the OS.
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(job_run, "run_user_job", started)
-    monkeypatch.setattr(subprocess, "Popen", started)
     (tmp_path / "train.py").write_text("open('ran', 'w').close()\n")
+    children = {p.pid for p in psutil.Process().children(recursive=True)}
     assert _exit_code(["launch", *options, "--", "train.py"]) == 2
+    assert {p.pid for p in psutil.Process().children(recursive=True)} <= children, "a process was started"
     err = capsys.readouterr().err
     assert message in " ".join(err.split())  # the console wraps long lines
     assert not (tmp_path / "ddplab-runs").exists() and not (tmp_path / "ran").exists()

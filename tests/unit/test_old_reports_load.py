@@ -9,8 +9,15 @@ import pytest
 from ddplab.catalog import report_from_json
 
 ROOT = Path(__file__).resolve().parents[2]
-REPORTS = sorted(p for p in (ROOT / "docs" / "results").rglob("*.json")
-                 if json.loads(p.read_text()).get("schema_version") is not None)
+
+
+def _is_report(path: Path) -> bool:
+    """A ddplab report (an object with a schema version), not another result file (a list of runs, a summary)."""
+    doc = json.loads(path.read_text())
+    return isinstance(doc, dict) and doc.get("schema_version") is not None
+
+
+REPORTS = sorted(p for p in (ROOT / "docs" / "results").rglob("*.json") if _is_report(p))
 
 
 @pytest.mark.parametrize("path", REPORTS, ids=lambda p: str(p.relative_to(ROOT / "docs" / "results")))

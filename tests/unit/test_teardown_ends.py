@@ -47,3 +47,10 @@ def test_an_end_whose_time_was_not_seen_is_the_teardowns_only_after_a_failure():
     assert _teardown("SIGTERM", None, {1: _end(T, code=1)}, {}) is True
     assert _teardown("SIGTERM", None, {1: _end(T, code=0)}, {}) is False
     assert _teardown("SIGSEGV", T + 5, {1: _end(T, code=1)}, {}) is False  # only SIGTERM and SIGKILL are sent
+
+
+def test_a_sigterm_after_the_victims_failure_is_the_teardown():
+    # skip: rank 1 left its collectives; ranks 0 and 2 raised "Connection closed" and exited 1; rank 1, still
+    # alive, was SIGTERMed by elastic after them
+    states = {r: _state(r, "RuntimeError: Connection closed by peer") for r in (0, 2)}
+    assert _teardown("SIGTERM", T + 0.3, {0: _end(T, code=1), 2: _end(T + 0.01, code=1)}, states) is True

@@ -223,21 +223,23 @@ SIGKILL_AFTER_SIGTERM_S = 1.0
 
 def _teardown(sig: str | None, at: float | None, others: dict, states: dict[int, RankState]) -> bool:
     """Whether a rank that ended by ``sig`` was ended by elastic's teardown, which signals the ranks only once a
-    rank failed: SIGTERM once another rank failed of its own (ended by another signal or a non-zero status,
-    not a victim that lost its peer), up to READ_SLACK_S after this end was read; SIGKILL after another rank's
-    own failure, or SIGKILL_AFTER_SIGTERM_S after another rank's SIGTERM. A time not seen (None) is the
-    teardown's: elastic signals only after a failure."""
+    rank failed (ended by another signal or a non-zero status). SIGTERM: after another rank's failure, or up to
+    READ_SLACK_S before one that is not a victim's (a rank that lost its peer fails after the death that caused
+    it, never before: a SIGTERM from outside stays the rank's own). SIGKILL: after another rank's failure, or
+    SIGKILL_AFTER_SIGTERM_S after another rank's SIGTERM. A time not seen (None) is the teardown's once another
+    rank failed: elastic signals only then."""
     if sig not in ("SIGTERM", "SIGKILL"):
         return False
-    causes = [e_at for r, (_, e_at, code, e_sig) in others.items() if e_at is not None
-              and (e_sig not in (None, "SIGTERM") or (e_sig is None and code not in (0, None)))
-              and not _lost_its_peer(states.get(r))]
-    if sig == "SIGTERM":
-        return bool(causes) and (at is None or min(causes) <= at + READ_SLACK_S)
+    causes = {r: e_at for r, (_, e_at, code, e_sig) in others.items() if e_at is not None
+              and (e_sig not in (None, "SIGTERM") or (e_sig is None and code not in (0, None)))}
     terms = [e_at for _, e_at, _, e_sig in others.values() if e_at is not None and e_sig == "SIGTERM"]
     if at is None:
         return bool(causes or terms)
-    return any(c < at for c in causes) or any(t <= at - SIGKILL_AFTER_SIGTERM_S for t in terms)
+    if any(c < at for c in causes.values()):
+        return True
+    if sig == "SIGTERM":
+        return any(c <= at + READ_SLACK_S for r, c in causes.items() if not _lost_its_peer(states.get(r)))
+    return any(t <= at - SIGKILL_AFTER_SIGTERM_S for t in terms)
 
 
 def _lost_its_peer(state: RankState | None) -> bool:

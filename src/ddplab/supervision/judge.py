@@ -190,6 +190,10 @@ def _waiting(evidence: dict[int, RankEvidence], expected: list[int] | None, hang
     heartbeats only), or when the first rank gave up waiting."""
     snapshot = dict(hang.snapshot) if hang is not None else {}
     frozen = states.frozen_ranks(snapshot, hang.declared_at, STALE_S) if snapshot else []
+    # Only this machine's ranks: another machine's stop beating once their own launcher has torn them down, which
+    # it may do before this one declares the hang (seen under load: a stall on machine b named b's two ranks from
+    # machine a). A machine cut off is a MachineLoss, judged apart.
+    frozen = [r for r in frozen if local_ranks is None or r in local_ranks]
     if frozen and len(frozen) < len(snapshot):  # stopped beating while the others beat on: nothing it says counts
         return Finding(frozen, "frozen", f"rank(s) {_list(frozen)}: heartbeat stopped for more than {STALE_S:.0f} s "
                        "when the hang was declared (paused: SIGSTOP, a debugger; a machine cut off; or something "
