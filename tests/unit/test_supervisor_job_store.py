@@ -84,6 +84,42 @@ def test_both_machines_name_global_rank_3_on_its_machine_and_signal_only_their_o
             proc.wait()
 
 
+def test_the_other_machine_follows_a_declared_hang_at_once_and_never_takes_its_teardown_for_a_lost_machine(tmp_path):
+    """Seen in CI (test_node_drills_netns.py): b declared the stall and ended its ranks; a's ranks then failed on
+    the closed sockets before a's own hang timeout, and b's ranks, ended without a word, made b 'lost'. A hang
+    declared on one machine is announced in the job's store; the others follow it at once."""
+    store = HashStore()
+    stand_ins = {r: subprocess.Popen(["sleep", "60"]) for r in MACHINES}
+    pids = {r: p.pid for r, p in stand_ins.items()}
+    beating = _Beating(store, pids)
+    beating.start()
+    try:
+        reader = lambda address, port, job: StatusReader(store, job=job)  # noqa: E731
+        b = _machine(tmp_path, "b", [2, 3], pids)
+        with Supervisor(b, local_count=2, hang_timeout_s=0.5, grace_s=0.5, job=JOB, open_reader=reader) as first:
+            first._thread.join(timeout=15)
+        assert first.hang is not None and first.hang.followed is None
+        a = _machine(tmp_path, "a", [0, 1], pids)
+        started = time.monotonic()
+        with Supervisor(a, local_count=2, hang_timeout_s=60, grace_s=0.5, job=JOB, open_reader=reader) as second:
+            second._thread.join(timeout=30)
+        assert time.monotonic() - started < 15  # far below its own hang timeout of 60 s
+        assert second.hang is not None and second.hang.followed == "10.9.0.2"
+        assert second.hang.reason.startswith("10.9.0.2 declared a hang (no progress for")
+        assert [r for r, p in stand_ins.items() if p.poll() is None] == []  # each ended its own two
+        assert culprit_of(a, second, 2).ranks == [3]
+        for rank in (2, 3):  # what a's store view holds at the end: b's ranks never reported an end
+            StatusPublisher(store, rank, job=JOB).publish(_state(rank, pids[rank], 10_000))
+        for rank in (0, 1):
+            a.status_file(rank).write_text(json.dumps(to_json(_state(rank, pids[rank], 2, phase="failed"))))
+        assert second.machines_lost() is None
+    finally:
+        beating.stop.set()
+        for proc in stand_ins.values():
+            proc.kill()
+            proc.wait()
+
+
 def test_a_machine_that_went_silent_while_the_others_failed_is_named():
     job = {r: _state(r, 100 + r, 1, phase="failed" if r < 2 else "in-collective") for r in MACHINES}
     assert status.silent_machines(job) == {"10.9.0.2": [2, 3]}

@@ -18,7 +18,8 @@ whose heartbeat is that local time, so one judge works for files and for the sto
 
 Keys: ``ddplab/status/<job>/attempt_<restart>/<global rank>`` (``status_prefix``): ``<job>`` is the
 rendezvous' run id (the same on every machine, new for every launch), so neither an earlier launch
-on the same endpoint nor an elastic restart is ever read as this one.
+on the same endpoint nor an elastic restart is ever read as this one. ``.../hang`` holds the first hang a
+machine's watcher declared (``hang_key``).
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ def world_size_key(job: str = "", restart_count: int = 0) -> str:
     """Every rank writes the job's world size here too, so a reader that has not been told it
     learns it from whichever rank published first."""
     return f"{status_prefix(job, restart_count)}/world_size"
+
+
+def hang_key(job: str = "", restart_count: int = 0) -> str:
+    """The first machine whose watcher declares a hang writes it here, so that the others follow at once
+    (supervision/watcher.py) instead of reading their ranks' ends, caused by its teardown, as a machine lost."""
+    return f"{status_prefix(job, restart_count)}/hang"
 
 
 def open_store(host: str, port: int, timeout_s: float = CONNECT_TIMEOUT_S):
@@ -144,6 +151,21 @@ class StatusReader:
         mono_now = self._clock()
         return {rank: _on_this_clock(view.status, wall_now - (mono_now - view.heard_at))
                 for rank, view in views.items() if view.status is not None and view.heard_at is not None}
+
+    def announce_hang(self, machine: str, reason: str) -> None:
+        """This machine's watcher declared a hang: said once, before it ends its ranks."""
+        self._store.set(hang_key(self._job, self._restart_count), json.dumps({"machine": machine, "reason": reason}))
+
+    def announced_hang(self) -> dict | None:
+        """A hang some machine's watcher declared ({"machine", "reason"}), or None."""
+        key = hang_key(self._job, self._restart_count)
+        if not self._store.check([key]):
+            return None
+        try:
+            value = json.loads(self._store.get(key))
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) and isinstance(value.get("machine"), str) else None
 
     def _known_world_size(self, records: Mapping[int, RankState]) -> int:
         if self.world_size is None:

@@ -212,6 +212,7 @@ class Hang:
     killed: list[int] = field(default_factory=list)  # still alive after the grace period
     ras: RasAnswer | None = field(default=None, metadata=OMIT)  # None: --ras was not given
     judged_from: str | None = field(default=None, metadata=OMIT)  # "the job's store" | "this machine's files"
+    followed: str | None = field(default=None, metadata=OMIT)  # the machine that declared it first (several machines)
 
     @property
     def torn_down(self) -> set[int]:

@@ -25,7 +25,9 @@ Across machines (the lab's jobs and drills), every rank publishes its status to 
 machine's watcher judges the whole job and ends only its own ranks. When a rank ends here, elastic here handles
 it. One end it does not act on: a rank of ANOTHER machine that failed while the store still answers, as where
 this machine hosts it (states.failed_elsewhere). That job cannot complete, so the ranks here wait for nothing:
-the hang clock then runs on this machine's own ranks, from the moment the failure is seen.
+the hang clock then runs on this machine's own ranks, from the moment the failure is seen. A hang one machine
+declares it announces in the store before it ends its ranks; every other machine follows it at once, so that its
+ranks failing on the teardown are not a new failure and the declaring machine's silent ranks not a machine lost.
 
 The hang clock starts once every rank has written its first status: a rank still importing torch on a busy
 machine is slow, not hung. A rank that never writes one is named "never started" only after ``START_GRACE_S``
@@ -48,6 +50,8 @@ from . import states as rules
 from .beacon import HEARTBEAT_S
 from .exits import ExitWatch
 from .family import Family
+from . import sources
+from .sources import JOB_STORE, Files, JobStore
 
 POLL_S = 0.25
 DUMP_WAIT_S = 3.0  # for ranks to answer a dump request
@@ -55,9 +59,6 @@ STACK_SIGNAL_WAIT_S = 0.5  # for faulthandler to write
 GRACE_S = 2.0  # between SIGTERM and SIGKILL when the watcher ends the job's processes
 START_GRACE_S = 120.0  # for ranks that never write a status at all: far above torch's import time
 STALE_S = max(2.0, 4 * HEARTBEAT_S)  # a rank not heard for this long is frozen, not slow
-STORE_TIMEOUT_S = 3.0  # one read of the job's store: a store cut off must not hold the watch up for long
-FILES = "this machine's status files"
-JOB_STORE = "the job's store"
 
 
 def request_dumps(run: RunDir, reason: str, by: str) -> str:
@@ -66,44 +67,6 @@ def request_dumps(run: RunDir, reason: str, by: str) -> str:
     write_text_atomic(run.dump_request_file, json.dumps({"id": request_id, "reason": reason, "by": by,
                                                          "at": time.time()}), durable=False)
     return request_id
-
-
-class _Files:
-    """This machine's ranks, from their status files."""
-
-    judged_from = FILES
-
-    def __init__(self, run: RunDir, local_count: int):
-        self.run, self.local_count = run, local_count
-
-    def read(self) -> dict[int, RankState]:
-        return rules.read_states(self.run)
-
-    def expected(self, states: dict[int, RankState]) -> list[int] | None:
-        return rules.expected_ranks(states, self.local_count)
-
-
-class _JobStore:
-    """Every rank of the job, from its store (cluster/status_store.py), heartbeats on this machine's clock."""
-
-    judged_from = JOB_STORE
-
-    def __init__(self, reader, address: str):
-        self.reader = reader
-        self.address = address  # the store's machine, as its ranks name it (they run where it listens)
-        self.lost = False  # it answered, then stopped answering
-
-    def read(self) -> dict[int, RankState]:
-        try:
-            states = self.reader.judging_records(self.reader.read())
-        except Exception:  # noqa: BLE001 - the store's host ended (job over, machine gone): nothing new to judge
-            self.lost = self.lost or self.reader.world_size is not None
-            return {}
-        self.lost = False
-        return states
-
-    def expected(self, states: dict[int, RankState]) -> list[int] | None:
-        return list(range(self.reader.world_size)) if self.reader.world_size else None
 
 
 class Watcher:
@@ -115,7 +78,7 @@ class Watcher:
         self.grace_s = grace_s
         self.job = job  # the rendezvous' run id: the status keys of this launch in the job's store
         self.ras = ras  # job/ras.py RasPlan, or None: nothing connects
-        self._open_reader = open_reader or _open_reader
+        self._open_reader = open_reader or sources.open_reader
         self.exits = ExitWatch()
         self.family = Family(run)
         self.hang: Hang | None = None  # set once, when a hang is declared
@@ -123,7 +86,7 @@ class Watcher:
         self.first_failure_seen_at: float | None = None
         self.stopped_at: float | None = None  # a stop request (Ctrl+C, SIGTERM) seen, and the job ended for it
         self.signalled: set[int] = set()  # pids this watcher ended
-        self._job_source: _JobStore | None = None
+        self._job_source: JobStore | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ddplab-watcher", daemon=True)
@@ -163,6 +126,8 @@ class Watcher:
         job = {**self.job_states, **local}  # this machine's last words are in its files
         store_lost = source.address if source.lost else None
         mine = {s.machine for s in local.values()}
+        if self.hang and self.hang.followed:
+            mine.add(self.hang.followed)  # it declared the hang and ended its ranks: alive, not lost
         lost = {m: ranks for m, ranks in rules.silent_machines(job, store_lost).items() if m not in mine}
         if not lost:
             return None
@@ -189,6 +154,12 @@ class Watcher:
             self._note_failures(states, now)
             if not self.hang_timeout_s or self.stopped_at is not None:
                 continue  # watched for exits, the family and machines_lost only
+            elsewhere = source.announced() if source.judged_from == JOB_STORE else None
+            if elsewhere and elsewhere["machine"] not in self._machines():
+                # Another machine declared the hang and is ending its ranks: this machine's ranks would fail on
+                # its teardown, and that machine's ranks, ended without a word, would look like a machine lost.
+                self._declare(source, states, now, last_change or started, following=elsewhere)
+                return
             if source.judged_from == JOB_STORE and not states:
                 # A read that failed (a store slow under load) is no news, not every rank missing: the store is
                 # taken for lost only once it stayed silent for a hang timeout.
@@ -234,6 +205,10 @@ class Watcher:
         except Exception:  # noqa: BLE001 - a process gone while walked: the next poll sees the rest
             pass
 
+    def _machines(self) -> set[str]:
+        """This machine as its ranks name it (supervision/beacon.py: their address toward the job's endpoint)."""
+        return {s.machine for s in rules.read_states(self.run).values() if s.machine}
+
     def _ended_here(self) -> bool:
         """A rank of this machine ended other than by finishing (elastic tears the group down)."""
         return any(not e.at is None and (e.exit_code != 0 or e.signal) for e in self.exits.ends().values())
@@ -268,12 +243,12 @@ class Watcher:
             listen = json.loads(self.run.listen_file.read_text())
         except (OSError, ValueError):
             # no listen.json: the ranks have not been started, unless their status files say otherwise
-            return _Files(self.run, self.local_count) if self.run.status_files() else None
+            return Files(self.run, self.local_count) if self.run.status_files() else None
         across = listen.get("across_machines") if isinstance(listen, dict) else None
         if not across or not listen.get("address") or not isinstance(listen.get("port"), int):
-            return _Files(self.run, self.local_count)
+            return Files(self.run, self.local_count)
         reader = self._open_reader(listen["address"], listen["port"], self.job)
-        return _JobStore(reader, listen["address"]) if reader is not None else _Files(self.run, self.local_count)
+        return JobStore(reader, listen["address"]) if reader is not None else Files(self.run, self.local_count)
 
     # ---------------------------------------------------------------------------------------- ending processes
 
@@ -300,13 +275,15 @@ class Watcher:
         return {**states, **fresh}, time.time()
 
     def _declare(self, source, states: dict[int, RankState], now: float, last_change: float,
-                 failed_elsewhere: list[int] | None = None) -> None:
+                 failed_elsewhere: list[int] | None = None, following: dict | None = None) -> None:
         if source.judged_from == JOB_STORE and not states:  # nothing in the store: judge what this machine has
-            source, states = _Files(self.run, self.local_count), rules.read_states(self.run)
+            source, states = Files(self.run, self.local_count), rules.read_states(self.run)
         if source.judged_from == JOB_STORE and rules.frozen_ranks(states, now, STALE_S):
             states, now = self._settled(source, states, now)
         local = rules.read_states(self.run)  # this machine's ranks: the only processes this launcher may signal
-        if failed_elsewhere:
+        if following:
+            why = f"{following['machine']} declared a hang ({following.get('reason')}); this machine's ranks with it"
+        elif failed_elsewhere:
             states = {**states, **local}
             why = (f"{_failed_in_words(failed_elsewhere, states)} failed on another machine and this machine's "
                    f"ranks made no progress since")
@@ -315,6 +292,9 @@ class Watcher:
         else:
             why = f"no progress for {now - last_change:.1f} s while a rank waited"
         running = {r: s for r, s in local.items() if s.phase not in rules.END_PHASES and _is_ours(s)}
+        if source.judged_from == JOB_STORE and not following:
+            for machine in sorted(self._machines())[:1]:  # before the teardown its peers would see first
+                source.announce(machine, why)
         request_id = None
         try:
             request_id = request_dumps(self.run, f"hang: {why}", by="launcher")
@@ -343,7 +323,8 @@ class Watcher:
                          signalled_for_stacks=sorted(silent), stacks=stacks,
                          terminated=sorted(rank_pids[p] for p in terminated if p in rank_pids),
                          killed=sorted(rank_pids[p] for p in killed if p in rank_pids), ras=ras,
-                         judged_from=source.judged_from if source.judged_from == JOB_STORE else None)
+                         judged_from=source.judged_from if source.judged_from == JOB_STORE else None,
+                         followed=following["machine"] if following else None)
 
     def _wait_for_answers(self, request_id: str, running: dict[int, RankState]) -> set[int]:
         from .evidence import answered as answer_of
@@ -378,15 +359,3 @@ def _failed_in_words(ranks: list[int], states: dict[int, RankState]) -> str:
     """rank 0 (on 10.9.0.1), rank 4 (on 10.9.0.2): ranks of other machines, with their machines."""
     return ", ".join(f"rank {r}" + (f" (on {states[r].machine})" if r in states and states[r].machine else "")
                      for r in ranks)
-
-
-def _open_reader(address: str, port: int, job: str):
-    """A reader of the job's store (a client connection of the watcher's own), or None when the store cannot be
-    reached: the watcher then judges this machine's files, as on one machine."""
-    from ..cluster.status_store import StatusReader, open_store
-
-    try:
-        return StatusReader(open_store(address, port, timeout_s=STORE_TIMEOUT_S), job=job)
-    except Exception:  # noqa: BLE001 - any connection failure: the files still say something
-        return None
-

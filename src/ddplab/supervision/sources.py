@@ -1,0 +1,74 @@
+"""Where a watcher (watcher.py) reads the job's status: this machine's status files on one machine, the job's store
+(cluster/status_store.py) across machines, where a hang one machine declared is announced to the others."""
+
+from __future__ import annotations
+
+from ..records.supervision import RankState
+from ..rundir import RunDir
+from . import states as rules
+
+STORE_TIMEOUT_S = 3.0  # one read of the job's store: a store cut off must not hold the watch up for long
+FILES = "this machine's status files"
+JOB_STORE = "the job's store"
+
+
+class Files:
+    """This machine's ranks, from their status files."""
+
+    judged_from = FILES
+
+    def __init__(self, run: RunDir, local_count: int):
+        self.run, self.local_count = run, local_count
+
+    def read(self) -> dict[int, RankState]:
+        return rules.read_states(self.run)
+
+    def expected(self, states: dict[int, RankState]) -> list[int] | None:
+        return rules.expected_ranks(states, self.local_count)
+
+
+class JobStore:
+    """Every rank of the job, from its store (cluster/status_store.py), heartbeats on this machine's clock."""
+
+    judged_from = JOB_STORE
+
+    def __init__(self, reader, address: str):
+        self.reader = reader
+        self.address = address  # the store's machine, as its ranks name it (they run where it listens)
+        self.lost = False  # it answered, then stopped answering
+
+    def read(self) -> dict[int, RankState]:
+        try:
+            states = self.reader.judging_records(self.reader.read())
+        except Exception:  # noqa: BLE001 - the store's host ended (job over, machine gone): nothing new to judge
+            self.lost = self.lost or self.reader.world_size is not None
+            return {}
+        self.lost = False
+        return states
+
+    def expected(self, states: dict[int, RankState]) -> list[int] | None:
+        return list(range(self.reader.world_size)) if self.reader.world_size else None
+
+    def announce(self, machine: str, reason: str) -> None:
+        try:
+            self.reader.announce_hang(machine, reason)
+        except Exception:  # noqa: BLE001 - a store gone: the other machines judge on their own
+            pass
+
+    def announced(self) -> dict | None:
+        try:
+            return self.reader.announced_hang()
+        except Exception:  # noqa: BLE001 - a store gone: nothing announced that can be read
+            return None
+
+
+def open_reader(address: str, port: int, job: str):
+    """A reader of the job's store (a client connection of the watcher's own), or None when the store cannot be
+    reached: the watcher then judges this machine's files, as on one machine."""
+    from ..cluster.status_store import StatusReader, open_store
+
+    try:
+        return StatusReader(open_store(address, port, timeout_s=STORE_TIMEOUT_S), job=job)
+    except Exception:  # noqa: BLE001 - any connection failure: the files still say something
+        return None
+
