@@ -22,8 +22,8 @@ case $step in
 4) join || exit 1
    export NCCL=/tmp/nccl/libnccl.so.2 part=none TAG=nccl2307
    bash scripts/device/round_one_gpu.sh  # copies the library in, prints torch and NCCL
-   export NCCL_MULTI_RANK_GPU_ENABLE=1 PYTHONUNBUFFERED=1
-   python3 -c "import torch; print('nccl runtime', torch.cuda.nccl.version())"
+   export NCCL_MULTI_RANK_GPU_ENABLE=1 PYTHONUNBUFFERED=1 LD_PRELOAD=/tmp/nccl/libnccl.so.2
+   python3 -c "import torch; torch.cuda.init(); print('nccl', torch.cuda.nccl.version()); print(sorted({l.split()[-1] for l in open('/proc/self/maps') if 'nccl' in l}))"
    timeout 500 python3 scripts/fault_table.py --ranks 3 --repeat 2 --hang-timeout 10 \
        --cases skip,mismatch,raise,exit,sigkill --out /tmp/r/ft_gpu 2>&1 | tail -30
    cp /tmp/r/ft_gpu/runs.json "$OUT/ft_gpu_runs.json"; cp /tmp/r/ft_gpu/table.md "$OUT/ft_gpu_table.md"

@@ -11,8 +11,11 @@ res=/tmp/r; mkdir -p $res  # the runs; a few files are copied to $OUT at the end
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 $py -m pip install -q --no-index --no-build-isolation --no-deps -e . > "$res/pip.log" 2>&1 || echo "pip failed"
 if [ -n "${NCCL:-}" ]; then
-  lib=$($py -c "import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__ or list(nvidia.nccl.__path__)[0]), 'lib', 'libnccl.so.2'))" 2>/dev/null || $py -c "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'nccl', 'lib', 'libnccl.so.2'))")
-  cp "$NCCL" "$lib" && echo "NCCL copied over $lib"
+  root=$($py -c "import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))")
+  for lib in $(find "$root" / -xdev -name 'libnccl.so*' -type f 2>/dev/null | grep -v "^/tmp/nccl" | sort -u); do
+    cp "$NCCL" "$lib" && echo "NCCL copied over $lib"
+  done
+  $py -c "import ctypes, torch; v=ctypes.c_int(); ctypes.CDLL('libnccl.so.2').ncclGetVersion(ctypes.byref(v)); print('libnccl.so.2 loaded by name:', v.value)" 2>&1 | tail -1
   export NCCL_MULTI_RANK_GPU_ENABLE=1
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
