@@ -239,6 +239,21 @@ def test_all_ranks_in_the_same_collective_blames_nobody():
     assert "no rank stands out" in verdict.reason
 
 
+def test_a_rank_the_library_aborted_while_waiting_is_said_in_words_and_not_blamed():
+    """Seen on one H200: gloo's send of a device tensor failed (`writev ... Bad address`) and aborted the rank
+    inside the collective; nobody's code is at fault, and the reason says where the abort came from."""
+    ranks = {r: RankEvidence(r, status=status(phase="in-collective", torch_call="all_reduce", enqueued=4),
+                             answered=True, record=record(entry(1), entry(2), entry(3), entry(4), completed=3))
+             for r in (0, 1)}
+    ranks[1].end = RankEnd(1, 101, at=100.0, exit_code=None, signal="SIGABRT", by_launcher=False)
+    ranks[0].end = RankEnd(0, 100, at=100.2, exit_code=None, signal="SIGTERM", by_launcher=True)
+    verdict = name_culprits(ranks, [0, 1], now=100.0)
+    assert (verdict.ranks, verdict.kind) == ([], "stuck-together")
+    assert "rank(s) 1 aborted (SIGABRT) inside the collective library while waiting" in verdict.reason
+    assert "aborted" not in name_culprits({r: RankEvidence(r, status=status(torch_call="all_reduce", enqueued=4),
+                                                           answered=True) for r in (0, 1)}, [0, 1], now=100.0).reason
+
+
 def test_subgroup_progress_is_compared_only_among_its_members():
     """Rank 2 is not in group 1: its missing numbers there are no evidence against it."""
     def st(enq0, enq1=None):

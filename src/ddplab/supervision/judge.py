@@ -217,11 +217,23 @@ def _waiting(evidence: dict[int, RankEvidence], expected: list[int] | None, hang
     kind = states.kind_of(why)
     if kind == "stuck-together":  # no rank stands out: naming them all would blame the innocent
         where = ", ".join(sorted({ev.torch_call or ev.phase or "unknown" for ev in evidence.values()}))
-        return Finding([], kind, f"no rank stands out: {why}; every rank in {where}",
+        return Finding([], kind, f"no rank stands out: {why}; every rank in {where}{_library_aborts(evidence)}",
                        evidence=[f"rank {r}: {evidence[r].state()}" for r in sorted(evidence)])
     return Finding(ranks, kind, f"rank(s) {_list(ranks)} {why}" if ranks else why,
                    _init_call() if kind == "never-reached-init" else None,
                    [f"rank {r}: {evidence[r].state()}" for r in sorted(evidence)])
+
+
+def _library_aborts(evidence: dict[int, RankEvidence]) -> str:
+    """Words for ranks the collective library aborted while they waited in it (own_failures does not count them):
+    seen on one H200, gloo's `writev ... Bad address` on a device tensor's send, then SIGABRT (docs/RESULTS.md)."""
+    aborted = sorted(r for r, ev in evidence.items()
+                     if ev.end and ev.end.signal == "SIGABRT" and not ev.end.by_launcher and ev.error_text is None)
+    if not aborted:
+        return ""
+    return (f"; rank(s) {_list(aborted)} aborted (SIGABRT) inside the collective library while waiting: a fault "
+            f"of the library or its transport, not of a rank's code (the library's own words are in the ranks' "
+            f"output)")
 
 
 def _init_call() -> dict:
