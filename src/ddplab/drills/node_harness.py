@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import interrupts, reaping
+from ..files import write_text_atomic
 from ..measurements.train import TrainConfig
 from ..records.codec import RecordError
 from ..records.core import Report, Verdict
@@ -61,13 +62,16 @@ def run(ctx: runner.DrillContext, fault: NodeFault) -> DrillOutcome:
                         steps=CHILD_STEPS)
     pids: dict[int, int] = {}
     run_id = injected_at = what = gone_at = child_exit = None
+    phases = _Phases(run_dir / "harness-phases.json")
     with runner.DeviceMemory(ctx.platform) as memory:
         child = child_launcher.start(["-m", "ddplab", "train", *train.to_argv(), "--json", str(report)])
         try:
             child_run = child_launcher.wait_for_run(child_dir, child)
-            pids = runner.wait_for_ranks(child_run, ctx.local_count) if child_run else {}
+            pids = runner.wait_for_ranks(child_run, ctx.local_count,
+                                         ended=lambda: child.poll() is not None) if child_run else {}
+            phases.note(("ranks running" if child.poll() is None else "launcher exited first") if pids else "no ranks")
             run_id = child_run.run_id if child_run else None
-            victim_here = ctx.victim in pids
+            victim_here = ctx.victim in pids and child.poll() is None  # a launcher already gone takes no fault
             if victim_here and not interrupts.requested():
                 injected_at, what = time.time(), fault.inject(child, sorted(pids.values()))
                 _hold(fault.hold_s(ctx))
@@ -76,19 +80,38 @@ def run(ctx: runner.DrillContext, fault: NodeFault) -> DrillOutcome:
                 child_exit = child_launcher.wait_exit(child, 10)
             elif pids:
                 child_exit = child_launcher.wait_exit(child, fault.hold_s(ctx) + ctx.timeout_s + SURVIVOR_MARGIN_S)
+            phases.note("launcher exited" if child_exit is not None else "launcher still running")
         finally:
             if child_exit is None:  # stuck, never started, or this drill is being stopped: end it and its ranks
                 child_launcher.end(child)
+                phases.note("launcher ended by the harness")
         leaks = reaping.leaked(run_id, list(pids.values()))
         reaping.end_processes(leaks)
+        phases.note("leftovers ended")
         log = child.stdout.read() if child.stdout else ""
+        phases.note("launcher output read")
         after, back_s = memory.settle()
+        phases.note("device memory settled")
     common = dict(drill=ctx.name, leaked_pids=leaks, device_mem_before_bytes=memory.before,
                   device_mem_after_bytes=after, memory_back_s=back_s, run_dir=str(run_dir), run_id=run_id,
                   interrupted=bool(interrupts.requested()))
     if injected_at is not None:
         return _as_victim(ctx, what, injected_at, gone_at, child_exit, sorted(pids), common)
     return _as_survivor(ctx, report, child_dir, child_exit, sorted(pids), log, common)
+
+
+class _Phases:
+    """When each step of this machine's part of the drill ended, written beside its launcher as it goes: where the
+    time went when the machines fell out of step (a survivor that started the next drill 109 s after its launcher
+    had reported, tests/integration/test_node_drills_netns.py). Diagnostic only: a failed write is ignored."""
+
+    def __init__(self, path: Path):
+        self.path, self.started, self.steps = path, time.time(), []
+
+    def note(self, step: str) -> None:
+        self.steps.append({"step": step, "after_s": round(time.time() - self.started, 2)})
+        with contextlib.suppress(OSError):
+            write_text_atomic(self.path, json.dumps({"started": self.started, "steps": self.steps}), durable=False)
 
 
 def stop_group(sig: int) -> Callable[[subprocess.Popen, list[int]], str]:

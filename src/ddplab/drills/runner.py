@@ -257,15 +257,20 @@ def both_pass(*verdicts: Verdict) -> Verdict:
 
 # ---------------------------------------------------------------------------------------- helpers for harnesses
 
-def wait_for_ranks(run: RunDir, count: int, timeout_s: float = READY_TIMEOUT_S) -> dict[int, int]:
+def wait_for_ranks(run: RunDir, count: int, timeout_s: float = READY_TIMEOUT_S,
+                   ended: Callable[[], bool] | None = None) -> dict[int, int]:
     """Each rank's pid by global rank, once ``count`` ranks run (those that count collectives have finished a
-    few); {} on timeout or when a stop was requested."""
+    few); {} on timeout or when a stop was requested. ``ended``: the launcher has exited; then the ranks it
+    started, however far they got (a survivor whose ranks failed on another machine's fault before this
+    harness saw them run: it waited 120 s for nothing, and the other machine gave up on the next drill)."""
     deadline = time.monotonic() + timeout_s
     recorded = flight_recorder.records_every_group()
     while time.monotonic() < deadline and not interrupts.requested():
         pids = run.rank_pids()
         if len(pids) >= count and ranks_running(read_states(run), count, recorded):
             return pids
+        if ended is not None and ended():
+            return run.rank_pids()
         time.sleep(0.2)
     return {}
 
