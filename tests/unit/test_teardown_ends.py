@@ -54,3 +54,34 @@ def test_a_sigterm_after_the_victims_failure_is_the_teardown():
     # alive, was SIGTERMed by elastic after them
     states = {r: _state(r, "RuntimeError: Connection closed by peer") for r in (0, 2)}
     assert _teardown("SIGTERM", T + 0.3, {0: _end(T, code=1), 2: _end(T + 0.01, code=1)}, states) is True
+
+
+class _Exits:
+    def __init__(self, ends):
+        self._ends = ends
+
+    def ends(self):
+        return self._ends
+
+    def oom_evidence(self, pid):
+        return None
+
+
+class _Watcher:
+    signalled: set = set()
+
+    def __init__(self, ends):
+        self.exits = _Exits(ends)
+
+
+def test_an_exit_seen_without_its_status_is_0_only_where_elastic_reported_success():
+    """Under load elastic reaped a rank before the exit watch could read its status: a healthy launch reported
+    rank 1 'exit None'. Elastic's success says every rank of the machine ended with status 0."""
+    from ddplab.supervision.exits import Exit
+    from ddplab.supervision.job import rank_ends
+
+    watcher = _Watcher({0: Exit(100, T, 0, None), 1: Exit(101, T + 0.1, None, None)})
+    ended = rank_ends(watcher, None, {}, {}, succeeded=True)
+    assert (ended[1].exit_code, ended[1].ok, ended[1].in_words()) == (0, True, "exit 0")
+    unknown = rank_ends(watcher, None, {}, {}, succeeded=False)[1]
+    assert unknown.exit_code is None and unknown.in_words() == "ended (status not seen)"

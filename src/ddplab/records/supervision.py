@@ -120,7 +120,7 @@ class RankEnd:
 
     def in_words(self) -> str:
         """exit 3, SIGSEGV, SIGKILL (the kernel's OOM killer: ...), SIGTERM (the launcher's teardown)."""
-        how = f"exit {self.exit_code}" if self.signal is None else self.signal
+        how = self.signal or (f"exit {self.exit_code}" if self.exit_code is not None else "ended (status not seen)")
         if self.oom_killed:
             return f"{how} (the kernel's OOM killer: {self.oom_killed})"
         return f"{how} (the launcher's teardown)" if self.by_launcher else how

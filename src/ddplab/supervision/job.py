@@ -162,7 +162,7 @@ def _judge(outcome: JobOutcome, watcher: Watcher, spec: JobSpec) -> None:
     outcome.interrupted = outcome.interrupted or watcher.stopped_at is not None
     outcome.job_states = dict(watcher.job_states)
     outcome.states = {**watcher.job_states, **read_states(outcome.run)}
-    outcome.ends = rank_ends(watcher, outcome.run, outcome.failures, outcome.states)
+    outcome.ends = rank_ends(watcher, outcome.run, outcome.failures, outcome.states, succeeded=outcome.ok)
     if not outcome.ok:
         outcome.machines_lost = watcher.machines_lost()
     if outcome.ok or (outcome.launcher_error and not outcome.interrupted and not outcome.states):
@@ -190,9 +190,11 @@ def judge_job(run: RunDir, watcher: Watcher, nproc: int, states: dict[int, RankS
 
 
 def rank_ends(watcher: Watcher, run: RunDir, failures: dict[int, elastic.ElasticFailure],
-              states: dict[int, RankState] | None = None) -> dict[int, RankEnd]:
+              states: dict[int, RankState] | None = None, succeeded: bool = False) -> dict[int, RankEnd]:
     """How each of this machine's ranks ended: the exit as it happened (exits.py), else elastic's report of it;
-    and whether the launcher ended it (this watcher signalled it, or it is elastic's teardown: _teardown)."""
+    and whether the launcher ended it (this watcher signalled it, or it is elastic's teardown: _teardown).
+    ``succeeded``: elastic reported every rank of this machine done with status 0, which is then the status of a
+    rank whose exit was seen without one (elastic reaped it first: a launch said "exit None" under load)."""
     seen = watcher.exits.ends()
     ends = {}
     for rank in sorted(set(seen) | set(failures)):
@@ -202,7 +204,7 @@ def rank_ends(watcher: Watcher, run: RunDir, failures: dict[int, elastic.Elastic
         elif f is not None:  # the exit was not seen as it happened: elastic's time is its poll's, in whole seconds
             pid, at, code, sig = f.pid, (e.at if e else None), (None if f.signal else f.exitcode), f.signal
         else:
-            pid, at, code, sig = e.pid, e.at, None, None
+            pid, at, code, sig = e.pid, e.at, (0 if succeeded else None), None
         ends[rank] = (pid, at, code, sig)
     out = {}
     for rank, (pid, at, code, sig) in ends.items():
