@@ -52,6 +52,17 @@ PLANTED_SECRETS = {
 REDACTED_BY_VALUE = ("NCCL_DEBUG_FILE", "NCCL_NET")
 
 
+def load_script(name: str):
+    """A script of the repository's scripts/ folder, imported as a module (its functions tested without running
+    it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def load_json(path: str | Path) -> dict:
     return json.loads(Path(path).read_text())
 

@@ -1,20 +1,18 @@
 """The layers hold (issue 19): scripts/import_graph.py finds no circle and no import from a lower layer up to a
 higher one in src/ddplab, counting imports inside functions and modules a registry names."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "import_graph.py"
 
 
 @pytest.fixture(scope="module")
 def graph_script():
-    spec = importlib.util.spec_from_file_location("import_graph", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("import_graph")
 
 
 @pytest.fixture(scope="module")

@@ -1,22 +1,20 @@
 """scripts/torch_matrix.py (the torch matrix and CI's compatibility check): what it judges and how it tabulates.
 The real runs are in docs/RESULTS.md; here the script's own logic, on crafted results."""
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import load_script
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "torch_matrix.py"
 
 
 @pytest.fixture(scope="module")
 def matrix():
-    spec = importlib.util.spec_from_file_location("torch_matrix", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("torch_matrix")
 
 
 def _release(torch="2.4.1+cu121", culprit=(1,), run_verdict="pass", loopback=True):
