@@ -293,7 +293,8 @@ class Watcher:
             why = f"no progress for {now - last_change:.1f} s while a rank waited"
         running = {r: s for r, s in local.items() if s.phase not in rules.END_PHASES and _is_ours(s)}
         if source.judged_from == JOB_STORE and not following:
-            for machine in sorted(self._machines())[:1]:  # before the teardown its peers would see first
+            machine = min(self._machines(), default=None)
+            if machine is not None:  # before the teardown, which its peers would otherwise see first
                 source.announce(machine, why)
         request_id = None
         try:
