@@ -22,6 +22,7 @@ Needs root and iproute2; otherwise every test using it is skipped with the reaso
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -77,6 +78,15 @@ class Machine:
         """Processes running inside this machine now."""
         proc = subprocess.run(["ip", "netns", "pids", self.namespace], capture_output=True, text=True, timeout=30)
         return [int(p) for p in proc.stdout.split()]
+
+    def left_running(self, within_s: float = 5.0) -> list[str]:
+        """The processes still inside this machine ``within_s`` seconds from now ("pid: command line"), as soon as
+        there are none. Not "now": a launcher's multiprocessing resource tracker exits on its own just after the
+        launcher (it reads the end of its pipe), and a loaded machine once showed it there in that moment."""
+        deadline = time.monotonic() + within_s
+        while (pids := self.pids()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return [f"{pid}: {_cmdline(pid)}" for pid in pids]
 
     def disconnect(self) -> None:
         """Pull this machine's cable: its switch port goes down, the machine itself sees carrier loss."""
@@ -182,6 +192,16 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=1)
+def namespaces_work() -> bool:
+    """Whether this machine can make the test machines: two made and torn down, once per test process."""
+    try:
+        with Machines(2):
+            return True
+    except NamespacesUnavailable:
+        return False
+
+
 @contextlib.contextmanager
 def machines_or_skip(count: int = 2) -> Iterator[Machines]:
     """``Machines(count)``, or the test skipped with the reason where namespaces cannot be created."""
@@ -201,3 +221,11 @@ def machines():
     """A factory: ``machines(3)`` gives three machines, torn down when the test ends."""
     with contextlib.ExitStack() as stack:
         yield lambda count=2: stack.enter_context(machines_or_skip(count))
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip() or "(no command line)"
+    except OSError:
+        return "(gone)"

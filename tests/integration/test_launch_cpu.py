@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import psutil
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.slow
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 HANG_TIMEOUT_S = 5
 FAULT_AT = re.compile(r"\] (?:injecting fault|joining the job).* at (\d+\.\d+)")
+TAG = "DDPLAB_TEST_LAUNCH_TAG"
 
 # example -> (its arguments, culprit kind, the collective: op, sequence number, input sizes). The other broken
 # examples' faults (a skipped collective, a size mismatch, a rank late to init, a deadlock outside collectives)
@@ -45,8 +47,12 @@ ERRORS = {
 def launch(tmp_path: Path, script: str, *args: str) -> tuple[subprocess.CompletedProcess, dict, float]:
     """`ddplab launch` of one example; its report, and the wall time its fault happened."""
     out = tmp_path / "job"
+    tag = uuid.uuid4().hex  # every process the launcher starts inherits it: ranks, their children, the guardian
     done = run_cli("launch", "--nproc-per-node", "2", "--hang-timeout", str(HANG_TIMEOUT_S), "--out", str(out),
-                   "--", str(EXAMPLES / f"{script}.py"), *args, timeout=180, cwd=tmp_path)
+                   "--", str(EXAMPLES / f"{script}.py"), *args, timeout=180, cwd=tmp_path, env={TAG: tag})
+    # Nothing it started outlives it, looked at once. (multiprocessing's resource tracker exits just after the
+    # launcher, on its own; it holds the launcher's stderr until then, and run_cli has read that to its end.)
+    assert processes_with_env(TAG, tag) == []
     stamps = [float(t) for t in FAULT_AT.findall(done.stdout)]
     return done, load_json(out / "report.json"), max(stamps) if stamps else None
 

@@ -37,7 +37,7 @@ def _run_on(group, tmp_path, argv: list[str]) -> tuple[dict[str, dict], list[str
     docs = {name: load_json(tmp_path / f"{name}.json") for name in names}
     for name, doc in docs.items():
         assert doc["results"]["completed"], (name, outputs[names.index(name)][-3000:])
-    assert all(m.pids() == [] for m in group)  # nothing left running on any machine
+    assert all(m.left_running() == [] for m in group)  # nothing left running on any machine
     return docs, outputs
 
 

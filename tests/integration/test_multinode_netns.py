@@ -82,7 +82,7 @@ def test_two_machines_form_one_job_and_the_store_listens_on_the_endpoint_address
         assert watcher.seen, machine.address  # the sampling saw the run
         addresses = {s.rpartition(":")[0] for s in watcher.seen}
         assert addresses <= {machine.address, "127.0.0.1"}, (machine.address, watcher.seen)
-    assert a.pids() == [] and b.pids() == []  # nothing left running on either machine
+    assert a.left_running() == [] and b.left_running() == []  # nothing left running on either machine
 
 
 def test_a_wrong_endpoint_is_exit_3_naming_it_the_addresses_tried_and_the_port(machines, tmp_path):
@@ -99,7 +99,7 @@ def test_a_wrong_endpoint_is_exit_3_naming_it_the_addresses_tried_and_the_port(m
            f"({b.address})" in out
     assert f"tried {nobody}:{PORT}: no machine answers at that address (host unreachable)" in out
     assert f"open TCP port {PORT}" in out
-    assert b.pids() == []
+    assert b.left_running() == []
 
 
 def test_ctrl_c_while_waiting_for_the_store_stops_at_once_with_an_interrupted_report(machines, tmp_path):
@@ -119,7 +119,7 @@ def test_ctrl_c_while_waiting_for_the_store_stops_at_once_with_an_interrupted_re
     assert doc["results"]["interrupted"] is True
     assert doc["results"]["launcher_error"] == f"interrupted: SIGINT while waiting for the store at {a.address}:{PORT}"
     assert doc["results"]["listen"]["across_machines"]["hosts_store"] is False
-    assert b.pids() == []
+    assert b.left_running() == []
 
 
 def _srun_environment(node: int) -> dict[str, str]:
@@ -154,4 +154,4 @@ def test_under_srun_the_same_2x2_train_needs_no_nodes_or_endpoint(machines, tmp_
     assert docs["a"]["results"]["listen"]["across_machines"]["hosts_store"] is True
     assert [x["rank"] for x in docs["b"]["results"]["ranks"]] == [2, 3]
     assert {x["address"] for x in docs["b"]["results"]["ranks"]} == {b.address}  # each rank's machine
-    assert a.pids() == [] and b.pids() == []
+    assert a.left_running() == [] and b.left_running() == []

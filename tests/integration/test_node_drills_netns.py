@@ -31,7 +31,7 @@ def _on_both(machines_pair, tmp_path, *argv: str) -> dict[str, dict]:
     outputs = {name: p.communicate(timeout=300)[0] for name, p in procs.items()}
     for name, proc in procs.items():
         assert (tmp_path / f"{name}.json").exists(), outputs[name][-3000:]
-    assert a.pids() == [] and b.pids() == []  # nothing left running on either machine
+    assert a.left_running() == [] and b.left_running() == []  # nothing left running on either machine
     return {name: load_json(tmp_path / f"{name}.json") for name in procs}
 
 
@@ -93,7 +93,7 @@ def test_a_pulled_cable_is_named_by_the_surviving_machine(machines, tmp_path):
     assert culprit["ranks"] == [2, 3] and "heartbeat stopped" in culprit["reason"]
     assert culprit["hosts"] == {"2": b.address, "3": b.address}
     procs["b"].wait(timeout=90)  # cut off, b's ranks end at their own timeout at the latest
-    assert a.pids() == [] and b.pids() == []
+    assert a.left_running() == [] and b.left_running() == []
 
 
 def _wait_for_steps(*run_dirs, timeout_s: float = 120) -> None:
