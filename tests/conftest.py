@@ -129,6 +129,10 @@ def golden_run(tmp_path_factory):
 ORPHAN_MODULES = {f"tests/integration/{name}.py" for name in
                   ("test_clean", "test_drills_cpu", "test_launch_cpu", "test_launch_secrets", "test_launcher_death",
                    "test_torchrun_drill_ready", "test_check_cpu")}
+# The modules that read golden_run's commands are one unit too: a session fixture is run once per test process,
+# so in two processes the golden sweep, train, ceiling and contention ran twice (about 30 s of the 2 cores).
+GOLDEN_MODULES = {"tests/golden/test_json_keys.py", *(f"tests/integration/{name}.py" for name in (
+    "test_benchmarks_cpu", "test_engines_cpu", "test_steady_numbers_cpu", "test_train_cpu"))}
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: only called when the tests run in several processes
@@ -138,7 +142,9 @@ def pytest_xdist_make_scheduler(config, log):
     class ModulesWithOrphansTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return "orphan-making modules" if module in ORPHAN_MODULES | _BESIDE_ORPHANS else module
+            if module in ORPHAN_MODULES | _BESIDE_ORPHANS:
+                return "orphan-making modules"
+            return "golden runs' readers" if module in GOLDEN_MODULES else module
 
     # Where no PID namespace keeps `run_cli(alone=True)` apart, its modules wait for the orphan makers instead.
     _BESIDE_ORPHANS = set() if _pid_namespaces_work() else {"tests/integration/test_run_and_report.py"}

@@ -19,8 +19,8 @@ def _run(tmp_path, *args):
 
 
 def test_sweep_every_collective_checked_and_correct(tmp_path):
-    proc, doc = _run(tmp_path, "sweep", "--nproc", "2", "--ops", "all", "-b", "4", "-e", "64K", "-f", "4",
-                     "-n", "3", "-w", "1")
+    proc, doc = _run(tmp_path, "sweep", "--nproc", "2", "--ops", "all", "-b", "4", "-e", "4K", "-f", "32",
+                     "-n", "3", "-w", "1")  # 4, 128 and 4096 B
     assert proc.returncode == 0, proc.stdout + proc.stderr
     r = doc["results"]
     rows = r["rows"]
@@ -33,7 +33,7 @@ def test_sweep_every_collective_checked_and_correct(tmp_path):
     # both placements where torch offers them, one where it does not
     assert {row["in_place"] for row in rows if row["op"] == "all_gather"} == {False, True}
     assert {row["in_place"] for row in rows if row["op"] == "all_reduce"} == {True}
-    big = next(row for row in rows if row["op"] == "all_reduce" and row["size_bytes"] == 65536)
+    big = next(row for row in rows if row["op"] == "all_reduce" and row["size_bytes"] == 4096)
     assert big["busbw_gbps"] == pytest.approx(big["algbw_gbps"] * 2 * (2 - 1) / 2)
     # the nccl-tests layout is printed
     assert "#       size         count    type   redop    root" in proc.stdout

@@ -7,7 +7,10 @@ import subprocess
 import threading
 import time
 
+import pytest
 from torch.distributed import HashStore
+
+import ddplab.supervision.watcher
 
 from ddplab.supervision import states as status
 from ddplab.cluster.status_store import StatusPublisher, StatusReader
@@ -19,6 +22,13 @@ from tests.unit.judged import culprit_of
 
 JOB = "ddplab-10.9.0.1:29400"
 MACHINES = {0: "10.9.0.1", 1: "10.9.0.1", 2: "10.9.0.2", 3: "10.9.0.2"}
+
+
+@pytest.fixture(autouse=True)
+def _stand_ins_never_answer(monkeypatch):
+    """The ranks here are stand-ins (``sleep``) that never answer a dump request: the watcher's 3 s wait for their
+    answers tests nothing here (ranks answering: test_job_boot.py, test_launch_cpu.py), and cost the suite 12 s."""
+    monkeypatch.setattr(ddplab.supervision.watcher, "DUMP_WAIT_S", 0.3)
 
 
 def _machine(tmp_path, name: str, ranks: list[int], pids: dict[int, int]) -> RunDir:
@@ -212,8 +222,6 @@ class _OneReadFails:
 def test_one_failed_read_of_the_store_does_not_end_a_job_making_progress(tmp_path, monkeypatch):
     """Found in review: a read that failed looked like every rank missing, and a job older than the start
     grace was declared hung at once and its ranks ended."""
-    import ddplab.supervision.watcher
-
     monkeypatch.setattr(ddplab.supervision.watcher, "START_GRACE_S", 0.0)  # the job has run longer than the start grace
     stand_ins = {r: subprocess.Popen(["sleep", "60"]) for r in (0, 1)}
     pids = {r: p.pid for r, p in stand_ins.items()}
