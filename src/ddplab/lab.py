@@ -20,7 +20,7 @@ from rich.console import Console
 from . import interrupts, measurements
 from .cli_options import Range, check_fields, option
 from .config import DEVICES
-from .errors import DdplabError, ExitCode
+from .errors import DdplabError, ExitCode, invalid_choice
 from .files import DiskFull
 from .profiles import Machine, Stage, stages
 from .records import Check, Report, Verdict, make_report
@@ -33,6 +33,16 @@ from .validators import MAX_NPROC, MAX_TIMEOUT_S
 NAME = COMMAND = "run"
 SUMMARY = "the whole lab in one command: env, DDP, storm, sweep, ceiling, contention, drills, report"
 PROFILES = ("quick", "full", "soak")
+STAGE_KINDS = ("train", "storm", "sweep", "ceiling", "contention", "drill")  # the measurements profiles.py uses
+
+
+def _stage_kinds(text: str, flag: str) -> tuple[str, ...]:
+    """--only: measurement names separated by commas, each checked (exit 2 naming the valid ones)."""
+    kinds = tuple(k.strip() for k in text.split(","))
+    for kind in kinds:
+        if kind not in STAGE_KINDS:
+            raise invalid_choice("stage", kind, STAGE_KINDS)
+    return kinds
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,10 @@ class RunConfig:
     stage_deadline_s: float = option("--stage-deadline", default=120.0,
                                      range=Range(0, MAX_TIMEOUT_S, name="seconds", low_open=True))
     """Every stage's hang timeout: seconds without progress before its ranks are cut."""
+    only: tuple[str, ...] = option("--only", default=(), metavar="KINDS", parse=_stage_kinds,
+                                   listed=lambda: STAGE_KINDS)
+    """Run only the profile's stages of these kinds, comma-separated (the env stage and the leftover check always
+    run); default: every stage of the profile."""
     stages: list[StagePlan] = field(default_factory=list)
     """Filled in once the machine is known (the env stage): each stage's command line."""
 
@@ -71,6 +85,8 @@ def run(config: RunConfig, observer: Observer = QUIET) -> RunRecord:
     env_report = run_stage(records, env_stage, console)
     platform = env_report.platform if env_report else None
     plan = stages(config.profile, config.nproc, Machine.of(platform, config.device), out, config.stage_deadline_s)
+    if config.only:
+        plan = [s for s in plan if s.measurement in config.only]
     return run_stages(config, plan, out, console, platform, records, started, first=[env_stage], write=False).results
 
 
