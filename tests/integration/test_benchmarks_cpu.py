@@ -74,15 +74,16 @@ def test_benchmark_bad_input_exits_2_before_launch(tmp_path, argv, fragment):
 
 @pytest.fixture(scope="module")
 def storm(tmp_path_factory):
-    """One passing storm (its command and report), for the tests that read it and the one that compares it. (Not
-    the golden storm: 50 ops on a busy machine can cross the host's 1000 us line, and these two need a pass.)"""
+    """One storm of 500 ops (its command and report), for the tests that read it and the one that compares it. Its
+    verdict is the host's speed: a loaded CI machine averaged 1156 us over 50 ops, over the host's 1000 us line, so
+    the tests hold the verdict to the numbers, not to a pass (test_storm_threshold_failure_exits_1 tests the line)."""
     return _run(tmp_path_factory.mktemp("storm"), "storm", "--nproc", "2", "--iters", "500")
 
 
 def test_storm_reports_latency_cpu_and_threshold(storm):
     proc, doc = storm
-    assert proc.returncode == 0, proc.stdout + proc.stderr
     r = doc["results"]
+    assert proc.returncode == (0 if r["mean_us"] <= r["threshold_us"] else 1), proc.stdout + proc.stderr
     assert r["correct"] is True and r["mean_us"] > 0
     assert r["per_op_us"]["n"] == 500 and r["per_op_us"]["p99"] >= r["per_op_us"]["p50"]
     assert r["device_us"] is None  # the host has no device events
@@ -136,7 +137,7 @@ def test_compare_fixture_with_a_sweep(tmp_path):
 
 def test_compare_lines_up_storm_reports_through_their_record(storm, tmp_path):
     proc, doc = storm
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert doc is not None, proc.stdout + proc.stderr
     same = tmp_path / "storm.json"
     same.write_text(json.dumps(doc))
     doc = json.loads(json.dumps(doc))
