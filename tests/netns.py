@@ -79,14 +79,18 @@ class Machine:
         proc = subprocess.run(["ip", "netns", "pids", self.namespace], capture_output=True, text=True, timeout=30)
         return [int(p) for p in proc.stdout.split()]
 
-    def left_running(self, within_s: float = 5.0) -> list[str]:
-        """The processes still inside this machine ``within_s`` seconds from now ("pid: command line"), as soon as
-        there are none. Not "now": a launcher's multiprocessing resource tracker exits on its own just after the
-        launcher (it reads the end of its pipe), and a loaded machine once showed it there in that moment."""
-        deadline = time.monotonic() + within_s
-        while (pids := self.pids()) and time.monotonic() < deadline:
+    def left_running(self, tracker_s: float = 5.0) -> list[str]:
+        """The processes inside this machine ("pid: command line"). A launcher's multiprocessing resource tracker
+        exits on its own just after the launcher (at the end of its pipe), and a loaded machine once showed it
+        there in that moment: it alone is given ``tracker_s`` to go; anything else is reported at once."""
+        deadline = time.monotonic() + tracker_s
+        while True:
+            left = {pid: _cmdline(pid) for pid in self.pids()}
+            left = {pid: line for pid, line in left.items() if line != GONE}
+            trackers = [pid for pid, line in left.items() if "multiprocessing.resource_tracker" in line]
+            if not trackers or len(trackers) < len(left) or time.monotonic() >= deadline:
+                return [f"{pid}: {line}" for pid, line in left.items()]
             time.sleep(0.1)
-        return [f"{pid}: {_cmdline(pid)}" for pid in pids]
 
     def disconnect(self) -> None:
         """Pull this machine's cable: its switch port goes down, the machine itself sees carrier loss."""
@@ -198,7 +202,7 @@ def namespaces_work() -> bool:
     try:
         with Machines(2):
             return True
-    except NamespacesUnavailable:
+    except (NamespacesUnavailable, subprocess.SubprocessError, OSError):  # `ip` timing out on a loaded machine
         return False
 
 
@@ -223,9 +227,12 @@ def machines():
         yield lambda count=2: stack.enter_context(machines_or_skip(count))
 
 
+GONE = "(gone)"
+
+
 def _cmdline(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return f.read().replace(b"\0", b" ").decode(errors="replace").strip() or "(no command line)"
     except OSError:
-        return "(gone)"
+        return GONE

@@ -82,6 +82,7 @@ def storm(tmp_path_factory):
 
 def test_storm_reports_latency_cpu_and_threshold(storm):
     proc, doc = storm
+    assert doc is not None, proc.stdout + proc.stderr
     r = doc["results"]
     assert proc.returncode == (0 if r["mean_us"] <= r["threshold_us"] else 1), proc.stdout + proc.stderr
     assert r["correct"] is True and r["mean_us"] > 0

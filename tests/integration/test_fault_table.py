@@ -11,11 +11,10 @@ from ddplab.drills import fault_table
 pytestmark = pytest.mark.slow
 
 
-# Rows whose fault another test already drives through the same launcher, with more asserted: a rank that raises
-# (test_launch_cpu.py's examples, with the error's text and frame) and SIGKILL of the launcher (test_launch_cpu.py,
-# test_launcher_death.py; the guardian ending a rank's helpers: test_guardian.py). Each row costs the 2-core suite
-# about 8 s of CPU (a launcher and 3 ranks importing torch); scripts/fault_table.py still runs every row.
-ELSEWHERE = {"raise", "launcher_sigkill"}
+# A row whose fault another test drives through the same launcher with more asserted: a rank that raises
+# (test_launch_cpu.py's examples, with the error's text and frame). Each row costs the 2-core suite about 8 s of
+# CPU (a launcher and 3 ranks importing torch); scripts/fault_table.py still runs every row.
+ELSEWHERE = {"raise"}
 
 
 @pytest.mark.parametrize("name", [c.name for c in fault_table.CASES if c.name not in ELSEWHERE])

@@ -1,8 +1,6 @@
 """Real third-party training code: a PyTorch Lightning DDP run on CPU (tests/thirdparty/lightning_ddp.py) under
-`ddplab launch`, with a stall in a callback and a hard exit on rank 1 of 2 (issue 17: a hard exit in a third-party
-job was blamed on the other rank). Each is judged right: the culprit rank and kind, detected within the hang
-timeout + 5 s, nothing left running. (The script's "raise" fault is left to the suite's other raising ranks:
-test_launch_cpu.py's examples, the fault table's "grandchild" rows; each Lightning run costs the 2-core suite 11 s.)"""
+`ddplab launch`, with a stall in a callback, an exception and a hard exit on rank 1 of 2 (issue 17). Each is
+judged right: the culprit rank and kind, detected within the hang timeout + 5 s, nothing left running."""
 
 import re
 from pathlib import Path
@@ -17,7 +15,8 @@ SCRIPT = Path(__file__).resolve().parents[1] / "thirdparty" / "lightning_ddp.py"
 HANG_TIMEOUT_S = 5
 FAULT_AT = re.compile(r"\] injecting fault: .* at (\d+\.\d+)")
 # fault -> (outcome, culprit kind)
-CASES = {"stall": ("hung", ("behind", "not-in-collective")), "exit": ("failed", ("died",))}
+CASES = {"stall": ("hung", ("behind", "not-in-collective")), "raise": ("failed", ("raised",)),
+         "exit": ("failed", ("died",))}
 
 
 @pytest.mark.parametrize("fault", sorted(CASES))
