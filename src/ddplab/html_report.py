@@ -107,6 +107,8 @@ def render_html(report: Report, baseline: BaselineRows | None = None, base_dir: 
     run = getattr(r, "stages", None) is not None
     duration = getattr(r, "duration_s", None)
     profile = getattr(r, "profile", "") if run else ""
+    only = getattr(report.config, "only", ())  # `run --only`: the page says the profile was cut
+    profile += f" (only {', '.join(only)})" if profile and only else ""
     meta = ", ".join(x for x in (f"profile {profile}" if profile and not profile.startswith("(") else "",
                                  report.created_utc,
                                  f"{duration} s" if duration is not None else "") if x)

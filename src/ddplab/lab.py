@@ -20,29 +20,32 @@ from rich.console import Console
 from . import interrupts, measurements
 from .cli_options import Range, check_fields, option
 from .config import DEVICES
-from .errors import DdplabError, ExitCode, invalid_choice
+from .errors import DdplabError, ExitCode, UsageError, invalid_choice
 from .files import DiskFull
-from .profiles import Machine, Stage, stages
+from .profiles import Machine, Stage, kinds, stages
 from .records import Check, Report, Verdict, make_report
 from .records.core import rows_of
 from .records.hooks import InSession, Interruptible, StartsRuns
 from .records.run import RunRecord, StagePlan, StageRecord
 from .session import QUIET, Observer
-from .validators import MAX_NPROC, MAX_TIMEOUT_S
+from .validators import MAX_NPROC, MAX_TIMEOUT_S, require
 
 NAME = COMMAND = "run"
 SUMMARY = "the whole lab in one command: env, DDP, storm, sweep, ceiling, contention, drills, report"
 PROFILES = ("quick", "full", "soak")
-STAGE_KINDS = ("train", "storm", "sweep", "ceiling", "contention", "drill")  # the measurements profiles.py uses
 
 
 def _stage_kinds(text: str, flag: str) -> tuple[str, ...]:
-    """--only: measurement names separated by commas, each checked (exit 2 naming the valid ones)."""
-    kinds = tuple(k.strip() for k in text.split(","))
-    for kind in kinds:
-        if kind not in STAGE_KINDS:
-            raise invalid_choice("stage", kind, STAGE_KINDS)
-    return kinds
+    """--only: stage kinds separated by commas, each named once (the profile's own are checked by RunConfig)."""
+    names = [k.strip() for k in text.split(",")]
+    every = kinds("full")
+    if not all(names):
+        raise UsageError("invalid-stage-kind", f"{flag} {text!r} names no stage kind between its commas; valid "
+                                               f"choices: {', '.join(every)}")
+    for name in names:
+        if name not in every:  # ("drills", the stage's name in the report: maybe you meant "drill")
+            raise UsageError("invalid-stage-kind", invalid_choice("stage kind", name, every).message)
+    return tuple(dict.fromkeys(names))
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,7 @@ class RunConfig:
                                      range=Range(0, MAX_TIMEOUT_S, name="seconds", low_open=True))
     """Every stage's hang timeout: seconds without progress before its ranks are cut."""
     only: tuple[str, ...] = option("--only", default=(), metavar="KINDS", parse=_stage_kinds,
-                                   listed=lambda: STAGE_KINDS)
+                                   listed=lambda: kinds("full"))
     """Run only the profile's stages of these kinds, comma-separated (the env stage and the leftover check always
     run); default: every stage of the profile."""
     stages: list[StagePlan] = field(default_factory=list)
@@ -69,6 +72,10 @@ class RunConfig:
 
     def __post_init__(self):
         check_fields(self)
+        mine = kinds(self.profile)
+        require(isinstance(self.only, tuple) and all(k in mine for k in self.only), "invalid-stage-kind",
+                f"--only {','.join(map(str, self.only))}: the {self.profile} profile's stages are of the kinds "
+                f"{', '.join(mine)}")
 
 
 Config, Record = RunConfig, RunRecord

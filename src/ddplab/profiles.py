@@ -86,6 +86,13 @@ def _shares_through_host(platform, device: str) -> bool:
     return stages_through_host(placement.backend, placement.host_only)
 
 
+def kinds(profile: str) -> tuple[str, ...]:
+    """The measurements a profile's stages use, in order (``run --only`` picks among them): the same on every
+    machine, which adds stages of kinds the profile has, never a kind (tests/unit/test_profile_kinds.py)."""
+    plan = stages(profile, 2, Machine("cpu", 1, True, False), Path("."), 1.0)
+    return tuple(dict.fromkeys(stage.measurement for stage in plan))
+
+
 def engine_stages(per_device) -> list[Stage]:
     """A storm and a sweep through both engines: what torch adds per call, at every size (-f 4: the added cost
     is a small-message story, and this keeps the stage near the plain sweep's length)."""

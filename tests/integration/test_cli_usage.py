@@ -20,7 +20,7 @@ BAD = [
     (["train", "--share-device", "--per-device"], "not allowed with argument"),
     (["env", "--device", "tpu"], 'unknown device "tpu"'),
     (["run", "--nproc", "-1"], "--nproc -1"),
-    (["run", "--only", "storm,swep"], 'unknown stage "swep" - maybe you meant "sweep"; valid choices: train, storm'),
+    (["run", "--only", "storm,swep"], 'unknown stage kind "swep" - maybe you meant "sweep"; valid choices: train, storm'),
     (["trian"], 'maybe you meant "train"'),
 ]
 
