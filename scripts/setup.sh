@@ -34,3 +34,7 @@ if ! "$py" -c "import torch" >/dev/null 2>&1; then
   "$py" -m pip install -q "torch==2.13.0" || "$py" -m pip install -q "torch>=2.4"
 fi
 "$py" -m pip install -q -e ".[test]"
+# Byte-compile ddplab's source (an editable install leaves it uncompiled): every launcher and rank imports it, and
+# where PYTHONDONTWRITEBYTECODE is set, as on this project's 2-core test machine, each of them compiled it again
+# (the suite took 597 s from a fresh clone, 527 s with the source compiled).
+"$py" -m compileall -q src tests >/dev/null
