@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 
 from rich.console import Console
 from rich.markup import escape as escape_markup
@@ -21,11 +22,22 @@ def escape(text: str) -> str:
     return escape_markup(printable(text))
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader of stdout went away (`ddplab run | head -1`): the run goes on without a screen and still
+        writes its report, with its own exit code. rich's own handling exits at once (SystemExit(1)): the lab
+        then wrote no report, and a job that passed exited 1."""
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's own writes and its flush at exit find an open file too
+        os.close(devnull)
+
+
 def make_console() -> Console:
-    console = Console(highlight=False)
+    console = _Console(highlight=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
         # Logs and CI: wide enough that tables and the nccl-tests layout do not fold.
-        console = Console(highlight=False, width=160)
+        console = _Console(highlight=False, width=160)
     return console
 
 

@@ -1,6 +1,7 @@
 """Exit codes: a bug in ddplab is 70 with one line and a traceback file; a backend this
-machine lacks is 3 ("cannot run here"), not 2 ("bad usage")."""
+machine lacks is 3 ("cannot run here"), not 2 ("bad usage"); a reader of stdout that goes away changes nothing."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -88,3 +89,17 @@ def test_a_misspelled_backend_is_still_exit_2(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert _exit(["train", "--backend", "ncll"]) == 2
     assert 'maybe you meant "nccl"' in capsys.readouterr().err
+
+
+def test_a_reader_that_goes_away_ends_neither_the_job_nor_its_report(tmp_path):
+    """`ddplab train | head -1`: stdout's reader is gone after the first line. The job goes on without a screen,
+    writes its report and exits with its own code (rich alone exited 1, and a lab then wrote no report)."""
+    report = tmp_path / "train.json"
+    proc = subprocess.Popen([sys.executable, "-m", "ddplab", "train", "--nproc", "2", "--steps", "3", "--run-dir",
+                             str(tmp_path / "run"), "--json", str(report)], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    assert proc.stdout.readline()  # the placement, printed before the ranks start; the rest comes after the job
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=180) == 0, err
+    assert json.loads(report.read_text())["verdict"] == "pass" and "Traceback" not in err
