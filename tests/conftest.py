@@ -109,7 +109,7 @@ def golden_run(tmp_path_factory):
     """``golden_run(name)``: (the command, its JSON report's path) of the golden command ``name``
     (tests/golden/commands.py), run once per session for every module that reads it: the golden key test, the torch
     engine's sweep in tests/integration/test_engines_cpu.py, the two-rank train in test_train_cpu.py, the ceiling
-    in test_benchmarks_cpu.py, the host contention in test_steady_numbers_cpu.py."""
+    and the storm in test_benchmarks_cpu.py, the host contention in test_steady_numbers_cpu.py."""
     from tests.golden.commands import COMMANDS
 
     done: dict[str, tuple[subprocess.CompletedProcess, Path]] = {}

@@ -73,11 +73,13 @@ def test_benchmark_bad_input_exits_2_before_launch(tmp_path, argv, fragment):
 
 
 @pytest.fixture(scope="module")
-def storm(tmp_path_factory):
-    """One storm of 500 ops (its command and report), for the tests that read it and the one that compares it. Its
-    verdict is the host's speed: a loaded CI machine averaged 1156 us over 50 ops, over the host's 1000 us line, so
-    the tests hold the verdict to the numbers, not to a pass (test_storm_threshold_failure_exits_1 tests the line)."""
-    return _run(tmp_path_factory.mktemp("storm"), "storm", "--nproc", "2", "--iters", "500")
+def storm(golden_run):
+    """The golden storm of 50 ops (its command and report; conftest.py runs it once for the golden keys too), for
+    the tests that read it and the one that compares it. Its verdict is the host's speed: a loaded CI machine
+    averaged 1156 us over 50 ops, over the host's 1000 us line, so the tests hold the verdict to the numbers, not
+    to a pass (test_storm_threshold_failure_exits_1 tests the line)."""
+    proc, report = golden_run("storm")
+    return proc, (load_json(report) if report.exists() else None)
 
 
 def test_storm_reports_latency_cpu_and_threshold(storm):
@@ -86,7 +88,7 @@ def test_storm_reports_latency_cpu_and_threshold(storm):
     r = doc["results"]
     assert proc.returncode == (0 if r["mean_us"] <= r["threshold_us"] else 1), proc.stdout + proc.stderr
     assert r["correct"] is True and r["mean_us"] > 0
-    assert r["per_op_us"]["n"] == 500 and r["per_op_us"]["p99"] >= r["per_op_us"]["p50"]
+    assert r["per_op_us"]["n"] == 50 and r["per_op_us"]["p99"] >= r["per_op_us"]["p50"]
     assert r["device_us"] is None  # the host has no device events
     assert r["threshold_us"] == 1000 and "host" in r["threshold_reason"]
     for rank in r["ranks"]:
