@@ -16,7 +16,10 @@ from tests.netns import machines  # noqa: F401 (a fixture)
 pytestmark = pytest.mark.slow
 
 PORT = 29400  # fresh namespaces: every port is free in them
-TIMEOUT, HANG = "20", "3"  # the supervisor's hang timeout well below the backend's own timeout
+# The supervisor's hang timeout well below the backend's own timeout, which is also how far apart the 4 ranks may
+# reach init_process_group: under three test processes at once their start-up took over 20 s, and both machines'
+# jobs failed before a fault was injected (every rank still in elastic's _wrap).
+TIMEOUT, HANG = "30", "3"
 
 
 def _on_both(machines_pair, tmp_path, *argv: str) -> dict[str, dict]:
