@@ -143,7 +143,9 @@ def test_sigkill_of_ddplab_launch_leaves_no_rank_while_torchrun_leaves_orphans(t
     workers = _wait_for(lambda: _children_running(torchrun.pid, script), 90)
     try:
         assert len(workers) == 2, "torchrun's workers never started"
-        time.sleep(2)
+        # Killed before both had joined, a worker still waiting on the store torchrun's agent serves died with it
+        # (one orphan, not two, on a loaded machine): kill once the two have connected to each other.
+        assert _wait_for(lambda: _connected(*workers), 90), "torchrun's workers never connected to each other"
         os.kill(torchrun.pid, signal.SIGKILL)
         torchrun.wait(10)
         time.sleep(3)
@@ -162,6 +164,19 @@ def _ddplab_ranks_training(job: Path) -> list[dict]:
     if len(statuses) == 2 and all((s.get("progress") or {}).get("0", {}).get("completed", -1) > 0 for s in statuses):
         return statuses
     return []
+
+
+def _connected(a: psutil.Process, b: psutil.Process) -> bool:
+    """A TCP connection from one to the other: gloo's, made inside init_process_group, after the store's part."""
+    def established(proc):
+        conns = proc.net_connections(kind="tcp") if hasattr(proc, "net_connections") else proc.connections("tcp")
+        return [c for c in conns if c.status == psutil.CONN_ESTABLISHED and c.raddr]
+    try:
+        mine, theirs = established(a), established(b)
+    except psutil.Error:
+        return False
+    return bool({c.laddr for c in mine} & {c.raddr for c in theirs}  # b connected to a
+                or {c.raddr for c in mine} & {c.laddr for c in theirs})  # a connected to b
 
 
 def _children_running(pid: int, script: str) -> list[psutil.Process]:
