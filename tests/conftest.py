@@ -79,6 +79,12 @@ def processes_with_env(key: str, value: str) -> list[psutil.Process]:
     return found
 
 
+def connections(proc: psutil.Process, kind: str = "inet") -> list:
+    """The process's sockets, by whichever name this psutil has (net_connections from psutil 6, connections
+    before: pyproject.toml allows 5.9)."""
+    return proc.net_connections(kind=kind) if hasattr(proc, "net_connections") else proc.connections(kind)
+
+
 def survivors(items, alive, within_s: float) -> list:
     """The ``items`` still ``alive`` ``within_s`` seconds from now: as soon as none is, or at the deadline. The
     same verdict as sleeping ``within_s`` and looking once, without waiting out the sleep when they went at once."""

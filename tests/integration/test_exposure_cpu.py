@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import PLANTED_SECRETS, REDACTED_BY_VALUE, load_json, run_cli
+from tests.conftest import PLANTED_SECRETS, REDACTED_BY_VALUE, connections, load_json, run_cli
 
 ENV_JOB = Path(__file__).resolve().parent / "env_job.py"
 
@@ -23,7 +23,7 @@ def _listening(pids: set[int]) -> set[tuple[int, str, int]]:
     for pid in pids:
         try:
             proc = psutil.Process(pid)
-            conns = proc.net_connections(kind="inet") if hasattr(proc, "net_connections") else proc.connections("inet")
+            conns = connections(proc)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
         found |= {(pid, c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN}

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import load_json, processes_with_env, run_cli, survivors
+from tests.conftest import connections, load_json, processes_with_env, run_cli, survivors
 
 pytestmark = pytest.mark.slow
 
@@ -169,14 +169,12 @@ def _ddplab_ranks_training(job: Path) -> list[dict]:
 def _connected(a: psutil.Process, b: psutil.Process) -> bool:
     """A TCP connection from one to the other: gloo's, made inside init_process_group, after the store's part."""
     def established(proc):
-        conns = proc.net_connections(kind="tcp") if hasattr(proc, "net_connections") else proc.connections("tcp")
-        return [c for c in conns if c.status == psutil.CONN_ESTABLISHED and c.raddr]
+        return [c for c in connections(proc, "tcp") if c.status == psutil.CONN_ESTABLISHED and c.raddr]
     try:
         mine, theirs = established(a), established(b)
     except psutil.Error:
         return False
-    return bool({c.laddr for c in mine} & {c.raddr for c in theirs}  # b connected to a
-                or {c.raddr for c in mine} & {c.laddr for c in theirs})  # a connected to b
+    return bool({c.laddr for c in mine} & {c.raddr for c in theirs})  # either end's pair of addresses names both
 
 
 def _children_running(pid: int, script: str) -> list[psutil.Process]:

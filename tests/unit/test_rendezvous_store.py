@@ -8,11 +8,11 @@ import pytest
 from torch.distributed import TCPStore
 
 from ddplab import rendezvous
+from tests.conftest import connections
 
 
 def _listening_ports() -> set[tuple[str, int]]:
-    proc = psutil.Process()
-    conns = proc.net_connections(kind="inet") if hasattr(proc, "net_connections") else proc.connections("inet")
+    conns = connections(psutil.Process())
     return {(c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN}
 
 
