@@ -67,11 +67,16 @@ def test_a_degraded_node_is_critical_with_each_faults_message(degraded):
     proc, d = degraded
     assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
     line = proc.stdout
-    assert line.count("\n") == 1 and line.startswith("CRITICAL: 2 critical, ")
-    assert "env orphaned processes: 1" in line and "sweep collective results correct: #wrong" in line
-    assert "[injected faults: leftover: pid " in line
     doc = load_json(d / "out" / "report.json")
     rows = {c["key"]: c for c in doc["results"]["node_checks"]}
+    critical = {k for k, c in rows.items() if c["status"] == "critical"}
+    assert line.count("\n") == 1 and line.startswith(f"CRITICAL: {len(critical)} critical, ")
+    # the two injected faults; besides them only the storm's latency may be critical: on the host it is the host's
+    # speed (a loaded CI machine crossed gloo's 1000 us line), not a fault of this test's
+    assert critical - {"storm.mean_all_reduce_latency"} == {"env.orphaned_processes",
+                                                            "sweep.collective_results_correct"}, critical
+    assert "env orphaned processes: 1" in line and "sweep collective results correct: #wrong" in line
+    assert "[injected faults: leftover: pid " in line
     assert rows["env.orphaned_processes"]["status"] == "critical"
     assert rows["sweep.collective_results_correct"]["status"] == "critical"
     slow = [c for k, c in rows.items() if k.startswith("busbw.all_gather.") and k.endswith(".524288")]
