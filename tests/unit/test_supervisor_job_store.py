@@ -200,6 +200,25 @@ def test_a_machine_cut_off_has_all_its_ranks_named_though_one_was_heard_a_poll_l
     assert culprit.hosts == {2: "10.9.0.2", 3: "10.9.0.2"}
 
 
+def test_a_machine_stopped_just_before_the_declaration_is_named_once_its_silence_shows(tmp_path):
+    """Seen in CI under load (the partition drill, test_node_drills_netns.py): b's ranks were last heard 0.88 s
+    before the survivor's hang timeout ran out, so at the declaration none looked frozen and no rank was named.
+    A hang across machines is judged from the store read one staleness window later."""
+    run = RunDir.create(tmp_path / "a", "drill")
+    declared = time.time()
+
+    def snapshot() -> dict[int, RankState]:  # a's ranks beat on; b's were heard last just before the declaration
+        return {r: replace(_state(r, 100 + r, 1, phase="in-collective"),
+                           heartbeat=declared - 0.88 if r in (2, 3) else time.time()) for r in MACHINES}
+
+    supervisor = Supervisor(run, local_count=2, hang_timeout_s=3, grace_s=0.1, job=JOB)
+    supervisor.job_states = snapshot()
+    supervisor._declare(_ReadTwice(snapshot), snapshot(), declared, declared - 3.0)
+    culprit = culprit_of(run, supervisor, 2)
+    assert culprit.ranks == [2, 3] and "heartbeat stopped" in culprit.reason, culprit.reason
+    assert culprit.hosts == {2: "10.9.0.2", 3: "10.9.0.2"}
+
+
 class _OneReadFails:
     """The job's store as a reader sees it: two ranks making progress, and one read that times out."""
 
