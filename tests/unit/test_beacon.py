@@ -53,3 +53,34 @@ def test_a_write_that_fails_degrades_supervision_never_the_rank(tmp_path, capsys
         assert said.count("could not write its supervision files") == 1  # said once, not at every beat
     finally:
         beacon.close()
+
+
+def _module(path, text: str):
+    """A module loaded from ``path``: frames whose file is where torch.distributed's would be."""
+    import importlib.util
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(path.stem + str(abs(hash(path))), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_where_names_the_users_call_not_elastics_wrapper_of_the_whole_rank(tmp_path):
+    """A lab rank runs as elastic's function entrypoint: elastic's ``_wrap`` (under torch/distributed) is the
+    outermost frame of its whole run, and was taken for the call every rank was in ("every rank in _wrap")."""
+    from ddplab.supervision.beacon import locate
+
+    distributed = tmp_path / "torch" / "distributed"
+    c10d = _module(distributed / "distributed_c10d.py", "def all_reduce(then):\n    return then()\n")
+    logger = _module(distributed / "c10d_logger.py", "def wrapper(call, then):\n    return call(then)\n")
+    elastic = _module(distributed / "elastic" / "multiprocessing" / "api.py", "def _wrap(fn):\n    return fn()\n")
+    user = _module(tmp_path / "train.py", "import sys\n\ndef step(c10d, logger):\n"
+                                          "    return logger.wrapper(c10d.all_reduce, lambda: sys._getframe())\n\n"
+                                          "def compute():\n    return sys._getframe()\n")
+    in_collective = locate(elastic._wrap(lambda: user.step(c10d, logger)), str(distributed) + "/")
+    assert in_collective.torch_call == "all_reduce"
+    assert in_collective.call_site.startswith(f"{tmp_path / 'train.py'}:4 in step")
+    in_own_code = locate(elastic._wrap(user.compute), str(distributed) + "/")
+    assert in_own_code.torch_call is None and in_own_code.call_site is None

@@ -56,6 +56,18 @@ def _is_machinery(filename: str) -> bool:
             or filename == "<frozen runpy>" or filename.endswith(os.sep + "runpy.py"))
 
 
+def in_distributed_api(filename: str, distributed_dir: str | None) -> bool:
+    """A frame of torch.distributed's API (init_process_group, all_reduce, barrier... and what they call), not of
+    elastic, which wraps a function entrypoint's whole run: its ``_wrap``, the outermost frame under
+    torch/distributed of every lab rank, was once taken for the call the rank was in."""
+    return bool(distributed_dir) and filename.startswith(distributed_dir) \
+        and not filename.startswith(distributed_dir + "elastic" + os.sep)
+
+
+def _names_the_call(filename: str) -> bool:
+    return not filename.endswith("c10d_logger.py")  # the logging decorator's wrapper names no call
+
+
 def progress_of(record: dict | None) -> dict[str, GroupProgress] | None:
     """The per-group status of a flight record as integers. JSON dumps carry them as strings, pickle dumps as
     integers; -1 means none yet."""
@@ -79,11 +91,10 @@ def locate(frame, distributed_dir: str | None) -> Where:
     frames, torch_call, call_site, inside = [], None, None, False
     while frame is not None:
         code = frame.f_code
-        in_distributed = bool(distributed_dir) and code.co_filename.startswith(distributed_dir)
         where = f"{code.co_filename}:{frame.f_lineno} in {code.co_name}"
-        if in_distributed:
+        if in_distributed_api(code.co_filename, distributed_dir):
             inside = True
-            if not code.co_filename.endswith("c10d_logger.py"):  # the logging decorator's wrapper
+            if _names_the_call(code.co_filename):
                 torch_call = code.co_name  # keeps the outermost one: the call the user made
         elif inside and call_site is None:
             call_site = where
@@ -100,8 +111,7 @@ def _phase_raised_in(exc: BaseException, otherwise: str) -> str:
     tb, call = exc.__traceback__, None
     while tb is not None:
         code = tb.tb_frame.f_code
-        if distributed and code.co_filename.startswith(distributed) and not code.co_filename.endswith(
-                "c10d_logger.py"):
+        if in_distributed_api(code.co_filename, distributed) and _names_the_call(code.co_filename):
             call = call or code.co_name  # the outermost: the call the user made
         tb = tb.tb_next
     if call == "init_process_group":
