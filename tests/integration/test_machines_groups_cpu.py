@@ -17,8 +17,13 @@ def _wait_longer_than_the_timeout(rank: int, store: str, out) -> None:
 
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2,
-                            timeout=timedelta(seconds=1))
+    # Both ranks meet first on a store with a long timeout: gloo's init waits for its peer within the group's
+    # timeout, and two ranks importing torch on a loaded machine arrive more than 1 s apart.
+    meeting = dist.FileStore(store, 2)
+    meeting.add("arrived", 1)
+    while meeting.add("arrived", 0) < 2:
+        time.sleep(0.01)
+    dist.init_process_group("gloo", store=meeting, rank=rank, world_size=2, timeout=timedelta(seconds=1))
     ctx = SimpleNamespace(rank=rank, local_rank=0, world_size=2, device="cpu", runtime=DeviceRuntime("cpu", 0),
                           status=None)
     try:
