@@ -19,6 +19,8 @@ class Where:
     torch_call: str | None
     call_site: str | None
     frames: list[str]
+    # inside an import (importlib's frames anywhere in its stack): a rank still loading its code is slow, not late
+    importing: bool = field(default=False, metadata={"omit_default": True})
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ from ..rundir import RunDir
 HEARTBEAT_S = 0.5
 TICK_S = 0.1
 MAX_FRAMES = 8
+IMPORTLIB = "<frozen importlib._bootstrap"  # the import system's frames (and _bootstrap_external's)
 
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the ddplab package
 
@@ -87,10 +88,12 @@ def torch_distributed_dir() -> str | None:
 
 def locate(frame, distributed_dir: str | None) -> Where:
     """Where a thread is: the outermost torch.distributed call it is inside (the API the user called:
-    init_process_group, all_reduce, barrier...), the user's line that called it, and the innermost frames."""
-    frames, torch_call, call_site, inside = [], None, None, False
+    init_process_group, all_reduce, barrier...), the user's line that called it, the innermost frames, and whether
+    it is inside an import."""
+    frames, torch_call, call_site, inside, importing = [], None, None, False, False
     while frame is not None:
         code = frame.f_code
+        importing = importing or code.co_filename.startswith(IMPORTLIB)
         where = f"{code.co_filename}:{frame.f_lineno} in {code.co_name}"
         if in_distributed_api(code.co_filename, distributed_dir):
             inside = True
@@ -101,7 +104,7 @@ def locate(frame, distributed_dir: str | None) -> Where:
         if not _is_machinery(code.co_filename) and len(frames) < MAX_FRAMES:
             frames.append(where)
         frame = frame.f_back
-    return Where(torch_call, call_site, frames)
+    return Where(torch_call, call_site, frames, importing)
 
 
 def _phase_raised_in(exc: BaseException, otherwise: str) -> str:

@@ -53,6 +53,12 @@ def is_waiting(state: RankState) -> bool:
     return phase_of(state) in WAITING_PHASES or pending(state)
 
 
+def starting(state: RankState) -> bool:
+    """Still loading its code: before init, its main thread inside an import (`import torch` takes seconds on a
+    busy machine). Slow, not late: a rank that sleeps or computes before init is late (the late-rank drill)."""
+    return phase_of(state) == "before-init" and state.where is not None and state.where.importing
+
+
 def is_hung(states: dict[int, RankState], quiet_s: float, hang_timeout_s: float | None, now: float,
             stale_s: float) -> bool:
     """Nothing progressed for the hang timeout while a rank that has not ended waits, or stopped beating (a
