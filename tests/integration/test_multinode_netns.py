@@ -93,7 +93,7 @@ def test_a_wrong_endpoint_is_exit_3_naming_it_the_addresses_tried_and_the_port(m
     out = proc.communicate(timeout=120)[0]
     elapsed = time.monotonic() - start
     assert proc.returncode == 3, out[-3000:]
-    assert elapsed < 30, elapsed  # the launcher's join timeout is 120 s: it did not wait for it
+    assert elapsed < 60, elapsed  # the launcher's join timeout is 120 s: it did not wait for it (start-up included)
     assert "error: rdzv-endpoint-unreachable" in out
     assert f"nothing answers at the rendezvous endpoint {nobody}:{PORT} from this machine through eth0 " \
            f"({b.address})" in out
