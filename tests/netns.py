@@ -82,13 +82,14 @@ class Machine:
     def left_running(self, tracker_s: float = 5.0) -> list[str]:
         """The processes inside this machine ("pid: command line"). A launcher's multiprocessing resource tracker
         exits on its own just after the launcher (at the end of its pipe), and a loaded machine once showed it
-        there in that moment: it alone is given ``tracker_s`` to go; anything else is reported at once."""
+        there in that moment; a process caught exiting has no command line left. Those alone are given
+        ``tracker_s`` to go; anything else is reported at once."""
         deadline = time.monotonic() + tracker_s
         while True:
             left = {pid: _cmdline(pid) for pid in self.pids()}
             left = {pid: line for pid, line in left.items() if line != GONE}
-            trackers = [pid for pid, line in left.items() if "multiprocessing.resource_tracker" in line]
-            if not trackers or len(trackers) < len(left) or time.monotonic() >= deadline:
+            going = [pid for pid, line in left.items() if "multiprocessing.resource_tracker" in line or line == NO_LINE]
+            if not going or len(going) < len(left) or time.monotonic() >= deadline:
                 return [f"{pid}: {line}" for pid, line in left.items()]
             time.sleep(0.1)
 
@@ -228,11 +229,12 @@ def machines():
 
 
 GONE = "(gone)"
+NO_LINE = "(no command line)"  # a process exiting (or a zombie): the kernel has dropped its memory
 
 
 def _cmdline(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace").strip() or "(no command line)"
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip() or NO_LINE
     except OSError:
         return GONE
