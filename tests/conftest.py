@@ -141,18 +141,40 @@ GOLDEN_MODULES = {"tests/golden/test_json_keys.py", *(f"tests/integration/{name}
     "test_benchmarks_cpu", "test_engines_cpu", "test_steady_numbers_cpu", "test_train_cpu"))}
 
 
+def _scope(nodeid: str) -> str:
+    """The unit of work a test belongs to (pytest_xdist_make_scheduler)."""
+    module = nodeid.split("::", 1)[0]
+    if module in ORPHAN_MODULES or (module in _BESIDE_ORPHANS and not _pid_namespaces_work()):
+        return "orphan-making modules"
+    return "golden runs' readers" if module in GOLDEN_MODULES else module
+
+
+# Where no PID namespace keeps `run_cli(alone=True)` apart, its modules wait for the orphan makers instead.
+_BESIDE_ORPHANS = {"tests/integration/test_run_and_report.py"}
+
+
+def _heavy_first(scope: str) -> int:
+    """The order units are handed out in: the longest first, so that the run ends on small units in both test
+    processes. In the order of the tests' count (xdist's default), the network-namespace modules, three to five
+    tests of 15-50 s each, came last, and one process ran them for minutes while the other had finished."""
+    if scope in ("orphan-making modules", "golden runs' readers"):
+        return 0
+    if scope.startswith("tests/integration/"):
+        return 1 if "netns" in scope else 2
+    return 3
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: _heavy_first(_scope(item.nodeid)))  # stable: each unit keeps its own order
+
+
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: only called when the tests run in several processes
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     class ModulesWithOrphansTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            if module in ORPHAN_MODULES | _BESIDE_ORPHANS:
-                return "orphan-making modules"
-            return "golden runs' readers" if module in GOLDEN_MODULES else module
+            return _scope(nodeid)
 
-    # Where no PID namespace keeps `run_cli(alone=True)` apart, its modules wait for the orphan makers instead.
-    _BESIDE_ORPHANS = set() if _pid_namespaces_work() else {"tests/integration/test_run_and_report.py"}
-
+    config.option.loadscopereorder = False  # hand the units out in the collection's order (_heavy_first)
     return ModulesWithOrphansTogether(config, log)

@@ -46,7 +46,10 @@ TOY = SimpleNamespace(NAME="toy", SUMMARY="a toy measurement", Config=ToyConfig,
                       summary=lambda record: f"{record.time_us} us")
 
 
-def test_a_toy_measurement_runs_as_a_stage_renders_and_compares(tmp_path):
+def test_a_toy_measurement_runs_as_a_stage_renders_and_compares(tmp_path, monkeypatch):
+    # registered for this test only: the registries are the process's, and later tests list every kind
+    monkeypatch.setattr(measurements, "MEASUREMENTS", dict(measurements.MEASUREMENTS))
+    monkeypatch.setattr(measurements, "_registered", dict(measurements._registered))
     measurements.register(TOY)
     out = lab.claim_out_dir(str(tmp_path / "out"))  # as `ddplab run` claims its own
     run = lab.run_stages(RunConfig(), [Stage("toy-1", "toy", ToyConfig())], out, Console(quiet=True))
