@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 
 BACKEND_NAME = "ddplab-loopback"
 ACROSS_MACHINES_BACKEND = "ddplab-c10d"
+# Registered in elastic's registry when ddplab launches a job, for its own launches only: never a choice for a
+# user's --rdzv-backend (job/torchrun_args.py), even in a process that ran a job before.
+OWN_BACKENDS = (BACKEND_NAME, ACROSS_MACHINES_BACKEND)
 LOOPBACK_HOST = "127.0.0.1"
 LISTEN_FD_KEY = "listen_fd"  # rendezvous config entry: the socket the launcher bound
 STORE_HOST_KEY = "store_host"  # rendezvous config entry: the store's address as this machine reaches it

@@ -169,6 +169,20 @@ def test_a_rendezvous_backend_a_plug_in_registered_is_known(script, monkeypatch)
     assert "c10d, etcd, etcd-v2, my-rdzv, static" in caught.value.message
 
 
+def test_ddplabs_own_backends_are_no_choice_even_once_registered(script, monkeypatch):
+    """A process that launched a job has them in elastic's registry (a CI run listed one after another test's)."""
+    from torch.distributed.elastic.rendezvous import rendezvous_handler_registry
+
+    from ddplab import rendezvous
+
+    monkeypatch.setattr(rendezvous_handler_registry, "_registry", dict(rendezvous_handler_registry._registry))
+    rendezvous.register()
+    rendezvous.register_across_machines()
+    with pytest.raises(UsageError) as caught:
+        parse(["--rdzv-backend", "bogus", script])
+    assert caught.value.message == "--rdzv-backend bogus: valid backends are c10d, etcd, etcd-v2, static"
+
+
 def test_standalone_replaces_the_backend_as_torchrun_does(script):
     assert parse(["--standalone", "--rdzv-backend", "bogus", script]).config.rdzv_backend == "c10d"
 

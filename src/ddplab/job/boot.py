@@ -38,7 +38,9 @@ from ..supervision.rank import RankLife, error_text
 from ..supervision.states import END_PHASES, is_waiting, read_states
 from ..supervision.watcher import request_dumps
 
-PEER_SETTLE_S = 2.0  # how long a failing rank waits for its peers to block on it
+# How long a failing rank waits for its peers to block on it (it returns as soon as they do): 2 s was too short
+# on a loaded machine, where a peer computing for 1 s was dumped before it reached the collective it would wait in.
+PEER_SETTLE_S = 5.0
 PEER_DUMP_WAIT_S = 3.0  # then, how long it waits for their records before leaving
 
 

@@ -143,11 +143,13 @@ def check_rendezvous_backend(backend: str) -> None:
 
 def rendezvous_backends() -> tuple[str, ...]:
     """torch's elastic rendezvous registry (filled on import with torch's own and the ``torchrun.handlers``
-    entry points) and torchrun's names, sorted."""
+    entry points) and torchrun's names, sorted; not ddplab's own, which it registers when it launches a job."""
     from torch.distributed.elastic.rendezvous import rendezvous_handler_registry
 
+    from ..rendezvous import OWN_BACKENDS
+
     registered = getattr(rendezvous_handler_registry, "_registry", {})  # no public listing in torch
-    return tuple(sorted(set(registered) | set(TORCHRUN_BACKENDS)))
+    return tuple(sorted((set(registered) - set(OWN_BACKENDS)) | set(TORCHRUN_BACKENDS)))
 
 
 def why_rendezvous_is_theirs(config) -> str | None:
