@@ -307,3 +307,24 @@ def test_a_rank_without_a_process_group_while_the_others_wait_in_their_first_col
     verdict = name_culprits(ranks, [0, 1], now=100.0)
     assert (verdict.ranks, verdict.kind) == ([1], "never-reached-init")
     assert "waited in all_reduce" in verdict.reason
+
+
+def test_a_sigabrt_the_status_cannot_place_is_named_with_the_caveat_and_the_records_missing():
+    """Seen once in CI (the fault table's size mismatch, 3 ranks): gloo's receiver (rank 0) aborted before any
+    heartbeat placed it in the collective, and the teardown ended the sender (rank 1) before it wrote its flight
+    record. The order of deaths names rank 0; the reason says a SIGABRT may be the library's, and whose record is
+    missing."""
+    ranks = {
+        0: RankEvidence(0, status=status(frames=()), ended_by="SIGABRT"),
+        1: RankEvidence(1, status=status(frames=())),
+        2: RankEvidence(2, status=status(phase="raised", enqueued=6), record=record(entry(1), completed=1),
+                        error={"type": "RuntimeError", "message": "Connection closed by peer", "traceback": "",
+                               "at": 2.0}),
+    }
+    ranks[1].end = RankEnd(1, 101, at=1.2, exit_code=None, signal="SIGTERM", by_launcher=True)
+    verdict = name_culprits(ranks, [0, 1, 2], use_analyzer=False)
+    assert (verdict.ranks, verdict.kind) == ([0], "died")
+    assert verdict.reason.endswith("; a SIGABRT is also how the collective library aborts a rank waiting in it, and "
+                                   "its status did not show where it was; rank(s) 1 left no flight record to compare")
+    segv = {**ranks, 0: RankEvidence(0, status=status(frames=()), ended_by="SIGSEGV")}
+    assert "SIGABRT is also" not in name_culprits(segv, [0, 1, 2], use_analyzer=False).reason

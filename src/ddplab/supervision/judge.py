@@ -126,9 +126,23 @@ def _first_to_fail(evidence: dict[int, RankEvidence], own: list[tuple[float, int
         kind = "died"
     missed = _collective_missed(evidence, ranks)
     where = f"; the others waited for it in {_call_words(missed)}" if missed else ""
+    caveat = _abort_caveat(evidence, first, kind)
     return Finding(ranks, kind, "; ".join(f"rank {r} {_how_it_failed(evidence[r])}" for r in ranks)
-                   + f", the first to fail{where}", missed or flight.last_call(first),
+                   + f", the first to fail{where}{caveat}", missed or flight.last_call(first),
                    [f"rank {r}: {_how_it_failed(evidence[r])}" for r in ranks] + _others(evidence, ranks))
+
+
+def _abort_caveat(evidence: dict[int, RankEvidence], first: RankEvidence, kind: str) -> str:
+    """A rank named for a SIGABRT its status cannot place (own_failures excuses one it saw waiting): the collective
+    library aborts a rank waiting in it that way too (gloo's receiver of a message of the wrong size), so the reader
+    is told, with the ranks whose flight records could have told a desync apart and are missing
+    (docs/fault-table.md, known limits)."""
+    if kind != "died" or first.end is None or first.end.signal != "SIGABRT":
+        return ""
+    missing = sorted(r for r, ev in evidence.items() if ev is not first and ev.record is None)
+    lost = f"; rank(s) {_list(missing)} left no flight record to compare" if missing else ""
+    return (f"; a SIGABRT is also how the collective library aborts a rank waiting in it, and its status did not "
+            f"show where it was{lost}")
 
 
 def _call_words(call: dict) -> str:
