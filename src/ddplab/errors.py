@@ -69,6 +69,6 @@ def invalid_choice(what: str, value: object, choices: Iterable[str]) -> UsageErr
     close = difflib.get_close_matches(str(value), choices, n=1)
     maybe = f' - maybe you meant "{close[0]}"' if close else ""
     return UsageError(
-        f"invalid-{what.replace('_', '-')}",
+        f"invalid-{what.replace('_', '-').replace(' ', '-')}",
         f'unknown {what} "{value}"{maybe}; valid choices: {", ".join(choices)}',
     )

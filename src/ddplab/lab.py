@@ -44,7 +44,7 @@ def _stage_kinds(text: str, flag: str) -> tuple[str, ...]:
                                                f"choices: {', '.join(every)}")
     for name in names:
         if name not in every:  # ("drills", the stage's name in the report: maybe you meant "drill")
-            raise UsageError("invalid-stage-kind", invalid_choice("stage kind", name, every).message)
+            raise invalid_choice("stage kind", name, every)
     return tuple(dict.fromkeys(names))
 
 

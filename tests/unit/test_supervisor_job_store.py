@@ -177,24 +177,29 @@ class _ReadTwice:
         return [0, 1, 2, 3]
 
 
+def _judged_after_a_silence(tmp_path, heard_ago: dict[int, float]):
+    """The culprit a's supervisor names for a hang it declared now, while the ranks in ``heard_ago`` were last heard
+    that many seconds before (they are never heard again) and the others beat on."""
+    run = RunDir.create(tmp_path / "a", "drill")  # no status files: nothing of this machine's to signal
+    declared = time.time()
+
+    def snapshot() -> dict[int, RankState]:
+        return {r: replace(_state(r, 100 + r, 1, phase="in-collective"),
+                           heartbeat=declared - heard_ago[r] if r in heard_ago else time.time()) for r in MACHINES}
+
+    supervisor = Supervisor(run, local_count=2, hang_timeout_s=3, grace_s=0.1, job=JOB)
+    supervisor.job_states = snapshot()
+    supervisor._declare(_ReadTwice(snapshot), snapshot(), declared, declared - 3.0)
+    return culprit_of(run, supervisor, 2)
+
+
 def test_a_machine_cut_off_has_all_its_ranks_named_though_one_was_heard_a_poll_later(tmp_path):
     """Seen in CI under load (a pulled cable, test_node_drills_netns.py): b's two ranks stopped at one moment, but
     the survivor's reader noted rank 2's last beat a poll later than rank 3's, so at the declaration only rank 3
     looked frozen and rank 2 was left out. A frozen rank is named only after one more staleness window."""
     from ddplab.supervision.watcher import STALE_S
 
-    run = RunDir.create(tmp_path / "a", "drill")  # no status files: nothing of this machine's to signal
-    declared = time.time()
-    cut_off = {2: declared - (STALE_S - 0.5), 3: declared - (STALE_S + 1)}  # heard before the cable was pulled
-
-    def snapshot() -> dict[int, RankState]:  # a's ranks beat on; b's are never heard again
-        return {r: replace(_state(r, 100 + r, 1, phase="in-collective"), heartbeat=cut_off.get(r, time.time()))
-                for r in MACHINES}
-
-    supervisor = Supervisor(run, local_count=2, hang_timeout_s=3, grace_s=0.1, job=JOB)
-    supervisor.job_states = snapshot()
-    supervisor._declare(_ReadTwice(snapshot), snapshot(), declared, declared - 3.0)
-    culprit = culprit_of(run, supervisor, 2)
+    culprit = _judged_after_a_silence(tmp_path, {2: STALE_S - 0.5, 3: STALE_S + 1})  # heard before the cable went
     assert culprit.ranks == [2, 3], culprit.reason
     assert "heartbeat stopped" in culprit.reason
     assert culprit.hosts == {2: "10.9.0.2", 3: "10.9.0.2"}
@@ -204,17 +209,7 @@ def test_a_machine_stopped_just_before_the_declaration_is_named_once_its_silence
     """Seen in CI under load (the partition drill, test_node_drills_netns.py): b's ranks were last heard 0.88 s
     before the survivor's hang timeout ran out, so at the declaration none looked frozen and no rank was named.
     A hang across machines is judged from the store read one staleness window later."""
-    run = RunDir.create(tmp_path / "a", "drill")
-    declared = time.time()
-
-    def snapshot() -> dict[int, RankState]:  # a's ranks beat on; b's were heard last just before the declaration
-        return {r: replace(_state(r, 100 + r, 1, phase="in-collective"),
-                           heartbeat=declared - 0.88 if r in (2, 3) else time.time()) for r in MACHINES}
-
-    supervisor = Supervisor(run, local_count=2, hang_timeout_s=3, grace_s=0.1, job=JOB)
-    supervisor.job_states = snapshot()
-    supervisor._declare(_ReadTwice(snapshot), snapshot(), declared, declared - 3.0)
-    culprit = culprit_of(run, supervisor, 2)
+    culprit = _judged_after_a_silence(tmp_path, {2: 0.88, 3: 0.88})
     assert culprit.ranks == [2, 3] and "heartbeat stopped" in culprit.reason, culprit.reason
     assert culprit.hosts == {2: "10.9.0.2", 3: "10.9.0.2"}
 
