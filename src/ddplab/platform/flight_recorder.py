@@ -77,9 +77,10 @@ def _c10d():
     return c10d if c10d is not None else getattr(sys.modules.get("torch._C"), "_distributed_c10d", None)
 
 
-def read(include_collectives: bool) -> dict | None:
+def read(include_collectives: bool, only_active: bool = False) -> dict | None:
     """This rank's flight record (or only its per-group status), from the recorder that has
-    process groups in it; None before torch.distributed is loaded or when no recorder has any."""
+    process groups in it; None before torch.distributed is loaded or when no recorder has any.
+    ``only_active`` leaves out the collectives that completed (a cheap dump in a healthy job)."""
     c10d = _c10d()
     if c10d is None:
         return None
@@ -88,10 +89,62 @@ def read(include_collectives: bool) -> dict | None:
         if dumper is None:
             continue
         try:
-            record = json.loads(dumper(include_collectives, False))
+            record = json.loads(dumper(include_collectives, only_active))
         except Exception:  # a recorder torch built but cannot dump here: try the next one
             continue
         if record.get("pg_status"):
             record["recorder"] = name
             return record
     return None
+
+
+def enqueued_by_group(entries: list[dict]) -> dict[str, list[int]]:
+    """{process group: the sequence numbers of its recorded collectives}. A point-to-point entry carries the
+    group's collective count at the time, so it counts as that collective still going."""
+    seqs: dict[str, list[int]] = {}
+    for entry in entries:
+        group = entry.get("process_group") or [entry.get("pg_id")]
+        seqs.setdefault(str(group[0]), []).append(int(entry.get("collective_seq_id", -1)))
+    return seqs
+
+
+class StatusReader:
+    """The per-group status a rank's beacon polls, counted from the recorder's entries where torch keeps none.
+
+    Under NCCL's blocking wait (TORCH_NCCL_BLOCKING_WAIT=1) torch keeps no work list, and only that list updates the
+    per-group status: every count stays -1 however many collectives run. The recorder still records each one. On one
+    H200 (torch 2.11, NCCL 2.30.7, docs/RESULTS.md) a rank stuck behind a stalled peer sat in a device synchronize
+    with nothing pending in its status, so no rank looked as if it waited and the job was never ended. For a group
+    whose count never moved, the status is read from the entries not completed yet (a dump of the active ones only)
+    and the highest sequence number seen so far: a lower bound, exact while a collective is stuck.
+
+    Only for the vendor's recorder, and only while no group of the rank has a count: torch counts every group in
+    a job without blocking wait once its first collective is enqueued, and the generic recorder (gloo) counts its
+    groups itself, while its entries never leave "scheduled" (an active dump there is the whole buffer, about
+    120 ms: docs/flight-recorder.md).
+    """
+
+    def __init__(self):
+        self._highest: dict[str, int] = {}
+
+    def read(self) -> dict | None:
+        record = read(include_collectives=False)
+        if record is None or not pending_means_waiting(record["recorder"]) or any(
+                int(counts.get("last_enqueued_collective", -1)) >= 0 for counts in record["pg_status"].values()):
+            return record
+        active = read(include_collectives=True, only_active=True) or {}
+        going = [e for e in active.get("entries") or [] if e.get("state") != "completed"]
+        return {**record, "pg_status": self.counted(record["pg_status"], enqueued_by_group(going))}
+
+    def counted(self, status: dict, going: dict[str, list[int]]) -> dict:
+        counted = {}
+        for group, counts in status.items():
+            counted[group] = counts
+            if int(counts.get("last_enqueued_collective", -1)) >= 0:
+                continue  # torch counts this group itself
+            seqs = going.get(str(group), [])
+            highest = self._highest[str(group)] = max([self._highest.get(str(group), -1), *seqs])
+            if highest >= 0:
+                counted[group] = {**counts, "last_enqueued_collective": highest,
+                                  "last_completed_collective": min(seqs) - 1 if seqs else highest}
+        return counted

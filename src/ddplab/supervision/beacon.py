@@ -169,6 +169,7 @@ class Beacon:
         self._main_ident = threading.main_thread().ident
         self._answered: str | None = None
         self._last_flight: dict | None = None
+        self._recorder = flight_recorder.StatusReader()
         self.write_error: str | None = None  # the first write that failed: supervision degraded, job unharmed
         now = time.time()
         self.state = RankState(rank=rank, local_rank=local_rank, pid=os.getpid(), phase=phase, since=now,
@@ -281,7 +282,7 @@ class Beacon:
 
     def _observe(self) -> dict:
         frame = sys._current_frames().get(self._main_ident)
-        status = flight_recorder.read(include_collectives=False)
+        status = self._recorder.read()
         if status:
             self._last_flight = status
         seen = status or self._last_flight

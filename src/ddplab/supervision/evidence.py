@@ -13,6 +13,7 @@ import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..platform import flight_recorder
 from ..records.codec import RecordError, from_json
 from ..records.supervision import RankEnd, RankError, RankState
 from ..rundir import RunDir
@@ -51,9 +52,12 @@ class RankEvidence:
 
     @property
     def progress(self) -> dict[str, int]:
-        """{pg: last enqueued}: the highest seen in its dump and its heartbeats (it only grows)."""
+        """{pg: last enqueued}: the highest seen in its dump (its status, and its entries: under NCCL's blocking
+        wait torch keeps no status) and its heartbeats (it only grows)."""
         merged = {str(pg): int(s.get("last_enqueued_collective", -1))
                   for pg, s in ((self.record or {}).get("pg_status") or {}).items()}
+        for pg, seqs in flight_recorder.enqueued_by_group((self.record or {}).get("entries") or []).items():
+            merged[pg] = max(merged.get(pg, -1), *seqs)
         for pg, p in ((self.status.progress if self.status else None) or {}).items():
             merged[pg] = max(merged.get(pg, -1), p.enqueued)
         return merged
