@@ -18,7 +18,8 @@ EXPECT = "both runs detected within timeout + 5 s, the stalled rank named, no pr
 
 
 def run(ctx: runner.DrillContext) -> DrillOutcome:
-    knob = ctx.platform.spec.blocking_wait_env
+    spec = ctx.platform.spec  # the vendor's knob only where its library runs (gloo on a device ignores it)
+    knob = spec.blocking_wait_env if ctx.placement.backend == spec.backend else None
     default = runner.observe(ctx, "stall", "stall").outcome
     blocking = runner.observe(ctx, "stall-blocking-wait", "stall", rank_env={knob: "1"} if knob else None).outcome
     details = StallDetails(
@@ -27,7 +28,11 @@ def run(ctx: runner.DrillContext) -> DrillOutcome:
         blocking_wait=BlockingWaitHandling(blocking.detected_by, blocking.detect_s, blocking.culprit_ranks,
                                            blocking.error_excerpt, leaked_pids=blocking.leaked_pids,
                                            blocking_wait_env=f"{knob}=1" if knob
-                                           else "none (gloo waits are always blocking)"))
+                                           else _no_knob(ctx.placement.backend)))
     # The default run's outcome stands for the drill; the blocking-wait run's is in the details.
     return replace(default, details=details, leaked_pids=sorted(set(default.leaked_pids) | set(blocking.leaked_pids)),
                    verdict=runner.both_pass(default.verdict, blocking.verdict))
+
+
+def _no_knob(backend: str) -> str:
+    return "none (gloo waits are always blocking)" if backend == "gloo" else f"none ({backend} has no such setting)"
