@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .codec import flatten
+from .codec import OMIT, flatten
 from .compare import TimedRow
 from .parts import session_parts
 from .session import SessionRecord
-
-OMIT = {"omit_none": True}
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .codec import flatten
+from .codec import OMIT, SKIP, flatten
 from .core import Check, Verdict
-
-OMIT = {"omit_none": True}
 
 
 @dataclass(frozen=True)
@@ -100,7 +98,7 @@ class CleanRecord:
     memory_returned: bool | None = None  # None: nothing ended, or no per-process device memory here
     memory_still_held: dict[int, int] | None = field(default=None, metadata=OMIT)  # pid -> bytes, after ending
     # The machine it ran on: written at the report's top level, not inside results.
-    platform: Any = field(default=None, metadata={"skip": True}, compare=False)
+    platform: Any = field(default=None, metadata=SKIP, compare=False)
 
     @property
     def targets(self) -> list[Orphan | OtherProcess]:

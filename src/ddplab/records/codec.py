@@ -68,6 +68,12 @@ def flatten(**kw) -> dict:
     return {"flatten": True, **kw}
 
 
+# The field metadata most records use (see the module's docstring).
+OMIT = {"omit_none": True}
+OMIT_DEFAULT = {"omit_default": True}
+SKIP = {"skip": True}
+
+
 # ---------------------------------------------------------------------------------------- writing
 
 def to_json(obj: Any) -> Any:

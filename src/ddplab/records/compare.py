@@ -16,13 +16,11 @@ from dataclasses import dataclass, field, replace
 from ..cli_options import option
 from ..sizes import human, parse_size
 from ..validators import parse_tolerance, percent_text
+from .codec import OMIT, OMIT_DEFAULT, SKIP
 from .core import Check, Verdict
 from .figures import Highlight, LineChart, Series
 
-OMIT = {"omit_none": True}
 MAX_TOLERANCE_PCT = 10_000  # B a hundred times slower than A: beyond that a tolerance means nothing
-# Written only when something is missing, so a comparison that lost nothing keeps the keys it always had.
-OMIT_EMPTY = {"omit_default": True}
 
 
 @dataclass(frozen=True)
@@ -124,11 +122,12 @@ class CompareConfig:
 class CompareRecord:
     rows: list[ComparedRow]
     verdict_changes: list[VerdictChange]
-    missing_stages: list[str] = field(default_factory=list, metadata=OMIT_EMPTY)
+    # Written only when something is missing, so a comparison that lost nothing keeps the keys it always had.
+    missing_stages: list[str] = field(default_factory=list, metadata=OMIT_DEFAULT)
     """Stages A ran (not skipped) that B's lab report does not have: a failure."""
-    missing_rows: list[MissingRow] = field(default_factory=list, metadata=OMIT_EMPTY)
+    missing_rows: list[MissingRow] = field(default_factory=list, metadata=OMIT_DEFAULT)
     """A's timed rows, at sizes the verdict judges, that B did not time."""
-    config: CompareConfig | None = field(default=None, metadata={"skip": True}, compare=False)
+    config: CompareConfig | None = field(default=None, metadata=SKIP, compare=False)
     """What the rows were judged with (the tolerance, the smallest size judged): the report's config, kept beside
     the record as its platform is (records.core), so that its checks judge it alone."""
 

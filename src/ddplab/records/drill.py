@@ -12,13 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .codec import flatten
+from .codec import OMIT, SKIP, flatten
 from .compare import TimedRow
 from .core import Verdict
 from .figures import Timeline, TimelineRow
 from .session import Distribution, SessionRecord
-
-OMIT = {"omit_none": True}
 
 
 # ---------------------------------------------------------------------------------------- one drill
@@ -181,7 +179,7 @@ class DrillRecord:
     drills: list[DrillOutcome]
     interrupted: bool = False  # a stop signal ended the drills early (reports before it: never)
     # The machine the drills ran on: written at the report's top level, not inside results.
-    platform: Any = field(default=None, metadata={"skip": True}, compare=False)
+    platform: Any = field(default=None, metadata=SKIP, compare=False)
 
     def run_ids(self) -> set[str]:
         """Every run the drills started (the lab checks that none of them left a process behind)."""

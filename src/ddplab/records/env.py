@@ -7,11 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .clean import Survey
-from .codec import flatten
+from .codec import OMIT, SKIP, flatten
 from .library_engine import BindingStatus
 from .listen import Listened
-
-OMIT = {"omit_none": True}
 
 
 @dataclass(frozen=True)
@@ -72,4 +70,4 @@ class EnvRecord:
     # whether its calls reach the copy of the collective library torch's calls bind to. Reports before it: none.
     library_binding: BindingStatus | None = None
     # The machine described: written at the report's top level, not inside results.
-    platform: Any = field(default=None, metadata={"skip": True}, compare=False)
+    platform: Any = field(default=None, metadata=SKIP, compare=False)

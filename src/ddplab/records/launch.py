@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .codec import OMIT, OMIT_DEFAULT, SKIP
 from .core import Check, Verdict
 from .figures import Figure, Table
 from .listen import Listened
@@ -22,8 +23,6 @@ from .supervision import (Analyzer, CollectiveCall, Culprit, GroupProgress, Hang
 __all__ = ["Analyzer", "CollectiveCall", "Culprit", "GroupProgress", "Hang", "JobHost", "JobRank", "LastStatus",
            "LaunchRecord", "LeftProcess", "RankError", "RasAnswer", "Where", "last_status"]
 
-OMIT = {"omit_none": True}
-SKIP = {"skip": True}
 SUCCEEDED = "succeeded"
 
 
@@ -102,7 +101,7 @@ class LaunchRecord:
     listen: Listened | None = field(default=None, metadata=OMIT)
     # What the job's ranks started and left running when the job ended, which ddplab then ended (a data-loader
     # worker, a helper in a session of its own): the job's whole process tree ends with it (issue 17).
-    ended_after: list[LeftProcess] = field(default_factory=list, metadata={"omit_default": True})
+    ended_after: list[LeftProcess] = field(default_factory=list, metadata=OMIT_DEFAULT)
     # Derived from the ranks and left_running, written for readers of the JSON.
     stacks: dict[int, str] = field(init=False, default_factory=dict)
     flight_records: dict[int, str] = field(init=False, default_factory=dict)

@@ -17,17 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .codec import flatten
+from .codec import OMIT, SKIP, flatten
 from .figures import BarChart, Table
 
-OMIT = {"omit_none": True}
 # The scopes a group of ranks can have (cluster/topology.py makes them).
 WHOLE_JOB = "whole job"
 INTRA = "intra-machine"
 INTER = "inter-machine"
 PAIR = "machine pair"
 # A rank-side field the launcher reads from memory and never writes per rank (see the module's docstring).
-GATHERED = {"skip": True}
+GATHERED = SKIP
 
 
 @dataclass(frozen=True)

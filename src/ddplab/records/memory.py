@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-OMIT = {"omit_none": True}
+from .codec import OMIT
 
 
 @dataclass(frozen=True)

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .codec import flatten
+from .codec import OMIT, flatten
 from .compare import TimedRow
 from .figures import BarChart
 from .machines import GATHERED, GatheredJob, JobMachines, PairFinding, PairResult, pairs_table
 from .parts import session_parts
 from .session import SessionRecord
 from .sweep import GroupSweepRow
-
-OMIT = {"omit_none": True}
 
 
 @dataclass(frozen=True)

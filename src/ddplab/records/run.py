@@ -7,9 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .clean import Orphan
+from .codec import OMIT, SKIP
 from .core import Check, Report, Verdict
-
-OMIT = {"omit_none": True}
 
 
 @dataclass(frozen=True)
@@ -47,8 +46,8 @@ class RunRecord:
     out: str = ""
     # Kept beside the results, not in them (the report writes both at its top level): the machine the env stage
     # found, and the config as planned (each stage's command line), the report's "config" (lab.config_as_run).
-    platform: Any = field(default=None, metadata={"skip": True}, compare=False)
-    ran_with: Any = field(default=None, metadata={"skip": True}, compare=False)
+    platform: Any = field(default=None, metadata=SKIP, compare=False)
+    ran_with: Any = field(default=None, metadata=SKIP, compare=False)
 
     def timed_rows(self, config=None) -> list:
         """Every stage's comparable rows, prefixed with the stage's name where it differs from its command

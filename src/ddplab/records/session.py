@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .codec import flatten
+from .codec import OMIT, SKIP, flatten
 from .figures import LineChart, Series
 from .listen import Listened
 from .supervision import Culprit, Hang, MachineLoss, RankState
@@ -19,8 +19,6 @@ from .supervision import Culprit, Hang, MachineLoss, RankState
 __all__ = ["Culprit", "Distribution", "FailureRecord", "Hang", "Histogram", "MachineLoss", "MemorySeries",
            "RankOutcome", "RankReturn", "RankSample", "RankState", "Sample", "SamplerPeaks", "SessionRecord",
            "Timeseries"]
-
-OMIT = {"omit_none": True}
 
 
 @dataclass(frozen=True)
@@ -238,7 +236,7 @@ class SessionRecord:
     duration_s: float
     timeseries: Timeseries
     # The machine the run was on: written at the report's top level, not inside results.
-    platform: Any = field(default=None, metadata={"skip": True}, compare=False)
+    platform: Any = field(default=None, metadata=SKIP, compare=False)
 
     @staticmethod
     def json_upgrade(data: dict) -> dict:

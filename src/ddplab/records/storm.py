@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .codec import flatten
+from .codec import OMIT, OMIT_DEFAULT, flatten
 from .compare import TimedRow
 from .library_engine import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import HistogramChart, Mark
 from .machines import GATHERED, GatheredJob, StormMachines
 from .parts import session_parts
 from .session import Distribution, Histogram, SessionRecord
-
-OMIT = {"omit_none": True}
-# Written only when not the default, so a storm through torch alone keeps its keys (library_engine.engine_option).
-OMIT_DEFAULT = {"omit_default": True}
 
 
 @dataclass(frozen=True)
@@ -25,6 +21,7 @@ class StormSettings:
     bytes: int
     warmup: int
     per_op_iters: int
+    # Written only when not the default, so a storm through torch alone keeps its keys (library_engine.engine_option).
     engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)  # library_engine.ENGINES
     shared_device: bool = field(default=False, metadata=OMIT_DEFAULT)  # for the library engine's communicator
 
@@ -76,7 +73,7 @@ class StormRecord:
     threshold_us: float
     threshold_reason: str
     within_threshold: bool
-    machines: StormMachines | None = field(default=None, metadata={"omit_none": True})  # several launchers
+    machines: StormMachines | None = field(default=None, metadata=OMIT)  # several launchers
     summary: StormSummary | None = field(default=None, metadata=flatten())
     # The library engine (issue 14): which engine the numbers above are (the library's when it ran alone), and,
     # with both, the library's own numbers beside torch's and what torch adds per call.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-OMIT = {"omit_none": True}
+from .codec import OMIT, OMIT_DEFAULT
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class Where:
     call_site: str | None
     frames: list[str]
     # inside an import (importlib's frames anywhere in its stack): a rank still loading its code is slow, not late
-    importing: bool = field(default=False, metadata={"omit_default": True})
+    importing: bool = field(default=False, metadata=OMIT_DEFAULT)
 
 
 @dataclass(frozen=True)

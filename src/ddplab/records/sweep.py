@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..errors import UsageError
-from .codec import flatten
+from .codec import OMIT, OMIT_DEFAULT, flatten
 from .compare import TimedRow
 from .library_engine import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import Highlight, LineChart, Overlay, Series
@@ -15,9 +15,6 @@ from .memory import MemoryFit, MemoryShare
 from .parts import session_parts
 from .session import SessionRecord
 
-OMIT = {"omit_none": True}
-# Written only when not the default, so a sweep through torch alone keeps its keys (library_engine.engine_option).
-OMIT_DEFAULT = {"omit_default": True}
 # Written, null included, exactly when the row has a time (nccl-tests prints these columns for every timed row).
 TIMED = {"omit_with": "time_us"}
 
@@ -41,6 +38,7 @@ class SweepSettings:
     check: bool
     repeat: int  # resolved for the device (measurements/sweep.py default_repeat)
     ceiling_bytes: int | None = None  # rank 0 also times a device copy of this size (shared device)
+    # Written only when not the default, so a sweep through torch alone keeps its keys (library_engine.engine_option).
     engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)  # library_engine.ENGINES
     shared_device: bool = field(default=False, metadata=OMIT_DEFAULT)  # for the library engine's communicator
     # the ranks each rank plans memory for (None: every local rank on one device, from the environment)

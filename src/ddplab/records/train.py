@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .codec import flatten
+from .codec import OMIT, flatten
 from .compare import TimedRow
 from .figures import LineChart
 from .machines import GATHERED, GatheredJob, JobMachines
@@ -63,7 +63,7 @@ class TrainRecord:
     local_grad_differs: bool | None
     step_time_us: Distribution
     step_time_method: str
-    machines: JobMachines | None = field(default=None, metadata={"omit_none": True})  # several launchers
+    machines: JobMachines | None = field(default=None, metadata=OMIT)  # several launchers
 
     @staticmethod
     def json_parts() -> dict:
