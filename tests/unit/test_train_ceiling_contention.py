@@ -171,13 +171,13 @@ def test_the_memory_chart_draws_device_memory_when_any_was_sampled_else_rss():
     record = TrainRecord(session=session_record(samples=samples), params_identical=True,
                          grad_matches_reference=True, local_grad_differs=True,
                          step_time_us=Distribution.of([1.0]), step_time_method="test")
-    series = record.memory_series()
+    series = record.session.timeseries.memory()
     assert series.what == "device memory" and series.by_rank == {0: [(1.0, 7)]}
     host = TrainRecord(session=session_record(samples=samples[:1]), params_identical=True,
                        grad_matches_reference=True, local_grad_differs=True,
                        step_time_us=Distribution.of([1.0]), step_time_method="test")
-    assert host.memory_series().what == "host RSS"
-    assert host.memory_series().by_rank == {0: [(0.5, 100)], 1: [(0.5, 110)]}
+    assert host.session.timeseries.memory().what == "host RSS"
+    assert host.session.timeseries.memory().by_rank == {0: [(0.5, 100)], 1: [(0.5, 110)]}
 
 
 def test_compare_lines_up_a_train_run_by_its_step_time_p50():

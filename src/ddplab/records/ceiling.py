@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .codec import OMIT, flatten
-from .compare import TimedRow
 from .parts import session_parts
 from .session import SessionRecord
 
@@ -48,7 +47,8 @@ class CeilingRankResult:
 
 @dataclass(frozen=True)
 class CeilingRecord:
-    """The ceiling as reported: the session and, when its rank finished, the copy rates."""
+    """The ceiling as reported: the session and, when its rank finished, the copy rates. No ``timed_rows``:
+    `compare` lines up collectives, storms and train runs, not copies."""
 
     session: SessionRecord = field(metadata=flatten())
     device_copy: DeviceCopy | None = field(default=None, metadata=OMIT)
@@ -59,7 +59,3 @@ class CeilingRecord:
     def json_parts() -> dict:
         """Its placement and its ranks' results, checked when a report is read back."""
         return session_parts(CeilingRankResult)
-
-    def timed_rows(self, config=None) -> list[TimedRow]:
-        """Nothing: `compare` lines up collectives, storms and train runs, not copies."""
-        return []

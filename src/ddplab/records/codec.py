@@ -46,7 +46,6 @@ from typing import Any, Union
 
 from ..errors import DdplabError
 
-JSON_SCALARS = (str, int, float, bool, type(None))
 # The open parts' types the records being read declared (json_parts): (class, field) -> type.
 _PARTS: contextvars.ContextVar[dict] = contextvars.ContextVar("ddplab_json_parts", default={})
 # Set while an open part is checked: its values must have their types, a key it lacks is no error, nothing is built.
@@ -64,8 +63,8 @@ class RecordError(ValueError):
         super().__init__(f"{path}: expected {expected}, got {self.got}")
 
 
-def flatten(**kw) -> dict:
-    return {"flatten": True, **kw}
+def flatten() -> dict:
+    return {"flatten": True}
 
 
 # The field metadata most records use (see the module's docstring).

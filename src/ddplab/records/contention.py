@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .codec import flatten
-from .compare import TimedRow
 from .parts import session_parts
 from .session import SessionRecord
 
@@ -75,7 +74,8 @@ class ContentionSummary:
 
 @dataclass(frozen=True)
 class ContentionRecord:
-    """Contention as reported: the session and, when the ranks finished, the summary."""
+    """Contention as reported: the session and, when the ranks finished, the summary. No ``timed_rows``:
+    `compare` lines up collectives, storms and train runs, not compute rates."""
 
     session: SessionRecord = field(metadata=flatten())
     summary: ContentionSummary | None = field(default=None, metadata=flatten())
@@ -89,7 +89,3 @@ class ContentionRecord:
     def time_sliced(self) -> bool:
         """The processes shared the device by time slicing: no sharing daemon (MPS) was used."""
         return not (self.session.sharing_daemon or {}).get("used")
-
-    def timed_rows(self, config=None) -> list[TimedRow]:
-        """Nothing: `compare` lines up collectives, storms and train runs, not compute rates."""
-        return []

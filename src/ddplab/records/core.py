@@ -12,7 +12,6 @@ import contextvars
 import dataclasses
 import datetime
 import enum
-import inspect
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -176,15 +175,13 @@ def platform_of(record: Any) -> Any:
 
 def rows_of(report: Report) -> list[Check]:
     """A report's check rows: as the lab judged them (``Report.checks``), else a record's that judges itself
-    (launch, clean; compare's take the report's config: its tolerance and smallest size judged), else none."""
+    (launch, clean, compare: it keeps the config it is judged with), else none."""
     if report.checks is not None:
         return list(report.checks)
     own = getattr(report.results, "checks", None)
     if isinstance(own, (list, tuple)):  # a record whose rows are data (a check's node checks)
         return list(own)
-    if not callable(own):
-        return []
-    return own(report.config) if inspect.signature(own).parameters else own()
+    return own() if callable(own) else []
 
 
 def _with_envelope(results: Any, **parts: Any) -> Any:

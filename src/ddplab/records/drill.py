@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .codec import OMIT, SKIP, flatten
-from .compare import TimedRow
 from .core import Verdict
 from .figures import Timeline, TimelineRow
 from .session import Distribution, SessionRecord
@@ -171,7 +170,8 @@ class TorchrunDetails:
 
 @dataclass(frozen=True)
 class DrillRecord:
-    """`ddplab drill`: the placement the drills ran with, and each drill's outcome in the order run."""
+    """`ddplab drill`: the placement the drills ran with, and each drill's outcome in the order run. No
+    ``timed_rows``: a drill's times are detection times, not performance to line up with another report."""
 
     backend: str
     backend_reason: str
@@ -184,10 +184,6 @@ class DrillRecord:
     def run_ids(self) -> set[str]:
         """Every run the drills started (the lab checks that none of them left a process behind)."""
         return {rid for outcome in self.drills for rid in outcome.run_ids()}
-
-    def timed_rows(self, config) -> list[TimedRow]:
-        """Nothing to line up with another report: a drill's times are detection times, not performance."""
-        return []
 
     def figures(self, stage: str) -> list[Timeline]:
         """Each drill from injection to its first detection, with what was left behind and its verdict."""

@@ -113,8 +113,6 @@ class Timeline:
     rows: list[TimelineRow] = field(default_factory=list)
 
 
-
-
 @dataclass(frozen=True)
 class Table:
     """Rows of text under a heading (e.g. a supervised job's ranks: exit, error, evidence files)."""

@@ -11,7 +11,7 @@ collective library called through the vendor's binding, on the same buffers) and
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from .figures import LineChart, Series, Table
 
@@ -34,9 +34,6 @@ class BindingStatus:
     library_path: str | None = None
     same_library_as_framework: bool | None = None  # None: one of the two paths is unknown
     substitute: str | None = None  # DDPLAB_LIBRARY_BINDING, when a test put its own adapter in
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     def describe(self) -> str:
         """One line for the terminal: what the binding calls, and whether it is the copy torch's calls bind to."""

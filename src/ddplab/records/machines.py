@@ -92,10 +92,6 @@ class JobMachines:
     ranks: list[RankPlace]
     machines: dict[str, list[int]]  # machine -> its ranks, machines in node order
 
-    @property
-    def hosts(self) -> dict[int, str]:
-        return {p.rank: p.machine for p in self.ranks}
-
     def figures(self, stage: str) -> list[Table]:
         rows = [[str(p.rank), str(p.local_rank), p.machine, p.hostname] for p in self.ranks]
         return [Table(f"machines-{stage}", "Ranks and machines",

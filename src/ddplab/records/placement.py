@@ -5,7 +5,7 @@ report (records/session.py), the ranks and the lab read it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 # Placement.sharing_daemon: what the session does about the device-sharing daemon.
 PRIVATE_DAEMON = "private"  # start one for this run, stop it afterwards
@@ -51,6 +51,3 @@ class Placement:
     def device_label(self, local_rank: int) -> str:
         """How torch names the rank's device: "cpu" or "<type>:<index>"."""
         return self.device_type if self.host_only else f"{self.device_type}:{self.device_indices[local_rank]}"
-
-    def to_dict(self) -> dict:
-        return asdict(self)

@@ -216,10 +216,6 @@ class Hang:
     judged_from: str | None = field(default=None, metadata=OMIT)  # "the job's store" | "this machine's files"
     followed: str | None = field(default=None, metadata=OMIT)  # the machine that declared it first (several machines)
 
-    @property
-    def torn_down(self) -> set[int]:
-        return set(self.terminated) | set(self.killed)
-
     @staticmethod
     def json_upgrade(data: dict) -> dict:
         """Reports before issue 17 kept two hang records: the lab's (detected_at, culprit_ranks, reason,

@@ -9,7 +9,7 @@ from .compare import TimedRow
 from .figures import LineChart
 from .machines import GATHERED, GatheredJob, JobMachines
 from .parts import session_parts
-from .session import Distribution, MemorySeries, SessionRecord
+from .session import Distribution, SessionRecord
 
 
 @dataclass(frozen=True)
@@ -70,21 +70,11 @@ class TrainRecord:
         """Its placement and its ranks' results, checked when a report is read back."""
         return session_parts(TrainRankResult)
 
-    @property
-    def proven(self) -> bool:
-        """Completed, parameters identical, gradients equal to the reference, and the control told them apart."""
-        return bool(self.session.completed and self.params_identical and self.grad_matches_reference
-                    and self.local_grad_differs is not False)
-
     def timed_rows(self, config=None) -> list[TimedRow]:
         """The run as one comparable row: op "train", its step time p50."""
         if not self.session.completed or not self.step_time_us.n:
             return []
         return [TimedRow("train", 0, True, self.step_time_us.p50)]
-
-    def memory_series(self) -> MemorySeries:
-        """Device memory per rank over time from the sampler's series; host RSS where no device memory was seen."""
-        return self.session.timeseries.memory()
 
     def figures(self, stage: str) -> list[LineChart]:
         """Each rank's memory over the run, as the 0.5 s sampler saw it."""
