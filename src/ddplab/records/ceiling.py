@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from .codec import OMIT, flatten
 from .parts import session_parts
@@ -55,7 +56,4 @@ class CeilingRecord:
     host_to_device: CopyRate | None = field(default=None, metadata=OMIT)
     device_to_host: CopyRate | None = field(default=None, metadata=OMIT)
 
-    @staticmethod
-    def json_parts() -> dict:
-        """Its placement and its ranks' results, checked when a report is read back."""
-        return session_parts(CeilingRankResult)
+    json_parts = partial(session_parts, CeilingRankResult)  # placement, ranks' results: checked when read back

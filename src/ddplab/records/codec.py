@@ -76,9 +76,7 @@ SKIP = {"skip": True}
 # ---------------------------------------------------------------------------------------- writing
 
 def to_json(obj: Any) -> Any:
-    if obj is None or isinstance(obj, (str, bool, int)):
-        return obj
-    if isinstance(obj, float):
+    if obj is None or isinstance(obj, (str, bool, int, float)):
         return obj
     if isinstance(obj, enum.Enum):
         return obj.value
@@ -171,9 +169,7 @@ def _read(tp: Any, data: Any, path: str) -> Any:
     if origin in (list, tuple, set, frozenset) or tp in (list, tuple):
         if not isinstance(data, list):
             raise RecordError(path, "a list", data)
-        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_read(args[0], v, f"{path}[{i}]") for i, v in enumerate(data))
-        if origin is tuple and args:
+        if origin is tuple and args and args[-1] is not Ellipsis:  # a fixed tuple (tuple[X, ...] reads as a list does)
             if len(args) != len(data):
                 raise RecordError(path, f"a list of {len(args)} values", data)
             return tuple(_read(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, data)))
@@ -231,6 +227,8 @@ def _read_dataclass_fields(cls: type, data: dict, path: str) -> Any:
                 extras_field = f  # an open object: the keys no other field claimed
                 continue
             inner = _dataclass_of(tp)
+            if inner is None:
+                raise TypeError(f"flatten needs a dataclass, not {tp!r}")
             used |= _keys_of(inner)
             if _optional(tp):
                 # An optional part that was not written reads back as None (e.g. the summary of a run that
@@ -328,13 +326,9 @@ def _key(kt: Any, key: str, path: str) -> Any:
     return key
 
 
-def _dataclass_of(tp: Any) -> type:
-    if dataclasses.is_dataclass(tp):
-        return tp
-    for a in typing.get_args(tp):
-        if dataclasses.is_dataclass(a):
-            return a
-    raise TypeError(f"flatten needs a dataclass, not {tp!r}")
+def _dataclass_of(tp: Any) -> type | None:
+    """The dataclass ``tp`` is, or the first one it unites (an Optional part); None if there is none."""
+    return next((a for a in (tp, *typing.get_args(tp)) if dataclasses.is_dataclass(a)), None)
 
 
 @lru_cache(maxsize=None)
@@ -349,8 +343,9 @@ def _keys_of(cls: type) -> frozenset:
     for f in dataclasses.fields(cls):
         if f.metadata.get("skip"):
             continue
-        if f.metadata.get("flatten") and dataclasses.is_dataclass(_maybe_dataclass(hints[f.name])):
-            keys |= _keys_of(_dataclass_of(hints[f.name]))
+        inner = _dataclass_of(hints[f.name]) if f.metadata.get("flatten") else None
+        if inner is not None:
+            keys |= _keys_of(inner)
         else:
             keys.add(f.metadata.get("json_name", f.name))
     return frozenset(keys)
@@ -366,13 +361,6 @@ def _required_keys(cls: type) -> frozenset:
     return frozenset(f.metadata.get("json_name", f.name) for f in dataclasses.fields(cls)
                      if f.init and not f.metadata.get("skip") and not f.metadata.get("flatten")
                      and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
-
-
-def _maybe_dataclass(tp):
-    try:
-        return _dataclass_of(tp)
-    except TypeError:
-        return None
 
 
 class _Missing:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from .codec import flatten
 from .parts import session_parts
@@ -80,10 +81,7 @@ class ContentionRecord:
     session: SessionRecord = field(metadata=flatten())
     summary: ContentionSummary | None = field(default=None, metadata=flatten())
 
-    @staticmethod
-    def json_parts() -> dict:
-        """Its placement and its ranks' results, checked when a report is read back."""
-        return session_parts(ContentionRankResult)
+    json_parts = partial(session_parts, ContentionRankResult)  # placement, ranks' results: checked when read back
 
     @property
     def time_sliced(self) -> bool:

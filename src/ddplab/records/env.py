@@ -10,17 +10,12 @@ from .clean import Survey
 from .codec import OMIT, SKIP, flatten
 from .library_engine import BindingStatus
 from .listen import Listened
+from .placement import Option
 
 
 @dataclass(frozen=True)
-class ConsideredSetup:
-    """One setup the placement policy weighed for ranks sharing a device, and its verdict (records.placement.Option)."""
-
-    setup: str
-    backend: str
-    sharing_daemon: str | None
-    chosen: bool
-    why: str
+class ConsideredSetup(Option):
+    """One setup the placement policy weighed for ranks sharing a device, and its verdict."""
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,16 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
-class BarChart:
+class _Figure:
+    """What every figure has: its element ``id``, the ``section`` it appears under, its caption."""
+
     id: str
     section: str
     caption: str
+
+
+@dataclass(frozen=True)
+class BarChart(_Figure):
     x_label: str
     y_label: str
     labels: list[str]
@@ -59,10 +65,7 @@ class Overlay:
 
 
 @dataclass(frozen=True)
-class LineChart:
-    id: str
-    section: str
-    caption: str
+class LineChart(_Figure):
     x_label: str
     y_label: str
     series: list[Series]
@@ -78,13 +81,10 @@ class LineChart:
 
 
 @dataclass(frozen=True)
-class HistogramChart:
+class HistogramChart(_Figure):
     """Counts per bin between ``edges`` (log-spaced bins drawn on a log axis), with marks such as p50 and p99;
     ``below``/``above`` count what fell outside the first and last edge."""
 
-    id: str
-    section: str
-    caption: str
     x_label: str
     edges: list[float]
     counts: list[int]  # len(edges) - 1
@@ -106,20 +106,14 @@ class TimelineRow:
 
 
 @dataclass(frozen=True)
-class Timeline:
-    id: str
-    section: str
-    caption: str
+class Timeline(_Figure):
     rows: list[TimelineRow] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
-class Table:
+class Table(_Figure):
     """Rows of text under a heading (e.g. a supervised job's ranks: exit, error, evidence files)."""
 
-    id: str
-    section: str
-    caption: str
     columns: list[str]
     rows: list[list[str]]
 
@@ -144,12 +138,9 @@ class Lane:
 
 
 @dataclass(frozen=True)
-class LaneTimeline:
+class LaneTimeline(_Figure):
     """Ranks as lanes, their collectives as spans over wall time (seconds from ``origin``), with marks."""
 
-    id: str
-    section: str
-    caption: str
     lanes: list[Lane]
     marks: list[Mark] = field(default_factory=list)
     headline: str = ""  # the finding in one sentence, above the drawing (the culprit)

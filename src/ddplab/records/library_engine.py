@@ -87,8 +87,7 @@ def added_cost_figures(stage: str, rows: list[AddedCost], what: str) -> list:
                    "share of torch's time"],
                   [[r.op, str(r.size_bytes), "in" if r.in_place else "out", r.timing, f"{r.torch_us:.2f}",
                     f"{r.library_us:.2f}", f"{r.added_us:+.2f}", f"{100 * r.share:.1f} %"] for r in rows])
-    sizes = {r.size_bytes for r in rows}
-    if len(sizes) < 2:
+    if len({r.size_bytes for r in rows}) < 2:
         return [table]
     series: dict[str, list[tuple[float, float]]] = {}
     for r in rows:

@@ -4,6 +4,7 @@ that names the slowest pair against the others (aggregate.py states the rule).""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from .codec import OMIT, flatten
 from .compare import TimedRow
@@ -37,10 +38,7 @@ class PairwiseRecord:
     machines: JobMachines | None = field(default=None, metadata=OMIT)
     finding: PairFinding | None = field(default=None, metadata=OMIT)
 
-    @staticmethod
-    def json_parts() -> dict:
-        """Its placement and its ranks' results, checked when a report is read back."""
-        return session_parts(PairwiseRankResult)
+    json_parts = partial(session_parts, PairwiseRankResult)  # placement, ranks' results: checked when read back
 
     def timed_rows(self, config=None) -> list[TimedRow]:
         """Each pair's rows as `ddplab compare` lines them up: op "all_reduce A <-> B", by size."""

@@ -54,8 +54,7 @@ class RunRecord:
         (so two runs of one profile line up stage by stage)."""
         from .compare import stage_rows
 
-        return [row for stage in self.stages if stage.report is not None for row in stage_rows(stage.name,
-                                                                                                stage.report)]
+        return [row for s in self.stages if s.report is not None for row in stage_rows(s.name, s.report)]
 
     def stage_verdicts(self) -> dict[str, Verdict]:
         return {s.name: s.verdict for s in self.stages}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from .codec import OMIT, OMIT_DEFAULT, flatten
 from .compare import TimedRow
@@ -83,10 +84,7 @@ class StormRecord:
     library_correct: bool | None = field(default=None, metadata=OMIT)
     added_cost: list[AddedCost] | None = field(default=None, metadata=OMIT)
 
-    @staticmethod
-    def json_parts() -> dict:
-        """Its placement and its ranks' results, checked when a report is read back."""
-        return session_parts(StormRankResult)
+    json_parts = partial(session_parts, StormRankResult)  # placement, ranks' results: checked when read back
 
     def timed_rows(self, config) -> list[TimedRow]:
         """The storm as one comparable row: its pipelined mean, op "storm", at the configured size; with both

@@ -4,8 +4,10 @@ the spike finding, what the launcher's sampler did, and the sweep as reported.""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from ..errors import UsageError
+from .ceiling import CopyRate
 from .codec import OMIT, OMIT_DEFAULT, flatten
 from .compare import TimedRow
 from .library_engine import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
@@ -17,10 +19,6 @@ from .session import SessionRecord
 
 # Written, null included, exactly when the row has a time (nccl-tests prints these columns for every timed row).
 TIMED = {"omit_with": "time_us"}
-
-
-def _positive(value: int) -> bool:
-    return value > 0
 
 
 # ---------------------------------------------------------------------------------------------- rank side
@@ -74,14 +72,8 @@ class SweepRankRow:
 
 
 @dataclass(frozen=True)
-class CopyCeiling:
+class CopyCeiling(CopyRate):
     """A device copy of ``size_bytes`` (workloads/ceiling.py copy_gbps): what shared-device busbw is held to."""
-
-    size_bytes: int
-    time_us: float
-    gbps: float
-    method: str
-    iters: int
 
 
 @dataclass(frozen=True)
@@ -108,7 +100,7 @@ class SweepRow:
 
     op: str  # ddplab's collective name; "" when an nccl-tests table named none
     dtype: str
-    size_bytes: int | None = field(default=None, metadata={**OMIT, "expect": ("a number > 0", _positive)})
+    size_bytes: int | None = field(default=None, metadata={**OMIT, "expect": ("a number > 0", lambda v: v > 0)})
     count: int | None = field(default=None, metadata=OMIT)
     in_place: bool | None = field(default=None, metadata=OMIT)
     time_us: float | None = field(default=None, metadata=OMIT)
@@ -240,10 +232,7 @@ class SweepRecord:
     added_cost: list[AddedCost] | None = field(default=None, metadata=OMIT)
     machines: SweepMachines | None = field(default=None, metadata=OMIT)  # a job on several launchers
 
-    @staticmethod
-    def json_parts() -> dict:
-        """Its placement and its ranks' results, checked when a report is read back."""
-        return session_parts(SweepRankResult)
+    json_parts = partial(session_parts, SweepRankResult)  # placement, ranks' results: checked when read back
 
     def __post_init__(self):
         # The total is what the verdict reads: it must be the rows' own (a report read back is judged again from
@@ -255,9 +244,7 @@ class SweepRecord:
 
     @property
     def host_only(self) -> bool:
-        """The ranks ran on the host CPU (from the placement the report carries)."""
-        placement = self.session.placement
-        return bool(isinstance(placement, dict) and placement.get("host_only"))
+        return self.session.host_only
 
     @property
     def bandwidth_rows(self) -> list[SweepRow]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from .codec import OMIT, flatten
 from .compare import TimedRow
@@ -65,10 +66,7 @@ class TrainRecord:
     step_time_method: str
     machines: JobMachines | None = field(default=None, metadata=OMIT)  # several launchers
 
-    @staticmethod
-    def json_parts() -> dict:
-        """Its placement and its ranks' results, checked when a report is read back."""
-        return session_parts(TrainRankResult)
+    json_parts = partial(session_parts, TrainRankResult)  # placement, ranks' results: checked when read back
 
     def timed_rows(self, config=None) -> list[TimedRow]:
         """The run as one comparable row: op "train", its step time p50."""
