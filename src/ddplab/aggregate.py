@@ -207,9 +207,8 @@ def slow_ones(values: dict[str, float], higher_is_worse: bool, factor: float = S
     return out
 
 
-def finding_verdict(found: bool, host_only: bool) -> Verdict:
-    """A slow machine or pair: WARN, but informational on the host CPU (its cores are shared)."""
-    return Verdict.WARN if found and not host_only else Verdict.PASS
+# A slow machine or pair is judged as a spike is: WARN, but informational on the host CPU (its cores are shared).
+finding_verdict = spikes.judge
 
 
 def rule_text(rule: str, host_only: bool) -> str:

@@ -161,4 +161,4 @@ def _nice_step(raw: float) -> float:
 def _smaller(step: float) -> float:
     exp = math.floor(math.log10(step) + 1e-9)
     mantissa = round(step / 10 ** exp, 6)
-    return {1: 0.5, 2: 1, 2.5: 1, 5: 2}.get(mantissa, 1) * 10 ** exp if mantissa != 1 else 0.5 * 10 ** exp
+    return {1: 0.5, 2: 1, 2.5: 1, 5: 2}.get(mantissa, 1) * 10 ** exp

@@ -129,11 +129,10 @@ def _state(entry: Entry, last: Entry | None, culprits: set[int]) -> str:
 
 
 def _origin(by_rank: dict[int, list[Entry]]) -> int | None:
-    starts = [e.start_ns for entries in by_rank.values() for e in entries]
-    return min(starts) if starts else None
+    return min((e.start_ns for entries in by_rank.values() for e in entries), default=None)
 
 
-def _moments(record: LaunchRecord) -> list[tuple[str, float, str]]:
+def launcher_moments(record: LaunchRecord) -> list[tuple[str, float, str]]:
     """(label, wall seconds, kind) of what the launcher saw: the last progress and the hang, or the failure."""
     if record.hang:
         return [("last progress", record.hang.last_progress_at, "event"),
@@ -162,7 +161,7 @@ def lane_timeline(record: LaunchRecord, base_dir: Path | None, trace_name: str =
                       _state(e, last, culprits)) for e in entries]
         earlier = len(by_rank[rank]) - len(entries)
         lanes.append(Lane(who, spans, _lane_note(last) + (f"; {earlier} earlier in the trace file" if earlier else "")))
-    marks = [Mark(label, at - origin / 1e9, kind) for label, at, kind in _moments(record) if at]
+    marks = [Mark(label, at - origin / 1e9, kind) for label, at, kind in launcher_moments(record) if at]
     headline = (f"Culprit: rank {', '.join(str(r) for r in sorted(culprits))}. {record.culprit.reason}"
                 if record.culprit else f"No culprit named; the job {record.outcome}.")
     caption = (f"Each rank's last flight-recorder entries, from enqueue to completion (red: the culprit's last "
@@ -212,7 +211,7 @@ def trace_events(record: LaunchRecord, base_dir: Path | None, version: str = "")
                     "completed_ns": _ns(e.raw.get("time_discovered_completed_ns")) or None}})
         if rank in dumped:
             events.append(_instant("record dumped", dumped[rank], origin, rank))
-    for label, at, _ in _moments(record):
+    for label, at, _ in launcher_moments(record):
         if at:
             events.append(_instant(label, at, origin, None))
     other = {"tool": f"ddplab {version}".strip(), "run_id": record.run_id, "outcome": record.outcome,
@@ -222,9 +221,8 @@ def trace_events(record: LaunchRecord, base_dir: Path | None, version: str = "")
 
 
 def _instant(label: str, wall_s: float, origin_ns: int, rank: int | None) -> dict:
-    event = {"name": label, "ph": "i", "ts": (wall_s * 1e9 - origin_ns) / 1e3, "pid": rank if rank is not None else 0,
-             "tid": 0, "s": "p" if rank is not None else "g"}
-    return event
+    return {"name": label, "ph": "i", "ts": (wall_s * 1e9 - origin_ns) / 1e3, "pid": rank if rank is not None else 0,
+            "tid": 0, "s": "p" if rank is not None else "g"}
 
 
 def _tid(pg: str) -> int:

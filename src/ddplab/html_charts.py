@@ -130,8 +130,7 @@ def _line_chart(f: LineChart) -> Markup:
         coords = " ".join(f"{x_of(x):.1f},{y_of(y):.1f}" for x, y in own)
         body.append(h("<polyline class='series{b}' points='{p}' fill='none' stroke='{c}' stroke-width='{w}' "
                       "stroke-dasharray='{d}'><title>{label}</title></polyline>", b=" baseline" if s.baseline else "",
-                      p=coords, c=color, w=1.5 if s.baseline else 2, d=dash,
-                      label=s.label))
+                      p=coords, c=color, w=1.5 if s.baseline else 2, d=dash, label=s.label))
         body.extend(h("<circle cx='{:.1f}' cy='{:.1f}' r='2.5' fill='{}'><title>{}: {} at {}</title></circle>",
                       x_of(x), y_of(y), color, s.label, cs.tick_label(y, f.y_unit), cs.tick_label(x, f.x_unit))
                     for x, y in own if not s.baseline)

@@ -52,6 +52,6 @@ def json_for_script(doc: dict) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def badge(verdict, extra: str = "") -> Markup:
+def badge(verdict) -> Markup:
     verdict = str(verdict)
-    return h("<span class='badge {}{}'>{}</span>", VERDICT_CLASS.get(verdict, ""), extra, verdict.upper())
+    return h("<span class='badge {}'>{}</span>", VERDICT_CLASS.get(verdict, ""), verdict.upper())

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from .flight_timeline import lane_timeline
+from .flight_timeline import lane_timeline, launcher_moments
 from .records.figures import LineChart, Mark
 from .records.launch import LaunchRecord
 
@@ -33,10 +33,4 @@ def moments(record: LaunchRecord) -> list[Mark]:
     started = getattr(record.timeseries, "started_at", None) if record.timeseries else None
     if not isinstance(started, (int, float)):
         return []
-    found = []
-    if record.hang:
-        found += [Mark("last progress", record.hang.last_progress_at - started, "event"),
-                  Mark("hang declared", record.hang.declared_at - started, "detected")]
-    elif record.detected_at:
-        found.append(Mark("failure seen", record.detected_at - started, "detected"))
-    return found
+    return [Mark(label, at - started, kind) for label, at, kind in launcher_moments(record)]

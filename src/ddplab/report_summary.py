@@ -143,12 +143,9 @@ def _bandwidth(results) -> list[KeyFigure]:
 
 
 def _peak(sweeps: list) -> tuple | None:
-    best = None
-    for name, r, _ in sweeps:
-        for row in r.rows:
-            if row.busbw_gbps is not None and row.size_bytes and (best is None or row.busbw_gbps > best[1].busbw_gbps):
-                best = (name, row, r)
-    return best
+    """(stage, row, sweep) of the row with the highest busbw (the first such row on a tie), or None."""
+    return max(((name, row, r) for name, r, _ in sweeps for row in r.rows if row.busbw_gbps is not None
+                and row.size_bytes), key=lambda found: found[1].busbw_gbps, default=None)
 
 
 def _ceiling(results, sweep: SweepRecord) -> tuple[float | None, str]:

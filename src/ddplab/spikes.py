@@ -73,14 +73,11 @@ def _series(rows: Iterable[Timed]) -> dict[tuple, list[Timed]]:
 
 def _neighbour_bounds(series: list[Timed], i: int) -> list[tuple[Timed, float]]:
     """(neighbour, the longest time it makes plausible for size i) for each neighbour."""
-    row = series[i]
-    bounds = []
+    row, bounds = series[i], []
     if i > 0:
         smaller = series[i - 1]
-        last = i == len(series) - 1
-        scale = row.size_bytes / smaller.size_bytes if last else 1.0
+        scale = row.size_bytes / smaller.size_bytes if i == len(series) - 1 else 1.0  # the largest size
         bounds.append((smaller, smaller.time_us * scale))
     if i < len(series) - 1:
-        larger = series[i + 1]
-        bounds.append((larger, larger.time_us))
+        bounds.append((series[i + 1], series[i + 1].time_us))
     return bounds
