@@ -12,17 +12,14 @@ measure the guidelines allow (s, us, ms, %, B, KB, MB, TB, c), so their labels s
 from __future__ import annotations
 
 from ..record import CheckRecord, Reading, Status
-from . import one_line
+from . import injected_note, one_line
 
 PREFIX = "DDPLAB"
 UOM = {"us": "us", "s": "s", "": ""}  # others: unitless, named in the label
 
 
 def status_text(status: Status, summary: str, injected: list[str] = ()) -> str:
-    text = f"{PREFIX} {status.label} - {one_line(summary)}"
-    if injected:
-        text += f" [injected faults: {one_line(', '.join(injected))}]"
-    return text
+    return f"{PREFIX} {status.label} - {one_line(summary)}{injected_note(injected)}"
 
 
 def render(record: CheckRecord) -> str:
