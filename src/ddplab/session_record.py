@@ -71,15 +71,12 @@ def _world_size(outcome: JobOutcome, placement: Placement, nnodes: int) -> int:
     return reported[0] if reported else placement.nproc * nnodes
 
 
-def _node_base(placement: Placement, run: RunDir, outcome: JobOutcome) -> int:
+def _node_base(outcome: JobOutcome, states: dict) -> int:
     """The global rank of this machine's local rank 0: from a rank that reported, else 0 (one machine)."""
-    from .supervision.states import read_states
-
     for value in outcome.return_values.values():
         return value.rank - value.local_rank
     for rank, failure in outcome.failures.items():
         return rank - failure.local_rank
-    states = read_states(run)
     return next(iter(states.values())).node_base if states else 0
 
 
@@ -96,7 +93,7 @@ def _rank_outcomes(placement: Placement, run: RunDir, outcome: JobOutcome,
     peaks = sampler.peaks()
     pids = run.rank_pids()
     states = read_states(run)  # where each rank ran, for the ranks that did not return
-    base = _node_base(placement, run, outcome)
+    base = _node_base(outcome, states)
     entries = []
     for local in range(placement.nproc):
         rank = placement.global_rank(local, base)
