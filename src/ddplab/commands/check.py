@@ -122,10 +122,8 @@ def main(args, console) -> int:
         prometheus.write(record, args.textfile_dir)
     if args.junit:
         junit.write(record, args.junit, hostname=getattr(report.platform, "hostname", "") or socket.gethostname())
-    if args.format == "nagios":
-        print(nagios.render(record))
-    elif args.format == "npd":
-        print(npd.render(record))
+    if args.format in formats.RUNNER_FORMATS:
+        print((nagios if args.format == "nagios" else npd).render(record))
     elif args.format == "json":
         print(json.dumps(doc, indent=2))
     else:
