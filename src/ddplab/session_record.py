@@ -38,7 +38,7 @@ def session_record(placement: Placement, run: RunDir, outcome: JobOutcome, sampl
         sharing_daemon=daemon,
         run_id=outcome.run_id,
         run_dir=outcome.run_dir,
-        world_size=_world_size(outcome, placement, nnodes),
+        world_size=next((v.world_size for v in outcome.return_values.values()), placement.nproc * nnodes),
         nnodes=nnodes,
         # a script's ranks return nothing through elastic: every one ended with exit 0
         completed=outcome.ok and (bool(outcome.return_values) or bool(outcome.ends)
@@ -64,11 +64,6 @@ def _refusal_seen(placement: Placement, outcome: JobOutcome) -> bool | None:
     quoted = refusal.split('"')[1] if '"' in refusal else refusal
     text = " ".join(f.message + f.log_tail for f in outcome.failures.values())
     return quoted.lower() in text.lower()
-
-
-def _world_size(outcome: JobOutcome, placement: Placement, nnodes: int) -> int:
-    reported = [v.world_size for v in outcome.return_values.values()]
-    return reported[0] if reported else placement.nproc * nnodes
 
 
 def _node_base(outcome: JobOutcome, states: dict) -> int:

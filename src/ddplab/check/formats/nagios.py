@@ -54,19 +54,15 @@ def perfdata(record: CheckRecord) -> list[str]:
 
 def _entry(key: str, r: Reading) -> str:
     uom = UOM.get(r.unit)
-    label = key if uom is not None else f"{key}_{r.unit.replace('/', 'p')}"
+    label = (key if uom is not None else f"{key}_{r.unit.replace('/', 'p')}").replace("'", "").replace("=", "-")
     levels = [_range(v, r.floor) for v in (r.warning, r.critical)]
-    return f"'{_label(label)}'={number(r.value)}{uom or ''};{levels[0]};{levels[1]};0;"
+    return f"'{label}'={number(r.value)}{uom or ''};{levels[0]};{levels[1]};0;"
 
 
 def _range(value: float | None, floor: bool) -> str:
     if value is None:
         return ""
     return f"{number(value)}:" if floor else number(value)
-
-
-def _label(text: str) -> str:
-    return text.replace("'", "").replace("=", "-")
 
 
 def number(value: float) -> str:
