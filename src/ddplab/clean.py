@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .cli_options import Range, argv_of, check_fields, option, switch
-from .records import Check
 from .records.clean import CleanRecord
 
 if TYPE_CHECKING:
@@ -41,6 +40,7 @@ class CleanConfig:
 
 
 Config, Record = CleanConfig, CleanRecord
+checks, summary = CleanRecord.checks, CleanRecord.summary  # the kind's hooks (records.hooks) are the record's own
 
 
 def run(config: CleanConfig, observer: "Observer | None" = None) -> CleanRecord:
@@ -48,11 +48,3 @@ def run(config: CleanConfig, observer: "Observer | None" = None) -> CleanRecord:
     from .procs import clean
 
     return clean(config)
-
-
-def checks(record: CleanRecord) -> list[Check]:
-    return record.checks()
-
-
-def summary(record: CleanRecord) -> str:
-    return record.summary()

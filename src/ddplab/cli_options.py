@@ -293,11 +293,7 @@ def slots(cls: type) -> tuple[tuple[dataclasses.Field, Any, Slot], ...]:
 
 
 def default_of(f: dataclasses.Field) -> Any:
-    if f.default is not MISSING:
-        return f.default
-    if f.default_factory is not MISSING:
-        return f.default_factory()
-    return MISSING
+    return f.default_factory() if f.default_factory is not MISSING else f.default  # MISSING: neither (required)
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -325,12 +321,9 @@ def check_fields(config) -> None:
     """The declared choices and range of every field (None passes where the field may be None); a Config calls
     it in ``__post_init__``, so a Config built in code is refused as its command line would be."""
     for f, spelling, slot in slots(type(config)):
-        if isinstance(spelling, Nested):
-            continue
         value = getattr(config, f.name)
-        if value is None and slot.optional:
-            continue
-        spelling.check(value, slot)
+        if not isinstance(spelling, Nested) and not (value is None and slot.optional):
+            spelling.check(value, slot)
 
 
 # ----------------------------------------------------------------------------------------- argparse

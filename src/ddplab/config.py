@@ -23,9 +23,7 @@ from .validators import MAX_NODES, MAX_NPROC, MAX_TIMEOUT_S, check_choice, is_en
 
 __all__ = ["LaunchOptions", "MAX_NODES", "MAX_NPROC", "MAX_TIMEOUT_S"]
 
-PLACEMENTS = ("auto", "shared", "per-device", "spread")
 STARTED_BY = ("torchrun",)  # who starts the ranks when not ddplab's own launcher (LaunchOptions.started_by)
-SHARING_DAEMON_MODES = ("auto", "on", "off")
 RDZV_HOST_CHOICES = ("auto", "yes", "no")  # torch's is_host rendezvous setting, as --rdzv-host says it
 DEFAULT_RESERVE = 0.10  # device memory left for contexts and communicator buffers
 # The vendor table's names (platform/vendors.py), which the command layer defines (commands/options.py).

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from . import interrupts, measurements
 from .cli_options import Range, check_fields, option
-from .config import DEVICES
+from .config import DEVICES, SECONDS
 from .errors import DdplabError, ExitCode, UsageError, invalid_choice
 from .files import DiskFull
 from .profiles import Machine, Stage, kinds, stages
@@ -28,7 +28,7 @@ from .records.core import rows_of
 from .records.hooks import InSession, Interruptible, StartsRuns
 from .records.run import RunRecord, StagePlan, StageRecord
 from .session import QUIET, Observer
-from .validators import MAX_NPROC, MAX_TIMEOUT_S, require
+from .validators import MAX_NPROC, require
 
 NAME = COMMAND = "run"
 SUMMARY = "the whole lab in one command: env, DDP, storm, sweep, ceiling, contention, drills, report"
@@ -60,8 +60,7 @@ class RunConfig:
     """Device type, or auto for the detected accelerator (cpu when none)."""
     out: str | None = option("--out", default=None, metavar="DIR")
     """Output directory, new or empty; default: ./ddplab-runs/run-<time>-<id>."""
-    stage_deadline_s: float = option("--stage-deadline", default=120.0,
-                                     range=Range(0, MAX_TIMEOUT_S, name="seconds", low_open=True))
+    stage_deadline_s: float = option("--stage-deadline", default=120.0, range=SECONDS)
     """Every stage's hang timeout: seconds without progress before its ranks are cut."""
     only: tuple[str, ...] = option("--only", default=(), metavar="KINDS", parse=_stage_kinds,
                                    listed=lambda: kinds("full"))
@@ -148,12 +147,12 @@ def summary(record: RunRecord) -> str:
     return f"{len(record.stages)} stage(s) in {record.duration_s} s{note}: {record.out}"
 
 
-def claim_out_dir(out: str | None) -> Path:
-    """This run's own output directory: --out (refused if it holds a run), else a new one whose name
-    carries a unique suffix: two runs started in the same second once shared one, and lost a report."""
+def claim_out_dir(out: str | None, command: str = COMMAND) -> Path:
+    """This run's own output directory: --out (refused if it holds a run), else ./ddplab-runs/<command>-<time>-<id>:
+    a unique suffix, as two runs started in the same second once shared one, and lost a report."""
     from .rundir import DEFAULT_RUNS_DIR, claim_directory, new_run_id
 
-    run_id = new_run_id("run")
+    run_id = new_run_id(command)
     path = Path(out) if out else Path(DEFAULT_RUNS_DIR) / run_id
     claim_directory(path, run_id, "--out")
     return path
@@ -176,8 +175,6 @@ def run_stage(records: list[StageRecord], stage: Stage, console) -> Report | Non
     measurement = measurements.get(stage.measurement)
     try:
         result = measurement.run(stage.config, Observer(None, live=False))
-    except KeyboardInterrupt:
-        raise
     except DdplabError as exc:  # this machine cannot run the stage: record it, go on
         cannot_run_here = exc.exit_code == ExitCode.ENVIRONMENT and not isinstance(exc, DiskFull)
         records.append(StageRecord(stage.name, stage.command_line, Verdict.SKIP if cannot_run_here else Verdict.FAIL,

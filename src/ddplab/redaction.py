@@ -67,13 +67,9 @@ def secret_name(name: str) -> bool:
     return any(_SECRET_WORD.fullmatch(w) for w in words)
 
 
-def looks_like_credential(value: str) -> bool:
-    return redact_text(value) != value
-
-
 def redact(name: str, value: str) -> str:
     """An environment variable's ``value`` as it may appear in a report: itself, or REDACTED."""
-    return REDACTED if secret_name(name) or looks_like_credential(value) else value
+    return REDACTED if secret_name(name) or redact_text(value) != value else value
 
 
 def redact_text(text: str) -> str:

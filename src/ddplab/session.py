@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from . import numpy_warning
 from .config import LaunchOptions
 from .observer import QUIET, Observer  # noqa: F401 - every run's watcher; commands import it from here
 from .platform import Platform
@@ -24,7 +25,7 @@ from .records.session import RankReturn, SessionRecord
 from .rundir import RunDir
 from .sampler import RankSampler
 from .session_record import session_record, torchrun_job_ranks
-from .supervision.job import JobOutcome, JobSpec, run_job
+from .supervision.job import Guardian, JobOutcome, JobSpec, run_job
 from .supervision.meeting import Rendezvous
 
 
@@ -175,8 +176,6 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
     from . import display
     from .platform import open_monitor
 
-    from .supervision.job import Guardian
-
     platform, placement = prepared or prepare(opts)
     run = RunDir.create(opts.run_dir, label)
     monitor = daemon = None
@@ -229,15 +228,16 @@ def lab_job(run: RunDir, nproc: int, rdzv: Rendezvous, hang_timeout_s: float | N
         meet = lambda: meeting.one_machine(exposure, otherwise="c10d")  # noqa: E731
 
     def config(met: meeting.Meeting):
+        from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
+
         return elastic.launch_config(
             min_nodes=rdzv.nnodes, max_nodes=rdzv.nnodes, nproc_per_node=nproc, run_id=rdzv.run_id or run.run_id,
             rdzv_backend=met.backend, rdzv_endpoint=rdzv.endpoint,
             rdzv_configs={"join_timeout": rdzv.join_timeout_s, "timeout": rdzv.join_timeout_s, **met.configs},
             local_addr=met.local_addr,  # how the rendezvous names this machine (torch: its fully qualified hostname)
             max_restarts=0, monitor_interval=0.1, start_method="spawn",
-            logs_specs=_logs_specs(run), shutdown_timeout=5, signals_to_handle=elastic.ELASTIC_SIGNALS)
-
-    from . import numpy_warning
+            logs_specs=DefaultLogsSpecs(log_dir=str(run.logs_dir), redirects=Std.ALL, tee=Std.NONE),
+            shutdown_timeout=5, signals_to_handle=elastic.ELASTIC_SIGNALS)
 
     # the lab's ranks import torch without numpy on a fresh system Python: no stray warning (a user's job is theirs)
     env = {**env, "PYTHONWARNINGS": numpy_warning.for_ranks(os.environ.get("PYTHONWARNINGS"))}
@@ -247,12 +247,6 @@ def lab_job(run: RunDir, nproc: int, rdzv: Rendezvous, hang_timeout_s: float | N
     return JobSpec(run=run, nproc=nproc, entrypoint=entrypoint, args=args, meeting=meet, make_config=config,
                    env=env, hang_timeout_s=hang_timeout_s, job_id=rdzv.run_id or "", description=description,
                    sampler=sampler, controller=controller, exposure=exposure)
-
-
-def _logs_specs(run: RunDir):
-    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
-
-    return DefaultLogsSpecs(log_dir=str(run.logs_dir), redirects=Std.ALL, tee=Std.NONE)
 
 
 def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,

@@ -38,7 +38,7 @@ def session_record(placement: Placement, run: RunDir, outcome: JobOutcome, sampl
         sharing_daemon=daemon,
         run_id=outcome.run_id,
         run_dir=outcome.run_dir,
-        world_size=_world_size(outcome, placement, nnodes),
+        world_size=next((v.world_size for v in outcome.return_values.values()), placement.nproc * nnodes),
         nnodes=nnodes,
         # a script's ranks return nothing through elastic: every one ended with exit 0
         completed=outcome.ok and (bool(outcome.return_values) or bool(outcome.ends)
@@ -66,20 +66,12 @@ def _refusal_seen(placement: Placement, outcome: JobOutcome) -> bool | None:
     return quoted.lower() in text.lower()
 
 
-def _world_size(outcome: JobOutcome, placement: Placement, nnodes: int) -> int:
-    reported = [v.world_size for v in outcome.return_values.values()]
-    return reported[0] if reported else placement.nproc * nnodes
-
-
-def _node_base(placement: Placement, run: RunDir, outcome: JobOutcome) -> int:
+def _node_base(outcome: JobOutcome, states: dict) -> int:
     """The global rank of this machine's local rank 0: from a rank that reported, else 0 (one machine)."""
-    from .supervision.states import read_states
-
     for value in outcome.return_values.values():
         return value.rank - value.local_rank
     for rank, failure in outcome.failures.items():
         return rank - failure.local_rank
-    states = read_states(run)
     return next(iter(states.values())).node_base if states else 0
 
 
@@ -96,7 +88,7 @@ def _rank_outcomes(placement: Placement, run: RunDir, outcome: JobOutcome,
     peaks = sampler.peaks()
     pids = run.rank_pids()
     states = read_states(run)  # where each rank ran, for the ranks that did not return
-    base = _node_base(placement, run, outcome)
+    base = _node_base(outcome, states)
     entries = []
     for local in range(placement.nproc):
         rank = placement.global_rank(local, base)

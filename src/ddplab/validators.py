@@ -54,8 +54,7 @@ def range_text(low: float, high: float, *, name: str | None = None, low_open: bo
 def check_nproc(value, flag: str = "--nproc") -> None:
     """The one rule for how many ranks one node may start (train, run, every multi-rank command and `ddplab
     launch`'s --nproc-per-node): a whole number from 1 to MAX_NPROC, refused before any process starts."""
-    check_number(value, flag, 1, MAX_NPROC, integer=True, unit=" ranks per node",
-                 reference=f"invalid-{flag.lstrip('-')}")
+    check_number(value, flag, 1, MAX_NPROC, integer=True, unit=" ranks per node")
 
 
 def check_choice(value, what: str, choices: Iterable[str]) -> None:

@@ -38,17 +38,13 @@ print(rank.pid, flush=True)
 """
 
 
-def row_faults(specs) -> list[tuple[str, str]]:
-    return [(kind, op) for kind, op in map(parse_injection, specs) if kind != "leftover"]
-
-
 def wants_leftover(specs) -> bool:
     return any(parse_injection(s)[0] == "leftover" for s in specs)
 
 
 def apply_row_faults(stages: list[StageRecord], specs) -> list[StageRecord]:
     """The stages with the sweep's rows changed as ``specs`` say, the sweep judged again."""
-    faults = row_faults(specs)
+    faults = [(kind, op) for kind, op in map(parse_injection, specs) if kind != "leftover"]
     sweep = stage_of(stages, "sweep")
     if not faults or sweep is None:
         return stages

@@ -51,9 +51,7 @@ def metrics_of(stages: list[StageRecord]) -> Metrics:
 
 def leftovers(stages: list[StageRecord], env: StageRecord | None) -> int | None:
     """Orphaned ranks the environment survey found, and what this run's own stages left running."""
-    found = None
-    if env is not None:
-        found = len(env.report.results.survey.orphans)
+    found = len(env.report.results.survey.orphans) if env is not None else None
     own = next((s for s in stages if s.name == LEFTOVERS), None)
     if own is not None:
         found = (found or 0) + len(own.left_pids or []) + len(own.orphans or [])

@@ -14,6 +14,7 @@ the host CPU at 512 KiB, so that the whole check stays within its budget (<= 30 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ..config import LaunchOptions
@@ -74,10 +75,7 @@ def stages(machine: Machine, nproc: int, out: Path, deadline_s: float, across: L
     plan: list[Stage] = []
     if across is not None and across.nnodes > 1:
         plan.append(Stage("pairwise", "pairwise", PairwiseConfig(
-            launch=LaunchOptions(nproc=1, device=machine.device, run_dir=str(out / "pairwise"),
-                                     hang_timeout_s=deadline_s, nnodes=across.nnodes,
-                                     rdzv_endpoint=across.rdzv_endpoint, rdzv_id=across.rdzv_id,
-                                     rdzv_host=across.rdzv_host),
+            launch=replace(across, device=machine.device, run_dir=str(out / "pairwise"), hang_timeout_s=deadline_s),
             sizes=tuple(size_range(*PAIRWISE_SIZES[host])))))
     plan.append(Stage("storm", "storm", StormConfig(launch=launch("storm"), iters=STORM_ITERS)))
     plan.append(Stage("sweep", "sweep", SweepConfig(launch=launch("sweep"), ops=OPS, sizes=sweep_sizes(kind),

@@ -95,37 +95,34 @@ def _busbw_bound(metrics: Metrics, bound: Bound, prefix: str) -> list[NodeCheck]
 
 
 def _busbw_check(row: Busbw, bound: Bound, key: str, extra: str = "") -> NodeCheck:
-    status = judge_value(row.busbw_gbps, bound)
-    return NodeCheck(key, "sweep", f"{row.op} busbw {human(row.size_bytes)} B {row.placement_words}", status,
-                     f"{row.busbw_gbps:.3g} GB/s{extra}", threshold_text(bound, "GB/s"), bound.where,
-                     "none" if status is Status.OK else
-                     "compare with nccl-tests on this node (`ddplab compare`); look for a link that fell back "
-                     "(topology, PCIe instead of the device fabric) or a device that is throttled",
-                     reading=Reading(row.busbw_gbps, "GB/s", bound.warning, bound.critical, floor=True))
+    return _judged(key, "sweep", f"{row.op} busbw {human(row.size_bytes)} B {row.placement_words}", row.busbw_gbps,
+                   f"{row.busbw_gbps:.3g} GB/s{extra}", bound, "GB/s", "",
+                   "compare with nccl-tests on this node (`ddplab compare`); look for a link that fell back "
+                   "(topology, PCIe instead of the device fabric) or a device that is throttled")
 
 
 def _latency_bound(metrics: Metrics, bound: Bound, prefix: str) -> NodeCheck:
-    key, name = f"{prefix}latency.{bound.quantile}", f"all_reduce latency {bound.quantile}"
     value = metrics.latency.quantile(bound.quantile) if metrics.latency else None
-    if value is None:
-        return NodeCheck(key, "storm", name, Status.UNKNOWN, "not measured", threshold_text(bound, "us"),
-                         bound.where, "see the storm stage")
-    status = judge_value(value, bound)
-    return NodeCheck(key, "storm", name, status, f"{value:.1f} us ({metrics.latency.size_bytes} B)",
-                     threshold_text(bound, "us"), bound.where,
-                     "none" if status is Status.OK else "check the sharing daemon, the backend chosen (`ddplab env`) "
-                                                        "and the driver's launch overhead",
-                     reading=Reading(value, "us", bound.warning, bound.critical, floor=False))
+    return _judged(f"{prefix}latency.{bound.quantile}", "storm", f"all_reduce latency {bound.quantile}", value,
+                   f"{value:.1f} us ({metrics.latency.size_bytes} B)" if value is not None else "", bound, "us",
+                   "see the storm stage",
+                   "check the sharing daemon, the backend chosen (`ddplab env`) and the driver's launch overhead")
 
 
 def _ceiling_bound(metrics: Metrics, bound: Bound, prefix: str) -> NodeCheck:
-    key, value = f"{prefix}copy_ceiling", metrics.copy_ceiling_gbps
+    value = metrics.copy_ceiling_gbps
+    return _judged(f"{prefix}copy_ceiling", "ceiling", "device copy bandwidth", value,
+                   f"{value:.1f} GB/s" if value is not None else "", bound, "GB/s", "see the ceiling stage",
+                   "the device's memory is slower than on the baseline node: clocks, ECC, thermal throttling")
+
+
+def _judged(key: str, stage: str, name: str, value: float | None, shown: str, bound: Bound, unit: str,
+            unmeasured: str, fix: str) -> NodeCheck:
+    """``value`` (``shown``: in words) held to ``bound``: UNKNOWN when it was not measured (``unmeasured``: the next
+    step then), ``fix`` the next step when it is not OK; its Reading carries the bound's levels."""
+    threshold = threshold_text(bound, unit)
     if value is None:
-        return NodeCheck(key, "ceiling", "device copy bandwidth", Status.UNKNOWN, "not measured",
-                         threshold_text(bound, "GB/s"), bound.where, "see the ceiling stage")
+        return NodeCheck(key, stage, name, Status.UNKNOWN, "not measured", threshold, bound.where, unmeasured)
     status = judge_value(value, bound)
-    return NodeCheck(key, "ceiling", "device copy bandwidth", status, f"{value:.1f} GB/s",
-                     threshold_text(bound, "GB/s"), bound.where,
-                     "none" if status is Status.OK else "the device's memory is slower than on the baseline node: "
-                                                        "clocks, ECC, thermal throttling",
-                     reading=Reading(value, "GB/s", bound.warning, bound.critical, floor=True))
+    return NodeCheck(key, stage, name, status, shown, threshold, bound.where, "none" if status is Status.OK else fix,
+                     reading=Reading(value, unit, bound.warning, bound.critical, floor=bound.floor))

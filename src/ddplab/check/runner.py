@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from pathlib import Path
 
 from .. import lab, measurements
 from ..profiles import Machine, Stage
@@ -25,7 +24,7 @@ from .judge import Expectations, judge
 def run(config: CheckConfig, console, expectations: Expectations) -> Report:
     if config.from_report:
         return judge_report(config, expectations)
-    out = claim_out_dir(config.out)
+    out = lab.claim_out_dir(config.out, COMMAND)
     started = time.monotonic()
     leftover = Leftover(f"check-injected-{out.name}") if wants_leftover(config.inject) else None
     with leftover or contextlib.nullcontext():
@@ -63,16 +62,6 @@ def judge_report(config: CheckConfig, expectations: Expectations) -> Report:
                    injected=earlier + _injected(config, None))
     return Report(command=COMMAND, config=config, platform=source.platform, results=record,
                   verdict=record.status.verdict)
-
-
-def claim_out_dir(out: str | None) -> Path:
-    """This check's own output directory: --out (refused if it holds a run), else ./ddplab-runs/check-<id>."""
-    from ..rundir import DEFAULT_RUNS_DIR, claim_directory, new_run_id
-
-    run_id = new_run_id(COMMAND)
-    path = Path(out) if out else Path(DEFAULT_RUNS_DIR) / run_id
-    claim_directory(path, run_id, "--out")
-    return path
 
 
 def _injected(config: CheckConfig, leftover: Leftover | None) -> list[str]:

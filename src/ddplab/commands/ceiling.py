@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
-
 from .. import display
 from ..measurements import ceiling
 from ..records import Report
 from . import options
 
 SUMMARY = ceiling.SUMMARY
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, ceiling.Config)
-
-
-def config_from_args(args) -> ceiling.CeilingConfig:
-    return options.config_from_args(ceiling.Config, args)
-
-
-validate = config_from_args
 
 
 def render(report: Report, console) -> None:
@@ -39,5 +26,4 @@ def render(report: Report, console) -> None:
     console.print(f"verdict: {display.verdict_text(report.verdict)} - {ceiling.summary(r)}")
 
 
-def main(args, console) -> int:
-    return options.run_measurement(ceiling, config_from_args(args), render, args, console)
+add_arguments, config_from_args, validate, main = options.measurement_command(ceiling, render)

@@ -27,7 +27,7 @@ SUMMARY = "node acceptance check for fleet runners: Nagios, node-problem-detecto
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, CheckConfig, json=False)
+    options.add_config_arguments(parser, CheckConfig, json=None)
     # What goes where: the runner's language on stdout, and the files its collectors read (not the check's Config).
     parser.add_argument("--format", default="text", metavar="|".join(formats.FORMATS),
                         help="what goes to stdout, and which exit codes: text (ddplab's: 0 pass or warn, 1 fail, "
@@ -101,9 +101,8 @@ def _require_prometheus_client() -> None:
         from ..errors import EnvironmentUnsupported
 
         raise EnvironmentUnsupported("prometheus-client-missing", "--textfile-dir needs prometheus_client, which is "
-                                                                  "not installed", hint="pip install prometheus_client "
-                                                                                        "(or install ddplab with pip, "
-                                                                                        "which does)")
+                                     "not installed", hint="pip install prometheus_client (or install ddplab with pip, "
+                                                           "which does)")
 
 
 def main(args, console) -> int:
@@ -123,10 +122,8 @@ def main(args, console) -> int:
         prometheus.write(record, args.textfile_dir)
     if args.junit:
         junit.write(record, args.junit, hostname=getattr(report.platform, "hostname", "") or socket.gethostname())
-    if args.format == "nagios":
-        print(nagios.render(record))
-    elif args.format == "npd":
-        print(npd.render(record))
+    if args.format in formats.RUNNER_FORMATS:
+        print((nagios if args.format == "nagios" else npd).render(record))
     elif args.format == "json":
         print(json.dumps(doc, indent=2))
     else:

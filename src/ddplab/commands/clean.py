@@ -9,8 +9,6 @@ process on the machine. See procs.py and docs/processes.md for the evidence an o
 
 from __future__ import annotations
 
-import argparse
-
 from .. import clean, display
 from ..records import Report, make_report
 from ..records.clean import CleanRecord, GoneProcess, Orphan, OtherProcess
@@ -18,17 +16,6 @@ from ..report import human_bytes
 from . import options
 
 SUMMARY = clean.SUMMARY
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, clean.CleanConfig)
-
-
-def config_from_args(args) -> clean.CleanConfig:
-    return options.config_from_args(clean.CleanConfig, args)
-
-
-validate = config_from_args
 
 
 def render(report: Report, console) -> None:
@@ -88,6 +75,9 @@ def _render_named(named: Orphan | OtherProcess | GoneProcess, console) -> None:
     console.print(display.kv_table(f"Named process {named.pid}", [
         ("program", program), ("user", user), ("age", _age_text(named.age_s)),
         ("device mem", human_bytes(named.device_mem_bytes)), ("launcher evidence", why)]))
+
+
+add_arguments, config_from_args, validate, _ = options.measurement_command(clean, render)
 
 
 def main(args, console) -> int:

@@ -25,8 +25,7 @@ SUMMARY = comparison.SUMMARY
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, CompareConfig, json=False)
-    options.add_json_argument(parser, "write the comparison as JSON")
+    options.add_config_arguments(parser, CompareConfig, json="write the comparison as JSON")
     parser.add_argument("--html", metavar="PATH", default=None,
                         help="write the comparison as a page: per collective, time and busbw against size, A dashed "
                              "beside B (default: none)")

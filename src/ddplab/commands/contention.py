@@ -4,25 +4,12 @@ commands, contention never takes the sharing daemon by default, because time sli
 
 from __future__ import annotations
 
-import argparse
-
 from .. import display
 from ..measurements import contention
 from ..records import Report
 from . import options
 
 SUMMARY = contention.SUMMARY
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, contention.Config)
-
-
-def config_from_args(args) -> contention.ContentionConfig:
-    return options.config_from_args(contention.Config, args)
-
-
-validate = config_from_args
 
 
 def render(report: Report, console) -> None:
@@ -43,5 +30,4 @@ def render(report: Report, console) -> None:
     console.print(f"verdict: {display.verdict_text(report.verdict)} - {contention.summary(r)}")
 
 
-def main(args, console) -> int:
-    return options.run_measurement(contention, config_from_args(args), render, args, console)
+add_arguments, config_from_args, validate, main = options.measurement_command(contention, render)

@@ -7,8 +7,6 @@ NAME is one of the drills in ddplab.drills (kill-rank and kill_rank both work), 
 
 from __future__ import annotations
 
-import argparse
-
 from rich.markup import escape
 
 from .. import display
@@ -19,17 +17,6 @@ from ..records.drill import DrillOutcome
 from . import options
 
 SUMMARY = drill.SUMMARY
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, drill.Config)
-
-
-def config_from_args(args) -> drill.DrillConfig:
-    return options.config_from_args(drill.Config, args)
-
-
-validate = config_from_args
 
 
 def render(report: Report, console) -> None:
@@ -80,5 +67,4 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else f"...{text[-limit:]}"
 
 
-def main(args, console) -> int:
-    return options.run_measurement(drill, config_from_args(args), render, args, console)
+add_arguments, config_from_args, validate, main = options.measurement_command(drill, render)

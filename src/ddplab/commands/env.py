@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 from rich.markup import escape
 
 from .. import display
@@ -15,17 +13,6 @@ from ..report import human_bytes
 from . import options
 
 SUMMARY = env.SUMMARY
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, env.Config)
-
-
-def config_from_args(args) -> env.EnvConfig:
-    return options.config_from_args(env.Config, args)
-
-
-validate = config_from_args
 
 
 def render(report: Report, console) -> None:
@@ -124,5 +111,4 @@ def _copies_rows(p, lib: str) -> list[tuple[str, str]]:
         for c in copies))]
 
 
-def main(args, console) -> int:
-    return options.run_measurement(env, config_from_args(args), render, args, console)
+add_arguments, config_from_args, validate, main = options.measurement_command(env, render)

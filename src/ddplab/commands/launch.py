@@ -31,7 +31,6 @@ from ..job.config import LAUNCH_USAGE, Target, UserJobConfig
 from ..records import Report
 
 SUMMARY = job.SUMMARY
-USAGE = LAUNCH_USAGE
 DDPLAB_OPTIONS = tuple(cli_options.options_of(UserJobConfig))  # --hang-timeout, --out, --ras
 PREFIX = "ddplab_"  # where ddplab's options land in torchrun's namespace, apart from torchrun's own
 # Set by the script's position, not kept as torchrun options.
@@ -52,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = get_args_parser()
     parser.prog = "ddplab launch"
-    parser.usage = USAGE
+    parser.usage = LAUNCH_USAGE
     parser.description = ("Run a training script as torchrun would, and supervise it: name the rank that "
                           "holds the others up, save every rank's stack and flight record, leave nothing running.")
     group = parser.add_argument_group("ddplab options (before the script, like torchrun's)")
@@ -61,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     ras.help = ras.help.replace("RAS service", f"RAS service ({_ras_services()})", 1)  # the table's, named
 
     def error(message: str):
-        raise UsageError("invalid-launch-arguments", message, hint=f"usage: {USAGE}")
+        raise UsageError("invalid-launch-arguments", message, hint=f"usage: {LAUNCH_USAGE}")
 
     parser.error = error
     return parser

@@ -25,14 +25,15 @@ def _vendors():
     return KNOWN_BACKENDS, VENDORS
 
 
-def add_config_arguments(parser: argparse.ArgumentParser, config_cls: type, *, json: bool = True) -> None:
-    """The Config's options, and --json PATH (the report, written at the end) unless ``json`` is False."""
+def add_config_arguments(parser: argparse.ArgumentParser, config_cls: type, *,
+                         json: str | None = "write the JSON report here") -> None:
+    """The Config's options, and --json PATH (the report, written at the end; ``json``: its help) unless None."""
     cli_options.add_arguments(parser, config_cls)
     if json:
-        add_json_argument(parser)
+        add_json_argument(parser, json)
 
 
-def add_json_argument(parser: argparse.ArgumentParser, help: str = "write the JSON report here") -> None:
+def add_json_argument(parser: argparse.ArgumentParser, help: str) -> None:
     parser.add_argument("--json", metavar="PATH", default=None, help=f"{help} (default: none)")
 
 
@@ -60,6 +61,21 @@ def writes_the_report(config, environ: Mapping[str, str] = os.environ) -> bool:
     """Under torchrun every rank runs the command; global rank 0 writes the report and shows it."""
     launch = getattr(config, "launch", None)
     return launch is None or launch.started_by is None or environ.get("RANK", "0") == "0"
+
+
+def measurement_command(measurement, render):
+    """The add_arguments, config_from_args, validate and main of a command that runs one measurement (its Config's
+    options and --json; ``render`` shows its report)."""
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        add_config_arguments(parser, measurement.Config)
+
+    def from_args(args):
+        return config_from_args(measurement.Config, args)
+
+    def main(args, console) -> int:
+        return run_measurement(measurement, from_args(args), render, args, console)
+
+    return add_arguments, from_args, from_args, main
 
 
 def run_measurement(measurement, config, render, args, console) -> int:

@@ -6,8 +6,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 from .. import display
 from ..measurements import pairwise
 from ..records import Report
@@ -15,17 +13,6 @@ from ..records.pairwise import PairwiseRecord
 from . import machines_view, options
 
 SUMMARY = pairwise.SUMMARY
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, pairwise.Config)
-
-
-def config_from_args(args) -> pairwise.PairwiseConfig:
-    return options.config_from_args(pairwise.Config, args)
-
-
-validate = config_from_args
 
 
 def render(report: Report, console) -> None:
@@ -40,5 +27,4 @@ def render(report: Report, console) -> None:
     display.footer(console, r.session, report.verdict, pairwise.summary(r))
 
 
-def main(args, console) -> int:
-    return options.run_measurement(pairwise, config_from_args(args), render, args, console)
+add_arguments, config_from_args, validate, main = options.measurement_command(pairwise, render)

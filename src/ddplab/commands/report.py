@@ -30,10 +30,6 @@ def validate(args) -> None:
         load_baseline(args.baseline)
 
 
-def _out(args) -> Path:
-    return Path(args.out) if args.out else Path(args.report).with_suffix(".html")
-
-
 def main(args, console) -> int:
     from ..baseline_overlay import load_baseline
     from ..errors import printable
@@ -42,6 +38,7 @@ def main(args, console) -> int:
 
     report = read_report(args.report)
     baseline = load_baseline(args.baseline) if args.baseline else None
-    for path in write_page(report, _out(args), baseline=baseline, base_dir=Path(args.report).parent):
+    out = Path(args.out) if args.out else Path(args.report).with_suffix(".html")
+    for path in write_page(report, out, baseline=baseline, base_dir=Path(args.report).parent):
         console.print(f"wrote {printable(str(path))}", markup=False, highlight=False)
     return 0

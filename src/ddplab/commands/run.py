@@ -19,8 +19,7 @@ SUMMARY = lab.SUMMARY
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, lab.RunConfig, json=False)
-    options.add_json_argument(parser, "also write the JSON report here")
+    options.add_config_arguments(parser, lab.RunConfig, json="also write the JSON report here")
 
 
 def config_from_args(args) -> lab.RunConfig:

@@ -3,25 +3,12 @@
 
 from __future__ import annotations
 
-import argparse
-
 from .. import display
 from ..measurements import storm
 from ..records import Report
 from . import machines_view, options
 
 SUMMARY = storm.SUMMARY
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, storm.Config)
-
-
-def config_from_args(args) -> storm.StormConfig:
-    return options.config_from_args(storm.Config, args)
-
-
-validate = config_from_args
 
 
 def render(report: Report, console) -> None:
@@ -79,5 +66,4 @@ def _engine_rows(r) -> list[tuple[str, object]]:
     return rows
 
 
-def main(args, console) -> int:
-    return options.run_measurement(storm, config_from_args(args), render, args, console)
+add_arguments, config_from_args, validate, main = options.measurement_command(storm, render)

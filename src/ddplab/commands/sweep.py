@@ -8,8 +8,6 @@ far off its neighbours is flagged as a spike (spikes.py), a WARN and never a sil
 
 from __future__ import annotations
 
-import argparse
-
 from rich.markup import escape
 
 from .. import collectives, display, library_engine, spikes
@@ -19,17 +17,6 @@ from ..records.sweep import Spike, SweepRecord, SweepRow
 from . import machines_view, options
 
 SUMMARY = sweep.SUMMARY
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, sweep.Config)
-
-
-def config_from_args(args) -> sweep.SweepConfig:
-    return options.config_from_args(sweep.Config, args)
-
-
-validate = config_from_args
 
 
 # ---------------------------------------------------------------------------------------------- rendering
@@ -137,5 +124,4 @@ def _time(us: float) -> str:
     return f"{us:7.2f}" if us < 10_000 else f"{us:7.1f}" if us < 100_000 else f"{us:7.0f}"
 
 
-def main(args, console) -> int:
-    return options.run_measurement(sweep, config_from_args(args), render, args, console)
+add_arguments, config_from_args, validate, main = options.measurement_command(sweep, render)

@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
-
 from .. import display
 from ..measurements import train
 from ..records import Report
 from . import machines_view, options
 
 SUMMARY = train.SUMMARY
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, train.Config)
-
-
-def config_from_args(args) -> train.TrainConfig:
-    return options.config_from_args(train.Config, args)
-
-
-validate = config_from_args
 
 
 def render(report: Report, console) -> None:
@@ -44,5 +31,4 @@ def render(report: Report, console) -> None:
     display.footer(console, session, report.verdict, train.summary(r))
 
 
-def main(args, console) -> int:
-    return options.run_measurement(train, config_from_args(args), render, args, console)
+add_arguments, config_from_args, validate, main = options.measurement_command(train, render)

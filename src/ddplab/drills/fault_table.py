@@ -145,10 +145,8 @@ def _inject_outside(case: Case, proc: subprocess.Popen, job: Path, victim: int, 
     else:
         return None
     at = time.time()
-    if case.outside == "launcher-SIGKILL":
-        os.kill(proc.pid, signal.SIGKILL)
-    elif case.outside == "launcher-SIGINT":
-        os.kill(proc.pid, signal.SIGINT)
+    if case.outside.startswith("launcher-"):
+        os.kill(proc.pid, getattr(signal, case.outside.removeprefix("launcher-")))
     else:
         pid = int((job / "pids" / str(victim)).read_text())
         os.kill(pid, getattr(signal, case.outside))
@@ -174,7 +172,10 @@ def _judge(case: Case, record: Run, job: Path, output: str) -> None:
     if record.fault_at is None:
         record.failures.append("the fault never went in")
     helpers = [int(p) for p in HELPER_PID.findall(output)]
-    run_id = _read(job / "run-id")
+    try:
+        run_id = (job / "run-id").read_text().strip()
+    except OSError:
+        run_id = None
     record.left_running = _left(run_id, helpers, wait_s=3.0)
     if record.left_running:
         record.failures.append(f"left running: {record.left_running}")
@@ -248,13 +249,6 @@ def _marked(run_id: str | None) -> list[int]:
         except OSError:
             continue
     return found
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
 
 
 def table(runs: list[Run]) -> str:

@@ -37,7 +37,6 @@ from ..supervision.states import read_states
 from . import child_launcher, runner
 from .mechanisms import classify, excerpt
 
-CHILD_STEPS = 1_000_000  # the child trains until the fault ends it
 SURVIVOR_MARGIN_S = 60.0  # on top of the victim's hold, for the survivors' launcher to tear down and report
 
 
@@ -59,7 +58,7 @@ def run(ctx: runner.DrillContext, fault: NodeFault) -> DrillOutcome:
     run_dir = RunDir.create(ctx.run_dir(ctx.name), f"drill-{ctx.name}").path
     child_dir, report = run_dir / "launcher", run_dir / "launcher-report.json"
     train = TrainConfig(launch=replace(ctx.config.launch, run_dir=str(child_dir), rdzv_id=ctx.session_id(ctx.name)),
-                        steps=CHILD_STEPS)
+                        steps=child_launcher.CHILD_STEPS)
     pids: dict[int, int] = {}
     run_id = injected_at = what = gone_at = child_exit = None
     phases = _Phases(run_dir / "harness-phases.json")
@@ -75,7 +74,7 @@ def run(ctx: runner.DrillContext, fault: NodeFault) -> DrillOutcome:
             if victim_here and not interrupts.requested():
                 injected_at, what = time.time(), fault.inject(child, sorted(pids.values()))
                 _hold(fault.hold_s(ctx))
-                _end_frozen(child, sorted(pids.values()))
+                stop_group(signal.SIGKILL)(child, sorted(pids.values()))  # SIGKILL ends stopped ones too
                 gone_at = reaping.wait_gone(sorted(pids.values()), ctx.timeout_s + 10, stop=interrupts.requested)
                 child_exit = child_launcher.wait_exit(child, 10)
             elif pids:
@@ -133,12 +132,6 @@ def _hold(seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and not interrupts.requested():
         time.sleep(0.1)
-
-
-def _end_frozen(launcher: subprocess.Popen, rank_pids: list[int]) -> None:
-    """Whatever the fault left of this machine's part (a frozen launcher and ranks) is ended: SIGKILL works on
-    stopped processes too."""
-    stop_group(signal.SIGKILL)(launcher, rank_pids)
 
 
 # ---------------------------------------------------------------------------------------- judging

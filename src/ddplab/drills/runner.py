@@ -122,7 +122,8 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
     from ..policy import plan
     from ..session import run_script
 
-    launch = replace(ctx.config.launch, run_dir=_text(ctx.run_dir(label)), rdzv_id=ctx.session_id(label),
+    run_dir = ctx.run_dir(label)
+    launch = replace(ctx.config.launch, run_dir=str(run_dir) if run_dir else None, rdzv_id=ctx.session_id(label),
                      **launch_overrides)
     placement = plan(launch, ctx.platform)
     injections = Injections()
@@ -187,19 +188,11 @@ def injected(injections: Injections, states: dict[int, RankState], victim: int) 
 
 
 def _latencies(run: RunDir, rank: int) -> list[float] | None:
-    result = _read_json(run.rank_dir(rank) / script.RESULT_FILE)
-    return result.get("latencies_us") if isinstance(result, dict) else None
-
-
-def _read_json(path: Path):
     try:
-        return json.loads(path.read_text())
+        result = json.loads((run.rank_dir(rank) / script.RESULT_FILE).read_text())
     except (OSError, ValueError):
         return None
-
-
-def _text(path: Path | None) -> str | None:
-    return str(path) if path else None
+    return result.get("latencies_us") if isinstance(result, dict) else None
 
 
 def first_detection(session: Session, injected_at: float | None, victim: int) -> tuple[str | None, float | None, str]:

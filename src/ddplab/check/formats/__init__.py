@@ -41,3 +41,8 @@ def error_exit_code(fmt: str | None, ddplab_code: int) -> int:
 def one_line(text: str) -> str:
     """Text a runner shows on one line: no line breaks, and no "|" (Nagios' perfdata separator)."""
     return " ".join(str(text).replace("|", "/").split())
+
+
+def injected_note(injected: list[str]) -> str:
+    """The faults put in on purpose, after a runner's line (nothing when there were none)."""
+    return f" [injected faults: {one_line(', '.join(injected))}]" if injected else ""

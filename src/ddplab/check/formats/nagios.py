@@ -12,17 +12,14 @@ measure the guidelines allow (s, us, ms, %, B, KB, MB, TB, c), so their labels s
 from __future__ import annotations
 
 from ..record import CheckRecord, Reading, Status
-from . import one_line
+from . import injected_note, one_line
 
 PREFIX = "DDPLAB"
 UOM = {"us": "us", "s": "s", "": ""}  # others: unitless, named in the label
 
 
 def status_text(status: Status, summary: str, injected: list[str] = ()) -> str:
-    text = f"{PREFIX} {status.label} - {one_line(summary)}"
-    if injected:
-        text += f" [injected faults: {one_line(', '.join(injected))}]"
-    return text
+    return f"{PREFIX} {status.label} - {one_line(summary)}{injected_note(injected)}"
 
 
 def render(record: CheckRecord) -> str:
@@ -57,19 +54,15 @@ def perfdata(record: CheckRecord) -> list[str]:
 
 def _entry(key: str, r: Reading) -> str:
     uom = UOM.get(r.unit)
-    label = key if uom is not None else f"{key}_{r.unit.replace('/', 'p')}"
+    label = (key if uom is not None else f"{key}_{r.unit.replace('/', 'p')}").replace("'", "").replace("=", "-")
     levels = [_range(v, r.floor) for v in (r.warning, r.critical)]
-    return f"'{_label(label)}'={number(r.value)}{uom or ''};{levels[0]};{levels[1]};0;"
+    return f"'{label}'={number(r.value)}{uom or ''};{levels[0]};{levels[1]};0;"
 
 
 def _range(value: float | None, floor: bool) -> str:
     if value is None:
         return ""
     return f"{number(value)}:" if floor else number(value)
-
-
-def _label(text: str) -> str:
-    return text.replace("'", "").replace("=", "-")
 
 
 def number(value: float) -> str:

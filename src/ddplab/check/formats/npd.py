@@ -11,14 +11,11 @@ severity to critical in the thresholds file to make it a node problem).
 from __future__ import annotations
 
 from ..record import CheckRecord, Status
-from . import one_line
+from . import injected_note, one_line
 
 
 def render(record: CheckRecord) -> str:
-    text = f"{record.status.label}: {one_line(record.summary)}"
-    if record.injected:
-        text += f" [injected faults: {one_line(', '.join(record.injected))}]"
-    return text
+    return f"{record.status.label}: {one_line(record.summary)}{injected_note(record.injected)}"
 
 
 def unknown(message: str) -> str:
