@@ -14,13 +14,12 @@ back to back on the same buffers (``--engine both``), so their difference is wha
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
 from ..records.library_engine import LIBRARY, TORCH
-from .common import blocking_us, pipelined_us, time_mode
+from .common import pipelined_us, time_mode
 
 BOTH = "both"
 
@@ -70,18 +69,11 @@ class LibraryEngine:
 
     def calls(self, library_calls) -> Caller:
         issue = self.comm.bind(library_calls)
-        return Caller(issue, self.comm, self.comm.follow_framework, partial(library_time, issue, self.comm))
+        timed = partial(time_mode, issue, self.comm, pipelined=pipelined_us)  # no work handles: N calls, one wait
+        return Caller(issue, self.comm, self.comm.follow_framework, timed)
 
     def close(self) -> None:
         self.comm.close()
-
-
-def library_time(issue: Callable[[], object], comm, iters: int, mode: str) -> float:
-    """nccl-tests' two modes for calls that return at once: the calls are asynchronous on the communicator's
-    stream, so pipelined is N calls then one wait (no work handles to wait for, unlike torch's)."""
-    if mode == "pipelined":
-        return pipelined_us(issue, comm, iters)
-    return statistics.fmean(blocking_us(issue, comm, iters))
 
 
 def open_engines(ctx, engine: str, shared_device: bool) -> list:

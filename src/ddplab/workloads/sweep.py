@@ -19,15 +19,14 @@ per rank and the RSS measured at its start and its peak.
 
 from __future__ import annotations
 
-import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 
-from .. import collectives, timed_windows
+from .. import collectives
 from ..collectives.common import torch_dtype
 from ..records.library_engine import TORCH
 from ..records.sweep import CopyCeiling, Repetition, SweepRankResult, SweepRankRow, SweepSettings
-from .ceiling import copy_gbps
-from .common import barrier
+from .ceiling import copy_rate
+from .common import barrier, timed_repetition
 from .machines import sweep_groups
 from .memory import SizePlan, SizePlanner
 
@@ -75,7 +74,7 @@ def run(ctx) -> SweepRankResult:
     close_all(engines)
     ceiling = None
     if s.ceiling_bytes and ctx.rank == 0:
-        ceiling = CopyCeiling(**copy_gbps(ctx.runtime, s.ceiling_bytes, iters=CEILING_ITERS))
+        ceiling = CopyCeiling(**asdict(copy_rate(ctx.runtime, s.ceiling_bytes, iters=CEILING_ITERS)))
     first, *others = rows
     # across machines: all_reduce again inside and between them
     return SweepRankResult(rows=first, ceiling=ceiling, library_rows=others[0] if others else None,
@@ -127,7 +126,7 @@ class _EngineRow:
             return None
 
     def repetition(self, ctx, s: SweepSettings) -> None:
-        repetition = self.attempt(lambda: _repetition(ctx, self.caller, s))
+        repetition = self.attempt(lambda: timed_repetition(ctx, lambda: self.caller.timed(s.iters, s.mode), barrier))
         if repetition is not None:
             self.repeats.append(repetition)
 
@@ -155,17 +154,6 @@ def _check(ctx, caller, prepared) -> int:
     caller.issue()
     caller.clock.synchronize()
     return prepared.wrong()
-
-
-def _repetition(ctx, caller, s: SweepSettings) -> Repetition:
-    """One nccl-tests measurement of ``iters`` ops, with its wall-clock window."""
-    with timed_windows.timing(ctx.status) as waited_s:
-        ctx.runtime.synchronize()  # the whole device: no engine's earlier calls run into this window
-        barrier()
-        start = time.time()
-        time_us = caller.timed(s.iters, s.mode)
-        end = time.time()
-    return Repetition(time_us=time_us, window=(start, end), sampler_wait_s=round(waited_s, 6))
 
 
 def _error_text(exc: Exception) -> str:
