@@ -107,10 +107,9 @@ def describe(probe: Probe, device_request: str | None = None) -> Platform:
     Raises UsageError for an unknown device and EnvironmentUnsupported for a known
     device this machine does not have.
     """
+    validate_device_request(device_request)
     if device_request in (None, "auto"):
         device_type = probe.accelerator if probe.accelerator in VENDORS and probe.device_count > 0 else "cpu"
-    elif device_request not in VENDORS:
-        raise invalid_choice("device", device_request, ["auto", *VENDORS])
     elif device_request != "cpu" and (probe.accelerator != device_request or probe.device_count < 1):
         have = probe.accelerator if probe.device_count > 0 else "none"
         raise EnvironmentUnsupported(

@@ -119,8 +119,6 @@ class Vendor:
     ras: RasService | None = None  # None: the collective library has no health service to ask
 
 
-_TORCH_WATCHDOG = "the process-group timeout passed to init_process_group"
-
 NVIDIA = Vendor(
     device_type="cuda",
     blocking_wait_env="TORCH_NCCL_BLOCKING_WAIT",
