@@ -50,8 +50,7 @@ class CeilingConfig:
         object.__setattr__(self, "launch", LaunchOptions(nproc=1, placement="per-device", device=self.device,
                                                          run_dir=self.run_dir))
 
-    def to_argv(self) -> list[str]:
-        return argv_of(self)
+    to_argv = argv_of  # the command line that gives this config back
 
 
 Config, Record = CeilingConfig, CeilingRecord

@@ -66,8 +66,7 @@ class ContentionConfig:
         object.__setattr__(self, "launch", replace(self.launch, placement="shared", sharing_daemon=daemon))
         check_fields(self)
 
-    def to_argv(self) -> list[str]:
-        return argv_of(self)
+    to_argv = argv_of  # the command line that gives this config back
 
 
 Config, Record = ContentionConfig, ContentionRecord

@@ -64,8 +64,7 @@ class StormConfig:
         object.__setattr__(self, "warmup", min(100, self.iters))
         object.__setattr__(self, "per_op_iters", min(self.iters, 2000))
 
-    def to_argv(self) -> list[str]:
-        return argv_of(self)
+    to_argv = argv_of  # the command line that gives this config back
 
 
 Config, Record = StormConfig, StormRecord

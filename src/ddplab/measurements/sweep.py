@@ -105,8 +105,7 @@ class SweepConfig:
                 raise invalid_choice("collective", op, collectives.COLLECTIVES)
         check_fields(self)
 
-    def to_argv(self) -> list[str]:
-        return argv_of(self)
+    to_argv = argv_of  # the command line that gives this config back
 
 
 Config, Record = SweepConfig, SweepRecord

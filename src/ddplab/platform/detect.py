@@ -230,15 +230,12 @@ def _import_plugins() -> tuple[dict[str, str | None], dict[str, str]]:
     for vendor in PLUGIN_ORDER:
         name = vendor.plugin_module
         try:
-            module = importlib.import_module(name)
+            versions[name] = str(getattr(importlib.import_module(name), "__version__", "unknown"))
         except ModuleNotFoundError:
             versions[name] = None
-            continue
         except Exception as exc:  # a broken plug-in is worth reporting, not crashing on
             versions[name] = None
             errors[name] = f"{type(exc).__name__}: {exc}"
-            continue
-        versions[name] = str(getattr(module, "__version__", "unknown"))
     return versions, errors
 
 

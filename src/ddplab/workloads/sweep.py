@@ -49,14 +49,12 @@ def run(ctx) -> SweepRankResult:
     rows: list[list[SweepRankRow]] = [[] for _ in engines]  # each engine's rows, in the same order
     for name in s.ops:
         spec = collectives.get(name)
-        if n < spec.min_ranks:
+        skipped = (f"needs at least {spec.min_ranks} ranks" if n < spec.min_ranks else
+                   "gloo sends device tensors point-to-point from their device address (it stages only collectives): "
+                   "not run on a device" if planner.route.staged and not spec.staged_ok else None)
+        if skipped:
             for own in rows:
-                own.append(SweepRankRow(op=name, skipped=f"needs at least {spec.min_ranks} ranks"))
-            continue
-        if planner.route.staged and not spec.staged_ok:
-            for own in rows:
-                own.append(SweepRankRow(op=name, skipped="gloo sends device tensors point-to-point from their device "
-                                                         "address (it stages only collectives): not run on a device"))
+                own.append(SweepRankRow(op=name, skipped=skipped))
             continue
         for size in s.sizes:
             count = spec.count_for(size, n, elem)
