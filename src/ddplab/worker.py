@@ -148,6 +148,6 @@ def settle_before_destroying_gloo() -> None:
 
 def _gather(own: RankReturn, device) -> dict[int, RankReturn]:
     """Every rank's return, by global rank (workloads/machines.py: pickled, sized, padded and all_gathered)."""
-    from .workloads.machines import _all_gather
+    from .workloads.machines import gather_objects
 
-    return {value.rank: value for value in _all_gather(own, device)}
+    return {value.rank: value for value in gather_objects(own, device)}

@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
+from ..library_engine import BOTH
 from ..records.library_engine import LIBRARY, TORCH
 from .common import pipelined_us, time_mode
-
-BOTH = "both"
 
 
 def engine_names(engine: str) -> tuple[str, ...]:

@@ -50,7 +50,7 @@ def this_machine(environ: Mapping[str, str] = os.environ) -> str:
 
 def gather_places(ctx) -> list[RankPlace]:
     mine = RankPlace(ctx.rank, ctx.local_rank, this_machine(), socket.gethostname())
-    return sorted(_all_gather(mine, ctx.device), key=lambda p: p.rank)
+    return sorted(gather_objects(mine, ctx.device), key=lambda p: p.rank)
 
 
 def job_places(ctx) -> GatheredJob | None:
@@ -119,7 +119,7 @@ def run_in_groups(ctx, places: list[RankPlace], batches: list[list[Group]], meas
             if handle is not None and ctx.rank in group.ranks:
                 dist.destroy_process_group(handle)
     dist.destroy_process_group(meeting)
-    gathered = [r for results in _all_gather(mine, ctx.device) for r in results]
+    gathered = [r for results in gather_objects(mine, ctx.device) for r in results]
     return GatheredJob(places, [g for batch in batches for g in batch], gathered, rounds)
 
 
@@ -171,10 +171,10 @@ def _hosts(places: list[RankPlace]) -> dict[int, str]:
     return {p.rank: p.machine for p in places}
 
 
-def _all_gather(obj, device) -> list:
+def gather_objects(obj, device) -> list:
     """Every rank's ``obj``, on every rank: its pickle, padded to the longest, through two all_gathers.
 
-    Not all_gather_object: that needs numpy, which torch does not install (as ddp_train.py's digests).
+    Not all_gather_object: that needs numpy, which torch does not install.
     The ranks are this job's own, the same peers elastic already exchanges pickles with.
     """
     import ctypes
