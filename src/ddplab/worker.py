@@ -124,7 +124,7 @@ def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: Beac
     status.phase("running")
     result = workload.run(ctx)
     own = RankReturn(rank=rank, local_rank=local_rank, world_size=world_size, pid=os.getpid(),
-                     hostname=socket.gethostname(), device=runtime.device_label(), backend=placement.backend,
+                     hostname=socket.gethostname(), device=str(runtime.device), backend=placement.backend,
                      memory_cap_applied=capped, result=result)
     returns = _gather(own, runtime.device) if gather else {}
     # Only after success: destroying a communicator while peers wait inside a collective

@@ -187,7 +187,7 @@ def gather_probe(with_memory: bool = True) -> Probe:
         device_count=count,
         devices=devices,
         backends_available=_backends_available(dist),
-        torch_default_backend=_torch_default_backend(dist, accelerator),
+        torch_default_backend=getattr(dist.Backend, "default_device_backend_map", {}).get(accelerator or "cpu"),
         collective_built_version=_built_version(torch, accelerator),
         collective_loaded_version=loaded.version if loaded else None,
         collective_loaded_path=loaded.path if loaded else None,
@@ -281,20 +281,14 @@ def _backends_available(dist) -> dict[str, bool]:
     return out
 
 
-def _torch_default_backend(dist, accelerator) -> str | None:
-    mapping = getattr(dist.Backend, "default_device_backend_map", {})
-    return mapping.get(accelerator or "cpu")
-
-
 def _built_version(torch, accelerator) -> str | None:
-    # Only NVIDIA exposes the version torch was compiled against.
-    if accelerator == "cuda":
-        try:
-            v = torch.cuda.nccl.version()
-            return ".".join(str(p) for p in v) if isinstance(v, tuple) else collective_lib.decode_version(v)
-        except Exception:
-            return None
-    return None
+    if accelerator != "cuda":  # only NVIDIA exposes the version torch was compiled against
+        return None
+    try:
+        v = torch.cuda.nccl.version()
+        return ".".join(str(p) for p in v) if isinstance(v, tuple) else collective_lib.decode_version(v)
+    except Exception:
+        return None
 
 
 def host_memory() -> tuple[int, int]:

@@ -107,9 +107,6 @@ class DeviceRuntime:
             return None
         return self.module.Event(enable_timing=True)
 
-    def device_label(self) -> str:
-        return str(self.device)
-
 
 def _host_cache_emptier(torch):
     """The pinned host allocator's empty-cache call: torch.accelerator.empty_host_cache where this torch has it

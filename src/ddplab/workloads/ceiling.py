@@ -20,10 +20,8 @@ SUMMARY = "device copy bandwidth (the loopback ceiling) and host<->device bandwi
 def copy_rate(runtime, size_bytes: int, iters: int = 20, src_device=None, dst_device=None) -> CopyRate:
     import torch
 
-    src = torch.empty(size_bytes, dtype=torch.uint8, device=src_device or runtime.device,
-                      pin_memory=(src_device == "cpu" and not runtime.host_only))
-    dst = torch.empty(size_bytes, dtype=torch.uint8, device=dst_device or runtime.device,
-                      pin_memory=(dst_device == "cpu" and not runtime.host_only))
+    src, dst = (torch.empty(size_bytes, dtype=torch.uint8, device=where or runtime.device,
+                            pin_memory=where == "cpu" and not runtime.host_only) for where in (src_device, dst_device))
     src.fill_(1)
     for _ in range(3):
         dst.copy_(src, non_blocking=True)
