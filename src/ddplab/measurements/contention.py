@@ -100,9 +100,8 @@ def memory_need(settings: ContentionSettings, host_only: bool) -> MemoryNeed:
 
     three = 3 * settings.size ** 2 * (4 if host_only else 2)
     method = f"per rank: 3 matrices of {settings.size} x {settings.size}, {human_bytes(three)}"
-    if host_only:
-        return MemoryNeed(memory_plan.with_margin(three), 0, method)
-    return MemoryNeed(0, memory_plan.with_margin(three), method)
+    need = memory_plan.with_margin(three)
+    return MemoryNeed(need if host_only else 0, 0 if host_only else need, method)
 
 
 def settings_for(config: ContentionConfig, placement: Placement) -> ContentionSettings:

@@ -35,6 +35,13 @@ class Caller:
     ready: Callable[[], None]
     timed: Callable[[int, str], float]  # (iters, mode) -> us per call
 
+    def run(self, calls: int) -> None:
+        """Untimed: after the buffers' fill, ``calls`` calls, waited for (a warmup, or the call a check reads)."""
+        self.ready()
+        for _ in range(calls):
+            self.issue()
+        self.clock.synchronize()
+
 
 def _nothing() -> None:
     """torch orders its own calls after the buffers' fill (one stream)."""

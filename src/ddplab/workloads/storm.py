@@ -66,10 +66,7 @@ class _Passes:
         self.found: dict = {}
 
     def warm_up(self, ctx, s: StormSettings) -> None:
-        self.caller.ready()
-        for _ in range(s.warmup):
-            self.op()
-        self.clock.synchronize()
+        self.caller.run(s.warmup)
         ctx.runtime.synchronize()
 
     def pipelined(self, ctx, s: StormSettings) -> None:
@@ -104,9 +101,7 @@ class _Passes:
     def check(self, ctx, buf) -> None:
         """Correctness: the sum of 1..n."""
         buf.fill_(ctx.rank + 1)
-        self.caller.ready()
-        self.op()
-        self.clock.synchronize()
+        self.caller.run(1)
         ctx.runtime.synchronize()
         expected = ctx.world_size * (ctx.world_size + 1) / 2
         self.found["correct"] = bool((buf == expected).all())

@@ -65,7 +65,7 @@ def run(ctx) -> SweepRankResult:
                 row = SweepRankRow(op=spec.name, size_bytes=count * elem, count=count, in_place=in_place)
                 measured = ([replace(row, skipped=plan.reason, memory=plan.fit)] * len(engines) if plan.skip
                             else _one_size(ctx, engines, spec, row, dtype, s))
-                peak = planner.peak_rss()
+                peak = planner.rss.peak()
                 for own, done in zip(rows, measured):
                     own.append(_with_memory(done, plan, peak))
                 planner.free()
@@ -94,7 +94,7 @@ def _one_size(ctx, engines, spec, row: SweepRankRow, dtype, s: SweepSettings) ->
         return [replace(row, error=_error_text(exc)) for _ in engines]
     timings = [_EngineRow(engine, prepared) for engine in engines]
     for t in timings:
-        t.attempt(lambda t=t: _warm_up(ctx, t.caller, s))
+        t.attempt(lambda t=t: t.caller.run(s.warmup))
     for _ in range(s.repeat):
         for t in timings:
             t.repetition(ctx, s)
@@ -136,21 +136,12 @@ class _EngineRow:
         return replace(row, repeats=repeats, num_wrong=self.num_wrong)
 
 
-def _warm_up(ctx, caller, s: SweepSettings) -> None:
-    caller.ready()
-    for _ in range(s.warmup):
-        caller.issue()
-    caller.clock.synchronize()
-
-
 def _check(ctx, caller, prepared) -> int:
     """Wrong elements after one op on exact data (collectives/common.py)."""
     prepared.fill()
     ctx.runtime.synchronize()
     barrier()
-    caller.ready()
-    caller.issue()
-    caller.clock.synchronize()
+    caller.run(1)
     return prepared.wrong()
 
 
