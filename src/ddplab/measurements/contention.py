@@ -26,6 +26,7 @@ from ..errors import UsageError
 from ..records.placement import Placement
 from ..records import Check, Verdict
 from ..records.memory import MemoryNeed
+from ..report import human_bytes
 from ..records.contention import (ContentionRankResult, ContentionRecord, ContentionSettings, ContentionSummary,
                                   Efficiency)
 from ..session import QUIET, Observer, Workload, prepare, run_workload
@@ -96,8 +97,6 @@ def run(config: ContentionConfig, observer: Observer = QUIET) -> ContentionRecor
 def memory_need(settings: ContentionSettings, host_only: bool) -> MemoryNeed:
     """Two operands and a result per process, float32 on the host and bfloat16 on a device
     (workloads/contention.py)."""
-    from ..report import human_bytes
-
     three = 3 * settings.size ** 2 * (4 if host_only else 2)
     method = f"per rank: 3 matrices of {settings.size} x {settings.size}, {human_bytes(three)}"
     need = memory_plan.with_margin(three)
