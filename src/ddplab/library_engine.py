@@ -35,17 +35,13 @@ METHOD = ("the collective library called directly through the vendor's binding (
           "same byte counts, formulas and exact-data check")
 
 
-def uses_library(engine: str) -> bool:
-    return engine in (LIBRARY, BOTH)
-
-
 def prepare_library(engine: str, platform, placement, environ: Mapping[str, str] | None = None,
                     import_module: Callable = importlib.import_module) -> LibraryEngineRecord | None:
     """For ``library`` and ``both``: the binding, checked here before any rank starts, or
     EnvironmentUnsupported (exit 3): a vendor without a binding, a binding that is not installed (with the
     install hint), one that cannot reach its library, or a library that refuses the ranks' placement.
     None for the torch engine."""
-    if not uses_library(engine):
+    if engine not in (LIBRARY, BOTH):
         return None
     from .platform.library_binding import open_binding, shared_device_env
 
@@ -135,4 +131,4 @@ def row_costs(torch_rows, library_rows, timing: str) -> list[AddedCost]:
 
 
 __all__ = ["BOTH", "LIBRARY", "TORCH", "added_cost_check", "binding_check", "label", "library_checks",
-           "prepare_library", "row_costs", "setup_warnings", "uses_library"]
+           "prepare_library", "row_costs", "setup_warnings"]

@@ -61,10 +61,6 @@ class Route:
         return cls(host_only=host_only, staged=gloo and not host_only, gloo=gloo)
 
 
-def stages_through_host(backend: str, host_only: bool) -> bool:
-    return Route.of(backend, host_only).staged
-
-
 def pinned_block(nbytes: int) -> int:
     """What torch's caching host allocator takes for ``nbytes``: the next power of two."""
     return 1 << (nbytes - 1).bit_length() if nbytes > 1 else nbytes

@@ -155,7 +155,7 @@ def _choose_backend(opts: LaunchOptions, platform: Platform, shared: bool, daemo
                   f"one device is not documented, so ddplab runs it and reports what happens")
         return _single(platform.backend, reason, None, platform, warnings=(f"{lib} with several ranks per device "
                                                                             f"is unverified",))
-    if _library_allows_sharing(platform):
+    if (version_tuple(_library_version(platform)[0]) or (0,)) >= rule.min_version:
         return _shared_with_library(opts, platform, daemon)
     return _shared_refused_by_library(opts, platform, daemon, insisted)
 
@@ -190,11 +190,6 @@ def _library_version(platform: Platform) -> tuple[str | None, str]:
     if platform.collective_loaded_version:
         return platform.collective_loaded_version, "loaded"
     return platform.collective_built_version, "built-in (loaded version unknown)"
-
-
-def _library_allows_sharing(platform: Platform) -> bool:
-    version, _ = _library_version(platform)
-    return (version_tuple(version) or (0,)) >= platform.spec.multi_rank.min_version
 
 
 def _shared_with_library(opts: LaunchOptions, platform: Platform, daemon: _Daemon) -> _Choice:

@@ -74,7 +74,7 @@ class Machine:
 
 def _shares_through_host(platform, device: str) -> bool:
     """What the placement policy would choose for 2 ranks on one device of this machine: gloo on device tensors?"""
-    from .memory_plan import stages_through_host
+    from .memory_plan import Route
     from .policy import plan
 
     if platform.host_only:
@@ -83,7 +83,7 @@ def _shares_through_host(platform, device: str) -> bool:
         placement = plan(LaunchOptions(device=device, nproc=2, placement="shared"), platform)
     except DdplabError:  # no setup for shared ranks here: the stages say so when they run
         return False
-    return stages_through_host(placement.backend, placement.host_only)
+    return Route.of(placement.backend, placement.host_only).staged
 
 
 def kinds(profile: str) -> tuple[str, ...]:
@@ -114,12 +114,10 @@ def stages(profile: str, nproc: int, machine: Machine, out: Path, deadline_s: fl
         return launch(name, nproc=machine.device_count, placement="per-device") if multi else launch(name, nproc=nproc)
 
     if profile == "soak":
-        out_stages = []
-        for i in range(1, SOAK_REPEATS + 1):
-            out_stages.append(Stage(f"storm-{i}", "storm", StormConfig(launch=per_device(f"storm-{i}"))))
-            out_stages.append(Stage(f"sweep-{i}", "sweep", SweepConfig(
-                launch=per_device(f"sweep-{i}"), sizes=tuple(size_range("8", "64M", 4.0)))))
-        return out_stages
+        return [stage for i in range(1, SOAK_REPEATS + 1) for stage in (
+            Stage(f"storm-{i}", "storm", StormConfig(launch=per_device(f"storm-{i}"))),
+            Stage(f"sweep-{i}", "sweep", SweepConfig(launch=per_device(f"sweep-{i}"),
+                                                     sizes=tuple(size_range("8", "64M", 4.0)))))]
 
     steps = 20 if full else 10
     out_stages = [Stage("train-shared", "train", TrainConfig(

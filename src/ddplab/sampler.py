@@ -124,21 +124,17 @@ class RankSampler:
 
     def peaks(self) -> dict[int, SamplerPeaks]:
         """Per rank: peak device memory and RSS seen, last CPU times."""
-        return peaks_by_rank(self.samples)
-
-
-def peaks_by_rank(samples: list[Sample]) -> dict[int, SamplerPeaks]:
-    out: dict[int, SamplerPeaks] = {}
-    for s in samples:
-        for r in s.ranks:
-            cur = out.get(r.rank, SamplerPeaks(peak_device_mem_bytes=None, peak_rss_bytes=0))
-            device = cur.peak_device_mem_bytes
-            if r.device_mem_bytes is not None:
-                device = max(device or 0, r.device_mem_bytes)
-            out[r.rank] = SamplerPeaks(peak_device_mem_bytes=device, peak_rss_bytes=max(cur.peak_rss_bytes or 0,
-                                                                                          r.rss_bytes),
-                                       cpu_user_s=r.cpu_user_s, cpu_system_s=r.cpu_system_s)
-    return out
+        out: dict[int, SamplerPeaks] = {}
+        for s in self.samples:
+            for r in s.ranks:
+                cur = out.get(r.rank, SamplerPeaks(peak_device_mem_bytes=None, peak_rss_bytes=0))
+                device = cur.peak_device_mem_bytes
+                if r.device_mem_bytes is not None:
+                    device = max(device or 0, r.device_mem_bytes)
+                out[r.rank] = SamplerPeaks(peak_device_mem_bytes=device,
+                                           peak_rss_bytes=max(cur.peak_rss_bytes or 0, r.rss_bytes),
+                                           cpu_user_s=r.cpu_user_s, cpu_system_s=r.cpu_system_s)
+        return out
 
 
 def _process(pid: int) -> psutil.Process | None:

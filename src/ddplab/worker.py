@@ -7,7 +7,6 @@ returns travels back to the launcher through elastic's return-value queue.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import socket
@@ -125,9 +124,9 @@ def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: Beac
     status.phase("running")
     result = workload.run(ctx)
     own = RankReturn(rank=rank, local_rank=local_rank, world_size=world_size, pid=os.getpid(),
-                     hostname=socket.gethostname(), device=runtime.device_label(), backend=placement.backend,
+                     hostname=socket.gethostname(), device=str(runtime.device), backend=placement.backend,
                      memory_cap_applied=capped, result=result)
-    returns = _gather(own, world_size, runtime.device) if gather else {}
+    returns = _gather(own, runtime.device) if gather else {}
     # Only after success: destroying a communicator while peers wait inside a collective
     # blocks (docs/background.md §3), which would hide this rank's own error from everyone.
     settle_before_destroying_gloo()
@@ -147,28 +146,8 @@ def settle_before_destroying_gloo() -> None:
         time.sleep(0.1)
 
 
-def _gather(own: RankReturn, world_size: int, device) -> dict[int, RankReturn]:
-    """Every rank's return, by global rank: pickled, sized, padded and all_gathered as bytes.
+def _gather(own: RankReturn, device) -> dict[int, RankReturn]:
+    """Every rank's return, by global rank (workloads/machines.py: pickled, sized, padded and all_gathered)."""
+    from .workloads.machines import gather_objects
 
-    Not all_gather_object: that needs numpy, which torch does not install (workloads/ddp_train.py)."""
-    import pickle
-
-    import torch
-    import torch.distributed as dist
-
-    if dist.get_backend() == "gloo":
-        device = "cpu"  # gloo takes host tensors
-    data = pickle.dumps(own)
-    sizes = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(world_size)]
-    dist.all_gather(sizes, torch.tensor([len(data)], dtype=torch.int64, device=device))
-    longest = max(int(t.item()) for t in sizes)
-    mine = torch.zeros(longest, dtype=torch.uint8)
-    mine[:len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
-    everyone = [torch.empty(longest, dtype=torch.uint8, device=device) for _ in range(world_size)]
-    dist.all_gather(everyone, mine.to(device))
-    returns = {}
-    for size, tensor in zip(sizes, everyone):
-        host = tensor.cpu().contiguous()
-        value = pickle.loads(ctypes.string_at(host.data_ptr(), int(size.item())))  # the job's own ranks wrote it
-        returns[value.rank] = value
-    return returns
+    return {value.rank: value for value in gather_objects(own, device)}

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from ddplab.platform.collective_lib import decode_version, find_loaded, mapped_paths, version_tuple
+from ddplab.platform.collective_lib import decode_version, find_copies, mapped_paths, version_tuple
 
 
 def test_decode_version_new_and_old_encodings():
@@ -32,7 +32,7 @@ def test_find_loaded_picks_library_from_maps(tmp_path):
         "7f04-7f05 r--p 00000000 00:00 0 /opt/nccl/lib/libnccl.so.2\n"
         "7f06-7f07 rw-p 00000000 00:00 0 [heap]\n")
     assert mapped_paths(str(maps)) == ["/usr/lib/libc.so.6", "/opt/nccl/lib/libnccl.so.2"]
-    lib = find_loaded(("libnccl.so",), "ncclGetVersion", maps_file=str(maps))
+    lib = find_copies(("libnccl.so",), "ncclGetVersion", maps_file=str(maps)).bound
     assert lib.path == "/opt/nccl/lib/libnccl.so.2"
     assert lib.version is None  # the file does not exist here, so it cannot be asked
 
@@ -40,7 +40,7 @@ def test_find_loaded_picks_library_from_maps(tmp_path):
 def test_find_loaded_returns_none_when_not_mapped(tmp_path):
     maps = tmp_path / "maps"
     maps.write_text("7f00-7f01 r-xp 00000000 00:00 0 /usr/lib/libc.so.6\n")
-    assert find_loaded(("libnccl.so",), "ncclGetVersion", maps_file=str(maps)) is None
+    assert find_copies(("libnccl.so",), "ncclGetVersion", maps_file=str(maps)).bound is None
 
 
 # --- Real shared objects: two copies of the library, a framework linked against the first ---------------
@@ -61,7 +61,7 @@ _PROBE = textwrap.dedent("""\
     framework = ctypes.CDLL(framework_path)
     from ddplab.platform import collective_lib
     if question == "bound":
-        libs = [collective_lib.find_loaded(("libnccl.so",), "ncclGetVersion")]
+        libs = [collective_lib.find_copies(("libnccl.so",), "ncclGetVersion").bound]
     else:  # every copy, the framework named as the vendor table names libtorch_cuda.so
         libs = collective_lib.find_copies(("libnccl.so",), "ncclGetVersion", ("libframework",)).copies
     print(json.dumps({"calls_reach": framework.framework_calls_version(),

@@ -29,7 +29,8 @@ def one_rank(tmp_path):
 
 def test_objects_travel_through_plain_all_gathers(one_rank):
     place = RankPlace(0, 0, "10.9.0.1", "vm")
-    assert machines._all_gather({"place": place, "text": "é" * 1000}, "cpu") == [{"place": place, "text": "é" * 1000}]
+    sent = {"place": place, "text": "é" * 1000}
+    assert machines.gather_objects(sent, "cpu") == [sent]
 
 
 def test_each_group_s_members_measure_and_every_result_is_gathered(one_rank):

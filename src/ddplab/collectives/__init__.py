@@ -25,14 +25,19 @@ COLLECTIVES: dict[str, str] = {
     "all_to_all": "ddplab.collectives.all_to_all",
     "send_recv": "ddplab.collectives.send_recv",
 }
-COLLECTIVES.update(entry.split("=", 1) for entry in os.environ.get(PLUGINS_ENV, "").split(",") if "=" in entry)
+
+
+def _plugins() -> dict[str, str]:
+    return dict(entry.split("=", 1) for entry in os.environ.get(PLUGINS_ENV, "").split(",") if "=" in entry)
+
+
+COLLECTIVES.update(_plugins())
 
 
 def register(name: str, module: str) -> None:
     """Add the collective ``module`` defines (its ``SPEC``) under ``name``, here and in the ranks started later."""
     COLLECTIVES[name] = module
-    plugins = dict(entry.split("=", 1) for entry in os.environ.get(PLUGINS_ENV, "").split(",") if "=" in entry)
-    os.environ[PLUGINS_ENV] = ",".join(f"{k}={v}" for k, v in {**plugins, name: module}.items())
+    os.environ[PLUGINS_ENV] = ",".join(f"{k}={v}" for k, v in {**_plugins(), name: module}.items())
 
 
 def get(name: str):

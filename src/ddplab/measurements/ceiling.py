@@ -20,6 +20,7 @@ from ..validators import MAX_SIZE_BYTES
 from ..records import Check, Verdict
 from ..records.memory import MemoryNeed
 from ..records.ceiling import CeilingRankResult, CeilingRecord, CeilingSettings
+from ..report import human_bytes
 from ..session import QUIET, Observer, Workload, prepare, run_workload
 
 NAME = "ceiling"
@@ -50,8 +51,7 @@ class CeilingConfig:
         object.__setattr__(self, "launch", LaunchOptions(nproc=1, placement="per-device", device=self.device,
                                                          run_dir=self.run_dir))
 
-    def to_argv(self) -> list[str]:
-        return argv_of(self)
+    to_argv = argv_of  # the command line that gives this config back
 
 
 Config, Record = CeilingConfig, CeilingRecord
@@ -75,8 +75,6 @@ def run(config: CeilingConfig, observer: Observer = QUIET) -> CeilingRecord:
 def memory_need(config: CeilingConfig, host_only: bool) -> MemoryNeed:
     """A source and a destination of --bytes; on a device also --host-bytes on the device and in pinned host
     memory (one block: the host->device copy's source is cached and serves the device->host copy's destination)."""
-    from ..report import human_bytes
-
     pair = 2 * config.bytes
     if host_only:
         return MemoryNeed(memory_plan.with_margin(pair), 0, f"per rank: source and destination {human_bytes(pair)}")

@@ -26,6 +26,7 @@ from ..errors import UsageError
 from ..records.placement import Placement
 from ..records import Check, Verdict
 from ..records.memory import MemoryNeed
+from ..report import human_bytes
 from ..records.contention import (ContentionRankResult, ContentionRecord, ContentionSettings, ContentionSummary,
                                   Efficiency)
 from ..session import QUIET, Observer, Workload, prepare, run_workload
@@ -66,8 +67,7 @@ class ContentionConfig:
         object.__setattr__(self, "launch", replace(self.launch, placement="shared", sharing_daemon=daemon))
         check_fields(self)
 
-    def to_argv(self) -> list[str]:
-        return argv_of(self)
+    to_argv = argv_of  # the command line that gives this config back
 
 
 Config, Record = ContentionConfig, ContentionRecord
@@ -97,13 +97,10 @@ def run(config: ContentionConfig, observer: Observer = QUIET) -> ContentionRecor
 def memory_need(settings: ContentionSettings, host_only: bool) -> MemoryNeed:
     """Two operands and a result per process, float32 on the host and bfloat16 on a device
     (workloads/contention.py)."""
-    from ..report import human_bytes
-
     three = 3 * settings.size ** 2 * (4 if host_only else 2)
     method = f"per rank: 3 matrices of {settings.size} x {settings.size}, {human_bytes(three)}"
-    if host_only:
-        return MemoryNeed(memory_plan.with_margin(three), 0, method)
-    return MemoryNeed(0, memory_plan.with_margin(three), method)
+    need = memory_plan.with_margin(three)
+    return MemoryNeed(need if host_only else 0, 0 if host_only else need, method)
 
 
 def settings_for(config: ContentionConfig, placement: Placement) -> ContentionSettings:

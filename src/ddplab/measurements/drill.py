@@ -63,8 +63,7 @@ class DrillConfig:
         hang = launch.timeout_s if launch.hang_timeout_s is None else min(launch.timeout_s, launch.hang_timeout_s)
         object.__setattr__(self, "launch", replace(launch, hang_timeout_s=hang))
 
-    def to_argv(self) -> list[str]:
-        return argv_of(self)
+    to_argv = argv_of  # the command line that gives this config back
 
 
 Config, Record = DrillConfig, DrillRecord

@@ -31,8 +31,7 @@ class EnvConfig:
     device: str = option("--device", default="auto", choices=DEVICES)
     """Device type to describe, or auto for the detected accelerator (cpu when none)."""
 
-    def to_argv(self) -> list[str]:
-        return argv_of(self)
+    to_argv = argv_of  # the command line that gives this config back
 
 
 Config, Record = EnvConfig, EnvRecord

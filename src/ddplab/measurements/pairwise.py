@@ -57,8 +57,7 @@ class PairwiseConfig:
                 f"--nnodes N (2 or more) and the same --rdzv-endpoint HOST:PORT")
         check_fields(self)
 
-    def to_argv(self) -> list[str]:
-        return argv_of(self)
+    to_argv = argv_of  # the command line that gives this config back
 
 
 Config, Record = PairwiseConfig, PairwiseRecord

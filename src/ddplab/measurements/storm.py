@@ -64,8 +64,7 @@ class StormConfig:
         object.__setattr__(self, "warmup", min(100, self.iters))
         object.__setattr__(self, "per_op_iters", min(self.iters, 2000))
 
-    def to_argv(self) -> list[str]:
-        return argv_of(self)
+    to_argv = argv_of  # the command line that gives this config back
 
 
 Config, Record = StormConfig, StormRecord
@@ -170,14 +169,7 @@ def checks(record: StormRecord) -> list[Check]:
     incomplete = common_checks.did_not_complete(record.session, NAME)
     if incomplete:
         return incomplete + rss
-    s = record.summary
-    ok = record.within_threshold
-    return [*_storm_checks(record, s, ok), *library_checks(record),
-            *aggregate.storm_checks(record.machines, record.session.host_only), *rss,
-            *common_checks.setup_warnings(record.session)]
-
-
-def _storm_checks(record: StormRecord, s: StormSummary, ok: bool) -> list[Check]:
+    s, ok = record.summary, record.within_threshold
     return [
         Check("mean all_reduce latency", Verdict.PASS if ok else Verdict.FAIL,
               f"{s.mean_us:.1f} us (p99 {s.per_op_us.p99:.0f} us)", f"<= {record.threshold_us:.0f} us",
@@ -187,7 +179,8 @@ def _storm_checks(record: StormRecord, s: StormSummary, ok: bool) -> list[Check]
         Check("all_reduce result correct", Verdict.PASS if record.correct else Verdict.FAIL, str(record.correct),
               "true", "a final all_reduce of known values summed right on every rank",
               "none" if record.correct else "the backend returns wrong sums: report it with this JSON"),
-    ]
+        *library_checks(record), *aggregate.storm_checks(record.machines, record.session.host_only), *rss,
+        *common_checks.setup_warnings(record.session)]
 
 
 def library_checks(record: StormRecord) -> list[Check]:

@@ -34,6 +34,7 @@ from ..records import Check, Verdict
 from ..records.library_engine import LIBRARY, LibraryEngineRecord
 from ..records.memory import MemoryNeed, MemoryShare
 from ..records.session import SessionRecord, Timeseries
+from ..report import human_bytes
 from ..records.sweep import CopyCeiling, SamplerRecord, SweepRankResult, SweepRankRow, SweepRecord, SweepRow, \
     SweepSettings
 from ..session import QUIET, Observer, Workload, prepare, run_workload
@@ -105,8 +106,7 @@ class SweepConfig:
                 raise invalid_choice("collective", op, collectives.COLLECTIVES)
         check_fields(self)
 
-    def to_argv(self) -> list[str]:
-        return argv_of(self)
+    to_argv = argv_of  # the command line that gives this config back
 
 
 Config, Record = SweepConfig, SweepRecord
@@ -251,8 +251,6 @@ def checks(record: SweepRecord) -> list[Check]:
 
 
 def _row_name(row: SweepRow) -> str:
-    from ..report import human_bytes
-
     return f"{row.op} {human_bytes(row.size_bytes)} {'in' if row.in_place else 'out-of'}-place"
 
 
@@ -273,8 +271,6 @@ def memory_check(record: SweepRecord) -> list[Check]:
 def measured_rss(rows: list[SweepRow]) -> str | None:
     """Per size, as the ranks measured it: the largest peak, and the RSS at the sizes' starts (flat when every
     size was freed)."""
-    from ..report import human_bytes
-
     measured = [r for r in rows if r.peak_rss_bytes is not None]
     if not measured:
         return None

@@ -108,12 +108,6 @@ def decode_version(code: int) -> str:
     return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
 
 
-def find_loaded(library_names: tuple[str, ...], version_symbol: str | None,
-                linked_by: tuple[str, ...] = (), maps_file: str = "/proc/self/maps") -> LoadedLibrary | None:
-    """The copy of the collective library that calls bind to (see the module docstring)."""
-    return find_copies(library_names, version_symbol, linked_by, maps_file).bound
-
-
 def find_copies(library_names: tuple[str, ...], version_symbol: str | None,
                 linked_by: tuple[str, ...] = (), maps_file: str = "/proc/self/maps") -> CollectiveLibraries:
     """Every mapped copy of the library (file name starting with one of ``library_names``), with
@@ -130,8 +124,8 @@ def find_copies(library_names: tuple[str, ...], version_symbol: str | None,
     else:
         path, address, via = binding
         bound = LoadedLibrary(path, _call_version(address), via)
-        copies = [bound if _same_file(c.path, path) else c for c in copies]
-        if not any(_same_file(c, path) for c in copy_paths):
+        copies = [bound if same_file(c.path, path) else c for c in copies]
+        if not any(same_file(c, path) for c in copy_paths):
             copies.append(bound)  # defined by a file of another name, e.g. linked statically into the framework
     bound_copy = next((c for c in copies if c.bound_via), None)
     return CollectiveLibraries(bound_copy, tuple(copies))
@@ -165,7 +159,7 @@ def _copy_version(linker: _Linker | None, path: str, symbol: str | None) -> str 
     if not linker or not symbol:
         return None
     address = linker.in_local_scope(path, symbol)
-    if not address or not _same_file(linker.defining_file(address) or "", path):
+    if not address or not same_file(linker.defining_file(address), path):
         return None
     return _call_version(address)
 
@@ -188,7 +182,10 @@ def _file_name(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
-def _same_file(a: str, b: str) -> bool:
+def same_file(a: str | None, b: str | None) -> bool | None:
+    """None where either path is unknown."""
+    if not a or not b:
+        return None
     try:
         return os.path.samefile(a, b)
     except OSError:

@@ -107,10 +107,9 @@ def describe(probe: Probe, device_request: str | None = None) -> Platform:
     Raises UsageError for an unknown device and EnvironmentUnsupported for a known
     device this machine does not have.
     """
+    validate_device_request(device_request)
     if device_request in (None, "auto"):
         device_type = probe.accelerator if probe.accelerator in VENDORS and probe.device_count > 0 else "cpu"
-    elif device_request not in VENDORS:
-        raise invalid_choice("device", device_request, ["auto", *VENDORS])
     elif device_request != "cpu" and (probe.accelerator != device_request or probe.device_count < 1):
         have = probe.accelerator if probe.device_count > 0 else "none"
         raise EnvironmentUnsupported(
@@ -188,7 +187,7 @@ def gather_probe(with_memory: bool = True) -> Probe:
         device_count=count,
         devices=devices,
         backends_available=_backends_available(dist),
-        torch_default_backend=_torch_default_backend(dist, accelerator),
+        torch_default_backend=getattr(dist.Backend, "default_device_backend_map", {}).get(accelerator or "cpu"),
         collective_built_version=_built_version(torch, accelerator),
         collective_loaded_version=loaded.version if loaded else None,
         collective_loaded_path=loaded.path if loaded else None,
@@ -231,15 +230,12 @@ def _import_plugins() -> tuple[dict[str, str | None], dict[str, str]]:
     for vendor in PLUGIN_ORDER:
         name = vendor.plugin_module
         try:
-            module = importlib.import_module(name)
+            versions[name] = str(getattr(importlib.import_module(name), "__version__", "unknown"))
         except ModuleNotFoundError:
             versions[name] = None
-            continue
         except Exception as exc:  # a broken plug-in is worth reporting, not crashing on
             versions[name] = None
             errors[name] = f"{type(exc).__name__}: {exc}"
-            continue
-        versions[name] = str(getattr(module, "__version__", "unknown"))
     return versions, errors
 
 
@@ -285,20 +281,14 @@ def _backends_available(dist) -> dict[str, bool]:
     return out
 
 
-def _torch_default_backend(dist, accelerator) -> str | None:
-    mapping = getattr(dist.Backend, "default_device_backend_map", {})
-    return mapping.get(accelerator or "cpu")
-
-
 def _built_version(torch, accelerator) -> str | None:
-    # Only NVIDIA exposes the version torch was compiled against.
-    if accelerator == "cuda":
-        try:
-            v = torch.cuda.nccl.version()
-            return ".".join(str(p) for p in v) if isinstance(v, tuple) else collective_lib.decode_version(v)
-        except Exception:
-            return None
-    return None
+    if accelerator != "cuda":  # only NVIDIA exposes the version torch was compiled against
+        return None
+    try:
+        v = torch.cuda.nccl.version()
+        return ".".join(str(p) for p in v) if isinstance(v, tuple) else collective_lib.decode_version(v)
+    except Exception:
+        return None
 
 
 def host_memory() -> tuple[int, int]:

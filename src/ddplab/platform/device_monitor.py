@@ -85,7 +85,7 @@ def open_monitor(vendor: Vendor) -> DeviceMonitor:
         try:
             return NvmlMonitor()
         except Exception:
-            return DeviceMonitor()
+            pass
     return DeviceMonitor()
 
 

@@ -35,7 +35,7 @@ from typing import Callable, Mapping, Protocol, Sequence
 from ..collectives.common import LibraryCall
 from ..errors import EnvironmentUnsupported, UsageError
 from ..records.library_engine import BindingStatus
-from .collective_lib import version_tuple
+from .collective_lib import same_file, version_tuple
 from .detect import Platform
 from .library_calls import check_call
 from .nccl4py import Nccl4pyAdapter
@@ -223,7 +223,7 @@ class LibraryBinding:
                                                    f"{type(exc).__name__}: {exc}",
                                  self.spec.install_hint if self.spec else None, substitute=self.substitute)
         path = found.get("library_path")
-        same = _same_file(path, self.platform.collective_loaded_path)
+        same = same_file(path, self.platform.collective_loaded_path)
         reason = f"{self.name} {found.get('binding')} calls {self.platform.collective_library or 'its library'} " \
                  f"{found.get('library')}" + (f" at {path}" if path else "")
         if same is False:
@@ -309,15 +309,6 @@ class LibraryCommunicator:
         return {"binding": self.binding.name, "substitute": self.binding.substitute, "rank": self.rank,
                 "world_size": self.world_size, "device_index": self.device_index,
                 "shared_device": self.shared_device, "env": dict(self.env)}
-
-
-def _same_file(a: str | None, b: str | None) -> bool | None:
-    if not a or not b:
-        return None
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.realpath(a) == os.path.realpath(b)
 
 
 # Vendor table ``BindingSpec.adapter`` -> the class that speaks to that binding (one module each).

@@ -57,9 +57,7 @@ class DeviceRuntime:
         """The bytes this rank may allocate: fraction x device memory, or a fixed cap on the host."""
         if self.host_only:
             return host_default
-        total = self.module.get_device_properties(self.index).total_memory
-        fraction = self.fraction or 1.0
-        return int(total * fraction)
+        return int(self.module.get_device_properties(self.index).total_memory * (self.fraction or 1.0))
 
     def memory_info(self) -> tuple[int, int] | None:
         """(free, total) bytes of this rank's device, as the driver counts them (every process on it); None on
@@ -99,19 +97,15 @@ class DeviceRuntime:
         if not host:
             return False
         empty = _host_cache_emptier(self.torch)
-        if empty is None:
-            return False
-        empty()
-        return True
+        if empty is not None:
+            empty()
+        return empty is not None
 
     def new_event(self):
         """A device timing event, or None on the host."""
         if self.host_only:
             return None
         return self.module.Event(enable_timing=True)
-
-    def device_label(self) -> str:
-        return str(self.device)
 
 
 def _host_cache_emptier(torch):

@@ -119,8 +119,6 @@ class Vendor:
     ras: RasService | None = None  # None: the collective library has no health service to ask
 
 
-_TORCH_WATCHDOG = "the process-group timeout passed to init_process_group"
-
 NVIDIA = Vendor(
     device_type="cuda",
     blocking_wait_env="TORCH_NCCL_BLOCKING_WAIT",
@@ -216,7 +214,6 @@ ASCEND = Vendor(
     backend="hccl",
     collective_library="HCCL",
     library_names=("libhccl.so",),
-    version_symbol=None,
     management_tool="npu-smi",
     visible_devices_env="ASCEND_RT_VISIBLE_DEVICES",
     device_node_globs=("/dev/davinci[0-9]*",),
@@ -231,7 +228,6 @@ ASCEND = Vendor(
         Knob("TORCH_HCCL_DUMP_ON_TIMEOUT", "0", "flight-recorder dump on timeout (off in torch_npu)"),
         Knob("TORCH_HCCL_BLOCKING_WAIT", "0", "1 = wait() raises after the timeout"),
     ),
-    multi_rank=None,
     per_process_memory_api="npu-smi process table (not read by ddplab yet)",
 )
 
@@ -243,7 +239,6 @@ INTEL = Vendor(
     backend="xccl",
     collective_library="oneCCL",
     library_names=("libccl.so",),
-    version_symbol=None,
     management_tool="xpu-smi",
     visible_devices_env="ZE_AFFINITY_MASK",
     device_node_globs=("/dev/dri/renderD*",),
@@ -254,7 +249,6 @@ INTEL = Vendor(
         Knob("TORCH_XCCL_HEARTBEAT_TIMEOUT_SEC", "480", "heartbeat monitor timeout"),
         Knob("TORCH_XCCL_WAIT_TIMEOUT_DUMP_MILSEC", "15000", "extra wait for the dump before abort"),
     ),
-    multi_rank=None,
 )
 
 HOST_CPU = Vendor(
@@ -265,7 +259,6 @@ HOST_CPU = Vendor(
     collective_library="Gloo",
     socket_interface_env="GLOO_SOCKET_IFNAME",
     env_names=("GLOO_DEVICE_TRANSPORT", "OMP_NUM_THREADS"),
-    knobs=(),
     # Every rank on a CPU host shares it; gloo has no objection.
     multi_rank=MultiRankRule(min_version=(0, 0, 0), enable_env={}, refusal=""),
 )

@@ -14,15 +14,13 @@ back to back on the same buffers (``--engine both``), so their difference is wha
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
+from ..library_engine import BOTH
 from ..records.library_engine import LIBRARY, TORCH
-from .common import blocking_us, pipelined_us, time_mode
-
-BOTH = "both"
+from .common import pipelined_us, time_mode
 
 
 def engine_names(engine: str) -> tuple[str, ...]:
@@ -36,6 +34,13 @@ class Caller:
     clock: object  # synchronize(); new_event()
     ready: Callable[[], None]
     timed: Callable[[int, str], float]  # (iters, mode) -> us per call
+
+    def run(self, calls: int) -> None:
+        """Untimed: after the buffers' fill, ``calls`` calls, waited for (a warmup, or the call a check reads)."""
+        self.ready()
+        for _ in range(calls):
+            self.issue()
+        self.clock.synchronize()
 
 
 def _nothing() -> None:
@@ -70,18 +75,11 @@ class LibraryEngine:
 
     def calls(self, library_calls) -> Caller:
         issue = self.comm.bind(library_calls)
-        return Caller(issue, self.comm, self.comm.follow_framework, partial(library_time, issue, self.comm))
+        timed = partial(time_mode, issue, self.comm, pipelined=pipelined_us)  # no work handles: N calls, one wait
+        return Caller(issue, self.comm, self.comm.follow_framework, timed)
 
     def close(self) -> None:
         self.comm.close()
-
-
-def library_time(issue: Callable[[], object], comm, iters: int, mode: str) -> float:
-    """nccl-tests' two modes for calls that return at once: the calls are asynchronous on the communicator's
-    stream, so pipelined is N calls then one wait (no work handles to wait for, unlike torch's)."""
-    if mode == "pipelined":
-        return pipelined_us(issue, comm, iters)
-    return statistics.fmean(blocking_us(issue, comm, iters))
 
 
 def open_engines(ctx, engine: str, shared_device: bool) -> list:

@@ -13,7 +13,6 @@ import time
 from dataclasses import asdict
 
 from ..records.ceiling import CeilingRankResult, CeilingSettings, CopyRate, DeviceCopy
-from ..records.codec import to_json
 
 SUMMARY = "device copy bandwidth (the loopback ceiling) and host<->device bandwidth"
 
@@ -21,10 +20,8 @@ SUMMARY = "device copy bandwidth (the loopback ceiling) and host<->device bandwi
 def copy_rate(runtime, size_bytes: int, iters: int = 20, src_device=None, dst_device=None) -> CopyRate:
     import torch
 
-    src = torch.empty(size_bytes, dtype=torch.uint8, device=src_device or runtime.device,
-                      pin_memory=(src_device == "cpu" and not runtime.host_only))
-    dst = torch.empty(size_bytes, dtype=torch.uint8, device=dst_device or runtime.device,
-                      pin_memory=(dst_device == "cpu" and not runtime.host_only))
+    src, dst = (torch.empty(size_bytes, dtype=torch.uint8, device=where or runtime.device,
+                            pin_memory=where == "cpu" and not runtime.host_only) for where in (src_device, dst_device))
     src.fill_(1)
     for _ in range(3):
         dst.copy_(src, non_blocking=True)
@@ -46,11 +43,6 @@ def copy_rate(runtime, size_bytes: int, iters: int = 20, src_device=None, dst_de
     return CopyRate(size_bytes=size_bytes, time_us=t, gbps=size_bytes / 1e9 / (t * 1e-6),
                     method="host perf_counter per copy" if runtime.host_only else "device events per copy",
                     iters=iters)
-
-
-def copy_gbps(runtime, size_bytes: int, iters: int = 20, src_device=None, dst_device=None) -> dict:
-    """``copy_rate`` as JSON values, for the sweep's rank until its own conversion to records (issue 11)."""
-    return to_json(copy_rate(runtime, size_bytes, iters, src_device, dst_device))
 
 
 def run(ctx) -> CeilingRankResult:

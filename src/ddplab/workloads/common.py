@@ -14,10 +14,9 @@ import statistics
 import time
 from typing import Callable
 
-from ..records.session import Distribution, Histogram
-
-MODES = ("pipelined", "blocking")
-
+from .. import timed_windows
+from ..records.session import Histogram
+from ..records.sweep import Repetition
 
 def barrier() -> None:
     import torch.distributed as dist
@@ -71,15 +70,24 @@ def pipelined_async_us(run: Callable[..., object], runtime, iters: int) -> float
     return (time.perf_counter() - t0) / iters * 1e6
 
 
-def time_mode(run: Callable[..., object], runtime, iters: int, mode: str) -> float:
+def time_mode(run: Callable[..., object], runtime, iters: int, mode: str, pipelined=pipelined_async_us) -> float:
+    """One nccl-tests measurement of ``iters`` calls. ``pipelined``: how that mode waits for them (torch's calls
+    return work handles; the library engine's calls return at once: N calls, then one wait, pipelined_us)."""
     if mode == "pipelined":
-        return pipelined_async_us(run, runtime, iters)
+        return pipelined(run, runtime, iters)
     return statistics.fmean(blocking_us(run, runtime, iters))
 
 
-def distribution(values: list[float]) -> Distribution:
-    """p50/p90/p99/max by nearest rank: each one a value that was measured."""
-    return Distribution.of(values)
+def timed_repetition(ctx, timed: Callable[[], float], meet: Callable[[], None]) -> Repetition:
+    """One measurement, ``timed()``, after the ranks ``meet()``, inside a wall-clock window the launcher's sampler
+    keeps out of (timed_windows.py)."""
+    with timed_windows.timing(ctx.status) as waited_s:
+        ctx.runtime.synchronize()  # the whole device: no engine's earlier calls run into this window
+        meet()
+        start = time.time()
+        time_us = timed()
+        end = time.time()
+    return Repetition(time_us=time_us, window=(start, end), sampler_wait_s=round(waited_s, 6))
 
 
 HISTOGRAM_EDGES_US = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000]

@@ -63,7 +63,10 @@ def usable_cores() -> int | None:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cores = os.cpu_count()
-    quota = cgroup_quota_cores(_read(CGROUP_CPU_MAX))
+    try:
+        quota = cgroup_quota_cores(CGROUP_CPU_MAX.read_text())
+    except OSError:
+        quota = None
     return min(cores, quota) if cores and quota else cores
 
 
@@ -75,11 +78,4 @@ def cgroup_quota_cores(cpu_max: str | None) -> int | None:
     try:
         return max(1, math.ceil(int(parts[0]) / int(parts[1])))
     except (ValueError, ZeroDivisionError):
-        return None
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text()
-    except OSError:
         return None

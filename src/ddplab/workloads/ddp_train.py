@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 
 from ..records.train import TrainRankResult, TrainSettings
-from .machines import job_places
+from .machines import gather_objects, job_places
 
 SUMMARY = "DDP training with gradient-synchronisation proof"
 TIMING_METHOD = ("blocking: zero_grad+forward+backward(all_reduce)+step, host perf_counter, "
@@ -40,12 +40,7 @@ def build_model(name: str):
     if name == "linear":
         return nn.Linear(10, 10), 10
     width = 1024  # 4 x (1024 x 1024 + 1024) = 4.2 M parameters, 16.8 MB of gradients per step
-    layers = []
-    for i in range(4):
-        layers.append(nn.Linear(width, width))
-        if i < 3:
-            layers.append(nn.ReLU())
-    return nn.Sequential(*layers), width
+    return nn.Sequential(*(nn.ReLU() if i % 2 else nn.Linear(width, width) for i in range(7))), width
 
 
 def make_batch(seed: int, step: int, rank: int, batch_size: int, features: int):
@@ -112,7 +107,7 @@ def run(ctx) -> TrainRankResult:
     ctx.runtime.synchronize()
     peak_bytes, peak_method = ctx.runtime.peak_memory_bytes()
     digest = _params_digest(model)
-    all_digests = _gather_digests(digest, ctx.world_size, device)  # so other machines' ranks are compared too
+    all_digests = gather_objects(digest, device)  # so other machines' ranks are compared too
     worst = max(checks, key=lambda c: c.err_concat_rel)
     noise = max(c.noise_rel for c in checks)
     # Negative control: the unsynchronised gradient (first checked step) must differ from the reference.
@@ -178,22 +173,6 @@ def _check_step(step: int, synced, reference, batches, rank: int) -> StepCheck:
         local_gap_rel=_max_diff(per_rank[rank], concat) / scale,
         ok=err_average <= GRAD_RTOL and err_concat <= GRAD_RTOL + 2 * noise,
     )
-
-
-def _gather_digests(digest: str, world_size: int, device) -> list[str]:
-    """Every rank's digest, through a plain all_gather of its 32 bytes.
-
-    Not all_gather_object: that needs numpy, which torch does not install.
-    """
-    import torch
-    import torch.distributed as dist
-
-    if dist.get_backend() == "gloo":
-        device = "cpu"  # gloo always takes host tensors; device tensors only for some collectives
-    mine = torch.tensor(list(bytes.fromhex(digest)), dtype=torch.uint8, device=device)
-    everyone = [torch.empty_like(mine) for _ in range(world_size)]
-    dist.all_gather(everyone, mine)
-    return [bytes(t.cpu().tolist()).hex() for t in everyone]
 
 
 def _params_digest(model) -> str:

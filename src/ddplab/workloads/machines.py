@@ -22,18 +22,16 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from datetime import timedelta
 from typing import Any, Callable, Mapping
 
-from .. import timed_windows
 from ..cluster.topology import comparison_groups, pair_groups
 from ..collectives.common import count_wrong, reduce_values, torch_dtype
 from ..exposure import NODE_ADDRESS_ENV
 from ..records.machines import WHOLE_JOB, GatheredJob, Group, GroupResult, RankPlace
 from ..records.storm import StormSettings
-from ..records.sweep import Repetition, SweepRankRow, SweepSettings
-from .common import pipelined_us, time_mode
+from ..records.sweep import SweepRankRow, SweepSettings
+from .common import pipelined_us, time_mode, timed_repetition
 
 Measure = Callable[[Any, Group], Any]  # (process group handle, group) -> what this member measured
 MEETING_TIMEOUT_S = 24 * 3600.0
@@ -52,7 +50,7 @@ def this_machine(environ: Mapping[str, str] = os.environ) -> str:
 
 def gather_places(ctx) -> list[RankPlace]:
     mine = RankPlace(ctx.rank, ctx.local_rank, this_machine(), socket.gethostname())
-    return sorted(_all_gather(mine, ctx.device), key=lambda p: p.rank)
+    return sorted(gather_objects(mine, ctx.device), key=lambda p: p.rank)
 
 
 def job_places(ctx) -> GatheredJob | None:
@@ -121,7 +119,7 @@ def run_in_groups(ctx, places: list[RankPlace], batches: list[list[Group]], meas
             if handle is not None and ctx.rank in group.ranks:
                 dist.destroy_process_group(handle)
     dist.destroy_process_group(meeting)
-    gathered = [r for results in _all_gather(mine, ctx.device) for r in results]
+    gathered = [r for results in gather_objects(mine, ctx.device) for r in results]
     return GatheredJob(places, [g for batch in batches for g in batch], gathered, rounds)
 
 
@@ -155,7 +153,8 @@ def _row(ctx, handle, group: Group, count: int, elem: int, dtype, s: SweepSettin
         for _ in range(s.warmup):
             run()
         ctx.runtime.synchronize()
-        repeats = [_repetition(ctx, run, handle, s) for _ in range(s.repeat)]
+        repeats = [timed_repetition(ctx, lambda: time_mode(run, ctx.runtime, s.iters, s.mode),
+                                    lambda: dist.barrier(group=handle)) for _ in range(s.repeat)]
         num_wrong = None
         if s.check:
             buf.copy_(reduce_values(ctx.rank, 0, count, dtype, ctx.device))
@@ -168,27 +167,14 @@ def _row(ctx, handle, group: Group, count: int, elem: int, dtype, s: SweepSettin
     return SweepRankRow(**row, repeats=repeats, num_wrong=num_wrong)
 
 
-def _repetition(ctx, run, handle, s: SweepSettings) -> Repetition:
-    """One timed repetition inside a window the launcher's sampler keeps out of (timed_windows.py)."""
-    import torch.distributed as dist
-
-    with timed_windows.timing(ctx.status) as waited_s:
-        ctx.runtime.synchronize()
-        dist.barrier(group=handle)
-        start = time.time()
-        time_us = time_mode(run, ctx.runtime, s.iters, s.mode)
-        end = time.time()
-    return Repetition(time_us=time_us, window=(start, end), sampler_wait_s=round(waited_s, 6))
-
-
 def _hosts(places: list[RankPlace]) -> dict[int, str]:
     return {p.rank: p.machine for p in places}
 
 
-def _all_gather(obj, device) -> list:
+def gather_objects(obj, device) -> list:
     """Every rank's ``obj``, on every rank: its pickle, padded to the longest, through two all_gathers.
 
-    Not all_gather_object: that needs numpy, which torch does not install (as ddp_train.py's digests).
+    Not all_gather_object: that needs numpy, which torch does not install.
     The ranks are this job's own, the same peers elastic already exchanges pickles with.
     """
     import ctypes

@@ -57,9 +57,6 @@ class SizePlanner:
                     host_only=self.route.host_only)
         return SizePlan(fit, need.host_bytes, self._anyone_short(fit), start)
 
-    def peak_rss(self) -> int | None:
-        return self.rss.peak()
-
     def free(self) -> None:
         """After a size: hand back what it left cached before the next one is planned. Where gloo stages device
         tensors through the host, only the device allocator's cache, after a barrier: on one H200 (torch 2.11) the

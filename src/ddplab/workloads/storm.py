@@ -20,7 +20,8 @@ import time
 from dataclasses import replace
 
 from ..records.storm import StormRankResult, StormSettings
-from .common import barrier, blocking_us, device_event_us, distribution, histogram, pipelined_us
+from ..records.session import Distribution
+from .common import barrier, blocking_us, device_event_us, histogram, pipelined_us
 from .machines import storm_groups
 
 SUMMARY = "10,000 tiny all_reduces: mean latency, per-op distribution, CPU cost, device time"
@@ -30,6 +31,7 @@ def run(ctx) -> StormRankResult:
     """The storm through the configured engine(s). With both, each pass runs through torch and then through
     the library, back to back on the same buffer; the result is torch's with the library's beside it."""
     import torch
+    import torch.distributed as dist
 
     from ..collectives.common import LibraryCall
     from .callers import close_all, open_engines
@@ -38,7 +40,7 @@ def run(ctx) -> StormRankResult:
     count = max(1, s.bytes // 4)
     buf = torch.zeros(count, dtype=torch.float32, device=ctx.device)  # sums of zeros stay zero
     engines = open_engines(ctx, s.engine, s.shared_device)
-    callers = [engine.call(_torch_all_reduce(buf)) if engine.name == "torch"
+    callers = [engine.call(lambda async_op=False: dist.all_reduce(buf, async_op=async_op)) if engine.name == "torch"
                else engine.calls((LibraryCall("all_reduce", count, send=buf, recv=buf, op="sum"),))
                for engine in engines]
     passes = [_Passes(caller) for caller in callers]
@@ -55,15 +57,6 @@ def run(ctx) -> StormRankResult:
     return replace(first, library=others[0] if others else None, machines=storm_groups(ctx, s))
 
 
-def _torch_all_reduce(buf):
-    import torch.distributed as dist
-
-    def op(async_op=False):
-        return dist.all_reduce(buf, async_op=async_op)
-
-    return op
-
-
 class _Passes:
     """One engine's storm, pass by pass (each after a barrier, as the module docstring says)."""
 
@@ -73,10 +66,7 @@ class _Passes:
         self.found: dict = {}
 
     def warm_up(self, ctx, s: StormSettings) -> None:
-        self.caller.ready()
-        for _ in range(s.warmup):
-            self.op()
-        self.clock.synchronize()
+        self.caller.run(s.warmup)
         ctx.runtime.synchronize()
 
     def pipelined(self, ctx, s: StormSettings) -> None:
@@ -111,9 +101,7 @@ class _Passes:
     def check(self, ctx, buf) -> None:
         """Correctness: the sum of 1..n."""
         buf.fill_(ctx.rank + 1)
-        self.caller.ready()
-        self.op()
-        self.clock.synchronize()
+        self.caller.run(1)
         ctx.runtime.synchronize()
         expected = ctx.world_size * (ctx.world_size + 1) / 2
         self.found["correct"] = bool((buf == expected).all())
@@ -124,9 +112,9 @@ class _Passes:
         return StormRankResult(
             mean_us=f["mean_us"],
             seed_method_us=f["seed_method_us"],
-            per_op_us=distribution(per_op),
+            per_op_us=Distribution.of(per_op),
             per_op_histogram=histogram(per_op),
-            device_us=distribution(device) if device else None,
+            device_us=Distribution.of(device) if device else None,
             cpu_user_s=f["cpu_user_s"],
             cpu_system_s=f["cpu_system_s"],
             ctx_switches=f["ctx_switches"],

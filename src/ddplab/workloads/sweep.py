@@ -19,15 +19,14 @@ per rank and the RSS measured at its start and its peak.
 
 from __future__ import annotations
 
-import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 
-from .. import collectives, timed_windows
+from .. import collectives
 from ..collectives.common import torch_dtype
 from ..records.library_engine import TORCH
 from ..records.sweep import CopyCeiling, Repetition, SweepRankResult, SweepRankRow, SweepSettings
-from .ceiling import copy_gbps
-from .common import barrier
+from .ceiling import copy_rate
+from .common import barrier, timed_repetition
 from .machines import sweep_groups
 from .memory import SizePlan, SizePlanner
 
@@ -50,14 +49,12 @@ def run(ctx) -> SweepRankResult:
     rows: list[list[SweepRankRow]] = [[] for _ in engines]  # each engine's rows, in the same order
     for name in s.ops:
         spec = collectives.get(name)
-        if n < spec.min_ranks:
+        skipped = (f"needs at least {spec.min_ranks} ranks" if n < spec.min_ranks else
+                   "gloo sends device tensors point-to-point from their device address (it stages only collectives): "
+                   "not run on a device" if planner.route.staged and not spec.staged_ok else None)
+        if skipped:
             for own in rows:
-                own.append(SweepRankRow(op=name, skipped=f"needs at least {spec.min_ranks} ranks"))
-            continue
-        if planner.route.staged and not spec.staged_ok:
-            for own in rows:
-                own.append(SweepRankRow(op=name, skipped="gloo sends device tensors point-to-point from their device "
-                                                         "address (it stages only collectives): not run on a device"))
+                own.append(SweepRankRow(op=name, skipped=skipped))
             continue
         for size in s.sizes:
             count = spec.count_for(size, n, elem)
@@ -68,14 +65,14 @@ def run(ctx) -> SweepRankResult:
                 row = SweepRankRow(op=spec.name, size_bytes=count * elem, count=count, in_place=in_place)
                 measured = ([replace(row, skipped=plan.reason, memory=plan.fit)] * len(engines) if plan.skip
                             else _one_size(ctx, engines, spec, row, dtype, s))
-                peak = planner.peak_rss()
+                peak = planner.rss.peak()
                 for own, done in zip(rows, measured):
                     own.append(_with_memory(done, plan, peak))
                 planner.free()
     close_all(engines)
     ceiling = None
     if s.ceiling_bytes and ctx.rank == 0:
-        ceiling = CopyCeiling(**copy_gbps(ctx.runtime, s.ceiling_bytes, iters=CEILING_ITERS))
+        ceiling = CopyCeiling(**asdict(copy_rate(ctx.runtime, s.ceiling_bytes, iters=CEILING_ITERS)))
     first, *others = rows
     # across machines: all_reduce again inside and between them
     return SweepRankResult(rows=first, ceiling=ceiling, library_rows=others[0] if others else None,
@@ -97,7 +94,7 @@ def _one_size(ctx, engines, spec, row: SweepRankRow, dtype, s: SweepSettings) ->
         return [replace(row, error=_error_text(exc)) for _ in engines]
     timings = [_EngineRow(engine, prepared) for engine in engines]
     for t in timings:
-        t.attempt(lambda t=t: _warm_up(ctx, t.caller, s))
+        t.attempt(lambda t=t: t.caller.run(s.warmup))
     for _ in range(s.repeat):
         for t in timings:
             t.repetition(ctx, s)
@@ -127,7 +124,7 @@ class _EngineRow:
             return None
 
     def repetition(self, ctx, s: SweepSettings) -> None:
-        repetition = self.attempt(lambda: _repetition(ctx, self.caller, s))
+        repetition = self.attempt(lambda: timed_repetition(ctx, lambda: self.caller.timed(s.iters, s.mode), barrier))
         if repetition is not None:
             self.repeats.append(repetition)
 
@@ -139,33 +136,13 @@ class _EngineRow:
         return replace(row, repeats=repeats, num_wrong=self.num_wrong)
 
 
-def _warm_up(ctx, caller, s: SweepSettings) -> None:
-    caller.ready()
-    for _ in range(s.warmup):
-        caller.issue()
-    caller.clock.synchronize()
-
-
 def _check(ctx, caller, prepared) -> int:
     """Wrong elements after one op on exact data (collectives/common.py)."""
     prepared.fill()
     ctx.runtime.synchronize()
     barrier()
-    caller.ready()
-    caller.issue()
-    caller.clock.synchronize()
+    caller.run(1)
     return prepared.wrong()
-
-
-def _repetition(ctx, caller, s: SweepSettings) -> Repetition:
-    """One nccl-tests measurement of ``iters`` ops, with its wall-clock window."""
-    with timed_windows.timing(ctx.status) as waited_s:
-        ctx.runtime.synchronize()  # the whole device: no engine's earlier calls run into this window
-        barrier()
-        start = time.time()
-        time_us = caller.timed(s.iters, s.mode)
-        end = time.time()
-    return Repetition(time_us=time_us, window=(start, end), sampler_wait_s=round(waited_s, 6))
 
 
 def _error_text(exc: Exception) -> str:
