@@ -73,7 +73,7 @@ class SweepRankRow:
 
 @dataclass(frozen=True)
 class CopyCeiling(CopyRate):
-    """A device copy of ``size_bytes`` (workloads/ceiling.py copy_gbps): what shared-device busbw is held to."""
+    """A device copy of ``size_bytes`` (workloads/ceiling.py copy_rate): what shared-device busbw is held to."""
 
 
 @dataclass(frozen=True)
