@@ -26,6 +26,7 @@ from .. import interrupts
 from ..env_vars import environ_set
 from ..files import raise_if_full
 from ..rundir import RUN_ID_ENV, RunDir
+from .exits import signal_name
 
 # Elastic keeps these; SIGINT/SIGTERM are ddplab's (see the module docstring).
 ELASTIC_SIGNALS = "SIGHUP,SIGQUIT"
@@ -117,12 +118,7 @@ def run(config, entrypoint, args: tuple, run_dir: RunDir, env: dict[str, str]) -
 def _failures(run_dir: RunDir, exc) -> dict[int, ElasticFailure]:
     failures = {}
     for rank, f in exc.failures.items():
-        sig = None
-        if f.exitcode is not None and f.exitcode < 0:
-            try:
-                sig = signal.Signals(-f.exitcode).name
-            except ValueError:
-                sig = f"signal {-f.exitcode}"
+        sig = signal_name(-f.exitcode) if f.exitcode is not None and f.exitcode < 0 else None
         failures[int(rank)] = ElasticFailure(local_rank=f.local_rank, pid=f.pid, exitcode=f.exitcode, signal=sig,
                                              message=_failure_text(f.message), timestamp=float(f.timestamp),
                                              log_tail=_log_tail(run_dir, f.local_rank))

@@ -84,10 +84,6 @@ class ExitWatch:
         with self._lock:
             return dict(self._ends)
 
-    def first_end(self) -> Exit | None:
-        ends = self.ends()
-        return min(ends.values(), key=lambda e: e.at) if ends else None
-
     def oom_evidence(self, pid: int) -> str | None:
         """Why we think the kernel's OOM killer ended ``pid``, or None."""
         events = self._cgroups.get(pid)
@@ -102,9 +98,7 @@ class ExitWatch:
             info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
             if info is not None:
                 exit_code, sig = _decode(info.si_code, info.si_status)
-        except ChildProcessError:  # not our child, or reaped already: the end is known, not how
-            _wait_gone(pid)
-        except OSError:
+        except OSError:  # ChildProcessError: not our child, or reaped already: the end is known, not how
             _wait_gone(pid)
         with self._lock:
             self._ends.setdefault(rank, Exit(pid, time.time(), exit_code, sig))
@@ -114,22 +108,30 @@ def _decode(code: int, status: int) -> tuple[int | None, str | None]:
     if code == CLD_EXITED:
         return status, None
     if code in (CLD_KILLED, CLD_DUMPED):
-        try:
-            return None, signal.Signals(status).name
-        except ValueError:
-            return None, f"signal {status}"
+        return None, signal_name(status)
     return None, None
+
+
+def signal_name(number: int) -> str:
+    """SIGKILL, SIGABRT ...; "signal N" for a number that names none."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def proc_state(pid: int) -> str | None:
+    """The state letter of ``/proc/<pid>/stat`` (R, S, T, Z...); None where the process is gone or unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
 
 
 def _wait_gone(pid: int, poll_s: float = 0.01) -> None:
     """Until ``pid`` is gone or a zombie (not a child of ours: no waitid)."""
-    while True:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return
-        except (OSError, IndexError):
-            return
+    while proc_state(pid) not in (None, "Z"):
         time.sleep(poll_s)
 
 

@@ -49,7 +49,7 @@ from ..records.supervision import Hang, MachineLoss, RankState
 from ..rundir import RunDir
 from . import states as rules
 from .beacon import HEARTBEAT_S
-from .exits import ExitWatch
+from .exits import ExitWatch, proc_state
 from .family import Family
 from . import sources
 from .sources import JOB_STORE, Files, JobStore
@@ -310,8 +310,8 @@ class Watcher:
         answered = self._wait_for_answers(request_id, running) if request_id else set()
         silent = [r for r in running if r not in answered]
         for rank in silent:  # something holds its GIL: faulthandler writes from its handler
-            if running[rank].stack_signal and not _stopped(running[rank].pid):
-                # a stopped rank (SIGSTOP, a debugger) is left as it is: resumed, it would run on and its status
+            if running[rank].stack_signal and proc_state(running[rank].pid) not in ("T", "t"):
+                # a stopped rank (T: SIGSTOP, t: a debugger) is left as it is: resumed, it would run on and its status
                 # would no longer say where it stopped
                 signal_quietly(running[rank].pid, running[rank].stack_signal)
         if silent:
@@ -344,15 +344,6 @@ class Watcher:
                 break
             time.sleep(0.05)
         return answered
-
-
-def _stopped(pid: int) -> bool:
-    """The process is stopped (state T: SIGSTOP, or t: a debugger)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
-    except (OSError, IndexError):
-        return False
 
 
 def _is_ours(state: RankState) -> bool:
