@@ -11,6 +11,7 @@ heartbeat: a lower bound, never evidence.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 from dataclasses import dataclass, field
@@ -142,10 +143,7 @@ def _novel_last_call(ranks: dict[int, RankEvidence], by_rank: dict[int, dict[int
                   and ev.phase not in ("finished", "failed")]
     if not unrecorded:
         return None
-    suspects = []
-    for r, calls in by_rank.items():
-        if calls and _is_new_to(calls, max(calls)):
-            suspects.append(r)
+    suspects = [r for r, calls in by_rank.items() if calls and _is_new_to(calls, max(calls))]
     if not suspects:
         return None
     r = suspects[0]
@@ -173,8 +171,11 @@ def never_reached_init(ranks: dict[int, RankEvidence]) -> Finding | None:
     return Finding(absent, "never-reached-init",
                    f"rank(s) {_list(absent)} never reached init_process_group; rank(s) {_list(in_init + joined)} "
                    f"waited in {waits_in}",
-                   {"pg": None, "seq": None, "op": "init_process_group", "input_sizes": None, "dtypes": None},
-                   evidence)
+                   init_call(), evidence)
+
+
+def init_call() -> dict:
+    return {"pg": None, "seq": None, "op": "init_process_group", "input_sizes": None, "dtypes": None}
 
 
 def _joined(ev: RankEvidence) -> bool:
@@ -230,18 +231,16 @@ def _verdict_from_analyzer(found, ranks: dict[int, RankEvidence]) -> Finding | N
     return None
 
 
-class _quiet:
+@contextlib.contextmanager
+def _quiet(name: str):
     """torch's analyzer logs every finding to stderr (and resets its logger's level when it
     is imported); ddplab reports findings itself, so a filter drops the analyzer's records."""
-
-    def __init__(self, name: str):
-        self.logger = logging.getLogger(name)
-
-    def __enter__(self):
-        self.logger.addFilter(_drop)
-
-    def __exit__(self, *exc):
-        self.logger.removeFilter(_drop)
+    logger = logging.getLogger(name)
+    logger.addFilter(_drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(_drop)
 
 
 def _drop(record: logging.LogRecord) -> bool:

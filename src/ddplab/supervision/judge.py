@@ -27,7 +27,7 @@ import re
 from ..records.supervision import Analyzer, CollectiveCall, Culprit, Hang
 from . import flight, states
 from .evidence import RankEvidence
-from .flight import ANALYZER, Finding
+from .flight import ANALYZER, Finding, _list
 
 SAME_BUG_WINDOW_S = 1.0  # ranks failing the same way this close to the first: one bug everywhere
 STALE_S = 2.0  # a rank not heard for this long when a hang is declared is frozen (the watcher's STALE_S)
@@ -101,7 +101,7 @@ def _at_start(ev: RankEvidence) -> bool:
 def _failed_at_start(evidence: dict[int, RankEvidence], own: list[tuple[float, int]]) -> Finding | None:
     if not own or _collectives_done(evidence) or not _at_start(evidence[own[0][1]]):
         return None
-    ranks = _same_bug(evidence, own, lambda ev: _at_start(ev))
+    ranks = _same_bug(evidence, own, _at_start)
     lines = [f"rank {r}: {_how_it_failed(evidence[r])}" for r in ranks]
     return Finding(ranks, "failed-at-start", f"rank(s) {_list(ranks)} failed at start, before any collective: "
                    + "; ".join(_how_it_failed(evidence[r]) for r in ranks), None, lines + _others(evidence, ranks))
@@ -179,7 +179,7 @@ def _how_it_failed(ev: RankEvidence) -> str:
 
 def _collective_missed(evidence: dict[int, RankEvidence], culprits: list[int]) -> dict | None:
     """The collective the others entered that the culprits never reached, where the flight records say."""
-    found = flight.behind({r: ev for r, ev in evidence.items()})
+    found = flight.behind(evidence)
     if found and set(found.ranks) <= set(culprits) and found.collective and found.collective.get("seq"):
         return found.collective
     return None
@@ -212,7 +212,7 @@ def _waiting(evidence: dict[int, RankEvidence], expected: list[int] | None, hang
         return Finding(frozen, "frozen", f"rank(s) {_list(frozen)}: heartbeat stopped for more than {STALE_S:.0f} s "
                        "when the hang was declared (paused: SIGSTOP, a debugger; a machine cut off; or something "
                        "holds its GIL: its stacks are in fatal.txt where it could write them)",
-                       evidence=[f"rank {r}: {evidence[r].state()}" for r in sorted(evidence) if r in evidence])
+                       evidence=_others(evidence, ()))
     found = flight.behind(evidence) or flight.never_reached_init(evidence)
     if found:
         return found
@@ -232,10 +232,9 @@ def _waiting(evidence: dict[int, RankEvidence], expected: list[int] | None, hang
     if kind == "stuck-together":  # no rank stands out: naming them all would blame the innocent
         where = ", ".join(sorted({ev.torch_call or ev.phase or "unknown" for ev in evidence.values()}))
         return Finding([], kind, f"no rank stands out: {why}; every rank in {where}{_library_aborts(evidence)}",
-                       evidence=[f"rank {r}: {evidence[r].state()}" for r in sorted(evidence)])
+                       evidence=_others(evidence, ()))
     return Finding(ranks, kind, f"rank(s) {_list(ranks)} {why}" if ranks else why,
-                   _init_call() if kind == "never-reached-init" else None,
-                   [f"rank {r}: {evidence[r].state()}" for r in sorted(evidence)])
+                   flight.init_call() if kind == "never-reached-init" else None, _others(evidence, ()))
 
 
 def _library_aborts(evidence: dict[int, RankEvidence]) -> str:
@@ -250,18 +249,12 @@ def _library_aborts(evidence: dict[int, RankEvidence]) -> str:
             f"output)")
 
 
-def _init_call() -> dict:
-    return {"pg": None, "seq": None, "op": "init_process_group", "input_sizes": None, "dtypes": None}
-
-
 # ---------------------------------------------------------------------------------------- the record
 
 def _culprit(finding: Finding, analyzer: dict, evidence: dict[int, RankEvidence],
              hosts: dict[int, str | None] | None) -> Culprit:
     call = finding.collective
-    machines = None
-    if hosts is not None:
-        machines = {r: hosts.get(r) for r in finding.ranks}
+    machines = None if hosts is None else {r: hosts.get(r) for r in finding.ranks}
     return Culprit(ranks=list(finding.ranks), kind=finding.kind, reason=finding.reason,
                    collective=None if call is None else CollectiveCall(
                        pg=call.get("pg"), seq=call.get("seq"), op=call.get("op"), input_sizes=call.get("input_sizes"),
@@ -270,7 +263,3 @@ def _culprit(finding: Finding, analyzer: dict, evidence: dict[int, RankEvidence]
                    analyzer=Analyzer(tool=analyzer.get("tool", ANALYZER), status=analyzer.get("status", "not run"),
                                      why=analyzer.get("why"), error=analyzer.get("error")),
                    hosts=machines)
-
-
-def _list(ranks) -> str:
-    return ", ".join(str(r) for r in ranks)

@@ -103,18 +103,18 @@ def name_culprits(states: dict[int, RankState], local_count: int, now: float,
                   stale_s: float, expected: list[int] | None = None) -> tuple[list[int], str]:
     """The ranks holding the others up, and why, from a snapshot of this machine's ranks' status (or of the
     whole job's, read from its store: then ``expected`` is every rank of the job)."""
-    unseen = _not_started(states, local_count, expected)
-    if unseen:
-        return unseen
-    frozen = frozen_ranks(states, now, stale_s)
-    if frozen:
-        return frozen, f"heartbeat stopped for more than {stale_s:.0f} s (process paused or wedged)"
-    return _holding_up(states, waiting_phases=("in-collective",))
+    return (_not_started(states, local_count, expected) or _frozen(states, now, stale_s)
+            or _holding_up(states, waiting_phases=("in-collective",)))
 
 
 def frozen_ranks(states: dict[int, RankState], now: float, stale_s: float) -> list[int]:
     """Ranks still running (not ended) whose heartbeat has not been heard for more than ``stale_s``."""
     return sorted(r for r, s in states.items() if s.phase not in END_PHASES and now - s.heartbeat > stale_s)
+
+
+def _frozen(states: dict[int, RankState], now: float, stale_s: float) -> tuple[list[int], str] | None:
+    frozen = frozen_ranks(states, now, stale_s)
+    return (frozen, f"heartbeat stopped for more than {stale_s:.0f} s (process paused or wedged)") if frozen else None
 
 
 def name_culprits_after_exit(states: dict[int, RankState], local_count: int,
@@ -247,9 +247,9 @@ def name_culprits_after_failure(states: dict[int, RankState], local_count: int, 
     stop without a last word, and a failed rank's beat stopped because it ended. Where last words cannot tell
     the ranks apart (all inside one collective), the ranks that failed are named: they ended the wait."""
     here = states if mine is None else {r: s for r, s in states.items() if r in mine}
-    frozen = frozen_ranks(here, now, stale_s)
+    frozen = _frozen(here, now, stale_s)
     if frozen:
-        return frozen, f"heartbeat stopped for more than {stale_s:.0f} s (process paused or wedged)"
+        return frozen
     culprits, why = name_culprits_after_exit(states, local_count, expected)
     if failed and why == ALL_IN_ONE_COLLECTIVE:  # no rank stands out: every one waited in it together
         return sorted(failed), "failed inside the collective the others waited in with it"
