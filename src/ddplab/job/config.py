@@ -39,13 +39,6 @@ class Target:
         program, so that nothing of the program's is read as an option of ours or torchrun's."""
         return [*self._flag(), "--", self.name, *self.args]
 
-    def command_line(self) -> str:
-        """The program as the user would run it alone (one rank of it)."""
-        import shlex
-
-        prefix = {"script": ["python"], "module": ["python", "-m"], "command": []}[self.kind]
-        return shlex.join([*prefix, self.name, *self.args])
-
     def _flag(self) -> list[str]:
         return {"script": [], "module": ["-m"], "command": ["--no-python"]}[self.kind]
 
@@ -140,19 +133,10 @@ class UserJobConfig:
             if name in TARGET_OPTIONS or value is None or value is False or value == []:
                 continue
             flag = "--" + name.replace("_", "-")
-            if value is True:
-                out.append(flag)
-            else:
-                out.append(f"{flag}={argv_text(value)}")
+            out.append(flag if value is True else f"{flag}={argv_text(value)}")
         out.append(f"--hang-timeout={number_text(self.hang_timeout_s or 0)}")
         if self.out is not None:
             out.append(f"--out={self.out}")
         if self.ras:
             out.append("--ras")
         return out + self.target.launch_argv()
-
-    def command_line(self) -> str:
-        """`ddplab launch ...`: what reproduces this job."""
-        import shlex
-
-        return shlex.join(["ddplab", "launch", *self.to_argv()])

@@ -128,10 +128,8 @@ def format_all_stacks() -> str:
     """Every thread's Python stack, named, main thread first."""
     names = {t.ident: t.name for t in threading.enumerate()}
     main = threading.main_thread().ident
-    out = []
-    for ident, frame in sorted(sys._current_frames().items(), key=lambda kv: kv[0] != main):
-        out.append(f"Thread {names.get(ident, '?')} ({ident}):\n{''.join(traceback.format_stack(frame))}")
-    return "\n".join(out)
+    return "\n".join(f"Thread {names.get(ident, '?')} ({ident}):\n{''.join(traceback.format_stack(frame))}"
+                     for ident, frame in sorted(sys._current_frames().items(), key=lambda kv: kv[0] != main))
 
 
 def _in_process_group() -> bool:

@@ -96,10 +96,6 @@ class Family:
     def alive(self) -> list[Member]:
         return [m for m in self.members.values() if m.alive()]
 
-    def beyond_ranks(self) -> list[Member]:
-        """Members that are not ranks: what the ranks started."""
-        return [m for m in self.alive() if m.pid not in self.rank_pids]
-
     def end(self, members: list[Member], grace_s: float = GRACE_S) -> tuple[list[int], list[int], list[int]]:
         """SIGCONT and SIGTERM ``members``, SIGKILL what is left after ``grace_s``: (terminated, killed, survived)
         pids. Each is signalled only while it is still the process that was seen (start time)."""
