@@ -120,9 +120,6 @@ class Rank:
     def beacon(self):
         return self.life.beacon
 
-    def arm(self) -> None:
-        self.life.arm()
-
     def exec_command(self, target: Target) -> None:
         """--no-python: nothing of ours survives exec but the guard's PR_SET_PDEATHSIG."""
         beacon = self.life.start_beacon(phase="exec")
@@ -231,7 +228,7 @@ def _note_late_sigterm(signum, frame) -> None:
 def main(argv: list[str] | None = None) -> None:
     target = Target.from_boot_argv(sys.argv[1:] if argv is None else argv)
     rank = Rank(RunDir.from_environ())
-    rank.arm()
+    rank.life.arm()
     if target.kind == "command":
         rank.exec_command(target)
     rank.run_target(target)

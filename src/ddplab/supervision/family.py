@@ -76,22 +76,22 @@ class Family:
         """Take in the ranks and their descendants now alive; written for the guardian when it changed."""
         self.rank_pids |= set(rank_pids.values())
         for pid in rank_pids.values():
-            self._take(pid)
+            self.take(pid)
             try:
                 for child in psutil.Process(pid).children(recursive=True):
-                    self._take(child.pid)
+                    self.take(child.pid)
                     self._descendants.add(child.pid)
             except psutil.Error:
                 continue
         for pid in self._launchers_adopted():
-            self._take(pid)
+            self.take(pid)
         if set(self.members) != self._written:
             self._write()
 
     def marked(self) -> None:
         """Take in every process carrying the run id (a scan of every process: at teardown only)."""
         for pid in run_processes(self.run.run_id):
-            self._take(pid)
+            self.take(pid)
 
     def alive(self) -> list[Member]:
         return [m for m in self.members.values() if m.alive()]
@@ -132,10 +132,8 @@ class Family:
                 self._adopted.discard(pid)
 
     def take(self, pid: int) -> None:
-        """A process proven to be the job's by other evidence (a rank's own status file)."""
-        self._take(pid)
-
-    def _take(self, pid: int) -> None:
+        """A process of the job: a rank, its descendant, one carrying the run id, or one proven the job's by other
+        evidence (a rank's own status file)."""
         if pid in self.members or pid == self.launcher:
             return
         ticks = start_ticks(pid)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
 
 from .. import interrupts
@@ -37,7 +37,6 @@ class Meeting:
     exposure: Exposure
     local_addr: str | None = None
     across_machines: bool = False
-    extra: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
