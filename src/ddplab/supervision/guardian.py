@@ -19,6 +19,7 @@ else), to start in tens of milliseconds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -81,19 +82,15 @@ def end(processes: dict[int, int | None]) -> dict[str, list[int]]:
     live = {p: t for p, t in processes.items() if still(p, t)}
     for pid in live:
         for sig in (signal.SIGCONT, signal.SIGTERM):
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, sig)
-            except OSError:
-                pass
     deadline = time.monotonic() + GRACE_S
     while time.monotonic() < deadline and any(still(p, t) for p, t in live.items()):
         time.sleep(0.05)
     killed = [p for p, t in live.items() if still(p, t)]
     for pid in killed:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
     return {"terminated": sorted(set(live) - set(killed)), "killed": sorted(killed)}
 
 
@@ -123,12 +120,10 @@ def main(argv: list[str]) -> int:
     if said.strip() == DONE:
         return 0
     report = sweep(run_dir, run_id)
-    try:
+    with contextlib.suppress(OSError):
         tmp = run_dir / f".guardian.json.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(report))
         os.replace(tmp, run_dir / "guardian.json")
-    except OSError:
-        pass
     return 0
 
 

@@ -287,11 +287,9 @@ class Guardian:
     def __exit__(self, *exc) -> None:
         if self.proc is None:
             return
-        try:
+        with contextlib.suppress(OSError):
             self.proc.stdin.write(b"done")
             self.proc.stdin.close()
-        except OSError:
-            pass
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
