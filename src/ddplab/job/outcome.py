@@ -96,5 +96,4 @@ def _existing(path) -> str | None:
 
 
 def _torch_version() -> str | None:
-    module = sys.modules.get("torch")
-    return getattr(module, "__version__", None)
+    return getattr(sys.modules.get("torch"), "__version__", None)

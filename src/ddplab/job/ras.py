@@ -149,9 +149,8 @@ class _Reader:
 
     def line(self, deadline: float) -> str:
         """One line (the service's short replies), or TimeoutError at the deadline."""
-        while b"\n" not in self.buffer:
-            if not self._more(deadline):
-                break
+        while b"\n" not in self.buffer and self._more(deadline):
+            pass
         line, _, self.buffer = self.buffer.partition(b"\n")
         return line.decode("utf-8", "replace")
 

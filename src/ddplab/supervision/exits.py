@@ -152,10 +152,9 @@ def memory_events_file(pid: int | str) -> str | None:
 def oom_kills(events_file: str) -> int | None:
     """The ``oom_kill`` count of a cgroup v2 ``memory.events`` file."""
     try:
-        text = Path(events_file).read_text()
+        return parse_oom_kills(Path(events_file).read_text())
     except OSError:
         return None
-    return parse_oom_kills(text)
 
 
 def parse_oom_kills(text: str) -> int | None:

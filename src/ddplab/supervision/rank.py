@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import faulthandler
+import json
 import os
 import signal
 import sys
@@ -129,8 +130,6 @@ class RankLife:
         flight record and stacks."""
         from ..records.codec import to_json
         from ..records.supervision import RankError
-
-        import json
 
         error = RankError(rank=self.rank, type=type(exc).__name__, message=str(exc), traceback=text, at=time.time())
         _quietly(lambda: write_text_atomic(self.run.error_file(self.rank), json.dumps(to_json(error)),
