@@ -35,8 +35,7 @@ class CleanConfig:
     def __post_init__(self):
         check_fields(self)
 
-    def to_argv(self) -> list[str]:
-        return argv_of(self)
+    to_argv = argv_of  # the command line that gives this config back
 
 
 Config, Record = CleanConfig, CleanRecord

@@ -96,8 +96,7 @@ class LaunchOptions:
                     "--mps: the sharing daemon is started by ddplab's launcher, and torchrun is the launcher here")
             object.__setattr__(self, "sharing_daemon", "off")  # auto: none can be started by one rank for all
 
-    def to_argv(self) -> list[str]:
-        return argv_of(self)
+    to_argv = argv_of  # the command line that gives this config back
 
     @staticmethod
     def json_upgrade(data: dict) -> dict:

@@ -11,6 +11,7 @@ output ddplab could not write is refused at once rather than after the run.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import uuid
@@ -185,7 +186,5 @@ def _fsync_directory(directory: Path) -> None:
 
 
 def _remove_quietly(path: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass

@@ -19,6 +19,7 @@ killer; a single-size stage is refused before it starts (``require_fits``).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import re
@@ -329,10 +330,8 @@ def trim_heap() -> None:
         return
     import ctypes
 
-    try:
+    with contextlib.suppress(OSError, AttributeError):  # not glibc (musl has no malloc_trim)
         ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
-        pass
 
 
 class PeakRss:

@@ -5,6 +5,7 @@ decides from these facts which processes are orphans; the supervisor and the dri
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
@@ -68,13 +69,11 @@ def program_name(argv: Sequence[str]) -> str:
 
 def ns_pid(pid: int) -> int | None:
     """The pid a process has inside its own PID namespace (what its os.getpid() returns)."""
-    try:
+    with contextlib.suppress(OSError, ValueError, IndexError):
         with open(f"/proc/{pid}/status") as f:
             for line in f:
                 if line.startswith("NSpid:"):
                     return int(line.split()[-1])
-    except (OSError, ValueError, IndexError):
-        pass
     return None
 
 

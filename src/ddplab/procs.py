@@ -26,6 +26,7 @@ an orphan, ended only when the user names it (`ddplab clean --pid N`).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import time
@@ -266,11 +267,9 @@ def refuse_to_name(pid: int) -> str | None:
     me = psutil.Process()
     if pid == me.pid:
         return "ddplab itself"
-    try:
+    with contextlib.suppress(psutil.Error):
         if pid in {p.pid for p in me.parents()}:
             return "an ancestor of this ddplab process (ending it would end this command)"
-    except psutil.Error:
-        pass
     if not psutil.pid_exists(pid):
         return "not a running process"
     return None
@@ -366,7 +365,5 @@ def still_holding(monitor: DeviceMonitor, pids: Sequence[int], wait_s: float = 5
 
 
 def _send(proc: psutil.Process, how: str) -> None:
-    try:
+    with contextlib.suppress(psutil.NoSuchProcess):
         getattr(proc, how)()
-    except psutil.NoSuchProcess:
-        pass

@@ -4,6 +4,7 @@ one that may be gone, wait until some are gone, and a run's processes still aliv
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Sequence
@@ -18,10 +19,8 @@ LEAK_WAIT_S = 3.0
 
 def signal_quietly(pid: int, sig: int) -> None:
     """Send ``sig`` to a process that may already be gone."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def run_processes(run_id: str) -> list[int]:

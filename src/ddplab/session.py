@@ -10,6 +10,7 @@ objects (the drills read the run directory and the failures).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -113,10 +114,8 @@ def _tell_the_guardian(run: RunDir, daemon) -> None:
 
     entry = daemon.guardian_entry() if hasattr(daemon, "guardian_entry") else None
     if entry is not None:
-        try:
+        with contextlib.suppress(Exception):  # the daemon is stopped in the launcher's finally all the same
             write_text_atomic(run.daemons_file, json.dumps([entry]))
-        except Exception:  # noqa: BLE001 - the daemon is stopped in the launcher's finally all the same
-            pass
 
 
 def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: Observer = QUIET,

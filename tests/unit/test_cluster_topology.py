@@ -1,42 +1,13 @@
-"""Ranks to machines: intra- and inter-machine pairs, and the order of machine-pair tests."""
+"""Ranks to machines, and the order of machine-pair tests."""
 
 from itertools import combinations
 
 import pytest
 
-from ddplab.cluster.topology import (
-    INTER,
-    INTRA,
-    UNKNOWN,
-    MachinePair,
-    classify_pairs,
-    group_kind,
-    machines,
-    pair_kind,
-    pairwise_plan,
-)
+from ddplab.cluster.topology import MachinePair, machines, pairwise_plan
 
 # 2 machines x 2 ranks, as the netns tests run them; machines named by address
 TWO_BY_TWO = {0: "10.9.0.1", 1: "10.9.0.1", 2: "10.9.0.2", 3: "10.9.0.2"}
-
-
-def test_pairs_on_one_machine_are_intra_and_across_are_inter():
-    assert classify_pairs(TWO_BY_TWO) == {(0, 1): INTRA, (0, 2): INTER, (0, 3): INTER,
-                                          (1, 2): INTER, (1, 3): INTER, (2, 3): INTRA}
-    assert pair_kind(3, 2, TWO_BY_TWO) == INTRA  # order does not matter
-
-
-def test_a_rank_without_a_known_machine_is_unknown_never_guessed():
-    hosts = {**TWO_BY_TWO, 3: None}
-    assert pair_kind(2, 3, hosts) == UNKNOWN and pair_kind(0, 9, hosts) == UNKNOWN
-    assert group_kind([0, 1, 2, 3], hosts) == UNKNOWN
-    kinds = list(classify_pairs(hosts).values())
-    assert (kinds.count(INTRA), kinds.count(INTER), kinds.count(UNKNOWN)) == (1, 2, 3)
-
-
-def test_a_collective_is_inter_machine_as_soon_as_it_spans_two():
-    assert group_kind([0, 1], TWO_BY_TWO) == INTRA
-    assert group_kind([0, 1, 2], TWO_BY_TWO) == INTER
 
 
 def test_machines_are_listed_in_node_order_with_their_ranks():

@@ -14,6 +14,7 @@ says so in its report (``injected``) and in its status line.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from dataclasses import replace
@@ -107,10 +108,8 @@ class Leftover:
         try:
             os.waitpid(self.pid, 0)
         except ChildProcessError:
-            try:
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.TimeoutExpired):
                 self._proc.wait(timeout=5)
-            except (psutil.NoSuchProcess, psutil.TimeoutExpired):
-                pass
 
     def describe(self) -> str:
         return f"leftover: pid {self.pid}, a rank of run {self.run_id} whose launcher exited"

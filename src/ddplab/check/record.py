@@ -11,9 +11,8 @@ import enum
 from dataclasses import dataclass, field
 
 from ..records import Check, Verdict
+from ..records.codec import OMIT
 from ..records.run import StageRecord
-
-OMIT = {"omit_none": True}
 
 
 class Status(str, enum.Enum):

@@ -6,7 +6,7 @@
   independent world-size-1 jobs, in words.
 - ``status_store``: each rank's status published through the job's own store, read by global
   rank from any machine.
-- ``topology``: which ranks share a machine; intra- and inter-machine pairs; the order in
+- ``topology``: which ranks share a machine; the groups that tell them apart; the order in
   which to test machine pairs.
 
 Nothing here names a vendor; the platform layer supplies the socket-interface variables.

@@ -55,10 +55,6 @@ class LaunchContext:
         """ddplab launchers this launcher starts on one node (ddplab wants exactly one)."""
         return self.local_processes or 1
 
-    def to_dict(self) -> dict:
-        return {name: (list(value) if isinstance(value, tuple) else value)
-                for name, value in self.__dict__.items()}
-
 
 def detect(environ: Mapping[str, str]) -> LaunchContext:
     """The innermost launcher that started this process, and what it says about the job."""
@@ -102,8 +98,10 @@ class _EnvReader:
     def _name_of(self, value: str, names: tuple[str, ...]) -> str:
         return next(n for n in names if self.used.get(n) == value)
 
-    def evidence(self) -> tuple[str, ...]:
-        return tuple(f"{k}={v}" for k, v in self.used.items())
+    def context(self, launcher: str, role: str, **read) -> LaunchContext:
+        """What was read, with the variables that said so (NAME=value) and the notes."""
+        return LaunchContext(launcher, role, **read, evidence=tuple(f"{k}={v}" for k, v in self.used.items()),
+                             notes=tuple(self.notes))
 
 
 def _torchrun(environ: Mapping[str, str]) -> LaunchContext | None:
@@ -111,12 +109,11 @@ def _torchrun(environ: Mapping[str, str]) -> LaunchContext | None:
         return None
     r = _EnvReader(environ)
     run_id = r.text("TORCHELASTIC_RUN_ID")
-    return LaunchContext(
+    return r.context(
         TORCHRUN, ONE_PER_RANK, processes=r.integer("WORLD_SIZE"), process_index=r.integer("RANK"),
         local_processes=r.integer("LOCAL_WORLD_SIZE"), local_index=r.integer("LOCAL_RANK"),
         nnodes=r.integer("GROUP_WORLD_SIZE"), node_rank=r.integer("GROUP_RANK"),
-        endpoint_host=r.text("MASTER_ADDR"), endpoint_port=r.integer("MASTER_PORT"), job_id=run_id,
-        evidence=r.evidence(), notes=tuple(r.notes))
+        endpoint_host=r.text("MASTER_ADDR"), endpoint_port=r.integer("MASTER_PORT"), job_id=run_id)
 
 
 def _open_mpi(environ: Mapping[str, str]) -> LaunchContext | None:
@@ -154,10 +151,9 @@ def _mpi_context(r: _EnvReader, size, rank, local_size, local_rank) -> LaunchCon
     if endpoint is None:
         r.notes.append("mpirun does not say where rank 0 runs: give --rdzv-endpoint HOST:PORT, HOST being the first "
                        "host of your hostfile or -H list")
-    return LaunchContext(MPIRUN, _role(local_size), processes=size,
-                         process_index=rank, local_processes=local_size, local_index=local_rank, nnodes=nnodes,
-                         node_rank=node_rank, endpoint_host=endpoint, hosts=hosts, job_id=r.text("PMIX_NAMESPACE"),
-                         evidence=r.evidence(), notes=tuple(r.notes))
+    return r.context(MPIRUN, _role(local_size), processes=size, process_index=rank, local_processes=local_size,
+                     local_index=local_rank, nnodes=nnodes, node_rank=node_rank, endpoint_host=endpoint, hosts=hosts,
+                     job_id=r.text("PMIX_NAMESPACE"))
 
 
 def _srun(environ: Mapping[str, str]) -> LaunchContext | None:
@@ -170,11 +166,9 @@ def _srun(environ: Mapping[str, str]) -> LaunchContext | None:
     node_rank = r.integer("SLURM_NODEID")
     local = _tasks_on_node(r, node_rank, processes, nnodes)
     hosts, endpoint = _slurm_hosts(r, step=True)
-    return LaunchContext(SRUN, _role(local), processes=processes,
-                         process_index=r.integer("SLURM_PROCID"), local_processes=local,
-                         local_index=r.integer("SLURM_LOCALID"), nnodes=nnodes, node_rank=node_rank,
-                         endpoint_host=endpoint, hosts=hosts, job_id=r.text("SLURM_JOB_ID", "SLURM_JOBID"),
-                         evidence=r.evidence(), notes=tuple(r.notes))
+    return r.context(SRUN, _role(local), processes=processes, process_index=r.integer("SLURM_PROCID"),
+                     local_processes=local, local_index=r.integer("SLURM_LOCALID"), nnodes=nnodes, node_rank=node_rank,
+                     endpoint_host=endpoint, hosts=hosts, job_id=r.text("SLURM_JOB_ID", "SLURM_JOBID"))
 
 
 def _slurm_allocation(environ: Mapping[str, str]) -> LaunchContext | None:
@@ -183,10 +177,9 @@ def _slurm_allocation(environ: Mapping[str, str]) -> LaunchContext | None:
     r = _EnvReader(environ)
     hosts, endpoint = _slurm_hosts(r, step=False)
     nnodes = r.integer("SLURM_NNODES", "SLURM_JOB_NUM_NODES")
-    return LaunchContext(SLURM_ALLOCATION, ONE_PER_NODE, processes=1, process_index=0, local_processes=1,
-                         local_index=0, nnodes=nnodes, node_rank=0 if nnodes == 1 else None, endpoint_host=endpoint,
-                         hosts=hosts, job_id=r.text("SLURM_JOB_ID", "SLURM_JOBID"), evidence=r.evidence(),
-                         notes=tuple(r.notes))
+    return r.context(SLURM_ALLOCATION, ONE_PER_NODE, processes=1, process_index=0, local_processes=1, local_index=0,
+                     nnodes=nnodes, node_rank=0 if nnodes == 1 else None, endpoint_host=endpoint, hosts=hosts,
+                     job_id=r.text("SLURM_JOB_ID", "SLURM_JOBID"))
 
 
 def _role(local_processes: int | None) -> str:

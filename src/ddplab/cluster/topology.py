@@ -1,10 +1,10 @@
-"""Which ranks share a machine, and what that makes of each pair of ranks: pure helpers for reports.
+"""Which ranks share a machine, and the groups of ranks that tell machines apart: pure helpers for reports.
 
 A report aggregated across machines separates what stays inside a machine (shared memory, the
 device links) from what crosses the network. Everything here works from one mapping, global rank
 -> machine (``StatusReader`` gives it: ``{rank: view.host}``; a machine is named by its address
 toward the endpoint where known, since namespaces and containers may share one hostname). A rank
-with no known machine makes its pairs ``UNKNOWN``, never a guess.
+with no known machine belongs to none.
 
 ``pairwise_plan`` orders the machine-pair tests that find a slow or broken machine: every pair
 once, in rounds of disjoint pairs (a round-robin tournament), so the pairs of one round can run
@@ -17,12 +17,9 @@ tell the machines' insides from the network between them (workloads/machines.py 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import combinations
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from ..records.machines import INTER, INTRA, PAIR, WHOLE_JOB, Group
-
-UNKNOWN = "unknown"
 
 
 def machines(hosts: Mapping[int, str | None]) -> dict[str, list[int]]:
@@ -32,26 +29,6 @@ def machines(hosts: Mapping[int, str | None]) -> dict[str, list[int]]:
         if hosts[rank] is not None:
             by_machine.setdefault(hosts[rank], []).append(rank)
     return by_machine
-
-
-def pair_kind(a: int, b: int, hosts: Mapping[int, str | None]) -> str:
-    host_a, host_b = hosts.get(a), hosts.get(b)
-    if host_a is None or host_b is None:
-        return UNKNOWN
-    return INTRA if host_a == host_b else INTER
-
-
-def group_kind(ranks: Iterable[int], hosts: Mapping[int, str | None]) -> str:
-    """A collective over ``ranks``: inside one machine, or across the network."""
-    seen = [hosts.get(r) for r in ranks]
-    if any(h is None for h in seen):
-        return UNKNOWN
-    return INTRA if len(set(seen)) <= 1 else INTER
-
-
-def classify_pairs(hosts: Mapping[int, str | None]) -> dict[tuple[int, int], str]:
-    """Every unordered pair of ranks (a < b) -> INTRA, INTER or UNKNOWN."""
-    return {(a, b): pair_kind(a, b, hosts) for a, b in combinations(sorted(hosts), 2)}
 
 
 @dataclass(frozen=True)

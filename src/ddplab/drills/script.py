@@ -35,6 +35,7 @@ accelerator's default backend, or gloo on the host, as a typical torchrun script
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -74,26 +75,22 @@ def _write(name: str, value) -> None:
     folder = _rank_dir()
     if folder is None:
         return
-    try:
+    with contextlib.suppress(OSError):
         os.makedirs(folder, exist_ok=True)
         tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
         with open(tmp, "w") as f:
             json.dump(value, f)
         os.replace(tmp, os.path.join(folder, name))
-    except OSError:
-        pass
 
 
 def announce(rank: int, what: str) -> None:
     at = time.time()
-    try:
+    with contextlib.suppress(ImportError):
         from ddplab.supervision.beacon import current
 
         beacon = current()
         if beacon is not None:  # the drill reads it there, on every machine of the job
             beacon.note(injected=what, injected_at=at)
-    except ImportError:
-        pass
     print(f"[rank {rank}] injecting fault: {what} at {at:.3f}", flush=True)
 
 

@@ -28,7 +28,7 @@ import importlib
 from types import ModuleType
 
 from ..errors import invalid_choice
-from ..records import Check, Report, Verdict
+from ..records import Check
 from ..records.core import make_report, platform_of, verdict_of
 
 MEASUREMENTS: dict[str, str] = {
@@ -59,14 +59,7 @@ def get(name: str):
     return importlib.import_module(MEASUREMENTS[name])
 
 
-def verdict(measurement, record) -> Verdict:
-    return verdict_of(measurement, record)
-
-
-def report(measurement, config, record) -> Report:
-    """The JSON document of one measurement: its config, the platform, the record, its checks and the verdict
-    they give (records.core.make_report)."""
-    return make_report(measurement, config, record)
-
+verdict = verdict_of
+report = make_report  # the JSON document of one measurement: its config, the platform, the record, its checks
 
 __all__ = ["Check", "MEASUREMENTS", "get", "make_report", "platform_of", "register", "report", "verdict"]

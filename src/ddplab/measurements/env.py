@@ -74,11 +74,10 @@ def plan_two_ranks(platform, placement: str) -> TwoRankPlan:
         p = plan(LaunchOptions(nproc=PLAN_RANKS, placement=placement), platform)
     except DdplabError as exc:
         return TwoRankPlan(PLAN_RANKS, False, exc.message, error=exc.reference)
-    considered = [ConsideredSetup(o.setup, o.backend, o.sharing_daemon, o.chosen, o.why) for o in p.considered]
     return TwoRankPlan(PLAN_RANKS, p.expected_failure is None, p.backend_reason,
                        planned=PlannedSetup(backend=p.backend, env=dict(p.env), warnings=list(p.warnings),
                                             memory_fraction=p.memory_fraction, sharing_daemon=p.sharing_daemon,
-                                            considered=considered))
+                                            considered=[ConsideredSetup(**vars(o)) for o in p.considered]))
 
 
 def survey_device(platform) -> Survey:

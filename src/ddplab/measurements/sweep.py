@@ -188,7 +188,7 @@ def summarise(session: SessionRecord, results: list[SweepRankResult], settings: 
         min_busbw_gbps=min_busbw,
         ceiling=ceiling,
         spikes=spikes.find_spikes(rows),
-        spike_rule=spikes.RULE + ("; " + spikes.HOST_NOTE if host_only else ""),
+        spike_rule=aggregate.rule_text(spikes.RULE, host_only),
         sampler=sampler_record(session.timeseries, rows, device_queries),
         engine=settings.engine,
         library=library,

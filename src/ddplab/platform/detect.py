@@ -14,7 +14,7 @@ import os
 import platform as _pyplatform
 import shutil
 import socket
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from ..errors import EnvironmentUnsupported, invalid_choice
 from . import collective_lib, device_monitor
@@ -95,9 +95,6 @@ class Platform:
     @property
     def host_only(self) -> bool:
         return self.device_type == HOST_CPU.device_type
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def describe(probe: Probe, device_request: str | None = None) -> Platform:

@@ -8,6 +8,7 @@ differ from /proc (docs/background.md §3); the report records the PIDs as NVML 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 
@@ -51,41 +52,31 @@ class NvmlMonitor(DeviceMonitor):
         nv = self._nvml
         out = DeviceSample()
         for i, h in enumerate(self._handles):
-            try:
+            with contextlib.suppress(nv.NVMLError):
                 mem = nv.nvmlDeviceGetMemoryInfo(h)
                 out.device_used_bytes[i] = int(mem.used)
                 out.device_util_pct[i] = int(nv.nvmlDeviceGetUtilizationRates(h).gpu)
-            except nv.NVMLError:
-                pass
-            try:
+            with contextlib.suppress(nv.NVMLError):
                 for p in nv.nvmlDeviceGetComputeRunningProcesses(h):
                     used = p.usedGpuMemory or 0  # None when the driver cannot tell
                     out.process_mem_bytes[p.pid] = out.process_mem_bytes.get(p.pid, 0) + int(used)
-            except nv.NVMLError:
-                pass
-            try:
+            with contextlib.suppress(nv.NVMLError):  # NOT_FOUND when there are no new samples
                 samples = nv.nvmlDeviceGetProcessUtilization(h, self._last_seen[i])
                 for s in samples:
                     out.process_util_pct[s.pid] = max(out.process_util_pct.get(s.pid, 0), int(s.smUtil))
                     self._last_seen[i] = max(self._last_seen[i], int(s.timeStamp))
-            except nv.NVMLError:  # NOT_FOUND when there are no new samples
-                pass
         return out
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self._nvml.nvmlShutdown()
-        except Exception:
-            pass
 
 
 def open_monitor(vendor: Vendor) -> DeviceMonitor:
     """The best monitor for this vendor; a null monitor when its library is absent."""
     if vendor.per_process_memory_api == NVIDIA.per_process_memory_api:
-        try:
+        with contextlib.suppress(Exception):
             return NvmlMonitor()
-        except Exception:
-            pass
     return DeviceMonitor()
 
 
@@ -112,10 +103,8 @@ def device_memory(vendor: Vendor | None, torch, count: int) -> dict[int, tuple[i
     fall back to torch's accelerator API, which does create one.
     """
     if vendor is not None and vendor.per_process_memory_api == NVIDIA.per_process_memory_api:
-        try:
+        with contextlib.suppress(Exception):
             return _nvml_memory(torch, count)
-        except Exception:
-            pass
     out = {}
     getter = getattr(getattr(torch, "accelerator", None), "get_memory_info", None)
     mod = torch.get_device_module(vendor.device_type) if vendor else None

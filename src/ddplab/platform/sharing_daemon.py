@@ -12,6 +12,7 @@ and such a daemon is not used.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -140,10 +141,8 @@ class PrivateDaemon:
             time.sleep(0.2)
         leftovers = _daemons(self.vendor, self.env[PIPE_ENV])
         for proc in leftovers:  # only processes that carry our private pipe directory
-            try:
+            with contextlib.suppress(psutil.NoSuchProcess):
                 proc.kill()
-            except psutil.NoSuchProcess:
-                pass
         self.events.append("stopped" if not leftovers else f"killed {len(leftovers)} daemon process(es) after quit")
         self.started = False
 

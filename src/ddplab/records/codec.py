@@ -44,6 +44,7 @@ import typing
 from functools import lru_cache
 from typing import Any, Union
 
+from ..cli_options import default_of
 from ..errors import DdplabError
 
 # The open parts' types the records being read declared (json_parts): (class, field) -> type.
@@ -108,19 +109,11 @@ def _write_fields(obj: Any, out: dict) -> None:
             continue
         if value is None and meta.get("omit_none"):
             continue
-        if meta.get("omit_default") and value == _default_of(f):
+        if meta.get("omit_default") and value == default_of(f):
             continue
         if "omit_with" in meta and getattr(obj, meta["omit_with"]) is None:
             continue
         out[meta.get("json_name", f.name)] = to_json(value)
-
-
-def _default_of(f: dataclasses.Field) -> Any:
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return _Missing  # a required field is always written
 
 
 # ---------------------------------------------------------------------------------------- reading
