@@ -25,10 +25,15 @@ def start_ticks(pid: int | str = "self") -> int | None:
         return None
 
 
+def state(pid: int | str) -> str | None:
+    """Field 3, the state letter (R, S, T: stopped, t: traced, Z: zombie...); None where the process is gone."""
+    fields = _fields(pid)
+    return fields[0] if fields else None
+
+
 def alive(pid: int | None) -> bool:
     """Running, and not a zombie waiting to be reaped (a zombie is dead for every purpose here)."""
-    fields = _fields(pid) if pid is not None else None
-    return bool(fields) and fields[0] != "Z"
+    return pid is not None and state(pid) not in (None, "Z")
 
 
 def still(pid: int, ticks: int | None) -> bool:

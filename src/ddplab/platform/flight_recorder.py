@@ -134,17 +134,14 @@ class StatusReader:
             return record
         active = read(include_collectives=True, only_active=True) or {}
         going = [e for e in active.get("entries") or [] if e.get("state") != "completed"]
-        return {**record, "pg_status": self.counted(record["pg_status"], enqueued_by_group(going))}
+        return {**record, "pg_status": self._counted(record["pg_status"], enqueued_by_group(going))}
 
-    def counted(self, status: dict, going: dict[str, list[int]]) -> dict:
+    def _counted(self, status: dict, going: dict[str, list[int]]) -> dict:
         counted = {}
         for group, counts in status.items():
-            counted[group] = counts
-            if int(counts.get("last_enqueued_collective", -1)) >= 0:
-                continue  # torch counts this group itself
             seqs = going.get(str(group), [])
             highest = self._highest[str(group)] = max([self._highest.get(str(group), -1), *seqs])
-            if highest >= 0:
-                counted[group] = {**counts, "last_enqueued_collective": highest,
-                                  "last_completed_collective": min(seqs) - 1 if seqs else highest}
+            counted[group] = counts if highest < 0 else {
+                **counts, "last_enqueued_collective": highest,
+                "last_completed_collective": min(seqs) - 1 if seqs else highest}
         return counted

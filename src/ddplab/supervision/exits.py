@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..proc_stat import alive
+
 CLD_EXITED, CLD_KILLED, CLD_DUMPED = 1, 2, 3
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 KMSG = "/dev/kmsg"
@@ -120,18 +122,9 @@ def signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def proc_state(pid: int) -> str | None:
-    """The state letter of ``/proc/<pid>/stat`` (R, S, T, Z...); None where the process is gone or unreadable."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
-
-
 def _wait_gone(pid: int, poll_s: float = 0.01) -> None:
     """Until ``pid`` is gone or a zombie (not a child of ours: no waitid)."""
-    while proc_state(pid) not in (None, "Z"):
+    while alive(pid):
         time.sleep(poll_s)
 
 

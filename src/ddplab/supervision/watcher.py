@@ -42,14 +42,14 @@ import threading
 import time
 import uuid
 
-from .. import interrupts
+from .. import interrupts, proc_stat
 from ..files import write_text_atomic
 from ..reaping import signal_quietly
 from ..records.supervision import Hang, MachineLoss, RankState
 from ..rundir import RunDir
 from . import states as rules
 from .beacon import HEARTBEAT_S
-from .exits import ExitWatch, proc_state
+from .exits import ExitWatch
 from .family import Family
 from . import sources
 from .sources import JOB_STORE, Files, JobStore
@@ -310,7 +310,7 @@ class Watcher:
         answered = self._wait_for_answers(request_id, running) if request_id else set()
         silent = [r for r in running if r not in answered]
         for rank in silent:  # something holds its GIL: faulthandler writes from its handler
-            if running[rank].stack_signal and proc_state(running[rank].pid) not in ("T", "t"):
+            if running[rank].stack_signal and proc_stat.state(running[rank].pid) not in ("T", "t"):
                 # a stopped rank (T: SIGSTOP, t: a debugger) is left as it is: resumed, it would run on and its status
                 # would no longer say where it stopped
                 signal_quietly(running[rank].pid, running[rank].stack_signal)
@@ -348,9 +348,7 @@ class Watcher:
 
 def _is_ours(state: RankState) -> bool:
     """The pid in a status file is still that rank: the same start time its beacon recorded."""
-    from ..proc_stat import start_ticks
-
-    return state.proc_start_ticks is None or start_ticks(state.pid) == state.proc_start_ticks
+    return state.proc_start_ticks is None or proc_stat.start_ticks(state.pid) == state.proc_start_ticks
 
 
 def _failed_in_words(ranks: list[int], states: dict[int, RankState]) -> str:
