@@ -31,12 +31,13 @@ PIPE_ENV = "CUDA_MPS_PIPE_DIRECTORY"
 LOG_ENV = "CUDA_MPS_LOG_DIRECTORY"
 DEFAULT_PIPE_DIR = "/tmp/nvidia-mps"  # where clients look when PIPE_ENV is unset
 _SOCKET_PATH_MAX = 100  # unix socket paths must stay under ~108 bytes
-_CLIENT_TIMEOUT_S = 120.0  # a fresh interpreter importing torch on a busy host, then one context per device
+_CLIENT_TIMEOUT_S = 120.0  # a fresh interpreter (perhaps importing torch) on a busy host, one context per device
 
-# One tensor on each device the ranks will use, copied back: the first client a daemon serves.
-_CLIENT = ("import sys, torch\n"
-           "for index in sys.argv[2:]:\n"
-           "    torch.ones(1, device=f'{sys.argv[1]}:{index}').add_(1).cpu()\n")
+# Where the vendor has no torch-free client (Vendor.sharing_daemon_client): one tensor on each device the ranks will
+# use, copied back, as the first client a daemon serves.
+_TORCH_CLIENT = ("import sys, torch\n"
+                 "for index in sys.argv[2:]:\n"
+                 "    torch.ones(1, device=f'{sys.argv[1]}:{index}').add_(1).cpu()\n")
 
 
 class DaemonUnusable(EnvironmentUnsupported):
@@ -115,8 +116,12 @@ class PrivateDaemon:
 
     def _check_serves_a_client(self, env: dict[str, str], device_indices: tuple[int, ...]) -> None:
         indices = [str(i) for i in sorted(set(device_indices))]
+        if self.vendor.sharing_daemon_client:  # by its path, isolated (-I): neither ddplab nor torch is imported
+            client = ["-I", str(Path(__file__).with_name(self.vendor.sharing_daemon_client)), *indices]
+        else:
+            client = ["-c", _TORCH_CLIENT, self.vendor.device_type, *indices]
         try:
-            out = subprocess.run([sys.executable, "-c", _CLIENT, self.vendor.device_type, *indices],
+            out = subprocess.run([sys.executable, *client],
                                  env={**os.environ, **env}, capture_output=True, text=True,
                                  timeout=_CLIENT_TIMEOUT_S)
         except subprocess.TimeoutExpired as exc:

@@ -107,6 +107,9 @@ class Vendor:
     management_tool: str | None = None  # CLI that shows devices and processes
     sharing_daemon_processes: tuple[str, ...] = ()  # process names of a device-sharing daemon
     sharing_daemon_control: str | None = None  # the daemon's control binary
+    # A script beside this module that is the daemon's first client without importing torch (3 s less per run);
+    # None: the client is torch itself (sharing_daemon.py).
+    sharing_daemon_client: str | None = None
     visible_devices_env: str | None = None
     device_node_globs: tuple[str, ...] = ()  # /dev nodes a process holding the device has open
     env_names: tuple[str, ...] = ()  # environment variables worth showing, besides knobs (exact names)
@@ -132,6 +135,7 @@ NVIDIA = Vendor(
     management_tool="nvidia-smi",
     sharing_daemon_processes=("nvidia-cuda-mps-control", "nvidia-cuda-mps-server"),
     sharing_daemon_control="nvidia-cuda-mps-control",
+    sharing_daemon_client="cuda_client.py",
     visible_devices_env="CUDA_VISIBLE_DEVICES",
     device_node_globs=("/dev/nvidia[0-9]*",),
     socket_interface_env="NCCL_SOCKET_IFNAME",
