@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..proc_stat import alive as _alive
+from .. import reaping
 
 DETECT_SLACK_S = 5.0
 READY_COLLECTIVES = 3
@@ -176,7 +176,7 @@ def _judge(case: Case, record: Run, job: Path, output: str) -> None:
         run_id = (job / "run-id").read_text().strip()
     except OSError:
         run_id = None
-    record.left_running = _left(run_id, helpers, wait_s=3.0)
+    record.left_running = reaping.leaked(run_id, helpers)  # alive 3 s (LEAK_WAIT_S) after the launcher ended
     if record.left_running:
         record.failures.append(f"left running: {record.left_running}")
     if record.exit_code != case.exit_code:
@@ -222,33 +222,6 @@ def _judge_culprit(case: Case, record: Run, results: dict) -> None:
             record.failures.append(f"culprits {record.culprit_ranks}: each must be a rank that failed on its own")
     elif record.culprit_ranks != [record.victim]:
         record.failures.append(f"culprit {record.culprit_ranks}, expected [{record.victim}]")
-
-
-def _left(run_id: str | None, helpers: list[int], wait_s: float) -> list[int]:
-    """Processes carrying the run id, and the rank's helpers, still alive after ``wait_s``."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        left = sorted({p for p in helpers if _alive(p)} | set(_marked(run_id)))
-        if not left or time.monotonic() >= deadline:
-            return left
-        time.sleep(0.1)
-
-
-def _marked(run_id: str | None) -> list[int]:
-    if not run_id:
-        return []
-    needle = f"DDPLAB_RUN_ID={run_id}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                if needle in f.read().split(b"\0") and _alive(int(entry)):
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
 
 
 def table(runs: list[Run]) -> str:
