@@ -97,7 +97,7 @@ def signal_train(ctx: runner.DrillContext, sig: int, detected_by: str) -> DrillO
         leaks = reaping.leaked(run_id, pids)
         reaping.end_processes(leaks)
         log = child.stdout.read() if child.stdout else ""  # after the leaks end: they may hold the pipe open
-        after, back_s = memory.settle()
+        memory_fields = memory.settle()
     return DrillOutcome(
         drill=ctx.name,
         injected=Injection(what=f"{signal.Signals(sig).name} to the launcher (pid {child.pid})", rank="launcher",
@@ -107,9 +107,7 @@ def signal_train(ctx: runner.DrillContext, sig: int, detected_by: str) -> DrillO
         error_excerpt=excerpt(log),
         culprit_reason="the launcher itself was the victim",
         leaked_pids=leaks,
-        device_mem_before_bytes=memory.before,
-        device_mem_after_bytes=after,
-        memory_back_s=back_s,
+        **memory_fields,
         run_dir=str(run_dir),
         run_id=run_id,
         interrupted=bool(interrupts.requested()),
