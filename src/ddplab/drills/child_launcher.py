@@ -57,9 +57,9 @@ def wait_exit(child: subprocess.Popen, timeout_s: float) -> int | None:
     return child.poll()
 
 
-def wait_for_run(path: Path, child: subprocess.Popen, timeout_s: float = runner.READY_TIMEOUT_S) -> RunDir | None:
+def wait_for_run(path: Path, child: subprocess.Popen) -> RunDir | None:
     """The run the child launcher claims at ``path``; None if it exits, a stop is requested, or time runs out."""
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + runner.READY_TIMEOUT_S
     while time.monotonic() < deadline and not interrupts.requested() and child.poll() is None:
         run = RunDir.existing(path)
         if run is not None:

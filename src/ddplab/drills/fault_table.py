@@ -103,12 +103,11 @@ class Run:
         return not self.failures
 
 
-def run_case(case: Case, nproc: int, out: Path, hang_timeout_s: float = 5.0, python: str = sys.executable,
-             env: dict | None = None) -> Run:
+def run_case(case: Case, nproc: int, out: Path, hang_timeout_s: float = 5.0) -> Run:
     """``case`` with ``nproc`` ranks, once, through `python -m ddplab launch`; judged."""
     victim = victim_of(nproc)
     job = out / f"{case.name}-{nproc}"
-    command = [python, "-m", "ddplab", "launch", "--nproc-per-node", str(nproc), "--hang-timeout",
+    command = [sys.executable, "-m", "ddplab", "launch", "--nproc-per-node", str(nproc), "--hang-timeout",
                str(hang_timeout_s), "--out", str(job)]
     if case.no_python:
         command += ["--no-python", *case.no_python]
@@ -117,7 +116,7 @@ def run_case(case: Case, nproc: int, out: Path, hang_timeout_s: float = 5.0, pyt
                     "100000", "--fault-step", "5", "--late-s", "120", *case.script]
     started = time.time()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}, start_new_session=True)
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
     record = Run(case.name, nproc, victim, hang_timeout_s)
     try:
         if case.outside:

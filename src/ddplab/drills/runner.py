@@ -140,7 +140,7 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
     # before any fault pass as a detection of it, and judge() requires the time.
     what, inject_at = injected(injections, states, ctx.victim)
     culprits, why = ddplab_culprits(record)
-    detected_by, detect_s, text = first_detection(session, inject_at, ctx.victim)
+    detected_by, detect_s, text = first_detection(session, inject_at)
     outcome = DrillOutcome(
         drill=ctx.name,
         injected=Injection(what=what, rank=ctx.victim, at=inject_at),
@@ -193,7 +193,7 @@ def _latencies(run: RunDir, rank: int) -> list[float] | None:
     return result.get("latencies_us") if isinstance(result, dict) else None
 
 
-def first_detection(session: Session, injected_at: float | None, victim: int) -> tuple[str | None, float | None, str]:
+def first_detection(session: Session, injected_at: float | None) -> tuple[str | None, float | None, str]:
     """(mechanism, seconds after the injection, its error text): the earliest of ddplab's watcher declaring a
     hang, a rank's own error, the launcher seeing a rank end and tearing the group down."""
     outcome = session.outcome
@@ -252,13 +252,12 @@ def both_pass(*verdicts: Verdict) -> Verdict:
 
 # ---------------------------------------------------------------------------------------- helpers for harnesses
 
-def wait_for_ranks(run: RunDir, count: int, timeout_s: float = READY_TIMEOUT_S,
-                   ended: Callable[[], bool] | None = None) -> dict[int, int]:
+def wait_for_ranks(run: RunDir, count: int, ended: Callable[[], bool] | None = None) -> dict[int, int]:
     """Each rank's pid by global rank, once ``count`` ranks run (those that count collectives have finished a
     few); {} on timeout or when a stop was requested. ``ended``: the launcher has exited; then the ranks it
     started, however far they got (a survivor whose ranks failed on another machine's fault before this
     harness saw them run: it waited 120 s for nothing, and the other machine gave up on the next drill)."""
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + READY_TIMEOUT_S
     recorded = flight_recorder.records_every_group()
     while time.monotonic() < deadline and not interrupts.requested():
         pids = run.rank_pids()
@@ -270,7 +269,7 @@ def wait_for_ranks(run: RunDir, count: int, timeout_s: float = READY_TIMEOUT_S,
     return {}
 
 
-def ranks_running(states: dict[int, RankState], count: int, recorded: bool = True) -> bool:
+def ranks_running(states: dict[int, RankState], count: int, recorded: bool) -> bool:
     """``count`` ranks past init that have issued a few collectives (by their own count, or their flight
     recorder's). ``recorded``: whether this torch records every group's collectives; one without gloo's
     recorder (before 2.8) says only that the rank is in its process group, which is all we can wait for there.
