@@ -57,9 +57,9 @@ def wait_exit(child: subprocess.Popen, timeout_s: float) -> int | None:
     return child.poll()
 
 
-def wait_for_run(path: Path, child: subprocess.Popen, timeout_s: float = runner.READY_TIMEOUT_S) -> RunDir | None:
+def wait_for_run(path: Path, child: subprocess.Popen) -> RunDir | None:
     """The run the child launcher claims at ``path``; None if it exits, a stop is requested, or time runs out."""
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + runner.READY_TIMEOUT_S
     while time.monotonic() < deadline and not interrupts.requested() and child.poll() is None:
         run = RunDir.existing(path)
         if run is not None:
@@ -97,7 +97,7 @@ def signal_train(ctx: runner.DrillContext, sig: int, detected_by: str) -> DrillO
         leaks = reaping.leaked(run_id, pids)
         reaping.end_processes(leaks)
         log = child.stdout.read() if child.stdout else ""  # after the leaks end: they may hold the pipe open
-        after, back_s = memory.settle()
+        memory_fields = memory.settle()
     return DrillOutcome(
         drill=ctx.name,
         injected=Injection(what=f"{signal.Signals(sig).name} to the launcher (pid {child.pid})", rank="launcher",
@@ -107,9 +107,7 @@ def signal_train(ctx: runner.DrillContext, sig: int, detected_by: str) -> DrillO
         error_excerpt=excerpt(log),
         culprit_reason="the launcher itself was the victim",
         leaked_pids=leaks,
-        device_mem_before_bytes=memory.before,
-        device_mem_after_bytes=after,
-        memory_back_s=back_s,
+        **memory_fields,
         run_dir=str(run_dir),
         run_id=run_id,
         interrupted=bool(interrupts.requested()),

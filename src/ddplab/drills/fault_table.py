@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..proc_stat import alive as _alive
+from .. import reaping
 
 DETECT_SLACK_S = 5.0
 READY_COLLECTIVES = 3
@@ -103,12 +103,11 @@ class Run:
         return not self.failures
 
 
-def run_case(case: Case, nproc: int, out: Path, hang_timeout_s: float = 5.0, python: str = sys.executable,
-             env: dict | None = None) -> Run:
+def run_case(case: Case, nproc: int, out: Path, hang_timeout_s: float = 5.0) -> Run:
     """``case`` with ``nproc`` ranks, once, through `python -m ddplab launch`; judged."""
     victim = victim_of(nproc)
     job = out / f"{case.name}-{nproc}"
-    command = [python, "-m", "ddplab", "launch", "--nproc-per-node", str(nproc), "--hang-timeout",
+    command = [sys.executable, "-m", "ddplab", "launch", "--nproc-per-node", str(nproc), "--hang-timeout",
                str(hang_timeout_s), "--out", str(job)]
     if case.no_python:
         command += ["--no-python", *case.no_python]
@@ -117,7 +116,7 @@ def run_case(case: Case, nproc: int, out: Path, hang_timeout_s: float = 5.0, pyt
                     "100000", "--fault-step", "5", "--late-s", "120", *case.script]
     started = time.time()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}, start_new_session=True)
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
     record = Run(case.name, nproc, victim, hang_timeout_s)
     try:
         if case.outside:
@@ -176,7 +175,7 @@ def _judge(case: Case, record: Run, job: Path, output: str) -> None:
         run_id = (job / "run-id").read_text().strip()
     except OSError:
         run_id = None
-    record.left_running = _left(run_id, helpers, wait_s=3.0)
+    record.left_running = reaping.leaked(run_id, helpers)  # alive 3 s (LEAK_WAIT_S) after the launcher ended
     if record.left_running:
         record.failures.append(f"left running: {record.left_running}")
     if record.exit_code != case.exit_code:
@@ -222,33 +221,6 @@ def _judge_culprit(case: Case, record: Run, results: dict) -> None:
             record.failures.append(f"culprits {record.culprit_ranks}: each must be a rank that failed on its own")
     elif record.culprit_ranks != [record.victim]:
         record.failures.append(f"culprit {record.culprit_ranks}, expected [{record.victim}]")
-
-
-def _left(run_id: str | None, helpers: list[int], wait_s: float) -> list[int]:
-    """Processes carrying the run id, and the rank's helpers, still alive after ``wait_s``."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        left = sorted({p for p in helpers if _alive(p)} | set(_marked(run_id)))
-        if not left or time.monotonic() >= deadline:
-            return left
-        time.sleep(0.1)
-
-
-def _marked(run_id: str | None) -> list[int]:
-    if not run_id:
-        return []
-    needle = f"DDPLAB_RUN_ID={run_id}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                if needle in f.read().split(b"\0") and _alive(int(entry)):
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
 
 
 def table(runs: list[Run]) -> str:

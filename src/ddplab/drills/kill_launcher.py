@@ -81,15 +81,13 @@ def torchrun_orphans(ctx: runner.DrillContext) -> DrillOutcome:
             for proc in strays:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     proc.kill()  # psutil checks the process is still the one it found (pid reuse)
-        after, back_s = memory.settle()
+        memory_fields = memory.settle()
     return DrillOutcome(
         drill=ctx.name,
         injected=Injection(what=f"SIGKILL to the torchrun agent (pid {agent.pid})", rank="launcher", at=injected_at),
         culprit_reason="the launcher itself was the victim",
         leaked_pids=survivors,
-        device_mem_before_bytes=memory.before,
-        device_mem_after_bytes=after,
-        memory_back_s=back_s,
+        **memory_fields,
         run_dir=str(run.path),
         run_id=run_id,
         interrupted=bool(interrupts.requested()),

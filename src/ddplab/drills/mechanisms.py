@@ -33,8 +33,8 @@ def classify(text: str | None) -> str | None:
     return None
 
 
-def excerpt(text: str | None, limit: int = 600) -> str:
-    """The lines of an error that say what happened, not the traceback frames."""
+def excerpt(text: str | None) -> str:
+    """The lines of an error that say what happened, not the traceback frames (their last 600 characters)."""
     lines = [ln for ln in (text or "").splitlines() if ln.strip() and not ln.startswith("  File ")
              and not ln.strip().startswith("^")]
-    return "\n".join(lines[-8:])[-limit:]
+    return "\n".join(lines[-8:])[-600:]

@@ -89,10 +89,9 @@ def run(ctx: runner.DrillContext, fault: NodeFault) -> DrillOutcome:
         phases.note("leftovers ended")
         log = child.stdout.read() if child.stdout else ""
         phases.note("launcher output read")
-        after, back_s = memory.settle()
+        memory_fields = memory.settle()
         phases.note("device memory settled")
-    common = dict(drill=ctx.name, leaked_pids=leaks, device_mem_before_bytes=memory.before,
-                  device_mem_after_bytes=after, memory_back_s=back_s, run_dir=str(run_dir), run_id=run_id,
+    common = dict(drill=ctx.name, leaked_pids=leaks, **memory_fields, run_dir=str(run_dir), run_id=run_id,
                   interrupted=bool(interrupts.requested()))
     if injected_at is not None:
         return _as_victim(ctx, what, injected_at, gone_at, child_exit, sorted(pids), common)
@@ -159,7 +158,9 @@ def _as_survivor(ctx: runner.DrillContext, report: Path, child_dir: Path, child_
     job = {**(dict(session.hang.snapshot) if session and session.hang else {}), **local}
     machine, machine_ranks = _victims_machine(session, job, ctx.victim)
     last_heard = _last_heard(session, job, machine, machine_ranks)
-    detected_by, detected_at, text = _first_detection(session, local)
+    # the first sign on this machine: its supervisor's hang, or one of its ranks failing (a peer lost)
+    detected_by, detected_at, text = runner.earliest(session, [
+        (s.failed_at, classify(s.error) or "rank exception", s.error or "") for s in local.values() if s.failed_at])
     culprits, reason, hosts = _named(session)
     detect_s = round(detected_at - last_heard, 2) if detected_at and last_heard else None
     ok = (last_heard is not None and detected_by is not None and runner.detected_within(detect_s, ctx.timeout_s)
@@ -214,21 +215,6 @@ def _last_heard(session: SessionRecord | None, job: dict[int, RankState], machin
         return session.machines_lost.last_heard[machine]
     beats = [job[r].heartbeat for r in ranks if r in job]
     return max(beats) if beats else None
-
-
-def _first_detection(session: SessionRecord | None, local: dict[int, RankState]) -> tuple[str | None, float | None,
-                                                                                            str]:
-    """The first sign on this machine: its supervisor's hang, or one of its ranks failing (a peer lost)."""
-    candidates = []
-    if session is not None and session.hang:
-        candidates.append((session.hang.declared_at, "ddplab supervisor", session.hang.reason))
-    for state in local.values():
-        if state.failed_at:
-            candidates.append((state.failed_at, classify(state.error) or "rank exception", state.error or ""))
-    if not candidates:
-        return None, None, ""
-    when, how, text = min(candidates, key=lambda c: c[0])
-    return how, when, text
 
 
 def _named(session: SessionRecord | None) -> tuple[list[int], str, dict[int, str | None]]:

@@ -134,13 +134,13 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
                              controller=(lambda run: controller(run, injections)) if controller else None)
         states = job_states(session)
         leaks = reaping.leaked(session.run.run_id, list(session.run.rank_pids().values()))
-        after, back_s = memory.settle()
+        memory_fields = memory.settle()
     record = session.record
     # Only a fault that really went in has a time. A fallback (the start time) once let ranks that crashed
     # before any fault pass as a detection of it, and judge() requires the time.
     what, inject_at = injected(injections, states, ctx.victim)
     culprits, why = ddplab_culprits(record)
-    detected_by, detect_s, text = first_detection(session, inject_at, ctx.victim)
+    detected_by, detect_s, text = first_detection(session, inject_at)
     outcome = DrillOutcome(
         drill=ctx.name,
         injected=Injection(what=what, rank=ctx.victim, at=inject_at),
@@ -152,9 +152,7 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
         culprit_hosts=dict(record.culprit.hosts) if record.culprit and record.culprit.hosts else None,
         torchrun_root_cause_rank=record.torchrun_root_cause_rank,
         leaked_pids=leaks,
-        device_mem_before_bytes=memory.before,
-        device_mem_after_bytes=after,
-        memory_back_s=back_s,
+        **memory_fields,
         session=record,
         latencies={r: _latencies(session.run, r) for r in sorted(states)},
         interrupted=record.interrupted or bool(interrupts.requested()),
@@ -195,24 +193,28 @@ def _latencies(run: RunDir, rank: int) -> list[float] | None:
     return result.get("latencies_us") if isinstance(result, dict) else None
 
 
-def first_detection(session: Session, injected_at: float | None, victim: int) -> tuple[str | None, float | None, str]:
+def first_detection(session: Session, injected_at: float | None) -> tuple[str | None, float | None, str]:
     """(mechanism, seconds after the injection, its error text): the earliest of ddplab's watcher declaring a
     hang, a rank's own error, the launcher seeing a rank end and tearing the group down."""
-    outcome, record = session.outcome, session.record
-    candidates = []
-    if record.hang:
-        candidates.append((record.hang.declared_at, "ddplab supervisor", record.hang.reason))
-    for rank, ev in outcome.evidence.items():
-        if ev.error_at is not None and ev.error_text:
-            candidates.append((ev.error_at, classify(ev.error_text) or "rank exception", ev.error_text))
-    for rank, end in outcome.ends.items():
-        if end.at is not None and not end.ok and not end.by_launcher:
-            candidates.append((end.at, "launcher (a rank ended)", f"rank {rank} ended by {end.in_words()}"))
-    if not candidates:
-        return None, None, ""
-    when, how, text = min(candidates, key=lambda c: c[0])
-    detect_s = round(max(0.0, when - injected_at), 2) if injected_at is not None else None
+    outcome = session.outcome
+    signs = [(ev.error_at, classify(ev.error_text) or "rank exception", ev.error_text)
+             for ev in outcome.evidence.values() if ev.error_at is not None and ev.error_text]
+    signs += [(end.at, "launcher (a rank ended)", f"rank {rank} ended by {end.in_words()}")
+              for rank, end in outcome.ends.items() if end.at is not None and not end.ok and not end.by_launcher]
+    how, when, text = earliest(session.record, signs)
+    detect_s = round(max(0.0, when - injected_at), 2) if when is not None and injected_at is not None else None
     return how, detect_s, text
+
+
+def earliest(record: SessionRecord | None, signs: list[tuple[float, str, str]]) -> tuple[str | None, float | None,
+                                                                                          str]:
+    """(mechanism, when, its text) of the first sign: ddplab's supervisor declaring a hang in ``record``, or one of
+    ``signs`` (when, mechanism, text); (None, None, "") when there is none."""
+    hang = [(record.hang.declared_at, "ddplab supervisor", record.hang.reason)] if record and record.hang else []
+    if not hang + signs:
+        return None, None, ""
+    when, how, text = min(hang + signs, key=lambda c: c[0])
+    return how, when, text
 
 
 def ddplab_culprits(record: SessionRecord) -> tuple[list[int], str]:
@@ -250,13 +252,12 @@ def both_pass(*verdicts: Verdict) -> Verdict:
 
 # ---------------------------------------------------------------------------------------- helpers for harnesses
 
-def wait_for_ranks(run: RunDir, count: int, timeout_s: float = READY_TIMEOUT_S,
-                   ended: Callable[[], bool] | None = None) -> dict[int, int]:
+def wait_for_ranks(run: RunDir, count: int, ended: Callable[[], bool] | None = None) -> dict[int, int]:
     """Each rank's pid by global rank, once ``count`` ranks run (those that count collectives have finished a
     few); {} on timeout or when a stop was requested. ``ended``: the launcher has exited; then the ranks it
     started, however far they got (a survivor whose ranks failed on another machine's fault before this
     harness saw them run: it waited 120 s for nothing, and the other machine gave up on the next drill)."""
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + READY_TIMEOUT_S
     recorded = flight_recorder.records_every_group()
     while time.monotonic() < deadline and not interrupts.requested():
         pids = run.rank_pids()
@@ -268,7 +269,7 @@ def wait_for_ranks(run: RunDir, count: int, timeout_s: float = READY_TIMEOUT_S,
     return {}
 
 
-def ranks_running(states: dict[int, RankState], count: int, recorded: bool = True) -> bool:
+def ranks_running(states: dict[int, RankState], count: int, recorded: bool) -> bool:
     """``count`` ranks past init that have issued a few collectives (by their own count, or their flight
     recorder's). ``recorded``: whether this torch records every group's collectives; one without gloo's
     recorder (before 2.8) says only that the rank is in its process group, which is all we can wait for there.
@@ -300,17 +301,20 @@ class DeviceMemory:
     def __exit__(self, *exc) -> None:
         self._monitor.close()
 
-    def settle(self) -> tuple[int | None, float | None]:
-        """(bytes used now, seconds until back within slack of the baseline; None if it never came back)."""
-        if self.before is None:
-            return None, None
-        t0 = time.monotonic()
-        used = self._used()
-        while used is not None and used > self.before + MEMORY_SLACK_BYTES and time.monotonic() - t0 < MEMORY_WAIT_S:
-            time.sleep(0.1)
+    def settle(self) -> dict:
+        """A drill outcome's memory fields: bytes used before and now, and seconds until back within slack of the
+        baseline (None if it never came back, or where nothing could be read)."""
+        used = back_s = None
+        if self.before is not None:
+            t0 = time.monotonic()
             used = self._used()
-        back = used is not None and used <= self.before + MEMORY_SLACK_BYTES
-        return used, (round(time.monotonic() - t0, 2) if back else None)
+            while (used is not None and used > self.before + MEMORY_SLACK_BYTES
+                   and time.monotonic() - t0 < MEMORY_WAIT_S):
+                time.sleep(0.1)
+                used = self._used()
+            if used is not None and used <= self.before + MEMORY_SLACK_BYTES:
+                back_s = round(time.monotonic() - t0, 2)
+        return dict(device_mem_before_bytes=self.before, device_mem_after_bytes=used, memory_back_s=back_s)
 
     def _used(self) -> int | None:
         sample = self._monitor.sample()

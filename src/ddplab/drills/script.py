@@ -65,16 +65,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _rank_dir() -> str | None:
-    run_dir, rank = os.environ.get("DDPLAB_RUN_DIR"), os.environ.get("RANK", "0")
-    return os.path.join(run_dir, "ranks", rank) if run_dir else None
-
-
 def _write(name: str, value) -> None:
-    """A file for the drill's measurements; a drill run outside ddplab has nowhere to put it."""
-    folder = _rank_dir()
-    if folder is None:
+    """A file for the drill's measurements in its rank's directory; a drill run outside ddplab has none."""
+    run_dir = os.environ.get("DDPLAB_RUN_DIR")
+    if not run_dir:
         return
+    folder = os.path.join(run_dir, "ranks", os.environ.get("RANK", "0"))
     with contextlib.suppress(OSError):
         os.makedirs(folder, exist_ok=True)
         tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
@@ -117,13 +113,6 @@ def _device_and_backend():
     return torch.device("cpu"), "gloo", None
 
 
-def _synchronize(device) -> None:
-    import torch
-
-    if device.type != "cpu":
-        torch.accelerator.synchronize(device)
-
-
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     rank = int(os.environ.get("RANK", "0"))
@@ -164,7 +153,8 @@ def main(argv: list[str] | None = None) -> None:
             dist.broadcast(tensor, src=0)
         else:
             dist.all_reduce(tensor)
-        _synchronize(device)
+        if device.type != "cpu":
+            torch.accelerator.synchronize(device)
         latencies_us.append((time.perf_counter() - started) * 1e6)
         grad.fill_(1.0)
     _write(RESULT_FILE, {"latencies_us": latencies_us})

@@ -129,8 +129,7 @@ def storm_costs(size: int, torch: StormSummary, library: StormSummary) -> list[A
             added_cost("all_reduce", size, True, "blocking per-op p50", torch.per_op_us.p50, library.per_op_us.p50)]
 
 
-def threshold_for(placement: Placement, override: float | None,
-                  engine: str = library_engine.TORCH) -> tuple[float, str]:
+def threshold_for(placement: Placement, override: float | None, engine: str) -> tuple[float, str]:
     if override is not None:
         return override, "set with --threshold-us"
     if placement.host_only:

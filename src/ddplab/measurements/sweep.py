@@ -203,21 +203,19 @@ def summarise(session: SessionRecord, results: list[SweepRankResult], settings: 
 
 def engine_rows(per_rank_rows: list[list[SweepRankRow]], n: int, dtype: str, device_queries,
                 ceiling: CopyCeiling | None) -> list[SweepRow]:
-    """One engine's rows over every rank, as nccl-tests prints them."""
-    rows = merge_rows(per_rank_rows, n, dtype, device_queries) if per_rank_rows else []
-    return [with_ceiling(row, ceiling) for row in rows] if ceiling else rows
+    """One engine's rows over every rank, as nccl-tests prints them, each busbw also as a fraction of the copy
+    ceiling where one was measured."""
+    rows = merge_rows(per_rank_rows, n, dtype, device_queries)
+    if ceiling is None:
+        return rows
+    return [replace(row, busbw_fraction_of_ceiling=row.busbw_gbps / ceiling.gbps) if row.busbw_gbps is not None
+            else row for row in rows]
 
 
 def time_method(settings: SweepSettings) -> str:
     how = ("pipelined: iters back to back, one device sync, wall/iters" if settings.mode == "pipelined"
            else "blocking: device sync after each op, mean of per-op wall times")
     return f"{how}; averaged over ranks; median of {settings.repeat} repetition(s) per size"
-
-
-def with_ceiling(row: SweepRow, ceiling: CopyCeiling) -> SweepRow:
-    if row.busbw_gbps is None:
-        return row
-    return replace(row, busbw_fraction_of_ceiling=row.busbw_gbps / ceiling.gbps)
 
 
 def sampler_record(timeseries: Timeseries, rows: list[SweepRow], queries: list[tuple[float, float]]) -> SamplerRecord:

@@ -107,17 +107,8 @@ class _Passes:
         self.found["correct"] = bool((buf == expected).all())
 
     def result(self) -> StormRankResult:
-        f = self.found
-        per_op, device = f["per_op"], f["device"]
-        return StormRankResult(
-            mean_us=f["mean_us"],
-            seed_method_us=f["seed_method_us"],
-            per_op_us=Distribution.of(per_op),
-            per_op_histogram=histogram(per_op),
-            device_us=Distribution.of(device) if device else None,
-            cpu_user_s=f["cpu_user_s"],
-            cpu_system_s=f["cpu_system_s"],
-            ctx_switches=f["ctx_switches"],
-            storm_wall_s=f["storm_wall_s"],
-            correct=f["correct"],
-        )
+        """What the passes found, each under its result's field name; the latencies made distributions."""
+        found = dict(self.found)
+        per_op, device = found.pop("per_op"), found.pop("device")
+        return StormRankResult(**found, per_op_us=Distribution.of(per_op), per_op_histogram=histogram(per_op),
+                               device_us=Distribution.of(device) if device else None)
