@@ -195,7 +195,7 @@ def gather_probe(with_memory: bool = True) -> Probe:
         sharing_daemon_control_path=(shutil.which(vendor.sharing_daemon_control)
                                      if vendor.sharing_daemon_control else None),
         environ=whitelisted_environ(os.environ),
-        host_memory=_host_memory(),
+        host_memory=host_memory(),
         hostname=socket.gethostname(),
         python_version=_pyplatform.python_version(),
     )
@@ -290,10 +290,6 @@ def _built_version(torch, accelerator) -> str | None:
 
 def host_memory() -> tuple[int, int]:
     """(total, available) bytes of host memory now: MemAvailable on Linux (memory planning reads it, memory_plan.py)."""
-    return _host_memory()
-
-
-def _host_memory() -> tuple[int, int]:
     import psutil
 
     vm = psutil.virtual_memory()
