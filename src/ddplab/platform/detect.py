@@ -159,9 +159,7 @@ def validate_device_request(device_request: str | None) -> None:
         raise invalid_choice("device", device_request, ["auto", *VENDORS])
 
 
-# ----------------------------------------------------------------------------------
-# Gathering facts from the real machine
-# ----------------------------------------------------------------------------------
+# --- gathering facts from the real machine -----------------------------------------------------
 
 def gather_probe(with_memory: bool = True) -> Probe:
     """Ask this machine. ``with_memory`` reads free device memory (NVML when present)."""

@@ -62,9 +62,7 @@ class BindingAdapter(Protocol):
     def bind(self, calls: Sequence[LibraryCall], comm: object, stream: object) -> Callable[[], None]: ...
 
 
-# ----------------------------------------------------------------------------------
-# Choosing and importing the binding
-# ----------------------------------------------------------------------------------
+# --- choosing and importing the binding --------------------------------------------------------
 
 def open_binding(platform: Platform, environ: Mapping[str, str] | None = None,
                  import_module: Callable = importlib.import_module) -> LibraryBinding:
@@ -129,9 +127,7 @@ def _open_substitute(target: str, platform: Platform, import_module: Callable) -
     return LibraryBinding(adapter.name, adapter, platform, substitute=target)
 
 
-# ----------------------------------------------------------------------------------
-# Several ranks on one device
-# ----------------------------------------------------------------------------------
+# --- several ranks on one device ---------------------------------------------------------------
 
 def shared_device_env(platform: Platform, shared_device: bool, placement_env: Mapping[str, str]) -> dict[str, str]:
     """The environment the library needs before a communicator is made, or EnvironmentUnsupported
@@ -167,9 +163,7 @@ def _apply_env(env: Mapping[str, str]) -> dict[str, str]:
     return applied
 
 
-# ----------------------------------------------------------------------------------
-# The unique id, through the job's own store
-# ----------------------------------------------------------------------------------
+# --- the unique id, through the job's own store ------------------------------------------------
 
 def group_store():
     """The c10d store the default process group was built on (already prefixed with the group's name). It
@@ -197,9 +191,7 @@ def _next_key(group_name: str) -> str:
     return f"{_KEY_PREFIX}/{group_name}/{serial}/unique-id"
 
 
-# ----------------------------------------------------------------------------------
-# Binding, communicator
-# ----------------------------------------------------------------------------------
+# --- binding, communicator ---------------------------------------------------------------------
 
 class LibraryBinding:
     """An imported binding (or a test's substitute) and the platform it serves."""
