@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ..errors import EnvironmentUnsupported, invalid_choice
 from . import collective_lib, device_monitor
-from .vendors import HOST_CPU, KNOWN_BACKENDS, PLUGIN_ORDER, VENDORS, KnobReading, Vendor, read_knobs
+from .vendors import HOST_CPU, KNOWN_BACKENDS, PLUGIN_ORDER, VENDORS, KnobReading, Vendor, env_whitelisted, read_knobs
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,6 @@ def gather_probe(with_memory: bool = True) -> Probe:
 def whitelisted_environ(environ) -> dict[str, str]:
     """The variables ddplab knows, by exact name, with anything that looks like a secret redacted."""
     from ..redaction import redact
-    from .vendors import env_whitelisted
 
     return {k: redact(k, v) for k, v in sorted(environ.items()) if env_whitelisted(k)}
 
