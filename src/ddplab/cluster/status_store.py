@@ -130,11 +130,12 @@ class StatusReader:
         self._heard_at: dict[int, float] = {}
 
     def read(self) -> dict[int, RankView]:
-        """Every global rank 0..world_size-1 (world size learned from the records when not given)."""
+        """Every global rank 0..world_size-1 (the world size learned from the store when not given: until a rank
+        has published it, nothing is read)."""
         records = self._fetch()
         now = self._clock()
         views = {}
-        for rank in range(self._known_world_size(records)):
+        for rank in range(self.world_size or 0):
             record = records.get(rank)
             if record is not None and record.beat != self._last_beat.get(rank, -1):
                 self._last_beat[rank] = record.beat
@@ -166,13 +167,6 @@ class StatusReader:
         except ValueError:
             return None
         return value if isinstance(value, dict) and isinstance(value.get("machine"), str) else None
-
-    def _known_world_size(self, records: Mapping[int, RankState]) -> int:
-        if self.world_size is None:
-            sizes = [r.world_size for r in records.values() if r.world_size is not None]
-            if sizes:
-                self.world_size = max(sizes)
-        return self.world_size or (max(records) + 1 if records else 0)
 
     def _fetch(self) -> dict[int, RankState]:
         """One round trip when every rank has published; one check per rank otherwise (a get on a
