@@ -170,27 +170,22 @@ class StatusReader:
 
     def _fetch(self) -> dict[int, RankState]:
         """One round trip when every rank has published; one check per rank otherwise (a get on a
-        missing key would wait for the store's timeout)."""
-        size = self.world_size
-        if size is None:
-            return self._fetch_probing()
-        keys = [status_key(r, self._job, self._restart_count) for r in range(size)]
+        missing key would wait for the store's timeout). Before any rank has published, there is
+        nothing to read, not even the world size."""
+        if self.world_size is None:
+            key = world_size_key(self._job, self._restart_count)
+            if not self._store.check([key]):
+                return {}
+            try:
+                self.world_size = int(self._store.get(key))
+            except ValueError:
+                return {}
+        keys = [status_key(r, self._job, self._restart_count) for r in range(self.world_size)]
         if self._store.check(keys):
-            return _decoded(dict(zip(range(size), self._store.multi_get(keys))))
+            return _decoded(dict(zip(range(self.world_size), self._store.multi_get(keys))))
         present = {r: k for r, k in enumerate(keys) if self._store.check([k])}
         values = self._store.multi_get(list(present.values())) if present else []
         return _decoded(dict(zip(present, values)))
-
-    def _fetch_probing(self) -> dict[int, RankState]:
-        """Before any rank has published, there is nothing to read, not even the world size."""
-        key = world_size_key(self._job, self._restart_count)
-        if not self._store.check([key]):
-            return {}
-        try:
-            self.world_size = int(self._store.get(key))
-        except ValueError:
-            return {}
-        return self._fetch()
 
 
 def _on_this_clock(state: RankState, heard: float) -> RankState:
