@@ -94,7 +94,7 @@ def test_buffers_larger_than_the_memory_exit_2_before_anything_starts(nothing_st
                                                                       reference, message, available):
     # the module, not the function of the same name that ddplab.platform exports
     probe_module = importlib.import_module("ddplab.platform.detect")
-    monkeypatch.setattr(probe_module, "_host_memory", lambda: (32 * GiB, 1 * GiB))
+    monkeypatch.setattr(probe_module, "host_memory", lambda: (32 * GiB, 1 * GiB))
     assert _exit(argv) == 2
     err = capsys.readouterr().err
     assert f"error: {reference}" in err and message in err and available in err, err

@@ -24,7 +24,7 @@ import errno
 import ipaddress
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
 from ..errors import EnvironmentUnsupported, UsageError, invalid_choice
@@ -92,8 +92,7 @@ class StorePlan:
 
     def as_client(self, reason: str) -> StorePlan:
         """The same plan for a machine that found its store already hosted (two launchers on one machine)."""
-        return StorePlan(self.endpoint, False, None, self.connect_addresses, self.interface, self.node_address,
-                         reason, self.notes, self.forced)
+        return replace(self, hosts_store=False, bind_address=None, decided_by=reason)
 
     def to_dict(self) -> dict:
         return {"endpoint": str(self.endpoint), "hosts_store": self.hosts_store, "bind_address": self.bind_address,

@@ -91,12 +91,10 @@ class _EnvReader:
         try:
             number = int(value)
         except ValueError:
-            self.notes.append(f"{self._name_of(value, names)}={value!r} is not a whole number: ignored")
+            name = next(n for n in names if self.used.get(n) == value)
+            self.notes.append(f"{name}={value!r} is not a whole number: ignored")
             return None
         return number if number >= 0 else None
-
-    def _name_of(self, value: str, names: tuple[str, ...]) -> str:
-        return next(n for n in names if self.used.get(n) == value)
 
     def context(self, launcher: str, role: str, **read) -> LaunchContext:
         """What was read, with the variables that said so (NAME=value) and the notes."""

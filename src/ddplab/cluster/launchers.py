@@ -1,14 +1,9 @@
 """What a ddplab command runs as under an existing launcher (torchrun, srun, mpirun), and what goes wrong when it
-is started wrongly, in words. What the launcher told this process is read by launcher_env.py (``detect``).
+is started wrongly, in words (``resolve``, ``mistakes``). What the launcher told this process is read by
+launcher_env.py (``detect``); the options come from commands/options.py.
 
-- ``mistakes(context, nnodes, nproc)``: what goes wrong if ddplab's launcher runs here with these
-  options, in words. The classic one: ``srun -n 4 ddplab train`` or ``torchrun --nproc-per-node 4
-  ddplab ...`` starts four launchers, each forming its own job (of world size 1 with --nproc 1)
-  instead of one job of world size 4.
-- ``resolve(context, asked)``: what a ddplab command runs as here, from the launcher's context and
-  the options given (commands/options.py): one launcher per node with nodes, endpoint and who hosts
-  the store taken from srun/mpirun unless given; one rank of torchrun's job (``started_by``
-  torchrun); or a refusal (exit 2) with ``mistakes``' words.
+The classic mistake: ``srun -n 4 ddplab train`` or ``torchrun --nproc-per-node 4 ddplab ...`` starts four
+launchers, each forming its own job (of world size 1 with --nproc 1) instead of one job of world size 4.
 """
 
 from __future__ import annotations

@@ -130,11 +130,12 @@ class StatusReader:
         self._heard_at: dict[int, float] = {}
 
     def read(self) -> dict[int, RankView]:
-        """Every global rank 0..world_size-1 (world size learned from the records when not given)."""
+        """Every global rank 0..world_size-1 (the world size learned from the store when not given: until a rank
+        has published it, nothing is read)."""
         records = self._fetch()
         now = self._clock()
         views = {}
-        for rank in range(self._known_world_size(records)):
+        for rank in range(self.world_size or 0):
             record = records.get(rank)
             if record is not None and record.beat != self._last_beat.get(rank, -1):
                 self._last_beat[rank] = record.beat
@@ -167,36 +168,24 @@ class StatusReader:
             return None
         return value if isinstance(value, dict) and isinstance(value.get("machine"), str) else None
 
-    def _known_world_size(self, records: Mapping[int, RankState]) -> int:
-        if self.world_size is None:
-            sizes = [r.world_size for r in records.values() if r.world_size is not None]
-            if sizes:
-                self.world_size = max(sizes)
-        return self.world_size or (max(records) + 1 if records else 0)
-
     def _fetch(self) -> dict[int, RankState]:
         """One round trip when every rank has published; one check per rank otherwise (a get on a
-        missing key would wait for the store's timeout)."""
-        size = self.world_size
-        if size is None:
-            return self._fetch_probing()
-        keys = [status_key(r, self._job, self._restart_count) for r in range(size)]
+        missing key would wait for the store's timeout). Before any rank has published, there is
+        nothing to read, not even the world size."""
+        if self.world_size is None:
+            key = world_size_key(self._job, self._restart_count)
+            if not self._store.check([key]):
+                return {}
+            try:
+                self.world_size = int(self._store.get(key))
+            except ValueError:
+                return {}
+        keys = [status_key(r, self._job, self._restart_count) for r in range(self.world_size)]
         if self._store.check(keys):
-            return _decoded(dict(zip(range(size), self._store.multi_get(keys))))
+            return _decoded(dict(zip(range(self.world_size), self._store.multi_get(keys))))
         present = {r: k for r, k in enumerate(keys) if self._store.check([k])}
         values = self._store.multi_get(list(present.values())) if present else []
         return _decoded(dict(zip(present, values)))
-
-    def _fetch_probing(self) -> dict[int, RankState]:
-        """Before any rank has published, there is nothing to read, not even the world size."""
-        key = world_size_key(self._job, self._restart_count)
-        if not self._store.check([key]):
-            return {}
-        try:
-            self.world_size = int(self._store.get(key))
-        except ValueError:
-            return {}
-        return self._fetch()
 
 
 def _on_this_clock(state: RankState, heard: float) -> RankState:

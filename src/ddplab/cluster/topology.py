@@ -6,10 +6,6 @@ device links) from what crosses the network. Everything here works from one mapp
 toward the endpoint where known, since namespaces and containers may share one hostname). A rank
 with no known machine belongs to none.
 
-``pairwise_plan`` orders the machine-pair tests that find a slow or broken machine: every pair
-once, in rounds of disjoint pairs (a round-robin tournament), so the pairs of one round can run
-at the same time without sharing a machine.
-
 ``comparison_groups`` and ``pair_groups`` are the groups of ranks a measurement is repeated on to
 tell the machines' insides from the network between them (workloads/machines.py runs them).
 """
@@ -42,7 +38,8 @@ class MachinePair:
 
 
 def pairwise_plan(hosts: Mapping[int, str | None]) -> list[list[MachinePair]]:
-    """Every pair of machines once, in rounds of disjoint pairs (the circle method).
+    """The machine-pair tests that find a slow or broken machine: every pair once, in rounds of disjoint pairs
+    (the circle method of a round-robin tournament), so the pairs of one round can run at the same time.
 
     With M machines: M - 1 rounds of M / 2 pairs (M even), or M rounds with one machine resting
     in each (M odd). A machine's representative is its lowest rank. Fewer than two machines:

@@ -19,6 +19,7 @@ function gives the version. Vendor-neutral: names come from ``vendors.py``.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 from dataclasses import dataclass
@@ -172,10 +173,9 @@ def _call_version(address: int) -> str | None:
 
 
 def _linker() -> _Linker | None:
-    try:
+    with contextlib.suppress(OSError, AttributeError):  # not a glibc-like system: nothing can be asked
         return _Linker()
-    except (OSError, AttributeError):  # not a glibc-like system: nothing can be asked
-        return None
+    return None
 
 
 def _file_name(path: str) -> str:
@@ -195,7 +195,6 @@ def same_file(a: str | None, b: str | None) -> bool | None:
 def version_tuple(version: str | None) -> tuple[int, ...] | None:
     if not version:
         return None
-    try:
+    with contextlib.suppress(ValueError):
         return tuple(int(p) for p in version.split(".")[:3])
-    except ValueError:
-        return None
+    return None

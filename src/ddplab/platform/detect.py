@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ..errors import EnvironmentUnsupported, invalid_choice
 from . import collective_lib, device_monitor
-from .vendors import HOST_CPU, KNOWN_BACKENDS, PLUGIN_ORDER, VENDORS, KnobReading, Vendor, read_knobs
+from .vendors import HOST_CPU, KNOWN_BACKENDS, PLUGIN_ORDER, VENDORS, KnobReading, Vendor, env_whitelisted, read_knobs
 
 
 @dataclass(frozen=True)
@@ -159,9 +159,7 @@ def validate_device_request(device_request: str | None) -> None:
         raise invalid_choice("device", device_request, ["auto", *VENDORS])
 
 
-# ----------------------------------------------------------------------------------
-# Gathering facts from the real machine
-# ----------------------------------------------------------------------------------
+# --- gathering facts from the real machine -----------------------------------------------------
 
 def gather_probe(with_memory: bool = True) -> Probe:
     """Ask this machine. ``with_memory`` reads free device memory (NVML when present)."""
@@ -195,7 +193,7 @@ def gather_probe(with_memory: bool = True) -> Probe:
         sharing_daemon_control_path=(shutil.which(vendor.sharing_daemon_control)
                                      if vendor.sharing_daemon_control else None),
         environ=whitelisted_environ(os.environ),
-        host_memory=_host_memory(),
+        host_memory=host_memory(),
         hostname=socket.gethostname(),
         python_version=_pyplatform.python_version(),
     )
@@ -204,7 +202,6 @@ def gather_probe(with_memory: bool = True) -> Probe:
 def whitelisted_environ(environ) -> dict[str, str]:
     """The variables ddplab knows, by exact name, with anything that looks like a secret redacted."""
     from ..redaction import redact
-    from .vendors import env_whitelisted
 
     return {k: redact(k, v) for k, v in sorted(environ.items()) if env_whitelisted(k)}
 
@@ -290,10 +287,6 @@ def _built_version(torch, accelerator) -> str | None:
 
 def host_memory() -> tuple[int, int]:
     """(total, available) bytes of host memory now: MemAvailable on Linux (memory planning reads it, memory_plan.py)."""
-    return _host_memory()
-
-
-def _host_memory() -> tuple[int, int]:
     import psutil
 
     vm = psutil.virtual_memory()

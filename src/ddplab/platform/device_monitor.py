@@ -80,20 +80,25 @@ def open_monitor(vendor: Vendor) -> DeviceMonitor:
     return DeviceMonitor()
 
 
+@contextlib.contextmanager
+def _nvml_session():
+    """pynvml, initialised for the block and shut down after it."""
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        yield pynvml
+    finally:
+        pynvml.nvmlShutdown()
+
+
 def driver_version(vendor: Vendor | None) -> str | None:
     if vendor is None or vendor.per_process_memory_api != NVIDIA.per_process_memory_api:
         return None
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            v = pynvml.nvmlSystemGetDriverVersion()
-            return v.decode() if isinstance(v, bytes) else str(v)
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:
-        return None
+    with contextlib.suppress(Exception), _nvml_session() as nvml:
+        v = nvml.nvmlSystemGetDriverVersion()
+        return v.decode() if isinstance(v, bytes) else str(v)
+    return None
 
 
 def device_memory(vendor: Vendor | None, torch, count: int) -> dict[int, tuple[int, int]]:
@@ -103,41 +108,24 @@ def device_memory(vendor: Vendor | None, torch, count: int) -> dict[int, tuple[i
     fall back to torch's accelerator API, which does create one.
     """
     if vendor is not None and vendor.per_process_memory_api == NVIDIA.per_process_memory_api:
-        with contextlib.suppress(Exception):
-            return _nvml_memory(torch, count)
+        with contextlib.suppress(Exception), _nvml_session() as nvml:
+            handles = [nvml.nvmlDeviceGetHandleByIndex(n) for n in _visible_nvml_indices(count)]
+            return {i: (int(m.total), int(m.free))
+                    for i, m in enumerate(nvml.nvmlDeviceGetMemoryInfo(h) for h in handles)}
     out = {}
     getter = getattr(getattr(torch, "accelerator", None), "get_memory_info", None)
     mod = torch.get_device_module(vendor.device_type) if vendor else None
     for i in range(count):
-        try:
+        with contextlib.suppress(Exception):
             free, total = getter(i) if getter else mod.mem_get_info(i)
             out[i] = (int(total), int(free))
-        except Exception:
-            continue
     return out
-
-
-def _nvml_memory(torch, count: int) -> dict[int, tuple[int, int]]:
-    import pynvml
-
-    pynvml.nvmlInit()
-    try:
-        out = {}
-        for i, nvml_index in enumerate(_visible_nvml_indices(count)):
-            h = pynvml.nvmlDeviceGetHandleByIndex(nvml_index)
-            mem = pynvml.nvmlDeviceGetMemoryInfo(h)
-            out[i] = (int(mem.total), int(mem.free))
-        return out
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def _visible_nvml_indices(count: int) -> list[int]:
     """Map torch indices to NVML indices through CUDA_VISIBLE_DEVICES when it lists integers."""
     visible = os.environ.get(NVIDIA.visible_devices_env or "", "")
     if visible:
-        try:
+        with contextlib.suppress(ValueError):  # UUIDs or MIG names: assume identity order
             return [int(x) for x in visible.split(",") if x.strip()][:count]
-        except ValueError:
-            pass  # UUIDs or MIG names: assume identity order
     return list(range(count))

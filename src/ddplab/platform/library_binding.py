@@ -8,8 +8,8 @@ bindings layer, 38-40 us through torch; docs/background.md §5).
 - ``open_binding(platform)``: the binding the vendor table names, imported, or
   EnvironmentUnsupported (exit 3) with the install hint. ``binding_status(platform)`` answers
   the same question for ``ddplab env`` without raising.
-- ``LibraryBinding.communicator(...)``: one communicator over a process group's ranks, on the
-  rank's device. Its unique id crosses processes through the c10d store that group was built on:
+- ``LibraryBinding.communicator(...)``: one communicator over the job's ranks, on the rank's
+  device. Its unique id crosses processes through the c10d store the default group was built on:
   no second rendezvous, no extra port. Several ranks on one device only where the loaded library
   allows it, with the environment the placement policy chose.
 - ``LibraryCommunicator.bind(calls)``: a collective's ``LibraryCall``s (collectives/*.py) turned
@@ -62,9 +62,7 @@ class BindingAdapter(Protocol):
     def bind(self, calls: Sequence[LibraryCall], comm: object, stream: object) -> Callable[[], None]: ...
 
 
-# ----------------------------------------------------------------------------------
-# Choosing and importing the binding
-# ----------------------------------------------------------------------------------
+# --- choosing and importing the binding --------------------------------------------------------
 
 def open_binding(platform: Platform, environ: Mapping[str, str] | None = None,
                  import_module: Callable = importlib.import_module) -> LibraryBinding:
@@ -129,9 +127,7 @@ def _open_substitute(target: str, platform: Platform, import_module: Callable) -
     return LibraryBinding(adapter.name, adapter, platform, substitute=target)
 
 
-# ----------------------------------------------------------------------------------
-# Several ranks on one device
-# ----------------------------------------------------------------------------------
+# --- several ranks on one device ---------------------------------------------------------------
 
 def shared_device_env(platform: Platform, shared_device: bool, placement_env: Mapping[str, str]) -> dict[str, str]:
     """The environment the library needs before a communicator is made, or EnvironmentUnsupported
@@ -167,18 +163,14 @@ def _apply_env(env: Mapping[str, str]) -> dict[str, str]:
     return applied
 
 
-# ----------------------------------------------------------------------------------
-# The unique id, through the job's own store
-# ----------------------------------------------------------------------------------
+# --- the unique id, through the job's own store ------------------------------------------------
 
-def group_store(group=None):
-    """The c10d store the process group was built on (already prefixed with the group's name), else
-    the default group's. Both live in torch's private tables; reading them here spares a second
-    rendezvous and a port."""
+def group_store():
+    """The c10d store the default process group was built on (already prefixed with the group's name). It
+    lives in torch's private tables; reading it here spares a second rendezvous and a port."""
     from torch.distributed import distributed_c10d as c10d
 
-    pg = group if group is not None else c10d._get_default_group()
-    entry = c10d._world.pg_map.get(pg)
+    entry = c10d._world.pg_map.get(c10d._get_default_group())
     return entry[1] if entry else c10d._get_default_store()
 
 
@@ -199,9 +191,7 @@ def _next_key(group_name: str) -> str:
     return f"{_KEY_PREFIX}/{group_name}/{serial}/unique-id"
 
 
-# ----------------------------------------------------------------------------------
-# Binding, communicator
-# ----------------------------------------------------------------------------------
+# --- binding, communicator ---------------------------------------------------------------------
 
 class LibraryBinding:
     """An imported binding (or a test's substitute) and the platform it serves."""
@@ -231,17 +221,15 @@ class LibraryBinding:
         return BindingStatus(self.name, True, reason, None, found.get("binding"), found.get("library"), path, same,
                              self.substitute)
 
-    def communicator(self, *, device_index: int | None, group=None, store=None, shared_device: bool = False,
-                     placement_env: Mapping[str, str] | None = None) -> LibraryCommunicator:
-        """A communicator over ``group``'s ranks (default: all), on ``device_index``. Collective: every
-        rank of the group calls it, in the same order as its other communicators."""
+    def communicator(self, *, device_index: int | None, shared_device: bool = False) -> LibraryCommunicator:
+        """A communicator over every rank of the job, on ``device_index``. Collective: every rank calls it, in
+        the same order as its other communicators."""
         import torch.distributed as dist
 
-        env = _apply_env(shared_device_env(self.platform, shared_device, placement_env or {}))
-        rank, world_size = dist.get_rank(group), dist.get_world_size(group)
-        store = store if store is not None else group_store(group)
-        group_name = (group if group is not None else dist.group.WORLD).group_name
-        key = _next_key(group_name)
+        env = _apply_env(shared_device_env(self.platform, shared_device, {}))
+        rank, world_size = dist.get_rank(), dist.get_world_size()
+        store = group_store()
+        key = _next_key(dist.group.WORLD.group_name)
         unique_id = exchange_unique_id(store, key, rank == 0, self.adapter.new_unique_id)
         try:
             comm = self.adapter.open(world_size, rank, unique_id, device_index)

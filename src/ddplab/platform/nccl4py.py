@@ -38,11 +38,9 @@ class Nccl4pyAdapter:
         self._nccl = bindings
         self._core = core
         self._torch = torch
-        kinds = core.NcclDataType
-        self._dtypes = {torch.float32: int(kinds.FLOAT32), torch.float64: int(kinds.FLOAT64),
-                        torch.float16: int(kinds.FLOAT16), torch.bfloat16: int(kinds.BFLOAT16),
-                        torch.int32: int(kinds.INT32), torch.int64: int(kinds.INT64),
-                        torch.int8: int(kinds.INT8), torch.uint8: int(kinds.UINT8)}
+        # torch.float32 -> NcclDataType.FLOAT32, and so on: the same names on both sides
+        self._dtypes = {getattr(torch, name): int(getattr(core.NcclDataType, name.upper())) for name in
+                        ("float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8")}
         self._ops = {"sum": int(core.NcclRedOp.SUM)}
 
     def versions(self) -> dict[str, str | None]:

@@ -64,10 +64,8 @@ class DeviceRuntime:
         the host or where the device module cannot say."""
         if self.host_only:
             return None
-        query = getattr(self.module, "mem_get_info", None)
-        if query is None:
-            accelerator = getattr(self.torch, "accelerator", None)
-            query = getattr(accelerator, "get_memory_info", None)
+        query = (getattr(self.module, "mem_get_info", None)
+                 or getattr(getattr(self.torch, "accelerator", None), "get_memory_info", None))
         if query is None:
             return None
         try:

@@ -96,9 +96,9 @@ class RasService:
 class Vendor:
     device_type: str  # torch device type: "cuda", "musa", ...
     vendor: str  # who makes it
-    plugin_module: str | None  # out-of-tree torch plug-in to import, if any
     backend: str  # torch.distributed backend for this device
     collective_library: str | None  # human name of the collective library
+    plugin_module: str | None = None  # out-of-tree torch plug-in to import, if any
     library_names: tuple[str, ...] = ()  # shared objects to look for in /proc/self/maps
     version_symbol: str | None = None  # C function returning the loaded version as int
     # Framework libraries that link the collective library: where its symbols bind when the
@@ -126,7 +126,6 @@ NVIDIA = Vendor(
     device_type="cuda",
     blocking_wait_env="TORCH_NCCL_BLOCKING_WAIT",
     vendor="NVIDIA",
-    plugin_module=None,
     backend="nccl",
     collective_library="NCCL",
     library_names=("libnccl.so",),
@@ -239,7 +238,6 @@ INTEL = Vendor(
     device_type="xpu",
     blocking_wait_env="TORCH_XCCL_BLOCKING_WAIT",
     vendor="Intel",
-    plugin_module=None,
     backend="xccl",
     collective_library="oneCCL",
     library_names=("libccl.so",),
@@ -258,7 +256,6 @@ INTEL = Vendor(
 HOST_CPU = Vendor(
     device_type="cpu",
     vendor="host CPU",
-    plugin_module=None,
     backend="gloo",
     collective_library="Gloo",
     socket_interface_env="GLOO_SOCKET_IFNAME",
