@@ -20,9 +20,8 @@ from .records.codec import to_json
 from .records.session import RankReturn
 from .rundir import RunDir
 from .supervision.beacon import Beacon
-from .supervision.rank import RankLife, error_text, guard_parent, ignore_sigint
+from .supervision.rank import RankLife, error_text, ignore_sigint
 
-__all__ = ["RankContext", "RankJob", "guard_parent", "ignore_sigint", "rank_main", "rank_of_torchrun"]
 
 @dataclass(frozen=True)
 class RankJob:
