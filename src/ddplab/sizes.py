@@ -115,16 +115,6 @@ def _factor_candidates(low: float, high: float, prefer: float):
 DEFAULT_FACTOR = 2.0  # nccl-tests' usual -f, preferred when several factors give the same sizes
 
 
-def check_size_range(sizes: tuple[int, ...]) -> None:
-    """Sizes as nccl-tests' -b/-e/-f make them (the command line spells them back that way)."""
-    require(0 < len(sizes) <= MAX_SIZES, "invalid-sizes", f"{len(sizes)} sizes; valid: 1 to {MAX_SIZES}")
-    for size in sizes:
-        check_number(size, "size", 1, MAX_SIZE_BYTES, integer=True, unit=" bytes", reference="invalid-size")
-    require(range_args(sizes, DEFAULT_FACTOR) is not None, "invalid-sizes",
-            f"sizes {list(sizes)[:6]}{'...' if len(sizes) > 6 else ''} are not a range that "
-            f"-b/-e/-f make (each size int(previous * factor), the same factor throughout)")
-
-
 @dataclass(frozen=True)
 class SizeRange:
     """A Config's sizes (a tuple of bytes), spelt as nccl-tests spells them: -b/--minbytes, -e/--maxbytes,
@@ -162,5 +152,11 @@ class SizeRange:
             out += ["-f", argv_text(factor)]
         return out
 
-    def check(self, value, slot) -> None:
-        check_size_range(value)
+    def check(self, sizes, slot) -> None:
+        """Sizes as nccl-tests' -b/-e/-f make them (the command line spells them back that way)."""
+        require(0 < len(sizes) <= MAX_SIZES, "invalid-sizes", f"{len(sizes)} sizes; valid: 1 to {MAX_SIZES}")
+        for size in sizes:
+            check_number(size, "size", 1, MAX_SIZE_BYTES, integer=True, unit=" bytes", reference="invalid-size")
+        require(range_args(sizes, DEFAULT_FACTOR) is not None, "invalid-sizes",
+                f"sizes {list(sizes)[:6]}{'...' if len(sizes) > 6 else ''} are not a range that "
+                f"-b/-e/-f make (each size int(previous * factor), the same factor throughout)")
