@@ -143,16 +143,12 @@ def serve_on(listen_fd: int, host: str, port: int, timeout: timedelta, legacy: b
     """
     if legacy is None:
         legacy = not libuv_takes_listen_fd()
-    options = {"use_libuv": False} if legacy else {}
-    try:
-        return TCPStore(host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=listen_fd,
-                        **options)
-    except NotImplementedError:
-        if legacy:
-            raise
-        # A build between the releases measured (a 2.9 pre-release): torch refused before it touched the socket.
-        return TCPStore(host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=listen_fd,
-                        use_libuv=False)
+    if not legacy:
+        # A build between the releases measured (a 2.9 pre-release) refuses before it touches the socket.
+        with contextlib.suppress(NotImplementedError):
+            return TCPStore(host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=listen_fd)
+    return TCPStore(host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=listen_fd,
+                    use_libuv=False)
 
 
 def libuv_takes_listen_fd(version: str | None = None) -> bool:
