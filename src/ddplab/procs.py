@@ -41,7 +41,7 @@ from .records.clean import CleanRecord, Ended, GoneProcess, Orphan, OtherProcess
 from .rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
 
 if TYPE_CHECKING:
-    from .clean import CleanConfig
+    from .config import CleanConfig
 
 # Launcher marker variable -> which launcher set it. ddplab's comes first: its ranks may carry both.
 MARKERS = ((RUN_ID_ENV, "ddplab"), (TORCHRUN_MARKER, "torchrun"))
