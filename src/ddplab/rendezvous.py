@@ -36,7 +36,9 @@ from torch.distributed.elastic.rendezvous import (
     rendezvous_handler_registry,
 )
 
+from . import interrupts
 from .env_vars import environ_set
+from .errors import EnvironmentUnsupported
 
 if TYPE_CHECKING:
     from .cluster.endpoint import StorePlan
@@ -274,7 +276,6 @@ def meet(store: "StorePlan", wait_s: float, session: str | None = None) -> Itera
     here hosts it (several launchers on one machine): this one joins as a client. The bound
     socket is closed when the block ends; the store serves on its own duplicate meanwhile.
     """
-    from . import interrupts
     from .cluster.endpoint import StoreAddressInUse, bind_store_socket, wait_for_store
 
     listener = None
@@ -283,7 +284,9 @@ def meet(store: "StorePlan", wait_s: float, session: str | None = None) -> Itera
             listener = bind_store_socket(store)
         except StoreAddressInUse as exc:
             if store.forced:
-                raise _port_taken(store, exc) from exc
+                raise EnvironmentUnsupported("rdzv-store-cannot-listen", f"--rdzv-host yes, but {exc}: this machine "
+                                             "cannot host the store there",
+                                             hint="choose a free port for --rdzv-endpoint on every machine") from exc
             store = store.as_client(f"{store.decided_by}, but {exc}: another launcher on this machine hosts it")
     try:
         if listener is not None:
@@ -303,9 +306,7 @@ def _wait_for_session(store: "StorePlan", address: str, session: str, wait_s: fl
                       poll_s: float = 0.5) -> None:
     """Until the store at ``address`` serves ``session`` (its host set the session's key); a store that goes
     away meanwhile (an earlier launch's, closing) is reached again. Exit 3 when it never does."""
-    from . import interrupts
     from .cluster.endpoint import StoreWaitStopped
-    from .errors import EnvironmentUnsupported
 
     deadline = time.monotonic() + max(wait_s, poll_s)
     client = None
@@ -327,11 +328,3 @@ def _wait_for_session(store: "StorePlan", address: str, session: str, wait_s: fl
                 hint="run the same ddplab command (the same drills, in the same order) on every machine, with the "
                      "same --rdzv-endpoint and --rdzv-id")
         time.sleep(poll_s)
-
-
-def _port_taken(store: "StorePlan", exc: Exception):
-    from .errors import EnvironmentUnsupported
-
-    return EnvironmentUnsupported("rdzv-store-cannot-listen",
-                                  f"--rdzv-host yes, but {exc}: this machine cannot host the store there",
-                                  hint="choose a free port for --rdzv-endpoint on every machine")
