@@ -58,8 +58,7 @@ def rank_main(job: RankJob) -> RankReturn:
     """A rank elastic started for ddplab's launcher: its return travels back through elastic."""
     life = RankLife(RunDir.from_environ()).arm()
     ignore_sigint()
-    own, _ = _as_rank(job, life, gather=False)
-    return own
+    return _as_rank(job, life, gather=False)[0]
 
 
 def rank_of_torchrun(job: RankJob, run: RunDir) -> dict[int, RankReturn]:
@@ -74,8 +73,7 @@ def rank_of_torchrun(job: RankJob, run: RunDir) -> dict[int, RankReturn]:
     life = RankLife(run).arm(launcher_pid=os.getppid())
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     ignore_sigint()
-    _, returns = _as_rank(job, life, gather=True)
-    return returns
+    return _as_rank(job, life, gather=True)[1]
 
 
 def _as_rank(job: RankJob, life: RankLife, gather: bool) -> tuple[RankReturn, dict[int, RankReturn]]:
