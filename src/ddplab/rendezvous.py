@@ -60,6 +60,7 @@ _NO_SHARED_STORE_ENV = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
 # the job's last words after elastic let go of its handler (launch.py waits for them when a job fails).
 _HOSTED: dict[int, TCPStore] = {}
 SESSION_KEY_ROOT = "ddplab/session"
+_SESSION_POLL_S = 0.5  # how often a joining machine asks the store whether it serves this launch's session
 LIBUV_LISTEN_FD_SINCE = (2, 9)  # the oldest torch measured whose libuv store serves a socket it is handed
 
 
@@ -302,13 +303,12 @@ def meet(store: "StorePlan", wait_s: float, session: str | None = None) -> Itera
             listener.close()
 
 
-def _wait_for_session(store: "StorePlan", address: str, session: str, wait_s: float,
-                      poll_s: float = 0.5) -> None:
+def _wait_for_session(store: "StorePlan", address: str, session: str, wait_s: float) -> None:
     """Until the store at ``address`` serves ``session`` (its host set the session's key); a store that goes
     away meanwhile (an earlier launch's, closing) is reached again. Exit 3 when it never does."""
     from .cluster.endpoint import StoreWaitStopped
 
-    deadline = time.monotonic() + max(wait_s, poll_s)
+    deadline = time.monotonic() + max(wait_s, _SESSION_POLL_S)
     client = None
     while True:
         stop = interrupts.requested()
@@ -324,7 +324,7 @@ def _wait_for_session(store: "StorePlan", address: str, session: str, wait_s: fl
             raise EnvironmentUnsupported(
                 "rdzv-session-not-found",
                 f"the rendezvous store at {store.endpoint} answers, but not for this job ({session}) after "
-                f"{max(wait_s, poll_s):.0f} s: the machine that hosts it runs another job or another step",
+                f"{max(wait_s, _SESSION_POLL_S):.0f} s: the machine that hosts it runs another job or another step",
                 hint="run the same ddplab command (the same drills, in the same order) on every machine, with the "
                      "same --rdzv-endpoint and --rdzv-id")
-        time.sleep(poll_s)
+        time.sleep(_SESSION_POLL_S)

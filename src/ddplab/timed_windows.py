@@ -53,7 +53,7 @@ class SamplerGate:
 
 
 @contextmanager
-def timing(rank_status, max_wait_s: float = MAX_WAIT_S) -> Iterator[float]:
+def timing(rank_status) -> Iterator[float]:
     """Rank side: mark a timed window, wait out a device query in progress, then run the body.
 
     Yields the seconds spent waiting for the sampler. ``rank_status`` is the rank's
@@ -65,7 +65,7 @@ def timing(rank_status, max_wait_s: float = MAX_WAIT_S) -> Iterator[float]:
     rank_status.phase(TIMING_PHASE)
     start = time.monotonic()
     try:
-        while rank_status.run.sampler_flag.exists() and time.monotonic() - start < max_wait_s:
+        while rank_status.run.sampler_flag.exists() and time.monotonic() - start < MAX_WAIT_S:
             time.sleep(POLL_S)
         yield time.monotonic() - start
     finally:
