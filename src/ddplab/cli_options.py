@@ -200,8 +200,7 @@ class OneOf:
             group.add_argument(flag, dest=slot.dest, action="store_const", const=value, default=argparse.SUPPRESS,
                                help=help_text(clause(slot.doc, value), default))
 
-    def read(self, args, slot: Slot):
-        return getattr(args, slot.dest, MISSING)
+    read = Switch.read  # the value its option stored, if given
 
     def argv(self, value, default) -> list[str]:
         return [] if value == default else [self.flags[value]]

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from .cli_options import Range, Vocabulary, argv_of, check_fields, one_of, option
 from .validators import MAX_NODES, MAX_NPROC, MAX_TIMEOUT_S, check_choice, is_endpoint, require
 
-__all__ = ["LaunchOptions", "MAX_NODES", "MAX_NPROC", "MAX_TIMEOUT_S"]
-
 STARTED_BY = ("torchrun",)  # who starts the ranks when not ddplab's own launcher (LaunchOptions.started_by)
 RDZV_HOST_CHOICES = ("auto", "yes", "no")  # torch's is_host rendezvous setting, as --rdzv-host says it
 DEFAULT_RESERVE = 0.10  # device memory left for contexts and communicator buffers

@@ -178,9 +178,8 @@ def _fsync_directory(directory: Path) -> None:
     except OSError:
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems cannot fsync a directory; the data itself is on disk
+        with contextlib.suppress(OSError):  # some filesystems cannot fsync a directory; the data itself is on disk
+            os.fsync(fd)
     finally:
         os.close(fd)
 

@@ -129,6 +129,3 @@ def row_costs(torch_rows, library_rows, timing: str) -> list[AddedCost]:
             out.append(added_cost(mine.op, mine.size_bytes, mine.in_place, timing, mine.time_us, theirs.time_us))
     return out
 
-
-__all__ = ["BOTH", "LIBRARY", "TORCH", "added_cost_check", "binding_check", "label", "library_checks",
-           "prepare_library", "row_costs", "setup_warnings"]

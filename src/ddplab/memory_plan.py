@@ -188,7 +188,7 @@ def _v2_limits(root: Path, path: str) -> list[CgroupLimit]:
         if limit is None or usage is None or limit >= UNLIMITED:
             continue
         out.append(CgroupLimit(f"v2 {directory} memory.max - memory.current", limit, usage,
-                               _stat(directory / "memory.stat", "inactive_file")))
+                               _number(directory / "memory.stat", r"^inactive_file (\d+)$") or 0))
     return out
 
 
@@ -200,7 +200,7 @@ def _v1_limit(mount: Path, path: str) -> list[CgroupLimit]:
             if limit >= UNLIMITED:
                 return []
             return [CgroupLimit(f"v1 {directory} memory.limit_in_bytes - memory.usage_in_bytes", limit, usage,
-                                _stat(directory / "memory.stat", "total_inactive_file"))]
+                                _number(directory / "memory.stat", r"^total_inactive_file (\d+)$") or 0)]
     return []
 
 
@@ -214,12 +214,13 @@ def _read_int(path: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _stat(path: Path, key: str) -> int:
+def _number(path: Path, line: str) -> int | None:
+    """The number a /proc or cgroup file's ``line`` (a pattern) holds; None: no such file or line."""
     try:
-        match = re.search(rf"^{key} (\d+)$", path.read_text(), re.MULTILINE)
+        match = re.search(line, path.read_text(), re.MULTILINE)
     except OSError:
-        return 0
-    return int(match.group(1)) if match else 0
+        return None
+    return int(match.group(1)) if match else None
 
 
 def parse_budget(environ: Mapping[str, str]) -> int | None:
@@ -315,23 +316,17 @@ def require_fits(platform, placement, need: MemoryNeed, what: str, reference: st
 
 def release(runtime, staged: bool) -> bool:
     """Hand back what the last size left cached: Python's garbage, the device allocator's cache, the pinned host
-    cache where gloo staged through it (platform/runtime.py), and the C heap's free pages. Returns whether the
-    pinned host cache was emptied."""
+    cache where gloo staged through it (platform/runtime.py), and the C heap's free pages: glibc keeps freed blocks
+    below its mmap threshold (which grows to 32 MiB after large frees) in RSS, and malloc_trim(0) returns them
+    (nothing to do elsewhere). Returns whether the pinned host cache was emptied."""
     gc.collect()
     emptied = runtime.release_caches(host=staged)
-    trim_heap()
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+            ctypes.CDLL(None).malloc_trim(0)
     return emptied
-
-
-def trim_heap() -> None:
-    """glibc keeps freed blocks below its mmap threshold (which grows to 32 MiB after large frees) in RSS;
-    malloc_trim(0) returns them. Nothing to do elsewhere."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):  # not glibc (musl has no malloc_trim)
-        ctypes.CDLL(None).malloc_trim(0)
 
 
 class PeakRss:
@@ -366,8 +361,5 @@ class PeakRss:
         return max(hwm or 0, self.floor or 0, now)
 
     def _field(self, name: str) -> int | None:
-        try:
-            match = re.search(rf"^{name}:\s+(\d+) kB", self.status.read_text(), re.MULTILINE)
-        except OSError:
-            return None
-        return int(match.group(1)) * 1024 if match else None
+        kib = _number(self.status, rf"^{name}:\s+(\d+) kB")
+        return kib * 1024 if kib is not None else None

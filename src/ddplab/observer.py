@@ -1,4 +1,4 @@
-"""Who watches a run: a terminal to announce it and show live ranks, or nobody (QUIET). Every kind's
+"""Who watches a run: a terminal (rich Console) to announce it and show live ranks, or nobody (QUIET). Every kind's
 ``run(config, observer)`` takes one; it lives at the bottom of the imports so that any layer can name it."""
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Observer:
-    """Who watches a run: a terminal (rich Console) to announce it and show live ranks, or nobody."""
-
     console: Any = None
     live: bool = True
 

@@ -225,7 +225,8 @@ def _shared_with_library(opts: LaunchOptions, platform: Platform, daemon: _Daemo
         return _Choice(vendor_backend, reason, dict(rule.enable_env), warnings=(*failed, time_slicing),
                        considered=(rejected, Option("gloo", "gloo", None, False, asked),
                                    Option(alone, vendor_backend, None, True, reason)))
-    reason = f"{allows}, but {daemon.why}; {slicing}, so gloo is faster{_gloo_vs_alone(costs)}"
+    reason = f"{allows}, but {daemon.why}; {slicing}, so gloo is faster"
+    reason += _measured(costs, "gloo_us", "without_daemon_us", note="; gloo stages device tensors through host memory")
     failed = (f"{daemon.why}; running gloo instead of {with_daemon}",) if daemon.failed else ()
     return _Choice("gloo", reason, warnings=failed, considered=(
         rejected, Option("gloo", "gloo", None, True, reason), Option(alone, vendor_backend, None, False,
@@ -252,8 +253,7 @@ def _shared_refused_by_library(opts: LaunchOptions, platform: Platform, daemon: 
     refused = Option(vendor_backend, vendor_backend, None, False, refusal)
     if daemon.kind and opts.sharing_daemon != "off":
         costs = rule.costs
-        faster = (f" ({_us(costs.gloo_with_daemon_us)} vs {_us(costs.gloo_us)} per op, measured on "
-                  f"{costs.measured_on})" if costs and costs.gloo_with_daemon_us else "")
+        faster = _measured(costs, "gloo_with_daemon_us", "gloo_us") if costs and costs.gloo_with_daemon_us else ""
         with_daemon = (f"{reason}; {daemon.why}: gloo is faster under the {platform.sharing_daemon} daemon, which "
                        f"spares the ranks a context switch per step{faster}")
         alone = Option("gloo", "gloo", None, False, f"slower without the {platform.sharing_daemon} daemon{faster}")
@@ -278,16 +278,12 @@ def _us(value: float) -> str:
     return f"{value:,.1f}".removesuffix(".0") + " us"
 
 
-def _measured(costs: SharedDeviceCosts | None, setup: str) -> str:
-    """" (4,501.7 us per op, measured on ...)" for one setup, or nothing where the vendor has no measurement."""
-    return f" ({_us(getattr(costs, setup))} per op, measured on {costs.measured_on})" if costs else ""
-
-
-def _gloo_vs_alone(costs: SharedDeviceCosts | None) -> str:
+def _measured(costs: SharedDeviceCosts | None, *setups: str, note: str = "") -> str:
+    """" (4,501.7 us per op, measured on ...)" for one setup, " (A us vs B us per op, ...)" for two, or nothing where
+    the vendor has no measurement."""
     if costs is None:
         return ""
-    return (f" ({_us(costs.gloo_us)} vs {_us(costs.without_daemon_us)} per op, measured on {costs.measured_on}; "
-            f"gloo stages device tensors through host memory)")
+    return f" ({' vs '.join(_us(getattr(costs, s)) for s in setups)} per op, measured on {costs.measured_on}{note})"
 
 
 def _comparison(costs: SharedDeviceCosts | None) -> str:

@@ -43,9 +43,6 @@ from .rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
 if TYPE_CHECKING:
     from .config import CleanConfig
 
-__all__ = ["CleanRecord", "Ended", "GoneProcess", "Orphan", "OtherProcess", "Survey", "classify", "clean", "end",
-           "find_orphans", "survey"]
-
 # Launcher marker variable -> which launcher set it. ddplab's comes first: its ranks may carry both.
 MARKERS = ((RUN_ID_ENV, "ddplab"), (TORCHRUN_MARKER, "torchrun"))
 ELASTIC_AGENT_PROGRAMS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")

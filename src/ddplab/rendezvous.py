@@ -36,7 +36,9 @@ from torch.distributed.elastic.rendezvous import (
     rendezvous_handler_registry,
 )
 
+from . import interrupts
 from .env_vars import environ_set
+from .errors import EnvironmentUnsupported
 
 if TYPE_CHECKING:
     from .cluster.endpoint import StorePlan
@@ -58,6 +60,7 @@ _NO_SHARED_STORE_ENV = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
 # the job's last words after elastic let go of its handler (launch.py waits for them when a job fails).
 _HOSTED: dict[int, TCPStore] = {}
 SESSION_KEY_ROOT = "ddplab/session"
+_SESSION_POLL_S = 0.5  # how often a joining machine asks the store whether it serves this launch's session
 LIBUV_LISTEN_FD_SINCE = (2, 9)  # the oldest torch measured whose libuv store serves a socket it is handed
 
 
@@ -143,16 +146,12 @@ def serve_on(listen_fd: int, host: str, port: int, timeout: timedelta, legacy: b
     """
     if legacy is None:
         legacy = not libuv_takes_listen_fd()
-    options = {"use_libuv": False} if legacy else {}
-    try:
-        return TCPStore(host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=listen_fd,
-                        **options)
-    except NotImplementedError:
-        if legacy:
-            raise
-        # A build between the releases measured (a 2.9 pre-release): torch refused before it touched the socket.
-        return TCPStore(host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=listen_fd,
-                        use_libuv=False)
+    if not legacy:
+        # A build between the releases measured (a 2.9 pre-release) refuses before it touches the socket.
+        with contextlib.suppress(NotImplementedError):
+            return TCPStore(host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=listen_fd)
+    return TCPStore(host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=listen_fd,
+                    use_libuv=False)
 
 
 def libuv_takes_listen_fd(version: str | None = None) -> bool:
@@ -278,7 +277,6 @@ def meet(store: "StorePlan", wait_s: float, session: str | None = None) -> Itera
     here hosts it (several launchers on one machine): this one joins as a client. The bound
     socket is closed when the block ends; the store serves on its own duplicate meanwhile.
     """
-    from . import interrupts
     from .cluster.endpoint import StoreAddressInUse, bind_store_socket, wait_for_store
 
     listener = None
@@ -287,7 +285,9 @@ def meet(store: "StorePlan", wait_s: float, session: str | None = None) -> Itera
             listener = bind_store_socket(store)
         except StoreAddressInUse as exc:
             if store.forced:
-                raise _port_taken(store, exc) from exc
+                raise EnvironmentUnsupported("rdzv-store-cannot-listen", f"--rdzv-host yes, but {exc}: this machine "
+                                             "cannot host the store there",
+                                             hint="choose a free port for --rdzv-endpoint on every machine") from exc
             store = store.as_client(f"{store.decided_by}, but {exc}: another launcher on this machine hosts it")
     try:
         if listener is not None:
@@ -303,15 +303,12 @@ def meet(store: "StorePlan", wait_s: float, session: str | None = None) -> Itera
             listener.close()
 
 
-def _wait_for_session(store: "StorePlan", address: str, session: str, wait_s: float,
-                      poll_s: float = 0.5) -> None:
+def _wait_for_session(store: "StorePlan", address: str, session: str, wait_s: float) -> None:
     """Until the store at ``address`` serves ``session`` (its host set the session's key); a store that goes
     away meanwhile (an earlier launch's, closing) is reached again. Exit 3 when it never does."""
-    from . import interrupts
     from .cluster.endpoint import StoreWaitStopped
-    from .errors import EnvironmentUnsupported
 
-    deadline = time.monotonic() + max(wait_s, poll_s)
+    deadline = time.monotonic() + max(wait_s, _SESSION_POLL_S)
     client = None
     while True:
         stop = interrupts.requested()
@@ -327,15 +324,7 @@ def _wait_for_session(store: "StorePlan", address: str, session: str, wait_s: fl
             raise EnvironmentUnsupported(
                 "rdzv-session-not-found",
                 f"the rendezvous store at {store.endpoint} answers, but not for this job ({session}) after "
-                f"{max(wait_s, poll_s):.0f} s: the machine that hosts it runs another job or another step",
+                f"{max(wait_s, _SESSION_POLL_S):.0f} s: the machine that hosts it runs another job or another step",
                 hint="run the same ddplab command (the same drills, in the same order) on every machine, with the "
                      "same --rdzv-endpoint and --rdzv-id")
-        time.sleep(poll_s)
-
-
-def _port_taken(store: "StorePlan", exc: Exception):
-    from .errors import EnvironmentUnsupported
-
-    return EnvironmentUnsupported("rdzv-store-cannot-listen",
-                                  f"--rdzv-host yes, but {exc}: this machine cannot host the store there",
-                                  hint="choose a free port for --rdzv-endpoint on every machine")
+        time.sleep(_SESSION_POLL_S)

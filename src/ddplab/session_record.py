@@ -28,7 +28,6 @@ def torchrun_job_ranks(placement: Placement, outcome: JobOutcome) -> list[RankOu
 
 def session_record(placement: Placement, run: RunDir, outcome: JobOutcome, sampler: RankSampler, daemon: dict | None,
             hang, nnodes: int) -> SessionRecord:
-    """What every multi-rank measurement reports about its run."""
     return SessionRecord(
         backend=placement.backend,
         backend_reason=placement.backend_reason,

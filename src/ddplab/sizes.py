@@ -17,6 +17,7 @@ _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 # -f 1.1 over the same range about 230; -f 1.0000001 would be about a billion.
 MAX_SIZES = 1000
 MAX_STEP_FACTOR = float(1 << 20)
+DEFAULT_FACTOR = 2.0  # nccl-tests' usual -f, preferred when several factors give the same sizes
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)B?\s*$", re.IGNORECASE)
 
 
@@ -70,13 +71,13 @@ def human(n: int) -> str:
     return str(n)
 
 
-def range_args(sizes: tuple[int, ...] | list[int], prefer_factor: float = 2.0) -> tuple[str, str, float] | None:
+def range_args(sizes: tuple[int, ...] | list[int]) -> tuple[str, str, float] | None:
     """-b/-e/-f text that ``size_range`` turns back into exactly ``sizes``; None when no range gives them.
 
     A config keeps the sizes it measures, not the user's spelling of them; its command line (to_argv) is
     derived here. Each step s -> t of size_range bounds the factor: t = int(s * f) > s needs
     t/s <= f < (t+1)/s, and t = s + 1 needs f < (s+2)/s. Any factor inside every bound rebuilds the list;
-    the one chosen is ``prefer_factor`` when it fits, else the shortest decimal that does (and is checked).
+    the one chosen is DEFAULT_FACTOR when it fits, else the shortest decimal that does (and is checked).
     """
     sizes = list(sizes)
     if not sizes or any(not isinstance(s, int) or s < 1 for s in sizes):
@@ -90,7 +91,7 @@ def range_args(sizes: tuple[int, ...] | list[int], prefer_factor: float = 2.0) -
         else:
             low, high = max(low, t / s), min(high, (t + 1) / s)
     begin, end = human(sizes[0]), human(sizes[-1])
-    for factor in _factor_candidates(low, high, prefer_factor):
+    for factor in _factor_candidates(low, high):
         try:
             if size_range(begin, end, factor) == sizes:
                 return begin, end, factor
@@ -99,30 +100,17 @@ def range_args(sizes: tuple[int, ...] | list[int], prefer_factor: float = 2.0) -
     return None
 
 
-def _factor_candidates(low: float, high: float, prefer: float):
-    """Factors near [low, high) above 1, most readable first: ``prefer``, then fewer decimals. The bounds are
+def _factor_candidates(low: float, high: float):
+    """Factors near [low, high) above 1, most readable first: DEFAULT_FACTOR, then fewer decimals. The bounds are
     widened by a rounding error (size_range multiplies in floating point); the caller checks each one."""
     low, high = low * (1 - 1e-12), high * (1 + 1e-12)
-    if low <= prefer < high:
-        yield prefer
+    if low <= DEFAULT_FACTOR < high:
+        yield DEFAULT_FACTOR
     for digits in range(0, 17):
         scale = 10 ** digits
         candidate = max(math.ceil(low * scale), scale + 1) / scale
         if candidate < high:
             yield candidate
-
-
-DEFAULT_FACTOR = 2.0  # nccl-tests' usual -f, preferred when several factors give the same sizes
-
-
-def check_size_range(sizes: tuple[int, ...]) -> None:
-    """Sizes as nccl-tests' -b/-e/-f make them (the command line spells them back that way)."""
-    require(0 < len(sizes) <= MAX_SIZES, "invalid-sizes", f"{len(sizes)} sizes; valid: 1 to {MAX_SIZES}")
-    for size in sizes:
-        check_number(size, "size", 1, MAX_SIZE_BYTES, integer=True, unit=" bytes", reference="invalid-size")
-    require(range_args(sizes, DEFAULT_FACTOR) is not None, "invalid-sizes",
-            f"sizes {list(sizes)[:6]}{'...' if len(sizes) > 6 else ''} are not a range that "
-            f"-b/-e/-f make (each size int(previous * factor), the same factor throughout)")
 
 
 @dataclass(frozen=True)
@@ -134,7 +122,7 @@ class SizeRange:
     OPTIONS = (("-b", "--minbytes"), ("-e", "--maxbytes"), ("-f", "--stepfactor"))
 
     def add(self, parser: argparse.ArgumentParser, slot) -> None:
-        begin, end, factor = range_args(slot.default, DEFAULT_FACTOR)
+        begin, end, factor = range_args(slot.default)
         helps = (f"smallest size in bytes, with K, M, G or T for powers of 1024, as nccl-tests' -b "
                  f"(default: {begin})", f"largest size, as nccl-tests' -e (default: {end})",
                  f"each size is the one before times this, as nccl-tests' -f (default: {argv_text(factor)})")
@@ -146,21 +134,27 @@ class SizeRange:
         given = [getattr(args, long.lstrip("-"), None) for _, long in self.OPTIONS]
         if given == [None, None, None]:
             return MISSING
-        default = range_args(slot.default, DEFAULT_FACTOR)
+        default = range_args(slot.default)
         begin, end, factor = (g if g is not None else d for g, d in zip(given, default))
         return tuple(size_range(begin, end, factor))
 
     def argv(self, value, default) -> list[str]:
         """-b/-e/-f that give the same sizes back; each left out where it is the default's."""
-        begin, end, factor = range_args(value, DEFAULT_FACTOR)
+        begin, end, factor = range_args(value)
         out = []
         if value[0] != default[0]:
             out += ["-b", begin]
         if value[-1] != default[-1]:
             out += ["-e", end]
-        if factor != range_args(default, DEFAULT_FACTOR)[2]:
+        if factor != range_args(default)[2]:
             out += ["-f", argv_text(factor)]
         return out
 
-    def check(self, value, slot) -> None:
-        check_size_range(value)
+    def check(self, sizes, slot) -> None:
+        """Sizes as nccl-tests' -b/-e/-f make them (the command line spells them back that way)."""
+        require(0 < len(sizes) <= MAX_SIZES, "invalid-sizes", f"{len(sizes)} sizes; valid: 1 to {MAX_SIZES}")
+        for size in sizes:
+            check_number(size, "size", 1, MAX_SIZE_BYTES, integer=True, unit=" bytes", reference="invalid-size")
+        require(range_args(sizes) is not None, "invalid-sizes",
+                f"sizes {list(sizes)[:6]}{'...' if len(sizes) > 6 else ''} are not a range that "
+                f"-b/-e/-f make (each size int(previous * factor), the same factor throughout)")

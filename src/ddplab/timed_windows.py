@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Iterator
 
 from .supervision.states import read_states
@@ -54,7 +53,7 @@ class SamplerGate:
 
 
 @contextmanager
-def timing(rank_status, max_wait_s: float = MAX_WAIT_S) -> Iterator[float]:
+def timing(rank_status) -> Iterator[float]:
     """Rank side: mark a timed window, wait out a device query in progress, then run the body.
 
     Yields the seconds spent waiting for the sampler. ``rank_status`` is the rank's
@@ -64,17 +63,13 @@ def timing(rank_status, max_wait_s: float = MAX_WAIT_S) -> Iterator[float]:
         yield 0.0
         return
     rank_status.phase(TIMING_PHASE)
+    start = time.monotonic()
     try:
-        yield wait_for_sampler(rank_status.run.sampler_flag, max_wait_s)
+        while rank_status.run.sampler_flag.exists() and time.monotonic() - start < MAX_WAIT_S:
+            time.sleep(POLL_S)
+        yield time.monotonic() - start
     finally:
         rank_status.phase(AFTER_TIMING_PHASE)
-
-
-def wait_for_sampler(flag: Path, max_wait_s: float) -> float:
-    start = time.monotonic()
-    while flag.exists() and time.monotonic() - start < max_wait_s:
-        time.sleep(POLL_S)
-    return time.monotonic() - start
 
 
 def overlaps(window: tuple[float, float], queries: list[tuple[float, float]]) -> bool:

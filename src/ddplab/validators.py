@@ -30,7 +30,11 @@ def check_number(value, flag: str, low: float, high: float, *, integer: bool = F
     an end is open; without it the range reads "1 to 64".
     """
     reference = reference or f"invalid-{flag.lstrip('-')}"
-    valid = range_text(low, high, name=name, low_open=low_open, high_open=high_open, unit=unit)
+    if name or low_open or high_open:
+        valid = (f"{number_text(low)} {'<' if low_open else '<='} {name or 'value'} "
+                 f"{'<' if high_open else '<='} {number_text(high)}{unit}")
+    else:
+        valid = f"{number_text(low)} to {number_text(high)}{unit}"
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
         kind = "a whole number" if integer else "a number"
         raise UsageError(reference, f"{flag} {value!r} is not {kind}; valid: {valid}")
@@ -40,15 +44,6 @@ def check_number(value, flag: str, low: float, high: float, *, integer: bool = F
     too_high = value >= high if high_open else value > high
     if too_low or too_high:
         raise UsageError(reference, f"{flag} {value} is out of range; valid: {valid}")
-
-
-def range_text(low: float, high: float, *, name: str | None = None, low_open: bool = False, high_open: bool = False,
-               unit: str = "") -> str:
-    """A range as the messages and the help say it: "1 to 64", or "0 < seconds <= 86400" where an end is open."""
-    if name or low_open or high_open:
-        return (f"{number_text(low)} {'<' if low_open else '<='} {name or 'value'} "
-                f"{'<' if high_open else '<='} {number_text(high)}{unit}")
-    return f"{number_text(low)} to {number_text(high)}{unit}"
 
 
 def check_nproc(value, flag: str = "--nproc") -> None:

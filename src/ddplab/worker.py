@@ -20,9 +20,8 @@ from .records.codec import to_json
 from .records.session import RankReturn
 from .rundir import RunDir
 from .supervision.beacon import Beacon
-from .supervision.rank import RankLife, error_text, guard_parent, ignore_sigint
+from .supervision.rank import RankLife, error_text, ignore_sigint
 
-__all__ = ["RankContext", "RankJob", "guard_parent", "ignore_sigint", "rank_main", "rank_of_torchrun"]
 
 @dataclass(frozen=True)
 class RankJob:
@@ -59,8 +58,7 @@ def rank_main(job: RankJob) -> RankReturn:
     """A rank elastic started for ddplab's launcher: its return travels back through elastic."""
     life = RankLife(RunDir.from_environ()).arm()
     ignore_sigint()
-    own, _ = _as_rank(job, life, gather=False)
-    return own
+    return _as_rank(job, life, gather=False)[0]
 
 
 def rank_of_torchrun(job: RankJob, run: RunDir) -> dict[int, RankReturn]:
@@ -75,8 +73,7 @@ def rank_of_torchrun(job: RankJob, run: RunDir) -> dict[int, RankReturn]:
     life = RankLife(run).arm(launcher_pid=os.getppid())
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     ignore_sigint()
-    _, returns = _as_rank(job, life, gather=True)
-    return returns
+    return _as_rank(job, life, gather=True)[1]
 
 
 def _as_rank(job: RankJob, life: RankLife, gather: bool) -> tuple[RankReturn, dict[int, RankReturn]]:
