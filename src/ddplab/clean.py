@@ -46,4 +46,4 @@ def run(config: CleanConfig, observer: "Observer | None" = None) -> CleanRecord:
     """What was found, and what ``yes`` ended; refuses (UsageError) a pid that may not be named, first."""
     from .procs import clean
 
-    return clean(config)
+    return clean(config.pid, config.yes, config.grace_s)

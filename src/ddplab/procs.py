@@ -31,7 +31,7 @@ import glob
 import os
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import psutil
 
@@ -39,9 +39,6 @@ from .platform import DeviceMonitor
 from .proc_facts import INTERPRETERS, TORCHRUN_MARKER, Facts, snapshot
 from .records.clean import CleanRecord, Ended, GoneProcess, Orphan, OtherProcess, Survey
 from .rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
-
-if TYPE_CHECKING:
-    from .config import CleanConfig
 
 # Launcher marker variable -> which launcher set it. ddplab's comes first: its ranks may carry both.
 MARKERS = ((RUN_ID_ENV, "ddplab"), (TORCHRUN_MARKER, "torchrun"))
@@ -298,28 +295,28 @@ def end(targets: Sequence[Orphan | OtherProcess], grace_s: float = 5.0) -> Ended
                  survived=sorted(p.pid for p in still), refused=sorted(refused))
 
 
-def clean(config: "CleanConfig") -> CleanRecord:
-    """`ddplab clean`: survey the machine; with ``config.yes`` end the orphans (or the one process named by
-    ``config.pid``) and check the device gave their memory back. Refuses (UsageError) a pid that may not be
-    named before anything is surveyed."""
+def clean(pid: int | None, yes: bool, grace_s: float) -> CleanRecord:
+    """`ddplab clean` (clean.py): survey the machine; with ``yes`` end the orphans (or the one process named by
+    ``pid``) and check the device gave their memory back. Refuses (UsageError) a pid that may not be named before
+    anything is surveyed."""
     from .errors import UsageError
     from .platform import detect, open_monitor
 
-    if config.pid is not None:
-        why = refuse_to_name(config.pid)
+    if pid is not None:
+        why = refuse_to_name(pid)
         if why:
-            raise UsageError("refused-pid", f"--pid {config.pid} is {why}; valid: the pid of another running "
+            raise UsageError("refused-pid", f"--pid {pid} is {why}; valid: the pid of another running "
                                             "process, e.g. one `ddplab clean` lists")
     platform = detect(with_memory=False)
     monitor = open_monitor(platform.spec)
     try:
         found = survey(monitor, platform.spec.device_node_globs)
-        record = CleanRecord(survey=found, named=_named(config.pid, found), platform=platform)
+        record = CleanRecord(survey=found, named=_named(pid, found), platform=platform)
         targets = record.targets
-        if not (config.yes and targets):
+        if not (yes and targets):
             return record
         _stop_leftover_daemons(targets, platform.spec)
-        ended = end(targets, config.grace_s)
+        ended = end(targets, grace_s)
         held = still_holding(monitor, [t.pid for t in targets])
         return replace(record, ended=ended, memory_returned=not held if monitor.api else None,
                        memory_still_held=held)
