@@ -108,18 +108,15 @@ def parse_report(data: bytes, path: str) -> Report:
 
 def report_from_document(doc: Any, path: str) -> Report:
     """The report a parsed document holds, checked and judged again."""
-    return judged(_checked_report(doc, path))
-
-
-def _checked_report(doc: Any, path: str) -> Report:
     if not isinstance(doc, dict):
         raise UsageError("invalid-report", f"{path}: field (document) must be a JSON object (a ddplab report), "
                                            f"but it is {show(doc)}", hint=HINT)
     try:
-        return report_from_json(doc)
+        report = report_from_json(doc)
     except RecordError as err:
         raise UsageError("invalid-report", f"{path}: {field_message(err)}", hint=HINT) from None
     except RecursionError:
         raise UsageError("invalid-report", f"{path}: stages nest reports too deeply") from None
     except DdplabError as err:  # refused outside the codec's reach: say so with the file's name
         raise UsageError("invalid-report", f"{path}: {err.message}", hint=HINT) from None
+    return judged(report)
