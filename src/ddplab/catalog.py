@@ -34,12 +34,6 @@ BY_RECORDS: dict[str, tuple[str, str, str, str]] = {
 SELF_JUDGED = ("compare",)  # its record's checks() judge it (the tolerance it was asked for travels in it)
 
 
-class _RecordJudgesItself:
-    @staticmethod
-    def checks(record) -> list[Check]:
-        return record.checks()
-
-
 def kinds() -> list[str]:
     """Every name a report's "command" may have, measurements first."""
     return [*measurements.MEASUREMENTS, *OTHER_KINDS, *BY_RECORDS]
@@ -55,8 +49,9 @@ def kind_of(command: str):
 
 
 def _judge_of(command: str):
-    """What judges a report of ``command``: its kind, its record (a comparison), or nothing (a check)."""
-    return kind_of(command) or (_RecordJudgesItself if command in SELF_JUDGED else None)
+    """What judges a report of ``command``: its kind, its record's class (a comparison: ``CompareRecord.checks(record)``
+    is the record's own checks), or nothing (a check)."""
+    return types_for(command)[1] if command in SELF_JUDGED else kind_of(command)
 
 
 def types_for(command: str, where: str = "$.command") -> tuple[type, type, type]:
@@ -108,18 +103,15 @@ def parse_report(data: bytes, path: str) -> Report:
 
 def report_from_document(doc: Any, path: str) -> Report:
     """The report a parsed document holds, checked and judged again."""
-    return judged(_checked_report(doc, path))
-
-
-def _checked_report(doc: Any, path: str) -> Report:
     if not isinstance(doc, dict):
         raise UsageError("invalid-report", f"{path}: field (document) must be a JSON object (a ddplab report), "
                                            f"but it is {show(doc)}", hint=HINT)
     try:
-        return report_from_json(doc)
+        report = report_from_json(doc)
     except RecordError as err:
         raise UsageError("invalid-report", f"{path}: {field_message(err)}", hint=HINT) from None
     except RecursionError:
         raise UsageError("invalid-report", f"{path}: stages nest reports too deeply") from None
     except DdplabError as err:  # refused outside the codec's reach: say so with the file's name
         raise UsageError("invalid-report", f"{path}: {err.message}", hint=HINT) from None
+    return judged(report)

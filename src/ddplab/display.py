@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from contextlib import contextmanager
 
 from rich.console import Console
 from rich.markup import escape as escape_markup
@@ -160,27 +161,17 @@ def announce(console, placement, run) -> None:
     console.print(f"run {run.run_id} -> {run.path}")
 
 
-class live_ranks:
+@contextmanager
+def live_ranks(console):
     """Live per-rank table while ranks run (terminal only); yields the sampler's callback or None."""
+    if console is None or not console.is_terminal:
+        yield None
+        return
+    from rich.live import Live
 
     title = "Ranks (live, every 0.5 s)"
-
-    def __init__(self, console):
-        self.console = console if console is not None and console.is_terminal else None
-        self.live = None
-
-    def __enter__(self):
-        if self.console is None:
-            return None
-        from rich.live import Live
-
-        self.live = Live(rank_table(self.title, []), console=self.console, refresh_per_second=4, transient=True)
-        self.live.__enter__()
-        return lambda sample: self.live.update(rank_table(self.title, sample.ranks))
-
-    def __exit__(self, *exc):
-        if self.live is not None:
-            self.live.__exit__(*exc)
+    with Live(rank_table(title, []), console=console, refresh_per_second=4, transient=True) as live:
+        yield lambda sample: live.update(rank_table(title, sample.ranks))
 
 
 def footer(console, session, verdict, summary: str) -> None:

@@ -57,11 +57,7 @@ def resolve(path: str | None, job_dir: str, base_dir: Path | None) -> Path | Non
         return named
     if base_dir is None:
         return None
-    try:
-        relative = named.relative_to(job_dir)
-    except ValueError:
-        relative = Path(named.name)
-    moved = base_dir / relative
+    moved = base_dir / (named.relative_to(job_dir) if named.is_relative_to(job_dir) else named.name)
     return moved if moved.is_file() else None
 
 

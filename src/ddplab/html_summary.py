@@ -5,6 +5,8 @@ stage in collapsed sections (a stage with a finding starts open). Markup only th
 
 from __future__ import annotations
 
+from collections import Counter
+
 from .html_markup import Markup, badge, concat, h
 from .report_summary import ShownCheck, Summary
 
@@ -45,10 +47,7 @@ def stage_groups(summary: Summary) -> Markup:
     """One collapsed section per stage: its worst chip and counts in the summary line, its rows inside."""
     out = []
     for g in summary.groups:
-        counts: dict[str, int] = {}
-        for s in g.checks:
-            counts[s.shown] = counts.get(s.shown, 0) + 1
-        words = ", ".join(f"{n} {k.upper()}" for k, n in counts.items())
+        words = ", ".join(f"{n} {k.upper()}" for k, n in Counter(s.shown for s in g.checks).items())
         rows = concat(h("<tr class='check-row'><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
                         "</tr>", s.check.check, badge(s.shown), s.check.value, s.check.threshold, s.check.meaning,
                         s.check.next_step) for s in g.checks)

@@ -52,9 +52,7 @@ def parse(text: str) -> NcclTestsTable:
             if "Avg bus bandwidth" in stripped:
                 avg = _number(stripped.split(":")[-1])
             continue
-        row_pair = _parse_row(stripped.split(), op)
-        if row_pair:
-            rows.extend(row_pair)
+        rows.extend(_parse_row(stripped.split(), op) or ())
     return NcclTestsTable(rows=rows, world_size=ranks or None, avg_busbw_gbps=avg)
 
 
@@ -68,7 +66,7 @@ def _parse_row(tokens: list[str], op: str) -> list[SweepRow] | None:
     if len(tokens) < 11 or not (tokens[0].isdigit() and tokens[1].isdigit()) or tokens[2] not in _TYPES:
         return None
     i = 3
-    if not _is_number(tokens[i]):  # redop column (sum, prod, none, ...)
+    if _number(tokens[i]) is None and tokens[i].upper() != "N/A":  # redop column (sum, prod, none, ...)
         i += 1
     if len(tokens) - i >= 9 and re.fullmatch(r"-?\d+", tokens[i]):  # root column
         i += 1
@@ -84,10 +82,6 @@ def _parse_row(tokens: list[str], op: str) -> list[SweepRow] | None:
                             algbw_gbps=_number(alg), busbw_gbps=_number(bus),
                             num_wrong=int(wrong) if wrong.isdigit() else None))
     return out
-
-
-def _is_number(text: str) -> bool:
-    return _number(text) is not None or text.upper() == "N/A"
 
 
 def _number(text: str) -> float | None:

@@ -96,17 +96,11 @@ def _block(r: SweepRecord, op: str, rows: list[SweepRow], engine: str, found: li
         parts = [_cell(cells.get(False)), _cell(cells.get(True))]
         lines.append(f"{size:>12}  {any_row.count:>12}  {r.dtype:>6}  {redop:>6}  {root:>6}  " + "  ".join(parts))
     lines.extend(unheld)
-    lines.extend(spike_notes([x for x in found or [] if x.op == op]))
-    return lines
-
-
-def spike_notes(found: list[Spike]) -> list[str]:
-    """Comment lines after a block (nccl-tests parsers skip them), one per spike."""
-    lines = []
-    for x in found:
-        around = " and ".join(f"{n.size_bytes} B {n.time_us:.2f} us" for n in x.neighbours)
-        lines.append(f"# SPIKE {x.size_bytes} B {'in' if x.in_place else 'out-of'}-place: "
-                     f"{x.time_us:.2f} us, {x.factor:.1f}x its neighbours ({around}): {spikes.FINDING}")
+    for x in found or []:
+        if x.op == op:  # a comment line per spike, which nccl-tests parsers skip
+            around = " and ".join(f"{n.size_bytes} B {n.time_us:.2f} us" for n in x.neighbours)
+            lines.append(f"# SPIKE {x.size_bytes} B {'in' if x.in_place else 'out-of'}-place: "
+                         f"{x.time_us:.2f} us, {x.factor:.1f}x its neighbours ({around}): {spikes.FINDING}")
     return lines
 
 
