@@ -137,9 +137,10 @@ def launcher_moments(record: LaunchRecord) -> list[tuple[str, float, str]]:
 
 
 def lane_timeline(record: LaunchRecord, base_dir: Path | None, trace_name: str = "") -> LaneTimeline | None:
-    """The page's drawing of the job's last collectives, or None when no rank left a readable record."""
+    """The page's drawing of the job's last collectives, or None when no rank left a record with an entry (a job
+    stuck before its first collective dumps records that hold none)."""
     by_rank, _ = entries_of(record, base_dir)
-    if not by_rank:
+    if not any(by_rank.values()):
         return None
     culprits = set(record.culprit.ranks) if record.culprit else set()
     shown = {rank: entries[-INLINE_ENTRIES:] for rank, entries in by_rank.items()}

@@ -226,3 +226,15 @@ def test_the_launcher_s_moments_are_marked_only_where_the_series_says_when_it_st
     anchored = SimpleNamespace(timeseries=SimpleNamespace(started_at=1000.0), hang=hang, detected_at=1005.5)
     assert [(m.label, m.x, m.kind) for m in moments(anchored)] == [("last progress", 0.5, "event"),
                                                                    ("hang declared", 5.5, "detected")]
+
+
+def test_records_that_hold_no_entries_draw_no_timeline(moved_hang):
+    # A job stuck before its first collective: every rank dumped a record, none with an entry.
+    for flight in moved_hang.parent.rglob("*flight*.json"):
+        doc = json.loads(flight.read_text())
+        doc["entries"] = []
+        flight.write_text(json.dumps(doc))
+    page = render_html(read_report(str(moved_hang)), base_dir=moved_hang.parent)
+    assert "hang-timeline" not in page and "launch-ranks" in page
+    written = write_page(read_report(str(moved_hang)), moved_hang.with_suffix(".html"))
+    assert written == [moved_hang.with_suffix(".html")]  # no trace file without an entry to put in it
