@@ -125,7 +125,7 @@ def _first_to_fail(evidence: dict[int, RankEvidence], own: list[tuple[float, int
     else:
         kind = "died"
     missed = _collective_missed(evidence, ranks)
-    where = f"; the others waited for it in {_call_words(missed)}" if missed else ""
+    where = f"; the others waited for it in {flight.describe(missed)}" if missed else ""
     caveat = _abort_caveat(evidence, first, kind)
     return Finding(ranks, kind, "; ".join(f"rank {r} {_how_it_failed(evidence[r])}" for r in ranks)
                    + f", the first to fail{where}{caveat}", missed or flight.last_call(first),
@@ -143,11 +143,6 @@ def _abort_caveat(evidence: dict[int, RankEvidence], first: RankEvidence, kind: 
     lost = f"; rank(s) {_list(missing)} left no flight record to compare" if missing else ""
     return (f"; a SIGABRT is also how the collective library aborts a rank waiting in it, and its status did not "
             f"show where it was{lost}")
-
-
-def _call_words(call: dict) -> str:
-    """all_reduce #4 (group 0) ...; or "collective #4 of group 0" where the op is not known."""
-    return flight.describe(call) if call.get("op") else f"collective #{call.get('seq')} of group {call.get('pg')}"
 
 
 def _same_bug(evidence: dict[int, RankEvidence], own: list[tuple[float, int]], also) -> list[int]:
