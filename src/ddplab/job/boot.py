@@ -19,6 +19,7 @@ shutdown could hang in destroy_process_group and hide its own error.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import io
 import os
@@ -176,12 +177,10 @@ class Rank:
     def _tell_elastic(self, exc: BaseException) -> None:
         """Elastic's error file too, so torchrun-style summaries show the real traceback."""
         if "TORCHELASTIC_ERROR_FILE" in os.environ and "torch" in sys.modules:
-            try:
+            with contextlib.suppress(Exception):
                 from torch.distributed.elastic.multiprocessing.errors import ErrorHandler
 
                 ErrorHandler().record_exception(exc)
-            except Exception:
-                pass
 
     def _collect_peer_evidence(self, reason: str) -> None:
         """Ask every rank of this job for its record and stacks, and wait (briefly) for the

@@ -27,6 +27,7 @@ on; supervision of that rank is then degraded, never the rank itself.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -322,8 +323,6 @@ class Beacon:
     def _note_failure(self, what: str) -> None:
         if self.write_error is None:
             self.write_error = what
-            try:
+            with contextlib.suppress(Exception):  # noqa: BLE001 - not even stderr: nothing more to say
                 print(f"ddplab: rank {self.rank} could not write its supervision files ({what}); the job goes on, "
                       "with this rank's supervision degraded", file=sys.stderr, flush=True)
-            except Exception:  # noqa: BLE001 - not even stderr: nothing more to say
-                pass

@@ -17,6 +17,7 @@ The members are written to ``family.json`` for the guardian, which ends them if 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -159,8 +160,6 @@ class Family:
 
     def _write(self) -> None:
         members = [{"pid": m.pid, "ticks": m.ticks} for m in self.members.values()]
-        try:
+        with contextlib.suppress(Exception):  # noqa: BLE001 - the guardian then relies on the run id alone
             write_text_atomic(self.run.family_file, json.dumps(members), durable=False)
             self._written = set(self.members)
-        except Exception:  # noqa: BLE001 - the guardian then relies on the run id alone
-            pass

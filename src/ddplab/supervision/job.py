@@ -257,10 +257,8 @@ def _read_request(run: RunDir) -> str | None:
 
 
 def _write_quietly(path, text: str) -> None:
-    try:
+    with contextlib.suppress(Exception):  # noqa: BLE001 - a file for people to read; the job does not depend on it
         write_text_atomic(path, text)
-    except Exception:  # noqa: BLE001 - a file for people to read; the job does not depend on it
-        pass
 
 
 class Guardian:

@@ -37,6 +37,7 @@ never gets past its imports, is named only after ``START_GRACE_S`` more.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -201,10 +202,8 @@ class Watcher:
         pids = self.run.rank_pids()
         for rank, pid in pids.items():
             self.exits.watch(rank, pid)
-        try:
+        with contextlib.suppress(Exception):  # noqa: BLE001 - a process gone while walked: the next poll sees the rest
             self.family.refresh(pids)
-        except Exception:  # noqa: BLE001 - a process gone while walked: the next poll sees the rest
-            pass
 
     def _machines(self) -> set[str]:
         """This machine as its ranks name it (supervision/beacon.py: their address toward the job's endpoint)."""
@@ -303,10 +302,8 @@ class Watcher:
             if machine is not None:  # before the teardown, which its peers would otherwise see first
                 source.announce(machine, why)
         request_id = None
-        try:
+        with contextlib.suppress(Exception):  # noqa: BLE001 - no room for the request: stacks by signal only
             request_id = request_dumps(self.run, f"hang: {why}", by="launcher")
-        except Exception:  # noqa: BLE001 - no room for the request: stacks by signal only
-            pass
         answered = self._wait_for_answers(request_id, running) if request_id else set()
         silent = [r for r in running if r not in answered]
         for rank in silent:  # something holds its GIL: faulthandler writes from its handler
