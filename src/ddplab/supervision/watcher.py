@@ -113,9 +113,7 @@ class Watcher:
         left = self.family.alive()
         if not left:
             return [], []
-        with self._lock:
-            self.signalled |= {m.pid for m in left}
-        _, _, survived = self.family.end(left, self.grace_s)
+        _, _, survived = self._end(left)
         return [m for m in left if m.pid not in survived], [m for m in left if m.pid in survived]
 
     def machines_lost(self) -> MachineLoss | None:
@@ -257,11 +255,11 @@ class Watcher:
         self.stopped_at = time.time()
         self._end(self.family.alive())
 
-    def _end(self, members) -> tuple[list[int], list[int]]:
+    def _end(self, members) -> tuple[list[int], list[int], list[int]]:
+        """family.end, each member noted as signalled by this watcher first: (terminated, killed, survived)."""
         with self._lock:
             self.signalled |= {m.pid for m in members}
-        terminated, killed, _ = self.family.end(members, self.grace_s)
-        return terminated, killed
+        return self.family.end(members, self.grace_s)
 
     def _settled(self, source, states: dict[int, RankState], now: float) -> tuple[dict[int, RankState], float]:
         """The job's store read again one staleness window later, before a hang across machines is judged. A remote
@@ -317,8 +315,7 @@ class Watcher:
         rank_pids = {s.pid: r for r, s in running.items()}
         for pid in rank_pids:  # by their own status files, with their start times: the job's ranks
             self.family.take(pid)
-        members = self.family.alive()
-        terminated, killed = self._end(members)
+        terminated, killed, _ = self._end(self.family.alive())
         stacks = {r: str(self.run.stack_file(r)) for r in local if self.run.stack_file(r).exists()}
         self.hang = Hang(declared_at=now, last_progress_at=last_change, no_progress_s=round(now - last_change, 2),
                          hang_timeout_s=float(self.hang_timeout_s or 0), reason=why,
