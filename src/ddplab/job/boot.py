@@ -107,35 +107,29 @@ def exit_status(exc: SystemExit) -> int:
     return 1
 
 
-class Rank:
+class Rank(RankLife):
     """One rank's life around the user's code (supervision/rank.py's RankLife, plus what a script needs)."""
 
     def __init__(self, run: RunDir):
-        self.life = RankLife(run)
-        self.run = run
-        self.rank = self.life.rank
+        super().__init__(run)
         # This module runs as __main__ and the user's code replaces it there: keep it referenced.
         self._boot_module = sys.modules.get(__name__)
 
-    @property
-    def beacon(self):
-        return self.life.beacon
-
     def exec_command(self, target: Target) -> None:
         """--no-python: nothing of ours survives exec but the guard's PR_SET_PDEATHSIG."""
-        beacon = self.life.start_beacon(phase="exec")
+        beacon = self.start_beacon(phase="exec")
         beacon.phase("exec", command=[target.name, *redact_argv(list(target.args))])  # a status file is shown
         beacon.close()
         try:
             os.execvp(target.name, [target.name, *target.args])
         except OSError as exc:
-            self.life.record_error(exc, user_traceback(exc), 127)
+            self.record_error(exc, user_traceback(exc), 127)
             os._exit(127)
 
     def run_target(self, target: Target) -> None:
         recorder = switch_on_flight_recorder(self.run)
-        self.life.catch_fatal_signals()
-        self.life.start_beacon(phase="running", recorder_setting=recorder)
+        self.catch_fatal_signals()
+        self.start_beacon(phase="running", recorder_setting=recorder)
         try:
             if target.kind == "module":
                 run_module(target.name, target.args)
@@ -166,7 +160,7 @@ class Rank:
         text = user_traceback(exc)
         if not isinstance(exc, SystemExit):
             sys.stderr.write(text)
-        self.life.record_error(exc, text, status)
+        self.record_error(exc, text, status)
         if ask_peers:
             self._collect_peer_evidence(f"rank {self.rank} raised {type(exc).__name__}")
         self._tell_elastic(exc)
@@ -227,7 +221,7 @@ def _note_late_sigterm(signum, frame) -> None:
 def main(argv: list[str] | None = None) -> None:
     target = Target.from_boot_argv(sys.argv[1:] if argv is None else argv)
     rank = Rank(RunDir.from_environ())
-    rank.life.arm()
+    rank.arm()
     if target.kind == "command":
         rank.exec_command(target)
     rank.run_target(target)
