@@ -250,11 +250,7 @@ def _culprit(finding: Finding, analyzer: dict, evidence: dict[int, RankEvidence]
              hosts: dict[int, str | None] | None) -> Culprit:
     call = finding.collective
     machines = None if hosts is None else {r: hosts.get(r) for r in finding.ranks}
+    # Every call flight.py builds has the five keys of CollectiveCall; every analyzer answer its tool and status.
     return Culprit(ranks=list(finding.ranks), kind=finding.kind, reason=finding.reason,
-                   collective=None if call is None else CollectiveCall(
-                       pg=call.get("pg"), seq=call.get("seq"), op=call.get("op"), input_sizes=call.get("input_sizes"),
-                       dtypes=call.get("dtypes")),
-                   evidence=list(finding.evidence),
-                   analyzer=Analyzer(tool=analyzer.get("tool", ANALYZER), status=analyzer.get("status", "not run"),
-                                     why=analyzer.get("why"), error=analyzer.get("error")),
-                   hosts=machines)
+                   collective=None if call is None else CollectiveCall(**call), evidence=list(finding.evidence),
+                   analyzer=Analyzer(**analyzer), hosts=machines)
