@@ -33,7 +33,8 @@ def build_record(outcome: JobOutcome, timeseries: Timeseries | None, ran_with=No
         timeseries=timeseries,
         listen=outcome.listen,
         ended_after=list(outcome.ended_after),
-        platform=JobHost(host=socket.gethostname(), python=platform.python_version(), torch=_torch_version()),
+        platform=JobHost(host=socket.gethostname(), python=platform.python_version(),
+                         torch=getattr(sys.modules.get("torch"), "__version__", None)),
         ran_with=ran_with,
     )
 
@@ -93,7 +94,3 @@ def _rank(run, ev: RankEvidence, outcome: JobOutcome) -> JobRank:
 
 def _existing(path) -> str | None:
     return str(path) if path.exists() else None
-
-
-def _torch_version() -> str | None:
-    return getattr(sys.modules.get("torch"), "__version__", None)

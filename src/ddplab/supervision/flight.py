@@ -161,7 +161,7 @@ def never_reached_init(ranks: dict[int, RankEvidence]) -> Finding | None:
     """Ranks without a process group while the others have one or wait in init_process_group
     (with a lazily built communicator, the others wait in their first collective instead)."""
     in_init = sorted(r for r, ev in ranks.items() if ev.phase == "in-init")
-    joined = sorted(r for r, ev in ranks.items() if r not in in_init and _joined(ev))
+    joined = sorted(r for r, ev in ranks.items() if r not in in_init and (ev.progress or ev.in_process_group))
     absent = sorted(r for r in ranks if r not in in_init and r not in joined and ranks[r].phase != "finished")
     if not absent or not (in_init or joined):
         return None
@@ -176,10 +176,6 @@ def never_reached_init(ranks: dict[int, RankEvidence]) -> Finding | None:
 
 def init_call() -> dict:
     return {"pg": None, "seq": None, "op": "init_process_group", "input_sizes": None, "dtypes": None}
-
-
-def _joined(ev: RankEvidence) -> bool:
-    return bool(ev.progress) or bool(ev.in_process_group)
 
 
 # ---------------------------------------------------------------- torch's analyzer
