@@ -201,10 +201,7 @@ class Beacon:
         carries what the beacon sees now: a script that ran for less than a heartbeat is judged on its last
         collective, not on the one before."""
         observed = self._observe() if phase in ("finished", "failed") else {}
-        with self._lock:
-            self.state = replace(self.state, phase=phase, since=time.time(), **{**observed, **extra})
-            self._write()
-        self._publish()
+        self.note(phase=phase, since=time.time(), **{**observed, **extra})
 
     def note(self, **fields) -> None:
         """Fields that are no phase change (a drill's injection: what, when), written and published now."""
@@ -270,10 +267,7 @@ class Beacon:
                     self.dump(request_id)
                     next_beat = 0.0
                 if time.monotonic() >= next_beat:
-                    with self._lock:
-                        self.state = replace(self.state, **self._observe())
-                        self._write()
-                    self._publish()
+                    self.note(**self._observe())
                     next_beat = time.monotonic() + HEARTBEAT_S
             except Exception as exc:  # never take the rank down; say once why the beacon went quiet
                 self._note_failure(f"{type(exc).__name__}: {exc}")
