@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, ContextManager
 
 from ..cluster.endpoint import StoreWaitStopped
@@ -140,12 +140,10 @@ def run_job(spec: JobSpec) -> JobOutcome:
 
 
 def _take(outcome: JobOutcome, result: elastic.ElasticOutcome) -> None:
-    outcome.ok, outcome.duration_s = result.ok, result.duration_s
+    for f in fields(result):  # every field of elastic's outcome is one of the job's, by the same name
+        setattr(outcome, f.name, getattr(result, f.name))
     # a script's ranks return nothing (None) through elastic: only a function's values are kept
     outcome.return_values = {r: v for r, v in result.return_values.items() if v is not None}
-    outcome.failures = result.failures
-    outcome.torchrun_root_cause_rank = result.torchrun_root_cause_rank
-    outcome.launcher_error, outcome.interrupted = result.launcher_error, result.interrupted
 
 
 def _leftovers(watcher: Watcher) -> tuple[list[LeftProcess], list[LeftProcess]]:
