@@ -35,7 +35,6 @@ from ..reaping import run_processes, signal_quietly
 from ..rundir import RunDir
 
 PR_SET_CHILD_SUBREAPER = 36
-GRACE_S = 2.0  # between SIGTERM and SIGKILL when ddplab ends a job's processes itself
 
 
 def set_child_subreaper(on: bool) -> bool:
@@ -97,7 +96,7 @@ class Family:
     def alive(self) -> list[Member]:
         return [m for m in self.members.values() if m.alive()]
 
-    def end(self, members: list[Member], grace_s: float = GRACE_S) -> tuple[list[int], list[int], list[int]]:
+    def end(self, members: list[Member], grace_s: float) -> tuple[list[int], list[int], list[int]]:
         """SIGCONT and SIGTERM ``members``, SIGKILL what is left after ``grace_s``: (terminated, killed, survived)
         pids. Each is signalled only while it is still the process that was seen (start time)."""
         for m in members:
