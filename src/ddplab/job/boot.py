@@ -180,8 +180,8 @@ class Rank(RankLife):
         """Ask every rank of this job for its record and stacks, and wait (briefly) for the
         ones still running: they are waiting on this rank, and go when it goes. First let them
         reach the collective they will wait in, so that their records show it."""
-        failed_at = time.time()
-        self._wait_until(lambda: all(self._settled(state, failed_at) for state in self._running_peers().values()),
+        failed_at = time.time()  # settled: a heartbeat written after the failure shows the peer waiting on others
+        self._wait_until(lambda: all(s.heartbeat > failed_at and is_waiting(s) for s in self._running_peers().values()),
                          PEER_SETTLE_S)
         requested_at = time.time()
         try:
@@ -191,11 +191,6 @@ class Rank(RankLife):
         self.beacon.mark_answered(request_id)
         self._wait_until(lambda: all(self._answered_since(peer, requested_at) for peer in self._running_peers()),
                          PEER_DUMP_WAIT_S)
-
-    @staticmethod
-    def _settled(state, since: float) -> bool:
-        """A heartbeat written after the failure, showing the peer waiting on others."""
-        return state.heartbeat > since and is_waiting(state)
 
     @staticmethod
     def _wait_until(condition, timeout_s: float) -> None:
