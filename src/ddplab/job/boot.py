@@ -69,12 +69,10 @@ def run_script(path: str, args: tuple[str, ...]) -> None:
         runpy.run_path(path, run_name="__main__")
         return
     full = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)  # python does not normalise it
-    main = types.ModuleType("__main__")
+    main = types.ModuleType("__main__")  # __spec__ and __package__ None, as python's own __main__ has them
     main.__file__ = full
     main.__cached__ = None
     main.__loader__ = importlib.machinery.SourceFileLoader("__main__", full)
-    main.__spec__ = None
-    main.__package__ = None
     main.__builtins__ = __builtins__
     with io.open_code(full) as f:
         code = compile(f.read(), full, "exec")
