@@ -126,7 +126,7 @@ def run_job(spec: JobSpec) -> JobOutcome:
                 if not result.ok and meeting.across_machines:
                     meet.wait_for_last_words()
             _take(outcome, result)
-            outcome.ended_after, outcome.left_running = _leftovers(watcher)
+            outcome.ended_after, outcome.left_running = watcher.leftovers()
     except meet.CannotListen as exc:  # nothing started: a report that says so
         outcome.launcher_error, outcome.ended_at = str(exc), time.time()
     except StoreWaitStopped as exc:
@@ -144,13 +144,6 @@ def _take(outcome: JobOutcome, result: elastic.ElasticOutcome) -> None:
         setattr(outcome, f.name, getattr(result, f.name))
     # a script's ranks return nothing (None) through elastic: only a function's values are kept
     outcome.return_values = {r: v for r, v in result.return_values.items() if v is not None}
-
-
-def _leftovers(watcher: Watcher) -> tuple[list[LeftProcess], list[LeftProcess]]:
-    ended, survived = watcher.leftovers()
-    # program names only (proc_facts.program_name): arguments can carry secrets
-    return ([LeftProcess(m.pid, m.program, ended=True) for m in ended], [LeftProcess(m.pid, m.program)
-                                                                          for m in survived])
 
 
 def _judge(outcome: JobOutcome, watcher: Watcher, spec: JobSpec) -> None:

@@ -46,7 +46,7 @@ import uuid
 from .. import interrupts, proc_stat
 from ..files import write_text_atomic
 from ..reaping import signal_quietly
-from ..records.supervision import Hang, MachineLoss, RankState
+from ..records.supervision import Hang, LeftProcess, MachineLoss, RankState
 from ..rundir import RunDir
 from . import states as rules
 from .beacon import HEARTBEAT_S
@@ -106,15 +106,17 @@ class Watcher:
 
     # ---------------------------------------------------------------------------------------- after the job
 
-    def leftovers(self) -> tuple[list, list]:
+    def leftovers(self) -> tuple[list[LeftProcess], list[LeftProcess]]:
         """After the job: every process it started that still runs (its descendants, anything carrying its run id)
-        is ended. Returns (ended, survived) as family members."""
+        is ended. Returns (ended, survived), by program name only (proc_facts.program_name): arguments can carry
+        secrets."""
         self.family.marked()
         left = self.family.alive()
         if not left:
             return [], []
         _, _, survived = self._end(left)
-        return [m for m in left if m.pid not in survived], [m for m in left if m.pid in survived]
+        return ([LeftProcess(m.pid, m.program, ended=True) for m in left if m.pid not in survived],
+                [LeftProcess(m.pid, m.program) for m in left if m.pid in survived])
 
     def machines_lost(self) -> MachineLoss | None:
         """Other machines that went silent while the job failed (states.silent_machines), judged from the last view
