@@ -19,6 +19,7 @@ shutdown could hang in destroy_process_group and hide its own error.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import io
 import os
@@ -68,12 +69,10 @@ def run_script(path: str, args: tuple[str, ...]) -> None:
         runpy.run_path(path, run_name="__main__")
         return
     full = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)  # python does not normalise it
-    main = types.ModuleType("__main__")
+    main = types.ModuleType("__main__")  # __spec__ and __package__ None, as python's own __main__ has them
     main.__file__ = full
     main.__cached__ = None
     main.__loader__ = importlib.machinery.SourceFileLoader("__main__", full)
-    main.__spec__ = None
-    main.__package__ = None
     main.__builtins__ = __builtins__
     with io.open_code(full) as f:
         code = compile(f.read(), full, "exec")
@@ -106,35 +105,29 @@ def exit_status(exc: SystemExit) -> int:
     return 1
 
 
-class Rank:
+class Rank(RankLife):
     """One rank's life around the user's code (supervision/rank.py's RankLife, plus what a script needs)."""
 
     def __init__(self, run: RunDir):
-        self.life = RankLife(run)
-        self.run = run
-        self.rank = self.life.rank
+        super().__init__(run)
         # This module runs as __main__ and the user's code replaces it there: keep it referenced.
         self._boot_module = sys.modules.get(__name__)
 
-    @property
-    def beacon(self):
-        return self.life.beacon
-
     def exec_command(self, target: Target) -> None:
         """--no-python: nothing of ours survives exec but the guard's PR_SET_PDEATHSIG."""
-        beacon = self.life.start_beacon(phase="exec")
+        beacon = self.start_beacon(phase="exec")
         beacon.phase("exec", command=[target.name, *redact_argv(list(target.args))])  # a status file is shown
         beacon.close()
         try:
             os.execvp(target.name, [target.name, *target.args])
         except OSError as exc:
-            self.life.record_error(exc, user_traceback(exc), 127)
+            self.record_error(exc, user_traceback(exc), 127)
             os._exit(127)
 
     def run_target(self, target: Target) -> None:
         recorder = switch_on_flight_recorder(self.run)
-        self.life.catch_fatal_signals()
-        self.life.start_beacon(phase="running", recorder_setting=recorder)
+        self.catch_fatal_signals()
+        self.start_beacon(phase="running", recorder_setting=recorder)
         try:
             if target.kind == "module":
                 run_module(target.name, target.args)
@@ -165,7 +158,7 @@ class Rank:
         text = user_traceback(exc)
         if not isinstance(exc, SystemExit):
             sys.stderr.write(text)
-        self.life.record_error(exc, text, status)
+        self.record_error(exc, text, status)
         if ask_peers:
             self._collect_peer_evidence(f"rank {self.rank} raised {type(exc).__name__}")
         self._tell_elastic(exc)
@@ -176,19 +169,17 @@ class Rank:
     def _tell_elastic(self, exc: BaseException) -> None:
         """Elastic's error file too, so torchrun-style summaries show the real traceback."""
         if "TORCHELASTIC_ERROR_FILE" in os.environ and "torch" in sys.modules:
-            try:
+            with contextlib.suppress(Exception):
                 from torch.distributed.elastic.multiprocessing.errors import ErrorHandler
 
                 ErrorHandler().record_exception(exc)
-            except Exception:
-                pass
 
     def _collect_peer_evidence(self, reason: str) -> None:
         """Ask every rank of this job for its record and stacks, and wait (briefly) for the
         ones still running: they are waiting on this rank, and go when it goes. First let them
         reach the collective they will wait in, so that their records show it."""
-        failed_at = time.time()
-        self._wait_until(lambda: all(self._settled(state, failed_at) for state in self._running_peers().values()),
+        failed_at = time.time()  # settled: a heartbeat written after the failure shows the peer waiting on others
+        self._wait_until(lambda: all(s.heartbeat > failed_at and is_waiting(s) for s in self._running_peers().values()),
                          PEER_SETTLE_S)
         requested_at = time.time()
         try:
@@ -198,11 +189,6 @@ class Rank:
         self.beacon.mark_answered(request_id)
         self._wait_until(lambda: all(self._answered_since(peer, requested_at) for peer in self._running_peers()),
                          PEER_DUMP_WAIT_S)
-
-    @staticmethod
-    def _settled(state, since: float) -> bool:
-        """A heartbeat written after the failure, showing the peer waiting on others."""
-        return state.heartbeat > since and is_waiting(state)
 
     @staticmethod
     def _wait_until(condition, timeout_s: float) -> None:
@@ -228,7 +214,7 @@ def _note_late_sigterm(signum, frame) -> None:
 def main(argv: list[str] | None = None) -> None:
     target = Target.from_boot_argv(sys.argv[1:] if argv is None else argv)
     rank = Rank(RunDir.from_environ())
-    rank.life.arm()
+    rank.arm()
     if target.kind == "command":
         rank.exec_command(target)
     rank.run_target(target)

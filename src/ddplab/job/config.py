@@ -14,7 +14,8 @@ from ..validators import MAX_TIMEOUT_S, argv_text, check_nproc, check_number, nu
 
 DEFAULT_HANG_TIMEOUT_S = 600.0  # as long as torch's own default collective timeout (10 minutes)
 LAUNCH_USAGE = "ddplab launch [torchrun options] [--hang-timeout S] [--out DIR] [--ras] [--] script.py [args]"
-TARGET_KINDS = ("script", "module", "command")
+TARGET_FLAGS = {"script": [], "module": ["-m"], "command": ["--no-python"]}  # each kind's flag on a command line
+TARGET_KINDS = tuple(TARGET_FLAGS)
 
 
 @dataclass(frozen=True)
@@ -32,24 +33,20 @@ class Target:
 
     def boot_argv(self) -> list[str]:
         """The arguments after `python -u -m ddplab.job.boot`."""
-        return [*self._flag(), self.name, *self.args]
+        return [*TARGET_FLAGS[self.kind], self.name, *self.args]
 
     def launch_argv(self) -> list[str]:
         """The end of `ddplab launch`'s command line: the flag that names the kind, then ``--`` and the
         program, so that nothing of the program's is read as an option of ours or torchrun's."""
-        return [*self._flag(), "--", self.name, *self.args]
-
-    def _flag(self) -> list[str]:
-        return {"script": [], "module": ["-m"], "command": ["--no-python"]}[self.kind]
+        return [*TARGET_FLAGS[self.kind], "--", self.name, *self.args]
 
     @classmethod
     def from_boot_argv(cls, argv: list[str]) -> "Target":
         if not argv or (argv[0] in ("-m", "--no-python") and len(argv) < 2):
             raise SystemExit("usage: python -m ddplab.job.boot [-m module | --no-python cmd | script.py] [args...]")
-        if argv[0] == "-m":
-            return cls("module", argv[1], tuple(argv[2:]))
-        if argv[0] == "--no-python":
-            return cls("command", argv[1], tuple(argv[2:]))
+        for kind, flag in TARGET_FLAGS.items():
+            if flag and argv[0] == flag[0]:
+                return cls(kind, argv[1], tuple(argv[2:]))
         return cls("script", argv[0], tuple(argv[1:]))
 
 

@@ -17,13 +17,14 @@ from ..supervision.job import JobOutcome
 def build_record(outcome: JobOutcome, timeseries: Timeseries | None, ran_with=None) -> LaunchRecord:
     """``ran_with``: the request as the report shows it (torchrun_args.LaunchRequest.launch_config)."""
     run = outcome.run
+    word, detected_by = _outcome(outcome)
     return LaunchRecord(
-        outcome=outcome_word(outcome),
+        outcome=word,
         job_dir=str(run.path),
         run_id=run.run_id,
         duration_s=round(outcome.ended_at - outcome.started_at, 3),
         detected_at=outcome.detected_at,
-        detected_by=_detected_by(outcome),
+        detected_by=detected_by,
         hang=outcome.hang,
         culprit=outcome.culprit,
         torchrun_root_cause_rank=outcome.torchrun_root_cause_rank,
@@ -33,33 +34,25 @@ def build_record(outcome: JobOutcome, timeseries: Timeseries | None, ran_with=No
         timeseries=timeseries,
         listen=outcome.listen,
         ended_after=list(outcome.ended_after),
-        platform=JobHost(host=socket.gethostname(), python=platform.python_version(), torch=_torch_version()),
+        platform=JobHost(host=socket.gethostname(), python=platform.python_version(),
+                         torch=getattr(sys.modules.get("torch"), "__version__", None)),
         ran_with=ran_with,
     )
 
 
-def outcome_word(outcome: JobOutcome) -> str:
+def _outcome(outcome: JobOutcome) -> tuple[str, str | None]:
+    """The job's outcome in a word, and what detected it."""
     if outcome.ok:
-        return "succeeded"
+        return "succeeded", None
     if outcome.hang:
-        return "hung"
+        return "hung", "ddplab's watcher (no progress while a rank waited)"
     if outcome.interrupted:
-        return "interrupted"
-    if outcome.launcher_error:
-        return "launcher-error"
-    return "failed"
-
-
-def _detected_by(outcome: JobOutcome) -> str | None:
-    if outcome.ok:
-        return None
-    if outcome.hang:
-        return "ddplab's watcher (no progress while a rank waited)"
-    if outcome.interrupted:
-        return "a stop signal to the launcher"
+        return "interrupted", "a stop signal to the launcher"
     if outcome.first_failure_seen_at is not None and outcome.first_failure_seen_at <= outcome.ended_at:
-        return "ddplab's watcher (a rank failed)"
-    return "torch's elastic launcher (a rank exited)"
+        detected_by = "ddplab's watcher (a rank failed)"
+    else:
+        detected_by = "torch's elastic launcher (a rank exited)"
+    return ("launcher-error" if outcome.launcher_error else "failed"), detected_by
 
 
 def _rank(run, ev: RankEvidence, outcome: JobOutcome) -> JobRank:
@@ -93,7 +86,3 @@ def _rank(run, ev: RankEvidence, outcome: JobOutcome) -> JobRank:
 
 def _existing(path) -> str | None:
     return str(path) if path.exists() else None
-
-
-def _torch_version() -> str | None:
-    return getattr(sys.modules.get("torch"), "__version__", None)

@@ -64,8 +64,9 @@ class RasPlan:
             return self._answer("not asked", self.why_not, [], "", None)
         return exchange(self)
 
-    def _answer(self, status: str, why: str | None, sent: list[str], answer: str, seconds: float | None,
+    def _answer(self, status: str, why: str | None, sent: list[str], answer: str, started: float | None,
                 answer_format: str | None = None) -> RasAnswer:
+        seconds = None if started is None else round(time.monotonic() - started, 3)
         return RasAnswer(service=self.service.name if self.service else None, status=status, why=why,
                          address=self.address, library_version=self.library_version, sent=sent,
                          format=answer_format if answer else None, answer=answer, seconds=seconds)
@@ -82,7 +83,7 @@ def plan(asked: bool, service: RasService | None, library: str | None, library_v
     version = version_tuple(library_version)
     if version is not None and version < service.since:
         return RasPlan(service, library_version, why_not=f"{library} {library_version} is older than "
-                                                         f"{_dotted(service.since)}, the first with {service.name}")
+                       + ".".join(str(v) for v in service.since) + f", the first with {service.name}")
     if environ.get(service.enable_env, "").strip() in service.disabled_values:
         return RasPlan(service, library_version,
                        why_not=f"switched off for this job: {service.enable_env}={environ[service.enable_env]}")
@@ -110,7 +111,7 @@ def exchange(p: RasPlan) -> RasAnswer:
     try:
         sock = socket.create_connection((p.host, p.port), timeout=s.handshake_timeout_s)
     except OSError as exc:
-        return p._answer("unreachable", f"connecting: {exc.strerror or exc}", sent, "", _since(started))
+        return p._answer("unreachable", f"connecting: {exc.strerror or exc}", sent, "", started)
     with sock:
         reader = _Reader(sock)
         hello, *settings, query = p.lines()
@@ -119,7 +120,7 @@ def exchange(p: RasPlan) -> RasAnswer:
             greeting = reader.line(time.monotonic() + s.handshake_timeout_s)
             if not greeting.startswith(s.hello_answer):
                 return p._answer("unexpected answer", f"the service's first line does not start with "
-                                                      f"{s.hello_answer!r}", sent, greeting, _since(started), "text")
+                                                      f"{s.hello_answer!r}", sent, greeting, started, "text")
             answer_format = "text"
             for setting in settings:  # each answered on one line: ``ok``, or why not (then the answer is text)
                 _say(sock, setting, sent)
@@ -129,15 +130,15 @@ def exchange(p: RasPlan) -> RasAnswer:
             answer, complete = reader.rest(started + s.answer_within_s, MAX_ANSWER_BYTES)
         except TimeoutError:
             return p._answer("no answer", f"nothing within {s.handshake_timeout_s} s after {sent[-1]!r}", sent,
-                             reader.text(), _since(started), "text")
+                             reader.text(), started, "text")
         except OSError as exc:  # reset or closed under us
             return p._answer("cut off", f"connection lost after {sent[-1]!r}: {exc.strerror or exc}", sent,
-                             reader.text(), _since(started), "text")
+                             reader.text(), started, "text")
     if not complete:
         return p._answer("cut off", f"the answer did not end within {s.answer_within_s} s or "
-                                    f"{MAX_ANSWER_BYTES} bytes; kept what came", sent, answer, _since(started),
+                                    f"{MAX_ANSWER_BYTES} bytes; kept what came", sent, answer, started,
                          answer_format)
-    return p._answer("answered", None, sent, answer, _since(started), answer_format)
+    return p._answer("answered", None, sent, answer, started, answer_format)
 
 
 class _Reader:
@@ -181,12 +182,4 @@ class _Reader:
 def _say(sock: socket.socket, line: str, sent: list[str]) -> None:
     sent.append(line)
     sock.sendall(f"{line}\n".encode())
-
-
-def _since(started: float) -> float:
-    return round(time.monotonic() - started, 3)
-
-
-def _dotted(version: tuple[int, ...]) -> str:
-    return ".".join(str(v) for v in version)
 

@@ -27,6 +27,7 @@ on; supervision of that rank is then degraded, never the rank itself.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -200,10 +201,7 @@ class Beacon:
         carries what the beacon sees now: a script that ran for less than a heartbeat is judged on its last
         collective, not on the one before."""
         observed = self._observe() if phase in ("finished", "failed") else {}
-        with self._lock:
-            self.state = replace(self.state, phase=phase, since=time.time(), **{**observed, **extra})
-            self._write()
-        self._publish()
+        self.note(phase=phase, since=time.time(), **{**observed, **extra})
 
     def note(self, **fields) -> None:
         """Fields that are no phase change (a drill's injection: what, when), written and published now."""
@@ -269,10 +267,7 @@ class Beacon:
                     self.dump(request_id)
                     next_beat = 0.0
                 if time.monotonic() >= next_beat:
-                    with self._lock:
-                        self.state = replace(self.state, **self._observe())
-                        self._write()
-                    self._publish()
+                    self.note(**self._observe())
                     next_beat = time.monotonic() + HEARTBEAT_S
             except Exception as exc:  # never take the rank down; say once why the beacon went quiet
                 self._note_failure(f"{type(exc).__name__}: {exc}")
@@ -322,8 +317,6 @@ class Beacon:
     def _note_failure(self, what: str) -> None:
         if self.write_error is None:
             self.write_error = what
-            try:
+            with contextlib.suppress(Exception):  # noqa: BLE001 - not even stderr: nothing more to say
                 print(f"ddplab: rank {self.rank} could not write its supervision files ({what}); the job goes on, "
                       "with this rank's supervision degraded", file=sys.stderr, flush=True)
-            except Exception:  # noqa: BLE001 - not even stderr: nothing more to say
-                pass

@@ -69,12 +69,6 @@ def launch_config(**kwargs):
     return LaunchConfig(**{k: v for k, v in kwargs.items() if k in names})
 
 
-def with_our_signals(config):
-    """The same configuration, with elastic handling only SIGHUP and SIGQUIT (the module docstring)."""
-    names = {f.name for f in dataclasses.fields(config)}
-    return dataclasses.replace(config, signals_to_handle=ELASTIC_SIGNALS) if "signals_to_handle" in names else config
-
-
 def run(config, entrypoint, args: tuple, run_dir: RunDir, env: dict[str, str]) -> ElasticOutcome:
     """``entrypoint(*args)`` in every rank (a function, or a program path with its arguments) under ``config``,
     with ``env`` set for the ranks to inherit."""
@@ -83,7 +77,8 @@ def run(config, entrypoint, args: tuple, run_dir: RunDir, env: dict[str, str]) -
     from torch.distributed.launcher.api import elastic_launch
 
     _quiet_elastic_logging()
-    config = with_our_signals(config)
+    if "signals_to_handle" in {f.name for f in dataclasses.fields(config)}:  # SIGHUP, SIGQUIT: module docstring
+        config = dataclasses.replace(config, signals_to_handle=ELASTIC_SIGNALS)
 
     def stop_ranks(name: str) -> BaseException:
         # Elastic's own signal exception: its agent stops the ranks with ``sigval``. SIGTERM, not the SIGINT

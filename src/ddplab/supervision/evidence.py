@@ -8,6 +8,7 @@ dump request (then its numbers are where it was stuck).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pickle
 from dataclasses import dataclass
@@ -107,10 +108,8 @@ def load_record(path: Path) -> dict | None:
         data = path.read_bytes()
     except OSError:
         return None
-    try:
+    with contextlib.suppress(ValueError):
         return json.loads(data)
-    except ValueError:
-        pass
     try:
         record = pickle.loads(data)  # noqa: S301 - written by this job's own ranks
     except Exception:

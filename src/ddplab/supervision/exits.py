@@ -98,20 +98,15 @@ class ExitWatch:
         exit_code = sig = None
         try:
             info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
-            if info is not None:
-                exit_code, sig = _decode(info.si_code, info.si_status)
+            if info is not None and info.si_code == CLD_EXITED:
+                exit_code = info.si_status
+            elif info is not None and info.si_code in (CLD_KILLED, CLD_DUMPED):
+                sig = signal_name(info.si_status)
         except OSError:  # ChildProcessError: not our child, or reaped already: the end is known, not how
-            _wait_gone(pid)
+            while alive(pid):  # until it is gone or a zombie (not a child of ours: no waitid)
+                time.sleep(0.01)
         with self._lock:
             self._ends.setdefault(rank, Exit(pid, time.time(), exit_code, sig))
-
-
-def _decode(code: int, status: int) -> tuple[int | None, str | None]:
-    if code == CLD_EXITED:
-        return status, None
-    if code in (CLD_KILLED, CLD_DUMPED):
-        return None, signal_name(status)
-    return None, None
 
 
 def signal_name(number: int) -> str:
@@ -120,12 +115,6 @@ def signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
-
-
-def _wait_gone(pid: int, poll_s: float = 0.01) -> None:
-    """Until ``pid`` is gone or a zombie (not a child of ours: no waitid)."""
-    while alive(pid):
-        time.sleep(poll_s)
 
 
 def memory_events_file(pid: int | str) -> str | None:
@@ -145,12 +134,9 @@ def memory_events_file(pid: int | str) -> str | None:
 def oom_kills(events_file: str) -> int | None:
     """The ``oom_kill`` count of a cgroup v2 ``memory.events`` file."""
     try:
-        return parse_oom_kills(Path(events_file).read_text())
+        text = Path(events_file).read_text()
     except OSError:
         return None
-
-
-def parse_oom_kills(text: str) -> int | None:
     for line in text.splitlines():
         key, _, value = line.partition(" ")
         if key == "oom_kill" and value.strip().isdigit():
@@ -161,10 +147,10 @@ def parse_oom_kills(text: str) -> int | None:
 _KILLED = re.compile(r"(?:Killed process|oom-kill:.*\bpid=)\s*(\d+)")
 
 
-def kernel_log_names(pid: int, kmsg: str = KMSG) -> str | None:
+def kernel_log_names(pid: int) -> str | None:
     """The kernel log's line saying the OOM killer ended ``pid``, where the log is readable (root)."""
     try:
-        fd = os.open(kmsg, os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(KMSG, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return None
     try:

@@ -17,6 +17,7 @@ The members are written to ``family.json`` for the guardian, which ends them if 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -34,7 +35,6 @@ from ..reaping import run_processes, signal_quietly
 from ..rundir import RunDir
 
 PR_SET_CHILD_SUBREAPER = 36
-GRACE_S = 2.0  # between SIGTERM and SIGKILL when ddplab ends a job's processes itself
 
 
 def set_child_subreaper(on: bool) -> bool:
@@ -96,7 +96,7 @@ class Family:
     def alive(self) -> list[Member]:
         return [m for m in self.members.values() if m.alive()]
 
-    def end(self, members: list[Member], grace_s: float = GRACE_S) -> tuple[list[int], list[int], list[int]]:
+    def end(self, members: list[Member], grace_s: float) -> tuple[list[int], list[int], list[int]]:
         """SIGCONT and SIGTERM ``members``, SIGKILL what is left after ``grace_s``: (terminated, killed, survived)
         pids. Each is signalled only while it is still the process that was seen (start time)."""
         for m in members:
@@ -159,8 +159,6 @@ class Family:
 
     def _write(self) -> None:
         members = [{"pid": m.pid, "ticks": m.ticks} for m in self.members.values()]
-        try:
+        with contextlib.suppress(Exception):  # noqa: BLE001 - the guardian then relies on the run id alone
             write_text_atomic(self.run.family_file, json.dumps(members), durable=False)
             self._written = set(self.members)
-        except Exception:  # noqa: BLE001 - the guardian then relies on the run id alone
-            pass

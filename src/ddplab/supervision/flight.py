@@ -91,13 +91,13 @@ def behind(ranks: dict[int, RankEvidence]) -> Finding | None:
         # collectives past the one the culprits never reached. Name that first one.
         missed = min(ranks[r].progress.get(pg, -1) for r in behind) + 1
         ahead = sorted(r for r, ev in members.items() if ev.progress.get(pg, -1) >= missed)
-        call = _call_at(ranks, pg, missed)
-        what = describe(call) if call else f"collective #{missed} of group {pg}"
+        call = _call_at(ranks, pg, missed) or {"pg": pg, "seq": missed, "op": None, "input_sizes": None,
+                                                "dtypes": None}
         evidence = [f"rank {r}: last enqueued #{ranks[r].progress.get(pg, -1)}; {ranks[r].state()}" for r in behind]
         evidence += [f"rank {r}: enqueued #{ranks[r].progress.get(pg, -1)}; {ranks[r].state()}" for r in ahead]
         return Finding(behind, "behind",
-                       f"rank(s) {_list(behind)} never arrived at {what}, which rank(s) {_list(ahead)} entered",
-                       call or {"pg": pg, "seq": missed, "op": None, "input_sizes": None, "dtypes": None}, evidence)
+                       f"rank(s) {_list(behind)} never arrived at {describe(call)}, which rank(s) {_list(ahead)} "
+                       "entered", call, evidence)
     return None
 
 
@@ -161,7 +161,7 @@ def never_reached_init(ranks: dict[int, RankEvidence]) -> Finding | None:
     """Ranks without a process group while the others have one or wait in init_process_group
     (with a lazily built communicator, the others wait in their first collective instead)."""
     in_init = sorted(r for r, ev in ranks.items() if ev.phase == "in-init")
-    joined = sorted(r for r, ev in ranks.items() if r not in in_init and _joined(ev))
+    joined = sorted(r for r, ev in ranks.items() if r not in in_init and (ev.progress or ev.in_process_group))
     absent = sorted(r for r in ranks if r not in in_init and r not in joined and ranks[r].phase != "finished")
     if not absent or not (in_init or joined):
         return None
@@ -176,10 +176,6 @@ def never_reached_init(ranks: dict[int, RankEvidence]) -> Finding | None:
 
 def init_call() -> dict:
     return {"pg": None, "seq": None, "op": "init_process_group", "input_sizes": None, "dtypes": None}
-
-
-def _joined(ev: RankEvidence) -> bool:
-    return bool(ev.progress) or bool(ev.in_process_group)
 
 
 # ---------------------------------------------------------------- torch's analyzer
@@ -271,6 +267,9 @@ def last_call(ev: RankEvidence) -> dict | None:
 
 
 def describe(call: dict) -> str:
+    """all_reduce #4 (group 0) ...; or "collective #4 of group 0" where the op is not known."""
+    if not call.get("op"):
+        return f"collective #{call.get('seq')} of group {call.get('pg')}"
     sizes = f" input sizes {call['input_sizes']}" if call.get("input_sizes") is not None else ""
     dtypes = f" {call['dtypes']}" if call.get("dtypes") else ""
     return f"{call.get('op')} #{call.get('seq')} (group {call.get('pg')}){sizes}{dtypes}"

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, ContextManager
 
 from ..cluster.endpoint import StoreWaitStopped
@@ -126,7 +126,7 @@ def run_job(spec: JobSpec) -> JobOutcome:
                 if not result.ok and meeting.across_machines:
                     meet.wait_for_last_words()
             _take(outcome, result)
-            outcome.ended_after, outcome.left_running = _leftovers(watcher)
+            outcome.ended_after, outcome.left_running = watcher.leftovers()
     except meet.CannotListen as exc:  # nothing started: a report that says so
         outcome.launcher_error, outcome.ended_at = str(exc), time.time()
     except StoreWaitStopped as exc:
@@ -140,19 +140,10 @@ def run_job(spec: JobSpec) -> JobOutcome:
 
 
 def _take(outcome: JobOutcome, result: elastic.ElasticOutcome) -> None:
-    outcome.ok, outcome.duration_s = result.ok, result.duration_s
+    for f in fields(result):  # every field of elastic's outcome is one of the job's, by the same name
+        setattr(outcome, f.name, getattr(result, f.name))
     # a script's ranks return nothing (None) through elastic: only a function's values are kept
     outcome.return_values = {r: v for r, v in result.return_values.items() if v is not None}
-    outcome.failures = result.failures
-    outcome.torchrun_root_cause_rank = result.torchrun_root_cause_rank
-    outcome.launcher_error, outcome.interrupted = result.launcher_error, result.interrupted
-
-
-def _leftovers(watcher: Watcher) -> tuple[list[LeftProcess], list[LeftProcess]]:
-    ended, survived = watcher.leftovers()
-    # program names only (proc_facts.program_name): arguments can carry secrets
-    return ([LeftProcess(m.pid, m.program, ended=True) for m in ended], [LeftProcess(m.pid, m.program)
-                                                                          for m in survived])
 
 
 def _judge(outcome: JobOutcome, watcher: Watcher, spec: JobSpec) -> None:
@@ -257,10 +248,8 @@ def _read_request(run: RunDir) -> str | None:
 
 
 def _write_quietly(path, text: str) -> None:
-    try:
+    with contextlib.suppress(Exception):  # noqa: BLE001 - a file for people to read; the job does not depend on it
         write_text_atomic(path, text)
-    except Exception:  # noqa: BLE001 - a file for people to read; the job does not depend on it
-        pass
 
 
 class Guardian:

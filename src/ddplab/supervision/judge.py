@@ -125,7 +125,7 @@ def _first_to_fail(evidence: dict[int, RankEvidence], own: list[tuple[float, int
     else:
         kind = "died"
     missed = _collective_missed(evidence, ranks)
-    where = f"; the others waited for it in {_call_words(missed)}" if missed else ""
+    where = f"; the others waited for it in {flight.describe(missed)}" if missed else ""
     caveat = _abort_caveat(evidence, first, kind)
     return Finding(ranks, kind, "; ".join(f"rank {r} {_how_it_failed(evidence[r])}" for r in ranks)
                    + f", the first to fail{where}{caveat}", missed or flight.last_call(first),
@@ -143,11 +143,6 @@ def _abort_caveat(evidence: dict[int, RankEvidence], first: RankEvidence, kind: 
     lost = f"; rank(s) {_list(missing)} left no flight record to compare" if missing else ""
     return (f"; a SIGABRT is also how the collective library aborts a rank waiting in it, and its status did not "
             f"show where it was{lost}")
-
-
-def _call_words(call: dict) -> str:
-    """all_reduce #4 (group 0) ...; or "collective #4 of group 0" where the op is not known."""
-    return flight.describe(call) if call.get("op") else f"collective #{call.get('seq')} of group {call.get('pg')}"
 
 
 def _same_bug(evidence: dict[int, RankEvidence], own: list[tuple[float, int]], also) -> list[int]:
@@ -255,11 +250,7 @@ def _culprit(finding: Finding, analyzer: dict, evidence: dict[int, RankEvidence]
              hosts: dict[int, str | None] | None) -> Culprit:
     call = finding.collective
     machines = None if hosts is None else {r: hosts.get(r) for r in finding.ranks}
+    # Every call flight.py builds has the five keys of CollectiveCall; every analyzer answer its tool and status.
     return Culprit(ranks=list(finding.ranks), kind=finding.kind, reason=finding.reason,
-                   collective=None if call is None else CollectiveCall(
-                       pg=call.get("pg"), seq=call.get("seq"), op=call.get("op"), input_sizes=call.get("input_sizes"),
-                       dtypes=call.get("dtypes")),
-                   evidence=list(finding.evidence),
-                   analyzer=Analyzer(tool=analyzer.get("tool", ANALYZER), status=analyzer.get("status", "not run"),
-                                     why=analyzer.get("why"), error=analyzer.get("error")),
-                   hosts=machines)
+                   collective=None if call is None else CollectiveCall(**call), evidence=list(finding.evidence),
+                   analyzer=Analyzer(**analyzer), hosts=machines)

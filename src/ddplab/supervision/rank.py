@@ -10,6 +10,7 @@ What a rank starts itself (a data-loader worker, a helper in a session of its ow
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import faulthandler
 import json
@@ -42,10 +43,8 @@ def guard_parent(launcher_pid: int, poll_s: float = 0.25) -> None:
     """
     parent = os.getppid()
     if sys.platform.startswith("linux"):
-        try:
+        with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        except (OSError, AttributeError):
-            pass
 
     def orphaned() -> bool:
         if os.getppid() != parent:

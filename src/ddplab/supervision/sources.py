@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from ..records.supervision import RankState
 from ..rundir import RunDir
 from . import states as rules
@@ -50,10 +52,8 @@ class JobStore:
         return list(range(self.reader.world_size)) if self.reader.world_size else None
 
     def announce(self, machine: str, reason: str) -> None:
-        try:
+        with contextlib.suppress(Exception):  # noqa: BLE001 - a store gone: the other machines judge on their own
             self.reader.announce_hang(machine, reason)
-        except Exception:  # noqa: BLE001 - a store gone: the other machines judge on their own
-            pass
 
     def announced(self) -> dict | None:
         try:

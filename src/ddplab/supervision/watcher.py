@@ -37,6 +37,7 @@ never gets past its imports, is named only after ``START_GRACE_S`` more.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -45,7 +46,7 @@ import uuid
 from .. import interrupts, proc_stat
 from ..files import write_text_atomic
 from ..reaping import signal_quietly
-from ..records.supervision import Hang, MachineLoss, RankState
+from ..records.supervision import Hang, LeftProcess, MachineLoss, RankState
 from ..rundir import RunDir
 from . import states as rules
 from .beacon import HEARTBEAT_S
@@ -105,17 +106,17 @@ class Watcher:
 
     # ---------------------------------------------------------------------------------------- after the job
 
-    def leftovers(self) -> tuple[list, list]:
+    def leftovers(self) -> tuple[list[LeftProcess], list[LeftProcess]]:
         """After the job: every process it started that still runs (its descendants, anything carrying its run id)
-        is ended. Returns (ended, survived) as family members."""
+        is ended. Returns (ended, survived), by program name only (proc_facts.program_name): arguments can carry
+        secrets."""
         self.family.marked()
         left = self.family.alive()
         if not left:
             return [], []
-        with self._lock:
-            self.signalled |= {m.pid for m in left}
-        _, _, survived = self.family.end(left, self.grace_s)
-        return [m for m in left if m.pid not in survived], [m for m in left if m.pid in survived]
+        _, _, survived = self._end(left)
+        return ([LeftProcess(m.pid, m.program, ended=True) for m in left if m.pid not in survived],
+                [LeftProcess(m.pid, m.program) for m in left if m.pid in survived])
 
     def machines_lost(self) -> MachineLoss | None:
         """Other machines that went silent while the job failed (states.silent_machines), judged from the last view
@@ -201,10 +202,8 @@ class Watcher:
         pids = self.run.rank_pids()
         for rank, pid in pids.items():
             self.exits.watch(rank, pid)
-        try:
+        with contextlib.suppress(Exception):  # noqa: BLE001 - a process gone while walked: the next poll sees the rest
             self.family.refresh(pids)
-        except Exception:  # noqa: BLE001 - a process gone while walked: the next poll sees the rest
-            pass
 
     def _machines(self) -> set[str]:
         """This machine as its ranks name it (supervision/beacon.py: their address toward the job's endpoint)."""
@@ -258,11 +257,11 @@ class Watcher:
         self.stopped_at = time.time()
         self._end(self.family.alive())
 
-    def _end(self, members) -> tuple[list[int], list[int]]:
+    def _end(self, members) -> tuple[list[int], list[int], list[int]]:
+        """family.end, each member noted as signalled by this watcher first: (terminated, killed, survived)."""
         with self._lock:
             self.signalled |= {m.pid for m in members}
-        terminated, killed, _ = self.family.end(members, self.grace_s)
-        return terminated, killed
+        return self.family.end(members, self.grace_s)
 
     def _settled(self, source, states: dict[int, RankState], now: float) -> tuple[dict[int, RankState], float]:
         """The job's store read again one staleness window later, before a hang across machines is judged. A remote
@@ -303,10 +302,8 @@ class Watcher:
             if machine is not None:  # before the teardown, which its peers would otherwise see first
                 source.announce(machine, why)
         request_id = None
-        try:
+        with contextlib.suppress(Exception):  # noqa: BLE001 - no room for the request: stacks by signal only
             request_id = request_dumps(self.run, f"hang: {why}", by="launcher")
-        except Exception:  # noqa: BLE001 - no room for the request: stacks by signal only
-            pass
         answered = self._wait_for_answers(request_id, running) if request_id else set()
         silent = [r for r in running if r not in answered]
         for rank in silent:  # something holds its GIL: faulthandler writes from its handler
@@ -320,8 +317,7 @@ class Watcher:
         rank_pids = {s.pid: r for r, s in running.items()}
         for pid in rank_pids:  # by their own status files, with their start times: the job's ranks
             self.family.take(pid)
-        members = self.family.alive()
-        terminated, killed = self._end(members)
+        terminated, killed, _ = self._end(self.family.alive())
         stacks = {r: str(self.run.stack_file(r)) for r in local if self.run.stack_file(r).exists()}
         self.hang = Hang(declared_at=now, last_progress_at=last_change, no_progress_s=round(now - last_change, 2),
                          hang_timeout_s=float(self.hang_timeout_s or 0), reason=why,
