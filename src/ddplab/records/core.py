@@ -107,7 +107,7 @@ class Report:
     def from_json(cls, data: Any, where: str = "$", types_for=None) -> "Report":
         """Read and validate a report written by any ddplab command (RecordError names the first bad field), with
         the catalog ``types_for`` (catalog.report_from_json hands it the lab's)."""
-        from .parts import report_parts
+        from .session import report_parts
 
         types_for = types_for or _TYPES_FOR.get()
         if types_for is None:

@@ -4,6 +4,12 @@ launch ended.
 
 ``SessionRecord`` is flattened into each measurement's ``results`` (the JSON keys ``backend``, ``ranks``,
 ``timeseries``... sit beside the measurement's own), so the JSON contract of issue 2 is kept.
+
+A session's record holds parts it cannot type itself (codec.py ``json_parts``, ``parts_typed``): the placement,
+written from records.placement.Placement, and its sharing daemon's account, wherever a session is reported (every
+report: ``report_parts``), and each rank's workload result, whose type depends on the measurement (its record's
+``json_parts``: ``session_parts``). Naming them here lets a report read back check them as strictly as the rest: a
+string where a rank wrote a number is refused, naming the field (issue 18).
 """
 
 from __future__ import annotations
@@ -14,11 +20,12 @@ from typing import Any
 from .codec import OMIT, SKIP, flatten
 from .figures import LineChart, Series
 from .listen import Listened
+from .placement import Placement
 from .supervision import Culprit, Hang, MachineLoss, RankState
 
 __all__ = ["Culprit", "Distribution", "FailureRecord", "Hang", "Histogram", "MachineLoss", "MemorySeries",
            "RankOutcome", "RankReturn", "RankSample", "RankState", "Sample", "SamplerPeaks", "SessionRecord",
-           "Timeseries"]
+           "SharingDaemonPart", "Timeseries", "report_parts", "session_parts"]
 
 
 @dataclass(frozen=True)
@@ -268,3 +275,25 @@ class SessionRecord:
             if text:
                 return text.splitlines()[-1]
         return "a rank failed"
+
+
+@dataclass(frozen=True)
+class SharingDaemonPart:
+    """A session's ``sharing_daemon``, as platform/sharing_daemon.py's ``PrivateDaemon.record()`` writes it."""
+
+    name: str | None
+    private: bool
+    used: bool
+    failure: str | None
+    env: dict[str, str]
+    events: list[str]
+
+
+def report_parts() -> dict:
+    """{(class, field): type} for the parts any report may hold: a session's placement and sharing daemon."""
+    return {(SessionRecord, "placement"): Placement, (SessionRecord, "sharing_daemon"): SharingDaemonPart}
+
+
+def session_parts(rank_result: type) -> dict:
+    """{(class, field): type} for a record that flattens a session whose ranks return ``rank_result``."""
+    return {(RankOutcome, "result"): rank_result}
