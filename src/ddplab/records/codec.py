@@ -132,12 +132,8 @@ def parts_typed(parts: dict):
     return _setting(_PARTS, {**_PARTS.get(), **parts})
 
 
-def from_json(cls: Any, data: Any, where: str = "$") -> Any:
-    """Build ``cls`` (a dataclass, or any type annotation this module understands) from JSON values."""
-    return _read(cls, data, where)
-
-
-def _read(tp: Any, data: Any, path: str) -> Any:
+def from_json(tp: Any, data: Any, path: str = "$") -> Any:
+    """Build ``tp`` (a dataclass, or any type annotation this module understands) from JSON values."""
     if tp is Any or tp is object:
         return data
     origin = typing.get_origin(tp)
@@ -149,7 +145,7 @@ def _read(tp: Any, data: Any, path: str) -> Any:
         errors = []
         for a in others:
             try:
-                return _read(a, data, path)
+                return from_json(a, data, path)
             except RecordError as exc:
                 errors.append(exc)
         if len(errors) == 1:
@@ -165,15 +161,15 @@ def _read(tp: Any, data: Any, path: str) -> Any:
         if origin is tuple and args and args[-1] is not Ellipsis:  # a fixed tuple (tuple[X, ...] reads as a list does)
             if len(args) != len(data):
                 raise RecordError(path, f"a list of {len(args)} values", data)
-            return tuple(_read(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, data)))
+            return tuple(from_json(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, data)))
         item = args[0] if args else Any
-        values = [_read(item, v, f"{path}[{i}]") for i, v in enumerate(data)]
+        values = [from_json(item, v, f"{path}[{i}]") for i, v in enumerate(data)]
         return tuple(values) if origin is tuple else values
     if origin is dict or tp is dict:
         if not isinstance(data, dict):
             raise RecordError(path, "an object", data)
         kt, vt = args if args else (str, Any)
-        return {_key(kt, k, path): _read(vt, v, f"{path}.{k}") for k, v in data.items()}
+        return {_key(kt, k, path): from_json(vt, v, f"{path}.{k}") for k, v in data.items()}
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         if issubclass(tp, str) and not isinstance(data, str):
             raise RecordError(path, "a string", data)
@@ -213,7 +209,7 @@ def _read_dataclass_fields(cls: type, data: dict, path: str) -> Any:
         key = meta.get("json_name", f.name)
         if not f.init:  # derived by the record: not read back, but the document's value must be of its type
             if key in data and not meta.get("flatten"):
-                _read(tp, data[key], f"{path}.{key}")
+                from_json(tp, data[key], f"{path}.{key}")
             continue
         if meta.get("flatten"):
             if typing.get_origin(tp) is dict or tp in (dict, Any):
@@ -263,20 +259,20 @@ def _read_dataclass_fields(cls: type, data: dict, path: str) -> Any:
 def _check_part(tp: Any, data: Any, path: str) -> None:
     """``data`` as an open part of type ``tp``: every value it holds of its type, missing keys allowed."""
     with _setting(_CHECKING_PART, True):
-        _read(tp, data, path)
+        from_json(tp, data, path)
 
 
 def _read_field(tp: Any, data: Any, path: str, meta) -> Any:
     if "keys" in meta:  # an open object whose known keys have types of their own
-        value = _read(tp, data, path)
-        value.update({k: _read(t, data[k], f"{path}.{k}") for k, t in meta["keys"].items() if k in data})
+        value = from_json(tp, data, path)
+        value.update({k: from_json(t, data[k], f"{path}.{k}") for k, t in meta["keys"].items() if k in data})
         return value
     expect = meta.get("expect")
     if expect is None:
-        return _read(tp, data, path)
+        return from_json(tp, data, path)
     what, holds = expect
     try:
-        value = _read(tp, data, path)
+        value = from_json(tp, data, path)
     except RecordError as err:
         if err.path == path:
             raise RecordError(path, what, data) from None
@@ -286,28 +282,23 @@ def _read_field(tp: Any, data: Any, path: str, meta) -> Any:
     return value
 
 
+# A JSON scalar by the type that reads it: what it must be, and whether a value is one.
+_SCALARS = {
+    bool: ("true or false", lambda v: isinstance(v, bool)),
+    int: ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    float: ("a finite number", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)),
+    str: ("a string", lambda v: isinstance(v, str)),
+    type(None): ("null", lambda v: v is None),
+}
+
+
 def _read_scalar(tp: Any, data: Any, path: str) -> Any:
-    if tp is bool:
-        if isinstance(data, bool):
-            return data
-        raise RecordError(path, "true or false", data)
-    if tp is int:
-        if isinstance(data, int) and not isinstance(data, bool):
-            return data
-        raise RecordError(path, "an integer", data)
-    if tp is float:
-        if isinstance(data, (int, float)) and not isinstance(data, bool) and math.isfinite(data):
-            return float(data)
-        raise RecordError(path, "a finite number", data)
-    if tp is str:
-        if isinstance(data, str):
-            return data
-        raise RecordError(path, "a string", data)
-    if tp is type(None):
-        if data is None:
-            return None
-        raise RecordError(path, "null", data)
-    raise TypeError(f"{path}: no JSON reader for {tp!r}")
+    if tp not in _SCALARS:
+        raise TypeError(f"{path}: no JSON reader for {tp!r}")
+    what, holds = _SCALARS[tp]
+    if not holds(data):
+        raise RecordError(path, what, data)
+    return float(data) if tp is float else data
 
 
 def _key(kt: Any, key: str, path: str) -> Any:
