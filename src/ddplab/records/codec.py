@@ -119,7 +119,7 @@ def _write_fields(obj: Any, out: dict) -> None:
 # ---------------------------------------------------------------------------------------- reading
 
 @contextlib.contextmanager
-def _setting(var: contextvars.ContextVar, value):
+def setting(var: contextvars.ContextVar, value):
     token = var.set(value)
     try:
         yield
@@ -129,7 +129,7 @@ def _setting(var: contextvars.ContextVar, value):
 
 def parts_typed(parts: dict):
     """Check the open parts {(class, field): type} inside whatever is read in this block (as ``json_parts``)."""
-    return _setting(_PARTS, {**_PARTS.get(), **parts})
+    return setting(_PARTS, {**_PARTS.get(), **parts})
 
 
 def from_json(tp: Any, data: Any, path: str = "$") -> Any:
@@ -258,7 +258,7 @@ def _read_dataclass_fields(cls: type, data: dict, path: str) -> Any:
 
 def _check_part(tp: Any, data: Any, path: str) -> None:
     """``data`` as an open part of type ``tp``: every value it holds of its type, missing keys allowed."""
-    with _setting(_CHECKING_PART, True):
+    with setting(_CHECKING_PART, True):
         from_json(tp, data, path)
 
 

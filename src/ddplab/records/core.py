@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 from .. import __version__
 from ..redaction import redact_argv
-from .codec import MISSING, RecordError, from_json, parts_typed, to_json
+from .codec import MISSING, RecordError, from_json, parts_typed, setting, to_json
 
 SCHEMA_VERSION = 1
 # The catalog a report is read with: types_for(command, where) -> (Config class, results class, platform class).
@@ -91,17 +91,9 @@ class Report:
         object.__setattr__(self, "argv", tuple(redact_argv(self.argv)))
 
     def to_json(self) -> dict:
-        return {
-            "schema_version": self.schema_version,
-            "command": self.command,
-            "config": to_json(self.config),
-            "platform": to_json(self.platform),
-            "results": to_json(self.results),
-            "verdict": self.verdict.value,
-            "ddplab_version": self.ddplab_version,
-            "created_utc": self.created_utc,
-            "argv": list(self.argv),
-        }
+        """schema_version first, then every field in its order; the check rows (``checks``) are never written."""
+        written = [f.name for f in dataclasses.fields(self) if f.name not in ("schema_version", "checks")]
+        return {"schema_version": self.schema_version, **{name: to_json(getattr(self, name)) for name in written}}
 
     @classmethod
     def from_json(cls, data: Any, where: str = "$", types_for=None) -> "Report":
@@ -114,12 +106,8 @@ class Report:
             raise TypeError("Report.from_json needs the catalog of report types: use catalog.report_from_json")
         if not isinstance(data, dict):
             raise RecordError(where, "a ddplab report (a JSON object)", data)
-        token = _TYPES_FOR.set(types_for)
-        try:
-            with parts_typed(report_parts()):
-                return cls._from_json(data, where, types_for)
-        finally:
-            _TYPES_FOR.reset(token)
+        with setting(_TYPES_FOR, types_for), parts_typed(report_parts()):
+            return cls._from_json(data, where, types_for)
 
     @classmethod
     def _from_json(cls, data: dict, where: str, types_for) -> "Report":
