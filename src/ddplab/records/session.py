@@ -134,25 +134,21 @@ class Timeseries:
     def memory_chart(self, stage: str) -> list[LineChart]:
         """Each rank's memory over the run, as the sampler saw it (nothing to draw: no chart)."""
         memory = self.memory()
-        if not memory.by_rank:
-            return []
-        return [LineChart("memory-over-time", "Per-rank memory over time", self._caption(stage), "time since the launch",
-                          memory.what, _series(memory.by_rank), y_divisor=2**20, x_unit="s", y_unit="MiB")]
+        return self._chart("memory-over-time", "Per-rank memory over time", stage, memory.what, memory.by_rank,
+                           y_divisor=2**20, y_unit="MiB")
 
     def cpu_chart(self, stage: str) -> list[LineChart]:
         """Each rank's host CPU time over the run: a flat line is a rank that stopped computing."""
-        cpu = self.cpu_seconds()
-        if not cpu:
+        return self._chart("cpu-over-time", "Per-rank CPU time", stage, "CPU time used, user + system",
+                           self.cpu_seconds(), y_unit="s")
+
+    def _chart(self, id: str, title: str, stage: str, y_label: str, by_rank: dict, **axes) -> list[LineChart]:
+        if not by_rank:
             return []
-        return [LineChart("cpu-over-time", "Per-rank CPU time", self._caption(stage), "time since the launch",
-                          "CPU time used, user + system", _series(cpu), x_unit="s", y_unit="s")]
-
-    def _caption(self, stage: str) -> str:
-        return f"{stage}: sampled every {self.interval_s} s ({self.method})"
-
-
-def _series(by_rank: dict[int, list[tuple[float, float]]]) -> list[Series]:
-    return [Series(f"rank {rank}", [(t, float(v)) for t, v in points]) for rank, points in sorted(by_rank.items())]
+        series = [Series(f"rank {rank}", [(t, float(v)) for t, v in points])
+                  for rank, points in sorted(by_rank.items())]
+        return [LineChart(id, title, f"{stage}: sampled every {self.interval_s} s ({self.method})",
+                          "time since the launch", y_label, series, x_unit="s", **axes)]
 
 
 @dataclass(frozen=True)
