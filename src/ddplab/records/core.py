@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .. import __version__
+from ..errors import ExitCode
 from ..redaction import redact_argv
 from .codec import MISSING, RecordError, from_json, parts_typed, setting, to_json
+from .hooks import ChoosesAtRun, InSession, OnMachine
+from .session import report_parts
 
 SCHEMA_VERSION = 1
 # The catalog a report is read with: types_for(command, where) -> (Config class, results class, platform class).
@@ -47,8 +50,6 @@ class Verdict(str, enum.Enum):
 
     @property
     def exit_code(self) -> int:
-        from ..errors import ExitCode
-
         return int(ExitCode.CHECK_FAILED if self is Verdict.FAIL else ExitCode.PASS)
 
     def __str__(self) -> str:
@@ -99,8 +100,6 @@ class Report:
     def from_json(cls, data: Any, where: str = "$", types_for=None) -> "Report":
         """Read and validate a report written by any ddplab command (RecordError names the first bad field), with
         the catalog ``types_for`` (catalog.report_from_json hands it the lab's)."""
-        from .session import report_parts
-
         types_for = types_for or _TYPES_FOR.get()
         if types_for is None:
             raise TypeError("Report.from_json needs the catalog of report types: use catalog.report_from_json")
@@ -138,8 +137,6 @@ def make_report(kind, config: Any, record: Any) -> Report:
     comparison): its config as it ran, the machine, its record, and the one verdict rule, the worst of the kind's
     checks. Every report ddplab writes is made here, and a report read back is judged again by the same rule
     (catalog.judged)."""
-    from .hooks import ChoosesAtRun
-
     if isinstance(kind, ChoosesAtRun):
         config = kind.config_as_run(config, record)
     checks = tuple(kind.checks(record))
@@ -154,8 +151,6 @@ def verdict_of(kind, record: Any) -> Verdict:
 
 def platform_of(record: Any) -> Any:
     """The machine a record was measured on: its own, or its session's (None when read back from JSON)."""
-    from .hooks import InSession, OnMachine
-
     own = record.platform if isinstance(record, OnMachine) else None
     session = record.session if isinstance(record, InSession) else None
     return own or (session.platform if isinstance(session, OnMachine) else None)

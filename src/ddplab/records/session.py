@@ -14,9 +14,11 @@ string where a rank wrote a number is refused, naming the field (issue 18).
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import report
 from .codec import OMIT, SKIP, flatten
 from .figures import LineChart, Series
 from .listen import Listened
@@ -42,10 +44,6 @@ class Distribution:
 
     @classmethod
     def of(cls, values: list[float]) -> "Distribution":
-        import statistics
-
-        from .. import report
-
         if not values:
             return cls(0)
         return cls(len(values), min(values), report.percentile(values, 50), report.percentile(values, 90),
