@@ -106,30 +106,26 @@ class Report:
         if not isinstance(data, dict):
             raise RecordError(where, "a ddplab report (a JSON object)", data)
         with setting(_TYPES_FOR, types_for), parts_typed(report_parts()):
-            return cls._from_json(data, where, types_for)
-
-    @classmethod
-    def _from_json(cls, data: dict, where: str, types_for) -> "Report":
-        version = from_json(int, data.get("schema_version", MISSING), f"{where}.schema_version")
-        if version > SCHEMA_VERSION:
-            raise RecordError(f"{where}.schema_version", f"a version up to {SCHEMA_VERSION}", version)
-        command = from_json(str, data.get("command", MISSING), f"{where}.command")
-        config_cls, results_cls, platform_cls = types_for(command, where=f"{where}.command")
-        platform = data.get("platform")
-        platform = None if platform is None else from_json(platform_cls, platform, f"{where}.platform")
-        config = from_json(config_cls, data.get("config", MISSING), f"{where}.config")
-        return cls(
-            command=command,
-            config=config,
-            platform=platform,
-            results=_with_envelope(from_json(results_cls, data.get("results", MISSING), f"{where}.results"),
-                                   platform=platform, config=config),
-            verdict=from_json(Verdict, data.get("verdict", MISSING), f"{where}.verdict"),
-            schema_version=version,
-            ddplab_version=from_json(str, data.get("ddplab_version", ""), f"{where}.ddplab_version"),
-            created_utc=from_json(str, data.get("created_utc", ""), f"{where}.created_utc"),
-            argv=tuple(from_json(list[str], data.get("argv") or [], f"{where}.argv")),
-        )
+            version = from_json(int, data.get("schema_version", MISSING), f"{where}.schema_version")
+            if version > SCHEMA_VERSION:
+                raise RecordError(f"{where}.schema_version", f"a version up to {SCHEMA_VERSION}", version)
+            command = from_json(str, data.get("command", MISSING), f"{where}.command")
+            config_cls, results_cls, platform_cls = types_for(command, where=f"{where}.command")
+            platform = data.get("platform")
+            platform = None if platform is None else from_json(platform_cls, platform, f"{where}.platform")
+            config = from_json(config_cls, data.get("config", MISSING), f"{where}.config")
+            return cls(
+                command=command,
+                config=config,
+                platform=platform,
+                results=_with_envelope(from_json(results_cls, data.get("results", MISSING), f"{where}.results"),
+                                       platform=platform, config=config),
+                verdict=from_json(Verdict, data.get("verdict", MISSING), f"{where}.verdict"),
+                schema_version=version,
+                ddplab_version=from_json(str, data.get("ddplab_version", ""), f"{where}.ddplab_version"),
+                created_utc=from_json(str, data.get("created_utc", ""), f"{where}.created_utc"),
+                argv=tuple(from_json(list[str], data.get("argv") or [], f"{where}.argv")),
+            )
 
 
 def make_report(kind, config: Any, record: Any) -> Report:
