@@ -187,8 +187,7 @@ def from_json(tp: Any, data: Any, path: str = "$") -> Any:
 
 
 def _read_dataclass(cls: type, data: dict, path: str) -> Any:
-    declared = getattr(cls, "json_parts", None)
-    with parts_typed(declared() if declared is not None else {}):
+    with parts_typed(getattr(cls, "json_parts", dict)()):
         return _read_dataclass_fields(cls, data, path)
 
 
