@@ -58,7 +58,7 @@ class RecordError(ValueError):
 
     def __init__(self, path: str, expected: str, got: object):
         self.path, self.expected = path, expected
-        self.missing = got is _Missing
+        self.missing = got is MISSING
         self.value = None if self.missing else got  # the bad value itself, for messages in the user's terms
         self.got = _describe(got)
         super().__init__(f"{path}: expected {expected}, got {self.got}")
@@ -231,7 +231,7 @@ def _read_dataclass_fields(cls: type, data: dict, path: str) -> Any:
         if key not in data:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING \
                     and not _CHECKING_PART.get():
-                raise RecordError(f"{path}.{key}", f"a value ({_name(tp)})", _Missing)
+                raise RecordError(f"{path}.{key}", f"a value ({_name(tp)})", MISSING)
             continue
         kwargs[f.name] = _read_field(tp, data[key], f"{path}.{key}", meta)
         part = parts.get((cls, f.name))
@@ -346,11 +346,8 @@ def _required_keys(cls: type) -> frozenset:
                      and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
 
 
-class _Missing:
-    pass
-
-
-MISSING = _Missing  # what a caller passes for a key the document lacks: RecordError then says "missing"
+class MISSING:
+    """What a caller passes for a key the document lacks: RecordError then says "missing"."""
 
 
 def _name(tp: Any) -> str:
@@ -363,7 +360,7 @@ def _name(tp: Any) -> str:
 
 
 def _describe(value: object) -> str:
-    if value is _Missing:
+    if value is MISSING:
         return "nothing (the key is missing)"
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)
