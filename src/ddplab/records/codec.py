@@ -58,7 +58,7 @@ class RecordError(ValueError):
 
     def __init__(self, path: str, expected: str, got: object):
         self.path, self.expected = path, expected
-        self.missing = got is _Missing
+        self.missing = got is MISSING
         self.value = None if self.missing else got  # the bad value itself, for messages in the user's terms
         self.got = _describe(got)
         super().__init__(f"{path}: expected {expected}, got {self.got}")
@@ -119,7 +119,7 @@ def _write_fields(obj: Any, out: dict) -> None:
 # ---------------------------------------------------------------------------------------- reading
 
 @contextlib.contextmanager
-def _setting(var: contextvars.ContextVar, value):
+def setting(var: contextvars.ContextVar, value):
     token = var.set(value)
     try:
         yield
@@ -129,15 +129,11 @@ def _setting(var: contextvars.ContextVar, value):
 
 def parts_typed(parts: dict):
     """Check the open parts {(class, field): type} inside whatever is read in this block (as ``json_parts``)."""
-    return _setting(_PARTS, {**_PARTS.get(), **parts})
+    return setting(_PARTS, {**_PARTS.get(), **parts})
 
 
-def from_json(cls: Any, data: Any, where: str = "$") -> Any:
-    """Build ``cls`` (a dataclass, or any type annotation this module understands) from JSON values."""
-    return _read(cls, data, where)
-
-
-def _read(tp: Any, data: Any, path: str) -> Any:
+def from_json(tp: Any, data: Any, path: str = "$") -> Any:
+    """Build ``tp`` (a dataclass, or any type annotation this module understands) from JSON values."""
     if tp is Any or tp is object:
         return data
     origin = typing.get_origin(tp)
@@ -149,7 +145,7 @@ def _read(tp: Any, data: Any, path: str) -> Any:
         errors = []
         for a in others:
             try:
-                return _read(a, data, path)
+                return from_json(a, data, path)
             except RecordError as exc:
                 errors.append(exc)
         if len(errors) == 1:
@@ -165,15 +161,15 @@ def _read(tp: Any, data: Any, path: str) -> Any:
         if origin is tuple and args and args[-1] is not Ellipsis:  # a fixed tuple (tuple[X, ...] reads as a list does)
             if len(args) != len(data):
                 raise RecordError(path, f"a list of {len(args)} values", data)
-            return tuple(_read(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, data)))
+            return tuple(from_json(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, data)))
         item = args[0] if args else Any
-        values = [_read(item, v, f"{path}[{i}]") for i, v in enumerate(data)]
+        values = [from_json(item, v, f"{path}[{i}]") for i, v in enumerate(data)]
         return tuple(values) if origin is tuple else values
     if origin is dict or tp is dict:
         if not isinstance(data, dict):
             raise RecordError(path, "an object", data)
         kt, vt = args if args else (str, Any)
-        return {_key(kt, k, path): _read(vt, v, f"{path}.{k}") for k, v in data.items()}
+        return {_key(kt, k, path): from_json(vt, v, f"{path}.{k}") for k, v in data.items()}
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         if issubclass(tp, str) and not isinstance(data, str):
             raise RecordError(path, "a string", data)
@@ -191,8 +187,7 @@ def _read(tp: Any, data: Any, path: str) -> Any:
 
 
 def _read_dataclass(cls: type, data: dict, path: str) -> Any:
-    declared = getattr(cls, "json_parts", None)
-    with parts_typed(declared() if declared is not None else {}):
+    with parts_typed(getattr(cls, "json_parts", dict)()):
         return _read_dataclass_fields(cls, data, path)
 
 
@@ -213,7 +208,7 @@ def _read_dataclass_fields(cls: type, data: dict, path: str) -> Any:
         key = meta.get("json_name", f.name)
         if not f.init:  # derived by the record: not read back, but the document's value must be of its type
             if key in data and not meta.get("flatten"):
-                _read(tp, data[key], f"{path}.{key}")
+                from_json(tp, data[key], f"{path}.{key}")
             continue
         if meta.get("flatten"):
             if typing.get_origin(tp) is dict or tp in (dict, Any):
@@ -236,7 +231,7 @@ def _read_dataclass_fields(cls: type, data: dict, path: str) -> Any:
         if key not in data:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING \
                     and not _CHECKING_PART.get():
-                raise RecordError(f"{path}.{key}", f"a value ({_name(tp)})", _Missing)
+                raise RecordError(f"{path}.{key}", f"a value ({_name(tp)})", MISSING)
             continue
         kwargs[f.name] = _read_field(tp, data[key], f"{path}.{key}", meta)
         part = parts.get((cls, f.name))
@@ -262,21 +257,21 @@ def _read_dataclass_fields(cls: type, data: dict, path: str) -> Any:
 
 def _check_part(tp: Any, data: Any, path: str) -> None:
     """``data`` as an open part of type ``tp``: every value it holds of its type, missing keys allowed."""
-    with _setting(_CHECKING_PART, True):
-        _read(tp, data, path)
+    with setting(_CHECKING_PART, True):
+        from_json(tp, data, path)
 
 
 def _read_field(tp: Any, data: Any, path: str, meta) -> Any:
     if "keys" in meta:  # an open object whose known keys have types of their own
-        value = _read(tp, data, path)
-        value.update({k: _read(t, data[k], f"{path}.{k}") for k, t in meta["keys"].items() if k in data})
+        value = from_json(tp, data, path)
+        value.update({k: from_json(t, data[k], f"{path}.{k}") for k, t in meta["keys"].items() if k in data})
         return value
     expect = meta.get("expect")
     if expect is None:
-        return _read(tp, data, path)
+        return from_json(tp, data, path)
     what, holds = expect
     try:
-        value = _read(tp, data, path)
+        value = from_json(tp, data, path)
     except RecordError as err:
         if err.path == path:
             raise RecordError(path, what, data) from None
@@ -286,28 +281,23 @@ def _read_field(tp: Any, data: Any, path: str, meta) -> Any:
     return value
 
 
+# A JSON scalar by the type that reads it: what it must be, and whether a value is one.
+_SCALARS = {
+    bool: ("true or false", lambda v: isinstance(v, bool)),
+    int: ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    float: ("a finite number", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)),
+    str: ("a string", lambda v: isinstance(v, str)),
+    type(None): ("null", lambda v: v is None),
+}
+
+
 def _read_scalar(tp: Any, data: Any, path: str) -> Any:
-    if tp is bool:
-        if isinstance(data, bool):
-            return data
-        raise RecordError(path, "true or false", data)
-    if tp is int:
-        if isinstance(data, int) and not isinstance(data, bool):
-            return data
-        raise RecordError(path, "an integer", data)
-    if tp is float:
-        if isinstance(data, (int, float)) and not isinstance(data, bool) and math.isfinite(data):
-            return float(data)
-        raise RecordError(path, "a finite number", data)
-    if tp is str:
-        if isinstance(data, str):
-            return data
-        raise RecordError(path, "a string", data)
-    if tp is type(None):
-        if data is None:
-            return None
-        raise RecordError(path, "null", data)
-    raise TypeError(f"{path}: no JSON reader for {tp!r}")
+    if tp not in _SCALARS:
+        raise TypeError(f"{path}: no JSON reader for {tp!r}")
+    what, holds = _SCALARS[tp]
+    if not holds(data):
+        raise RecordError(path, what, data)
+    return float(data) if tp is float else data
 
 
 def _key(kt: Any, key: str, path: str) -> Any:
@@ -356,11 +346,8 @@ def _required_keys(cls: type) -> frozenset:
                      and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
 
 
-class _Missing:
-    pass
-
-
-MISSING = _Missing  # what a caller passes for a key the document lacks: RecordError then says "missing"
+class MISSING:
+    """What a caller passes for a key the document lacks: RecordError then says "missing"."""
 
 
 def _name(tp: Any) -> str:
@@ -373,7 +360,7 @@ def _name(tp: Any) -> str:
 
 
 def _describe(value: object) -> str:
-    if value is _Missing:
+    if value is MISSING:
         return "nothing (the key is missing)"
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)

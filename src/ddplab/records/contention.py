@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from .codec import flatten
-from .parts import session_parts
-from .session import SessionRecord
+from .session import SessionRecord, session_parts
 
 
 @dataclass(frozen=True)

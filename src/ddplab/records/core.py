@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .. import __version__
+from ..errors import ExitCode
 from ..redaction import redact_argv
-from .codec import MISSING, RecordError, from_json, parts_typed, to_json
+from .codec import MISSING, RecordError, from_json, parts_typed, setting, to_json
+from .hooks import ChoosesAtRun, InSession, OnMachine
+from .session import report_parts
 
 SCHEMA_VERSION = 1
 # The catalog a report is read with: types_for(command, where) -> (Config class, results class, platform class).
@@ -47,8 +50,6 @@ class Verdict(str, enum.Enum):
 
     @property
     def exit_code(self) -> int:
-        from ..errors import ExitCode
-
         return int(ExitCode.CHECK_FAILED if self is Verdict.FAIL else ExitCode.PASS)
 
     def __str__(self) -> str:
@@ -91,58 +92,40 @@ class Report:
         object.__setattr__(self, "argv", tuple(redact_argv(self.argv)))
 
     def to_json(self) -> dict:
-        return {
-            "schema_version": self.schema_version,
-            "command": self.command,
-            "config": to_json(self.config),
-            "platform": to_json(self.platform),
-            "results": to_json(self.results),
-            "verdict": self.verdict.value,
-            "ddplab_version": self.ddplab_version,
-            "created_utc": self.created_utc,
-            "argv": list(self.argv),
-        }
+        """schema_version first, then every field in its order; the check rows (``checks``) are never written."""
+        written = [f.name for f in dataclasses.fields(self) if f.name not in ("schema_version", "checks")]
+        return {"schema_version": self.schema_version, **{name: to_json(getattr(self, name)) for name in written}}
 
     @classmethod
     def from_json(cls, data: Any, where: str = "$", types_for=None) -> "Report":
         """Read and validate a report written by any ddplab command (RecordError names the first bad field), with
         the catalog ``types_for`` (catalog.report_from_json hands it the lab's)."""
-        from .parts import report_parts
-
         types_for = types_for or _TYPES_FOR.get()
         if types_for is None:
             raise TypeError("Report.from_json needs the catalog of report types: use catalog.report_from_json")
         if not isinstance(data, dict):
             raise RecordError(where, "a ddplab report (a JSON object)", data)
-        token = _TYPES_FOR.set(types_for)
-        try:
-            with parts_typed(report_parts()):
-                return cls._from_json(data, where, types_for)
-        finally:
-            _TYPES_FOR.reset(token)
-
-    @classmethod
-    def _from_json(cls, data: dict, where: str, types_for) -> "Report":
-        version = from_json(int, data.get("schema_version", MISSING), f"{where}.schema_version")
-        if version > SCHEMA_VERSION:
-            raise RecordError(f"{where}.schema_version", f"a version up to {SCHEMA_VERSION}", version)
-        command = from_json(str, data.get("command", MISSING), f"{where}.command")
-        config_cls, results_cls, platform_cls = types_for(command, where=f"{where}.command")
-        platform = data.get("platform")
-        platform = None if platform is None else from_json(platform_cls, platform, f"{where}.platform")
-        config = from_json(config_cls, data.get("config", MISSING), f"{where}.config")
-        return cls(
-            command=command,
-            config=config,
-            platform=platform,
-            results=_with_envelope(from_json(results_cls, data.get("results", MISSING), f"{where}.results"),
-                                   platform=platform, config=config),
-            verdict=from_json(Verdict, data.get("verdict", MISSING), f"{where}.verdict"),
-            schema_version=version,
-            ddplab_version=from_json(str, data.get("ddplab_version", ""), f"{where}.ddplab_version"),
-            created_utc=from_json(str, data.get("created_utc", ""), f"{where}.created_utc"),
-            argv=tuple(from_json(list[str], data.get("argv") or [], f"{where}.argv")),
-        )
+        with setting(_TYPES_FOR, types_for), parts_typed(report_parts()):
+            version = from_json(int, data.get("schema_version", MISSING), f"{where}.schema_version")
+            if version > SCHEMA_VERSION:
+                raise RecordError(f"{where}.schema_version", f"a version up to {SCHEMA_VERSION}", version)
+            command = from_json(str, data.get("command", MISSING), f"{where}.command")
+            config_cls, results_cls, platform_cls = types_for(command, where=f"{where}.command")
+            platform = data.get("platform")
+            platform = None if platform is None else from_json(platform_cls, platform, f"{where}.platform")
+            config = from_json(config_cls, data.get("config", MISSING), f"{where}.config")
+            return cls(
+                command=command,
+                config=config,
+                platform=platform,
+                results=_with_envelope(from_json(results_cls, data.get("results", MISSING), f"{where}.results"),
+                                       platform=platform, config=config),
+                verdict=from_json(Verdict, data.get("verdict", MISSING), f"{where}.verdict"),
+                schema_version=version,
+                ddplab_version=from_json(str, data.get("ddplab_version", ""), f"{where}.ddplab_version"),
+                created_utc=from_json(str, data.get("created_utc", ""), f"{where}.created_utc"),
+                argv=tuple(from_json(list[str], data.get("argv") or [], f"{where}.argv")),
+            )
 
 
 def make_report(kind, config: Any, record: Any) -> Report:
@@ -150,8 +133,6 @@ def make_report(kind, config: Any, record: Any) -> Report:
     comparison): its config as it ran, the machine, its record, and the one verdict rule, the worst of the kind's
     checks. Every report ddplab writes is made here, and a report read back is judged again by the same rule
     (catalog.judged)."""
-    from .hooks import ChoosesAtRun
-
     if isinstance(kind, ChoosesAtRun):
         config = kind.config_as_run(config, record)
     checks = tuple(kind.checks(record))
@@ -166,8 +147,6 @@ def verdict_of(kind, record: Any) -> Verdict:
 
 def platform_of(record: Any) -> Any:
     """The machine a record was measured on: its own, or its session's (None when read back from JSON)."""
-    from .hooks import InSession, OnMachine
-
     own = record.platform if isinstance(record, OnMachine) else None
     session = record.session if isinstance(record, InSession) else None
     return own or (session.platform if isinstance(session, OnMachine) else None)

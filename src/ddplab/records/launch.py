@@ -17,11 +17,10 @@ from .core import Check, Verdict
 from .figures import Figure, Table
 from .listen import Listened
 from .session import Timeseries
-from .supervision import (Analyzer, CollectiveCall, Culprit, GroupProgress, Hang, LeftProcess, RankError, RankState,
-                          RasAnswer, Where)
+from .supervision import (CollectiveCall, Culprit, GroupProgress, Hang, LeftProcess, RankError, RankState, RasAnswer,
+                          Where)
 
-__all__ = ["Analyzer", "CollectiveCall", "Culprit", "GroupProgress", "Hang", "JobHost", "JobRank", "LastStatus",
-           "LaunchRecord", "LeftProcess", "RankError", "RasAnswer", "Where", "last_status"]
+__all__ = ["Hang", "JobHost", "JobRank", "LastStatus", "LaunchRecord", "LeftProcess", "RasAnswer", "last_status"]
 
 SUCCEEDED = "succeeded"
 

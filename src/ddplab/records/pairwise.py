@@ -10,8 +10,7 @@ from .codec import OMIT, flatten
 from .compare import TimedRow
 from .figures import BarChart
 from .machines import GATHERED, GatheredJob, JobMachines, PairFinding, PairResult, pairs_table
-from .parts import session_parts
-from .session import SessionRecord
+from .session import SessionRecord, session_parts
 from .sweep import GroupSweepRow
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from .clean import Orphan
 from .codec import OMIT, SKIP
+from .compare import stage_rows
 from .core import Check, Report, Verdict
 
 
@@ -52,8 +53,6 @@ class RunRecord:
     def timed_rows(self, config=None) -> list:
         """Every stage's comparable rows, prefixed with the stage's name where it differs from its command
         (so two runs of one profile line up stage by stage)."""
-        from .compare import stage_rows
-
         return [row for s in self.stages if s.report is not None for row in stage_rows(s.name, s.report)]
 
     def stage_verdicts(self) -> dict[str, Verdict]:

@@ -4,21 +4,30 @@ launch ended.
 
 ``SessionRecord`` is flattened into each measurement's ``results`` (the JSON keys ``backend``, ``ranks``,
 ``timeseries``... sit beside the measurement's own), so the JSON contract of issue 2 is kept.
+
+A session's record holds parts it cannot type itself (codec.py ``json_parts``, ``parts_typed``): the placement,
+written from records.placement.Placement, and its sharing daemon's account, wherever a session is reported (every
+report: ``report_parts``), and each rank's workload result, whose type depends on the measurement (its record's
+``json_parts``: ``session_parts``). Naming them here lets a report read back check them as strictly as the rest: a
+string where a rank wrote a number is refused, naming the field (issue 18).
 """
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import report
 from .codec import OMIT, SKIP, flatten
 from .figures import LineChart, Series
 from .listen import Listened
+from .placement import Placement
 from .supervision import Culprit, Hang, MachineLoss, RankState
 
 __all__ = ["Culprit", "Distribution", "FailureRecord", "Hang", "Histogram", "MachineLoss", "MemorySeries",
            "RankOutcome", "RankReturn", "RankSample", "RankState", "Sample", "SamplerPeaks", "SessionRecord",
-           "Timeseries"]
+           "SharingDaemonPart", "Timeseries", "report_parts", "session_parts"]
 
 
 @dataclass(frozen=True)
@@ -35,10 +44,6 @@ class Distribution:
 
     @classmethod
     def of(cls, values: list[float]) -> "Distribution":
-        import statistics
-
-        from .. import report
-
         if not values:
             return cls(0)
         return cls(len(values), min(values), report.percentile(values, 50), report.percentile(values, 90),
@@ -127,25 +132,21 @@ class Timeseries:
     def memory_chart(self, stage: str) -> list[LineChart]:
         """Each rank's memory over the run, as the sampler saw it (nothing to draw: no chart)."""
         memory = self.memory()
-        if not memory.by_rank:
-            return []
-        return [LineChart("memory-over-time", "Per-rank memory over time", self._caption(stage), "time since the launch",
-                          memory.what, _series(memory.by_rank), y_divisor=2**20, x_unit="s", y_unit="MiB")]
+        return self._chart("memory-over-time", "Per-rank memory over time", stage, memory.what, memory.by_rank,
+                           y_divisor=2**20, y_unit="MiB")
 
     def cpu_chart(self, stage: str) -> list[LineChart]:
         """Each rank's host CPU time over the run: a flat line is a rank that stopped computing."""
-        cpu = self.cpu_seconds()
-        if not cpu:
+        return self._chart("cpu-over-time", "Per-rank CPU time", stage, "CPU time used, user + system",
+                           self.cpu_seconds(), y_unit="s")
+
+    def _chart(self, id: str, title: str, stage: str, y_label: str, by_rank: dict, **axes) -> list[LineChart]:
+        if not by_rank:
             return []
-        return [LineChart("cpu-over-time", "Per-rank CPU time", self._caption(stage), "time since the launch",
-                          "CPU time used, user + system", _series(cpu), x_unit="s", y_unit="s")]
-
-    def _caption(self, stage: str) -> str:
-        return f"{stage}: sampled every {self.interval_s} s ({self.method})"
-
-
-def _series(by_rank: dict[int, list[tuple[float, float]]]) -> list[Series]:
-    return [Series(f"rank {rank}", [(t, float(v)) for t, v in points]) for rank, points in sorted(by_rank.items())]
+        series = [Series(f"rank {rank}", [(t, float(v)) for t, v in points])
+                  for rank, points in sorted(by_rank.items())]
+        return [LineChart(id, title, f"{stage}: sampled every {self.interval_s} s ({self.method})",
+                          "time since the launch", y_label, series, x_unit="s", **axes)]
 
 
 @dataclass(frozen=True)
@@ -268,3 +269,25 @@ class SessionRecord:
             if text:
                 return text.splitlines()[-1]
         return "a rank failed"
+
+
+@dataclass(frozen=True)
+class SharingDaemonPart:
+    """A session's ``sharing_daemon``, as platform/sharing_daemon.py's ``PrivateDaemon.record()`` writes it."""
+
+    name: str | None
+    private: bool
+    used: bool
+    failure: str | None
+    env: dict[str, str]
+    events: list[str]
+
+
+def report_parts() -> dict:
+    """{(class, field): type} for the parts any report may hold: a session's placement and sharing daemon."""
+    return {(SessionRecord, "placement"): Placement, (SessionRecord, "sharing_daemon"): SharingDaemonPart}
+
+
+def session_parts(rank_result: type) -> dict:
+    """{(class, field): type} for a record that flattens a session whose ranks return ``rank_result``."""
+    return {(RankOutcome, "result"): rank_result}

@@ -10,8 +10,7 @@ from .compare import TimedRow
 from .library_engine import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import HistogramChart, Mark
 from .machines import GATHERED, GatheredJob, StormMachines
-from .parts import session_parts
-from .session import Distribution, Histogram, SessionRecord
+from .session import Distribution, Histogram, SessionRecord, session_parts
 
 
 @dataclass(frozen=True)

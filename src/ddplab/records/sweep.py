@@ -14,8 +14,7 @@ from .library_engine import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecor
 from .figures import Highlight, LineChart, Overlay, Series
 from .machines import GATHERED, GatheredJob, Group, JobMachines
 from .memory import MemoryFit, MemoryShare
-from .parts import session_parts
-from .session import SessionRecord
+from .session import SessionRecord, session_parts
 
 # Written, null included, exactly when the row has a time (nccl-tests prints these columns for every timed row).
 TIMED = {"omit_with": "time_us"}

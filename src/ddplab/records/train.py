@@ -9,8 +9,7 @@ from .codec import OMIT, flatten
 from .compare import TimedRow
 from .figures import LineChart
 from .machines import GATHERED, GatheredJob, JobMachines
-from .parts import session_parts
-from .session import Distribution, SessionRecord
+from .session import Distribution, SessionRecord, session_parts
 
 
 @dataclass(frozen=True)
