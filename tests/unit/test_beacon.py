@@ -84,3 +84,31 @@ def test_where_names_the_users_call_not_elastics_wrapper_of_the_whole_rank(tmp_p
     assert in_collective.call_site.startswith(f"{tmp_path / 'train.py'}:4 in step")
     in_own_code = locate(elastic._wrap(user.compute), str(distributed) + "/")
     assert in_own_code.torch_call is None and in_own_code.call_site is None
+
+
+def test_a_heartbeat_observed_before_the_final_phase_does_not_overwrite_it(tmp_path):
+    """The side thread's heartbeat observes and writes under one lock: a final phase() written while a beat was
+    observing would otherwise be followed by that beat's older progress, and the judge reads the last write."""
+    import threading
+
+    beacon = _beacon(tmp_path)
+    real, held, go = beacon._observe, threading.Event(), threading.Event()
+
+    def observe():
+        if threading.current_thread() is beacon._thread:  # the heartbeat, paused between observing and writing
+            stale = dict(real(), progress={"0": 4}, where="stale")
+            held.set()
+            go.wait(5)
+            return stale
+        return dict(real(), progress={"0": 5}, where="final")
+
+    beacon._observe = observe
+    beacon.start()
+    assert held.wait(5)
+    final = threading.Thread(target=beacon.phase, args=("finished",))
+    final.start()
+    go.set()
+    final.join(5)
+    beacon.close()
+    status = json.loads(beacon.path.read_text())
+    assert (status["phase"], status["progress"], status["where"]) == ("finished", {"0": 5}, "final")

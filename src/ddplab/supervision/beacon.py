@@ -267,7 +267,12 @@ class Beacon:
                     self.dump(request_id)
                     next_beat = 0.0
                 if time.monotonic() >= next_beat:
-                    self.note(**self._observe())
+                    # observed under the lock: a final phase() written meanwhile must not be followed by this
+                    # beat's older progress (the judge reads the last write)
+                    with self._lock:
+                        self.state = replace(self.state, **self._observe())
+                        self._write()
+                    self._publish()
                     next_beat = time.monotonic() + HEARTBEAT_S
             except Exception as exc:  # never take the rank down; say once why the beacon went quiet
                 self._note_failure(f"{type(exc).__name__}: {exc}")
