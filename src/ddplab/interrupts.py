@@ -19,6 +19,7 @@ import contextlib
 import functools
 import signal
 import threading
+import time
 from typing import Callable
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -27,6 +28,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 class _StopState:
     def __init__(self):
         self.requested: str | None = None  # name of the first stop signal received
+        self.requested_at: float | None = None  # when it came (time.time())
         self.raise_in_launch: Callable[[str], BaseException] | None = None
         self.raised_in_launch = False
 
@@ -78,6 +80,11 @@ def requested() -> str | None:
     return _state.requested
 
 
+def requested_at() -> float | None:
+    """When the first stop signal came (time.time()), or None: what ended after it, the stop ended."""
+    return _state.requested_at
+
+
 def reset() -> None:
     """Forget a stop request (tests that exercise it in-process)."""
     _state.__init__()
@@ -103,7 +110,7 @@ def _on_stop_signal(signum, frame) -> None:
     name = signal.Signals(signum).name
     first = _state.requested is None
     if first:
-        _state.requested = name
+        _state.requested, _state.requested_at = name, time.time()
     if _state.raise_in_launch is not None:
         if not _state.raised_in_launch:
             _state.raised_in_launch = True

@@ -203,3 +203,33 @@ def _carrying(run_id: str) -> list[int]:
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
     return found
+
+
+IDLE_RANKS = """\
+import os, time
+import torch.distributed as dist
+dist.init_process_group("gloo")
+open(f"ready.{os.environ['RANK']}", "w").close()
+time.sleep(600)  # every rank in user code, none in a collective (a data loader that never yields)
+"""
+
+
+@pytest.mark.parametrize("target", ["launcher", "process group"])
+def test_ctrl_c_of_a_launch_blames_no_rank(tmp_path, target):
+    """Ctrl+C of `ddplab launch` while its ranks were in user code: elastic ends them with SIGTERM for the stop,
+    which the judge once took for their own deaths ('rank 0 ended by SIGTERM; rank 1 ..., the first to fail')."""
+    (tmp_path / "idle.py").write_text(IDLE_RANKS)
+    out_dir = tmp_path / "job"
+    proc = start(["launch", "--nproc-per-node", "2", "--out", str(out_dir), "idle.py"], tmp_path)
+    wait_for(lambda: len(list(tmp_path.glob("ready.*"))) == 2, proc)
+    if target == "launcher":
+        os.kill(proc.pid, signal.SIGINT)
+    else:
+        os.killpg(proc.pid, signal.SIGINT)
+    out = finish(proc, tmp_path)
+    assert proc.returncode == 130, out[-3000:]
+    results = load_json(out_dir / "report.json")["results"]
+    assert results["outcome"] == "interrupted" and results["culprit"] is None, results["culprit"]
+    assert [(r["rank"], r["stopped_by_launcher"]) for r in results["ranks"]] == [(0, True), (1, True)]
+    assert "culprit" not in out and "first to fail" not in out
+    assert settle(lambda: processes_under(out_dir)) == []

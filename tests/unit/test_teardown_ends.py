@@ -85,3 +85,20 @@ def test_an_exit_seen_without_its_status_is_0_only_where_elastic_reported_succes
     assert (ended[1].exit_code, ended[1].ok, ended[1].in_words()) == (0, True, "exit 0")
     unknown = rank_ends(watcher, None, {}, {}, succeeded=False)[1]
     assert unknown.exit_code is None and unknown.in_words() == "ended (status not seen)"
+
+
+def test_after_the_launchers_stop_signal_a_sigterm_or_sigkill_is_the_teardown():
+    """Ctrl+C of `ddplab launch` while every rank was in user code: elastic ended both with SIGTERM before the
+    watcher's next poll saw the stop, and the judge named both ranks, 'ended by SIGTERM, the first to fail'."""
+    from ddplab.supervision.exits import Exit
+    from ddplab.supervision.job import rank_ends
+
+    watcher = _Watcher({0: Exit(100, T + 0.1, None, "SIGTERM"), 1: Exit(101, T + 0.12, None, "SIGTERM"),
+                        2: Exit(102, T + 2.2, None, "SIGKILL"), 3: Exit(103, T + 0.1, 1, None)})
+    stopped = rank_ends(watcher, None, {}, {}, stop_at=T)
+    assert [stopped[r].by_launcher for r in range(4)] == [True, True, True, False]  # an exit 1 stays its own
+    both = _Watcher({0: Exit(100, T + 0.1, None, "SIGTERM"), 1: Exit(101, T + 0.12, None, "SIGTERM")})
+    assert [e.by_launcher for e in rank_ends(both, None, {}, {}).values()] == [False, False]  # no stop: as before
+    # a SIGTERM from outside well before the stop stays the rank's own; within the read slack it is the stop's
+    before = _Watcher({0: Exit(100, T - READ_SLACK_S - 1, None, "SIGTERM"), 1: Exit(101, T - 0.1, None, "SIGTERM")})
+    assert [e.by_launcher for e in rank_ends(before, None, {}, {}, stop_at=T).values()] == [False, True]

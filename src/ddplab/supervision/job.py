@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, ContextManager
 
+from .. import interrupts
 from ..cluster.endpoint import StoreWaitStopped
 from ..files import write_text_atomic
 from ..proc_stat import start_ticks
@@ -151,16 +152,19 @@ def _judge(outcome: JobOutcome, watcher: Watcher, spec: JobSpec) -> None:
     outcome.hang = watcher.hang
     outcome.first_failure_seen_at = watcher.first_failure_seen_at
     outcome.interrupted = outcome.interrupted or watcher.stopped_at is not None
+    # The stop signal's own time: elastic ends the ranks for it (SIGTERM) before the watcher's next poll sees it.
+    stop_at = (interrupts.requested_at() or watcher.stopped_at) if outcome.interrupted else None
     outcome.job_states = dict(watcher.job_states)
     outcome.states = {**watcher.job_states, **read_states(outcome.run)}
-    outcome.ends = rank_ends(watcher, outcome.run, outcome.failures, outcome.states, succeeded=outcome.ok)
+    outcome.ends = rank_ends(watcher, outcome.run, outcome.failures, outcome.states, succeeded=outcome.ok,
+                             stop_at=stop_at)
     if not outcome.ok:
         outcome.machines_lost = watcher.machines_lost()
     if outcome.ok or (outcome.launcher_error and not outcome.interrupted and not outcome.states):
         outcome.evidence = gather(outcome.run, spec.expected or [], outcome.states, outcome.ends,
                                   _read_request(outcome.run))
         return
-    interrupted_at = (watcher.stopped_at or outcome.ended_at) if outcome.interrupted else None
+    interrupted_at = (stop_at or outcome.ended_at) if outcome.interrupted else None
     outcome.evidence, outcome.culprit = judge_job(outcome.run, watcher, spec.nproc, outcome.states, outcome.ends,
                                                   spec.expected, interrupted_at)
 
@@ -181,11 +185,13 @@ def judge_job(run: RunDir, watcher: Watcher, nproc: int, states: dict[int, RankS
 
 
 def rank_ends(watcher: Watcher, run: RunDir, failures: dict[int, elastic.ElasticFailure],
-              states: dict[int, RankState] | None = None, succeeded: bool = False) -> dict[int, RankEnd]:
+              states: dict[int, RankState] | None = None, succeeded: bool = False,
+              stop_at: float | None = None) -> dict[int, RankEnd]:
     """How each of this machine's ranks ended: the exit as it happened (exits.py), else elastic's report of it;
-    and whether the launcher ended it (this watcher signalled it, or it is elastic's teardown: _teardown).
-    ``succeeded``: elastic reported every rank of this machine done with status 0, which is then the status of a
-    rank whose exit was seen without one (elastic reaped it first: a launch said "exit None" under load)."""
+    and whether the launcher ended it (this watcher signalled it, it is elastic's teardown (_teardown), or it was
+    ended by SIGTERM or SIGKILL after the launcher's stop signal at ``stop_at``: elastic's teardown of a stopped
+    job). ``succeeded``: elastic reported every rank of this machine done with status 0, which is then the status
+    of a rank whose exit was seen without one (elastic reaped it first: a launch said "exit None" under load)."""
     seen = watcher.exits.ends()
     ends = {}
     for rank in sorted(set(seen) | set(failures)):
@@ -200,7 +206,8 @@ def rank_ends(watcher: Watcher, run: RunDir, failures: dict[int, elastic.Elastic
     out = {}
     for rank, (pid, at, code, sig) in ends.items():
         others = {r: e for r, e in ends.items() if r != rank}
-        by_launcher = pid in watcher.signalled or _teardown(sig, at, others, states or {})
+        by_launcher = pid in watcher.signalled or _after_the_stop(sig, at, stop_at) \
+            or _teardown(sig, at, others, states or {})
         oom = watcher.exits.oom_evidence(pid) if sig == "SIGKILL" and not by_launcher else None
         out[rank] = RankEnd(rank=rank, pid=pid, at=at, exit_code=code, signal=sig, by_launcher=by_launcher,
                             oom_killed=oom)
@@ -233,6 +240,12 @@ def _teardown(sig: str | None, at: float | None, others: dict, states: dict[int,
     if sig == "SIGTERM":
         return any(c <= at + READ_SLACK_S for r, c in causes.items() if not _lost_its_peer(states.get(r)))
     return any(t <= at - SIGKILL_AFTER_SIGTERM_S for t in terms)
+
+
+def _after_the_stop(sig: str | None, at: float | None, stop_at: float | None) -> bool:
+    """Ended by SIGTERM or SIGKILL once the launcher had its stop signal (Ctrl+C, SIGTERM): elastic's teardown.
+    Read with READ_SLACK_S, as a death's time is read late; a time not seen is the teardown's too."""
+    return stop_at is not None and sig in ("SIGTERM", "SIGKILL") and (at is None or at >= stop_at - READ_SLACK_S)
 
 
 def _lost_its_peer(state: RankState | None) -> bool:
