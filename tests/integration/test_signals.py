@@ -97,6 +97,15 @@ def settle(check, timeout=5.0):
     return value
 
 
+def ctrl_c(proc, target: str, tmp_path) -> str:
+    """SIGINT to the launcher alone, or to its whole process group (a terminal's Ctrl+C); its output once done."""
+    if target == "launcher":
+        os.kill(proc.pid, signal.SIGINT)
+    else:
+        os.killpg(proc.pid, signal.SIGINT)
+    return finish(proc, tmp_path)
+
+
 def rank_logs(run_dir: Path) -> str:
     return "".join(Path(f).read_text(errors="replace") for f in glob.glob(f"{run_dir}/logs/*/*/*/std*.log"))
 
@@ -123,11 +132,7 @@ def test_sigint_while_ranks_start_is_an_orderly_quiet_stop(tmp_path, target):
     proc = start(["train", "--nproc", "2", "--steps", "1000000", "--run-dir", str(run_dir), "--json", str(report)],
                  tmp_path)
     ranks = wait_for(lambda: len(spawned_ranks(proc)) == 2 and spawned_ranks(proc), proc)
-    if target == "launcher":
-        os.kill(proc.pid, signal.SIGINT)
-    else:
-        os.killpg(proc.pid, signal.SIGINT)
-    out = finish(proc, tmp_path)
+    out = ctrl_c(proc, target, tmp_path)
     assert proc.returncode == 1, out[-3000:]
     assert load_json(report)["results"]["interrupted"] is True
     assert "KeyboardInterrupt" not in out and "Traceback" not in out, out[-3000:]
@@ -222,11 +227,7 @@ def test_ctrl_c_of_a_launch_blames_no_rank(tmp_path, target):
     out_dir = tmp_path / "job"
     proc = start(["launch", "--nproc-per-node", "2", "--out", str(out_dir), "idle.py"], tmp_path)
     wait_for(lambda: len(list(tmp_path.glob("ready.*"))) == 2, proc)
-    if target == "launcher":
-        os.kill(proc.pid, signal.SIGINT)
-    else:
-        os.killpg(proc.pid, signal.SIGINT)
-    out = finish(proc, tmp_path)
+    out = ctrl_c(proc, target, tmp_path)
     assert proc.returncode == 130, out[-3000:]
     results = load_json(out_dir / "report.json")["results"]
     assert results["outcome"] == "interrupted" and results["culprit"] is None, results["culprit"]
