@@ -231,6 +231,10 @@ def test_ctrl_c_of_a_launch_blames_no_rank(tmp_path, target):
     assert proc.returncode == 130, out[-3000:]
     results = load_json(out_dir / "report.json")["results"]
     assert results["outcome"] == "interrupted" and results["culprit"] is None, results["culprit"]
-    assert [(r["rank"], r["stopped_by_launcher"]) for r in results["ranks"]] == [(0, True), (1, True)]
+    # each rank ended by the teardown's SIGTERM; under load elastic may reap one before its status is read, which
+    # the report says as it is (CI, 2026-12-02: rank 0 "ended (status not seen)")
+    assert [r["rank"] for r in results["ranks"]] == [0, 1]
+    for r in results["ranks"]:
+        assert r["stopped_by_launcher"] or r["ended_by"] == "ended (status not seen)", r
     assert "culprit" not in out and "first to fail" not in out
     assert settle(lambda: processes_under(out_dir)) == []
