@@ -1,4 +1,5 @@
-"""Ctrl+C and SIGTERM belong to the launcher, from the first line of `ddplab` to its exit.
+"""Ctrl+C, SIGTERM and SIGHUP (the terminal closed) belong to the launcher, from the first line of `ddplab` to its
+exit.
 
 A stop signal must neither kill ddplab half-way (no report, ranks left behind) nor be
 swallowed. It becomes a *stop request*, acted on at the next safe point:
@@ -22,7 +23,7 @@ import threading
 import time
 from typing import Callable
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class _StopState:
@@ -37,7 +38,7 @@ _state = _StopState()
 
 
 def install() -> None:
-    """Own SIGINT and SIGTERM in this process. Only the main thread can set handlers; elsewhere
+    """Own the stop signals in this process. Only the main thread can set handlers; elsewhere
     (ddplab used as a library from a thread) the process keeps its own."""
     if threading.current_thread() is not threading.main_thread():
         return
@@ -76,7 +77,7 @@ def handlers_restored(signals):
 
 
 def requested() -> str | None:
-    """The name of the stop signal received so far (SIGINT, SIGTERM), or None."""
+    """The name of the stop signal received so far (SIGINT, SIGTERM, SIGHUP), or None."""
     return _state.requested
 
 

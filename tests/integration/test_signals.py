@@ -219,15 +219,21 @@ time.sleep(600)  # every rank in user code, none in a collective (a data loader 
 """
 
 
-@pytest.mark.parametrize("target", ["launcher", "process group"])
+@pytest.mark.parametrize("target", ["launcher", "process group", "hang-up"])
 def test_ctrl_c_of_a_launch_blames_no_rank(tmp_path, target):
     """Ctrl+C of `ddplab launch` while its ranks were in user code: elastic ends them with SIGTERM for the stop,
-    which the judge once took for their own deaths ('rank 0 ended by SIGTERM; rank 1 ..., the first to fail')."""
+    which the judge once took for their own deaths ('rank 0 ended by SIGTERM; rank 1 ..., the first to fail').
+    SIGHUP (the terminal closed) is the same stop: elastic once handled it, ended every rank with it, and the
+    judge blamed them all ('ended by SIGHUP, the first to fail')."""
     (tmp_path / "idle.py").write_text(IDLE_RANKS)
     out_dir = tmp_path / "job"
     proc = start(["launch", "--nproc-per-node", "2", "--out", str(out_dir), "idle.py"], tmp_path)
     wait_for(lambda: len(list(tmp_path.glob("ready.*"))) == 2, proc)
-    out = ctrl_c(proc, target, tmp_path)
+    if target == "hang-up":
+        os.kill(proc.pid, signal.SIGHUP)
+        out = finish(proc, tmp_path)
+    else:
+        out = ctrl_c(proc, target, tmp_path)
     assert proc.returncode == 130, out[-3000:]
     results = load_json(out_dir / "report.json")["results"]
     assert results["outcome"] == "interrupted" and results["culprit"] is None, results["culprit"]

@@ -1,7 +1,9 @@
-"""A rank still importing its code is slow, not hung (supervision/watcher.py): under `ddplab launch` with a hang
-timeout of 2 s, rank 1 spends 6 s in an import while rank 0 waits in init_process_group, and the job passes. A rank
-that sleeps in its own code before init is late, and is named: the fault table's "late" row
-(tests/integration/test_fault_table.py), through the same launcher."""
+"""A rank still importing its code is slow, not hung, while its import moves (supervision/watcher.py): under
+`ddplab launch` with a hang timeout of 2 s, rank 1 spends 6 s importing a package of many slow modules (as
+`import torch` on a busy machine) while rank 0 waits in init_process_group, and the job passes. An import that
+stops moving is where a rank is stuck, and is named within the hang timeout: the fault table's "hung in an import"
+row; a rank that sleeps in its own code before init is late: its "late" row (tests/integration/test_fault_table.py).
+"""
 
 import pytest
 
@@ -15,7 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 if os.environ["RANK"] == "1":
-    import heavy_module  # noqa: F401  (6 s at import, as `import torch` on a busy machine)
+    import heavy  # noqa: F401  (6 s of imports, 0.2 s each, as `import torch` on a busy machine)
 import torch
 import torch.distributed as dist
 
@@ -26,7 +28,11 @@ dist.destroy_process_group()
 
 
 def test_a_rank_slow_in_its_imports_is_not_hung(tmp_path):
-    (tmp_path / "heavy_module.py").write_text("import time\n\ntime.sleep(6)\n")
+    package = tmp_path / "heavy"
+    package.mkdir()
+    (package / "__init__.py").write_text("".join(f"from . import part{i}\n" for i in range(30)))
+    for i in range(30):
+        (package / f"part{i}.py").write_text("import time\n\ntime.sleep(0.2)\n")
     (tmp_path / "job.py").write_text(SCRIPT)
     done = run_cli("launch", "--nproc-per-node", "2", "--hang-timeout", "2", "--out", str(tmp_path / "out"), "--",
                    str(tmp_path / "job.py"), cwd=tmp_path, timeout=180)

@@ -195,6 +195,24 @@ def test_one_sided_record_names_the_rank_whose_last_call_is_new():
     assert "inferred from one side" in verdict.reason
 
 
+def test_a_rank_that_died_before_the_others_first_broadcast_is_the_culprit_not_the_novel_call():
+    """Rank 1 dies without a record (os._exit, or SIGKILL as the OOM killer sends it) after 3 all_reduces; the
+    others then call their first broadcast, which is new to them and waits for rank 1 for ever. The order of
+    deaths outweighs the novel call (it was wrong 12 of 12 times when the novel call came first)."""
+    calls = [entry(1), entry(2), entry(3), entry(4, op="broadcast")]
+    for ended_by in ("SIGKILL", None):
+        ranks = {0: RankEvidence(0, status=status(torch_call="broadcast", enqueued=4), answered=True,
+                                 record=record(*calls, completed=3)),
+                 2: RankEvidence(2, status=status(torch_call="broadcast", enqueued=4), answered=True,
+                                 record=record(*calls, completed=3, ranks="[0, 1, 2]")),
+                 1: RankEvidence(1, status=status(enqueued=3), ended_by=ended_by)}
+        if ended_by is None:  # os._exit(3): an exit status, no signal
+            ranks[1] = Evidence(1, status=ranks[1].status, end=RankEnd(rank=1, pid=101, at=1.0, exit_code=3,
+                                                                        signal=None, by_launcher=False))
+        verdict = name_culprits(ranks, [0, 1, 2])
+        assert (verdict.ranks, verdict.kind) == ([1], "died"), verdict.reason
+
+
 def test_one_sided_record_with_a_familiar_last_call_blames_nobody_for_desync():
     """Bucketed gradients repeat their sizes: a familiar call is no evidence, the dead rank is."""
     sizes = [((4096,),), ((1024,),)] * 3

@@ -33,19 +33,51 @@ def test_waiting_means_inside_a_distributed_call_or_with_a_collective_pending():
     assert phase_of(statuses[4]) == "in-init" and phase_of(statuses[0]) == "in-collective"
 
 
-def test_the_generic_recorders_lagging_count_is_no_wait():
-    """gloo's recorder can show a collective enqueued and not completed after the call returned (torch 2.13):
-    there the main thread's location decides."""
-    lagging = st(enqueued=4, completed=3, recorder="_dump_fr_trace_json")
-    assert not is_waiting(lagging) and phase_of(lagging) == "running"
+GLOO = "_dump_fr_trace_json"  # the generic recorder: its "completed" can trail a returned call by about a second
+BACKWARD = ("torch/autograd/graph.py:979 in _engine_run_backward", "torch/_tensor.py:623 in backward",
+            "train.py:13 in <module>")
 
 
-def test_a_hang_needs_a_waiting_or_frozen_rank_and_the_full_timeout():
+def test_a_collective_issued_from_cpp_is_waited_in_on_any_backend():
+    """DDP's reducer issues the gradient all_reduce from C++ inside backward(): no torch.distributed frame on the
+    main thread, only the recorder's pending count. gloo's counts that as a wait too, once it persists for the hang
+    timeout (the quiet clock); a lag that catches up changes the count, and so is progress."""
+    in_backward = st(enqueued=11, completed=10, recorder=GLOO, frames=BACKWARD)
+    stalled = st(enqueued=10, completed=10, recorder=GLOO, frames=("train.py:9 in <module>",))
+    assert is_waiting(in_backward) and phase_of(in_backward) == "in-collective" and not is_waiting(stalled)
+    assert is_hung({0: in_backward, 1: stalled}, 5.0, 5.0, NOW, 2.0)
+    assert not is_hung({0: in_backward, 1: stalled}, 4.9, 5.0, NOW, 2.0)
+    caught_up = st(enqueued=11, completed=11, recorder=GLOO, frames=BACKWARD)
+    assert progress_key({0: in_backward, 1: stalled}) != progress_key({0: caught_up, 1: stalled})
+
+
+def test_a_hang_needs_a_rank_that_beats_and_waits_and_the_full_timeout():
     waiting = {0: st(torch_call="all_reduce"), 1: st()}
     computing = {0: st(), 1: st()}
     assert is_hung(waiting, 5.0, 5.0, NOW, 2.0)
     assert not is_hung(waiting, 4.9, 5.0, NOW, 2.0)
     assert not is_hung(computing, 600.0, 5.0, NOW, 2.0)  # long compute or I/O: nobody waits
     assert not is_hung(waiting, 600.0, None, NOW, 2.0)  # --hang-timeout 0
-    assert is_hung({0: st(), 1: st(heartbeat=NOW - 30)}, 5.0, 5.0, NOW, 2.0)  # paused (SIGSTOP): others wait on it
+    paused = st(heartbeat=NOW - 30)  # SIGSTOP, the GIL held in C code, a process that exec'd away
+    assert is_hung({0: st(torch_call="all_reduce"), 1: paused}, 5.0, 5.0, NOW, 2.0)  # the others wait on it
+    assert not is_hung({0: st(), 1: paused}, 600.0, 5.0, NOW, 2.0)  # nobody waits for it yet
+    assert not is_hung({0: paused, 1: st(heartbeat=NOW - 30)}, 600.0, 5.0, NOW, 2.0)  # every rank in a long C call
+    # a rank frozen while its last status showed it waiting waits on nobody that we can see
+    assert not is_hung({0: st(torch_call="all_reduce", heartbeat=NOW - 30), 1: st()}, 600.0, 5.0, NOW, 2.0)
     assert not is_hung({0: st(phase="finished", heartbeat=NOW - 30), 1: st()}, 5.0, 5.0, NOW, 2.0)
+
+
+def test_an_import_that_moves_is_progress_and_one_that_stopped_is_not():
+    def importing(*frames, heartbeat=NOW):
+        return RankState(rank=1, pid=2, phase="running", heartbeat=heartbeat, in_process_group=False,
+                         where=Where(None, None, list(frames), True))
+
+    in_init = st(torch_call="init_process_group")
+    first = {0: in_init, 1: importing("<frozen importlib._bootstrap>:241 in _call_with_frames_removed",
+                                      "torch/__init__.py:400 in <module>")}
+    later = {0: in_init, 1: importing("<frozen importlib._bootstrap>:241 in _call_with_frames_removed",
+                                      "torch/nn/__init__.py:12 in <module>")}
+    assert progress_key(first) != progress_key(later)
+    assert progress_key(later) == progress_key(dict(later))
+    # stuck in one import for the hang timeout while rank 0 waits in init: hung, whatever it still imports
+    assert is_hung(later, 5.0, 5.0, NOW, 2.0)

@@ -29,16 +29,16 @@ DEFAULT_BUFFER_ENTRIES = 2000
 # 2-core CPU machine, cheap enough to poll. Stack traces are never asked for: collecting
 # them needs the GIL and can hang the dump (pytorch#167023).
 JSON_DUMPERS = ("_dump_nccl_trace_json", "_dump_fr_trace_json")
-# The generic recorder's ranks wait inside the call until the collective completes (gloo), and its "completed"
-# counter can lag a collective behind for a while after it returned (seen on torch 2.13): an enqueued-but-not-
-# completed count there says nothing the main thread's location does not say better.
+# The generic recorder (gloo and other host backends) counts every group itself, and its "completed" counter can
+# lag the call's return by up to about a second: a collective pending there is a wait only once it persists.
 GENERIC_RECORDER = JSON_DUMPERS[1]
 
 
-def pending_means_waiting(recorder: str | None) -> bool:
-    """Whether a collective enqueued and not completed means the rank waits on others (a vendor's asynchronous
-    recorder), rather than a counter that lags (the generic one)."""
-    return recorder is not None and recorder != GENERIC_RECORDER
+def counts_lag(recorder: str | None) -> bool:
+    """Whether this recorder's "completed" counter can trail a collective that already returned (the generic one),
+    so that a pending collective means a wait only when it persists; a vendor's recorder counts as the work
+    completes."""
+    return recorder == GENERIC_RECORDER
 
 
 def records_every_group() -> bool:
@@ -129,7 +129,7 @@ class StatusReader:
 
     def read(self) -> dict | None:
         record = read(include_collectives=False)
-        if record is None or not pending_means_waiting(record["recorder"]) or any(
+        if record is None or counts_lag(record["recorder"]) or any(
                 int(counts.get("last_enqueued_collective", -1)) >= 0 for counts in record["pg_status"].values()):
             return record
         active = read(include_collectives=True, only_active=True) or {}

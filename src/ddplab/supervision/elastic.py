@@ -1,7 +1,7 @@
 """One call into torch.distributed.elastic (torchrun's engine, used as a library) for every job: a lab workload
 (a function run in each rank) or a user's script (a program run through job/boot.py).
 
-SIGINT and SIGTERM are ddplab's (interrupts.py), during a launch too: elastic is asked to handle only SIGHUP and
+SIGINT, SIGTERM and SIGHUP are ddplab's (interrupts.py), during a launch too: elastic is asked to handle only
 SIGQUIT, a stop signal is raised as elastic's own SignalException so that elastic tears the ranks down, and every
 handler elastic installed is put back afterwards. Ranks start with SIGINT blocked (a terminal's Ctrl+C reaches
 the whole foreground process group; the launcher decides). What elastic says about each rank that failed is kept
@@ -28,8 +28,8 @@ from ..files import raise_if_full
 from ..rundir import RUN_ID_ENV, RunDir
 from .exits import signal_name
 
-# Elastic keeps these; SIGINT/SIGTERM are ddplab's (see the module docstring).
-ELASTIC_SIGNALS = "SIGHUP,SIGQUIT"
+# Elastic keeps this one; the stop signals are ddplab's (see the module docstring).
+ELASTIC_SIGNALS = "SIGQUIT"
 ELASTIC_SIGNALS_ENV = "TORCHELASTIC_SIGNALS_TO_HANDLE"  # launch_agent sets it for the process: restored after
 
 
@@ -77,7 +77,7 @@ def run(config, entrypoint, args: tuple, run_dir: RunDir, env: dict[str, str]) -
     from torch.distributed.launcher.api import elastic_launch
 
     _quiet_elastic_logging()
-    if "signals_to_handle" in {f.name for f in dataclasses.fields(config)}:  # SIGHUP, SIGQUIT: module docstring
+    if "signals_to_handle" in {f.name for f in dataclasses.fields(config)}:  # SIGQUIT: module docstring
         config = dataclasses.replace(config, signals_to_handle=ELASTIC_SIGNALS)
 
     def stop_ranks(name: str) -> BaseException:
@@ -100,7 +100,7 @@ def run(config, entrypoint, args: tuple, run_dir: RunDir, env: dict[str, str]) -
             _raise_if_disk_full(run_dir)
             return ElasticOutcome(False, time.monotonic() - start, failures=_failures(run_dir, exc),
                                   torchrun_root_cause_rank=int(exc.get_first_failure()[0]))
-        except SignalException as exc:  # SIGINT/SIGTERM to the launcher: elastic stopped the ranks
+        except SignalException as exc:  # a stop signal to the launcher: elastic stopped the ranks
             _end_unregistered_ranks(run_dir)
             return ElasticOutcome(False, time.monotonic() - start, launcher_error=f"interrupted: {exc}",
                                   interrupted=True)

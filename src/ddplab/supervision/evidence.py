@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,9 @@ from ..records.codec import RecordError, from_json
 from ..records.supervision import RankEnd, RankError, RankState
 from ..rundir import RunDir
 from .states import END_PHASES, phase_of
+
+
+_PACKAGE_DIRS = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
 
 
 @dataclass
@@ -80,6 +84,13 @@ class RankEvidence:
         frames = (self.status.where.frames if self.status and self.status.where else None) or []
         return " <- ".join(frames[:depth]) if frames else "unknown"
 
+    def user_line(self) -> str:
+        """The innermost frame of the rank's own code (not an installed package's: torch, Lightning...), where the
+        main thread is inside a library call."""
+        frames = (self.status.where.frames if self.status and self.status.where else None) or []
+        own = [f for f in frames if not any(d in f for d in _PACKAGE_DIRS)]
+        return (own or frames or ["unknown"])[0]
+
     def state(self) -> str:
         """What this rank was doing, in words, for a culprit's reason."""
         if self.error:
@@ -96,9 +107,21 @@ class RankEvidence:
                 or self.location(1)
             return f"waiting in {self.torch_call}, called at {call_site}"
         if self.phase in ("in-collective", "in-init"):
-            what = f"{self.status.op} #{self.status.seq}" if self.status and self.status.op else self.phase
-            return f"waiting in {what}"
+            if self.status and self.status.op:
+                return f"waiting in {self.status.op} #{self.status.seq}"
+            waited = self._pending_call()
+            if waited:  # issued from C++ (DDP's reducer, FSDP's hooks...): no torch.distributed frame to name it
+                return f"waiting in {waited} (pending in its flight recorder), called from {self.user_line()}"
+            return f"waiting in {self.phase}"
         return f"main thread in its own code at {self.location()}"
+
+
+    def _pending_call(self) -> str | None:
+        """The first collective its flight recorder shows enqueued and not completed, in words."""
+        for pg, p in sorted(((self.status.progress if self.status else None) or {}).items()):
+            if p.enqueued > p.completed:
+                return f"collective #{p.completed + 1} of group {pg}"
+        return None
 
 
 def load_record(path: Path) -> dict | None:

@@ -102,18 +102,33 @@ def behind(ranks: dict[int, RankEvidence]) -> Finding | None:
 
 
 def desync(ranks: dict[int, RankEvidence]) -> Finding | None:
-    recorded = {r: ev for r, ev in ranks.items() if ev.record}
-    groups = sorted({entry_pg(e) for ev in recorded.values() for e in ev.record.get("entries") or ()}, key=_pg_order)
-    for pg in groups:
-        by_rank = {r: collectives_by_seq(ev.record, pg) for r, ev in recorded.items()}
+    """Ranks whose records disagree at one sequence number of a group."""
+    for pg, by_rank in _records_by_group(ranks):
         for seq in sorted({s for calls in by_rank.values() for s in calls}):
             votes = {r: signature(calls[seq]) for r, calls in by_rank.items() if seq in calls}
             if len(set(votes.values())) > 1:
                 return _disagreement(by_rank, votes, pg, seq)
+    return None
+
+
+def novel_call(ranks: dict[int, RankEvidence]) -> Finding | None:
+    """Only one side of a collective survives (a peer died mid-call without a record, as gloo's receiver of a
+    message of a size it did not expect does): a last call the rank never issued before is the suspect. Weaker
+    than the order of deaths (judge.py asks it after): a rank that died on its own before the others called
+    something new explains their waiting there."""
+    for pg, by_rank in _records_by_group(ranks):
         verdict = _novel_last_call(ranks, by_rank, pg)
         if verdict:
             return verdict
     return None
+
+
+def _records_by_group(ranks: dict[int, RankEvidence]):
+    """(group, {rank: {seq: entry}}) for every group in the dumped records, the default group first."""
+    recorded = {r: ev for r, ev in ranks.items() if ev.record}
+    groups = sorted({entry_pg(e) for ev in recorded.values() for e in ev.record.get("entries") or ()}, key=_pg_order)
+    for pg in groups:
+        yield pg, {r: collectives_by_seq(ev.record, pg) for r, ev in recorded.items()}
 
 
 def _disagreement(by_rank: dict[int, dict[int, dict]], votes: dict[int, tuple], pg: str, seq: int) -> Finding:
@@ -137,8 +152,6 @@ def _disagreement(by_rank: dict[int, dict[int, dict]], votes: dict[int, tuple], 
 
 
 def _novel_last_call(ranks: dict[int, RankEvidence], by_rank: dict[int, dict[int, dict]], pg: str) -> Finding | None:
-    """Only one side of a collective survives (a peer died mid-call, e.g. gloo aborting on a
-    size it did not expect): a last call that the rank never issued before is the suspect."""
     unrecorded = [r for r, ev in ranks.items() if not ev.record and not ev.stopped_by_launcher
                   and ev.phase not in ("finished", "failed")]
     if not unrecorded:

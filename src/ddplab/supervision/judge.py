@@ -11,7 +11,12 @@ something names the culprit:
   4. first to fail     the first rank to end by a signal or a non-zero status, or to raise, while the others were
                        healthy or waiting: the order of deaths is the evidence. Ranks that fail after it with a
                        connection error or a timeout are its victims; ranks the launcher stopped are never
-                       culprits. With it, the ranks that failed the same way within a second (one bug everywhere)
+                       culprits. With it, the ranks that failed the same way within a second (one bug everywhere).
+                       It outweighs a call that is new to the ranks left (a rank that died before its peers'
+                       first broadcast is the culprit, not the peers that then waited in it)
+  4b. novel call       one side of a collective is lost (no rank failed on its own, or the first death is a
+                       SIGABRT its status cannot place, as gloo aborts the receiver of a message of the wrong
+                       size): the rank whose last call is unlike any of its earlier ones (flight records)
   5. waiting           (torch's own flight-recorder analyzer first, where it works) nobody failed on their own: the ranks gave up waiting, or a hang was declared. As the job
                        stood then: the ranks that never arrived where the others wait (flight recorder, then the
                        lab's own counters), outside init while the others wait in it, frozen (heartbeat stopped),
@@ -56,7 +61,8 @@ def name_culprit(evidence: dict[int, RankEvidence], expected: list[int] | None =
         return None
     analyzer: dict = {"tool": ANALYZER, "status": "not run", "why": "a rule before it named the culprit"}
     finding = _failed_at_start(evidence, own) or (None if own else _never_started(evidence, expected)) \
-        or flight.desync(evidence) or _first_to_fail(evidence, own)
+        or flight.desync(evidence) or _aborted_mid_call(evidence, own) or _first_to_fail(evidence, own) \
+        or flight.novel_call(evidence)
     if finding is None and use_analyzer:
         finding, analyzer = flight.from_torch_analyzer(evidence)
     finding = finding or _waiting(evidence, expected, hang, local_count, local_ranks)
@@ -130,6 +136,18 @@ def _first_to_fail(evidence: dict[int, RankEvidence], own: list[tuple[float, int
     return Finding(ranks, kind, "; ".join(f"rank {r} {_how_it_failed(evidence[r])}" for r in ranks)
                    + f", the first to fail{where}{caveat}", missed or flight.last_call(first),
                    [f"rank {r}: {_how_it_failed(evidence[r])}" for r in ranks] + _others(evidence, ranks))
+
+
+def _aborted_mid_call(evidence: dict[int, RankEvidence], own: list[tuple[float, int]]) -> Finding | None:
+    """The first death is a SIGABRT its status cannot place, and a surviving record shows a call new to its rank:
+    gloo aborts the receiver of a message of a size it did not expect, so there the sender's novel call is the
+    evidence (docs/fault-table.md, size mismatch). Any other death outweighs a novel call."""
+    if not own:
+        return None
+    end = evidence[own[0][1]].end
+    if end is None or end.signal != "SIGABRT" or evidence[own[0][1]].error_text is not None:
+        return None
+    return flight.novel_call(evidence)
 
 
 def _abort_caveat(evidence: dict[int, RankEvidence], first: RankEvidence, kind: str) -> str:

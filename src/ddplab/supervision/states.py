@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from ..platform.flight_recorder import pending_means_waiting
 from ..records.codec import RecordError, from_json
 from ..records.supervision import RankState
 from ..rundir import RunDir
@@ -42,10 +41,13 @@ def phase_of(state: RankState) -> str:
 
 
 def pending(state: RankState) -> bool:
-    """A collective enqueued and not yet completed, by a flight recorder whose count means it (an asynchronous
-    backend's: the rank's main thread may be elsewhere while it waits)."""
-    return pending_means_waiting(state.recorder) and any(p.enqueued > p.completed
-                                                          for p in (state.progress or {}).values())
+    """A collective its flight recorder shows enqueued and not yet completed: the rank waits on others wherever its
+    main thread is. A collective issued from C++ (DDP's reducer inside backward(), FSDP's hooks, a communication
+    hook, a compiled model) leaves no torch.distributed frame on the main thread, only this count. The generic
+    recorder's (gloo's) "completed" can trail a returned call by up to a second (platform/flight_recorder.py
+    ``counts_lag``): there a pending collective is a wait once it persists, which the hang clock asks anyway
+    (``is_hung``: nothing changed, this count included, for the whole hang timeout)."""
+    return any(p.enqueued > p.completed for p in (state.progress or {}).values())
 
 
 def is_waiting(state: RankState) -> bool:
@@ -53,23 +55,32 @@ def is_waiting(state: RankState) -> bool:
     return phase_of(state) in WAITING_PHASES or pending(state)
 
 
-def starting(state: RankState) -> bool:
+def importing(state: RankState) -> bool:
     """Still loading its code: before init, its main thread inside an import (`import torch` takes seconds on a
-    busy machine). Slow, not late: a rank that sleeps or computes before init is late (the late-rank drill)."""
+    busy machine). An import that moves is progress (``progress_key``); one that stopped moving is where the rank
+    is stuck, and a rank whose heartbeat stopped is frozen, importing or not."""
     return phase_of(state) == "before-init" and state.where is not None and state.where.importing
 
 
 def is_hung(states: dict[int, RankState], quiet_s: float, hang_timeout_s: float | None, now: float,
             stale_s: float) -> bool:
-    """Nothing progressed for the hang timeout while a rank that has not ended waits, or stopped beating (a
-    paused rank waits on nobody, and the others wait on it). Long compute or I/O with nobody waiting is no hang."""
-    running = {r: s for r, s in states.items() if s.phase not in END_PHASES}
-    return bool(hang_timeout_s) and quiet_s >= hang_timeout_s and (
-        any(is_waiting(s) for s in running.values()) or bool(frozen_ranks(running, now, stale_s)))
+    """Nothing progressed for the hang timeout while a rank that still beats waits on others. A rank whose heartbeat
+    stopped (SIGSTOP, the GIL held in C code, a process that exec'd away) holds up whoever waits for it, and is no
+    hang while nobody does: ranks that all compute, read data or run long C calls are not hung. A collective pending
+    for the whole hang timeout is a wait on any backend (``pending``)."""
+    if not hang_timeout_s or quiet_s < hang_timeout_s:
+        return False
+    frozen = set(frozen_ranks(states, now, stale_s))
+    return any(is_waiting(s) for r, s in states.items() if s.phase not in END_PHASES and r not in frozen)
 
 
 def _flight(state: RankState) -> tuple:
     return tuple(sorted((pg, p.enqueued, p.completed) for pg, p in (state.progress or {}).items()))
+
+
+def _import_frames(state: RankState) -> tuple:
+    """Where a rank still importing its code is: it moves while the import makes progress."""
+    return tuple(state.where.frames) if importing(state) else ()
 
 
 def read_states(run: RunDir) -> dict[int, RankState]:
@@ -86,8 +97,11 @@ def read_states(run: RunDir) -> dict[int, RankState]:
 
 def progress_key(states: dict[int, RankState]) -> tuple:
     """What counts as progress: any rank's phase, its collectives entered or completed (counted by the rank, or by
-    its flight recorder) or the torch.distributed call it is in changing, or a rank appearing."""
-    return tuple(sorted((r, phase_of(s), s.seq, s.done, s.torch_call, _flight(s)) for r, s in states.items()))
+    its flight recorder) or the torch.distributed call it is in changing, a rank appearing, or the innermost frames
+    of a rank still importing its code moving. Other frames are not progress: a rank spinning in its own code moves
+    its frames for ever."""
+    return tuple(sorted((r, phase_of(s), s.seq, s.done, s.torch_call, _flight(s), _import_frames(s))
+                        for r, s in states.items()))
 
 
 def expected_ranks(states: dict[int, RankState], local_count: int) -> list[int] | None:

@@ -29,10 +29,10 @@ the hang clock then runs on this machine's own ranks, from the moment the failur
 declares it announces in the store before it ends its ranks; every other machine follows it at once, so that its
 ranks failing on the teardown are not a new failure and the declaring machine's silent ranks not a machine lost.
 
-The hang clock starts once every rank has written its first status and none is still importing its code before
-init (states.starting): a rank still importing torch on a busy machine is slow, not hung (under load two ranks of
-one job reached init seconds apart, tests/integration/test_node_drills_netns.py). A rank that never writes one, or
-never gets past its imports, is named only after ``START_GRACE_S`` more.
+The hang clock starts once every rank has written its first status (a rank that never writes one is named after
+``START_GRACE_S`` more). A rank still importing its code before init is slow, not hung, while its import moves
+(under load two ranks of one job reached init seconds apart): the moving frames are progress (states.progress_key).
+An import that stopped moving, and a rank whose heartbeat stopped, hold the clock no longer.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ class Watcher:
                     return
                 continue
             expected = source.expected(states)
-            if expected is None or any(r not in states or rules.starting(states[r]) for r in expected):
+            if expected is None or any(r not in states for r in expected):
                 if now - started >= START_GRACE_S + self.hang_timeout_s:
                     self._declare(source, states, now, started)
                     return
@@ -292,8 +292,6 @@ class Watcher:
                    f"ranks made no progress since")
         elif any(r not in states for r in (source.expected(states) or ())):
             why = f"a rank wrote no status within {START_GRACE_S + (self.hang_timeout_s or 0):.0f} s"
-        elif any(rules.starting(s) for s in states.values()):
-            why = f"a rank was still importing its code {START_GRACE_S + (self.hang_timeout_s or 0):.0f} s in"
         else:
             why = f"no progress for {now - last_change:.1f} s while a rank waited"
         running = {r: s for r, s in local.items() if s.phase not in rules.END_PHASES and _is_ours(s)}
