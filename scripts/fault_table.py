@@ -1,6 +1,7 @@
-"""The fault table of issue 17, run for real: every fault through `ddplab launch`, at several rank counts, repeated.
+"""The fault table, run for real: every fault in every training code it applies to, through `ddplab launch`, at
+several rank counts, repeated.
 
-    python scripts/fault_table.py [--ranks 2,3,4] [--repeat 3] [--cases all] [--hang-timeout 5]
+    python scripts/fault_table.py [--ranks 2,3,4] [--repeat 3] [--cases all] [--codes all] [--hang-timeout 5]
                                   [--out docs/results/fault-table]
 
 Writes <out>/runs.json (every run, judged) and <out>/table.md (the table in docs/fault-table.md), and prints the
@@ -24,6 +25,7 @@ def main() -> int:
     parser.add_argument("--ranks", default="2,3,4")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cases", default="all", help=f"all, or some of {', '.join(fault_table.BY_NAME)}")
+    parser.add_argument("--codes", default="all", help=f"all, or some of {', '.join(fault_table.CODES)}")
     parser.add_argument("--hang-timeout", type=float, default=5.0)
     parser.add_argument("--out", default="docs/results/fault-table")
     args = parser.parse_args()
@@ -31,14 +33,16 @@ def main() -> int:
     out = Path(args.out)
     work = out / "jobs"
     runs = []
+    codes = set(fault_table.CODES) if args.codes == "all" else set(args.codes.split(","))
     for repeat in range(args.repeat):
         for nproc in (int(n) for n in args.ranks.split(",")):
             for case in cases:
-                run = fault_table.run_case(case, nproc, work / f"r{repeat}", args.hang_timeout)
-                runs.append(run)
-                verdict = "right" if run.right else "WRONG: " + "; ".join(run.failures)
-                print(f"{time.strftime('%H:%M:%S')} {case.name} x{nproc} #{repeat}: {verdict} "
-                      f"({run.wall_s} s)", flush=True)
+                for code in (c for c in case.codes if c in codes):
+                    run = fault_table.run_case(case, nproc, work / f"r{repeat}", args.hang_timeout, code)
+                    runs.append(run)
+                    verdict = "right" if run.right else "WRONG: " + "; ".join(run.failures)
+                    print(f"{time.strftime('%H:%M:%S')} {case.name} [{code}] x{nproc} #{repeat}: {verdict} "
+                          f"({run.wall_s} s)", flush=True)
     write_text_atomic(out / "runs.json", json.dumps(fault_table.to_json(runs), indent=1), make_parents=True)
     text = fault_table.table(runs)
     write_text_atomic(out / "table.md", text + "\n")

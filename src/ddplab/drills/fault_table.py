@@ -1,12 +1,17 @@
-"""The fault table (issue 17): every way a rank can fail, each run for real through `ddplab launch` (the path a
-user's job takes), and judged against what is right: detected within the hang timeout + 5 s, the culprit rank
-and kind right (or no culprit where none is right), nothing left running, the exit code as documented.
+"""The fault table: every way a rank can fail, crossed with the training code it fails in, each run for real
+through `ddplab launch` (the path a user's job takes), and judged against what is right: detected within the hang
+timeout + 5 s, the culprit rank and kind right (or no culprit where none is right), nothing left running, the exit
+code as documented.
 
     python scripts/fault_table.py --ranks 2,3,4 --repeat 3 --out docs/results/fault-table
 
-Each case is the drill script (drills/script.py) with one fault, injected by the victim itself or from outside
-(a signal to the victim, or to the launcher). The victim is a middle rank where there is one (rank 1 of 3,
-rank 2 of 4), never always the last. The tests (tests/integration/test_fault_table.py) run every row once.
+Two axes. The training code (``CODES``): the seed's DDP training (drills/script.py, plain, with gradient
+accumulation under no_sync, and with FSDP2's fully_shard), PyTorch Lightning's DDP strategy and Hugging Face
+Accelerate, each calling init_process_group and reducing gradients its own way. The fault (``CASES``): injected by
+the victim (drills/faults.py) or from outside (a signal to the victim, or to the launcher). A case names the codes
+it runs on: the faults users meet in training on every code, the faults that need a hand-written collective and
+the hostile cases on plain DDP. The victim is a middle rank where there is one (rank 1 of 3, rank 2 of 4), never
+always the last. tests/integration/test_fault_table.py runs a subset.
 """
 
 from __future__ import annotations
@@ -29,34 +34,63 @@ FAULT_AT = re.compile(r"\[rank (\d+)\] injecting fault: .* at (\d+\.\d+)")
 HELPER_PID = re.compile(r"started pid (\d+)")
 
 
+# code -> the module and options it runs with (`ddplab launch ... -m MODULE OPTIONS`)
+CODES = {
+    "ddp": ("ddplab.drills.script",),
+    "ddp_no_sync": ("ddplab.drills.script", "--accumulate", "4"),
+    "fsdp2": ("ddplab.drills.script", "--wrap", "fsdp2"),
+    "lightning": ("ddplab.drills.lightning_job",),
+    "accelerate": ("ddplab.drills.accelerate_job",),
+}
+DDP = ("ddp",)
+TRAINING = tuple(CODES)
+
+
 @dataclass(frozen=True)
 class Case:
-    """One row: the fault, where it goes in, and what is right."""
+    """One row: the fault, where it goes in, the codes it runs on, and what is right."""
 
     name: str
     words: str  # the row's name in the table
-    fault: str = "none"  # drills/script.py --fault
-    outside: str | None = None  # SIGKILL | SIGSTOP to the victim; launcher-SIGKILL | launcher-SIGINT
+    fault: str = "none"  # drills/faults.py --fault (drills/script.py's own on plain DDP)
+    outside: str | None = None  # SIGKILL | SIGSTOP to the victim; launcher-SIGKILL | launcher-SIGINT | launcher-SIGHUP
     kind: str | None = None  # the culprit's kind; None: no culprit is right
     everyone: bool = False  # every rank is to blame (a command that fails at once everywhere)
-    outcome: str = "failed"  # failed | hung | interrupted | (none: the launcher was killed)
+    outcome: str = "failed"  # failed | hung | interrupted | succeeded | (none: the launcher was killed)
     # A rank that leaves while the others wait in a collective: gloo's waiting ranks fail at once (their sockets
     # close), NCCL's wait on until ddplab declares the hang (measured on one H200, docs/fault-table.md).
     or_hung: bool = False
     exit_code: int | None = 1
     script: tuple[str, ...] = ()  # more arguments for the script
     no_python: tuple[str, ...] = ()  # --no-python: the command instead of the script
+    codes: tuple[str, ...] = DDP  # the training codes it runs on
+    kinds: tuple[str, ...] = ()  # other kinds that are right too, where the code decides how the fault shows
 
 
 CASES = (
-    Case("skip", "skip (stops issuing collectives, exits 0)", "skip", kind="behind", or_hung=True),
-    Case("skip_continue", "skip and continue (one collective short)", "skip_continue", kind="behind", or_hung=True,
-         script=("--steps", "20")),  # a job of 20 steps: it ends one collective short, where the others wait
-    Case("mismatch", "size mismatch", "mismatch", kind="desync", or_hung=True),
+    # the faults users meet in training, on every code
+    Case("stall", "stall in user code", "stall", kind="behind", outcome="hung", codes=TRAINING),
+    Case("loader_stall", "stall in a DataLoader worker", "loader_stall", kind="behind", outcome="hung",
+         codes=TRAINING),
+    Case("uneven", "uneven inputs (one rank runs out of batches)", "uneven", kind="behind", or_hung=True,
+         exit_code=1, codes=TRAINING),
+    Case("exit0", "a rank exits 0 early (sys.exit(0))", "exit0", kind="behind", or_hung=True, codes=TRAINING),
+    Case("exit", "os._exit(3)", "exit", kind="died", codes=TRAINING),
+    Case("sigkill", "SIGKILL from outside", outside="SIGKILL", kind="died", codes=TRAINING),
+    Case("segv", "SIGSEGV", "segv", kind="died", codes=TRAINING),
+    Case("backward_raise", "raise inside backward (a hook)", "backward_raise", kind="raised", codes=TRAINING),
+    # FSDP2 has no construction-time check of the model (docs/fault-table.md, known limits)
+    Case("param_mismatch", "parameter mismatch at DDP construction", "param_mismatch", kind="raised",
+         codes=("ddp", "ddp_no_sync", "lightning", "accelerate")),
+    Case("gil", "GIL held in C code", "gil", kind="frozen", outcome="hung", codes=TRAINING),
+    # elastic ends the ranks with SIGTERM for the stop before the watcher's next poll: no rank is to blame
+    Case("ctrl_c_plain", "Ctrl+C", outside="launcher-SIGINT", outcome="interrupted", exit_code=130, codes=TRAINING),
+    # faults of a hand-written collective, and of the process, on plain DDP
+    Case("skip", "skip (stops training, finishes its script early, exit 0)", "skip", kind="behind", or_hung=True),
+    Case("skip_continue", "skip one gradient reduction and continue (one collective short)", "skip_continue",
+         kind="behind", or_hung=True, script=("--steps", "20")),  # it ends one collective short, where the others wait
+    Case("mismatch", "size mismatch (a metric all_reduce)", "mismatch", kind="desync", or_hung=True),
     Case("raise", "raise", "raise", kind="raised"),
-    Case("exit", "os._exit(3)", "exit", kind="died"),
-    Case("segv", "SIGSEGV", "segv", kind="died"),
-    Case("sigkill", "SIGKILL from outside", outside="SIGKILL", kind="died"),
     Case("sigstop", "SIGSTOP of a rank", outside="SIGSTOP", kind="frozen", outcome="hung"),
     Case("late", "sleep before init", "late", kind="never-reached-init", outcome="hung"),
     Case("deadlock", "deadlock in user code outside collectives", "deadlock", kind="behind", outcome="hung"),
@@ -68,8 +102,19 @@ CASES = (
          exit_code=-signal.SIGKILL),
     Case("ctrl_c", "Ctrl+C (ranks ignore SIGTERM)", "helper", outside="launcher-SIGINT", outcome="interrupted",
          exit_code=130, script=("--ignore-sigterm",)),
-    # elastic ends the ranks with SIGTERM for the stop before the watcher's next poll: no rank is to blame
-    Case("ctrl_c_plain", "Ctrl+C", outside="launcher-SIGINT", outcome="interrupted", exit_code=130),
+    # the hostile cases: where the judge was once wrong and torchrun right, or slow
+    Case("exit_before_broadcast", "os._exit before the others' first broadcast", "exit_before_broadcast",
+         kind="died"),
+    Case("kill_before_broadcast", "SIGKILL before the others' first broadcast", "kill_before_broadcast",
+         kind="died"),
+    Case("exit_then_raise", "os._exit(5) after a barrier, another rank raises 50 ms later", "exit_then_raise",
+         kind="died"),
+    Case("hang_in_import", "hung inside an import", "hang_in_import", kind="never-reached-init", outcome="hung"),
+    Case("stop_in_import", "SIGSTOP inside an import", "stop_in_import", kind="frozen", outcome="hung"),
+    Case("exec", "execs another program after init", "exec", kind="frozen", outcome="hung"),
+    Case("gil_everywhere", "every rank holds the GIL 4-8 s per step (healthy)", "gil_everywhere", outcome="succeeded",
+         exit_code=0, script=("--steps", "10")),
+    Case("sighup", "SIGHUP (terminal closed)", outside="launcher-SIGHUP", outcome="interrupted", exit_code=130),
 )
 BY_NAME = {c.name: c for c in CASES}
 
@@ -81,12 +126,13 @@ def victim_of(nproc: int) -> int:
 
 @dataclass
 class Run:
-    """One run of one case, and how it went against what is right."""
+    """One run of one case in one training code, and how it went against what is right."""
 
     case: str
     nproc: int
     victim: int
     hang_timeout_s: float
+    code: str = "ddp"
     exit_code: int | None = None
     outcome: str | None = None
     culprit_ranks: list[int] | None = None
@@ -105,21 +151,22 @@ class Run:
         return not self.failures
 
 
-def run_case(case: Case, nproc: int, out: Path, hang_timeout_s: float = 5.0) -> Run:
-    """``case`` with ``nproc`` ranks, once, through `python -m ddplab launch`; judged."""
+def run_case(case: Case, nproc: int, out: Path, hang_timeout_s: float = 5.0, code: str = "ddp") -> Run:
+    """``case`` in training code ``code`` with ``nproc`` ranks, once, through `python -m ddplab launch`; judged."""
     victim = victim_of(nproc)
-    job = out / f"{case.name}-{nproc}"
+    job = out / job_name(case, code, nproc)
     command = [sys.executable, "-m", "ddplab", "launch", "--nproc-per-node", str(nproc), "--hang-timeout",
                str(hang_timeout_s), "--out", str(job)]
     if case.no_python:
         command += ["--no-python", *case.no_python]
     else:
-        command += ["-m", "ddplab.drills.script", "--fault", case.fault, "--victim", str(victim), "--steps",
-                    "100000", "--fault-step", "5", "--late-s", "120", *case.script]
+        module, *options = CODES[code]
+        command += ["-m", module, *options, "--fault", case.fault, "--victim", str(victim), "--steps", "100000",
+                    "--fault-step", "5", "--late-s", "120", *case.script]
     started = time.time()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
-    record = Run(case.name, nproc, victim, hang_timeout_s)
+    record = Run(case.name, nproc, victim, hang_timeout_s, code)
     try:
         if case.outside:
             record.fault_at = _inject_outside(case, proc, job, victim, nproc)
@@ -134,6 +181,10 @@ def run_case(case: Case, nproc: int, out: Path, hang_timeout_s: float = 5.0) -> 
     record.exit_code = proc.returncode
     _judge(case, record, job, output)
     return record
+
+
+def job_name(case: Case, code: str, nproc: int) -> str:
+    return f"{case.name}-{nproc}" if code == "ddp" else f"{code}-{case.name}-{nproc}"
 
 
 def _inject_outside(case: Case, proc: subprocess.Popen, job: Path, victim: int, nproc: int) -> float | None:
@@ -213,7 +264,7 @@ def _judge_culprit(case: Case, record: Run, results: dict) -> None:
         if record.culprit_ranks:
             record.failures.append(f"culprit {record.culprit_ranks} named where none is right")
         return
-    if record.culprit_kind != case.kind:
+    if record.culprit_kind not in (case.kind, *case.kinds):
         record.failures.append(f"culprit kind {record.culprit_kind}, expected {case.kind}")
     if case.everyone:
         ranks = {r["rank"]: r for r in results.get("ranks") or []}
@@ -226,21 +277,23 @@ def _judge_culprit(case: Case, record: Run, results: dict) -> None:
 
 
 def table(runs: list[Run]) -> str:
-    """The table in Markdown: one row per case and rank count, with how many of its repetitions were right."""
-    lines = ["| fault | ranks (victim) | right | culprit named (kind) | detected after the fault (s) | left | "
-             "exit |", "|---|---|---|---|---|---|---|"]
+    """The table in Markdown: one row per case, training code and rank count, with how many of its repetitions were
+    right."""
+    lines = ["| fault | code | ranks (victim) | right | culprit named (kind) | detected after the fault (s) | left | "
+             "exit |", "|---|---|---|---|---|---|---|---|"]
     for case in CASES:
-        for nproc in sorted({r.nproc for r in runs if r.case == case.name}):
-            mine = [r for r in runs if r.case == case.name and r.nproc == nproc]
-            right = sum(r.right for r in mine)
-            named = sorted({f"{r.culprit_ranks} ({r.culprit_kind})" if r.culprit_ranks is not None else "none"
-                            for r in mine})
-            detect = [r.detect_s for r in mine if r.detect_s is not None]
-            detected = f"{min(detect)}-{max(detect)}" if detect else "-"
-            left = max(len(r.left_running) for r in mine)
-            exits = sorted({str(r.exit_code) for r in mine})
-            lines.append(f"| {case.words} | {nproc} ({mine[0].victim}) | {right} of {len(mine)} | "
-                         f"{', '.join(named)} | {detected} | {left} | {', '.join(exits)} |")
+        for code in case.codes:
+            for nproc in sorted({r.nproc for r in runs if r.case == case.name and r.code == code}):
+                mine = [r for r in runs if r.case == case.name and r.code == code and r.nproc == nproc]
+                right = sum(r.right for r in mine)
+                named = sorted({f"{r.culprit_ranks} ({r.culprit_kind})" if r.culprit_ranks is not None else "none"
+                                for r in mine})
+                detect = [r.detect_s for r in mine if r.detect_s is not None]
+                detected = f"{min(detect)}-{max(detect)}" if detect else "-"
+                left = max(len(r.left_running) for r in mine)
+                exits = sorted({str(r.exit_code) for r in mine})
+                lines.append(f"| {case.words} | {code} | {nproc} ({mine[0].victim}) | {right} of {len(mine)} | "
+                             f"{', '.join(named)} | {detected} | {left} | {', '.join(exits)} |")
     return "\n".join(lines)
 
 

@@ -6,8 +6,8 @@ ranks ddplab names and the rank torchrun would blame, an excerpt of the real err
 behind (must be none), device memory before and after (back to baseline on NVIDIA within 5 s), and a
 verdict by the common rule (``judge``). Ranks are named by their GLOBAL rank throughout.
 
-Every drill's ranks run drills/script.py, a small training loop that breaks on purpose, through the same path as
-the user's own script under `ddplab launch` (job/boot.py, supervision/job.py): one supervisor and one judge, so
+Every drill's ranks run drills/script.py, the seed's DDP training (workloads/ddp_train.py) broken on purpose,
+through the same path as the user's own script under `ddplab launch` (job/boot.py, supervision/job.py): one supervisor and one judge, so
 a drill that passes proves what users get. The fault goes in either from the victim rank itself (the script:
 late, stall, desync, oom) or from a controller thread in the launcher (kill_rank's kill, straggler's pauses),
 which says when it really went in through ``Injections``.
@@ -161,9 +161,9 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
 
 
 def script_args(ctx: DrillContext, fault: str, overrides: dict) -> list[str]:
-    """The drill script's command line: the fault on the victim, after a few collectives, in a loop far longer
+    """The drill script's command line: the fault on the victim, after a few training steps, in a run far longer
     than the drill waits (the fault ends it)."""
-    options = dict(fault=fault, victim=ctx.victim, fault_step=5, steps=100_000, numel=1024, interval=0.01,
+    options = dict(fault=fault, victim=ctx.victim, fault_step=5, steps=100_000, interval=0.01,
                    late_s=ctx.timeout_s + 60, stall_s=3 * ctx.timeout_s + 60, timeout=ctx.timeout_s)
     options.update(overrides)
     return [word for key, value in options.items() for word in (f"--{key.replace('_', '-')}", str(value))]

@@ -1,32 +1,24 @@
-"""A small training loop that breaks on purpose: what every fault drill runs, through the same path as the user's
-own script under `ddplab launch` (job/boot.py and one supervisor). A drill that passes proves what users get.
+"""The seed's DDP training, broken on purpose: what every fault drill runs, through the same path as the user's own
+script under `ddplab launch` (job/boot.py and one supervisor). A drill that passes proves what a user's DDP job
+gets.
 
-    ddplab launch --nproc-per-node 3 --hang-timeout 10 -- -m ddplab.drills.script --fault exit --victim 1
+    ddplab launch --nproc-per-node 3 --hang-timeout 10 -- -m ddplab.drills.script --fault stall --victim 1
+
+Each step is workloads/ddp_train.py's: zero_grad, forward, backward (where DDP's reducer, or FSDP2's hooks, reduce
+the gradients from C++), optimizer step, on batches from a DataLoader. ``--wrap fsdp2`` shards the model with
+fully_shard; ``--accumulate N`` accumulates N micro-batches per step, the first N-1 under DDP's no_sync.
 
 It reports nothing of itself to ddplab: the supervisor sees it as it sees any script (the beacon's view of the
-main thread, the flight recorder, its exit). It only says, for the drill's and the fault table's measurements,
-what it injected and when (a note in its beacon's status, where ddplab started it, and a line on stdout) and, at
-the end, the latency of each collective it issued (ranks/<rank>/drill-result.json). Neither is evidence the
-judge reads.
+main thread, the flight recorder, its exit). It only says, for the drills' and the fault table's measurements,
+what it injected and when (drills/faults.py) and, at the end, the time of each step (ranks/<rank>/
+drill-result.json). Neither is evidence the judge reads.
 
-Faults the victim injects itself (``--fault``); kills, pauses, Ctrl+C and the launcher's death come from outside:
-  none              a healthy loop
-  skip              stops issuing collectives at --fault-step and finishes its script early (exit 0)
-  skip_continue     skips one all_reduce at --fault-step, then goes on: it ends one collective short
-  mismatch          its all_reduce at --fault-step is twice the size of the others'
-  desync            from --fault-step on, broadcasts twice the size while the others all_reduce
-  raise             raises ValueError in its own code at --fault-step
-  exit              os._exit(3) at --fault-step: no traceback, no error file
-  segv              a segmentation fault at --fault-step
-  stall             stops issuing collectives for --stall-s at --fault-step (user code, heartbeat alive)
-  deadlock          takes a lock it already holds at --fault-step: stuck in its own code for ever
-  late              sleeps --late-s before init_process_group
-  syntax            a SyntaxError before init_process_group (code compiled at start)
-  oom               allocates 1 GiB beyond its memory cap (the device allocator's, or a cap on its address space)
-  grandchild_term   starts a child that ignores SIGTERM, then raises at --fault-step
-  grandchild_session  starts a child in a session of its own (setsid), then raises at --fault-step
-  helper            starts a child in a session of its own that ignores SIGTERM, and goes on (for faults from
-                    outside: the launcher's death, Ctrl+C)
+The faults are drills/faults.py's, and three that need a collective of the script's own:
+  skip_continue     the victim skips one step's gradient reduction (no_sync) and goes on: it ends one collective
+                    short, where the others wait
+  mismatch          every step every rank all_reduces a metric (as a loop that logs its loss does); at
+                    --fault-step the victim's is twice the size
+  desync            the same metric; at --fault-step the victim broadcasts it instead
 
 Placement (backend, device, memory cap) comes from DDPLAB_DRILL_PLACEMENT when a drill plans it; otherwise the
 accelerator's default backend, or gloo on the host, as a typical torchrun script would choose.
@@ -38,30 +30,28 @@ import argparse
 import contextlib
 import json
 import os
-import subprocess
-import sys
-import threading
 import time
 from datetime import timedelta
 
+from . import faults as fault_table
+
 PLACEMENT_ENV = "DDPLAB_DRILL_PLACEMENT"
-FAULTS = ("none", "skip", "skip_continue", "mismatch", "desync", "raise", "exit", "segv", "stall", "deadlock", "late",
-          "syntax", "oom", "grandchild_term", "grandchild_session", "helper")
+COLLECTIVE_FAULTS = ("skip_continue", "mismatch", "desync")
+FAULTS = (*fault_table.FAULTS, *COLLECTIVE_FAULTS)
 RESULT_FILE = "drill-result.json"
+METRIC_NUMEL = 4
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="ddplab.drills.script", description=__doc__.splitlines()[0])
-    parser.add_argument("--fault", choices=FAULTS, default="none")
-    parser.add_argument("--victim", type=int, default=1, help="the global rank that misbehaves")
-    parser.add_argument("--fault-step", type=int, default=5, help="the step at which the victim misbehaves")
+    fault_table.add_arguments(parser, FAULTS)
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--interval", type=float, default=0.01, help="seconds of 'compute' per step")
-    parser.add_argument("--numel", type=int, default=1024)
-    parser.add_argument("--late-s", type=float, default=60.0)
-    parser.add_argument("--stall-s", type=float, default=120.0)
+    parser.add_argument("--wrap", choices=("ddp", "fsdp2"), default="ddp")
+    parser.add_argument("--accumulate", type=int, default=1, help="micro-batches per step (no_sync for all but one)")
+    parser.add_argument("--width", type=int, default=32, help="the model's width (workloads/ddp_train.py's MLP)")
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--interval", type=float, default=0.01, help="seconds of host work per step")
     parser.add_argument("--timeout", type=float, default=None, help="init_process_group's timeout, seconds")
-    parser.add_argument("--ignore-sigterm", action="store_true", help="every rank ignores SIGTERM")
     return parser.parse_args(argv)
 
 
@@ -77,17 +67,6 @@ def _write(name: str, value) -> None:
         with open(tmp, "w") as f:
             json.dump(value, f)
         os.replace(tmp, os.path.join(folder, name))
-
-
-def announce(rank: int, what: str) -> None:
-    at = time.time()
-    with contextlib.suppress(ImportError):
-        from ddplab.supervision.beacon import current
-
-        beacon = current()
-        if beacon is not None:  # the drill reads it there, on every machine of the job
-            beacon.note(injected=what, injected_at=at)
-    print(f"[rank {rank}] injecting fault: {what} at {at:.3f}", flush=True)
 
 
 def _device_and_backend():
@@ -115,125 +94,79 @@ def _device_and_backend():
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
-    rank = int(os.environ.get("RANK", "0"))
-    if args.ignore_sigterm:
-        import signal
-
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    victim = rank == args.victim
-    if victim and args.fault == "syntax":
-        announce(rank, "a SyntaxError at start")
-        compile("def broken(:\n    pass\n", "plugin.py", "exec")
+    faults = fault_table.Faults(args)
+    faults.at_start()
     import torch
     import torch.distributed as dist
+    from torch.utils.data import DataLoader
+
+    from ddplab.workloads.ddp_train import Trainer, build_model
 
     device, backend, cap = _device_and_backend()
-    if victim and args.fault == "late":
-        announce(rank, f"sleeping {args.late_s} s before init_process_group")
-        time.sleep(args.late_s)
+    faults.before_init()
     kwargs = {"timeout": timedelta(seconds=args.timeout)} if args.timeout else {}
     dist.init_process_group(backend, **kwargs)
-    grad = torch.ones(args.numel, device=device)
-    latencies_us = []
+    model, features = build_model("mlp", faults.model_width(args.width))
+    trainer = Trainer(model, device, wrap=args.wrap, device_ids=None if device.type == "cpu" else [device.index])
+    faults.watch_backward(trainer.module)
+    data = faults.dataset(faults.batches(args.steps) * args.accumulate, args.batch, features)
+    batches = iter(DataLoader(data, batch_size=args.batch, num_workers=faults.loader_workers()))
+    step_times_us = []
     for step in range(args.steps):
-        time.sleep(args.interval)  # forward and backward
-        op, numel = "all_reduce", args.numel
-        if victim and step == args.fault_step:
-            if _inject(rank, args, device, cap) == "skip":
-                continue
-        if victim and args.fault == "skip" and step >= args.fault_step:
+        time.sleep(args.interval)  # the host's share of a step: logging, data preparation
+        if faults.at_step(step, device, cap) == "stop":
             break
-        if victim and args.fault == "mismatch" and step == args.fault_step:
-            numel = 2 * args.numel
-        if victim and args.fault == "desync" and step >= args.fault_step:
-            op, numel = "broadcast", 2 * args.numel
-        tensor = grad if numel == args.numel else torch.ones(numel, device=device)
         started = time.perf_counter()
-        if op == "broadcast":
-            dist.broadcast(tensor, src=0)
-        else:
-            dist.all_reduce(tensor)
+        if not _train_step(trainer, batches, args, faults, step, device):
+            faults.data_ended(step)
+            break
+        _collective_fault(faults, step, device)
         if device.type != "cpu":
             torch.accelerator.synchronize(device)
-        latencies_us.append((time.perf_counter() - started) * 1e6)
-        grad.fill_(1.0)
-    _write(RESULT_FILE, {"latencies_us": latencies_us})
-    print(f"[rank {rank}] finished {args.steps} steps", flush=True)
+        step_times_us.append((time.perf_counter() - started) * 1e6)
+    _write(RESULT_FILE, {"latencies_us": step_times_us})
+    print(f"[rank {faults.rank}] finished {len(step_times_us)} steps", flush=True)
     from ddplab.worker import settle_before_destroying_gloo
 
     settle_before_destroying_gloo()  # torch < 2.8 could deadlock destroying a gloo group
     dist.destroy_process_group()
 
 
-def _inject(rank: int, args: argparse.Namespace, device, cap: int | None) -> str | None:
-    """The victim's own fault at --fault-step; "skip" when this step's collective is to be skipped."""
-    fault = args.fault
-    if fault == "skip":
-        announce(rank, f"stops issuing collectives at step {args.fault_step} and finishes early")
-    elif fault == "skip_continue":
-        announce(rank, f"skipped the all_reduce of step {args.fault_step}")
-        return "skip"
-    elif fault == "mismatch":
-        announce(rank, f"all_reduce of {2 * args.numel} elements where the others send {args.numel}")
-    elif fault == "desync":
-        announce(rank, f"switched to broadcast of {2 * args.numel} elements")
-    elif fault == "raise":
-        announce(rank, "raising ValueError")
-        raise ValueError(f"corrupt sample in shard {rank} at step {args.fault_step}")
-    elif fault == "exit":
-        announce(rank, "os._exit(3)")
-        os._exit(3)
-    elif fault == "segv":
-        import ctypes
-
-        announce(rank, "a segmentation fault")
-        ctypes.string_at(0)
-    elif fault == "stall":
-        announce(rank, f"stopped issuing collectives for {args.stall_s} s")
-        time.sleep(args.stall_s)
-    elif fault == "deadlock":
-        announce(rank, "took a lock it already holds")
-        lock = threading.Lock()
-        lock.acquire()
-        lock.acquire()
-    elif fault == "oom":
-        _out_of_memory(rank, device, cap)
-    elif fault in ("grandchild_term", "grandchild_session", "helper"):
-        own_session, ignores_term = fault != "grandchild_term", fault != "grandchild_session"
-        helper = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
-                  if ignores_term else "import time; time.sleep(600)")
-        child = subprocess.Popen([sys.executable, "-c", helper], start_new_session=own_session)
-        how = ", ".join(w for w, yes in (("its own session", own_session), ("ignores SIGTERM", ignores_term)) if yes)
-        if fault == "helper":
-            announce(rank, f"started pid {child.pid} ({how}) and goes on")
-            return None
-        announce(rank, f"started pid {child.pid} ({how}), then raising")
-        raise RuntimeError(f"rank {rank} failed after starting helper pid {child.pid}")
-    return None
+def _train_step(trainer, batches, args: argparse.Namespace, faults: fault_table.Faults, step: int, device) -> bool:
+    """One optimizer step over --accumulate micro-batches; False where the data ran out."""
+    skip_sync = faults.mine("skip_continue") and step == args.fault_step
+    if skip_sync:
+        fault_table.announce(faults.rank, f"skipped the gradient reduction of step {step} (no_sync)")
+    for micro in range(args.accumulate):
+        try:
+            x, _ = next(batches)
+        except StopIteration:
+            return False
+        trainer.backward(x.to(device), sync=micro == args.accumulate - 1 and not skip_sync)
+    trainer.update()
+    return True
 
 
-def _out_of_memory(rank: int, device, cap: int | None) -> None:
-    import torch
-
-    if device.type != "cpu":
-        cap = cap or 0
-        announce(rank, f"allocating {cap + (1 << 30)} bytes against a cap of {cap}")
-        torch.empty(cap + (1 << 30), dtype=torch.uint8, device=device)
+def _collective_fault(faults: fault_table.Faults, step: int, device) -> None:
+    """For a fault that needs one, every rank reduces a metric every step; at --fault-step the victim's differs."""
+    if faults.fault not in ("mismatch", "desync"):
         return
-    import resource
+    import torch
+    import torch.distributed as dist
 
-    cap = 256 << 20
-    announce(rank, f"allocating {cap + (1 << 30)} bytes against a cap of {cap} on its address space")
-    with open("/proc/self/statm") as f:
-        vm_bytes = int(f.read().split()[0]) * resource.getpagesize()
-    previous = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (vm_bytes + cap, previous[1]))
-    try:
-        torch.empty(cap + (1 << 30), dtype=torch.uint8)
-    except RuntimeError as exc:
-        resource.setrlimit(resource.RLIMIT_AS, previous)  # let the rest of the rank report the failure
-        raise MemoryError(f"out of memory: tried to allocate {cap + (1 << 30)} bytes over this rank's cap of "
-                          f"{cap} bytes ({exc})") from exc
+    numel = METRIC_NUMEL
+    if step != faults.fault_step or not faults.is_victim:
+        dist.all_reduce(torch.ones(numel, device=device))
+        return
+    if faults.mine("mismatch"):
+        numel = 2 * METRIC_NUMEL
+        fault_table.announce(faults.rank, f"all_reduce of {numel} elements where the others send {METRIC_NUMEL}")
+    metric = torch.ones(numel, device=device)
+    if faults.mine("desync"):
+        fault_table.announce(faults.rank, f"broadcast of {numel} elements where the others all_reduce")
+        dist.broadcast(metric, src=0)
+    else:
+        dist.all_reduce(metric)
 
 
 if __name__ == "__main__":

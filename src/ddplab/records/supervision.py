@@ -215,6 +215,9 @@ class Hang:
     ras: RasAnswer | None = field(default=None, metadata=OMIT)  # None: --ras was not given
     judged_from: str | None = field(default=None, metadata=OMIT)  # "the job's store" | "this machine's files"
     followed: str | None = field(default=None, metadata=OMIT)  # the machine that declared it first (several machines)
+    # when the watcher began ending the job's processes: what a rank said or wrote after it (a SIGTERM handler that
+    # calls a collective, an error raised by the signal) is the teardown's doing, not evidence of the hang
+    ended_at: float | None = field(default=None, metadata=OMIT)
 
     @staticmethod
     def json_upgrade(data: dict) -> dict:

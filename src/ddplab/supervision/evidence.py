@@ -155,16 +155,22 @@ def answered(run: RunDir, rank: int) -> str | None:
 
 
 def gather(run: RunDir, ranks: list[int], states: dict[int, RankState], ends: dict[int, RankEnd],
-           request_id: str | None, answered_in_time: set[int] | None = None) -> dict[int, RankEvidence]:
+           request_id: str | None, answered_in_time: set[int] | None = None,
+           until: float | None = None) -> dict[int, RankEvidence]:
     """Every rank's evidence: ``states`` are the last statuses known (this machine's files, the job's store for
     the others), ``ends`` how this machine's ranks ended. ``answered_in_time``: the ranks that answered a hang's
     dump request while the watcher waited (a stopped rank resumed by the teardown may answer later, from where it
-    then was: that is no evidence of where it was stuck); None: whoever answered the last request."""
+    then was: that is no evidence of where it was stuck); None: whoever answered the last request. ``until``: when
+    a declared hang's teardown began; an error raised or a record dumped after it is the teardown's doing."""
     evidence = {}
     for rank in sorted(set(ranks) | set(states) | set(ends)):
         record = load_record(run.flight_file(rank)) or load_record(run.torch_dump_file(rank))
+        error = read_error(run, rank)
+        if until is not None:
+            record = None if record and float(record.get("dumped_at") or 0) > until else record
+            error = None if error and error.at > until else error
         said = rank in answered_in_time if answered_in_time is not None else \
             request_id is not None and answered(run, rank) == request_id
-        evidence[rank] = RankEvidence(rank, status=states.get(rank), record=record, error=read_error(run, rank),
+        evidence[rank] = RankEvidence(rank, status=states.get(rank), record=record, error=error,
                                       end=ends.get(rank), answered=said)
     return evidence

@@ -155,7 +155,7 @@ def _judge(outcome: JobOutcome, watcher: Watcher, spec: JobSpec) -> None:
     # The stop signal's own time: elastic ends the ranks for it (SIGTERM) before the watcher's next poll sees it.
     stop_at = (interrupts.requested_at() or watcher.stopped_at) if outcome.interrupted else None
     outcome.job_states = dict(watcher.job_states)
-    outcome.states = {**watcher.job_states, **read_states(outcome.run)}
+    outcome.states = {**watcher.job_states, **read_states(outcome.run), **_said_before_teardown(watcher)}
     outcome.ends = rank_ends(watcher, outcome.run, outcome.failures, outcome.states, succeeded=outcome.ok,
                              stop_at=stop_at)
     if not outcome.ok:
@@ -169,6 +169,17 @@ def _judge(outcome: JobOutcome, watcher: Watcher, spec: JobSpec) -> None:
                                                   spec.expected, interrupted_at)
 
 
+def _said_before_teardown(watcher: Watcher) -> dict[int, RankState]:
+    """For a declared hang, the statuses this machine's ranks wrote after its teardown began are replaced by the last
+    ones before it: a rank's SIGTERM handler may still run code (Lightning's calls a broadcast), which would make a
+    rank stuck in its own code look as if it had arrived at the collective the others waited in."""
+    hang = watcher.hang
+    if hang is None or hang.ended_at is None:
+        return {}
+    now = read_states(watcher.run)
+    return {r: s for r, s in watcher.before_teardown.items() if r not in now or now[r].heartbeat > hang.ended_at}
+
+
 def judge_job(run: RunDir, watcher: Watcher, nproc: int, states: dict[int, RankState], ends: dict[int, RankEnd],
               expected: list[int] | None = None, interrupted_at: float | None = None):
     """(evidence, culprit) of a job that did not succeed, from what its watcher saw and its ranks left."""
@@ -176,7 +187,8 @@ def judge_job(run: RunDir, watcher: Watcher, nproc: int, states: dict[int, RankS
         sizes = [s.world_size for s in watcher.job_states.values() if s.world_size]
         expected = list(range(max(sizes))) if sizes else None
     in_time = set(watcher.hang.answered) if watcher.hang else None
-    evidence = gather(run, expected or [], states, ends, _read_request(run), in_time)
+    until = watcher.hang.ended_at if watcher.hang else None
+    evidence = gather(run, expected or [], states, ends, _read_request(run), in_time, until)
     hosts = {r: s.machine for r, s in states.items()} if watcher.job_states else None
     local = set(read_states(run)) | set(ends)
     culprit = judge.name_culprit(evidence, expected, hang=watcher.hang, interrupted_at=interrupted_at,

@@ -85,6 +85,7 @@ class Watcher:
         self.family = Family(run)
         self.hang: Hang | None = None  # set once, when a hang is declared
         self.job_states: dict[int, RankState] = {}  # the whole job as last read from its store (several machines)
+        self.before_teardown: dict[int, RankState] = {}  # this machine's statuses as a declared hang's teardown began
         self.first_failure_seen_at: float | None = None
         self.stopped_at: float | None = None  # a stop request (Ctrl+C, SIGTERM) seen, and the job ended for it
         self.signalled: set[int] = set()  # pids this watcher ended
@@ -315,6 +316,8 @@ class Watcher:
         rank_pids = {s.pid: r for r, s in running.items()}
         for pid in rank_pids:  # by their own status files, with their start times: the job's ranks
             self.family.take(pid)
+        ended_at = time.time()
+        self.before_teardown = rules.read_states(self.run)
         terminated, killed, _ = self._end(self.family.alive())
         stacks = {r: str(self.run.stack_file(r)) for r in local if self.run.stack_file(r).exists()}
         self.hang = Hang(declared_at=now, last_progress_at=last_change, no_progress_s=round(now - last_change, 2),
@@ -325,7 +328,7 @@ class Watcher:
                          terminated=sorted(rank_pids[p] for p in terminated if p in rank_pids),
                          killed=sorted(rank_pids[p] for p in killed if p in rank_pids), ras=ras,
                          judged_from=source.judged_from if source.judged_from == JOB_STORE else None,
-                         followed=following["machine"] if following else None)
+                         followed=following["machine"] if following else None, ended_at=ended_at)
 
     def _wait_for_answers(self, request_id: str, running: dict[int, RankState]) -> set[int]:
         from .evidence import answered as answer_of

@@ -17,6 +17,7 @@ step, host wall clock with the device synchronised before and after (blocking).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import ctypes
 import hashlib
@@ -34,13 +35,70 @@ GRAD_RTOL = 1e-4  # float32 sums in a different order differ by ~1e-7 relative; 
 LEARNING_RATE = 0.001  # the report's SGD learning rate
 
 
-def build_model(name: str):
+def build_model(name: str, width: int = 1024):
+    """(model, input features): the seed's Linear(10, 10), or an MLP of four ``width`` x ``width`` layers (1024:
+    4.2 M parameters, 16.8 MB of gradients per step)."""
     import torch.nn as nn
 
     if name == "linear":
         return nn.Linear(10, 10), 10
-    width = 1024  # 4 x (1024 x 1024 + 1024) = 4.2 M parameters, 16.8 MB of gradients per step
     return nn.Sequential(*(nn.ReLU() if i % 2 else nn.Linear(width, width) for i in range(7))), width
+
+
+class Trainer:
+    """The seed's training step, for the lab's train stage and for every drill (drills/script.py): the model under
+    DDP (or FSDP2's fully_shard), SGD, and a step of zero_grad, forward, backward, optimizer step. The gradients
+    are reduced inside backward(), from C++ (DDP's reducer, FSDP's hooks): no torch.distributed call of the
+    rank's own is on its stack while it waits there."""
+
+    def __init__(self, model, device, wrap: str = "ddp", device_ids: list[int] | None = None,
+                 lr: float = LEARNING_RATE):
+        import torch
+        import torch.distributed as dist
+
+        self.module = model.to(device)
+        if wrap == "fsdp2":
+            from torch.distributed.device_mesh import init_device_mesh
+
+            try:
+                from torch.distributed.fsdp import fully_shard
+            except ImportError:  # torch < 2.6 keeps it under _composable
+                from torch.distributed._composable.fsdp import fully_shard
+            mesh = init_device_mesh(device.type, (dist.get_world_size(),))
+            for layer in self.module.modules():
+                if isinstance(layer, torch.nn.Linear):
+                    fully_shard(layer, mesh=mesh)
+            self.wrapped = fully_shard(self.module, mesh=mesh)
+        else:
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            self.wrapped = DDP(self.module, device_ids=device_ids)
+        self.wrap = wrap
+        self.optimizer = torch.optim.SGD(self.wrapped.parameters(), lr=lr)
+
+    def backward(self, x, sync: bool = True):
+        """Forward and backward of one (micro-)batch; ``sync=False`` accumulates without reducing (DDP's no_sync,
+        FSDP's set_requires_gradient_sync)."""
+        if self.wrap == "fsdp2":
+            self.wrapped.set_requires_gradient_sync(sync)
+            context = contextlib.nullcontext()
+        else:
+            context = contextlib.nullcontext() if sync else self.wrapped.no_sync()
+        with context:
+            loss = self.wrapped(x).mean()
+            loss.backward()
+        return loss
+
+    def update(self) -> None:
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=False)
+
+    def step(self, x):
+        """One step of the seed's training: zero_grad, forward, backward, optimizer step; the loss."""
+        self.optimizer.zero_grad(set_to_none=False)
+        loss = self.backward(x)
+        self.optimizer.step()
+        return loss
 
 
 def make_batch(seed: int, step: int, rank: int, batch_size: int, features: int):
@@ -64,7 +122,6 @@ class StepCheck:
 
 def run(ctx) -> TrainRankResult:
     import torch
-    from torch.nn.parallel import DistributedDataParallel as DDP
 
     s: TrainSettings = ctx.settings
     device = ctx.device
@@ -72,10 +129,9 @@ def run(ctx) -> TrainRankResult:
     torch.set_float32_matmul_precision("highest")
     torch.manual_seed(s.seed)
     model, features = build_model(s.model)
-    model = model.to(device)
-    ddp = DDP(model, device_ids=None if ctx.runtime.host_only else [ctx.runtime.index])
+    trainer = Trainer(model, device, device_ids=None if ctx.runtime.host_only else [ctx.runtime.index])
+    model = trainer.module
     reference = copy.deepcopy(model)  # plain module: never synchronised
-    opt = torch.optim.SGD(ddp.parameters(), lr=LEARNING_RATE)
     ctx.runtime.reset_peak_memory()
 
     step_times_us: list[float] = []
@@ -93,10 +149,7 @@ def run(ctx) -> TrainRankResult:
         ctx.status.enter_collective("ddp_step", gradient_numel)
         ctx.runtime.synchronize()
         t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=False)
-        loss = ddp(x).mean()
-        loss.backward()
-        opt.step()
+        loss = trainer.step(x)
         ctx.runtime.synchronize()
         step_times_us.append((time.perf_counter() - t0) * 1e6)
         ctx.status.leave_collective()

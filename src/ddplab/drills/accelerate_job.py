@@ -1,0 +1,56 @@
+"""A Hugging Face Accelerate job broken on purpose, for the fault table's training-code axis:
+
+    ddplab launch --nproc-per-node 3 --hang-timeout 5 -m ddplab.drills.accelerate_job --fault stall
+
+Accelerate finds the job through torchrun's variables, calls init_process_group itself and wraps the model in
+DDP (`accelerator.prepare`); the loop is Accelerate's documented one (`accelerator.backward(loss)`). The model is
+workloads/ddp_train.py's MLP; each rank reads data of its own (the loader is not prepared, so that a rank can run
+out first). The faults are drills/faults.py's.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from . import faults as fault_table
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="ddplab.drills.accelerate_job", description=__doc__.splitlines()[0])
+    fault_table.add_arguments(parser)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--width", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=8)
+    args = parser.parse_args(argv)
+    faults = fault_table.Faults(args)
+    faults.at_start()
+    import torch
+    from accelerate import Accelerator
+    from torch.utils.data import DataLoader
+
+    from ddplab.workloads.ddp_train import build_model
+
+    accelerator = Accelerator(cpu=not torch.accelerator.is_available() if hasattr(torch, "accelerator") else True)
+    model, _ = build_model("mlp", faults.model_width(args.width))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.001)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    faults.watch_backward(model)
+    data = faults.dataset(faults.batches(args.steps), args.batch, args.width)
+    loader = DataLoader(data, batch_size=args.batch, num_workers=faults.loader_workers())
+    steps = 0
+    for x, _ in loader:
+        if faults.at_step(steps, accelerator.device) == "stop":
+            break
+        optimizer.zero_grad()
+        loss = model(x.to(accelerator.device)).mean()
+        accelerator.backward(loss)
+        optimizer.step()
+        steps += 1
+    else:
+        faults.data_ended(steps)
+    print(f"[rank {accelerator.process_index}] finished", flush=True)
+    accelerator.end_training()
+
+
+if __name__ == "__main__":
+    main()

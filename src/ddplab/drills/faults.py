@@ -1,0 +1,307 @@
+"""The faults a drill injects into training code: one table for every code the fault table runs (plain DDP, DDP
+with gradient accumulation, FSDP2, Lightning, Accelerate), each fault at the point where users meet it.
+
+A training code calls the hooks at its own points: ``at_start`` first thing (before it imports torch),
+``before_init`` just before init_process_group, ``model_width`` when it builds its model, ``dataset`` for its
+data, ``watch_backward`` on its model, ``at_step`` at the top of every training step. The victim injects; the
+others run on. What is injected, and when, is said on stdout and in the rank's beacon (``announce``): the fault
+table measures detection from it, and the judge never reads it.
+
+Faults from outside the rank (SIGKILL, SIGSTOP, Ctrl+C, the launcher's death) are the fault table's to send
+(drills/fault_table.py); faults that need a hand-written collective (a skipped or mismatched call) are the DDP
+code's own (drills/script.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+# fault -> what the victim does, in the words of the fault table
+FAULTS = {
+    "none": "nothing: a healthy run",
+    "syntax": "a SyntaxError at start, before init",
+    "hang_in_import": "its code hangs inside an import, before init",
+    "stop_in_import": "stopped (SIGSTOP) inside an import, before init",
+    "late": "sleeps --late-s before init_process_group",
+    "param_mismatch": "builds its model with another width than the others",
+    "loader_stall": "its DataLoader worker stalls on one batch",
+    "uneven": "runs out of batches at --fault-step (uneven inputs) and leaves its loop",
+    "stall": "stops for --stall-s at --fault-step, in its own code",
+    "deadlock": "takes a lock it already holds at --fault-step: stuck in its own code for ever",
+    "skip": "stops training at --fault-step and finishes its script early (exit 0)",
+    "exit0": "sys.exit(0) at --fault-step",
+    "raise": "raises ValueError in its own code at --fault-step",
+    "backward_raise": "a backward hook raises at --fault-step",
+    "exit": "os._exit(3) at --fault-step: no traceback, no error file",
+    "segv": "a segmentation fault at --fault-step",
+    "oom": "allocates 1 GiB beyond its memory cap at --fault-step",
+    "gil": "holds the GIL in one C call at --fault-step, for --stall-s",
+    "gil_everywhere": "every rank holds the GIL in C calls of 4 to 8 s for three steps from --fault-step (healthy)",
+    "exec": "execs another program at --fault-step (its beacon is gone)",
+    "exit_before_broadcast": "os._exit(3) where every rank calls its first broadcast, at --fault-step",
+    "kill_before_broadcast": "SIGKILLs itself (as the OOM killer would) where every rank calls its first broadcast",
+    "exit_then_raise": "os._exit(5) after a barrier at --fault-step; the next rank raises 50 ms later",
+    "grandchild_term": "starts a child that ignores SIGTERM, then raises at --fault-step",
+    "grandchild_session": "starts a child in a session of its own (setsid), then raises at --fault-step",
+    "helper": "starts a child in a session of its own that ignores SIGTERM, and goes on",
+}
+BROADCAST_FAULTS = ("exit_before_broadcast", "kill_before_broadcast")
+GIL_EVERYWHERE_STEPS = 3
+SLOW_IMPORT = "ddplab.drills._import_fault"  # the module a fault hangs or stops inside (its import reads the fault)
+IMPORT_FAULT_ENV = "DDPLAB_DRILL_IMPORT_FAULT"
+
+
+def add_arguments(parser: argparse.ArgumentParser, faults=tuple(FAULTS)) -> None:
+    """The options every training code takes; ``faults``: the ones it can inject (a code adds its own)."""
+    parser.add_argument("--fault", choices=sorted(faults), default="none")
+    parser.add_argument("--victim", type=int, default=1, help="the global rank that misbehaves")
+    parser.add_argument("--fault-step", type=int, default=5, help="the step at which the victim misbehaves")
+    parser.add_argument("--late-s", type=float, default=60.0)
+    parser.add_argument("--stall-s", type=float, default=120.0)
+    parser.add_argument("--ignore-sigterm", action="store_true", help="every rank ignores SIGTERM")
+
+
+def announce(rank: int, what: str) -> None:
+    """The injection, on stdout and in the rank's beacon where ddplab started the rank."""
+    at = time.time()
+    with contextlib.suppress(ImportError):
+        from ddplab.supervision.beacon import current
+
+        beacon = current()
+        if beacon is not None:  # a drill reads it there, on every machine of the job
+            beacon.note(injected=what, injected_at=at)
+    print(f"[rank {rank}] injecting fault: {what} at {at:.3f}", flush=True)
+
+
+def hold_the_gil(seconds: float) -> None:
+    """One C call that keeps the GIL (a C library that forgot to release it): no other thread of the process runs,
+    the beacon's heartbeat included."""
+    ctypes.PyDLL(None).sleep(int(seconds))
+
+
+class Faults:
+    """One rank's side of a fault: the victim injects it at the hooks the training code calls."""
+
+    def __init__(self, args: argparse.Namespace, rank: int | None = None, world_size: int | None = None):
+        self.fault, self.fault_step = args.fault, args.fault_step
+        self.late_s, self.stall_s = args.late_s, args.stall_s
+        self.ignore_sigterm = args.ignore_sigterm
+        self.rank = int(os.environ.get("RANK", "0")) if rank is None else rank
+        self.world_size = int(os.environ.get("WORLD_SIZE", "1")) if world_size is None else world_size
+        self.victim = args.victim
+        self.is_victim = self.rank == args.victim
+
+    def mine(self, fault: str) -> bool:
+        return self.is_victim and self.fault == fault
+
+    # ------------------------------------------------------------------------------------------ before training
+
+    def at_start(self) -> None:
+        """First thing in the rank, before torch is imported."""
+        if self.ignore_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if self.mine("syntax"):
+            announce(self.rank, FAULTS["syntax"])
+            compile("def broken(:\n    pass\n", "plugin.py", "exec")
+        if self.mine("hang_in_import") or self.mine("stop_in_import"):
+            announce(self.rank, FAULTS[self.fault])
+            os.environ[IMPORT_FAULT_ENV] = self.fault
+            __import__(SLOW_IMPORT)
+
+    def before_init(self) -> None:
+        if self.mine("late"):
+            announce(self.rank, f"sleeping {self.late_s} s before init_process_group")
+            time.sleep(self.late_s)
+
+    def model_width(self, width: int) -> int:
+        """The model's width on this rank: another one on the victim of a parameter mismatch."""
+        if self.mine("param_mismatch"):
+            announce(self.rank, f"builds its model {width + 8} wide where the others build it {width} wide")
+            return width + 8
+        return width
+
+    def batches(self, steps: int) -> int:
+        """How many batches this rank's data holds: fewer on the victim of uneven inputs."""
+        return self.fault_step if self.mine("uneven") else steps
+
+    def loader_workers(self) -> int:
+        """DataLoader workers: one where a worker is to stall (a process of the rank's own), none otherwise."""
+        return 1 if self.fault == "loader_stall" else 0
+
+    def dataset(self, batches: int, batch_size: int, features: int):
+        """This rank's data: ``batches`` batches of random samples (seeded by rank), with the victim's worker
+        stalling on the first sample of --fault-step where that is the fault."""
+        return _Samples(batches * batch_size, features, self.rank,
+                        stall_at=self.fault_step * batch_size if self.mine("loader_stall") else None,
+                        stall_s=self.stall_s)
+
+    def data_ended(self, step: int) -> None:
+        """The rank's data ran out after ``step`` steps: the injection of uneven inputs, on the victim."""
+        if self.mine("uneven"):
+            announce(self.rank, f"its data ended after {step} steps (uneven inputs); it leaves its training loop")
+
+    def watch_backward(self, model) -> None:
+        """A backward hook on the model's first layer with parameters (a gradient check, as users add them) that
+        raises inside backward() at --fault-step on the victim. A module hook, not a tensor hook: FSDP2 computes
+        gradients on parameters other than the ones it shows."""
+        if not self.mine("backward_raise"):
+            return
+        self._backward_step = -1
+        layer = next(m for m in model.modules() if next(m.parameters(recurse=False), None) is not None)
+
+        def hook(module, grad_input, grad_output):
+            if self._backward_step == self.fault_step:
+                announce(self.rank, "a backward hook raising ValueError")
+                raise ValueError(f"gradient check found a NaN on rank {self.rank} at step {self.fault_step}")
+
+        layer.register_full_backward_hook(hook)
+
+    # ------------------------------------------------------------------------------------------ during training
+
+    def at_step(self, step: int, device=None, cap: int | None = None) -> str | None:
+        """At the top of every training step. Returns "stop" where the victim leaves its training loop (and then
+        finishes its script)."""
+        self._backward_step = step
+        if self.fault == "gil_everywhere" and self.fault_step <= step < self.fault_step + GIL_EVERYWHERE_STEPS:
+            seconds = 4 + (4 * self.rank) // max(1, self.world_size - 1)
+            if step == self.fault_step:
+                announce(self.rank, f"holds the GIL in a C call of {seconds} s, for {GIL_EVERYWHERE_STEPS} steps")
+            hold_the_gil(seconds)
+            return None
+        if self.fault in BROADCAST_FAULTS and step == self.fault_step:
+            self._first_broadcast(device)
+            return None
+        if self.fault == "exit_then_raise" and step == self.fault_step:
+            self._exit_then_raise(device)
+            return None
+        if not self.is_victim or step != self.fault_step:
+            return None
+        return self._inject(device, cap)
+
+    def _inject(self, device, cap: int | None) -> str | None:
+        fault, rank = self.fault, self.rank
+        if fault == "skip":
+            announce(rank, f"stops training at step {self.fault_step} and finishes early")
+            return "stop"
+        if fault == "exit0":
+            announce(rank, "sys.exit(0)")
+            sys.exit(0)
+        if fault == "raise":
+            announce(rank, "raising ValueError")
+            raise ValueError(f"corrupt sample in shard {rank} at step {self.fault_step}")
+        if fault == "exit":
+            announce(rank, "os._exit(3)")
+            os._exit(3)
+        if fault == "segv":
+            announce(rank, "a segmentation fault")
+            ctypes.string_at(0)
+        if fault == "stall":
+            announce(rank, f"stopped for {self.stall_s} s in its own code")
+            time.sleep(self.stall_s)
+        elif fault == "deadlock":
+            announce(rank, "took a lock it already holds")
+            lock = threading.Lock()
+            lock.acquire()
+            lock.acquire()
+        elif fault == "gil":
+            announce(rank, f"holds the GIL in one C call for {self.stall_s} s")
+            hold_the_gil(self.stall_s)
+        elif fault == "exec":
+            announce(rank, "execs another program")
+            os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)"])
+        elif fault == "oom":
+            _out_of_memory(rank, device, cap)
+        elif fault in ("grandchild_term", "grandchild_session", "helper"):
+            self._start_helper()
+        return None
+
+    def _first_broadcast(self, device) -> None:
+        """Every rank calls its first broadcast (a value rank 0 decides, as a learning-rate schedule); the victim
+        dies just before it, without a record."""
+        import torch
+        import torch.distributed as dist
+
+        if self.is_victim:
+            if self.fault == "exit_before_broadcast":
+                announce(self.rank, "os._exit(3) before the first broadcast")
+                os._exit(3)
+            announce(self.rank, "SIGKILL of itself before the first broadcast")
+            os.kill(os.getpid(), signal.SIGKILL)
+        dist.broadcast(torch.zeros(1, device=device), src=0)
+
+    def _exit_then_raise(self, device) -> None:
+        import torch.distributed as dist
+
+        dist.barrier()
+        if self.is_victim:
+            announce(self.rank, "os._exit(5) after a barrier")
+            os._exit(5)
+        if self.rank == (self.victim + 1) % self.world_size:
+            time.sleep(0.05)
+            raise RuntimeError(f"rank {self.rank} found its checkpoint directory gone")
+
+    def _start_helper(self) -> None:
+        fault = self.fault
+        own_session, ignores_term = fault != "grandchild_term", fault != "grandchild_session"
+        helper = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+                  if ignores_term else "import time; time.sleep(600)")
+        child = subprocess.Popen([sys.executable, "-c", helper], start_new_session=own_session)
+        how = ", ".join(w for w, yes in (("its own session", own_session), ("ignores SIGTERM", ignores_term)) if yes)
+        if fault == "helper":
+            announce(self.rank, f"started pid {child.pid} ({how}) and goes on")
+            return
+        announce(self.rank, f"started pid {child.pid} ({how}), then raising")
+        raise RuntimeError(f"rank {self.rank} failed after starting helper pid {child.pid}")
+
+
+class _Samples:
+    """A map-style dataset of random samples (what a data pipeline yields), built lazily; torch is imported by the
+    time a DataLoader asks for one."""
+
+    def __init__(self, length: int, features: int, seed: int, stall_at: int | None, stall_s: float):
+        self.length, self.features, self.seed = length, features, seed
+        self.stall_at, self.stall_s = stall_at, stall_s
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int):
+        import torch
+
+        if index == self.stall_at:
+            announce(self.seed, f"its DataLoader worker (pid {os.getpid()}) stalls for {self.stall_s} s")
+            time.sleep(self.stall_s)
+        g = torch.Generator().manual_seed(self.seed * 1_000_003 + index)
+        return torch.randn(self.features, generator=g), torch.randint(0, 2, (), generator=g)
+
+
+def _out_of_memory(rank: int, device, cap: int | None) -> None:
+    import torch
+
+    if device is not None and device.type != "cpu":
+        cap = cap or 0
+        announce(rank, f"allocating {cap + (1 << 30)} bytes against a cap of {cap}")
+        torch.empty(cap + (1 << 30), dtype=torch.uint8, device=device)
+        return
+    import resource
+
+    cap = 256 << 20
+    announce(rank, f"allocating {cap + (1 << 30)} bytes against a cap of {cap} on its address space")
+    with open("/proc/self/statm") as f:
+        vm_bytes = int(f.read().split()[0]) * resource.getpagesize()
+    previous = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (vm_bytes + cap, previous[1]))
+    try:
+        torch.empty(cap + (1 << 30), dtype=torch.uint8)
+    except RuntimeError as exc:
+        resource.setrlimit(resource.RLIMIT_AS, previous)  # let the rest of the rank report the failure
+        raise MemoryError(f"out of memory: tried to allocate {cap + (1 << 30)} bytes over this rank's cap of "
+                          f"{cap} bytes ({exc})") from exc

@@ -1,0 +1,65 @@
+"""A PyTorch Lightning job (its DDP strategy) broken on purpose, for the fault table's training-code axis:
+
+    ddplab launch --nproc-per-node 3 --hang-timeout 5 -m ddplab.drills.lightning_job --fault stall
+
+Lightning finds the job through torchrun's variables (its TorchElasticEnvironment), as under torchrun, and calls
+init_process_group and DDP itself. The model is workloads/ddp_train.py's MLP; each rank reads data of its own
+(no distributed sampler, so that a rank can run out first). The faults are drills/faults.py's, injected at the top
+of training_step, in a backward hook, in the data and in the model's width.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from . import faults as fault_table
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="ddplab.drills.lightning_job", description=__doc__.splitlines()[0])
+    fault_table.add_arguments(parser)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--width", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=8)
+    args = parser.parse_args(argv)
+    faults = fault_table.Faults(args)
+    faults.at_start()
+    import lightning as L
+    from torch.utils.data import DataLoader
+
+    from ddplab.workloads.ddp_train import build_model
+
+    class Model(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net, _ = build_model("mlp", faults.model_width(args.width))
+            faults.watch_backward(self.net)
+
+        def training_step(self, batch, batch_idx):
+            if faults.at_step(batch_idx, self.device) == "stop":
+                self.trainer.should_stop = True
+            x, _ = batch
+            return self.net(x).mean()
+
+        def on_train_epoch_end(self):
+            faults.data_ended(self.trainer.global_step)
+
+        def configure_optimizers(self):
+            import torch
+
+            return torch.optim.SGD(self.parameters(), lr=0.001)
+
+    data = faults.dataset(faults.batches(args.steps), args.batch, args.width)
+    loader = DataLoader(data, batch_size=args.batch, num_workers=faults.loader_workers())
+    trainer = L.Trainer(accelerator="cpu", devices=int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
+                        num_nodes=int(os.environ.get("WORLD_SIZE", "1")) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
+                        strategy="ddp", max_steps=args.steps, max_epochs=1, logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                        use_distributed_sampler=False)
+    trainer.fit(Model(), loader)
+    print(f"[rank {trainer.global_rank}] finished", flush=True)
+
+
+if __name__ == "__main__":
+    main()
