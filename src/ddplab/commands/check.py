@@ -34,9 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # What goes where: the runner's language on stdout, and the files its collectors read (not the check's Config).
     parser.add_argument("--format", default="text", metavar="|".join(formats.FORMATS),
                         help="what goes to stdout, and which exit codes: text (ddplab's: 0 pass or warn, 1 fail, "
-                             "2 usage, 3 cannot run), json (the report; the same codes), nagios (one status line "
-                             "with perfdata; 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN), npd (node-problem-detector: "
-                             "one message line; 0 OK or WARNING, 1 problem, 3 unknown) (default: text)")
+                             "2 usage, 3 cannot run or stopped by --deadline, 130 stopped by a signal), json (the "
+                             "report; the same codes), nagios (one status line with perfdata; 0 OK, 1 WARNING, 2 "
+                             "CRITICAL, 3 UNKNOWN), npd (node-problem-detector: one message line; 0 OK or WARNING, "
+                             "1 CRITICAL, 2 UNKNOWN) (default: text)")
     parser.add_argument("--write-baseline", metavar="PATH", default=None,
                         help="also write the report here, to hold other nodes to (default: none)")
     parser.add_argument("--textfile-dir", metavar="DIR", default=None,
