@@ -1,4 +1,4 @@
-"""`ddplab check` stopped for real: SIGTERM while its sweep's ranks run, and its own --deadline. Each is UNKNOWN in
+"""`ddplab check` stopped for real: SIGTERM while its storm's ranks run, and its own --deadline. Each is UNKNOWN in
 every output and says why and what was not run; the textfile and the JUnit of an earlier OK run are replaced; the
 stop ends the ranks and leaves nothing running. One run of each: it writes the runner's line, the textfile and the
 JUnit, and the formats it was not asked for are made from its report, the same record every output comes from.
@@ -54,7 +54,7 @@ def sigtermed(tmp_path_factory):
     d = tmp_path_factory.mktemp("check-sigterm")
     proc = start_check(d, "--format", "nagios", "--deadline", "300")
     check = ddplab_process(proc)
-    wait_for(lambda: (d / "out" / "sweep").is_dir() and len(spawned_ranks(check)) == 2, proc, timeout=240)
+    wait_for(lambda: (d / "out" / "storm").is_dir() and len(spawned_ranks(check)) == 2, proc, timeout=240)
     ranks = spawned_ranks(check)
     check.send_signal(signal.SIGTERM)
     stopped_at = time.monotonic()
@@ -67,12 +67,12 @@ def test_a_sigtermed_check_is_nagios_unknown_saying_what_was_not_run(sigtermed):
     assert code == 3, out + err[-3000:]
     status, text, perf = parse_nagios(out)
     assert status == "UNKNOWN" and "check completed: stopped by SIGTERM after " in text, out
-    assert "sweep cut short; not run: ceiling, drill" in text
+    assert "storm cut short; not run: sweep, ceiling, drill" in text
     assert "CRITICAL" not in out, "a stop condemns nothing"
     assert took < 30, f"{took:.1f} s from SIGTERM to the exit"
     results = load_json(d / "out" / "report.json")["results"]
     assert results["status"] == "unknown" and results["stopped_by"] == "SIGTERM"
-    assert results["not_run"] == ["ceiling", "drill"] and float(perf["duration"]["max"]) == 300
+    assert results["not_run"] == ["sweep", "ceiling", "drill"] and float(perf["duration"]["max"]) == 300
 
 
 def test_the_textfile_and_the_junit_of_the_stopped_check_say_unknown(sigtermed):
@@ -86,7 +86,7 @@ def test_the_textfile_and_the_junit_of_the_stopped_check_say_unknown(sigtermed):
     root = ET.parse(d / "junit.xml").getroot()
     assert junit_problems(root) == []
     suite = root.find("testsuite")
-    assert suite.get("failures") == "0" and int(suite.get("errors")) >= 2  # the stop, and the sweep it cut
+    assert suite.get("failures") == "0" and int(suite.get("errors")) >= 2  # the stop, and the storm it cut
     assert any("stopped by SIGTERM" in e.get("message") for e in root.iter("error"))
 
 

@@ -31,7 +31,7 @@ def run_with_reader_gone(args, tmp_path) -> subprocess.CompletedProcess:
         os.close(write)
 
 
-@pytest.mark.parametrize("fmt, code", [("nagios", 2), ("json", 1), ("text", 1), ("npd", 1)])
+@pytest.mark.parametrize("fmt, code", [("nagios", 2), ("json", 1)])  # a line, and 100 kB
 def test_a_closed_stdout_keeps_the_exit_code_and_writes_no_traceback(fmt, code, tmp_path):
     done = run_with_reader_gone([*CRITICAL, "--format", fmt], tmp_path)
     assert done.returncode == code, done.stderr[-2000:]
