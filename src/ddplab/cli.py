@@ -2,14 +2,19 @@
 
 Exit codes (errors.ExitCode): 0 pass/warn, 1 a check failed, 2 bad usage (nothing
 was started), 3 this machine cannot run it, 70 a bug in ddplab (the traceback is in a
-file), 130 interrupted. A command that speaks a health-check runner's language (`ddplab check
---format nagios|npd`) says its errors in that language too, with that runner's exit code
-(its ``runner_error`` hook).
+file), 130 interrupted (Ctrl+C, SIGTERM or SIGHUP). A command that speaks a health-check runner's
+language (`ddplab check --format nagios|npd`) says its errors in that language too, with that
+runner's exit code (its ``runner_error`` hook).
+
+A reader that leaves early (`ddplab ... | head -1`) changes nothing: the rest of standard output
+goes to /dev/null, and the command ends and exits as it would have (``stdout_reader_may_leave``).
+`--json -` is standard output; what the command shows goes to standard error then.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -20,6 +25,7 @@ from pathlib import Path
 from . import __version__, commands, interrupts, numpy_warning, torch_floor
 from .errors import DdplabError, ExitCode, invalid_choice, printable
 from .files import check_output_file
+from .report import STDOUT
 
 
 class ArgumentsRefused(SystemExit):
@@ -49,9 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@interrupts.owned  # from the first line: Ctrl+C and SIGTERM become an orderly stop (interrupts.py)
+@interrupts.owned  # from the first line: Ctrl+C, SIGTERM and SIGHUP become an orderly stop (interrupts.py)
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    with stdout_reader_may_leave():
+        return _main(sys.argv[1:] if argv is None else argv)
+
+
+def _main(argv: list[str]) -> int:
     if argv and not argv[0].startswith("-") and argv[0] not in commands.COMMANDS:
         err = invalid_choice("command", argv[0], commands.COMMANDS)
         print(err.render(), file=sys.stderr)
@@ -73,14 +83,15 @@ def main(argv: list[str] | None = None) -> int:
 
     from .display import make_console
 
-    console = make_console()
+    json_path = getattr(args, "json", None)
+    console = make_console(stderr=json_path == STDOUT)  # `--json -`: standard output is the JSON's alone
     module = commands.load(args.command)
     try:
         if args.command not in commands.WITHOUT_TORCH:  # a torch older than the floor: one sentence, exit 3
             torch_floor.require_supported()
         module.validate(args)
-        if getattr(args, "json", None):  # written at the end: refuse now what could not be written then
-            check_output_file(args.json, "--json")
+        if json_path and json_path != STDOUT:  # written at the end: refuse now what could not be written then
+            check_output_file(json_path, "--json")
         return int(module.main(args, console))
     except DdplabError as exc:
         print(exc.render(), file=sys.stderr)
@@ -92,6 +103,57 @@ def main(argv: list[str] | None = None) -> int:
         line = internal_error_line(args, exc, write_traceback(args))
         print(line, file=sys.stderr)
         return _exit(argv, ExitCode.INTERNAL, line)
+
+
+class _ReaderMayLeave:
+    """Standard output whose reader may close its end: the first write or flush that meets the closed pipe points
+    the descriptor at /dev/null, so that the command goes on and the interpreter's last flush does not fail (as
+    pip and the Python documentation do on EPIPE). Everything else is the stream's own."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._to_devnull()
+            return len(text)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._to_devnull()
+
+    def _to_devnull(self):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        finally:
+            os.close(devnull)
+        with contextlib.suppress(BrokenPipeError):
+            self._stream.flush()  # what was still buffered goes to /dev/null too
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def stdout_reader_may_leave():
+    """sys.stdout is a _ReaderMayLeave inside the block, and is flushed at its end, where a closed pipe is still
+    this block's to absorb."""
+    real = sys.stdout
+    if real is None:
+        yield
+        return
+    guarded = _ReaderMayLeave(real)
+    sys.stdout = guarded
+    try:
+        yield
+    finally:
+        guarded.flush()
+        sys.stdout = real
 
 
 def in_runner_format(argv: list[str], exit_code: int, message: str) -> int | None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from contextlib import contextmanager
 
 from rich.console import Console
 from rich.markup import escape as escape_markup
 from rich.table import Table
 
-from .errors import printable
+from . import interrupts
+from .errors import ExitCode, printable
 from .report import human_bytes
 
 VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red", "skip": "dim"}
@@ -25,20 +25,21 @@ def escape(text: str) -> str:
 
 class _Console(Console):
     def on_broken_pipe(self) -> None:
-        """The reader of stdout went away (`ddplab run | head -1`): the run goes on without a screen and still
+        """The reader of its stream went away (`ddplab run | head -1`): the run goes on without a screen and still
         writes its report, with its own exit code. rich's own handling exits at once (SystemExit(1)): the lab
         then wrote no report, and a job that passed exited 1."""
         self.quiet = True
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # Python's own writes and its flush at exit find an open file too
+        os.dup2(devnull, self.file.fileno())  # Python's own writes and its flush at exit find an open file too
         os.close(devnull)
 
 
-def make_console() -> Console:
-    console = _Console(highlight=False)
+def make_console(stderr: bool = False) -> Console:
+    """The command's console: standard output, or standard error when standard output carries a JSON document."""
+    console = _Console(highlight=False, stderr=stderr)
     if not console.is_terminal and "COLUMNS" not in os.environ:
         # Logs and CI: wide enough that tables and the nccl-tests layout do not fold.
-        console = _Console(highlight=False, width=160)
+        console = _Console(highlight=False, width=160, stderr=stderr)
     return console
 
 
@@ -182,7 +183,8 @@ def footer(console, session, verdict, summary: str) -> None:
 
 
 def finish(report, render, json_path: str | None, console) -> int:
-    """What every command ends with: write the report if asked, show it, map its verdict to an exit code.
+    """What every command ends with: write the report if asked, show it, map its verdict to an exit code; a
+    command that a stop signal reached exits 130, whatever it judged (its report says it was interrupted).
 
     Written first: a verdict is printed only once its report is safely stored, never a PASS
     followed by a write error.
@@ -192,4 +194,10 @@ def finish(report, render, json_path: str | None, console) -> int:
     if json_path:
         write_json(report.to_json(), json_path)
     render(report, console)
-    return report.verdict.exit_code
+    return stopped_exit_code(report.verdict.exit_code)
+
+
+def stopped_exit_code(code: int) -> int:
+    """``code``, or 130 when a stop signal came while the command ran."""
+    stop = interrupts.requested()
+    return ExitCode.INTERRUPTED if stop is not None and stop != interrupts.DEADLINE else code

@@ -12,6 +12,9 @@ swallowed. It becomes a *stop request*, acted on at the next safe point:
 A second signal outside a launch raises KeyboardInterrupt: the way out of a step that is slow
 to reach a safe point. Inside a launch further signals are absorbed, because elastic's
 teardown (SIGTERM, then SIGKILL after its shutdown timeout) is already bounded.
+
+A command's own deadline (``deadline``: `ddplab check --deadline`) is the same stop request, raised by a
+timer instead of a signal, so that it ends ranks and stages exactly as Ctrl+C does.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import time
 from typing import Callable
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+DEADLINE = "deadline"  # what ``requested`` says when a command's deadline, not a signal, asked for the stop
 
 
 class _StopState:
@@ -77,7 +81,7 @@ def handlers_restored(signals):
 
 
 def requested() -> str | None:
-    """The name of the stop signal received so far (SIGINT, SIGTERM, SIGHUP), or None."""
+    """What asked for the stop first: a signal's name (SIGINT, SIGTERM, SIGHUP), DEADLINE, or None."""
     return _state.requested
 
 
@@ -107,8 +111,28 @@ def raising(make_exception: Callable[[str], BaseException]):
         _state.raise_in_launch = None
 
 
+@contextlib.contextmanager
+def deadline(seconds: float | None):
+    """Inside the block, ``seconds`` from now the stop is requested as if a stop signal had come (``requested``
+    says DEADLINE). A timer signal (SIGALRM) carries it to the main thread, where the stop path runs; None or
+    outside the main thread: no deadline."""
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: _request_stop(DEADLINE))
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))  # 0 would disarm it: a deadline already past
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _on_stop_signal(signum, frame) -> None:
-    name = signal.Signals(signum).name
+    _request_stop(signal.Signals(signum).name)
+
+
+def _request_stop(name: str) -> None:
     first = _state.requested is None
     if first:
         _state.requested, _state.requested_at = name, time.time()

@@ -113,7 +113,8 @@ def run_stages(config: RunConfig, plan: list[Stage], out: Path, console, platfor
             report = run_stage(records, stage, console)
         except KeyboardInterrupt:  # a second Ctrl+C: the stage was cut short
             interrupted = True
-            records.append(StageRecord(stage.name, stage.command_line, Verdict.FAIL, "interrupted by the user"))
+            records.append(StageRecord(stage.name, stage.command_line, Verdict.FAIL, "interrupted by the user",
+                                       error="interrupted"))
             break
         if report is not None and isinstance(report.results, Interruptible) and report.results.interrupted:
             # its ranks or drills were stopped

@@ -8,15 +8,25 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 
-def write_json(doc: dict, path: str | Path) -> Path:
+STDOUT = "-"  # `--json -`: the JSON goes to standard output
+
+
+def write_json(doc: dict, path: str | Path) -> Path | None:
     """Write the document atomically: a full disk leaves the previous file (or none), never half a JSON. Its
-    directory exists (checked before the run: files.check_output_file; a lab's own directory): none is made."""
+    directory exists (checked before the run: files.check_output_file; a lab's own directory): none is made.
+    STDOUT ("-"): printed to standard output instead (None returned)."""
     from .files import write_text_atomic
 
-    return write_text_atomic(path, json.dumps(doc, indent=2) + "\n")
+    text = json.dumps(doc, indent=2) + "\n"
+    if str(path) == STDOUT:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return None
+    return write_text_atomic(path, text)
 
 
 def percentile(values: list[float], q: float) -> float | None:

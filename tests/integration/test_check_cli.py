@@ -23,8 +23,8 @@ NODES = {
 EXIT = {"pass": {"text": 0, "json": 0, "nagios": 0, "npd": 0},
         "warn": {"text": 0, "json": 0, "nagios": 1, "npd": 0},
         "fail": {"text": 1, "json": 1, "nagios": 2, "npd": 1},
-        "cannot run": {"text": 3, "json": 3, "nagios": 3, "npd": 3},
-        "bad usage": {"text": 2, "json": 2, "nagios": 3, "npd": 3}}
+        "cannot run": {"text": 3, "json": 3, "nagios": 3, "npd": 2},
+        "bad usage": {"text": 2, "json": 2, "nagios": 3, "npd": 2}}
 
 
 def _run(argv, capsys) -> tuple[int, str, str]:
@@ -69,7 +69,7 @@ def test_exit_code_and_stdout_for_a_judged_node(node, fmt, capsys, tmp_path):
 def test_a_machine_that_cannot_run_the_check_is_unknown(fmt, capsys, tmp_path):
     """No such device here: the environment cannot be read, nothing else runs, the node is UNKNOWN."""
     code, out, err = _run(["check", "--device", "cuda", "--out", str(tmp_path / "out"), "--format", fmt,
-                           "--textfile-dir", str(tmp_path)], capsys)
+                           "--textfile-dir", str(tmp_path), "--junit", str(tmp_path / "junit.xml")], capsys)
     assert code == EXIT["cannot run"][fmt], out + err
     doc = json.loads((tmp_path / "out" / "report.json").read_text())
     assert [s["name"] for s in doc["results"]["stages"]] == ["env", "leftovers"], "nothing ran after env"
@@ -80,6 +80,8 @@ def test_a_machine_that_cannot_run_the_check_is_unknown(fmt, capsys, tmp_path):
         assert out.startswith("UNKNOWN: ")
     families = {f.name: f for f in text_string_to_metric_families((tmp_path / "ddplab_check.prom").read_text())}
     assert families["ddplab_check_overall_status"].samples[0].value == 3
+    suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
+    assert suite.get("failures") == "0" and int(suite.get("errors")) >= 1
 
 
 USAGE = [
@@ -154,7 +156,7 @@ def test_a_check_report_is_drawn_again_by_ddplab_report(capsys, tmp_path):
     assert "collective results correct" in page and "FAIL" in page
 
 
-@pytest.mark.parametrize("fmt, code", [("text", 70), ("nagios", 3), ("npd", 3)])
+@pytest.mark.parametrize("fmt, code", [("text", 70), ("nagios", 3), ("npd", 2)])
 def test_a_bug_is_70_or_the_runners_unknown_with_one_line(fmt, code, capsys, monkeypatch, tmp_path):
     import tempfile
 
@@ -170,3 +172,43 @@ def test_a_bug_is_70_or_the_runners_unknown_with_one_line(fmt, code, capsys, mon
         assert parse_nagios(out)[0] == "UNKNOWN" and "judge bug" in out
     elif fmt == "npd":
         assert out.startswith("UNKNOWN: internal-error: ddplab check broke") and out.count("\n") == 1
+
+
+@pytest.mark.parametrize("fmt", ["text", "nagios"])
+def test_a_check_that_cannot_run_replaces_an_older_ok_textfile_and_writes_the_junit(fmt, capsys, tmp_path):
+    """A bad --thresholds file: exit 2 (or the runner's UNKNOWN), and what the collectors read says UNKNOWN and
+    why, never the earlier run's OK."""
+    textfile = tmp_path / "textfile"
+    textfile.mkdir()
+    (textfile / "ddplab_check.prom").write_text("# TYPE ddplab_check_overall_status gauge\n"
+                                                "ddplab_check_overall_status 0.0\n")
+    missing = tmp_path / "fleet.toml"
+    code, out, err = _run(["check", "--from-report", str(FIXTURE), "--thresholds", str(missing), "--format", fmt,
+                           "--textfile-dir", str(textfile), "--junit", str(tmp_path / "junit.xml")], capsys)
+    assert code == {"text": 2, "nagios": 3}[fmt], out + err
+    families = {f.name: f for f in text_string_to_metric_families((textfile / "ddplab_check.prom").read_text())}
+    assert families["ddplab_check_overall_status"].samples[0].value == 3
+    assert [(s.labels["check"], s.value) for s in families["ddplab_check_status"].samples] == [("check.ran", 3)]
+    assert [p.name for p in textfile.iterdir()] == ["ddplab_check.prom"], "replaced whole: no temporary file left"
+    (error,) = ET.parse(tmp_path / "junit.xml").getroot().iter("error")
+    assert error.get("type") == "UNKNOWN" and str(missing) in error.get("message")
+
+
+def test_a_judged_report_keeps_its_own_time_in_the_textfile(capsys, tmp_path):
+    """--from-report: the last-run timestamp is the report's (a staleness alert must see an old report as old)."""
+    import datetime
+
+    code, _, _ = _run(["check", "--from-report", str(FIXTURE), "--textfile-dir", str(tmp_path / "a"),
+                       "--write-baseline", str(tmp_path / "check.json")], capsys)
+    assert code == 0
+    created = datetime.datetime.fromisoformat(json.loads(FIXTURE.read_text())["created_utc"]).timestamp()
+
+    def stamp(directory):
+        text = (tmp_path / directory / "ddplab_check.prom").read_text()
+        return {f.name: f for f in text_string_to_metric_families(text)}[
+            "ddplab_check_last_run_timestamp_seconds"].samples[0].value
+
+    assert stamp("a") == created
+    code, _, _ = _run(["check", "--from-report", str(tmp_path / "check.json"), "--textfile-dir", str(tmp_path / "b")],
+                      capsys)
+    assert code == 0 and stamp("b") == created, "a check's report judged again keeps the time it was judged for"

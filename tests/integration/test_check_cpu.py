@@ -27,7 +27,7 @@ def healthy(tmp_path_factory):
                                        'warning = 1000000.0\n\n[[machine.busbw]]\nop = "*"\nwarning = 0.000001\n')
     proc = run_cli("check", "--out", str(d / "out"), "--format", "nagios", "--textfile-dir", str(d / "textfile"),
                    "--junit", str(d / "junit.xml"), "--write-baseline", str(d / "baseline.json"),
-                   "--thresholds", str(d / "thresholds.toml"), cwd=d, alone=True, timeout=300)
+                   "--thresholds", str(d / "thresholds.toml"), "--deadline", "240", cwd=d, alone=True, timeout=300)
     return proc, d
 
 
@@ -36,7 +36,7 @@ def degraded(tmp_path_factory):
     d = tmp_path_factory.mktemp("check-bad")
     proc = run_cli("check", "--out", str(d / "out"), "--format", "npd", "--textfile-dir", str(d / "textfile"),
                    "--junit", str(d / "junit.xml"), "--inject", "leftover", "--inject", "slow:all_gather",
-                   "--inject", "wrong:all_reduce", cwd=d, alone=True, timeout=300)
+                   "--inject", "wrong:all_reduce", "--deadline", "240", cwd=d, alone=True, timeout=300)
     return proc, d
 
 

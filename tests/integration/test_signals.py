@@ -117,7 +117,7 @@ def test_sigterm_before_any_rank_started_still_writes_an_interrupted_report(tmp_
     wait_for(run_dir.is_dir, proc)  # planned, run directory made, no rank yet
     os.kill(proc.pid, signal.SIGTERM)
     out = finish(proc, tmp_path)
-    assert proc.returncode == 1, out[-3000:]  # a run stopped by a signal: report written, check failed
+    assert proc.returncode == 130, out[-3000:]  # a run stopped by a signal: report written, exit 130
     results = load_json(report)["results"]
     assert results["interrupted"] is True and "SIGTERM" in results["launcher_error"]
     assert "Traceback" not in out
@@ -133,7 +133,7 @@ def test_sigint_while_ranks_start_is_an_orderly_quiet_stop(tmp_path, target):
                  tmp_path)
     ranks = wait_for(lambda: len(spawned_ranks(proc)) == 2 and spawned_ranks(proc), proc)
     out = ctrl_c(proc, target, tmp_path)
-    assert proc.returncode == 1, out[-3000:]
+    assert proc.returncode == 130, out[-3000:]
     assert load_json(report)["results"]["interrupted"] is True
     assert "KeyboardInterrupt" not in out and "Traceback" not in out, out[-3000:]
     assert "KeyboardInterrupt" not in rank_logs(run_dir)
@@ -151,7 +151,7 @@ def test_sigint_to_a_drill_stops_its_child_launcher_and_reaps_everything(tmp_pat
     tree = psutil.Process(proc.pid).children(recursive=True)
     os.kill(proc.pid, signal.SIGINT)
     out = finish(proc, tmp_path)
-    assert proc.returncode == 1, out[-3000:]
+    assert proc.returncode == 130, out[-3000:]
     doc = load_json(report)
     assert doc["results"]["interrupted"] is True and doc["verdict"] == "fail"
     assert doc["results"]["drills"][0]["interrupted"] is True

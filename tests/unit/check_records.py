@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ddplab.check.inject import apply_row_faults
-from ddplab.check.judge import Expectations, judge
+from ddplab.check.judge import Expectations, Stop, judge
 from ddplab.check.record import CheckRecord
 from ddplab.records import Verdict
 from ddplab.records.clean import Orphan
@@ -46,8 +46,8 @@ def with_stage_skipped(stages: list[StageRecord], name: str, why: str = "device 
 
 
 def judged(*inject: str, stages: list[StageRecord] | None = None, expectations: Expectations = Expectations(),
-           interrupted: bool = False) -> CheckRecord:
+           stop: Stop | None = None) -> CheckRecord:
     report = fixture()
     stages = stages if stages is not None else stages_of(report)
-    return judge(apply_row_faults(stages, inject), report.platform, expectations, interrupted=interrupted,
+    return judge(apply_row_faults(stages, inject), report.platform, expectations, stop=stop, deadline_s=50.0,
                  duration_s=21.5, out="/tmp/check", injected=list(inject))

@@ -32,12 +32,19 @@ def test_the_thresholds_file_and_the_configmaps_load():
     assert {r["alert"] for r in rules["groups"][0]["rules"]} >= {"DdplabNodeCritical", "DdplabCheckStale"}
 
 
-def test_the_npd_monitor_config_names_the_plugin_and_its_condition():
+def test_the_npd_monitor_config_names_the_plugin_and_its_conditions():
     config = json.loads((FLEET / "node-problem-detector" / "ddplab-check-monitor.json").read_text())
+    # concurrency 1: NPD runs the rules one after the other, in order, so the warning rule reads this round's check
     assert config["plugin"] == "custom" and config["pluginConfig"]["concurrency"] == 1
-    (rule,) = config["rules"]
-    assert rule["type"] == "permanent" and rule["condition"] == config["conditions"][0]["type"]
-    assert Path(rule["path"]).name == "ddplab-npd-plugin.sh"
+    conditions = {c["type"]: c for c in config["conditions"]}
+    check, warning = config["rules"]
+    assert [check["args"], warning["args"]] == [["check"], ["warning"]]
+    for rule in (check, warning):
+        assert rule["type"] == "permanent" and Path(rule["path"]).name == "ddplab-npd-plugin.sh"
+        default = conditions[rule["condition"]]["reason"]
+        # NPD: True has the rule's reason, False and Unknown both the condition's default one
+        assert rule["reason"] != default and "Passed" not in default and "OK" not in default
+    assert check["condition"] != warning["condition"]
 
 
 def _fake_ddplab(tmp_path: Path, *extra: str) -> Path:
@@ -74,6 +81,13 @@ def test_slurm_wrapper_keeps_a_good_node_and_drains_a_critical_one_with_the_stat
     proc, drained = _slurm(tmp_path / "warn-drain", "--inject", "slow:all_reduce", DDPLAB_DRAIN_ON_WARNING="1")
     assert proc.returncode == 1 and "State=DRAIN" in drained
 
+    proc, drained = _slurm(tmp_path / "unknown", "--thresholds", "/nonexistent/fleet.toml")
+    assert proc.returncode == 1 and "Reason=DDPLAB UNKNOWN - invalid-thresholds: " in drained
+    proc, drained = _slurm(tmp_path / "unknown-kept", "--thresholds", "/nonexistent/fleet.toml",
+                           DDPLAB_DRAIN_ON_UNKNOWN="0")
+    assert proc.returncode == 0 and drained == "", "kept, and the line logged"
+    assert "rc=3 DDPLAB UNKNOWN - " in (tmp_path / "unknown-kept" / "check.log").read_text()
+
     proc, drained = _slurm(tmp_path / "bad", "--inject", "wrong:all_reduce")
     assert proc.returncode == 1, proc.stderr
     lines = drained.splitlines()
@@ -83,11 +97,23 @@ def test_slurm_wrapper_keeps_a_good_node_and_drains_a_critical_one_with_the_stat
 
 
 @pytest.mark.skipif(not shutil.which("bash"), reason="needs bash")
-def test_npd_plugin_prints_one_message_line_with_npds_exit_codes(tmp_path):
+@pytest.mark.parametrize("extra, status, check_exit, warning_exit", [
+    ((), "OK", 0, 0),
+    (("--inject", "slow:all_reduce"), "WARNING", 0, 1),
+    (("--inject", "wrong:all_reduce"), "CRITICAL", 1, 0),
+    (("--thresholds", "/nonexistent/fleet.toml"), "UNKNOWN", 2, 2),
+])
+def test_npd_plugin_gives_each_status_to_the_condition_that_shows_it(extra, status, check_exit, warning_exit,
+                                                                     tmp_path):
+    """Exit 1 is NPD's True (the rule's reason, the line as the message), 0 its False (the line dropped), 2 its
+    Unknown (the line kept): CRITICAL raises the problem condition, WARNING the degraded one, UNKNOWN makes both
+    Unknown with the line saying why."""
     plugin = FLEET / "node-problem-detector" / "ddplab-npd-plugin.sh"
-    for extra, code, start in (((), 0, "OK: "), (("--inject", "wrong:all_reduce"), 1, "CRITICAL: ")):
-        proc = subprocess.run(["bash", str(plugin)], capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "DDPLAB": str(_fake_ddplab(tmp_path, *extra)),
-                                   "DDPLAB_STATE": str(tmp_path / "state")})
-        assert proc.returncode == code and proc.stdout.startswith(start) and proc.stdout.count("\n") == 1, \
-            proc.stdout + proc.stderr
+    env = {**os.environ, "DDPLAB": str(_fake_ddplab(tmp_path, *extra)), "DDPLAB_STATE": str(tmp_path / "state")}
+    check = subprocess.run(["bash", str(plugin), "check"], capture_output=True, text=True, timeout=120, env=env)
+    assert check.returncode == check_exit and check.stdout.startswith(f"{status}: "), check.stdout + check.stderr
+    assert check.stdout.count("\n") == 1
+    warning = subprocess.run(["bash", str(plugin), "warning"], capture_output=True, text=True, timeout=30, env=env)
+    assert warning.returncode == warning_exit, warning.stdout + warning.stderr
+    if warning_exit:  # the message NPD keeps: the check's own line
+        assert warning.stdout == check.stdout

@@ -2,6 +2,7 @@
 
 import os
 import signal
+import time
 
 import pytest
 
@@ -59,3 +60,25 @@ def test_owned_puts_the_process_handlers_back():
 
     assert command() == "SIGTERM"
     assert signal.getsignal(signal.SIGTERM) is before and interrupts.requested() is None
+
+
+def test_sighup_is_a_stop_signal_too(owned):
+    os.kill(os.getpid(), signal.SIGHUP)
+    assert interrupts.requested() == "SIGHUP"
+
+
+def test_a_deadline_is_the_same_stop_request_raised_in_a_launch(owned):
+    with pytest.raises(Stop, match=interrupts.DEADLINE):
+        with interrupts.deadline(0.05), interrupts.raising(lambda name: Stop(name)):
+            time.sleep(5)  # the stop arrives while "ranks run", and raises: never the 5 s
+    assert interrupts.requested() == interrupts.DEADLINE
+
+
+def test_a_deadline_outside_a_launch_is_recorded_and_disarmed_on_exit(owned):
+    before = signal.getsignal(signal.SIGALRM)
+    with interrupts.deadline(0.05):
+        waited = time.monotonic()
+        while interrupts.requested() is None and time.monotonic() - waited < 5:
+            time.sleep(0.01)
+    assert interrupts.requested() == interrupts.DEADLINE
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0) and signal.getsignal(signal.SIGALRM) is before

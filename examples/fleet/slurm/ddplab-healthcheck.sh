@@ -15,8 +15,19 @@
 # and the whole status line and the report's path in /var/log/ddplab/healthcheck.log; `ddplab report
 # /var/lib/ddplab/runs/<time>/report.json` draws the node's page again.
 #
+# slurmd kills a HealthCheckProgram that runs past 60 s. The check ends itself first: its --deadline (50 s by
+# default, counted from ddplab's start) stops the running stage's ranks and says UNKNOWN, naming what was not run;
+# that leaves 10 s to stop and write. A node whose check needs longer (8 GPUs) needs a larger DDPLAB_DEADLINE and a
+# prolog rather than the health check.
+#
+# What each status does here: OK keeps the node; WARNING keeps it (DDPLAB_DRAIN_ON_WARNING=1 drains it);
+# CRITICAL drains it with the status line as the reason; UNKNOWN (cannot run here, a bad thresholds file, a bug,
+# stopped by a signal or the deadline) drains it too, with "DDPLAB UNKNOWN - <why>" as the reason: a node that
+# could not be checked gets no job (DDPLAB_DRAIN_ON_UNKNOWN=0 keeps it, and only logs the line).
+#
 # Settings (environment): DDPLAB (the ddplab command), DDPLAB_THRESHOLDS (a thresholds file, optional),
-# DDPLAB_STATE (runs, textfile, log), DDPLAB_KEEP (runs to keep), DDPLAB_DRAIN_ON_WARNING=1 (drain on WARNING too).
+# DDPLAB_DEADLINE (seconds, optional), DDPLAB_STATE (runs, textfile, log), DDPLAB_KEEP (runs to keep),
+# DDPLAB_DRAIN_ON_WARNING=1, DDPLAB_DRAIN_ON_UNKNOWN=0.
 set -u
 
 DDPLAB=${DDPLAB:-ddplab}
@@ -30,6 +41,7 @@ mkdir -p "$STATE/runs" "$(dirname "$LOG")"
 out="$STATE/runs/$(date +%Y%m%dT%H%M%S)"
 args=(check --format nagios --out "$out" --textfile-dir "$STATE/textfile")
 if [ -n "${DDPLAB_THRESHOLDS:-}" ]; then args+=(--thresholds "$DDPLAB_THRESHOLDS"); fi
+if [ -n "${DDPLAB_DEADLINE:-}" ]; then args+=(--deadline "$DDPLAB_DEADLINE"); fi
 
 status=$("$DDPLAB" "${args[@]}" 2>>"$LOG")
 rc=$?
@@ -40,12 +52,13 @@ printf '%s %s rc=%s %s (report: %s/report.json)\n' "$(date -Is)" "$NODE" "$rc" "
 # Keep the last $KEEP runs.
 ls -1dt "$STATE"/runs/*/ 2>/dev/null | tail -n +"$((KEEP + 1))" | xargs -r rm -rf
 
-# Nagios exit codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (bad usage, cannot run here, a bug).
+# Nagios exit codes: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (bad usage, cannot run here, a bug, a stop).
 drain=0
 case $rc in
   0) drain=0 ;;
   1) [ "${DDPLAB_DRAIN_ON_WARNING:-0}" = 1 ] && drain=1 ;;
-  *) drain=1 ;;
+  2) drain=1 ;;
+  *) [ "${DDPLAB_DRAIN_ON_UNKNOWN:-1}" = 1 ] && drain=1 ;;
 esac
 if [ "$drain" = 1 ]; then
   "$SCONTROL" update NodeName="$NODE" State=DRAIN Reason="${summary:0:200}"

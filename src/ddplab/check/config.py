@@ -16,6 +16,10 @@ from ..validators import MAX_NODES, MAX_NPROC, percent_text
 DEFAULT_TOLERANCE = 0.05
 MAX_TOLERANCE = 0.99  # a busbw floor at 1% of the baseline's still means something; 100% means nothing
 DEFAULT_STAGE_DEADLINE_S = 60.0
+# Slurm kills a HealthCheckProgram that runs past 60 s. The check ends itself 10 s before that, so that stopping the
+# running stage's ranks, the leftover check and writing the report and the runner's files still fit.
+SLURM_HEALTH_CHECK_LIMIT_S = 60.0
+DEFAULT_DEADLINE_S = 50.0
 INJECTIONS = ("slow:OP", "wrong:OP", "leftover")
 TOLERANCE = Range(0, MAX_TOLERANCE, reference="invalid-tolerance")
 
@@ -47,6 +51,11 @@ class CheckConfig:
     """Output directory, new or empty; default: ./ddplab-runs/check-<id>."""
     stage_deadline_s: float = option("--stage-deadline", default=DEFAULT_STAGE_DEADLINE_S, range=SECONDS)
     """Seconds without progress before a stage's ranks are cut."""
+    deadline_s: float = option("--deadline", default=DEFAULT_DEADLINE_S, range=SECONDS, metavar="S")
+    """Seconds from ddplab's start after which the check stops itself (the running stage's ranks ended, the stages
+    after it not run) and says UNKNOWN, naming what was not run. The default stays under the 60 s after which
+    Slurm kills a HealthCheckProgram, with 10 s left to stop and write the report; a check that needs longer (8
+    devices) needs a larger value and a runner that allows it."""
     thresholds: str | None = option("--thresholds", default=None, metavar="FILE")
     """TOML file of busbw and latency bounds per machine type; default: the built-in bounds."""
     baseline: str | None = option("--baseline", default=None, metavar="REPORT")

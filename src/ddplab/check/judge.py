@@ -5,6 +5,11 @@ a stage that could not run here -> UNKNOWN), with two built-in changes a node ch
 the machine are CRITICAL (the next job would share the device with them), and the storm's own latency line
 gives way to a latency bound where the expectations set one. Then the rules (rules.py): a thresholds file's
 entry for this machine type, a baseline, and, where neither bounds busbw, busbw as a share of the copy ceiling.
+
+A check that was stopped (a stop signal, or its own --deadline) says so first, in an UNKNOWN row naming what
+stopped it and the stages it left out; what the stage it cut short failed to finish is UNKNOWN too, as a stop
+says nothing about the node. The node is then UNKNOWN, unless a stage that finished before the stop found a
+CRITICAL fault: that is a fact about the node whatever came after it (Status.worst).
 """
 
 from __future__ import annotations
@@ -13,13 +18,15 @@ import re
 import time
 from dataclasses import dataclass, replace
 
+from ..interrupts import DEADLINE
 from ..lab import stage_checks
 from ..records import Verdict
+from ..records.hooks import InSession, Interruptible
 from ..records.run import StageRecord
 from . import rules
 from .baseline import Baseline
 from .metrics import machine_type, metrics_of, stage_of
-from .record import CheckRecord, MachineType, NodeCheck, Status
+from .record import CheckRecord, MachineType, Metrics, NodeCheck, Reading, Status
 from .thresholds import Thresholds
 
 BUILT_IN = "built-in defaults: exact data, nothing left behind, every measurement's own checks, busbw as a " \
@@ -35,42 +42,107 @@ class Expectations:
     baseline: Baseline | None = None
 
 
-def judge(stages: list[StageRecord], platform, expectations: Expectations, *, interrupted: bool = False,
+@dataclass(frozen=True)
+class Stop:
+    """What ended a check before its stages all ran: a stop signal's name or DEADLINE, and the stages left out."""
+
+    by: str
+    not_run: tuple[str, ...] = ()
+
+
+def judge(stages: list[StageRecord], platform, expectations: Expectations, *, stop: Stop | None = None,
           duration_s: float | None = None, out: str = "", from_report: str | None = None,
-          injected: list[str] = ()) -> CheckRecord:
+          injected: list[str] = (), finished_unix: float | None = None, deadline_s: float | None = None
+          ) -> CheckRecord:
+    """``finished_unix``: when the stages ended (a report judged again keeps its own time); default now.
+    ``deadline_s``: the --deadline the stages ran under."""
     machine = machine_type(platform)
     metrics = metrics_of(stages)
     rows, sources = _rules(stages, machine, metrics, expectations)
     has_latency_bound = any(r.key.startswith(("latency.", "baseline.latency.")) for r in rows)
-    checks = _stage_rows(stages, has_latency_bound) + rows
-    if interrupted:
-        checks.append(NodeCheck("check.completed", "check", "check completed", Status.UNKNOWN,
-                                "interrupted: partial report", "every stage runs",
-                                "a stop signal (Ctrl+C, SIGTERM) ended the check early", "run the check again"))
+    checks = _stage_rows(stages, has_latency_bound, stopped=stop is not None) + rows
+    if stop is not None:  # first: what a runner shows of an UNKNOWN node is why it is unknown
+        checks.insert(0, _stopped_row(stop, stages, duration_s, deadline_s))
     checks = _unique_keys(checks)
     status = Status.worst(c.status for c in checks)
     return CheckRecord(status=status, summary=summary_line(status, checks), machine=machine, expectations=sources,
-                       node_checks=checks, metrics=metrics, finished_unix=round(time.time(), 3), stages=stages,
-                       interrupted=interrupted, duration_s=duration_s, out=out, from_report=from_report,
-                       injected=list(injected))
+                       node_checks=checks, metrics=metrics,
+                       finished_unix=round(time.time() if finished_unix is None else finished_unix, 3),
+                       stages=stages, interrupted=stop is not None, stopped_by=stop.by if stop else None,
+                       not_run=list(stop.not_run) if stop else [], duration_s=duration_s, deadline_s=deadline_s,
+                       out=out, from_report=from_report, injected=list(injected))
 
 
-def _stage_rows(stages: list[StageRecord], has_latency_bound: bool) -> list[NodeCheck]:
+def not_judged(message: str, next_step: str) -> CheckRecord:
+    """The record of a check that could not run at all (a bad thresholds file, an error in ddplab, a stop before
+    it began): UNKNOWN, saying why, so that the runners' files say so instead of keeping an older answer."""
+    row = NodeCheck("check.ran", "check", "ran", Status.UNKNOWN, message, "the check runs",
+                    "a check that could not run says nothing about the node", next_step)
+    return CheckRecord(status=Status.UNKNOWN, summary=summary_line(Status.UNKNOWN, [row]), machine=None,
+                       expectations=[], node_checks=[row], metrics=Metrics(), finished_unix=round(time.time(), 3))
+
+
+def _stopped_row(stop: Stop, stages: list[StageRecord], duration_s: float | None, deadline_s: float | None
+                 ) -> NodeCheck:
+    if stop.by == DEADLINE:
+        who = f"its {deadline_s:g} s deadline" if deadline_s is not None else "its deadline"
+        next_step = ("give it a larger --deadline where the runner allows one (a check on 8 devices needs about "
+                     "60 s), or find what made it slow in the report")
+    else:
+        who = stop.by
+        next_step = "run the check again"
+    parts = [f"stopped by {who}" + (f" after {duration_s:g} s" if duration_s is not None else "")]
+    cut = [s.name for s in stages if cut_short(s)]
+    if cut:
+        parts.append(f"{', '.join(cut)} cut short")
+    parts.append(f"not run: {', '.join(stop.not_run)}" if stop.not_run else "every stage had started")
+    return NodeCheck("check.completed", "check", "completed", Status.UNKNOWN, "; ".join(parts),
+                     "every stage runs", "a check that was stopped says nothing about the node (UNKNOWN), but for "
+                                         "faults the stages that finished found", next_step)
+
+
+def cut_short(stage: StageRecord) -> bool:
+    """The stage a stop ended while it ran (its ranks or drills stopped, or a second Ctrl+C)."""
+    if stage.error == "interrupted":
+        return True
+    results = stage.report.results if stage.report is not None else None
+    stopped = [results, results.session if isinstance(results, InSession) else None]  # a drill's, or its ranks'
+    return any(isinstance(r, Interruptible) and r.interrupted for r in stopped)
+
+
+def _stage_rows(stages: list[StageRecord], has_latency_bound: bool, stopped: bool = False) -> list[NodeCheck]:
     out = []
     for stage in stages:
+        stopped_here = stopped and cut_short(stage)
         for c in stage_checks(stage):
             if has_latency_bound and (stage.name, c.check) in SUPERSEDED_BY_LATENCY:
                 continue
             status, rule = Status.of(c.verdict), f"{stage.name}'s own check: {c.meaning}"
-            if c.verdict is Verdict.SKIP and stage.verdict is not Verdict.SKIP:
+            not_applicable = c.verdict is Verdict.SKIP and stage.verdict is not Verdict.SKIP
+            if not_applicable:
                 # a row that does not apply to this node (one device: no "one rank per device"), in a stage that
                 # ran: nothing unknown about the node
                 status, rule = Status.OK, f"{stage.name}: does not apply here ({c.value})"
             if (stage.name, c.check) in ESCALATED and status is Status.WARNING:
                 status, rule = ESCALATED[(stage.name, c.check)]
+            if stopped_here and status is not Status.OK:
+                status, rule = Status.UNKNOWN, f"the stop cut {stage.name} short: {rule}"
             out.append(NodeCheck(f"{stage.name}.{slug(c.check)}", stage.name, c.check, status, c.value, c.threshold,
-                                 rule, c.next_step, duration_s=stage.duration_s))
+                                 rule, c.next_step, reading=_reading(stage, c), duration_s=stage.duration_s,
+                                 not_applicable=not_applicable))
     return out
+
+
+def _reading(stage: StageRecord, check) -> Reading | None:
+    """The number behind a stage's own row, with the level it was judged against, where a runner charts it: the
+    storm's mean latency, CRITICAL above the storm's threshold."""
+    if (stage.name, check.check) not in SUPERSEDED_BY_LATENCY or stage.report is None:
+        return None
+    results = stage.report.results
+    summary = getattr(results, "summary", None)
+    if summary is None or getattr(results, "threshold_us", None) is None:
+        return None
+    return Reading(summary.mean_us, "us", critical=results.threshold_us)
 
 
 def _rules(stages, machine: MachineType | None, metrics, expectations: Expectations) -> tuple[list[NodeCheck], list[str]]:

@@ -11,7 +11,7 @@ import enum
 from dataclasses import dataclass, field
 
 from ..records import Check, Verdict
-from ..records.codec import OMIT
+from ..records.codec import OMIT, OMIT_DEFAULT
 from ..records.run import StageRecord
 
 
@@ -78,6 +78,7 @@ class NodeCheck:
     next_step: str = "none"
     reading: Reading | None = field(default=None, metadata=OMIT)
     duration_s: float | None = field(default=None, metadata=OMIT)  # its stage's
+    not_applicable: bool = field(default=False, metadata=OMIT_DEFAULT)  # OK because it does not apply to this node
 
     @property
     def message(self) -> str:
@@ -169,8 +170,11 @@ class CheckRecord:
     finished_unix: float  # when the check ended (the textfile's last-run timestamp)
     profile: str = "check"
     stages: list[StageRecord] = field(default_factory=list)
-    interrupted: bool = False
+    interrupted: bool = False  # stopped before every stage ran: by a stop signal or the check's deadline
+    stopped_by: str | None = field(default=None, metadata=OMIT)  # "SIGTERM", "SIGINT", "SIGHUP", "deadline"
+    not_run: list[str] = field(default_factory=list, metadata=OMIT_DEFAULT)  # stages a stop left out
     duration_s: float | None = None
+    deadline_s: float | None = field(default=None, metadata=OMIT)  # the --deadline it ran under
     out: str = ""
     from_report: str | None = field(default=None, metadata=OMIT)  # judged from this report, nothing was run
     injected: list[str] = field(default_factory=list)  # faults put in on purpose (a test's hidden --inject)

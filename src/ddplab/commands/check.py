@@ -24,6 +24,9 @@ from ..check.config import CheckConfig
 from . import options
 
 SUMMARY = "node acceptance check for fleet runners: Nagios, node-problem-detector, Slurm, Prometheus, JUnit"
+# Options spelt out in full: a runner's error hook (runner_error) reads --format, --textfile-dir and --junit from a
+# command line argparse may have refused, and must read the same options argparse would have.
+PARSER_OPTIONS = {"allow_abbrev": False}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,9 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # What goes where: the runner's language on stdout, and the files its collectors read (not the check's Config).
     parser.add_argument("--format", default="text", metavar="|".join(formats.FORMATS),
                         help="what goes to stdout, and which exit codes: text (ddplab's: 0 pass or warn, 1 fail, "
-                             "2 usage, 3 cannot run), json (the report; the same codes), nagios (one status line "
-                             "with perfdata; 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN), npd (node-problem-detector: "
-                             "one message line; 0 OK or WARNING, 1 problem, 3 unknown) (default: text)")
+                             "2 usage, 3 cannot run or stopped by --deadline, 130 stopped by a signal), json (the "
+                             "report; the same codes), nagios (one status line with perfdata; 0 OK, 1 WARNING, 2 "
+                             "CRITICAL, 3 UNKNOWN), npd (node-problem-detector: one message line; 0 OK or WARNING, "
+                             "1 CRITICAL, 2 UNKNOWN) (default: text)")
     parser.add_argument("--write-baseline", metavar="PATH", default=None,
                         help="also write the report here, to hold other nodes to (default: none)")
     parser.add_argument("--textfile-dir", metavar="DIR", default=None,
@@ -74,7 +78,13 @@ def expectations_of(config: CheckConfig):
 def validate(args) -> CheckConfig:
     from ..files import check_output_dir, check_output_file
 
+    from ..errors import UsageError
+    from ..report import STDOUT
+
     config = config_from_args(args)
+    if args.json == STDOUT and args.format != "text":
+        raise UsageError("stdout-taken", f"--json - and --format {args.format} would both write to standard output; "
+                                         "give --json a file, or use --format json alone")
     expectations_of(config)
     if config.from_report:
         from ..catalog import read_report
@@ -108,6 +118,7 @@ def _require_prometheus_client() -> None:
 def main(args, console) -> int:
     from ..check import runner
     from ..check.formats import junit, nagios, npd, prometheus, text
+    from ..display import stopped_exit_code
     from ..report import write_json
 
     config = config_from_args(args)
@@ -128,34 +139,60 @@ def main(args, console) -> int:
         print(json.dumps(doc, indent=2))
     else:
         text.render(record, console)
-    if record.interrupted and args.format in ("text", "json"):
-        from ..errors import ExitCode
-
-        return ExitCode.INTERRUPTED
-    return formats.exit_code(record.status, args.format)
+    code = formats.exit_code(record.status, args.format)
+    # ddplab's own formats say a stop signal to this command as every command does (130); a runner's, UNKNOWN
+    return stopped_exit_code(code) if args.format not in formats.RUNNER_FORMATS else code
 
 
 def runner_error(argv: list[str], exit_code: int, message: str) -> int | None:
-    """cli.py's hook: a usage error, a machine that cannot run the check, or a bug, said in the runner's language
-    when the command line asked for one (`--format nagios|npd`); None: ddplab's own way."""
-    fmt = requested_format(argv)
+    """cli.py's hook for a check that ended without judging the node (bad usage, a machine that cannot run it, a
+    bug, a stop before it began): the textfile and the JUnit asked for say UNKNOWN and why, replacing an older
+    answer a collector would otherwise keep reading; and in a runner's language (`--format nagios|npd`) the runner
+    gets its UNKNOWN line and exit code. None: ddplab's own exit code."""
+    message = message[len("error: "):] if message.startswith("error: ") else message
+    _write_not_judged(argv, message, exit_code)
+    fmt = option_value(argv, "--format")
     if fmt not in formats.RUNNER_FORMATS:
         return None
     from ..check.formats import nagios, npd
 
-    message = message[len("error: "):] if message.startswith("error: ") else message
     print((nagios if fmt == "nagios" else npd).unknown(message))
     sys.stdout.flush()
     return formats.error_exit_code(fmt, exit_code)
 
 
-def requested_format(argv: list[str]) -> str | None:
-    """--format's value from a command line argparse may have refused (the last one given wins, as in argparse)."""
+def _write_not_judged(argv: list[str], message: str, exit_code: int) -> None:
+    from ..errors import ExitCode
+
+    textfile_dir, junit_path = option_value(argv, "--textfile-dir"), option_value(argv, "--junit")
+    if not textfile_dir and not junit_path:
+        return
+    from ..check.formats import junit, prometheus
+    from ..check.judge import not_judged
+
+    next_step = {ExitCode.USAGE: "fix the command line or the file it names",
+                 ExitCode.ENVIRONMENT: "see the message: this machine cannot run the check",
+                 ExitCode.INTERRUPTED: "run the check again"}.get(exit_code, "report the error with its traceback")
+    record = not_judged(message, next_step)
+    for path, write in ((textfile_dir, lambda p: prometheus.write(record, p)),
+                        (junit_path, lambda p: junit.write(record, p, hostname=socket.gethostname()))):
+        if not path:
+            continue
+        try:
+            write(path)
+        except Exception as exc:  # noqa: BLE001 - the error being said matters more than this file
+            print(f"ddplab: could not write the UNKNOWN result to {path}: {type(exc).__name__}: {exc}",
+                  file=sys.stderr)
+
+
+def option_value(argv: list[str], flag: str) -> str | None:
+    """An option's value from a command line argparse may have refused (the last one given wins, as in argparse);
+    argparse's unambiguous prefixes (--textfile for --textfile-dir) are not followed."""
     found = None
     for i, arg in enumerate(argv):
-        if arg == "--format" and i + 1 < len(argv):
+        if arg == flag and i + 1 < len(argv):
             found = argv[i + 1]
-        elif arg.startswith("--format="):
+        elif arg.startswith(f"{flag}="):
             found = arg.split("=", 1)[1]
     return found
 

@@ -32,6 +32,7 @@ def validate(args) -> None:
 
 def main(args, console) -> int:
     from ..baseline_overlay import load_baseline
+    from ..display import stopped_exit_code
     from ..errors import printable
     from ..html_report import write_page
     from ..catalog import read_report
@@ -41,4 +42,4 @@ def main(args, console) -> int:
     out = Path(args.out) if args.out else Path(args.report).with_suffix(".html")
     for path in write_page(report, out, baseline=baseline, base_dir=Path(args.report).parent):
         console.print(f"wrote {printable(str(path))}", markup=False, highlight=False)
-    return 0
+    return stopped_exit_code(0)

@@ -3,13 +3,15 @@
     --format text    the terminal table (default); exit codes as every ddplab command's
     --format json    the JSON report on stdout; the same exit codes
     --format nagios  Nagios plugin: one status line with perfdata; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN
-    --format npd     node-problem-detector custom plugin: one message line; exit 0 OK, 1 problem, 3 unknown
+    --format npd     node-problem-detector custom plugin: one message line; exit 0 OK or WARNING, 1 CRITICAL (NPD's
+                     NonOK: the condition is True), 2 UNKNOWN (NPD's Unknown)
     --textfile-dir   Prometheus exposition for node_exporter's textfile collector (any format)
     --junit          JUnit XML, one testcase per check (any format)
 
-Exit codes, by format (EXIT_CODES): ddplab's own are 0 pass or warn, 1 fail, 2 bad usage, 3 cannot run here;
-in a runner's format the runner's convention wins, and anything that is not a verdict on the node (bad usage,
-cannot run here, an internal error, an interrupted check) is that runner's UNKNOWN.
+Exit codes, by format (EXIT_CODES): ddplab's own are 0 pass or warn, 1 fail, 2 bad usage, 3 cannot run here or
+stopped by its deadline, 130 stopped by a signal; in a runner's format the runner's convention wins, and anything
+that is not a verdict on the node (bad usage, cannot run here, an internal error, a stopped check) is that
+runner's UNKNOWN: Nagios' 3, node-problem-detector's 2.
 """
 
 from __future__ import annotations
@@ -18,14 +20,17 @@ from ..record import Status
 
 FORMATS = ("text", "json", "nagios", "npd")
 RUNNER_FORMATS = ("nagios", "npd")
-UNKNOWN_EXIT = 3  # Nagios' UNKNOWN; node-problem-detector reads any code but 0 and 1 as unknown
+# The runners' UNKNOWN: Nagios' 3; node-problem-detector's custom plugin protocol says 2 (its cpmtypes.Unknown; it
+# reads any code but 0 and 1 so).
+UNKNOWN_EXIT = {"nagios": 3, "npd": 2}
 
 EXIT_CODES = {
     "text": {Status.OK: 0, Status.WARNING: 0, Status.CRITICAL: 1, Status.UNKNOWN: 3},
     "json": {Status.OK: 0, Status.WARNING: 0, Status.CRITICAL: 1, Status.UNKNOWN: 3},
     "nagios": {s: s.code for s in Status},
-    # A WARNING is no node problem: the node stays schedulable, and the message says WARNING.
-    "npd": {Status.OK: 0, Status.WARNING: 0, Status.CRITICAL: 1, Status.UNKNOWN: UNKNOWN_EXIT},
+    # A WARNING is no node problem: the node stays schedulable. NPD throws a plugin's output away on exit 0, so the
+    # warning reaches a condition of its own through the example's second rule (examples/fleet/node-problem-detector).
+    "npd": {Status.OK: 0, Status.WARNING: 0, Status.CRITICAL: 1, Status.UNKNOWN: UNKNOWN_EXIT["npd"]},
 }
 
 
@@ -35,7 +40,7 @@ def exit_code(status: Status, fmt: str) -> int:
 
 def error_exit_code(fmt: str | None, ddplab_code: int) -> int:
     """The exit code of an error (bad usage 2, cannot run 3, internal 70, interrupted 130) in ``fmt``."""
-    return UNKNOWN_EXIT if fmt in RUNNER_FORMATS else ddplab_code
+    return UNKNOWN_EXIT[fmt] if fmt in RUNNER_FORMATS else ddplab_code
 
 
 def one_line(text: str) -> str:

@@ -5,17 +5,21 @@ file beside the target and renamed over it (write_to_textfile), so the collector
     ddplab_check_overall_status                           the node's, same codes
     ddplab_check_info{device,device_count,library,ddplab_version}   1
     ddplab_busbw_bytes_per_second{op,size_bytes,placement} nccl-tests' busbw of every sweep row (GB = 1e9)
-    ddplab_latency_seconds{op,size_bytes,quantile}        the storm's blocking per-op latency (0.5, 0.9, 0.99, 1)
+    ddplab_latency_seconds{op,size_bytes,stat}            the storm's blocking per-op latency (p50, p90, p99, max)
     ddplab_latency_mean_seconds{op,size_bytes}            the storm's pipelined mean (its headline number)
     ddplab_copy_ceiling_bytes_per_second                  the device copy rate
     ddplab_sweep_wrong_elements                           elements with wrong data over every sweep row
     ddplab_leftover_processes                             orphaned ranks found, and what the check left running
-    ddplab_check_last_run_timestamp_seconds               when the check ended (Unix time)
+    ddplab_check_last_run_timestamp_seconds               when the check ended (Unix time); with --from-report,
+                                                          when the report's run ended
     ddplab_check_duration_seconds                         how long it ran
     ddplab_check_injected_faults                          faults put in on purpose (only when there were some)
 
-Names follow Prometheus' conventions: base units (bytes, seconds) in the name, one unit per metric, labels for
-what varies; the file is named FILE_NAME so that the collector (which reads *.prom) ignores the temporary one.
+Names follow Prometheus' conventions, as `promtool check metrics` lints them: base units (bytes, seconds) in the
+name, one unit per metric, labels for what varies, gauges only (so no _total, _count or _sum), and no label a
+summary or a histogram reserves: the latency's statistic is ``stat``, never ``quantile`` (these are one run's
+order statistics, not a summary's streaming quantiles). The file is named FILE_NAME so that the collector (which
+reads *.prom) ignores the temporary one.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from ... import __version__
 from ..record import CheckRecord
 
 FILE_NAME = "ddplab_check.prom"
-QUANTILES = (("0.5", "p50"), ("0.9", "p90"), ("0.99", "p99"), ("1", "max"))
+LATENCY_STATS = ("p50", "p90", "p99", "max")
 
 
 def registry_of(record: CheckRecord):
@@ -58,12 +62,12 @@ def registry_of(record: CheckRecord):
     if metrics.latency is not None:
         lat = metrics.latency
         labels = dict(op=lat.op, size_bytes=str(lat.size_bytes))
-        per_op = gauge("ddplab_latency_seconds", "The storm's blocking per-op latency, worst rank, by quantile.",
-                       ("op", "size_bytes", "quantile"))
-        for q, name in QUANTILES:
-            value = lat.quantile(name)
+        per_op = gauge("ddplab_latency_seconds", "The storm's blocking per-op latency, worst rank: p50, p90, p99, max.",
+                       ("op", "size_bytes", "stat"))
+        for stat in LATENCY_STATS:
+            value = lat.quantile(stat)
             if value is not None:
-                per_op.labels(**labels, quantile=q).set(value / 1e6)
+                per_op.labels(**labels, stat=stat).set(value / 1e6)
         gauge("ddplab_latency_mean_seconds", "The storm's mean latency (pipelined, averaged over ranks).",
               ("op", "size_bytes")).labels(**labels).set(lat.mean_us / 1e6)
     if metrics.copy_ceiling_gbps is not None:
@@ -75,7 +79,8 @@ def registry_of(record: CheckRecord):
     if metrics.leftover_processes is not None:
         gauge("ddplab_leftover_processes", "Orphaned ranks on the machine and processes the check left running.").set(
             metrics.leftover_processes)
-    gauge("ddplab_check_last_run_timestamp_seconds", "When the check ended, Unix time.").set(record.finished_unix)
+    gauge("ddplab_check_last_run_timestamp_seconds", "When the check's stages ended, Unix time.").set(
+        record.finished_unix)
     if record.duration_s is not None:
         gauge("ddplab_check_duration_seconds", "How long the check ran.").set(record.duration_s)
     if record.injected:
