@@ -121,11 +121,15 @@ class RankEnd:
         return self.exit_code == 0 and self.signal is None
 
     def in_words(self) -> str:
-        """exit 3, SIGSEGV, SIGKILL (the kernel's OOM killer: ...), SIGTERM (the launcher's teardown)."""
+        """exit 3, SIGSEGV, SIGKILL (the kernel's OOM killer: ...), SIGTERM (the launcher's teardown), signal 38 (sent
+        by the launcher: any other signal it sent, e.g. the stack signal to a process that no longer catches it)."""
         how = self.signal or (f"exit {self.exit_code}" if self.exit_code is not None else "ended (status not seen)")
         if self.oom_killed:
             return f"{how} (the kernel's OOM killer: {self.oom_killed})"
-        return f"{how} (the launcher's teardown)" if self.by_launcher else how
+        if not self.by_launcher:
+            return how
+        return f"{how} (sent by the launcher)" if self.signal not in (None, "SIGTERM", "SIGKILL") else \
+            f"{how} (the launcher's teardown)"
 
 
 @dataclass(frozen=True)
