@@ -118,3 +118,16 @@ def test_a_rank_ended_by_the_watchers_stack_signal_is_the_launchers_doing():
     state = RankState(rank=1, pid=101, phase="running")
     assert "ended by" not in RankEvidence(1, status=state, end=ended[1]).state()
 
+
+def test_a_rank_the_teardown_ended_never_reads_finished_and_exited():
+    """Its status said "finished" (a rank let go from a C call by the stack signal ran its script to the end), and
+    then the teardown's SIGTERM ended it before it exited: how the process ended wins over the status."""
+    from ddplab.records.supervision import RankEnd
+    from ddplab.supervision.evidence import RankEvidence
+
+    finished = RankState(rank=0, pid=100, phase="finished", exit_code=0)
+    torn_down = RankEnd(rank=0, pid=100, at=T, exit_code=None, signal="SIGTERM", by_launcher=True)
+    exited = RankEnd(rank=0, pid=100, at=T, exit_code=0, signal=None, by_launcher=False)
+    assert RankEvidence(0, status=finished, end=torn_down).state() == \
+        "ended by SIGTERM (the launcher's teardown), after its last status said its script was done"
+    assert RankEvidence(0, status=finished, end=exited).state() == "finished its script and exited"
