@@ -9,9 +9,14 @@ Two readers share one reading of the records:
   with the culprit's last entry and the entries the other ranks are stuck in highlighted.
 
 What a recorder keeps differs by backend: NCCL's entries carry when a collective started and completed; gloo's
-(torch 2.13) stay "scheduled" with no times, and only ``retired`` says that one completed. An entry's end is
-therefore, in this order: its completion time; for a retired entry, the next entry's enqueue (it completed
-before then); for one still pending, when the record was dumped (or the hang declared). Each event says which.
+(torch 2.13) stay "scheduled" with no times. Whether an entry completed is what the rank's own record says of it:
+its state "completed", else its group's ``last_completed_collective`` in the record's ``pg_status`` (the backend's
+own count; a collective, not a point-to-point call), else ``retired``. A collective the rank was waiting in when
+the hang was declared (its status then: past its group's completed count, up to its enqueued one) is drawn
+waiting up to the declaration, even where a record dumped later has it completed: the rank ran on after the hang.
+An entry's end is therefore, in this order: its completion time; for a completed entry, the next entry's enqueue
+(it completed before then); for one still pending, when the record was dumped (or the hang declared). Each
+event says which.
 
 The paths in a report are absolute on the machine that ran the job; a report moved elsewhere (a bug report, a
 test fixture) finds its files relative to its own directory instead. Flight records are read as JSON only
@@ -90,12 +95,20 @@ def _entries(rank: int, data: dict, dumped_at: float | None, record: LaunchRecor
     raw = [e for e in data.get("entries") or () if isinstance(e, dict) and _ns(e.get("time_created_ns"))]
     raw.sort(key=lambda e: _ns(e.get("time_created_ns")))
     stop = dumped_at or (record.hang.declared_at if record.hang else None) or record.detected_at
+    last_completed = _last_completed(data)
+    waited = _waited_at_the_hang(rank, record)
     out = []
     for i, e in enumerate(raw):
         start = _ns(e.get("time_created_ns"))
         completed = _ns(e.get("time_discovered_completed_ns"))
-        done = bool(e.get("retired")) or e.get("state") == "completed"
-        if completed:
+        pg = str(e.get("pg_id", (e.get("process_group") or ["0"])[0]))
+        p2p = bool(e.get("is_p2p"))
+        seq = int(e.get("collective_seq_id") or e.get("p2p_seq_id") or 0)
+        done = _completed(e, None if p2p else last_completed.get(pg), seq)
+        if not p2p and pg in waited and waited[pg][0] < seq <= waited[pg][1] and done:
+            done, end = False, int(record.hang.declared_at * 1e9)
+            how = "waiting when the hang was declared (the record, dumped later, has it completed after that)"
+        elif completed and done:
             end, how = completed, "completed (the recorder's completion time)"
         elif done and i + 1 < len(raw):
             end, how = _ns(raw[i + 1].get("time_created_ns")), ("completed; no completion time recorded, drawn "
@@ -105,11 +118,39 @@ def _entries(rank: int, data: dict, dumped_at: float | None, record: LaunchRecor
         else:
             end = int(stop * 1e9) if stop else start
             how = "still pending when the record was dumped" if dumped_at else "still pending"
-        pg = e.get("pg_id", (e.get("process_group") or ["0"])[0])
-        out.append(Entry(rank, str(pg), int(e.get("collective_seq_id") or e.get("p2p_seq_id") or 0),
-                         str(e.get("profiling_name", "?")).split(":")[-1], bool(e.get("is_p2p")), start,
+        out.append(Entry(rank, pg, seq, str(e.get("profiling_name", "?")).split(":")[-1], p2p, start,
                          max(end, start), how, not done, e))
     return out
+
+
+def _completed(entry: dict, last_completed: int | None, seq: int) -> bool:
+    """What the rank's own record says of one entry: its state, else its group's completed count (the backend's,
+    where the record has one for a collective's group: gloo's entries stay "scheduled"), else ``retired``."""
+    if entry.get("state") == "completed":
+        return True
+    if last_completed is not None:
+        return seq <= last_completed
+    return bool(entry.get("retired"))
+
+
+def _last_completed(data: dict) -> dict[str, int]:
+    """{process group: its last completed collective} from the record's pg_status, where it says."""
+    groups = data.get("pg_status")
+    out = {}
+    for pg, status in groups.items() if isinstance(groups, dict) else ():
+        try:
+            out[str(pg)] = int(status["last_completed_collective"])
+        except (TypeError, KeyError, ValueError):
+            continue
+    return out
+
+
+def _waited_at_the_hang(rank: int, record: LaunchRecord) -> dict[str, tuple[int, int]]:
+    """{process group: (completed, enqueued)} where the rank's status, when the hang was declared, had collectives
+    enqueued and not completed: it was waiting in those."""
+    state = record.hang.snapshot.get(rank) if record.hang else None
+    progress = (state.progress if state else None) or {}
+    return {str(pg): (p.completed, p.enqueued) for pg, p in progress.items() if p.enqueued > p.completed}
 
 
 def _ns(value) -> int:
@@ -201,7 +242,7 @@ def trace_events(record: LaunchRecord, base_dir: Path | None, version: str = "")
                 "name": f"{e.op} #{e.seq}", "cat": "p2p" if e.p2p else "collective", "ph": "X",
                 "ts": (e.start_ns - origin) / 1e3, "dur": (e.end_ns - e.start_ns) / 1e3, "pid": rank,
                 "tid": _tid(e.pg), "args": {
-                    "seq": e.seq, "highlight": _state(e, last, culprits), "end": e.how,
+                    "seq": e.seq, "highlight": _state(e, last, culprits), "completed": not e.pending, "end": e.how,
                     "state": e.raw.get("state"), "retired": e.raw.get("retired"),
                     "input_sizes": e.raw.get("input_sizes"), "input_dtypes": e.raw.get("input_dtypes"),
                     "enqueued_ns": e.start_ns, "started_ns": _ns(e.raw.get("time_discovered_started_ns")) or None,

@@ -1,6 +1,7 @@
 """What /proc/PID/stat says of a process, read with the standard library alone (the guardian imports nothing
 more): its start time in clock ticks since boot, which with the pid names one process across pid reuse and from
-every PID namespace, and whether it is alive (running, not a zombie waiting to be reaped).
+every PID namespace, and whether it is alive (running, not a zombie waiting to be reaped); and from
+/proc/PID/status, whether it catches a signal.
 """
 
 from __future__ import annotations
@@ -39,3 +40,17 @@ def alive(pid: int | None) -> bool:
 def still(pid: int, ticks: int | None) -> bool:
     """Still the process that was seen (the same start time), and running."""
     return ticks is not None and start_ticks(pid) == ticks and alive(pid)
+
+
+def catches(pid: int | str, signum: int) -> bool | None:
+    """Whether the process has a handler for ``signum`` (the SigCgt mask of /proc/PID/status, bit signum - 1); None
+    where it cannot be read. A program that exec'd another lost its handlers: the signal's default action (ending
+    the process, for most) applies to it again."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

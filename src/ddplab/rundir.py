@@ -11,6 +11,7 @@ stage, a drill, `ddplab launch`: one supervisor, ddplab/supervision/):
         ranks/<rank>/error.json      the rank's uncaught exception, with its traceback
         ranks/<rank>/stacks.txt      every thread's Python stack, written on request
         ranks/<rank>/fatal.txt       faulthandler: the stack signal (GIL held) and fatal signals
+        ranks/<rank>/py-spy.txt      the stacks py-spy read from outside a rank that did not answer a hang's request
         ranks/<rank>/flight.json     the rank's flight record, dumped on request
         ranks/<rank>/answered        the id of the last dump request the rank answered
         ranks/sampler-querying-device  the sampler's flag while it queries the device (timed_windows.py)
@@ -159,6 +160,9 @@ class RunDir:
 
     def fatal_file(self, rank: int) -> Path:
         return self.rank_dir(rank) / "fatal.txt"
+
+    def py_spy_file(self, rank: int) -> Path:
+        return self.rank_dir(rank) / "py-spy.txt"
 
     def flight_file(self, rank: int) -> Path:
         return self.rank_dir(rank) / "flight.json"

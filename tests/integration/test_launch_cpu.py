@@ -90,6 +90,28 @@ def test_broken_example_is_caught_and_the_culprit_named(tmp_path, script):
     assert processes_with_env("DDPLAB_RUN_ID", results["run_id"]) == []
 
 
+def test_a_rank_holding_the_gil_gets_stacks_from_outside_showing_the_users_line(tmp_path):
+    """Rank 1 sits in a C call that keeps the GIL: its beacon cannot answer, so py-spy reads its stacks from
+    outside. No signal is sent to it (faulthandler's would end its C sleep early and let it run on)."""
+    from ddplab.supervision import outside_stacks
+
+    assert outside_stacks.find(), "py-spy is in the test extras: pip install -e '.[test]'"
+    # a second of "compute" per step: rank 1's status shows it in its loop, past its imports, before it holds the GIL
+    done, doc, fault_at = launch(tmp_path, "gil_held", "--steps", "4", "--fault-step", "2", "--interval", "1.0")
+    results = doc["results"]
+    assert (done.returncode, results["outcome"]) == (1, "hung"), done.stderr[-3000:]
+    hang = results["hang"]
+    assert (hang["answered"], hang["signalled_for_stacks"]) == ([0], [])
+    assert hang["py_spy"].startswith("rank 1: py-spy --native, ")
+    rank_1 = ranks_by_number(results)[1]
+    assert hang["py_spy_stacks"] == {"1": rank_1["py_spy_stacks"]}
+    stacks = Path(rank_1["py_spy_stacks"]).read_text()
+    assert re.search(r"hold_the_gil \(gil_held\.py:\d+\)\n\s+main \(gil_held\.py:\d+\)", stacks), stacks
+    assert "py-spy's stacks: " + rank_1["py_spy_stacks"] in done.stdout
+    assert results["detected_at"] - fault_at <= HANG_TIMEOUT_S + 5
+    assert results["left_running"] == [] and processes_with_env("DDPLAB_RUN_ID", results["run_id"]) == []
+
+
 def ranks_by_number(results: dict) -> dict[int, dict]:
     return {r["rank"]: r for r in results["ranks"]}
 

@@ -186,6 +186,59 @@ def test_the_trace_file_is_chrome_trace_events_beside_the_page(moved_hang):
     assert trace["otherData"]["culprit_ranks"] == [1]
 
 
+def _page_and_trace(report_file: Path) -> tuple[str, dict]:
+    written = write_page(read_report(str(report_file)), report_file.with_suffix(".html"))
+    return written[0].read_text(), json.loads(written[1].read_text())
+
+
+def _spans_of(trace: dict, rank: int) -> dict[str, dict]:
+    return {e["name"]: e["args"] for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == rank}
+
+
+def _edit_record(report_file: Path, rank: int, edit) -> None:
+    path = report_file.parent / "ranks" / str(rank) / "flight.json"
+    record = json.loads(path.read_text())
+    edit(record)
+    path.write_text(json.dumps(record))
+
+
+def test_a_collective_its_group_never_completed_is_drawn_waiting_whatever_else_the_entry_says(moved_hang):
+    """gloo's entries stay "scheduled": completion is what the rank's record says of its group. An entry retired
+    (as a recorder that retires on issue marks it) past the group's last completed collective is still waited in."""
+    _edit_record(moved_hang, 0, lambda r: r["entries"][-1].update(retired=True))  # #4; pg_status: completed 3
+    page, trace = _page_and_trace(moved_hang)
+    assert re.findall(r"class='span stuck'.*?<title>([^:]+):", page) == ["all_reduce #4"]
+    assert "waiting in all_reduce #4" in page
+    stuck = _spans_of(trace, 0)["all_reduce #4"]
+    assert (stuck["state"], stuck["completed"], stuck["highlight"]) == ("scheduled", False, "stuck")
+    assert _spans_of(trace, 0)["all_reduce #3"]["completed"] is True
+
+
+def test_the_collective_a_rank_waited_in_at_the_hang_is_drawn_waiting_though_its_later_record_completes_it(
+        moved_hang):
+    """A rank that answered late (let go after the hang was declared) dumped a record in which the collective it
+    had waited in completed: its status at the declaration is what the page draws, up to the declaration."""
+    doc = json.loads(moved_hang.read_text())
+    hang = doc["results"]["hang"]
+    hang["snapshot"] = {"0": {"rank": 0, "pid": 1, "phase": "running",
+                              "progress": {"0": {"enqueued": 4, "started": -1, "completed": 3}}}}
+    moved_hang.write_text(json.dumps(doc))
+
+    def ran_on(record):
+        record["pg_status"]["0"]["last_completed_collective"] = "4"
+        record["entries"][-1]["retired"] = True
+        record["dumped_at"] = hang["declared_at"] + 3
+
+    _edit_record(moved_hang, 0, ran_on)
+    page, trace = _page_and_trace(moved_hang)
+    assert re.findall(r"class='span stuck'.*?<title>([^:]+):", page) == ["all_reduce #4"]
+    waited = next(e for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == 0 and e["name"] == "all_reduce #4")
+    assert (waited["args"]["completed"], waited["args"]["highlight"]) == (False, "stuck")
+    assert waited["args"]["end"].startswith("waiting when the hang was declared")
+    declared_us = (hang["declared_at"] * 1e9 - trace["otherData"]["origin_unix_ns"]) / 1e3
+    assert abs(waited["ts"] + waited["dur"] - declared_us) < 1
+
+
 def test_a_report_without_readable_flight_records_has_no_timeline_and_no_trace(tmp_path):
     shutil.copy(HANG, tmp_path / "report.json")  # the records left behind
     written = write_page(read_report(str(tmp_path / "report.json")), tmp_path / "report.html")

@@ -102,3 +102,32 @@ def test_after_the_launchers_stop_signal_a_sigterm_or_sigkill_is_the_teardown():
     # a SIGTERM from outside well before the stop stays the rank's own; within the read slack it is the stop's
     before = _Watcher({0: Exit(100, T - READ_SLACK_S - 1, None, "SIGTERM"), 1: Exit(101, T - 0.1, None, "SIGTERM")})
     assert [e.by_launcher for e in rank_ends(before, None, {}, {}, stop_at=T).values()] == [False, True]
+
+
+def test_a_rank_ended_by_the_watchers_stack_signal_is_the_launchers_doing():
+    """A rank that exec'd another program does not catch faulthandler's signal, whose default action ends it: the
+    report blamed "signal 38". Whatever ddplab's watcher signalled is never the rank's own cause."""
+    from ddplab.supervision.evidence import RankEvidence
+    from ddplab.supervision.exits import Exit
+    from ddplab.supervision.job import rank_ends
+
+    watcher = _Watcher({0: Exit(100, T + 0.3, None, "SIGTERM"), 1: Exit(101, T, None, "signal 38")})
+    watcher.signalled = {101}
+    ended = rank_ends(watcher, None, {}, {})
+    assert (ended[1].by_launcher, ended[1].in_words()) == (True, "signal 38 (sent by the launcher)")
+    state = RankState(rank=1, pid=101, phase="running")
+    assert "ended by" not in RankEvidence(1, status=state, end=ended[1]).state()
+
+
+def test_a_rank_the_teardown_ended_never_reads_finished_and_exited():
+    """Its status said "finished" (a rank let go from a C call by the stack signal ran its script to the end), and
+    then the teardown's SIGTERM ended it before it exited: how the process ended wins over the status."""
+    from ddplab.records.supervision import RankEnd
+    from ddplab.supervision.evidence import RankEvidence
+
+    finished = RankState(rank=0, pid=100, phase="finished", exit_code=0)
+    torn_down = RankEnd(rank=0, pid=100, at=T, exit_code=None, signal="SIGTERM", by_launcher=True)
+    exited = RankEnd(rank=0, pid=100, at=T, exit_code=0, signal=None, by_launcher=False)
+    assert RankEvidence(0, status=finished, end=torn_down).state() == \
+        "ended by SIGTERM (the launcher's teardown), after its last status said its script was done"
+    assert RankEvidence(0, status=finished, end=exited).state() == "finished its script and exited"

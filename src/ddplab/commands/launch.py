@@ -151,6 +151,11 @@ def render(report: Report, console) -> None:
             + (f", {len(ras.answer)} characters kept in the report" if ras.answer else ""))
     if r.stacks:
         say(f"  stacks: {', '.join(r.stacks.values())}")
+    if r.hang and r.hang.py_spy:
+        say(f"  stacks of the ranks that did not answer: {r.hang.py_spy}")
+    outside = [rank.py_spy_stacks for rank in r.ranks if rank.py_spy_stacks]
+    if outside:
+        say(f"  py-spy's stacks: {', '.join(outside)}")
     if r.listen:
         say(f"  listened: {r.listen.summary}")
     say(f"  left running: {len(r.left_running)} process(es); report: {r.job_dir}/report.json, report.html")

@@ -81,6 +81,7 @@ def _rank(run, ev: RankEvidence, outcome: JobOutcome) -> JobRank:
         stacks=_existing(run.stack_file(ev.rank)),
         fatal_stacks=str(fatal) if fatal.exists() and fatal.stat().st_size else None,
         flight_record=_existing(run.flight_file(ev.rank)),
+        py_spy_stacks=_existing(run.py_spy_file(ev.rank)),
     )
 
 

@@ -74,6 +74,8 @@ class JobRank:
     stacks: str | None  # file: every thread's Python stack, written on request
     fatal_stacks: str | None  # file: faulthandler's stacks (fatal signals, or a rank holding the GIL)
     flight_record: str | None  # file: the rank's flight record
+    # file: its stacks as py-spy read them from outside, when it did not answer a hang's dump request
+    py_spy_stacks: str | None = field(default=None, metadata=OMIT)
 
 
 @dataclass(frozen=True)
@@ -181,8 +183,8 @@ def _rank_row(r: JobRank) -> list[str]:
     error = f"{r.error.type}: {r.error.message}" if r.error else ""
     exit_code = "" if r.exit_code is None else str(r.exit_code)
     ended = (r.ended_by or "unknown") + (" (stopped by the launcher)" if r.stopped_by_launcher else "")
-    return [str(r.rank), r.host or "", exit_code, ended, error, r.stacks or r.fatal_stacks or "",
-            r.flight_record or ""]
+    stacks = "\n".join(f for f in (r.stacks, r.fatal_stacks, r.py_spy_stacks) if f)
+    return [str(r.rank), r.host or "", exit_code, ended, error, stacks, r.flight_record or ""]
 
 
 def collective_words(k: CollectiveCall) -> str:
@@ -216,6 +218,8 @@ def _hang_rows(h: Hang) -> list[list[str]]:
                      f"ranks waiting: {ranks(h.waiting_ranks)}; answered the dump request: {ranks(h.answered)}; "
                      f"stacks by signal: {ranks(h.signalled_for_stacks)}; terminated: {ranks(h.terminated)}; "
                      f"killed after the grace period: {ranks(h.killed)}"]]
+    if h.py_spy:
+        rows.append(["stacks of the ranks that did not answer", h.py_spy])
     if h.ras:
         ras = h.ras
         said = (f"{ras.service}: " if ras.service else "") + ras.status + (f" ({ras.why})" if ras.why else "")

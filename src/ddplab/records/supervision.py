@@ -121,11 +121,15 @@ class RankEnd:
         return self.exit_code == 0 and self.signal is None
 
     def in_words(self) -> str:
-        """exit 3, SIGSEGV, SIGKILL (the kernel's OOM killer: ...), SIGTERM (the launcher's teardown)."""
+        """exit 3, SIGSEGV, SIGKILL (the kernel's OOM killer: ...), SIGTERM (the launcher's teardown), signal 38 (sent
+        by the launcher: any other signal it sent, e.g. the stack signal to a process that no longer catches it)."""
         how = self.signal or (f"exit {self.exit_code}" if self.exit_code is not None else "ended (status not seen)")
         if self.oom_killed:
             return f"{how} (the kernel's OOM killer: {self.oom_killed})"
-        return f"{how} (the launcher's teardown)" if self.by_launcher else how
+        if not self.by_launcher:
+            return how
+        return f"{how} (sent by the launcher)" if self.signal not in (None, "SIGTERM", "SIGKILL") else \
+            f"{how} (the launcher's teardown)"
 
 
 @dataclass(frozen=True)
@@ -208,8 +212,13 @@ class Hang:
     snapshot: dict[int, RankState] = field(default_factory=dict)  # each rank's status when it was declared
     dump_request: str | None = None  # the id every rank was asked to answer
     answered: list[int] = field(default_factory=list)
-    signalled_for_stacks: list[int] = field(default_factory=list)  # did not answer: faulthandler's signal wrote
+    # did not answer, py-spy could not read them, and they catch faulthandler's signal: it wrote their stacks
+    signalled_for_stacks: list[int] = field(default_factory=list)
     stacks: dict[int, str] = field(default_factory=dict)  # rank -> stack file
+    # The ranks that did not answer, read from outside by py-spy (supervision/outside_stacks.py): rank -> its file,
+    # and how that went in words, or why no rank was read (py-spy not installed); empty when every rank answered.
+    py_spy_stacks: dict[int, str] = field(default_factory=dict, metadata=OMIT_DEFAULT)
+    py_spy: str | None = field(default=None, metadata=OMIT)
     terminated: list[int] = field(default_factory=list)
     killed: list[int] = field(default_factory=list)  # still alive after the grace period
     ras: RasAnswer | None = field(default=None, metadata=OMIT)  # None: --ras was not given

@@ -99,7 +99,7 @@ class RankEvidence:
         if self.status and self.status.error:
             return f"failed: {self.status.error.strip().splitlines()[0][:160]}"
         if self.status and self.status.phase == "finished":
-            return "finished its script and exited"
+            return self._after_its_script()
         if self.end and not self.end.ok and not self.end.by_launcher:
             return f"ended by {self.end.in_words()}"
         if self.torch_call:
@@ -114,6 +114,17 @@ class RankEvidence:
                 return f"waiting in {waited} (pending in its flight recorder), called from {self.user_line()}"
             return f"waiting in {self.phase}"
         return f"main thread in its own code at {self.location()}"
+
+    def _after_its_script(self) -> str:
+        """A rank whose last status said its script was done. How its process ended, as the launcher saw it, wins
+        over that status: a rank that hung on its way out, or ran on after the hang was declared, can write "finished"
+        and then be ended by the teardown."""
+        end = self.end
+        if end is None or end.ok:
+            return "finished its script and exited"
+        if end.signal is None and end.exit_code is None:
+            return "finished its script; its exit was not seen"
+        return f"ended by {end.in_words()}, after its last status said its script was done"
 
 
     def _pending_call(self) -> str | None:

@@ -12,11 +12,13 @@ job whose ranks all compute or read data for a long time is not hung: nobody wai
 the others still wait does not stop the clock (a rank that skipped a collective leaves early); a rank that
 failed does, since elastic then tears the group down.
 
-On a hang: ask every rank for its flight record and stacks (the beacon answers from a side thread), send
-faulthandler's signal to the ranks that do not answer (something holds their GIL, or they are stopped), ask the
-collective library's RAS service while every rank still lives (only with --ras: job/ras.py), then end every
-process of the job (SIGCONT, SIGTERM, SIGKILL after a grace period). Only processes proven to be this job's are
-signalled: a rank's pid with the start time its own status gives, and members of its family.
+On a hang: ask every rank for its flight record and stacks (the beacon answers from a side thread), read the stacks
+of the ranks that do not answer from outside with py-spy (something holds their GIL, they are stuck in C, stopped,
+or exec'd another program: outside_stacks.py), send faulthandler's signal to those py-spy could not read where
+faulthandler would answer it, ask the collective library's RAS service while every rank still lives (only with
+--ras: job/ras.py), then end every process of the job (SIGCONT, SIGTERM, SIGKILL after a grace period). Only
+processes proven to be this job's are signalled: a rank's pid with the start time its own status gives, and
+members of its family.
 
 A stop request (Ctrl+C, SIGTERM to the launcher) ends every process of the job within the grace period, even
 ranks that ignore SIGTERM; elastic's own teardown runs beside it.
@@ -48,7 +50,7 @@ from ..files import write_text_atomic
 from ..reaping import signal_quietly
 from ..records.supervision import Hang, LeftProcess, MachineLoss, RankState
 from ..rundir import RunDir
-from . import states as rules
+from . import outside_stacks, states as rules
 from .beacon import HEARTBEAT_S
 from .exits import ExitWatch
 from .family import Family
@@ -61,6 +63,7 @@ STACK_SIGNAL_WAIT_S = 0.5  # for faulthandler to write
 GRACE_S = 2.0  # between SIGTERM and SIGKILL when the watcher ends the job's processes
 START_GRACE_S = 120.0  # for ranks that never write a status at all: far above torch's import time
 STALE_S = max(2.0, 4 * HEARTBEAT_S)  # a rank not heard for this long is frozen, not slow
+STOPPED = ("T", "t")  # /proc state letters: SIGSTOP, a debugger
 
 
 def request_dumps(run: RunDir, reason: str, by: str) -> str:
@@ -88,7 +91,7 @@ class Watcher:
         self.before_teardown: dict[int, RankState] = {}  # this machine's statuses as a declared hang's teardown began
         self.first_failure_seen_at: float | None = None
         self.stopped_at: float | None = None  # a stop request (Ctrl+C, SIGTERM) seen, and the job ended for it
-        self.signalled: set[int] = set()  # pids this watcher ended
+        self.signalled: set[int] = set()  # pids this watcher ended, or sent faulthandler's stack signal
         self._job_source: JobStore | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -102,7 +105,8 @@ class Watcher:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         ras_s = self.ras.budget_s if self.ras else 0.0
-        self._thread.join(timeout=DUMP_WAIT_S + STACK_SIGNAL_WAIT_S + ras_s + 2 * self.grace_s + STALE_S + 5)
+        self._thread.join(timeout=DUMP_WAIT_S + outside_stacks.TIMEOUT_S + STACK_SIGNAL_WAIT_S + ras_s
+                          + 2 * self.grace_s + STALE_S + 5)
         self._observe_ranks()  # the last ranks to start, if any started after the last poll
 
     # ---------------------------------------------------------------------------------------- after the job
@@ -301,17 +305,11 @@ class Watcher:
             if machine is not None:  # before the teardown, which its peers would otherwise see first
                 source.announce(machine, why)
         request_id = None
-        with contextlib.suppress(Exception):  # noqa: BLE001 - no room for the request: stacks by signal only
+        with contextlib.suppress(Exception):  # noqa: BLE001 - no room for the request: stacks from outside only
             request_id = request_dumps(self.run, f"hang: {why}", by="launcher")
         answered = self._wait_for_answers(request_id, running) if request_id else set()
-        silent = [r for r in running if r not in answered]
-        for rank in silent:  # something holds its GIL: faulthandler writes from its handler
-            if running[rank].stack_signal and proc_stat.state(running[rank].pid) not in ("T", "t"):
-                # a stopped rank (T: SIGSTOP, t: a debugger) is left as it is: resumed, it would run on and its status
-                # would no longer say where it stopped
-                signal_quietly(running[rank].pid, running[rank].stack_signal)
-        if silent:
-            time.sleep(STACK_SIGNAL_WAIT_S)
+        py_spy_stacks, py_spy, signalled = self._stacks_of_the_silent(
+            {r: s for r, s in running.items() if r not in answered})
         ras = self.ras.ask() if self.ras else None  # bounded (job/ras.py); the ranks are still there to answer
         rank_pids = {s.pid: r for r, s in running.items()}
         for pid in rank_pids:  # by their own status files, with their start times: the job's ranks
@@ -324,11 +322,34 @@ class Watcher:
                          hang_timeout_s=float(self.hang_timeout_s or 0), reason=why,
                          waiting_ranks=sorted(r for r, s in states.items() if rules.is_waiting(s)),
                          snapshot=dict(states), dump_request=request_id, answered=sorted(answered),
-                         signalled_for_stacks=sorted(silent), stacks=stacks,
+                         signalled_for_stacks=signalled, stacks=stacks, py_spy_stacks=py_spy_stacks, py_spy=py_spy,
                          terminated=sorted(rank_pids[p] for p in terminated if p in rank_pids),
                          killed=sorted(rank_pids[p] for p in killed if p in rank_pids), ras=ras,
                          judged_from=source.judged_from if source.judged_from == JOB_STORE else None,
                          followed=following["machine"] if following else None, ended_at=ended_at)
+
+    def _stacks_of_the_silent(self, silent: dict[int, RankState]) -> tuple[dict[int, str], str | None, list[int]]:
+        """The stacks of the ranks that did not answer the dump request (something holds their GIL, they are stuck in
+        C, stopped, or exec'd another program): (rank -> py-spy's file, how py-spy went in words, the ranks sent
+        faulthandler's signal). py-spy reads them from outside and asks nothing of the rank. The signal goes only to a
+        rank py-spy could not read, and only where faulthandler would answer it (_stack_signal_reaches): it is no
+        bystander, since it ends a blocking system call early (a rank in a C sleep returned from it at once and ran
+        on, and its status no longer said where it had been stuck)."""
+        if not silent:
+            return {}, None, []
+        targets = [outside_stacks.Target(r, s.pid, proc_stat.state(s.pid) in STOPPED)
+                   for r, s in silent.items() if _is_ours(s)]
+        dumps, missing = outside_stacks.take(targets, self.run.py_spy_file)
+        signalled = sorted(r for r, s in silent.items()
+                           if not (r in dumps and dumps[r].taken) and _stack_signal_reaches(s))
+        for rank in signalled:  # faulthandler writes from its handler, whoever holds the GIL
+            with self._lock:
+                self.signalled.add(silent[rank].pid)  # should the signal end it after all, it was ddplab's doing
+            signal_quietly(silent[rank].pid, silent[rank].stack_signal)
+        if signalled:
+            time.sleep(STACK_SIGNAL_WAIT_S)
+        files = {r: d.file for r, d in dumps.items() if d.file}
+        return files, missing or outside_stacks.in_words(dumps) or None, signalled
 
     def _wait_for_answers(self, request_id: str, running: dict[int, RankState]) -> set[int]:
         from .evidence import answered as answer_of
@@ -346,6 +367,15 @@ class Watcher:
 def _is_ours(state: RankState) -> bool:
     """The pid in a status file is still that rank: the same start time its beacon recorded."""
     return state.proc_start_ticks is None or proc_stat.start_ticks(state.pid) == state.proc_start_ticks
+
+
+def _stack_signal_reaches(state: RankState) -> bool:
+    """faulthandler in the rank would write its stacks on the stack signal: the pid is still that rank (its start
+    time), it is not stopped (T: SIGSTOP, t: a debugger; resumed, it would run on and no longer be where it stopped),
+    and it catches the signal. A rank that exec'd another program keeps its pid and start time but lost the handler:
+    the real-time signal's default action would end it, and the report would blame "signal 38"."""
+    return (state.stack_signal is not None and _is_ours(state) and proc_stat.state(state.pid) not in STOPPED
+            and proc_stat.catches(state.pid, state.stack_signal) is True)
 
 
 def _failed_in_words(ranks: list[int], states: dict[int, RankState]) -> str:
