@@ -224,7 +224,7 @@ def _waiting(evidence: dict[int, RankEvidence], expected: list[int] | None, hang
     if frozen and len(frozen) < len(snapshot):  # stopped beating while the others beat on: nothing it says counts
         return Finding(frozen, "frozen", f"rank(s) {_list(frozen)}: heartbeat stopped for more than {STALE_S:.0f} s "
                        "when the hang was declared (paused: SIGSTOP, a debugger; a machine cut off; or something "
-                       "holds its GIL: its stacks are in fatal.txt where it could write them)",
+                       "holds its GIL: its stacks, read from outside, are in py-spy.txt where py-spy could read them)",
                        evidence=_others(evidence, ()))
     found = flight.behind(evidence) or flight.never_reached_init(evidence)
     if found:
