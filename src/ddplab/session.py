@@ -150,7 +150,7 @@ def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, ob
                rank_env: dict[str, str] | None = None) -> Session:
     """Start the planned ranks running ``python -m module args`` as `ddplab launch` runs a user's script (through
     job/boot.py, under the same supervisor); the placement reaches the script in DDPLAB_DRILL_PLACEMENT. The fault
-    drills run their broken training loop (drills/script.py) this way."""
+    drills run their broken DDP training (drills/script.py) this way."""
     import json
     import sys
 
