@@ -66,8 +66,10 @@ def in_distributed_api(filename: str, distributed_dir: str | None) -> bool:
         and not filename.startswith(distributed_dir + "elastic" + os.sep)
 
 
-def _names_the_call(filename: str) -> bool:
-    return not filename.endswith("c10d_logger.py")  # the logging decorator's wrapper names no call
+def _names_the_call(code) -> bool:
+    """A frame under torch.distributed that names the call the user made: not the logging decorator's wrapper, and
+    not a module's own code running while it is imported."""
+    return not code.co_filename.endswith("c10d_logger.py") and code.co_name != "<module>"
 
 
 def progress_of(record: dict | None) -> dict[str, GroupProgress] | None:
@@ -96,9 +98,13 @@ def locate(frame, distributed_dir: str | None) -> Where:
         code = frame.f_code
         importing = importing or code.co_filename.startswith(IMPORTLIB)
         where = f"{code.co_filename}:{frame.f_lineno} in {code.co_name}"
-        if in_distributed_api(code.co_filename, distributed_dir):
+        if in_distributed_api(code.co_filename, distributed_dir) and code.co_name == "<module>":
+            # torch.distributed being imported: what ran inside it is its own import, not a call the user made
+            # (`import torch.distributed` took seconds on a loaded machine and was read as a wait in "<module>")
+            torch_call, call_site, inside = None, None, False
+        elif in_distributed_api(code.co_filename, distributed_dir):
             inside = True
-            if _names_the_call(code.co_filename):
+            if _names_the_call(code):
                 torch_call = code.co_name  # keeps the outermost one: the call the user made
         elif inside and call_site is None:
             call_site = where
@@ -115,7 +121,7 @@ def _phase_raised_in(exc: BaseException, otherwise: str) -> str:
     tb, call = exc.__traceback__, None
     while tb is not None:
         code = tb.tb_frame.f_code
-        if in_distributed_api(code.co_filename, distributed) and _names_the_call(code.co_filename):
+        if in_distributed_api(code.co_filename, distributed) and _names_the_call(code):
             call = call or code.co_name  # the outermost: the call the user made
         tb = tb.tb_next
     if call == "init_process_group":
