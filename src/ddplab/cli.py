@@ -17,7 +17,7 @@ import time
 import traceback
 from pathlib import Path
 
-from . import __version__, commands, interrupts, numpy_warning, torch_floor
+from . import __version__, commands, interrupts, numpy_warning, redaction, torch_floor
 from .errors import DdplabError, ExitCode, invalid_choice, printable
 from .files import check_output_file
 
@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
 @interrupts.owned  # from the first line: Ctrl+C and SIGTERM become an orderly stop (interrupts.py)
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    redaction.learn(argv, os.environ)  # withheld wherever they appear again: files, reports, the terminal's record
     if argv and not argv[0].startswith("-") and argv[0] not in commands.COMMANDS:
         err = invalid_choice("command", argv[0], commands.COMMANDS)
         print(err.render(), file=sys.stderr)
@@ -120,7 +121,7 @@ def internal_error_line(args, exc: BaseException, traceback_path: Path | None) -
 
 def write_traceback(args) -> Path | None:
     """The traceback, in the command's run directory when it has one, else in a temp file."""
-    text = traceback.format_exc()
+    text = redaction.redact_text(traceback.format_exc())
     name = f"ddplab-traceback-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
     for folder in (getattr(args, "run_dir", None), getattr(args, "out", None) if args.command == "run" else None):
         if folder and Path(folder).is_dir():

@@ -20,6 +20,7 @@ import os
 
 from ..exposure import Exposure, where_to_listen
 from ..platform import DeviceMonitor
+from ..redaction import redact_argv
 from ..rundir import RunDir
 from ..sampler import RankSampler
 from ..supervision import meeting
@@ -48,7 +49,7 @@ def run_user_job(request: LaunchRequest, run: RunDir, monitor: DeviceMonitor, ra
                    args=("-u", "-m", BOOT_MODULE, *request.target.boot_argv()), meeting=meet,
                    make_config=lambda met: elastic_config(request.config, met), env=dict(request.worker_env),
                    hang_timeout_s=request.hang_timeout_s, expected=expected_ranks(request),
-                   description={"target": request.target.boot_argv(), "torchrun": request.torchrun},
+                   description={"target": redact_argv(request.target.boot_argv()), "torchrun": request.torchrun},
                    sampler=sampler, ras=ras, exposure=exposure)
     return run_job(spec), sampler
 
