@@ -46,7 +46,7 @@ def _render_orphans(orphans: list[Orphan], console) -> None:
         console.print("no orphaned processes")
         return
     console.print(display.kv_table("Orphaned processes (launcher gone)", [
-        (str(o.pid), f"age {o.age_s:.0f}s, device mem {human_bytes(o.device_mem_bytes)}, {o.reason}\n{o.cmdline}")
+        (str(o.pid), f"{o.cmdline}: age {o.age_s:.0f}s, device mem {human_bytes(o.device_mem_bytes)}; {o.reason}")
         for o in orphans]))
 
 
