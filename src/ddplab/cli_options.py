@@ -41,9 +41,13 @@ import typing
 from dataclasses import MISSING, dataclass, field
 from typing import Any, Callable
 
-from .validators import argv_text, check_choice, check_number
+from .errors import UsageError
+from .validators import argv_text, check_choice, check_number, check_path_text, read_number
 
 KEY = "cli"
+# An option whose value names a file or a directory says so in its metavar, and is read as a path
+# (validators.check_path_text: never empty, never longer than the kernel takes).
+PATH_METAVARS = frozenset({"DIR", "FILE", "PATH", "REPORT"})
 # A docstring that says its own default ("...; default: off") keeps its words; any other gets "(default: X)".
 DEFAULT_SAID = re.compile(r"\bdefault:", re.IGNORECASE)
 
@@ -126,8 +130,9 @@ class Value:
         if not self.flags:
             parser.add_argument(slot.dest, metavar=self.metavar or slot.name.upper(), help=helped)
             return
-        kind = str if self.parse else slot.scalar
-        parser.add_argument(*self.flags, dest=slot.dest, default=argparse.SUPPRESS, type=kind, help=helped,
+        # Every value reaches ``read`` as typed: numbers are read there with the digits 0-9 only
+        # (validators.read_number), which argparse's int and float do not hold to ("٢" is 2 to them).
+        parser.add_argument(*self.flags, dest=slot.dest, default=argparse.SUPPRESS, type=str, help=helped,
                             metavar=metavar, action="append" if self.repeat else "store")
 
     def read(self, args, slot: Slot):
@@ -139,7 +144,18 @@ class Value:
         return self._one(raw, slot)
 
     def _one(self, raw, slot: Slot):
-        value = self.parse(raw, self.flag_of(slot)) if self.parse else raw
+        flag = self.flag_of(slot)
+        if self.parse:
+            value = self.parse(raw, flag)
+        elif slot.scalar in (int, float):
+            value = read_number(raw, flag, integer=slot.scalar is int, reference=self.range and self.range.reference)
+        elif self.metavar in PATH_METAVARS:
+            value = check_path_text(raw, flag)
+        elif not raw.strip():  # an empty word would read as "not given" further on (--rdzv-host '' ran as auto)
+            raise UsageError(f"invalid-{flag.lstrip('-')}", f"{flag} {raw!r} is empty; give a value, or leave {flag} "
+                                                           "out for its default")
+        else:
+            value = raw
         if isinstance(self.choices, Vocabulary):
             check_choice(value, self.what or slot.name, names_of(self.choices))
         return value
@@ -326,6 +342,19 @@ def check_fields(config) -> None:
 
 
 # ----------------------------------------------------------------------------------------- argparse
+
+def path_argument(flag: str) -> Callable[[str], str]:
+    """argparse's ``type`` for an option a command adds itself (not a Config field) whose value is a path: read as
+    a field's path is (validators.check_path_text), refused by argparse (exit 2) with the same words."""
+    def path(text: str) -> str:
+        try:
+            return check_path_text(text, flag)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    path.__name__ = "path"
+    return path
+
 
 def add_arguments(parser: argparse.ArgumentParser, cls: type, *, base=None, helps: dict[str, str] | None = None,
                   prefix: str = "") -> None:

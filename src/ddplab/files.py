@@ -119,6 +119,9 @@ def check_output_file(path: str | Path, option: str) -> None:
     if path.is_dir():
         raise UsageError("output-is-a-directory", f"{option} {path} is a directory; give a file path, "
                                                   f"e.g. {path / 'report.json'}")
+    if path.exists() and not path.is_file():  # a device, a pipe, a socket: the atomic rename would replace it
+        raise UsageError("output-not-a-file", f"{option} {path} exists and is not a regular file; give a file "
+                                              f"path, or leave {option} out")
     nearest = _nearest_existing(path.parent)
     if nearest.is_dir() and nearest != path.parent.absolute():
         raise UsageError("output-directory-missing", f"{option} {path}: the directory {path.parent} does not "

@@ -43,6 +43,7 @@ from .platform import DeviceMonitor
 from .proc_facts import ELASTIC_WORKER_ENV, INTERPRETERS, TORCHRUN_MARKER, Facts, snapshot
 from .records.clean import CleanRecord, Ended, GoneProcess, Orphan, OtherProcess, Survey
 from .rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_DIR_ENV, RUN_ID_ENV
+from .validators import is_digits
 
 # Launcher marker variable -> which launcher set it. ddplab's comes first: its ranks may carry both.
 MARKERS = ((RUN_ID_ENV, "ddplab"), (TORCHRUN_MARKER, "torchrun"))
@@ -133,7 +134,7 @@ def _ddplab_rank(p: Facts, parent: Facts, table: Mapping[int, Facts], run_id: st
 
 def _launcher_identity(p: Facts) -> tuple[int, int] | None:
     pid, ticks = p.markers.get(LAUNCHER_PID_ENV, ""), p.markers.get(LAUNCHER_START_ENV, "")
-    return (int(pid), int(ticks)) if pid.isdigit() and ticks.isdigit() else None
+    return (int(pid), int(ticks)) if is_digits(pid) and is_digits(ticks) else None
 
 
 def _has_identity(q: Facts, launcher: tuple[int, int]) -> bool:

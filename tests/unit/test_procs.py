@@ -257,3 +257,10 @@ def test_a_run_directory_is_read_through_the_process_own_root(tmp_path):
     (tmp_path / "run-id").write_text("launch-20261206-010203-abcdef\n")
     assert run_dir_holds(os.getpid(), str(tmp_path)) == "launch-20261206-010203-abcdef"
     assert run_dir_holds(os.getpid(), "relative/dir") is None and run_dir_holds(os.getpid(), None) is None
+
+
+def test_a_launcher_identity_in_other_digits_is_no_evidence_and_no_crash():
+    odd = rank(ppid=1)
+    odd.markers[LAUNCHER_PID_ENV] = "²"  # str.isdigit() says yes; int() refuses it
+    v = classify(300, table(INIT, odd))
+    assert not v.orphan and "without a recorded launcher start time" in v.reason, v

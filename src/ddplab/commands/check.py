@@ -35,10 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "with perfdata; 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN), npd (node-problem-detector: "
                              "one message line; 0 OK or WARNING, 1 problem, 3 unknown) (default: text)")
     parser.add_argument("--write-baseline", metavar="PATH", default=None,
+                        type=cli_options.path_argument("--write-baseline"),
                         help="also write the report here, to hold other nodes to (default: none)")
-    parser.add_argument("--textfile-dir", metavar="DIR", default=None,
+    parser.add_argument("--textfile-dir", metavar="DIR", default=None, type=cli_options.path_argument("--textfile-dir"),
                         help="write ddplab_check.prom here for node_exporter's textfile collector (default: none)")
-    parser.add_argument("--junit", metavar="PATH", default=None,
+    parser.add_argument("--junit", metavar="PATH", default=None, type=cli_options.path_argument("--junit"),
                         help="write JUnit XML here, one testcase per check (default: none)")
     options.add_json_argument(parser, "also write the JSON report here")
 

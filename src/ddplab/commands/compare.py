@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import comparison, display, spikes
+from .. import cli_options, comparison, display, spikes
 from ..errors import UsageError, printable
 from ..records import Report, make_report
 from ..records.compare import CompareConfig, CompareRecord, ComparedRow, MissingRow
@@ -26,7 +26,7 @@ SUMMARY = comparison.SUMMARY
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_config_arguments(parser, CompareConfig, json="write the comparison as JSON")
-    parser.add_argument("--html", metavar="PATH", default=None,
+    parser.add_argument("--html", metavar="PATH", default=None, type=cli_options.path_argument("--html"),
                         help="write the comparison as a page: per collective, time and busbw against size, A dashed "
                              "beside B (default: none)")
 

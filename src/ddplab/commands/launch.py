@@ -29,6 +29,7 @@ from ..errors import ExitCode, UsageError, printable
 from ..job import run as job
 from ..job.config import LAUNCH_USAGE, Target, UserJobConfig
 from ..records import Report
+from ..validators import is_whole_number, read_number
 
 SUMMARY = job.SUMMARY
 DDPLAB_OPTIONS = tuple(cli_options.options_of(UserJobConfig))  # --hang-timeout, --out, --ras
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     from torch.distributed.run import get_args_parser
 
     parser = get_args_parser()
+    _read_numbers_with_ascii_digits(parser)
     parser.prog = "ddplab launch"
     parser.usage = LAUNCH_USAGE
     parser.description = ("Run a training script as torchrun would, and supervise it: name the rank that "
@@ -64,6 +66,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.error = error
     return parser
+
+
+def _read_numbers_with_ascii_digits(parser: argparse.ArgumentParser) -> None:
+    """torchrun's whole-number and decimal options read as every ddplab option is (validators.read_number): its
+    parser's int and float take "٢" as 2 and "1_0" as 10. Refused as torchrun's parser refuses a bad value."""
+    for action in parser._actions:
+        if action.type in (int, float) and action.option_strings:
+            action.type = _number_type(action.option_strings[0], integer=action.type is int)
+
+
+def _number_type(flag: str, integer: bool):
+    def number(text: str):
+        try:
+            return read_number(text, flag, integer=integer)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    number.__name__ = "int" if integer else "float"
+    return number
 
 
 def _ras_services() -> str:
@@ -95,7 +116,7 @@ def check_nproc_word(value: str, parser: argparse.ArgumentParser) -> None:
     import torch
 
     words = _nproc_words(parser)
-    if value.lstrip("-").isdigit() or value in words or value == torch._C._get_privateuse1_backend_name():
+    if is_whole_number(value) or value in words or value == torch._C._get_privateuse1_backend_name():
         return
     raise UsageError("invalid-nproc-per-node", f"--nproc-per-node {value}: valid values are a whole number or one "
                                                f"of torchrun's: {', '.join(words)}")
@@ -133,6 +154,8 @@ def render(report: Report, console) -> None:
     # markup off: sizes look like markup; printable: a rank's own words may hold terminal escapes
     say = lambda text: console.print(printable(text), markup=False, highlight=False)  # noqa: E731
     say(f"ddplab launch: {r.outcome.upper()} in {r.duration_s:.1f} s")
+    if r.launcher_error:  # why the launcher itself failed (a port taken, a rendezvous that never met)
+        say(f"  launcher error: {r.launcher_error}")
     culprit = r.culprit
     if culprit:
         say(f"  culprit: {culprit.reason}")

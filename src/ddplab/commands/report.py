@@ -13,10 +13,13 @@ SUMMARY = "re-render report.html from a report.json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..cli_options import path_argument
+
     parser.add_argument("report", metavar="REPORT_JSON", help="a report.json written by `ddplab run` (or any "
                                                               "command's --json)")
-    parser.add_argument("--out", default=None, help="HTML file to write (default: beside the JSON)")
-    parser.add_argument("--baseline", metavar="FILE", default=None,
+    parser.add_argument("--out", metavar="PATH", default=None, type=path_argument("--out"),
+                        help="HTML file to write (default: beside the JSON)")
+    parser.add_argument("--baseline", metavar="FILE", default=None, type=path_argument("--baseline"),
                         help="draw this run beside a baseline: a ddplab JSON report or nccl-tests text output "
                              "(default: none)")
 

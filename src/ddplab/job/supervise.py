@@ -25,6 +25,7 @@ from ..rundir import RunDir
 from ..sampler import RankSampler
 from ..supervision import meeting
 from ..supervision.job import JobOutcome, JobSpec, run_job
+from ..validators import is_digits
 from .ras import RasPlan
 from .torchrun_args import LaunchRequest
 
@@ -69,7 +70,7 @@ def where_the_job_listens(request: LaunchRequest, device_type: str) -> Exposure:
 
 def _port_named(endpoint: str) -> int:
     port = (endpoint or "").rpartition(":")[2]
-    return int(port) if port.isdigit() else 0
+    return int(port) if is_digits(port) and len(port) <= 5 else 0
 
 
 def elastic_config(config, met: meeting.Meeting):
