@@ -18,6 +18,8 @@ import traceback
 from pathlib import Path
 
 from . import __version__, commands, interrupts, numpy_warning, redaction, torch_floor
+from .cli_options import sentence
+from .commands import help as command_help
 from .errors import DdplabError, ExitCode, invalid_choice, printable
 from .files import check_output_file
 
@@ -38,12 +40,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="ddplab", description="Prove a distributed-training communication stack on one machine.")
+    parser = _Parser(prog="ddplab", description="Prove a distributed-training communication stack on one machine.",
+                     epilog=command_help.help_epilog(), formatter_class=command_help.HelpFormatter)
     parser.add_argument("--version", action="version", version=f"ddplab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in commands.COMMANDS:
         module = commands.load(name)
-        p = sub.add_parser(name, help=module.SUMMARY, description=module.__doc__.strip().splitlines()[0],
+        p = sub.add_parser(name, help=sentence(module.SUMMARY), description=command_help.description(module),
+                           epilog=command_help.help_epilog(module), formatter_class=command_help.HelpFormatter,
                            **getattr(module, "PARSER_OPTIONS", {}))
         module.add_arguments(p)
     return parser

@@ -122,10 +122,12 @@ class SizeRange:
     OPTIONS = (("-b", "--minbytes"), ("-e", "--maxbytes"), ("-f", "--stepfactor"))
 
     def add(self, parser: argparse.ArgumentParser, slot) -> None:
+        from .cli_options import help_text  # above this module: it reads the Configs that use SizeRange
+
         begin, end, factor = range_args(slot.default)
-        helps = (f"smallest size in bytes, with K, M, G or T for powers of 1024, as nccl-tests' -b "
-                 f"(default: {begin})", f"largest size, as nccl-tests' -e (default: {end})",
-                 f"each size is the one before times this, as nccl-tests' -f (default: {argv_text(factor)})")
+        helps = (help_text("smallest size in bytes, with K, M, G or T for powers of 1024, as nccl-tests' -b", begin),
+                 help_text("largest size, as nccl-tests' -e", end),
+                 help_text("each size is the one before times this, as nccl-tests' -f", argv_text(factor)))
         for (short, long), helped in zip(self.OPTIONS, helps):  # read as typed: sizes and the factor below
             parser.add_argument(short, long, dest=long.lstrip("-"), default=argparse.SUPPRESS, help=helped)
 

@@ -1,4 +1,9 @@
-"""`ddplab launch`: run your own training script as torchrun would, and supervise it.
+"""Run your own training script as torchrun would, and supervise it: when a rank fails or the job
+hangs, name the rank that holds the others up and the collective, save every rank's stacks and flight record,
+and leave nothing running. Every torchrun option works; ddplab's own options come before the script, as
+torchrun's do.
+
+`ddplab launch`: run your own training script as torchrun would, and supervise it.
 
     ddplab launch --nproc-per-node 2 --hang-timeout 60 -- train.py --lr 0.1
 
@@ -23,8 +28,10 @@ PET_* environment defaults) means what it means to torchrun (job/torchrun_args.p
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .. import cli_options
+from .help import HelpFormatter, description, help_epilog
 from ..errors import ExitCode, UsageError, printable
 from ..job import run as job
 from ..job.config import LAUNCH_USAGE, Target, UserJobConfig
@@ -32,6 +39,11 @@ from ..records import Report
 from ..validators import is_whole_number, read_number
 
 SUMMARY = job.SUMMARY
+EXAMPLES = (  # shown by --help (commands.help_epilog)
+    ("ddplab launch --nproc-per-node 2 -- train.py --lr 0.1", "two ranks of your script, supervised"),
+    ("ddplab launch --nproc-per-node 8 --hang-timeout 300 --out job1 -- train.py",
+     "a hang declared after 300 s without progress; the report in job1/"),
+)
 DDPLAB_OPTIONS = tuple(cli_options.options_of(UserJobConfig))  # --hang-timeout, --out, --ras
 PREFIX = "ddplab_"  # where ddplab's options land in torchrun's namespace, apart from torchrun's own
 # Set by the script's position, not kept as torchrun options.
@@ -54,8 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     _read_numbers_with_ascii_digits(parser)
     parser.prog = "ddplab launch"
     parser.usage = LAUNCH_USAGE
-    parser.description = ("Run a training script as torchrun would, and supervise it: name the rank that "
-                          "holds the others up, save every rank's stack and flight record, leave nothing running.")
+    this = sys.modules[__name__]  # its --help is made as every command's (commands/__init__.py)
+    parser.description, parser.epilog = description(this), help_epilog(this)
+    parser.formatter_class = HelpFormatter
     group = parser.add_argument_group("ddplab options (before the script, like torchrun's)")
     cli_options.add_arguments(group, UserJobConfig, prefix=PREFIX)
     ras = next(a for a in group._group_actions if a.dest == f"{PREFIX}ras")

@@ -105,7 +105,7 @@ class UserJobConfig:
     target: Target
     hang_timeout_s: float | None = option("--hang-timeout", default=DEFAULT_HANG_TIMEOUT_S, metavar="S", range=Range(
         0, MAX_TIMEOUT_S, name="seconds", unit=" (0 turns it off)"))
-    """Declare a hang when a rank waits and no rank has made progress for S seconds; 0 turns it off (None)."""
+    """Declare a hang when a rank waits and no rank has made progress for S seconds; 0 turns hang detection off."""
     out: str | None = option("--out", default=None, metavar="DIR")
     """Job directory: report.json, report.html, stacks, flight records; refused when it already holds a run;
     default: ./ddplab-runs/launch-<id>."""
