@@ -314,7 +314,7 @@ def peak_bandwidth_check(record: SweepRecord) -> list[Check]:
     text = f"{best.busbw_gbps:.1f} GB/s ({best.op}, {best.size_bytes} B)"
     if record.ceiling:
         text += f" = {100 * best.busbw_gbps / record.ceiling.gbps:.2f}% of the copy ceiling"
-    return [Check("peak bus bandwidth", Verdict.PASS, text, "informational (--min-busbw to gate)",
+    return [Check("peak bus bandwidth", Verdict.INFO, text, "informational (--min-busbw to gate)",
                   "nccl-tests' busbw definition, GB = 1e9", "compare with nccl-tests: `ddplab compare`")]
 
 
