@@ -15,7 +15,7 @@ from . import interrupts
 from .errors import ExitCode, printable
 from .report import human_bytes
 
-VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red", "skip": "dim"}
+VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red", "skip": "dim", "info": "bold blue"}
 
 
 def escape(text: str) -> str:

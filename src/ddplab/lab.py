@@ -53,7 +53,10 @@ class RunConfig:
     """The whole lab: which profile, on which device, where its reports go."""
 
     profile: str = option("--profile", default="quick", choices=PROFILES)
-    """quick: every stage, CI-sized; full: the complete GPU lab; soak: storm and sweep repeated (profiles.py)."""
+    """quick: every stage, CI-sized; full: the complete GPU lab, at sizes for an accelerator; soak: the storm and
+    the sweep repeated.
+
+    profiles.py says what each profile runs."""
     nproc: int = option("--nproc", default=2, range=Range(1, MAX_NPROC, unit=" ranks per node"))
     """Ranks of the shared-device stages."""
     device: str = option("--device", default="auto", choices=DEVICES)

@@ -1,4 +1,8 @@
-"""`ddplab drill NAME`: reproduce a fault on purpose, measure how the stack reacts, and show
+"""Reproduce a fault on purpose (a killed rank or launcher, Ctrl+C, a late, stalled, straggling,
+desynchronised or out-of-memory rank, a lost machine), measure how the stack reacts, and show that ddplab's
+supervision names the right rank and leaves nothing behind.
+
+`ddplab drill NAME`: reproduce a fault on purpose, measure how the stack reacts, and show
 that ddplab's supervision names the right rank and leaves nothing behind.
 
 NAME is one of the drills in ddplab.drills (kill-rank and kill_rank both work), or
@@ -17,6 +21,12 @@ from ..records.drill import DrillOutcome
 from . import options
 
 SUMMARY = drill.SUMMARY
+EXAMPLES = (  # shown by --help (commands.help_epilog)
+    ("ddplab drill kill_rank", "kill one rank and time the job's teardown"),
+    ("ddplab drill short", "every drill that takes seconds"),
+    ("ddplab drill kill_launcher --launcher torchrun",
+     "what plain torchrun leaves behind when its launcher dies"),
+)
 
 
 def render(report: Report, console) -> None:

@@ -34,7 +34,8 @@ def add_config_arguments(parser: argparse.ArgumentParser, config_cls: type, *,
 
 
 def add_json_argument(parser: argparse.ArgumentParser, help: str) -> None:
-    parser.add_argument("--json", metavar="PATH", default=None, help=f"{help} (default: none)")
+    parser.add_argument("--json", metavar="PATH", default=None, type=cli_options.path_argument("--json"),
+                        help=cli_options.help_text(help, "none"))
 
 
 def config_from_args(config_cls: type, args, environ: Mapping[str, str] = os.environ):

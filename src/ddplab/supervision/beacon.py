@@ -38,6 +38,7 @@ import traceback
 from dataclasses import replace
 
 from ..files import write_text_atomic
+from ..redaction import redact_text
 from ..proc_stat import start_ticks
 from ..platform import flight_recorder
 from ..records.codec import to_json
@@ -229,7 +230,7 @@ class Beacon:
             failed_in, entered = phase_of(now), self.state.since
             if self.state.phase == "running" and exc is not None:
                 failed_in = _phase_raised_in(exc, failed_in)
-        self.phase("failed", error=error, failed_at=time.time(), failed_in=failed_in, failed_in_since=entered,
+        self.phase("failed", error=redact_text(error), failed_at=time.time(), failed_in=failed_in, failed_in_since=entered,
                    exit_code=exit_code)
 
     def enter_collective(self, op: str, numel: int) -> int:
@@ -252,7 +253,9 @@ class Beacon:
         if record is not None:
             text = json.dumps({**record, "dumped_at": time.time()}, default=str)
             self._quietly(lambda: write_text_atomic(self.run.flight_file(self.rank), text, durable=False))
-        stacks = f"# rank {self.rank}, pid {os.getpid()}, at {time.time():.3f}\n{note}\n{format_all_stacks()}"
+        # the program's source lines and the note's traceback: its words, withheld as a report withholds them
+        stacks = redact_text(f"# rank {self.rank}, pid {os.getpid()}, at {time.time():.3f}\n{note}\n"
+                             f"{format_all_stacks()}")
         self._quietly(lambda: write_text_atomic(self.run.stack_file(self.rank), stacks, durable=False))
         if request_id:
             self._answered = request_id

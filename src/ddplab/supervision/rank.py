@@ -22,6 +22,7 @@ import time
 import traceback
 from typing import Mapping
 
+from .. import redaction
 from ..files import write_text_atomic
 from ..rundir import LAUNCHER_PID_ENV, STATUS_STORE_ENV, RunDir
 from .beacon import Beacon
@@ -86,6 +87,7 @@ class RankLife:
     def __init__(self, run: RunDir, environ: Mapping[str, str] = os.environ):
         self.run = run
         self.environ = environ
+        redaction.learn(environ=environ)  # the secrets it inherited: withheld from every file it writes
         self.rank = int(environ.get("RANK", "0"))
         self.local_rank = int(environ.get("LOCAL_RANK", self.rank))
         world = environ.get("WORLD_SIZE", "")
@@ -126,16 +128,19 @@ class RankLife:
 
     def record_error(self, exc: BaseException, text: str, exit_code: int | None) -> None:
         """The rank's error for the judge: error.json with its traceback, its status "failed", and its own
-        flight record and stacks."""
+        flight record and stacks. The program's words are withheld as a report withholds them (a token it was
+        given, quoted in its error message, is not copied)."""
         from ..records.codec import to_json
         from ..records.supervision import RankError
 
-        error = RankError(rank=self.rank, type=type(exc).__name__, message=str(exc), traceback=text, at=time.time())
+        text = redaction.redact_text(text)
+        error = RankError(rank=self.rank, type=type(exc).__name__, message=redaction.redact_text(str(exc)),
+                          traceback=text, at=time.time())
         _quietly(lambda: write_text_atomic(self.run.error_file(self.rank), json.dumps(to_json(error)),
                                            durable=False))
         if self.beacon is not None:
             self.beacon.dump(None, note=f"The rank's code raised; its traceback:\n{text}")
-            self.beacon.fail(f"{type(exc).__name__}: {exc}"[-2000:], exit_code, exc)
+            self.beacon.fail(f"{type(exc).__name__}: {error.message}"[-2000:], exit_code, exc)
 
     def _publisher(self):
         """A publisher to the job's store (its own client connection), or None: one machine, or a store this rank
