@@ -130,6 +130,7 @@ def main(argv: list[str] | None = None) -> None:
 
     settle_before_destroying_gloo()  # torch < 2.8 could deadlock destroying a gloo group
     dist.destroy_process_group()
+    faults.at_exit()
 
 
 def _train_step(trainer, batches, args: argparse.Namespace, faults: fault_table.Faults, step: int, device) -> bool:

@@ -112,7 +112,7 @@ def locate(frame, distributed_dir: str | None) -> Where:
         if not _is_machinery(code.co_filename) and len(frames) < MAX_FRAMES:
             frames.append(where)
         frame = frame.f_back
-    return Where(torch_call, call_site, frames, importing)
+    return Where(torch_call, call_site, frames, importing, len(sys.modules) if importing else None)
 
 
 def _phase_raised_in(exc: BaseException, otherwise: str) -> str:

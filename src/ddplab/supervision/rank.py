@@ -28,6 +28,7 @@ from ..rundir import LAUNCHER_PID_ENV, STATUS_STORE_ENV, RunDir
 from .beacon import Beacon
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_PTRACER = 0x59616D61  # Yama's: who may read this process's memory besides its ancestors
 
 # faulthandler's on-demand stack signal. A real-time signal, because the common ones are taken in training
 # stacks: Lightning and SLURM use SIGUSR1 (requeue) and SIGUSR2, submitit SIGUSR2, torchrun forwards
@@ -70,6 +71,15 @@ def guard_parent(launcher_pid: int, poll_s: float = 0.25) -> None:
     threading.Thread(target=watch, name="ddplab-parent-guard", daemon=True).start()
 
 
+def allow_stacks_from(launcher_pid: int) -> None:
+    """Let the launcher and its children (py-spy, supervision/outside_stacks.py) read this rank's stacks where Yama
+    restricts ptrace to ancestors (kernel.yama.ptrace_scope=1, Ubuntu's default): py-spy is the ranks' sibling, not
+    their parent. A kernel without Yama refuses the call, and needs nothing."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PTRACER, launcher_pid, 0, 0, 0)
+
+
 def ignore_sigint() -> None:
     """Ctrl+C is the launcher's to handle: it stops the ranks with SIGTERM, so a rank that also took the
     terminal's SIGINT would only add a KeyboardInterrupt traceback per rank.
@@ -101,6 +111,7 @@ class RankLife:
         if launcher_pid is None:
             launcher_pid = int(self.environ[LAUNCHER_PID_ENV])
         guard_parent(launcher_pid)
+        allow_stacks_from(launcher_pid)
         _quietly(lambda: self.run.rank_dir(self.rank).mkdir(parents=True, exist_ok=True))
         _quietly(lambda: write_text_atomic(self.run.pid_file(self.rank), f"{os.getpid()}\n", durable=False))
         return self
