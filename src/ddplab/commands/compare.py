@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import cli_options, comparison, display, spikes
+from .. import cli_options, comparison, spikes
 from ..errors import UsageError, printable
 from ..records import Report, make_report
 from ..records.compare import CompareConfig, CompareRecord, ComparedRow, MissingRow
