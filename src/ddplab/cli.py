@@ -8,7 +8,8 @@ runner's exit code (its ``runner_error`` hook).
 
 A reader that leaves early (`ddplab ... | head -1`) changes nothing: the rest of standard output
 goes to /dev/null, and the command ends and exits as it would have (``stdout_reader_may_leave``).
-`--json -` is standard output; what the command shows goes to standard error then.
+`--format json` (or `--json -`) puts the JSON report alone on standard output; what the command shows goes to
+standard error then.
 """
 
 from __future__ import annotations
@@ -86,12 +87,15 @@ def _main(argv: list[str]) -> int:
     # no finding for ddplab, which never uses numpy (numpy_warning.py says why; exactly that message).
     numpy_warning.ignore_in_this_process()
 
+    from .commands import options
     from .display import make_console
 
     json_path = getattr(args, "json", None)
-    console = make_console(stderr=json_path == STDOUT)  # `--json -`: standard output is the JSON's alone
+    # `--format json` or `--json -`: standard output is the JSON's alone, and what the command shows goes to stderr
+    console = make_console(stderr=options.json_on_stdout(args))
     module = commands.load(args.command)
     try:
+        options.check_output_options(args, getattr(module, "OUTPUT_FORMATS", options.OUTPUT_FORMATS))
         if args.command not in commands.WITHOUT_TORCH:  # a torch older than the floor: one sentence, exit 3
             torch_floor.require_supported()
         module.validate(args)

@@ -112,12 +112,14 @@ def test_a_value_in_the_readme_command_table_is_the_options_default(command, fla
 
 def _claims():
     """What the README's prose says a default is, and what the code says. Each is found in the README as written."""
+    from ddplab import profiles
     from ddplab.config import DEFAULT_RESERVE
     from ddplab.job import run as launch_job
     from ddplab.job.config import DEFAULT_HANG_TIMEOUT_S
     from ddplab.job.supervise import SAMPLE_INTERVAL_S
     from ddplab.platform.vendors import VENDORS
     from ddplab.rundir import DEFAULT_RUNS_DIR
+    from ddplab.sizes import parse_size
     from ddplab.validators import number_text
 
     ras = next(v.ras for v in VENDORS.values() if v.ras)
@@ -130,6 +132,8 @@ def _claims():
         (r"\*\*Watching\.\*\* Every ([\d.]+) s", number_text(SAMPLE_INTERVAL_S)),
         (r"\(WARNING beyond (\d+%)\)", _default_in_help("check", "--tolerance")),
         (r"\(default (\d+) s from ddplab's start", _default_in_help("check", "--deadline")),
+        (r"its sweeps stop at (\d+ MiB) instead of", f"{parse_size(profiles.HOST_STAGED_MAX) >> 20} MiB"),
+        (r"its sweeps stop at \d+ MiB instead of (\d+ GiB)", f"{parse_size(profiles.FULL_MAX) >> 30} GiB"),
     ]
 
 

@@ -29,6 +29,7 @@ from ..check.config import CheckConfig
 from . import options
 
 SUMMARY = "node acceptance check for fleet runners: Nagios, node-problem-detector, Slurm, Prometheus, JUnit"
+OUTPUT_FORMATS = formats.FORMATS  # what --format may say (cli.py checks it, as every command's)
 # Options spelt out in full: a runner's error hook (runner_error) reads --format, --textfile-dir and --junit from a
 # command line argparse may have refused, and must read the same options argparse would have.
 PARSER_OPTIONS = {"allow_abbrev": False}
@@ -91,13 +92,7 @@ def expectations_of(config: CheckConfig):
 def validate(args) -> CheckConfig:
     from ..files import check_output_dir, check_output_file
 
-    from ..errors import UsageError
-    from ..report import STDOUT
-
-    config = config_from_args(args)
-    if args.json == STDOUT and args.format != "text":
-        raise UsageError("stdout-taken", f"--json - and --format {args.format} would both write to standard output; "
-                                         "give --json a file, or use --format json alone")
+    config = config_from_args(args)  # --json - beside a --format that writes stdout: refused by cli.py
     expectations_of(config)
     if config.from_report:
         from ..catalog import read_report

@@ -92,4 +92,4 @@ add_arguments, config_from_args, validate, _ = options.measurement_command(clean
 def main(args, console) -> int:
     config = config_from_args(args)
     report = make_report(clean, config, clean.run(config))
-    return display.finish(report, render, args.json, console)
+    return options.finish(report, render, args, console)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import cli_options, comparison, display, spikes
+from .. import cli_options, comparison, spikes
 from ..errors import UsageError, printable
 from ..records import Report, make_report
 from ..records.compare import CompareConfig, CompareRecord, ComparedRow, MissingRow
@@ -32,7 +32,7 @@ EXAMPLES = (  # shown by --help (commands.help_epilog)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, CompareConfig, json="write the comparison as JSON")
+    options.add_config_arguments(parser, CompareConfig, json="also write the comparison as JSON here")
     parser.add_argument("--html", metavar="PATH", default=None, type=cli_options.path_argument("--html"),
                         help=cli_options.help_text("write the comparison as a page: per collective, time and busbw "
                                                    "against size, A dashed beside B", "none"))
@@ -61,7 +61,7 @@ def main(args, console) -> int:
         from ..html_report import write_page
 
         write_page(report, args.html)
-    return display.finish(report, lambda rep, out: render(rep, old.label, new.label, out), args.json, console)
+    return options.finish(report, lambda rep, out: render(rep, old.label, new.label, out), args, console)
 
 
 def render(report: Report, old_label: str, new_label: str, console) -> None:

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from .. import display, lab
 from ..errors import ExitCode
-from ..report import write_json
 from . import options
 
 SUMMARY = lab.SUMMARY
@@ -61,12 +60,8 @@ def main(args, console) -> int:
     config = config_from_args(args)
     report = make_report(lab, config, lab.run(config, Observer(console)))
     lab.write_reports(report, Path(report.results.out))
-    if args.json:  # before the verdict: it is printed only once every report is stored
-        write_json(report.to_json(), args.json)
-    render_verdict(report, console)
-    if report.results.interrupted:
-        return ExitCode.INTERRUPTED
-    return report.verdict.exit_code
+    code = options.finish(report, render_verdict, args, console)  # the copies, then the verdict and where it is
+    return ExitCode.INTERRUPTED if report.results.interrupted else code
 
 
 def render(report, console) -> None:

@@ -32,7 +32,7 @@ from ..validators import require
 from ..records.placement import Placement
 from ..records import Check, Verdict
 from ..records.library_engine import LIBRARY, LibraryEngineRecord
-from ..records.memory import MemoryNeed, MemoryShare
+from ..records.memory import MachineMemory, MemoryFit, MemoryNeed, MemoryShare
 from ..records.session import SessionRecord, Timeseries
 from ..report import human_bytes
 from ..records.sweep import CopyCeiling, SamplerRecord, SweepRankResult, SweepRankRow, SweepRecord, SweepRow, \
@@ -135,18 +135,48 @@ def run(config: SweepConfig, observer: Observer = QUIET) -> SweepRecord:
 def smallest_need(config: SweepConfig, placement: Placement) -> MemoryNeed:
     """What the least demanding collective needs per rank at the smallest size, as the ranks will plan it: if
     this cannot fit, no size can, and the sweep is refused before it starts."""
+    torch_engine = config.engine != LIBRARY
+    route = memory_plan.Route.of(placement.backend if torch_engine else "library", placement.host_only)
+    needs = needs_at(config, min(config.sizes), placement.nproc * config.launch.nnodes, route)
+    return min(needs, key=lambda need: need.host_bytes + need.device_bytes)
+
+
+def needs_at(config: SweepConfig, size: int, world: int, route: memory_plan.Route) -> list[MemoryNeed]:
+    """What each collective of ``config`` needs per rank at ``size``, in each placement it runs, as the ranks will
+    plan it (workloads/memory.py)."""
     import torch
 
     elem = torch.tensor([], dtype=torch_dtype(config.dtype)).element_size()
-    n = placement.nproc * config.launch.nnodes
-    torch_engine = config.engine != LIBRARY
-    route = memory_plan.Route.of(placement.backend if torch_engine else "library", placement.host_only)
     calls = config.iters if config.mode == "pipelined" else 1
-    size = min(config.sizes)
-    needs = [memory_plan.collective_need(spec.name, spec.buffers(spec.count_for(size, n, elem), n, in_place), elem,
-                                         route, in_flight=calls)
-             for spec in map(collectives.get, config.ops) for in_place in spec.placements]
-    return min(needs, key=lambda need: need.host_bytes + need.device_bytes)
+    return [memory_plan.collective_need(spec.name, spec.buffers(spec.count_for(size, world, elem), world, in_place),
+                                        elem, route, in_flight=calls)
+            for spec in map(collectives.get, config.ops) for in_place in spec.placements]
+
+
+@dataclass(frozen=True)
+class HostBound:
+    """A sweep's sizes on the host CPU, bounded by the memory plan before it runs (``host_sizes_that_fit``)."""
+
+    sizes: tuple[int, ...]  # the sizes kept: every one up to the first that would not fit
+    refused: int | None = None  # the first size that would not fit (None: every size fits)
+    fit: MemoryFit | None = None  # its judgement: needed against available, in words
+
+
+def host_sizes_that_fit(config: SweepConfig, memory: MachineMemory) -> HostBound:
+    """On the host CPU (gloo, every tensor in host memory): ``config``'s sizes up to the last whose most demanding
+    collective all of this machine's ranks can hold in ``memory``, judged as the ranks judge each size when they
+    run it (memory_plan.judge). A plan made before the run, so that the run can say its sizes up front; the ranks
+    still plan every size against the machine as it is then."""
+    route = memory_plan.Route.of("gloo", host_only=True)
+    ranks = config.launch.nproc
+    kept: list[int] = []
+    for size in sorted(config.sizes):
+        need = max(needs_at(config, size, ranks * config.launch.nnodes, route), key=lambda n: n.host_bytes)
+        fit = memory_plan.judge(need, memory, ranks, ranks, host_only=True)
+        if not fit.fits:
+            return HostBound(tuple(kept), size, fit)
+        kept.append(size)
+    return HostBound(tuple(kept))
 
 
 def config_as_run(config: SweepConfig, record: SweepRecord) -> SweepConfig:
