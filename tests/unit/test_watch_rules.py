@@ -9,10 +9,11 @@ NCCL = "_dump_nccl_trace_json"  # an asynchronous recorder: a pending collective
 
 
 def st(phase="running", torch_call=None, enqueued=3, completed=3, recorder=NCCL, frames=("train.py:10 in main",),
-       heartbeat=NOW):
+       heartbeat=NOW, pending_for=None):
     return RankState(rank=0, pid=1, phase=phase, heartbeat=heartbeat, recorder=recorder, in_process_group=True,
                      where=Where(torch_call, None, list(frames)),
-                     progress={"0": GroupProgress(enqueued, -1, completed)})
+                     progress={"0": GroupProgress(enqueued, -1, completed)},
+                     pending_since=None if pending_for is None else heartbeat - pending_for)
 
 
 def test_flight_recorder_numbers_phases_and_calls_are_progress_but_user_frames_are_not():
@@ -40,9 +41,12 @@ BACKWARD = ("torch/autograd/graph.py:979 in _engine_run_backward", "torch/_tenso
 
 def test_a_collective_issued_from_cpp_is_waited_in_on_any_backend():
     """DDP's reducer issues the gradient all_reduce from C++ inside backward(): no torch.distributed frame on the
-    main thread, only the recorder's pending count. gloo's counts that as a wait too, once it persists for the hang
-    timeout (the quiet clock); a lag that catches up changes the count, and so is progress."""
-    in_backward = st(enqueued=11, completed=10, recorder=GLOO, frames=BACKWARD)
+    main thread, only the recorder's pending count. gloo's counts that as a wait too, once its beacon saw it persist
+    (its "completed" can trail a returned call by about a second); a lag that catches up changes the count, and so
+    is progress."""
+    in_backward = st(enqueued=11, completed=10, recorder=GLOO, frames=BACKWARD, pending_for=3.0)
+    caught_in_the_lag = st(enqueued=11, completed=10, recorder=GLOO, frames=BACKWARD, pending_for=0.4)
+    assert not is_waiting(caught_in_the_lag) and phase_of(caught_in_the_lag) == "running"
     stalled = st(enqueued=10, completed=10, recorder=GLOO, frames=("train.py:9 in <module>",))
     assert is_waiting(in_backward) and phase_of(in_backward) == "in-collective" and not is_waiting(stalled)
     assert is_hung({0: in_backward, 1: stalled}, 5.0, 5.0, NOW, 2.0)

@@ -18,8 +18,11 @@ import contextlib
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 from .. import measurements
+from ..files import write_text_atomic
+from ..rundir import RUN_ID_FILE
 from ..records.run import StageRecord
 from .config import parse_injection
 from .metrics import stage_of
@@ -31,7 +34,8 @@ _LAUNCHER = """import os, subprocess, sys
 stat = open("/proc/self/stat").read()
 ticks = stat[stat.rindex(")") + 2:].split()[19]
 env = {k: v for k, v in os.environ.items() if not k.startswith(("DDPLAB_", "TORCHELASTIC_"))}
-env.update(DDPLAB_RUN_ID=sys.argv[1], DDPLAB_LAUNCHER_PID=str(os.getpid()), DDPLAB_LAUNCHER_START=ticks)
+env.update(DDPLAB_RUN_ID=sys.argv[1], DDPLAB_RUN_DIR=sys.argv[3], DDPLAB_LAUNCHER_PID=str(os.getpid()),
+           DDPLAB_LAUNCHER_START=ticks)
 rank = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(%d)" % int(sys.argv[2])], env=env,
                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                         start_new_session=True)
@@ -79,15 +83,18 @@ def _fault(row, kind: str):
 class Leftover:
     """A real orphaned rank for the check's environment survey to find (context manager: ended on exit)."""
 
-    def __init__(self, run_id: str):
-        self.run_id = run_id
+    def __init__(self, run_id: str, run_dir: Path):
+        self.run_id, self.run_dir = run_id, run_dir
         self.pid: int | None = None
         self._proc = None
 
     def __enter__(self) -> "Leftover":
         import psutil
 
-        done = subprocess.run([sys.executable, "-c", _LAUNCHER, self.run_id, str(LEFTOVER_LIFE_S)],
+        # its run directory holds its run id, as a real run's does (procs.py ties a marker to a run by it)
+        write_text_atomic(self.run_dir / RUN_ID_FILE, self.run_id + "\n", make_parents=True)
+        done = subprocess.run([sys.executable, "-c", _LAUNCHER, self.run_id, str(LEFTOVER_LIFE_S),
+                               str(self.run_dir.resolve())],
                               capture_output=True, text=True, timeout=60, check=True)
         self.pid = int(done.stdout.strip())
         self._proc = psutil.Process(self.pid)  # remembers its start time: never kills a reused pid

@@ -32,7 +32,8 @@ def run(config: CheckConfig, console, expectations: Expectations) -> Report:
         return judge_report(config, expectations)
     out = lab.claim_out_dir(config.out, COMMAND)
     started = time.monotonic()
-    leftover = Leftover(f"check-injected-{out.name}") if wants_leftover(config.inject) else None
+    leftover = Leftover(f"check-injected-{out.name}", out / "injected-leftover") \
+        if wants_leftover(config.inject) else None
     with leftover or contextlib.nullcontext():
         records = []
         with interrupts.deadline(seconds_left(config.deadline_s)):

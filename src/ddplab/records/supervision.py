@@ -71,6 +71,8 @@ class RankState:
     proc_start_ticks: int | None = field(default=None, metadata=OMIT)  # with pid: this process, not a reused pid
     where: Where | None = field(default=None, metadata=OMIT)
     progress: dict[str, GroupProgress] | None = field(default=None, metadata=OMIT)  # process group -> counters
+    # since when (its beacon's clock) the same collectives have been pending in ``progress``; None: none pending
+    pending_since: float | None = field(default=None, metadata=OMIT)
     in_process_group: bool | None = field(default=None, metadata=OMIT)
     flight_recorder: str | None = field(default=None, metadata=OMIT)  # who set the recorder up, in words
     recorder: str | None = field(default=None, metadata=OMIT)  # the torch call that reads the recorder

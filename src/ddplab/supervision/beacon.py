@@ -176,6 +176,8 @@ class Beacon:
         self._answered: str | None = None
         self._last_flight: dict | None = None
         self._recorder = flight_recorder.StatusReader()
+        self._pending: tuple = ()  # the collectives its recorder shows pending, and since when
+        self._pending_since: float | None = None
         self.write_error: str | None = None  # the first write that failed: supervision degraded, job unharmed
         now = time.time()
         self.state = RankState(rank=rank, local_rank=local_rank, pid=os.getpid(), phase=phase, since=now,
@@ -293,8 +295,12 @@ class Beacon:
         if status:
             self._last_flight = status
         seen = status or self._last_flight
+        progress = progress_of(seen)
+        pending = tuple(sorted((pg, p.enqueued) for pg, p in (progress or {}).items() if p.enqueued > p.completed))
+        if pending != self._pending:
+            self._pending, self._pending_since = pending, (time.time() if pending else None)
         return {"where": locate(frame, torch_distributed_dir()), "in_process_group": _in_process_group(),
-                "progress": progress_of(seen), "recorder": (seen or {}).get("recorder")}
+                "progress": progress, "recorder": (seen or {}).get("recorder"), "pending_since": self._pending_since}
 
     def _pending_request(self) -> str | None:
         try:

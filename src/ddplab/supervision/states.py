@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+from ..platform.flight_recorder import counts_lag
 from ..records.codec import RecordError, from_json
 from ..records.supervision import RankState
 from ..rundir import RunDir
@@ -40,14 +41,21 @@ def phase_of(state: RankState) -> str:
     return "running"
 
 
+LAG_S = 2.0  # the generic recorder's "completed" trailed a returned call by up to about a second (torch 2.13)
+
+
 def pending(state: RankState) -> bool:
     """A collective its flight recorder shows enqueued and not yet completed: the rank waits on others wherever its
     main thread is. A collective issued from C++ (DDP's reducer inside backward(), FSDP's hooks, a communication
     hook, a compiled model) leaves no torch.distributed frame on the main thread, only this count. The generic
-    recorder's (gloo's) "completed" can trail a returned call by up to a second (platform/flight_recorder.py
-    ``counts_lag``): there a pending collective is a wait once it persists, which the hang clock asks anyway
-    (``is_hung``: nothing changed, this count included, for the whole hang timeout)."""
-    return any(p.enqueued > p.completed for p in (state.progress or {}).values())
+    recorder's (gloo's) "completed" can trail a returned call (platform/flight_recorder.py ``counts_lag``): there a
+    pending collective is a wait once its beacon saw it persist for LAG_S (``pending_since``); a status caught in
+    the lag, as a rank's last one can be, is no wait."""
+    if not any(p.enqueued > p.completed for p in (state.progress or {}).values()):
+        return False
+    if not counts_lag(state.recorder):
+        return True
+    return state.pending_since is not None and state.heartbeat - state.pending_since >= LAG_S
 
 
 def is_waiting(state: RankState) -> bool:
@@ -113,8 +121,8 @@ def progress_key(states: dict[int, RankState]) -> tuple:
     its flight recorder) or the torch.distributed call it is in changing, a rank appearing, or a rank still
     importing its code loading modules. Frames are not progress: a rank spinning in its own code moves its frames
     for ever."""
-    return tuple(sorted((r, phase_of(s), s.seq, s.done, s.torch_call, _flight(s), _modules_loaded(s))
-                        for r, s in states.items()))
+    return tuple(sorted((r, s.phase, s.in_process_group, s.seq, s.done, s.torch_call, _flight(s),
+                         _modules_loaded(s)) for r, s in states.items()))
 
 
 def expected_ranks(states: dict[int, RankState], local_count: int) -> list[int] | None:

@@ -44,6 +44,7 @@ import json
 import os
 import threading
 import time
+import traceback
 import uuid
 
 from .. import interrupts, proc_stat
@@ -151,6 +152,19 @@ class Watcher:
     # ---------------------------------------------------------------------------------------- the loop
 
     def _loop(self) -> None:
+        """Watch until stopped; a bug of ddplab's in one poll must not end supervision for the rest of the job: its
+        traceback goes to the run directory (watcher-error.txt) and the watch starts over."""
+        while not self._stop.is_set():
+            try:
+                self._watch()
+                return
+            except Exception:  # noqa: BLE001 - said in the run directory; the job's fate is not ddplab's to change
+                with contextlib.suppress(OSError):
+                    with open(self.run.path / "watcher-error.txt", "a") as f:
+                        f.write(f"{time.time():.3f}\n{traceback.format_exc()}\n")
+                self._stop.wait(POLL_S)
+
+    def _watch(self) -> None:
         source = self._wait_for_source()
         if source is None:
             return
