@@ -23,7 +23,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 # Bottom to top. Names are modules or packages under ddplab (a package holds all its modules).
 LAYERS: list[tuple[str, list[str]]] = [
     ("basics", ["ddplab", "ddplab.errors", "ddplab.files", "ddplab.redaction", "ddplab.env_vars", "ddplab.sizes",
-                "ddplab.numpy_warning", "ddplab.interrupts", "ddplab.torch_floor", "ddplab.report", "ddplab.proc_stat",
+                "ddplab.numpy_warning", "ddplab.interrupts", "ddplab.torch_floor", "ddplab.proc_stat",
                 "ddplab.collectives", "ddplab.validators", "ddplab.cli_options", "ddplab.observer"]),
     # Plain data: what crosses a module boundary and what a report holds, its config included.
     ("records", ["ddplab.records", "ddplab.config"]),

@@ -27,7 +27,7 @@ def peak_host_rss(session, exact: str | None = None) -> list[Check]:
     """The stage's peak host RSS (informational): each rank's largest resident set as the launcher's sampler saw
     it (every 0.5 s, sampler.py), and ``exact``: what the stage measured itself, where it did (the sweep's per-size
     peaks). No row where nothing was seen (a run shorter than one sampling interval)."""
-    from .report import human_bytes
+    from .sizes import human_bytes
 
     peaks = {r.rank: r.peaks.peak_rss_bytes for r in session.ranks if r.peaks and r.peaks.peak_rss_bytes}
     if not peaks and exact is None:

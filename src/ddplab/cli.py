@@ -27,8 +27,7 @@ from . import __version__, commands, interrupts, numpy_warning, redaction, torch
 from .cli_options import sentence
 from .commands import help as command_help
 from .errors import DdplabError, ExitCode, invalid_choice, printable
-from .files import check_output_file
-from .report import STDOUT
+from .files import STDOUT, check_output_file
 
 
 class ArgumentsRefused(SystemExit):

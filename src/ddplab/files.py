@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
+import sys
 import uuid
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from .redaction import withhold_known
 # Errnos that mean "this filesystem has no room": the disk, or the user's quota on it.
 _NO_SPACE = {errno.ENOSPC, errno.EDQUOT}
 PROBE_BYTES = 4096  # one page: a filesystem that cannot take this cannot take a report either
+STDOUT = "-"  # `--json -`: the JSON goes to standard output
 
 
 class DiskFull(EnvironmentUnsupported):
@@ -64,6 +67,18 @@ def write_text_atomic(path: str | Path, text: str, *, durable: bool = True, make
         _remove_quietly(tmp)
         raise write_error(exc, path) from None
     return path
+
+
+def write_json(doc: dict, path: str | Path) -> Path | None:
+    """Write the document atomically: a full disk leaves the previous file (or none), never half a JSON. Its
+    directory exists (checked before the run: check_output_file; a lab's own directory): none is made.
+    STDOUT ("-"): printed to standard output instead (None returned)."""
+    text = json.dumps(doc, indent=2) + "\n"
+    if str(path) == STDOUT:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return None
+    return write_text_atomic(path, text)
 
 
 def withhold_in_place(path: str | Path) -> bool:

@@ -169,7 +169,7 @@ def claim_out_dir(out: str | None, command: str = COMMAND) -> Path:
 
 def write_reports(report: Report, out: Path) -> None:
     from .html_report import write_page
-    from .report import write_json
+    from .files import write_json
 
     write_json(report.to_json(), out / "report.json")
     write_page(report, out / "report.html")

@@ -31,7 +31,7 @@ from typing import Callable, Mapping
 from . import collectives
 from .collectives.common import GLOO_COPIES_INPUT, GLOO_COPIES_OUTPUT, Buffers, index_bytes
 from .records.memory import MachineMemory, MemoryFit, MemoryNeed
-from .report import human_bytes as _h
+from .sizes import human_bytes as _h
 
 BUDGET_ENV = "DDPLAB_HOST_MEMORY_BUDGET"
 # ProcessGroupGloo runs calls on its worker threads (2 by default): at most this many hold gloo's own buffers.

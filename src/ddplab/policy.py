@@ -300,7 +300,7 @@ def require_fits(platform: Platform, placement: Placement, bytes_per_rank: int, 
     placed on it share its free memory and each is held to its allocator cap (policy.py).
     A memory size nobody could read (None) is not judged.
     """
-    from .report import human_bytes
+    from .sizes import human_bytes
 
     indices = placement.device_indices
     for index in sorted(set(indices)):

@@ -36,8 +36,7 @@ from .drills import SHORT_SET as SHORT_DRILLS
 from .errors import DdplabError
 from .memory_plan import read_machine
 from .records.memory import MachineMemory
-from .report import human_bytes
-from .sizes import parse_size, size_range
+from .sizes import human_bytes, parse_size, size_range
 
 SOAK_REPEATS = 5
 QUICK_DRILLS = ("kill_rank", "kill_launcher")

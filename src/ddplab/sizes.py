@@ -71,6 +71,16 @@ def human(n: int) -> str:
     return str(n)
 
 
+def human_bytes(n: int | None) -> str:
+    """A byte count as a reader says it: 512 B, 1.5 KiB, 64.0 MiB ("n/a" for None)."""
+    if n is None:
+        return "n/a"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
 def range_args(sizes: tuple[int, ...] | list[int]) -> tuple[str, str, float] | None:
     """-b/-e/-f text that ``size_range`` turns back into exactly ``sizes``; None when no range gives them.
 

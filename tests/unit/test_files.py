@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ddplab import files, report
+from ddplab import files
 from ddplab.errors import ExitCode, UsageError
 from tests.tmpfs import fill, small_disk, temporaries  # noqa: F401 (small_disk: a fixture)
 
@@ -19,11 +19,11 @@ def test_atomic_write_replaces_the_file_and_leaves_no_temporary(tmp_path):
 
 def test_write_json_on_a_full_disk_keeps_the_old_report_and_names_the_cause(small_disk):
     target = small_disk / "report.json"
-    report.write_json({"verdict": "pass"}, target)
+    files.write_json({"verdict": "pass"}, target)
     fill(small_disk)
     big = {"verdict": "fail", "samples": ["x" * 1000] * 400}  # ~400 KB: cannot fit
     with pytest.raises(files.DiskFull) as err:
-        report.write_json(big, target)
+        files.write_json(big, target)
     assert err.value.exit_code == ExitCode.ENVIRONMENT
     assert err.value.message == f"no space left on device while writing {target}"
     assert json.loads(target.read_text()) == {"verdict": "pass"}  # the old file, whole

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ddplab import profiles
 from ddplab.platform import describe
-from ddplab.report import human_bytes
+from ddplab.sizes import human_bytes
 from ddplab.sizes import parse_size, size_range
 from tests.unit import fakes
 

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from ddplab import measurements, report
+from ddplab import measurements
 from ddplab.records import SCHEMA_VERSION, RecordError, Report, Verdict
 from ddplab.measurements import train
-from ddplab.records.session import Distribution
+from ddplab.records.session import Distribution, percentile
 from ddplab.records.train import TrainRecord
 from ddplab.catalog import report_from_json
 from tests.unit.fake_sessions import session_record
@@ -28,10 +28,10 @@ def test_a_report_with_an_unknown_verdict_is_refused_when_read():
 
 def test_percentile_is_nearest_rank():
     values = list(range(1, 101))
-    assert report.percentile(values, 50) == 50
-    assert report.percentile(values, 99) == 99
-    assert report.percentile([7.0], 99) == 7.0
-    assert report.percentile([], 50) is None
+    assert percentile(values, 50) == 50
+    assert percentile(values, 99) == 99
+    assert percentile([7.0], 99) == 7.0
+    assert percentile([], 50) is None
 
 
 def test_worst_verdict_and_exit_codes():

@@ -127,7 +127,7 @@ def main(args, console) -> int:
     from ..check import runner
     from ..check.formats import junit, nagios, npd, prometheus, text
     from ..display import stopped_exit_code
-    from ..report import write_json
+    from ..files import write_json
 
     config = config_from_args(args)
     progress = console if args.format == "text" else _stderr_console()

@@ -16,7 +16,7 @@ from __future__ import annotations
 from .. import clean, display
 from ..records import Report, make_report
 from ..records.clean import CleanRecord, GoneProcess, Orphan, OtherProcess
-from ..report import human_bytes
+from ..sizes import human_bytes
 from . import options
 
 SUMMARY = clean.SUMMARY

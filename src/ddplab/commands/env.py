@@ -14,7 +14,7 @@ from .. import display
 from ..measurements import env
 from ..records import Report
 from ..records.env import ConsideredSetup, TwoRankPlan
-from ..report import human_bytes
+from ..sizes import human_bytes
 from . import options
 
 SUMMARY = env.SUMMARY

@@ -16,7 +16,7 @@ from ..cluster import launchers
 from ..config import LaunchOptions
 from ..errors import UsageError, invalid_choice
 from ..records.hooks import InSession
-from ..report import STDOUT
+from ..files import STDOUT
 from ..rundir import REPORT_FILE
 
 OUTPUT_FORMATS = ("text", "json")  # every command that shows a result; `check` adds its runners' (check/formats)

@@ -15,12 +15,11 @@ from .. import checks as common_checks
 from .. import memory_plan
 from ..cli_options import Range, argv_of, check_fields, option
 from ..config import DEVICES, LaunchOptions
-from ..sizes import human, parse_size
+from ..sizes import human, human_bytes, parse_size
 from ..validators import MAX_SIZE_BYTES
 from ..records import Check, Verdict
 from ..records.memory import MemoryNeed
 from ..records.ceiling import CeilingRankResult, CeilingRecord, CeilingSettings
-from ..report import human_bytes
 from ..session import QUIET, Observer, Workload, prepare, run_workload
 
 NAME = "ceiling"

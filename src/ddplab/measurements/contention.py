@@ -26,7 +26,7 @@ from ..errors import UsageError
 from ..records.placement import Placement
 from ..records import Check, Verdict
 from ..records.memory import MemoryNeed
-from ..report import human_bytes
+from ..sizes import human_bytes
 from ..records.contention import (ContentionRankResult, ContentionRecord, ContentionSettings, ContentionSummary,
                                   Efficiency)
 from ..session import QUIET, Observer, Workload, prepare, run_workload

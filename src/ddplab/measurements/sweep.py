@@ -27,14 +27,13 @@ from ..cli_options import Range, argv_of, check_fields, nested, option, spelt, s
 from ..collectives.common import DTYPES, torch_dtype
 from ..config import LaunchOptions
 from ..errors import invalid_choice
-from ..sizes import SizeRange
+from ..sizes import SizeRange, human_bytes
 from ..validators import require
 from ..records.placement import Placement
 from ..records import Check, Verdict
 from ..records.library_engine import LIBRARY, LibraryEngineRecord
 from ..records.memory import MachineMemory, MemoryFit, MemoryNeed, MemoryShare
 from ..records.session import SessionRecord, Timeseries
-from ..report import human_bytes
 from ..records.sweep import CopyCeiling, SamplerRecord, SweepRankResult, SweepRankRow, SweepRecord, SweepRow, \
     SweepSettings
 from ..session import QUIET, Observer, Workload, prepare, run_workload

@@ -14,11 +14,11 @@ string where a rank wrote a number is refused, naming the field (issue 18).
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import report
 from .codec import OMIT, SKIP, flatten
 from .figures import LineChart, Series
 from .listen import Listened
@@ -28,6 +28,15 @@ from .supervision import Culprit, Hang, MachineLoss, RankState
 __all__ = ["Culprit", "Distribution", "FailureRecord", "Hang", "Histogram", "MachineLoss", "MemorySeries",
            "RankOutcome", "RankReturn", "RankSample", "RankState", "Sample", "SamplerPeaks", "SessionRecord",
            "SharingDaemonPart", "Timeseries", "report_parts", "session_parts"]
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100): always a value that was measured."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    k = max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))
+    return ordered[k]
 
 
 @dataclass(frozen=True)
@@ -46,8 +55,8 @@ class Distribution:
     def of(cls, values: list[float]) -> "Distribution":
         if not values:
             return cls(0)
-        return cls(len(values), min(values), report.percentile(values, 50), report.percentile(values, 90),
-                   report.percentile(values, 99), max(values), statistics.fmean(values))
+        return cls(len(values), min(values), percentile(values, 50), percentile(values, 90),
+                   percentile(values, 99), max(values), statistics.fmean(values))
 
     @classmethod
     def worst_of(cls, dists: list["Distribution"]) -> "Distribution":
