@@ -3,7 +3,7 @@
     python scripts/screenshots.py            # every screenshot, the first screen (1400 x 900) of each page
     python scripts/screenshots.py --full     # the whole pages instead
 
-Each page is rendered by this checkout's html_report (write_page, as `ddplab report` does: a `launch` report also
+Each page is rendered by this checkout's report/page.py (write_page, as `ddplab report` does: a `launch` report also
 gets its trace-event file) into a temporary directory, opened in headless Chromium (Debian's, as the browser
 tests use: scripts/setup-browser.sh) and photographed. The first screen is what the page is judged on (issue 21):
 the verdict, the findings and the key figures must be there.
@@ -48,7 +48,7 @@ def chromium() -> str:
 
 def render(source: Path, into: Path) -> Path:
     """The page of ``source`` in ``into``, with the files beside the report (flight records) copied along."""
-    from ddplab.html_report import write_page
+    from ddplab.report.page import write_page
     from ddplab.catalog import read_report
 
     report = read_report(str(source))

@@ -1,5 +1,5 @@
 """A baseline to draw beside a report's own lines: another ddplab run or nccl-tests output, read as `ddplab
-compare` reads it (comparison.load_input). html_report.py draws it dashed on the charts that offer an
+compare` reads it (comparison.load_input). report/page.py draws it dashed on the charts that offer an
 ``Overlay`` (records/figures.py).
 """
 

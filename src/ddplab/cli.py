@@ -87,7 +87,7 @@ def _main(argv: list[str]) -> int:
     numpy_warning.ignore_in_this_process()
 
     from .commands import options
-    from .display import make_console
+    from .report.terminal import make_console
 
     json_path = getattr(args, "json", None)
     # `--format json` or `--json -`: standard output is the JSON's alone, and what the command shows goes to stderr

@@ -20,11 +20,11 @@ from rich.console import Console
 from . import interrupts, measurements
 from .cli_options import Range, check_fields, option
 from .config import DEVICES, SECONDS
-from .display import escape
+from .report.terminal import escape
 from .errors import DdplabError, ExitCode, UsageError, invalid_choice
 from .files import DiskFull
 from .profiles import Machine, Stage, host_note, kinds, stages
-from .progress import StageProgress
+from .report.progress import StageProgress
 from .records import Check, Report, Verdict, make_report
 from .records.core import rows_of
 from .records.hooks import InSession, Interruptible, StartsRuns
@@ -168,7 +168,7 @@ def claim_out_dir(out: str | None, command: str = COMMAND) -> Path:
 
 
 def write_reports(report: Report, out: Path) -> None:
-    from .html_report import write_page
+    from .report.page import write_page
     from .files import write_json
 
     write_json(report.to_json(), out / "report.json")
@@ -177,7 +177,7 @@ def write_reports(report: Report, out: Path) -> None:
 
 def run_stage(records: list[StageRecord], stage: Stage, console) -> Report | None:
     """Run one stage in isolation; record what it gave, or why it could not run."""
-    from . import display
+    from .report import terminal
 
     console.rule(f"stage: {stage.name}  ({stage.command_line})")
     started = time.monotonic()
@@ -188,18 +188,18 @@ def run_stage(records: list[StageRecord], stage: Stage, console) -> Report | Non
         cannot_run_here = exc.exit_code == ExitCode.ENVIRONMENT and not isinstance(exc, DiskFull)
         records.append(StageRecord(stage.name, stage.command_line, Verdict.SKIP if cannot_run_here else Verdict.FAIL,
                                    exc.message, round(time.monotonic() - started, 2), error=exc.reference))
-        console.print(f"[yellow]{stage.name}:[/] {display.escape(exc.message)}")
+        console.print(f"[yellow]{stage.name}:[/] {terminal.escape(exc.message)}")
         return None
     except Exception as exc:  # a bug in one stage must not hide the others' results
         records.append(StageRecord(stage.name, stage.command_line, Verdict.FAIL, f"{type(exc).__name__}: {exc}",
                                    round(time.monotonic() - started, 2), error="stage-crashed"))
-        console.print(f"[red]stage {stage.name} crashed:[/] {display.escape(f'{type(exc).__name__}: {exc}')}")
+        console.print(f"[red]stage {stage.name} crashed:[/] {terminal.escape(f'{type(exc).__name__}: {exc}')}")
         return None
     report = measurements.report(measurement, stage.config, result)
     summary = measurement.summary(result)
     records.append(StageRecord(stage.name, stage.command_line, report.verdict, summary,
                                round(time.monotonic() - started, 2), report=report))
-    console.print(display.stage_line(report.verdict, stage.name, summary, time.monotonic() - started))
+    console.print(terminal.stage_line(report.verdict, stage.name, summary, time.monotonic() - started))
     return report
 
 

@@ -140,7 +140,7 @@ class RunDir:
 
     @property
     def page_file(self) -> Path:
-        """The report as a page (html_report.py), beside report.json."""
+        """The report as a page (report/page.py), beside report.json."""
         return self.path / "report.html"
 
     def rank_dir(self, rank: int) -> Path:

@@ -173,7 +173,7 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
                 sample_device_while_timing: bool, rank_env: dict[str, str] | None) -> Session:
     """The planned ranks running what ``entry(platform, placement)`` says (entrypoint, its arguments, variables the
     ranks inherit, job.json), under the one supervisor (supervision/job.py)."""
-    from . import display
+    from .report import terminal
     from .platform import open_monitor
 
     platform, placement = prepared or prepare(opts)
@@ -186,13 +186,13 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
         if rank_env:
             placement = replace(placement, env={**placement.env, **rank_env})
         if console is not None:
-            display.announce(console, placement, run)
+            terminal.announce(console, placement, run)
             if daemon is not None:
                 console.print(f"sharing daemon: {daemon.describe()}")
         entrypoint, args, env, description = entry(platform, placement)
         monitor = open_monitor(platform.spec)
         rdzv = Rendezvous.from_options(opts)
-        with display.live_ranks(console if observer.live else None) as update:
+        with terminal.live_ranks(console if observer.live else None) as update:
             sampler = RankSampler(run, monitor, on_sample=update, enabled=sample,
                                   query_device_while_timing=sample_device_while_timing)
             spec = lab_job(run, placement.nproc, rdzv, opts.hang_timeout_s, sampler, controller,

@@ -107,7 +107,7 @@ def test_ctrl_c_while_a_command_without_ranks_runs_is_130(stop_midway, capsys, t
 
 def test_sighup_while_a_report_is_drawn_is_130(stop_midway, capsys, tmp_path):
     """`ddplab report`'s own path to its exit code."""
-    stop_midway("ddplab.html_report.write_page", signal.SIGHUP)
+    stop_midway("ddplab.report.page.write_page", signal.SIGHUP)
     assert main(["report", str(FIXTURE), "--out", str(tmp_path / "page.html")]) == 130
 
 

@@ -29,7 +29,7 @@ def _traceback_path(line: str) -> Path:
 
 def test_internal_error_exits_70_with_one_line_and_the_traceback_in_a_temp_file(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the temp file goes, for this test
-    monkeypatch.setattr("ddplab.html_report.render_html", _broken_renderer)
+    monkeypatch.setattr("ddplab.report.page.render_html", _broken_renderer)
     report = tmp_path / "report.json"
     shutil.copy(FIXTURE, report)
     assert _exit(["report", str(report)]) == ExitCode.INTERNAL == 70
@@ -63,7 +63,7 @@ def test_internal_error_traceback_goes_to_the_run_directory(tmp_path, capsys, mo
 
 def test_a_real_process_exits_70_not_1(tmp_path):
     """The exit status the shell sees, with a bug planted in the renderer of a real process."""
-    script = ("import sys, ddplab.html_report as h\n"
+    script = ("import sys, ddplab.report.page as h\n"
               "def broken(doc, **options): raise ZeroDivisionError('division by zero')\n"
               "h.render_html = broken\n"
               "from ddplab.cli import main\n"

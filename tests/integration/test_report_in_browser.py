@@ -15,7 +15,7 @@ import pytest
 from dataclasses import replace
 
 from ddplab.errors import UsageError
-from ddplab.html_report import render_html
+from ddplab.report.page import render_html
 from tests.conftest import run_cli
 from tests.crafted_reports import PAYLOADS, leaves, load_fixture, read_back, with_value
 

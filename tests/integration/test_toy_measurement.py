@@ -8,7 +8,7 @@ from rich.console import Console
 from ddplab import lab, measurements
 from ddplab.comparison import line_up
 from ddplab.lab import RunConfig
-from ddplab.html_report import render_html
+from ddplab.report.page import render_html
 from ddplab.profiles import Stage
 from ddplab.records import Check, Verdict
 from ddplab.records.compare import TimedRow, timed_rows_of

@@ -324,7 +324,7 @@ def test_two_reports_of_both_engines_line_up_each_engine_with_its_own_kind():
 # --- figures and the terminal ----------------------------------------------------------------------------------
 
 def test_both_engines_add_a_table_and_a_chart_to_the_html_report():
-    from ddplab.html_report import render_html
+    from ddplab.report.page import render_html
 
     record = _sweep_record("both", (40.0, 50.0), (10.0, 45.0))
     figures = record.figures("sweep-engines")

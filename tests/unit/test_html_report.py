@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ddplab import html_markup, html_report
+from ddplab.report import markup as html_markup, page as html_report
 from ddplab.errors import UsageError
 from tests.crafted_reports import PAYLOADS, assert_inert, dotted, leaves, load_fixture, names_field, read_back, \
     with_value
@@ -135,13 +135,13 @@ def test_markup_is_built_only_from_this_module_s_own_templates():
     assert wrapped == ["CSS", "json_for_script(report.to_json())"]
 
 
-@pytest.mark.parametrize("module", ["html_charts", "html_summary"])
+@pytest.mark.parametrize("module", ["charts", "first_screen"])
 def test_the_drawing_modules_build_markup_only_from_literal_templates(module):
     """The charts and the first screen are drawn in modules of their own, with html_markup's h(): every
     template a string literal, and no Markup() of their own (html_markup stays the one place that escapes)."""
     import importlib
 
-    tree = ast.parse(Path(importlib.import_module(f"ddplab.{module}").__file__).read_text())
+    tree = ast.parse(Path(importlib.import_module(f"ddplab.report.{module}").__file__).read_text())
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
     templates = [c for c in calls if c.func.id == "h"]
     assert templates and all(isinstance(c.args[0], ast.Constant) and isinstance(c.args[0].value, str)

@@ -1,5 +1,5 @@
 """`ddplab launch`'s report as a page: the ranks, the culprit and its evidence (the RAS answer included), and
-each rank's memory and CPU time, drawn by html_report from the record's figures, every value escaped; and the
+each rank's memory and CPU time, drawn by report/page.py from the record's figures, every value escaped; and the
 job directory those come from: a run directory like every run's, with the pid files where the sampler reads them."""
 
 import dataclasses
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ddplab.errors import UsageError
-from ddplab.html_report import render_html
+from ddplab.report.page import render_html
 from ddplab.platform import DeviceMonitor
 from ddplab.records import Report
 from ddplab.records.figures import LineChart, Table

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from ddplab import aggregate, html_report, measurements
+from ddplab import aggregate, measurements
+from ddplab.report.page import render_html
 from ddplab.cluster.topology import comparison_groups, pair_groups
 from ddplab.commands import machines_view
 from ddplab.config import LaunchOptions
@@ -273,7 +274,7 @@ def test_the_html_report_draws_the_machines_the_groups_and_the_pairs_escaping_a_
                                within_threshold=True, summary=SUMMARY,
                                machines=aggregate.storm_machines([storm_rank(job)], 4))
     report = _report("storm", StormConfig(), storm_record)
-    page = html_report.render_html(report_from_json(report.to_json()))
+    page = render_html(report_from_json(report.to_json()))
     assert_inert(page, report.to_json())
     assert "id='machines-storm'" in page and "id='storm-machines-storm'" in page and evil not in page
     sweep_record = SweepRecord(session=session_record(), mode="pipelined", dtype="float", rows=[],
@@ -284,7 +285,7 @@ def test_the_html_report_draws_the_machines_the_groups_and_the_pairs_escaping_a_
         [], machines=pairs_job({(B, C): 1000.0, (A, C): 1000.0, (A, B): 100.0}))])
     pair_report = _report("pairwise", PairwiseConfig(launch=LaunchOptions(nproc=1, nnodes=3,
                                                                           rdzv_endpoint=f"{A}:29400")), pair_record)
-    page = html_report.render_html(report_from_json(pair_report.to_json()))
+    page = render_html(report_from_json(pair_report.to_json()))
     assert_inert(page, pair_report.to_json())
     assert "id='pairs-pairwise'" in page and "id='pairs-busbw-pairwise'" in page
     assert page.count(">slow<") == 2 and f"{A} &lt;-&gt; {C}" in page

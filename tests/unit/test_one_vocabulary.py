@@ -5,7 +5,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ddplab import display, report_summary
+from ddplab.report import summary, terminal
 from ddplab.catalog import read_report
 from ddplab.check.record import NodeCheck, Status
 from ddplab.records import Check, Verdict
@@ -32,9 +32,9 @@ def test_every_row_that_holds_nothing_is_info_in_the_record_the_terminal_and_the
         held_to_nothing = [c for c in rows if str(c.threshold).startswith("informational")]
         assert held_to_nothing and all(c.verdict in (Verdict.INFO, Verdict.SKIP) for c in held_to_nothing), \
             [(c.check, c.verdict) for c in held_to_nothing if c.verdict not in (Verdict.INFO, Verdict.SKIP)]
-        assert all(report_summary.shown_verdict(c) == str(c.verdict) for c in rows)
+        assert all(summary.shown_verdict(c) == str(c.verdict) for c in rows)
         console = Console(record=True, width=200)
-        console.print(display.check_table("rows", [c for c in held_to_nothing if c.verdict is Verdict.INFO][:1]))
+        console.print(terminal.check_table("rows", [c for c in held_to_nothing if c.verdict is Verdict.INFO][:1]))
         assert "INFO" in console.export_text() and "PASS" not in console.export_text()
 
 
@@ -47,9 +47,9 @@ def test_a_checks_node_row_keeps_the_rows_word_beside_the_runners_status():
 
 
 def test_the_left_running_card_is_never_green_beside_an_orphans_row_that_fails():
-    figure = report_summary.KeyFigure(report_summary.LEFT_RUNNING, "0", "0 process(es) of this lab", "pass")
+    figure = summary.KeyFigure(summary.LEFT_RUNNING, "0", "0 process(es) of this lab", "pass")
     orphans = Check(ORPHANS_CHECK, Verdict.FAIL, "2", "0", "ranks whose launcher is gone", "ddplab clean", stage="env")
-    shown = [report_summary.ShownCheck(orphans, "fail")]
-    card, = report_summary._agreeing([figure], shown)
+    shown = [summary.ShownCheck(orphans, "fail")]
+    card, = summary._agreeing([figure], shown)
     assert card.tone == "fail" and "orphaned processes on the machine: 2 (FAIL, stage env)" in card.detail
-    assert report_summary._agreeing([figure], []) == [figure]  # nothing beside it: as it was
+    assert summary._agreeing([figure], []) == [figure]  # nothing beside it: as it was

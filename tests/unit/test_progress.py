@@ -1,4 +1,4 @@
-"""The stage line of `run` and `check` (progress.py): drawn only on a terminal that is standard output, from the
+"""The stage line of `run` and `check` (report/progress.py): drawn only on a terminal that is standard output, from the
 launcher, when a stage starts and when it ends; a log, a pipe and a console on standard error get nothing of it."""
 
 import io
@@ -10,7 +10,7 @@ from ddplab import lab
 from ddplab.measurements.storm import StormConfig
 from ddplab.measurements.sweep import SweepConfig
 from ddplab.profiles import Stage
-from ddplab.progress import StageProgress, shown
+from ddplab.report.progress import StageProgress, shown
 
 
 def _two_stages(console) -> None:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ddplab import chart_scales as cs
+from ddplab.report import scales as cs
 from ddplab.baseline_overlay import load_baseline
-from ddplab.html_report import render_html, write_page
+from ddplab.report.page import render_html, write_page
 from ddplab.catalog import parse_report, read_report
-from ddplab.report_summary import INFO, shown_verdict
+from ddplab.report.summary import INFO, shown_verdict
 from tests.conftest import run_cli
 from tests.report_pages import HANG, NCCL_TESTS, QUICK, failing_lab_doc, page_text, placeholders
 
@@ -271,7 +271,7 @@ def test_a_rank_without_a_flight_record_keeps_its_lane_and_says_why(moved_hang):
 def test_the_launcher_s_moments_are_marked_only_where_the_series_says_when_it_started():
     from types import SimpleNamespace
 
-    from ddplab.job_figures import moments
+    from ddplab.report.launch_figures import moments
 
     hang = SimpleNamespace(last_progress_at=1000.5, declared_at=1005.5)
     unanchored = SimpleNamespace(timeseries=SimpleNamespace(), hang=hang, detected_at=1005.5)

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from ddplab import catalog, commands, display
+from ddplab import catalog, commands
+from ddplab.report import terminal
 from ddplab.measurements import env as env_measurement
 from ddplab.records import Report, Verdict
 from ddplab.records.env import TwoRankPlan
@@ -31,12 +32,12 @@ def terminal_text(report: Report) -> str:
     console = Console(file=out, width=200, highlight=False, color_system=None)
     commands.render(report, console)
     if report.command != "run":
-        console.print(display.check_table(report.command, catalog.report_checks(report)))
+        console.print(terminal.check_table(report.command, catalog.report_checks(report)))
     else:
         for stage in report.results.stages:
             if stage.report is not None:
                 commands.render(stage.report, console)
-                console.print(display.check_table(stage.name, catalog.report_checks(stage.report)))
+                console.print(terminal.check_table(stage.name, catalog.report_checks(stage.report)))
     return out.getvalue()
 
 
@@ -81,8 +82,9 @@ def test_a_fault_that_never_went_in_and_memory_that_never_came_back_are_words():
 
 
 def test_a_float_that_is_not_a_number_reads_n_a():
-    assert display.text_of(float("nan")) == "n/a"
-    assert display.text_of({"detect_s": None, "culprit_ranks": [1, None]}) == "{detect_s: n/a, culprit_ranks: [1, n/a]}"
+    assert terminal.text_of(float("nan")) == "n/a"
+    assert (terminal.text_of({"detect_s": None, "culprit_ranks": [1, None]})
+            == "{detect_s: n/a, culprit_ranks: [1, n/a]}")
 
 
 # -- a row that measured nothing is SKIP with why, never PASS --------------------------------------------------

@@ -5,7 +5,7 @@ plus written) and host-to-device and device-to-host, the bound that collectives 
 
 from __future__ import annotations
 
-from .. import display
+from ..report import terminal
 from ..measurements import ceiling
 from ..records import Report
 from . import options
@@ -19,9 +19,9 @@ EXAMPLES = (  # shown by --help (commands.help_epilog)
 
 def render(report: Report, console) -> None:
     r = report.results
-    display.failures(r.session, console)
+    terminal.failures(r.session, console)
     if r.device_copy is None:
-        console.print(f"verdict: {display.verdict_text(report.verdict)}")
+        console.print(f"verdict: {terminal.verdict_text(report.verdict)}")
         return
     d = r.device_copy
     rows = [("device copy", f"{d.gbps:.1f} GB/s copy rate (bytes counted once), {d.rw_gbps:.1f} GB/s memory "
@@ -29,8 +29,8 @@ def render(report: Report, console) -> None:
     for copy, label in ((r.host_to_device, "host -> device"), (r.device_to_host, "device -> host")):
         if copy is not None:
             rows.append((label, f"{copy.gbps:.1f} GB/s (pinned, {copy.size_bytes} B, {copy.method})"))
-    console.print(display.kv_table("Loopback ceiling (GB = 1e9 bytes)", rows))
-    console.print(f"verdict: {display.verdict_text(report.verdict)} - {ceiling.summary(r)}")
+    console.print(terminal.kv_table("Loopback ceiling (GB = 1e9 bytes)", rows))
+    console.print(f"verdict: {terminal.verdict_text(report.verdict)} - {ceiling.summary(r)}")
 
 
 add_arguments, config_from_args, validate, main = options.measurement_command(ceiling, render)

@@ -126,7 +126,7 @@ def _require_prometheus_client() -> None:
 def main(args, console) -> int:
     from ..check import runner
     from ..check.formats import junit, nagios, npd, prometheus, text
-    from ..display import stopped_exit_code
+    from ..report.terminal import stopped_exit_code
     from ..files import write_json
 
     config = config_from_args(args)

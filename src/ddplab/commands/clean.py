@@ -13,7 +13,8 @@ process on the machine. See procs.py and docs/processes.md for the evidence an o
 
 from __future__ import annotations
 
-from .. import clean, display
+from .. import clean
+from ..report import terminal
 from ..records import Report, make_report
 from ..records.clean import CleanRecord, GoneProcess, Orphan, OtherProcess
 from ..sizes import human_bytes
@@ -47,14 +48,14 @@ def render(report: Report, console) -> None:
             console.print(f"not signalled: pid(s) {e.refused} started again since they were listed (pid reused)")
         if r.memory_returned is not None:
             console.print(f"device memory returned: {r.memory_returned}")
-    console.print(f"verdict: {display.verdict_text(report.verdict)}")
+    console.print(f"verdict: {terminal.verdict_text(report.verdict)}")
 
 
 def _render_orphans(orphans: list[Orphan], console) -> None:
     if not orphans:
         console.print("no orphaned processes")
         return
-    console.print(display.kv_table("Orphaned processes (launcher gone)", [
+    console.print(terminal.kv_table("Orphaned processes (launcher gone)", [
         (str(o.pid), f"{o.cmdline}: age {o.age_s:.0f}s, device mem {human_bytes(o.device_mem_bytes)}; {o.reason}")
         for o in orphans]))
 
@@ -63,7 +64,7 @@ def render_other_processes(others: list[OtherProcess], console) -> None:
     """Shared with `env`: processes on the device that are not orphans."""
     if not others:
         return
-    console.print(display.kv_table("Other processes on the device (never ended unless named: "
+    console.print(terminal.kv_table("Other processes on the device (never ended unless named: "
                                    "`ddplab clean --pid N --yes`)", [
         (str(o.pid), f"{o.program or '?'} (user {o.user or '?'}), device mem {human_bytes(o.device_mem_bytes)}, "
                      f"age {_age_text(o.age_s)}; {o.not_orphan_because}") for o in others]))
@@ -81,7 +82,7 @@ def _render_named(named: Orphan | OtherProcess | GoneProcess, console) -> None:
         program, user, why = named.cmdline, None, named.reason
     else:
         program, user, why = named.program, named.user, named.not_orphan_because
-    console.print(display.kv_table(f"Named process {named.pid}", [
+    console.print(terminal.kv_table(f"Named process {named.pid}", [
         ("program", program), ("user", user), ("age", _age_text(named.age_s)),
         ("device mem", human_bytes(named.device_mem_bytes)), ("launcher evidence", why)]))
 

@@ -58,7 +58,7 @@ def main(args, console) -> int:
     old, new = comparison.load_input(config.old), comparison.load_input(config.new)  # kept: they label the table
     report = make_report(comparison, config, comparison.compare(config, old, new))
     if args.html:
-        from ..html_report import write_page
+        from ..report.page import write_page
 
         write_page(report, args.html)
     return options.finish(report, lambda rep, out: render(rep, old.label, new.label, out), args, console)

@@ -9,7 +9,7 @@ commands, contention never takes the sharing daemon by default, because time sli
 
 from __future__ import annotations
 
-from .. import display
+from ..report import terminal
 from ..measurements import contention
 from ..records import Report
 from . import options
@@ -24,7 +24,7 @@ EXAMPLES = (  # shown by --help (commands.help_epilog)
 def render(report: Report, console) -> None:
     r = report.results
     session, s = r.session, r.summary
-    display.failures(session, console)
+    terminal.failures(session, console)
     if s is not None:
         e = s.against_ideal
         where = (f"on the host CPU ({e.usable_cores} usable cores)" if e.ideal_basis == "cores" else
@@ -35,8 +35,8 @@ def render(report: Report, console) -> None:
                 ("aggregate efficiency", contention.efficiency_text(r)),
                 ("per-process slowdown", ", ".join(f"{x:.2f}x" for x in e.slowdown)),
                 ("kernel", f"{s.matrix}x{s.matrix} {s.dtype} matmul; {s.method}")]
-        console.print(display.kv_table("Contention", rows))
-    console.print(f"verdict: {display.verdict_text(report.verdict)} - {contention.summary(r)}")
+        console.print(terminal.kv_table("Contention", rows))
+    console.print(f"verdict: {terminal.verdict_text(report.verdict)} - {contention.summary(r)}")
 
 
 add_arguments, config_from_args, validate, main = options.measurement_command(contention, render)

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from rich.markup import escape
 
-from .. import display
+from ..report import terminal
 from ..measurements import drill
 from ..records import Report
 from ..records.codec import to_json
@@ -37,7 +37,7 @@ def render(report: Report, console) -> None:
         render_one(outcome, console)
     console.rule("drills")
     note = " (INTERRUPTED: partial report)" if r.interrupted else ""
-    console.print(f"verdict: {display.verdict_text(report.verdict)}{note} - {escape(drill.summary(r))}")
+    console.print(f"verdict: {terminal.verdict_text(report.verdict)}{note} - {escape(drill.summary(r))}")
 
 
 def render_one(o: DrillOutcome, console) -> None:
@@ -54,10 +54,10 @@ def render_one(o: DrillOutcome, console) -> None:
             ("leaked processes", o.leaked_pids or "none"),
             ("device memory back after", _memory_text(o))]
     # The drill's own numbers, whatever they are (an open part when read back from JSON).
-    rows += [(key.replace("_", " "), _short(display.text_of(value)))
+    rows += [(key.replace("_", " "), _short(terminal.text_of(value)))
              for key, value in (to_json(o.details) or {}).items()]
-    console.print(display.kv_table(f"drill {o.drill}", rows))
-    console.print(f"verdict: {display.verdict_text(o.verdict)} - expected: {escape(o.expect)}")
+    console.print(terminal.kv_table(f"drill {o.drill}", rows))
+    console.print(f"verdict: {terminal.verdict_text(o.verdict)} - expected: {escape(o.expect)}")
 
 
 def _injected_text(o: DrillOutcome) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from rich.markup import escape
 
-from .. import display
+from ..report import terminal
 from ..measurements import env
 from ..records import Report
 from ..records.env import ConsideredSetup, TwoRankPlan
@@ -30,7 +30,7 @@ def render(report: Report, console) -> None:
     p, r = report.platform, report.results
     plugin = f"{p.plugin_module} {p.plugin_version or '(not installed)'}" if p.plugin_module else "none needed"
     lib = p.collective_library
-    console.print(display.kv_table("Platform", [
+    console.print(terminal.kv_table("Platform", [
         ("device type", f"{p.device_type} ({p.vendor})"),
         ("torch", p.torch_version),
         ("vendor plug-in", plugin),
@@ -50,19 +50,19 @@ def render(report: Report, console) -> None:
     ]))
     dev_rows = [(f"{d.index}: {d.name}", f"{human_bytes(d.free_bytes)} free of {human_bytes(d.total_bytes)}")
                 for d in p.devices]
-    console.print(display.kv_table(f"Devices ({p.device_count})", dev_rows))
+    console.print(terminal.kv_table(f"Devices ({p.device_count})", dev_rows))
     plan_rows = [(label, _plan_text(getattr(r, key))) for key, (_, label) in env.PLACEMENTS.items()]
-    console.print(display.kv_table("Pseudo-DDP plan", plan_rows, markup=True))
+    console.print(terminal.kv_table("Pseudo-DDP plan", plan_rows, markup=True))
     if r.listen is not None:
         console.print(f"where a one-machine run listens: {escape(r.listen.summary)}")
     if p.knobs:
-        console.print(display.kv_table("Watchdog knobs (effective)", [
+        console.print(terminal.kv_table("Watchdog knobs (effective)", [
             (k.name, f"{k.effective} ({k.source}) - {k.meaning}") for k in p.knobs]))
     if p.environ:
-        console.print(display.kv_table("Environment (whitelisted)", list(p.environ.items())))
+        console.print(terminal.kv_table("Environment (whitelisted)", list(p.environ.items())))
     orphans = r.survey.orphans
     if orphans:
-        console.print(display.kv_table("Orphaned processes", [
+        console.print(terminal.kv_table("Orphaned processes", [
             (str(o.pid), f"{o.reason}; {human_bytes(o.device_mem_bytes)}; age {o.age_s}s; {o.cmdline}")
             for o in orphans]))
     else:
@@ -70,7 +70,7 @@ def render(report: Report, console) -> None:
     render_other_processes(r.survey.other_processes, console)
     for mod, err in r.plugin_errors.items():
         console.print(f"[red]plug-in {escape(mod)} failed to import:[/] {escape(err)}")
-    console.print(f"verdict: {display.verdict_text(report.verdict)}")
+    console.print(f"verdict: {terminal.verdict_text(report.verdict)}")
 
 
 def _plan_text(plan: TwoRankPlan) -> str:

@@ -11,7 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
 
-from .. import cli_options, display
+from .. import cli_options
+from ..report import terminal
 from ..cluster import launchers
 from ..config import LaunchOptions
 from ..errors import UsageError, invalid_choice
@@ -76,12 +77,12 @@ def check_output_options(args, formats: tuple[str, ...] = OUTPUT_FORMATS) -> Non
 def finish(report, render, args, console, run_dir: str | os.PathLike | None = None) -> int:
     """How a command that shows one report ends: the report in its run directory (``run_dir``/report.json, always,
     where the command has one), the --json copy, the JSON on standard output for --format json; then what it shows,
-    where its report is, and its exit code (display.finish)."""
+    where its report is, and its exit code (terminal.finish)."""
     from ..errors import printable
 
     record = Path(run_dir) / REPORT_FILE if run_dir else None
     files = [path for path in (record, getattr(args, "json", None)) if path and str(path) != STDOUT]
-    code = display.finish(report, render, console, files=files, to_stdout=json_on_stdout(args))
+    code = terminal.finish(report, render, console, files=files, to_stdout=json_on_stdout(args))
     if record is not None:
         console.print(f"report: {printable(str(record))}", markup=False, highlight=False, soft_wrap=True)
     return code

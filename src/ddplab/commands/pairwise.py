@@ -10,7 +10,7 @@ every slow pair shares is named. Run it on every machine of the job, as the othe
 
 from __future__ import annotations
 
-from .. import display
+from ..report import terminal
 from ..measurements import pairwise
 from ..records import Report
 from ..records.pairwise import PairwiseRecord
@@ -26,14 +26,14 @@ EXAMPLES = (  # shown by --help (commands.help_epilog)
 
 def render(report: Report, console) -> None:
     r: PairwiseRecord = report.results
-    display.failures(r.session, console)
+    terminal.failures(r.session, console)
     if r.machines is not None:
         console.print(machines_view.ranks_table(r.machines))
     if r.pairs:
         console.print(machines_view.pairs_table(r.pairs, r.finding))
     if r.finding is not None:
         console.print(f"rule: {r.finding.rule}", markup=False, highlight=False)
-    display.footer(console, r.session, report.verdict, pairwise.summary(r))
+    terminal.footer(console, r.session, report.verdict, pairwise.summary(r))
 
 
 add_arguments, config_from_args, validate, main = options.measurement_command(pairwise, render)

@@ -44,9 +44,9 @@ def validate(args) -> None:
 
 def main(args, console) -> int:
     from ..baseline_overlay import load_baseline
-    from ..display import stopped_exit_code
+    from ..report.terminal import stopped_exit_code
     from ..errors import printable
-    from ..html_report import write_page
+    from ..report.page import write_page
     from ..catalog import read_report
 
     report = read_report(args.report)

@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import display, lab
+from .. import lab
+from ..report import terminal
 from ..errors import ExitCode
 from . import options
 
@@ -68,14 +69,14 @@ def render(report, console) -> None:
     """A lab's report as its run showed it: one line per stage (printed live by lab.py as each ends), then the
     verdict table."""
     for stage in report.results.stages:
-        console.print(display.stage_line(stage.verdict, stage.name, stage.summary, stage.duration_s))
+        console.print(terminal.stage_line(stage.verdict, stage.name, stage.summary, stage.duration_s))
     render_verdict(report, console)
 
 
 def render_verdict(report, console) -> None:
     r = report.results
     console.rule("verdict")
-    console.print(display.check_table(f"ddplab run --profile {r.profile}", r.checks))
+    console.print(terminal.check_table(f"ddplab run --profile {r.profile}", r.checks))
     note = " (INTERRUPTED: partial report)" if r.interrupted else ""
-    console.print(f"verdict: {display.verdict_text(report.verdict)}{note} in {r.duration_s} s; "
+    console.print(f"verdict: {terminal.verdict_text(report.verdict)}{note} in {r.duration_s} s; "
                   f"report: {r.out}/report.html")

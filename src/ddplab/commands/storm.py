@@ -7,7 +7,7 @@ threshold for this setup.
 
 from __future__ import annotations
 
-from .. import display
+from ..report import terminal
 from ..measurements import storm
 from ..records import Report
 from . import machines_view, options
@@ -23,10 +23,10 @@ EXAMPLES = (  # shown by --help (commands.help_epilog)
 def render(report: Report, console) -> None:
     r = report.results
     session = r.session
-    console.print(display.rank_table("Ranks", session.ranks))
-    display.failures(session, console)
+    console.print(terminal.rank_table("Ranks", session.ranks))
+    terminal.failures(session, console)
     if r.summary is None:
-        console.print(f"verdict: {display.verdict_text(report.verdict)} - {storm.summary(r)}")
+        console.print(f"verdict: {terminal.verdict_text(report.verdict)} - {storm.summary(r)}")
         return
     s = r.summary
     per, dev = s.per_op_us, s.device_us
@@ -49,12 +49,12 @@ def render(report: Report, console) -> None:
         ("method", s.method),
         *_engine_rows(r),
     ]
-    console.print(display.kv_table("Latency storm", rows))
+    console.print(terminal.kv_table("Latency storm", rows))
     if r.added_cost:
-        console.print(display.added_cost_table(r.added_cost))
+        console.print(terminal.added_cost_table(r.added_cost))
     if r.machines is not None:  # a job across machines
         console.print(*machines_view.storm_tables(r.machines))
-    display.footer(console, session, report.verdict, storm.summary(r))
+    terminal.footer(console, session, report.verdict, storm.summary(r))
 
 
 def _engine_rows(r) -> list[tuple[str, object]]:

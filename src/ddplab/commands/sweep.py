@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from rich.markup import escape
 
-from .. import collectives, display, library_engine, spikes
+from .. import collectives, library_engine, spikes
+from ..report import terminal
 from ..measurements import sweep
 from ..records import Report
 from ..records.sweep import Spike, SweepRecord, SweepRow
@@ -34,7 +35,7 @@ EXAMPLES = (  # shown by --help (commands.help_epilog)
 
 def render(report: Report, console) -> None:
     r: SweepRecord = report.results
-    display.failures(r.session, console)
+    terminal.failures(r.session, console)
     if r.library is not None:
         env = "".join(f" {k}={v}" for k, v in r.library.env.items())
         console.print(f"library engine: {escape(r.library.binding.describe())}"
@@ -53,14 +54,14 @@ def render(report: Report, console) -> None:
             console.print(f"[red]library engine {escape(e.op)} {e.size_bytes} B in_place={e.in_place}:[/] "
                           f"{escape(e.error)}")
     if r.added_cost:
-        console.print(display.added_cost_table(r.added_cost))
+        console.print(terminal.added_cost_table(r.added_cost))
     if r.ceiling:
         best = max((x.busbw_fraction_of_ceiling or 0) for x in r.rows) if r.rows else 0
         console.print(f"device copy ceiling {r.ceiling.gbps:.1f} GB/s at {r.ceiling.size_bytes} B "
                       f"({escape(r.ceiling.method)}); best busbw reached {100 * best:.1f}% of it")
     if r.machines is not None:  # a job across machines
         console.print(*machines_view.sweep_tables(r.machines))
-    display.footer(console, r.session, report.verdict, sweep.summary(r))
+    terminal.footer(console, r.session, report.verdict, sweep.summary(r))
 
 
 def nccl_tests_table(r: SweepRecord, rows: list[SweepRow] | None = None, engine: str | None = None) -> str:

@@ -6,7 +6,7 @@ parameters must be identical on every rank at the end.
 
 from __future__ import annotations
 
-from .. import display
+from ..report import terminal
 from ..measurements import train
 from ..records import Report
 from . import machines_view, options
@@ -22,8 +22,8 @@ EXAMPLES = (  # shown by --help (commands.help_epilog)
 def render(report: Report, console) -> None:
     r = report.results
     session = r.session
-    console.print(display.rank_table("Ranks", session.ranks))
-    display.failures(session, console)
+    console.print(terminal.rank_table("Ranks", session.ranks))
+    terminal.failures(session, console)
     rows = [("backend", f"{session.backend}: {session.backend_reason}"),
             ("shared device", session.shared_device),
             ("parameters bit-identical across ranks", r.params_identical),
@@ -34,10 +34,10 @@ def render(report: Report, console) -> None:
         rows.append(("step time", f"p50 {st.p50:.1f} us, p99 {st.p99:.1f} us over {st.n} steps "
                                   f"({r.step_time_method})"))
     rows.append(("run directory", session.run_dir))
-    console.print(display.kv_table("DDP train", rows))
+    console.print(terminal.kv_table("DDP train", rows))
     if r.machines is not None:  # a job across machines
         console.print(machines_view.ranks_table(r.machines))
-    display.footer(console, session, report.verdict, train.summary(r))
+    terminal.footer(console, session, report.verdict, train.summary(r))
 
 
 add_arguments, config_from_args, validate, main = options.measurement_command(train, render)

@@ -77,7 +77,7 @@ def summary(record: LaunchRecord) -> str:
 
 def write_reports(report: Report) -> None:
     """<job dir>/report.json and report.html (and the hang's timeline as a trace-event file beside the page)."""
-    from ..html_report import write_page
+    from ..report.page import write_page
 
     job = RunDir(Path(report.results.job_dir), report.results.run_id)
     write_text_atomic(job.report_file, json.dumps(report.to_json(), default=str))

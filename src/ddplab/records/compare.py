@@ -41,7 +41,7 @@ class TimedRow:
 @dataclass(frozen=True)
 class BaselineRows:
     """Another run's or nccl-tests' timings, drawn dashed beside a report's own lines (baseline_overlay.py reads
-    them, html_report.py draws them)."""
+    them, report/page.py draws them)."""
 
     label: str  # e.g. "nccl-tests all_reduce_perf.txt"
     rows: list[TimedRow]

@@ -4,7 +4,7 @@ Everything a page about the job needs is here: how it ended and who noticed, eac
 culprit ranks with the collective and the evidence (with the collective library's own RAS answer when
 --ras asked for it), where every rank's stacks and flight record are, each rank's memory and CPU time while
 it ran, and what was still running afterwards. The command line is the report's config
-(job/config.UserJobConfig.to_argv). ``figures`` draws it for report.html (html_report.py).
+(job/config.UserJobConfig.to_argv). ``figures`` draws it for report.html (report/page.py).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class JobHost:
     torch: str | None
 
     def machine_line(self) -> str:
-        """The report page's line about the machine (html_report.py)."""
+        """The report page's line about the machine (report/page.py)."""
         return f"{self.host}: python {self.python}, torch {self.torch or 'unknown'}"
 
 

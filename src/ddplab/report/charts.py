@@ -1,16 +1,16 @@
 """The figures a record offers (records/figures.py), drawn as inline SVG: readable without JavaScript, offline.
 
-Every axis has labelled ticks in its unit (chart_scales.py); numeric tick labels carry the class ``tick-x`` or
+Every axis has labelled ticks in its unit (scales.py); numeric tick labels carry the class ``tick-x`` or
 ``tick-y`` and category labels ``tick-cat`` (tests count them). Lines of a baseline (another run, nccl-tests)
 are dashed; spikes are ringed; marks (a fault, its detection, p50 and p99, a threshold) are vertical lines
-with their label. Markup is built only with html_markup's ``h()``, which escapes every value.
+with their label. Markup is built only with markup.py's ``h()``, which escapes every value.
 """
 
 from __future__ import annotations
 
-from . import chart_scales as cs
-from .html_markup import Markup, concat, h
-from .records.figures import BarChart, HistogramChart, LaneTimeline, LineChart, Mark, Table, Timeline
+from . import scales as cs
+from .markup import Markup, concat, h
+from ..records.figures import BarChart, HistogramChart, LaneTimeline, LineChart, Mark, Table, Timeline
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
 MARK_COLORS = {"fault": "#d62728", "detected": "#1f77b4", "stat": "#555", "threshold": "#ff7f0e",

@@ -1,14 +1,14 @@
-"""The first screen of report.html, drawn from report_summary.Summary: the verdict with the count of checks,
+"""The first screen of report.html, drawn from summary.Summary: the verdict with the count of checks,
 the findings (FAIL, then WARN) each with its next step, the key figures as large numbers; and every check by
-stage in collapsed sections (a stage with a finding starts open). Markup only through html_markup's ``h()``.
+stage in collapsed sections (a stage with a finding starts open). Markup only through markup.py's ``h()``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from .html_markup import Markup, badge, concat, h
-from .report_summary import ShownCheck, Summary
+from .markup import Markup, badge, concat, h
+from .summary import ShownCheck, Summary
 
 
 def first_screen(report, summary: Summary, machine: str, meta: str, interrupted: bool) -> Markup:

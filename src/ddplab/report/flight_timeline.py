@@ -30,8 +30,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .records.figures import Lane, LaneTimeline, Mark, Span
-from .records.launch import LaunchRecord
+from ..records.figures import Lane, LaneTimeline, Mark, Span
+from ..records.launch import LaunchRecord
 
 MAX_RECORD_BYTES = 64 * 2 ** 20  # a 2000-entry record is well under 1 MiB
 INLINE_ENTRIES = 10  # per rank on the page; the trace file has them all

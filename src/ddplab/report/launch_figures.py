@@ -13,8 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from .flight_timeline import lane_timeline, launcher_moments
-from .records.figures import LineChart, Mark
-from .records.launch import LaunchRecord
+from ..records.figures import LineChart, Mark
+from ..records.launch import LaunchRecord
 
 
 def launch_figures(record: LaunchRecord, stage: str, base_dir: Path | None, trace_name: str) -> list:

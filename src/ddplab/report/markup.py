@@ -1,8 +1,8 @@
 """The one place a value becomes HTML: every value reaches a page through ``h()``, which escapes all of them
-(numbers too); only ``Markup`` (fragments ``h()`` built from the templates of html_report.py and its drawing
+(numbers too); only ``Markup`` (fragments ``h()`` built from the templates of page.py and its drawing
 modules) is inserted as is, and anything else handed to ``concat()`` is escaped as text. A value interpolated any
 other way (an f-string, ``+``) is a plain string, which ``concat()`` escapes: an unescaped value cannot reach the
-page by omission. tests/unit/test_html_report.py checks that every template is a literal.
+page by omission. tests/unit/test_page.py checks that every template is a literal.
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
 """A report (records.Report) -> one self-contained HTML page (inline CSS and SVG, no script runs, works
 offline). Rendered from the records alone, so `ddplab report report.json` can rebuild any report later.
 
-The first screen is the answer (report_summary.py): the overall verdict, the checks that failed or warned with
+The first screen is the answer (summary.py): the overall verdict, the checks that failed or warned with
 their next step, the key figures as large numbers; then every check by stage, collapsed; then the charts the
-records offer (records/figures.py, drawn by html_charts.py: time and bus bandwidth against message size per
+records offer (records/figures.py, drawn by charts.py: time and bus bandwidth against message size per
 collective, the storm's latency distribution, per-rank memory and CPU time, the drills, a hung job's
 collectives per rank); then the stages. A baseline (another run, nccl-tests) is drawn dashed beside this
 run's lines (``overlay``). Beside a `ddplab launch` page, ``write_page`` writes the job's flight
 records as a Chrome trace-event file (flight_timeline.py).
 
-Every value from the document reaches the page through html_markup.py's ``h()``, which escapes all of them;
-tests/unit/test_html_report.py checks that every template is a literal and that ``Markup()`` wraps only the
+Every value from the document reaches the page through markup.py's ``h()``, which escapes all of them;
+tests/unit/test_page.py checks that every template is a literal and that ``Markup()`` wraps only the
 CSS and the JSON data block. `ddplab report` reads the document through the records first (catalog.read_report),
 so the numbers here are numbers.
 """
@@ -21,12 +21,12 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from .html_markup import Markup, badge, concat, h, json_for_script
-from .records import Check, Report
-from .records.compare import BaselineRows
-from .records.core import rows_of
-from .records.figures import LineChart, Series
-from .records.hooks import Drawn, Interruptible
+from .markup import Markup, badge, concat, h, json_for_script
+from ..records import Check, Report
+from ..records.compare import BaselineRows
+from ..records.core import rows_of
+from ..records.figures import LineChart, Series
+from ..records.hooks import Drawn, Interruptible
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:20px 28px;color:#222;max-width:1240px}
@@ -69,10 +69,10 @@ def write_page(report: Report, html_path: str | Path, baseline: BaselineRows | N
     (the trace first, so the page never links to a file that is not there). ``base_dir``: the report.json's
     directory, where its own files are looked for when their recorded paths are gone (default: the page's).
     Returns the files written."""
-    from . import __version__
-    from .files import write_text_atomic
+    from .. import __version__
+    from ..files import write_text_atomic
     from .flight_timeline import trace_events
-    from .records.launch import LaunchRecord
+    from ..records.launch import LaunchRecord
 
     html_path = Path(html_path)
     base_dir = base_dir if base_dir is not None else html_path.parent
@@ -96,8 +96,8 @@ def render_html(report: Report, baseline: BaselineRows | None = None, base_dir: 
     ``baseline``: records.compare.BaselineRows to draw beside this run; ``base_dir``: where the report's own files
     are when their recorded paths are gone (a report moved to another machine); ``trace_name``: the trace-event
     file beside the page, linked from the hang timeline."""
-    from .html_summary import first_screen, stage_groups
-    from .report_summary import summarise
+    from .first_screen import first_screen, stage_groups
+    from .summary import summarise
 
     stages, checks = _stages_and_checks(report)
     figures = _unique_ids(_figures(stages, base_dir, trace_name))
@@ -139,8 +139,8 @@ def _stages_and_checks(report: Report) -> tuple[list[tuple], list[Check]]:
 
 
 def _figures(stages: list[tuple], base_dir: Path | None, trace_name: str) -> list:
-    from .job_figures import launch_figures
-    from .records.launch import LaunchRecord
+    from .launch_figures import launch_figures
+    from ..records.launch import LaunchRecord
 
     out = []
     for name, rep, _ in stages:
@@ -232,7 +232,7 @@ def _unique_ids(figures: list) -> list:
 
 def _figure_sections(figures: list) -> list[Markup]:
     """Figures grouped under their section headings, in order of first appearance; side by side where they fit."""
-    from .html_charts import draw
+    from .charts import draw
 
     sections: dict[str, list] = {}
     for f in figures:

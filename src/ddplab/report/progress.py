@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
-from .display import escape
+from .terminal import escape
 
 
 def shown(console: Console | None) -> bool:

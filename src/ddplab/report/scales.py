@@ -3,7 +3,7 @@
 A chart a collective engineer reads needs ticks to read values off: at least three labelled ticks per axis
 (a decade axis over one decade gets 1-2-5 steps), message sizes in binary units as nccl-tests sizes are powers
 of two (8 B, 1 KiB, 64 MiB), times in the unit that keeps them short (ns, us, ms, s). The HTML drawing
-(html_charts.py) maps values to pixels with ``Scale`` and writes the labels these functions make.
+(charts.py) maps values to pixels with ``Scale`` and writes the labels these functions make.
 """
 
 from __future__ import annotations

@@ -11,22 +11,22 @@ report: the score, then the failing audits, the passed ones collapsed).
 A check row is shown as its verdict says (records.Verdict: PASS, WARN, FAIL, SKIP, INFO), the same word as in
 the terminal and the JSON; a row of a report written before INFO existed ("pass", held to "informational") is
 INFO too. A key figure never contradicts a row: the "processes left running" card is as bad as the worst row
-about orphaned processes beside it. html_report.py draws this.
+about orphaned processes beside it. page.py draws this.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from . import chart_scales as cs
-from .records import Check, Report, Verdict
-from .records.ceiling import CeilingRecord
-from .records.clean import ORPHANS_CHECK
-from .records.drill import DrillRecord
-from .records.launch import LaunchRecord
-from .records.run import StageRecord
-from .records.storm import StormRecord
-from .records.sweep import SweepRecord
+from . import scales as cs
+from ..records import Check, Report, Verdict
+from ..records.ceiling import CeilingRecord
+from ..records.clean import ORPHANS_CHECK
+from ..records.drill import DrillRecord
+from ..records.launch import LaunchRecord
+from ..records.run import StageRecord
+from ..records.storm import StormRecord
+from ..records.sweep import SweepRecord
 
 INFO = str(Verdict.INFO)
 ORDER = ("fail", "warn", "pass", INFO, "skip")
