@@ -3,17 +3,19 @@ is read back (naming the field) or shown as text; never markup, never script."""
 
 import ast
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
-from ddplab.report import markup as html_markup, page as html_report
+from ddplab.report import charts, page as html_report
 from ddplab.errors import UsageError
 from tests.crafted_reports import PAYLOADS, assert_inert, dotted, leaves, load_fixture, names_field, read_back, \
     with_value
 
-SOURCE = Path(html_report.__file__)
+TEMPLATES = Path(html_report.__file__).parent / "templates"
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +73,7 @@ def test_a_payload_in_any_field_is_refused_or_inert(fixture_doc, accepted_fields
     report = read_back(with_value(fixture_doc, [p for f in accepted_fields for p in fields[f]], payload))
     page = html_report.render_html(report)
     assert_inert(page, report.to_json())
-    assert html_markup.h("{}", payload) in page  # the payload reached the page, as text
+    assert escape(payload) in page  # the payload reached the page, as text
     # the strings reach the page, including the ones issue 10 saw injected
     shown = {dotted(f) for f in accepted_fields}
     assert {"results.checks[*].value", "results.stages[*].summary", "platform.hostname"} <= shown
@@ -105,47 +107,41 @@ def test_the_renderer_alone_escapes_what_reading_would_have_refused(fixture_doc)
     crafted = replace(report, verdict=report.verdict, results=replace(run, stages=stages, out=PAYLOADS[0]))
     page = html_report.render_html(crafted)
     assert_inert(page, crafted.to_json())
-    assert html_markup.h("{}", PAYLOADS[1]) in page  # the stage names reached the page, as text
+    assert escape(PAYLOADS[1]) in page  # the stage names reached the page, as text
 
 
 @pytest.mark.parametrize("text", ["</script><script>alert(1)</script>", "<!--<script>", "a\u2028b\u2029c",
                                   "</SCRIPT >", "&lt;/script&gt;"])
 def test_the_json_data_block_cannot_end_early(fixture_doc, text):
     crafted = with_value(fixture_doc, [("results", "checks", 0, "value")], text)
-    block = html_markup.json_for_script(crafted)
+    block = html_report.environment().from_string("{{ doc|tojson }}").render(doc=crafted)  # as page.html writes it
     assert "<" not in block and ">" not in block and "\u2028" not in block and "\u2029" not in block
     assert json.loads(block) == crafted
     report = read_back(crafted)
     assert_inert(html_report.render_html(report), report.to_json())
 
 
-def test_markup_is_built_only_from_this_module_s_own_templates():
-    """Structural: the escaping helpers h() and concat() live in html_markup.py alone; every h() template of the
-    page is a string literal, and Markup() wraps only the CSS constant and the escaped JSON block, so no document
-    value can become markup."""
-    markup = ast.parse(Path(html_markup.__file__).read_text())
-    assert {f.name for f in markup.body if isinstance(f, ast.FunctionDef)} >= {"h", "concat"}
-    tree = ast.parse(SOURCE.read_text())
-    assert not [f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name in ("h", "concat")]
+def test_autoescape_is_the_one_place_a_value_becomes_html():
+    """Structural: the page's templates are rendered with autoescape on, and none of them marks a value safe or turns
+    autoescape off; the page module builds no markup of its own (the charts come drawn as Markup, below)."""
+    assert html_report.environment().autoescape is True
+    templates = sorted(TEMPLATES.glob("*.html"))
+    assert {t.name for t in templates} >= {"page.html", "first_screen.html", "checks.html", "macros.html"}
+    for template in templates:
+        text = template.read_text()
+        assert not re.search(r"\|\s*safe\b|autoescape\s+false|\bMarkup\b|\|\s*forceescape", text), template.name
+    tree = ast.parse(Path(html_report.__file__).read_text())
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in ("Markup", "escape")]
+
+
+def test_the_charts_build_markup_only_from_their_own_literal_templates():
+    """The SVG is drawn in Python (charts.py) with one helper, h(): MarkupSafe's Markup.format, which escapes every
+    value; every h() template is a string literal, and Markup() appears nowhere else in the module."""
+    tree = ast.parse(Path(charts.__file__).read_text())
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
     templates = [c for c in calls if c.func.id == "h"]
     assert templates and all(isinstance(c.args[0], ast.Constant) and isinstance(c.args[0].value, str)
                              for c in templates)
     wrapped = sorted(ast.unparse(c.args[0]) for c in calls if c.func.id == "Markup")
-    assert wrapped == ["CSS", "json_for_script(report.to_json())"]
-
-
-@pytest.mark.parametrize("module", ["charts", "first_screen"])
-def test_the_drawing_modules_build_markup_only_from_literal_templates(module):
-    """The charts and the first screen are drawn in modules of their own, with html_markup's h(): every
-    template a string literal, and no Markup() of their own (html_markup stays the one place that escapes)."""
-    import importlib
-
-    tree = ast.parse(Path(importlib.import_module(f"ddplab.report.{module}").__file__).read_text())
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
-    templates = [c for c in calls if c.func.id == "h"]
-    assert templates and all(isinstance(c.args[0], ast.Constant) and isinstance(c.args[0].value, str)
-                             for c in templates)
-    assert not [c for c in calls if c.func.id == "Markup"]
-    defined = {f.name for f in tree.body if isinstance(f, (ast.FunctionDef, ast.ClassDef))}
-    assert not defined & {"h", "concat", "Markup"}
+    assert wrapped == ["''", "template"]  # concat's separator, and h()'s own literal
+    assert charts.h("<text>{}</text>", "<b>") == "<text>&lt;b&gt;</text>"

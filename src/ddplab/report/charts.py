@@ -3,13 +3,15 @@
 Every axis has labelled ticks in its unit (scales.py); numeric tick labels carry the class ``tick-x`` or
 ``tick-y`` and category labels ``tick-cat`` (tests count them). Lines of a baseline (another run, nccl-tests)
 are dashed; spikes are ringed; marks (a fault, its detection, p50 and p99, a threshold) are vertical lines
-with their label. Markup is built only with markup.py's ``h()``, which escapes every value.
+with their label. Markup is built only with ``h()``: this module's own literal SVG, every value in it escaped
+by MarkupSafe (the library the page's autoescape uses), and the one place a drawing is marked safe.
 """
 
 from __future__ import annotations
 
+from markupsafe import Markup
+
 from . import scales as cs
-from .markup import Markup, concat, h
 from ..records.figures import BarChart, HistogramChart, LaneTimeline, LineChart, Mark, Table, Timeline
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
@@ -17,6 +19,17 @@ MARK_COLORS = {"fault": "#d62728", "detected": "#1f77b4", "stat": "#555", "thres
                "event": "#555"}
 W, H = 580, 300
 LEFT, RIGHT, TOP, BOTTOM = 70, 30, 34, 46  # the plot area's margins: tick labels left and below, legend above
+
+
+def h(template: str, *values, **named) -> Markup:
+    """``template``, a literal of this module, with every value escaped after formatting (``{x:.1f}`` formats,
+    then escapes); a value that is Markup h() made goes in as it is."""
+    return Markup(template).format(*values, **named)
+
+
+def concat(parts) -> Markup:
+    """Fragments joined; a part that is not Markup is escaped as text."""
+    return Markup("").join(parts)
 
 
 def draw(figure) -> Markup:

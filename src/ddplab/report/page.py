@@ -9,51 +9,39 @@ collectives per rank); then the stages. A baseline (another run, nccl-tests) is 
 run's lines (``overlay``). Beside a `ddplab launch` page, ``write_page`` writes the job's flight
 records as a Chrome trace-event file (flight_timeline.py).
 
-Every value from the document reaches the page through markup.py's ``h()``, which escapes all of them;
-tests/unit/test_page.py checks that every template is a literal and that ``Markup()`` wraps only the
-CSS and the JSON data block. `ddplab report` reads the document through the records first (catalog.read_report),
-so the numbers here are numbers.
+The page is Jinja2 templates (templates/: page.html, its first screen, the checks, page.css) rendered with
+autoescape on, the one place a value from the document is escaped: the templates mark nothing safe, and the
+charts come drawn as MarkupSafe markup (charts.py: every value in them escaped by the same library).
+tests/unit/test_html_report.py holds both. `ddplab report` reads the document through the records first
+(catalog.read_report), so the numbers here are numbers.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import replace
 from pathlib import Path
 
-from .markup import Markup, badge, concat, h, json_for_script
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
 from ..records import Check, Report
 from ..records.compare import BaselineRows
 from ..records.core import rows_of
 from ..records.figures import LineChart, Series
 from ..records.hooks import Drawn, Interruptible
 
-CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:20px 28px;color:#222;max-width:1240px}
-h1{margin:0;font-size:26px;display:flex;align-items:center;gap:14px}h2{margin-top:28px;border-bottom:1px solid #ddd;
-padding-bottom:4px;font-size:19px}.meta{color:#555;font-size:13px;margin-top:4px}
-.badge{display:inline-block;padding:1px 8px;border-radius:4px;font-weight:700;font-size:12px}
-.verdict-big{font-size:22px;padding:4px 16px;border-radius:6px}.counts{font-size:16px;font-weight:400;color:#444}
-.pass{background:#d4f4dd;color:#135d2a}.warn{background:#fff1c2;color:#7a5a00}.fail{background:#ffd6d6;color:#8a1010}
-.skip{background:#eee;color:#666}.info{background:#e3edf9;color:#234a78}
-table{border-collapse:collapse;width:100%;font-size:13px}th,td{border:1px solid #ddd;padding:4px 6px;text-align:left;
-vertical-align:top}th{background:#f5f5f5}
-.attention{display:flex;flex-direction:column;gap:6px;margin-top:12px}.finding{border-left:5px solid #d62728;
-background:#fff8f8;padding:6px 10px;font-size:14px}.finding.warn{border-color:#e0a800;background:#fffbea}
-.finding .next{margin-top:2px}.finding .next b{color:#8a1010}.finding.warn .next b{color:#7a5a00}
-.finding .what{color:#555;font-size:12px}.all-clear{font-size:14px;color:#135d2a;margin-top:10px}
-.figures-row{display:flex;flex-wrap:wrap;gap:10px;margin-top:14px}.tile{border:1px solid #ddd;border-radius:6px;
-padding:8px 12px;min-width:170px;max-width:290px;flex:1}.tile .label{font-size:12px;color:#555}
-.tile .value{font-size:28px;font-weight:700;line-height:1.25}.tile .detail{font-size:11.5px;color:#666}
-.tile.fail{border-color:#d62728}.tile.pass{border-color:#2ca02c}
-details.stage{border:1px solid #e3e3e3;border-radius:4px;margin:4px 0;padding:2px 8px}details.stage summary{
-cursor:pointer;font-size:14px;padding:3px 0}details.stage table{margin:4px 0 8px 0}
-.charts{display:flex;flex-wrap:wrap;gap:8px 18px}figure{margin:8px 0}figure.wide{flex-basis:100%}
-figcaption{font-size:12px;color:#555;max-width:580px}figure.wide figcaption{max-width:none}
-svg text{font-size:11px;fill:#333}svg .axis-label{font-size:12px;fill:#222}svg .mark-label{font-size:10.5px}
-.note{font-size:12px;color:#666}.figure-table td{white-space:pre-wrap}.headline{font-size:15px;font-weight:600;
-color:#8a1010;margin:6px 0}
-"""
+
+# ------------------------------------------------------------------------------------------------ templates
+
+@functools.cache
+def environment() -> Environment:
+    """The page's templates (templates/, package data), every value autoescaped. The JSON data block is written by
+    Jinja2's ``tojson``: <, >, & and ' spelled as \\u escapes, so no string in it can end its <script> element."""
+    env = Environment(loader=PackageLoader("ddplab.report"), autoescape=True, trim_blocks=True, lstrip_blocks=True,
+                      undefined=StrictUndefined)
+    env.policies["json.dumps_kwargs"] = {"ensure_ascii": True, "default": str}
+    return env
 
 
 # ------------------------------------------------------------------------------------------------ files
@@ -96,7 +84,6 @@ def render_html(report: Report, baseline: BaselineRows | None = None, base_dir: 
     ``baseline``: records.compare.BaselineRows to draw beside this run; ``base_dir``: where the report's own files
     are when their recorded paths are gone (a report moved to another machine); ``trace_name``: the trace-event
     file beside the page, linked from the hang timeline."""
-    from .first_screen import first_screen, stage_groups
     from .summary import summarise
 
     stages, checks = _stages_and_checks(report)
@@ -112,21 +99,10 @@ def render_html(report: Report, baseline: BaselineRows | None = None, base_dir: 
     meta = ", ".join(x for x in (f"profile {profile}" if profile and not profile.startswith("(") else "",
                                  report.created_utc,
                                  f"{duration} s" if duration is not None else "") if x)
-    parts = [
-        h("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"),
-        h("<title>ddplab report: {}</title><style>{}</style></head><body>", str(report.verdict).upper(), Markup(CSS)),
-        first_screen(report, summary, _machine_line(report), meta, isinstance(r, Interruptible) and r.interrupted),
-        _baseline_note(baseline, overlaid),
-        h("<h2>Every check, by stage</h2><div id='verdict-table'>{}</div>", stage_groups(summary)),
-        *_figure_sections(figures),
-        h("<h2>Stages</h2><details class='stage'><summary>{} stage(s), with the command line that reproduces each"
-          "</summary>{}</details>", len(stages), _stage_table(report, stages)),
-        h("<p class='note'>Every number comes from report.json beside this page; each stage's command line "
-          "reproduces it alone. Bandwidths use GB = 1e9 bytes and nccl-tests' algbw/busbw definitions.</p>"),
-        h("<script type='application/json' id='report-data'>{}</script>", Markup(json_for_script(report.to_json()))),
-        h("</body></html>"),
-    ]
-    return str(concat(parts, lines=True))
+    return environment().get_template("page.html").render(
+        report=report, summary=summary, machine=_machine_line(report), meta=meta,
+        interrupted=isinstance(r, Interruptible) and r.interrupted, baseline=baseline, overlaid=overlaid,
+        sections=_figure_sections(figures), stage_rows=_stage_rows(report, stages))
 
 
 def _stages_and_checks(report: Report) -> tuple[list[tuple], list[Check]]:
@@ -181,16 +157,6 @@ def _series_for(chart: LineChart, baseline: BaselineRows) -> list[Series]:
     return out
 
 
-def _baseline_note(baseline, overlaid: int) -> Markup:
-    if baseline is None:
-        return h("")
-    if not overlaid:
-        return h("<p class='note' id='baseline-note'>Baseline {}: none of this report's charts has a collective it "
-                 "measured.</p>", baseline.label)
-    return h("<p class='note' id='baseline-note'>Baseline {}: dashed grey lines on {} chart(s).</p>", baseline.label,
-             overlaid)
-
-
 def _machine_line(report: Report) -> str:
     p, config = report.platform, report.config
     if p is None and hasattr(config, "old") and hasattr(config, "new"):  # compare: two files, no machine
@@ -205,19 +171,16 @@ def _machine_line(report: Report) -> str:
     return f"{p.hostname}: {p.device_count} x {devices} ({p.vendor}), torch {p.torch_version}, {library}".rstrip(", ")
 
 
-def _stage_table(report: Report, stages: list[tuple]) -> Markup:
-    out = [h("<table id='stage-table'><thead><tr><th>stage</th><th>command</th><th>verdict</th><th>summary</th>"
-             "<th>seconds</th></tr></thead><tbody>")]
+def _stage_rows(report: Report, stages: list[tuple]) -> list[tuple]:
+    """(stage, command line, verdict, summary, seconds) of each stage, for the page's table of stages."""
+    out = []
     for name, rep, stage in stages:
         if stage is not None:
-            command, verdict, summary, duration = stage.command, stage.verdict, stage.summary, stage.duration_s
+            out.append((name, stage.command, stage.verdict, stage.summary, stage.duration_s))
         else:
-            command = " ".join(["ddplab", report.command, *report.argv[1:]])
-            verdict, summary, duration = report.verdict, "", getattr(report.results, "duration_s", None)
-        out.append(h("<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>", name, command,
-                     badge(verdict), summary, "" if duration is None else duration))
-    out.append(h("</tbody></table>"))
-    return concat(out)
+            out.append((name, " ".join(["ddplab", report.command, *report.argv[1:]]), report.verdict, "",
+                        getattr(report.results, "duration_s", None)))
+    return out
 
 
 def _unique_ids(figures: list) -> list:
@@ -230,12 +193,11 @@ def _unique_ids(figures: list) -> list:
     return out
 
 
-def _figure_sections(figures: list) -> list[Markup]:
-    """Figures grouped under their section headings, in order of first appearance; side by side where they fit."""
+def _figure_sections(figures: list) -> list[tuple[str, list]]:
+    """(heading, the drawn figures) of each section, in order of first appearance; side by side where they fit."""
     from .charts import draw
 
     sections: dict[str, list] = {}
     for f in figures:
-        sections.setdefault(f.section, []).append(f)
-    return [h("<h2>{}</h2><div class='charts'>{}</div>", title, concat(draw(f) for f in group))
-            for title, group in sections.items()]
+        sections.setdefault(f.section, []).append(draw(f))
+    return list(sections.items())

@@ -11,11 +11,12 @@ report: the score, then the failing audits, the passed ones collapsed).
 A check row is shown as its verdict says (records.Verdict: PASS, WARN, FAIL, SKIP, INFO), the same word as in
 the terminal and the JSON; a row of a report written before INFO existed ("pass", held to "informational") is
 INFO too. A key figure never contradicts a row: the "processes left running" card is as bad as the worst row
-about orphaned processes beside it. page.py draws this.
+about orphaned processes beside it. page.py draws this (templates/first_screen.html, checks.html).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 
 from . import scales as cs
@@ -52,6 +53,10 @@ class StageGroup:
     stage: str
     shown: str  # the stage's worst shown verdict
     checks: list[ShownCheck]
+
+    def counts_in_words(self) -> str:
+        """"2 PASS, 1 WARN": how many rows said what, in the order the rows say it."""
+        return ", ".join(f"{n} {k.upper()}" for k, n in Counter(s.shown for s in self.checks).items())
 
 
 @dataclass(frozen=True)
