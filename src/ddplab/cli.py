@@ -45,12 +45,14 @@ class _Parser(argparse.ArgumentParser):
         raise ArgumentsRefused(f"invalid-usage: {self.prog}: {printable(message)}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser; ``only``: that command's alone. A command line that names its command needs no other
+    (the others' modules are not imported: `ddplab report` loads no measurement to build their options)."""
     parser = _Parser(prog="ddplab", description="Prove a distributed-training communication stack on one machine.",
                      epilog=command_help.help_epilog(), formatter_class=command_help.HelpFormatter)
     parser.add_argument("--version", action="version", version=f"ddplab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in commands.COMMANDS:
+    for name in [only] if only else commands.COMMANDS:
         module = commands.load(name)
         p = sub.add_parser(name, help=sentence(module.SUMMARY), description=command_help.description(module),
                            epilog=command_help.help_epilog(module), formatter_class=command_help.HelpFormatter,
@@ -71,7 +73,7 @@ def _main(argv: list[str]) -> int:
         err = invalid_choice("command", argv[0], commands.COMMANDS)
         print(err.render(), file=sys.stderr)
         return ExitCode.USAGE
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv and argv[0] in commands.COMMANDS else None)
     try:
         args = parser.parse_args(argv)
     except ArgumentsRefused as refused:
