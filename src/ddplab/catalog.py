@@ -5,8 +5,10 @@ catalog names only its records), and a check's, judged on the runners' scale by 
 
 Everything that reads a report of any kind goes through here: which Config and results classes it holds
 (``types_for``, handed to records.Report.from_json: records name no command's types), its check rows, and the
-verdict judged again from its data (``judged``). It sits above the lab (scripts/import_graph.py): the lab's own
-modules judge stage reports, which are always measurements, without it.
+verdict judged again from its data (``judged``, by measurements/judging.py, as the lab judges its stages). It sits
+above the lab (scripts/import_graph.py) and imports none of it: a kind's module is imported by name when a report of
+that kind is read (a lab's report imports the lab), so reading a sweep's report loads the sweep's kind and records,
+never what runs a lab.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from . import measurements
 from .errors import DdplabError, UsageError
-from .lab import judged_by, report_checks as measurement_report_checks
+from .measurements.judging import judged_by, report_checks as measurement_report_checks
 from .records import Check, RecordError, Report
 from .records.load import HINT, field_message, parse_json, read_bytes, show
 
@@ -84,7 +86,7 @@ def report_checks(report: Report) -> list[Check]:
 
 
 def judged(report: Report) -> Report:
-    """``report`` with its verdict derived again from its data by its kind (lab.judged_by)."""
+    """``report`` with its verdict derived again from its data by its kind (measurements.judging.judged_by)."""
     return judged_by(_judge_of(report.command), report)
 
 

@@ -20,16 +20,16 @@ from rich.console import Console
 from . import interrupts, measurements
 from .cli_options import Range, check_fields, option
 from .config import DEVICES, SECONDS
-from .report.terminal import escape
 from .errors import DdplabError, ExitCode, UsageError, invalid_choice
 from .files import DiskFull
+from .measurements.judging import LEFTOVERS, stage_checks
+from .observer import QUIET, Observer
 from .profiles import Machine, Stage, host_note, kinds, stages
-from .report.progress import StageProgress
 from .records import Check, Report, Verdict, make_report
-from .records.core import rows_of
 from .records.hooks import InSession, Interruptible, StartsRuns
 from .records.run import RunRecord, StagePlan, StageRecord
-from .session import QUIET, Observer
+from .report.progress import StageProgress
+from .report.terminal import escape
 from .validators import MAX_NPROC, require
 
 NAME = COMMAND = "run"
@@ -203,35 +203,6 @@ def run_stage(records: list[StageRecord], stage: Stage, console) -> Report | Non
     return report
 
 
-def stage_checks(stage: StageRecord) -> list[Check]:
-    """The verdict table's rows for one stage: its measurement's own checks, or why it has none."""
-    if stage.name == LEFTOVERS:
-        return [Check("nothing left running", stage.verdict, stage.summary, "0 processes",
-                      "every process the lab's stages started is gone (orphans of other runs are shown, not counted)",
-                      "none" if stage.verdict is Verdict.PASS else "`ddplab clean` lists them; report the stage that "
-                                                                   "left them", stage=stage.name)]
-    if stage.report is None:
-        return [Check("stage ran", stage.verdict, stage.summary, "completes", "the stage could not run here",
-                      "see the stage's error; `ddplab env` shows what this machine lacks", stage=stage.name)]
-    return [replace(c, stage=stage.name) for c in report_checks(stage.report)]
-
-
-def report_checks(report: Report) -> list[Check]:
-    """The check rows of a stage's report: its measurement's ``checks(record)``; the record's own where it names
-    no measurement (records.core.rows_of). catalog.report_checks does this for a report of any kind."""
-    measurement = _measurement(report.command)
-    if measurement is not None:
-        return measurement.checks(report.results)
-    return rows_of(replace(report, checks=None))
-
-
-def _measurement(command: str):
-    return measurements.get(command) if command in measurements.MEASUREMENTS else None
-
-
-LEFTOVERS = "leftovers"
-
-
 def leftover_check(records: list[StageRecord]) -> StageRecord:
     """After every stage: nothing that this run's stages started (their run ids) is still alive.
     Orphans of other runs on the machine are shown as information: they are not this run's doing."""
@@ -261,31 +232,3 @@ def _run_ids(records: list[StageRecord]) -> set[str]:
         elif isinstance(results, InSession) and results.session is not None:
             found.add(results.session.run_id)
     return {rid for rid in found if rid}
-
-
-def judged_by(kind, report: Report) -> Report:
-    """``report`` with its verdicts derived again from its data by ``kind`` (a module of records.hooks.Kind's shape,
-    or None: a report of no kind keeps what it recorded), by the one rule that made them (records.make_report:
-    the worst of its kind's checks); a lab's stage by stage first (each stage's report judged again, the leftover
-    check from the processes it lists). catalog.judged finds the kind of any report (issue 18: a stored PASS never
-    stands beside data that fails). A stage that ran nothing keeps what it recorded: why it could not run is all
-    the data it has. A check's report (judged on the runners' scale by check/judge.py) keeps its verdict."""
-    results = report.results
-    if isinstance(results, RunRecord):
-        stages = [_judged_stage(s) for s in results.stages]
-        results = replace(results, stages=stages, checks=[c for s in stages for c in stage_checks(s)])
-    checks = tuple(kind.checks(results)) if kind is not None else ()
-    if not checks:  # nothing to judge it by: it keeps what it recorded
-        return replace(report, results=results)
-    return replace(report, results=results, verdict=Verdict.worst(c.verdict for c in checks), checks=checks)
-
-
-def _judged_stage(stage: StageRecord) -> StageRecord:
-    if stage.report is not None:
-        measurement = _measurement(stage.report.command)
-        report = judged_by(measurement, stage.report)
-        summary = measurement.summary(report.results) if measurement is not None else stage.summary
-        return replace(stage, report=report, verdict=report.verdict, summary=summary)
-    if stage.name == LEFTOVERS:
-        return replace(stage, verdict=Verdict.PASS if not stage.left_pids and not stage.orphans else Verdict.FAIL)
-    return stage

@@ -166,11 +166,10 @@ def _cli(argv, monkeypatch, capsys, probe=None) -> tuple[int, str]:
     """`ddplab ARGV` in this process, on a machine described by ``probe`` (default: this one); starting ranks fails
     the test."""
     monkeypatch.delenv(lb.SUBSTITUTE_ENV, raising=False)
-    for module in (storm, sweep):
-        monkeypatch.setattr(module, "run_workload", lambda *a, **k: pytest.fail("no rank may start"))
-        if probe is not None:
-            monkeypatch.setattr(module, "prepare", lambda opts, with_memory=False: (
-                describe(probe), plan(opts, describe(probe))))
+    monkeypatch.setattr("ddplab.session.run_workload", lambda *a, **k: pytest.fail("no rank may start"))
+    if probe is not None:
+        monkeypatch.setattr("ddplab.session.prepare", lambda opts, with_memory=False: (
+            describe(probe), plan(opts, describe(probe))))
     code = main(argv)
     return code, capsys.readouterr().err
 
@@ -411,7 +410,7 @@ def test_an_engine_stage_where_no_binding_is_known_is_skipped_with_the_reason(mo
     from ddplab.records.run import StageRecord
 
     monkeypatch.delenv(lb.SUBSTITUTE_ENV, raising=False)
-    monkeypatch.setattr(storm, "run_workload", lambda *a, **k: pytest.fail("no rank may start"))
+    monkeypatch.setattr("ddplab.session.run_workload", lambda *a, **k: pytest.fail("no rank may start"))
     stage = profiles.engine_stages(lambda name: LaunchOptions(run_dir=str(tmp_path / name)))[0]
     records: list[StageRecord] = []
     assert lab.run_stage(records, stage, Console(file=io.StringIO())) is None

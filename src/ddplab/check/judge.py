@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, replace
 
 from ..interrupts import DEADLINE
-from ..lab import stage_checks
+from ..measurements.judging import stage_checks
 from ..records import Verdict
 from ..records.hooks import InSession, Interruptible
 from ..records.clean import ORPHANS_CHECK

@@ -9,16 +9,16 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from .. import cli_options
 from ..report import terminal
-from ..cluster import launchers
-from ..config import LaunchOptions
 from ..errors import UsageError, invalid_choice
 from ..records.hooks import InSession
 from ..files import STDOUT
-from ..rundir import REPORT_FILE
+
+if TYPE_CHECKING:
+    from ..config import LaunchOptions
 
 OUTPUT_FORMATS = ("text", "json")  # every command that shows a result; `check` adds its runners' (check/formats)
 
@@ -79,6 +79,7 @@ def finish(report, render, args, console, run_dir: str | os.PathLike | None = No
     where the command has one), the --json copy, the JSON on standard output for --format json; then what it shows,
     where its report is, and its exit code (terminal.finish)."""
     from ..errors import printable
+    from ..rundir import REPORT_FILE
 
     record = Path(run_dir) / REPORT_FILE if run_dir else None
     files = [path for path in (record, getattr(args, "json", None)) if path and str(path) != STDOUT]
@@ -108,6 +109,8 @@ def launch_options(base: LaunchOptions, given: dict, environ: Mapping[str, str] 
     """The command's launch options (``base``: its defaults, ``given``: what its command line gave), completed
     from the launcher that started ddplab (torchrun, srun, mpirun: cluster/launchers.py), or refused (exit 2)
     when that launcher makes the run wrong. Under a launcher "not given" means "as the launcher says"."""
+    from ..cluster import launchers
+
     where = launchers.resolve(launchers.detect(environ), launchers.Asked(
         nproc=given.get("nproc"), nnodes=given.get("nnodes"), rdzv_endpoint=given.get("rdzv_endpoint"),
         rdzv_host=given.get("rdzv_host")))

@@ -20,7 +20,7 @@ from ..validators import MAX_SIZE_BYTES
 from ..records import Check, Verdict
 from ..records.memory import MemoryNeed
 from ..records.ceiling import CeilingRankResult, CeilingRecord, CeilingSettings
-from ..session import QUIET, Observer, Workload, prepare, run_workload
+from ..observer import QUIET, Observer
 
 NAME = "ceiling"
 SUMMARY = "device-to-device and host<->device copy bandwidth (the loopback ceiling)"
@@ -57,6 +57,8 @@ Config, Record = CeilingConfig, CeilingRecord
 
 
 def run(config: CeilingConfig, observer: Observer = QUIET) -> CeilingRecord:
+    from ..session import prepare, run_workload, Workload
+
     prepared = prepare(config.launch, with_memory=True)
     memory_plan.require_fits(*prepared, memory_need(config, prepared[1].host_only),
                              f"--bytes {human(config.bytes)} (a source and a destination buffer)",

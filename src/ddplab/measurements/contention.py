@@ -29,7 +29,7 @@ from ..records.memory import MemoryNeed
 from ..sizes import human_bytes
 from ..records.contention import (ContentionRankResult, ContentionRecord, ContentionSettings, ContentionSummary,
                                   Efficiency)
-from ..session import QUIET, Observer, Workload, prepare, run_workload
+from ..observer import QUIET, Observer
 
 NAME = "contention"
 SUMMARY = "K processes computing on one device vs one alone: efficiency and per-process slowdown"
@@ -81,6 +81,8 @@ DEVICE_KERNEL, HOST_KERNEL = (8192, 20), (512, 4)
 
 
 def run(config: ContentionConfig, observer: Observer = QUIET) -> ContentionRecord:
+    from ..session import prepare, run_workload, Workload
+
     platform, placement = prepare(config.launch, with_memory=True)
     settings = settings_for(config, placement)
     memory_plan.require_fits(platform, placement, memory_need(settings, placement.host_only),

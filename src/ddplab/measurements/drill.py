@@ -17,7 +17,7 @@ from ..errors import UsageError
 from ..validators import require
 from ..records import Check, Verdict
 from ..records.drill import DrillOutcome, DrillRecord
-from ..session import QUIET, Observer, prepare
+from ..observer import QUIET, Observer
 
 NAME = "drill"
 SUMMARY = "fault drills: kill a rank or the launcher, Ctrl+C, late/stalled/straggling/desynced/OOM rank"
@@ -71,6 +71,8 @@ Config, Record = DrillConfig, DrillRecord
 
 def run(config: DrillConfig, observer: Observer = QUIET) -> DrillRecord:
     """Every drill of ``config`` in order; a stop signal between drills ends them with a partial record."""
+    from ..session import prepare
+
     from ..drills.runner import DrillContext
 
     for name in config.drills:

@@ -18,7 +18,7 @@ from ..errors import DdplabError
 from ..records import Check, Verdict
 from ..records.clean import Survey
 from ..records.env import ConsideredSetup, EnvRecord, PlannedSetup, TwoRankPlan
-from ..session import QUIET, Observer
+from ..observer import QUIET, Observer
 
 NAME = "env"
 SUMMARY = "describe this machine: devices, backends, library versions, knobs, orphans"

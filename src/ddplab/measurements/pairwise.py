@@ -23,7 +23,7 @@ from ..records import Check, Verdict
 from ..records.pairwise import PairwiseRankResult, PairwiseRecord
 from ..records.session import SessionRecord
 from ..records.sweep import SweepSettings
-from ..session import QUIET, Observer, Workload, prepare, run_workload
+from ..observer import QUIET, Observer
 from .sweep import BUFFERS_PER_SIZE, DEFAULT_SIZES, MAX_REPEAT, iters_option, merge_row, warmup_option
 
 NAME = "pairwise"
@@ -70,6 +70,8 @@ METHOD = ("every pair of machines once, one rank on each (its lowest), in rounds
 
 
 def run(config: PairwiseConfig, observer: Observer = QUIET) -> PairwiseRecord:
+    from ..session import prepare, run_workload, Workload
+
     prepared = prepare(config.launch, with_memory=True)
     largest = max(config.sizes)
     require_fits(*prepared, BUFFERS_PER_SIZE * largest, f"-e {largest} B ({BUFFERS_PER_SIZE} buffers per rank)",

@@ -27,7 +27,7 @@ from ..records.library_engine import LIBRARY, AddedCost, added_cost
 from ..records.memory import MemoryNeed
 from ..records.session import Distribution, Histogram
 from ..records.storm import StormRankResult, StormRecord, StormSettings, StormSummary
-from ..session import QUIET, Observer, Workload, prepare, run_workload
+from ..observer import QUIET, Observer
 
 NAME = "storm"
 SUMMARY = "latency storm: N tiny all_reduces, mean/p50/p99 latency, CPU cost, device time"
@@ -83,6 +83,8 @@ THRESHOLDS = {
 
 
 def run(config: StormConfig, observer: Observer = QUIET) -> StormRecord:
+    from ..session import prepare, run_workload, Workload
+
     prepared = prepare(config.launch, with_memory=True)
     memory_plan.require_fits(*prepared, memory_need(config, prepared[1]), f"--bytes {config.bytes}", "storm-too-large",
                              hint="lower --bytes")

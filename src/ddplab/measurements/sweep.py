@@ -36,7 +36,7 @@ from ..records.memory import MachineMemory, MemoryFit, MemoryNeed, MemoryShare
 from ..records.session import SessionRecord, Timeseries
 from ..records.sweep import CopyCeiling, SamplerRecord, SweepRankResult, SweepRankRow, SweepRecord, SweepRow, \
     SweepSettings
-from ..session import QUIET, Observer, Workload, prepare, run_workload
+from ..observer import QUIET, Observer
 from .sweep_rows import merge_row, merge_rows
 
 NAME = "sweep"
@@ -119,6 +119,8 @@ SAMPLER_METHOD = ("wall-clock windows: each rank's timed repetition (from its ba
 
 
 def run(config: SweepConfig, observer: Observer = QUIET) -> SweepRecord:
+    from ..session import prepare, run_workload, Workload
+
     prepared = prepare(config.launch, with_memory=True)
     smallest = min(config.sizes)
     memory_plan.require_fits(*prepared, smallest_need(config, prepared[1]), f"-b {smallest} B (the smallest size)",

@@ -19,7 +19,7 @@ from ..policy import require_fits
 from ..records import Check, Verdict
 from ..records.session import Distribution, SessionRecord
 from ..records.train import TrainRankResult, TrainRecord, TrainSettings
-from ..session import QUIET, Observer, Workload, prepare, run_workload
+from ..observer import QUIET, Observer
 from ..workloads.ddp_train import TIMING_METHOD
 
 NAME = "train"
@@ -60,6 +60,8 @@ MODEL_SHAPES = {"linear": (10, 2 * 10), "mlp": (1024, 7 * 1024)}
 
 
 def run(config: TrainConfig, observer: Observer = QUIET) -> TrainRecord:
+    from ..session import prepare, run_workload, Workload
+
     prepared = prepare(config.launch, with_memory=True)
     require_fits(*prepared, memory_per_rank(config), f"--batch-size {config.batch_size} with --model {config.model}",
                  "batch-too-large", hint="lower --batch-size")

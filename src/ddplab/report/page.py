@@ -57,9 +57,7 @@ def write_page(report: Report, html_path: str | Path, baseline: BaselineRows | N
     (the trace first, so the page never links to a file that is not there). ``base_dir``: the report.json's
     directory, where its own files are looked for when their recorded paths are gone (default: the page's).
     Returns the files written."""
-    from .. import __version__
     from ..files import write_text_atomic
-    from .flight_timeline import trace_events
     from ..records.launch import LaunchRecord
 
     html_path = Path(html_path)
@@ -67,6 +65,9 @@ def write_page(report: Report, html_path: str | Path, baseline: BaselineRows | N
     written = []
     trace_name = ""
     if isinstance(report.results, LaunchRecord):
+        from .. import __version__
+        from .flight_timeline import trace_events
+
         trace = trace_events(report.results, base_dir, __version__)
         if trace is not None:
             written.append(write_text_atomic(trace_path(html_path), json.dumps(trace, indent=1)))
@@ -115,13 +116,14 @@ def _stages_and_checks(report: Report) -> tuple[list[tuple], list[Check]]:
 
 
 def _figures(stages: list[tuple], base_dir: Path | None, trace_name: str) -> list:
-    from .launch_figures import launch_figures
     from ..records.launch import LaunchRecord
 
     out = []
     for name, rep, _ in stages:
         results = rep.results if rep is not None else None
         if isinstance(results, LaunchRecord):
+            from .launch_figures import launch_figures  # a job's flight records: read for a launch report alone
+
             out.extend(launch_figures(results, name, base_dir, trace_name))
         elif isinstance(results, Drawn):
             out.extend(results.figures(name))

@@ -1,0 +1,52 @@
+"""Reading a report imports no lab: `ddplab report` and `ddplab compare` load the records, the kind that judges the
+report again and the page, never what runs a measurement (the lab, a session, the supervisor, the ranks' side)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.crafted_reports import load_fixture
+
+# What runs a measurement or a job; reading a report needs none of it.
+RUNNERS = ("ddplab.lab", "ddplab.profiles", "ddplab.session", "ddplab.session_record", "ddplab.sampler",
+           "ddplab.supervision", "ddplab.job", "ddplab.workloads", "ddplab.worker", "ddplab.drills", "ddplab.check",
+           "ddplab.policy", "ddplab.rendezvous", "ddplab.exposure", "ddplab.procs", "ddplab.reaping")
+# One measurement's report read, judged again and drawn: the CLI (12 modules), the records it holds (about 20), the
+# platform package (its Platform, 6), the kind with what its checks use (about 12), the page (5).
+MOST_MODULES = 65
+
+SHOW_MODULES = ("import sys\nfrom ddplab.cli import main\ncode = main(sys.argv[1:])\n"
+                "print(' '.join(sorted(m for m in sys.modules if m == 'ddplab' or m.startswith('ddplab.'))))\n"
+                "sys.exit(code)\n")
+
+
+def _imported(*argv: str, cwd) -> tuple[int, list[str]]:
+    """The exit code of `ddplab ARGV` and the ddplab modules it imported, in a process of its own."""
+    done = subprocess.run([sys.executable, "-c", SHOW_MODULES, *argv], capture_output=True, text=True, cwd=cwd,
+                          timeout=120)
+    return done.returncode, done.stdout.strip().splitlines()[-1].split()  # the command's own lines come first
+
+
+@pytest.fixture(scope="module")
+def storm_report(tmp_path_factory):
+    """The storm stage of the lab's fixture as a report of its own, as `ddplab storm --json` writes one."""
+    stage = next(s for s in load_fixture()["results"]["stages"] if s["name"] == "storm")
+    path = tmp_path_factory.mktemp("storm") / "storm.json"
+    path.write_text(json.dumps(stage["report"]))
+    return path
+
+
+def _runners(modules: list[str]) -> list[str]:
+    return [m for m in modules if any(m == r or m.startswith(r + ".") for r in RUNNERS)]
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_reading_a_report_imports_no_runner(storm_report, tmp_path, command):
+    argv = [command, str(storm_report), *(["--out", str(tmp_path / "page.html")] if command == "report"
+                                          else [str(storm_report)])]
+    code, modules = _imported(*argv, cwd=tmp_path)
+    assert code == 0 and "ddplab.measurements.storm" in modules and "ddplab.catalog" in modules
+    assert _runners(modules) == []
+    assert len(modules) <= MOST_MODULES, modules
