@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import MEASUREMENTS, get
+from .. import measurements
 from ..records import Check, Report, Verdict
 from ..records.core import rows_of
 from ..records.run import RunRecord, StageRecord
@@ -39,7 +39,8 @@ def report_checks(report: Report) -> list[Check]:
 
 
 def _measurement(command: str):
-    return get(command) if command in MEASUREMENTS else None
+    """The measurement named, as registered now (``measurements.register`` adds one at any time)."""
+    return measurements.get(command) if command in measurements.MEASUREMENTS else None
 
 
 def judged_by(kind, report: Report) -> Report:
