@@ -31,7 +31,7 @@ from ..job.config import LAUNCH_USAGE, Target, UserJobConfig
 from ..records import Report
 
 SUMMARY = job.SUMMARY
-DDPLAB_OPTIONS = tuple(cli_options.options_of(UserJobConfig))  # --hang-timeout, --out, --ras
+DDPLAB_OPTIONS = tuple(cli_options.options_of(UserJobConfig))  # --hang-timeout, --out, --ras, --no-stragglers
 PREFIX = "ddplab_"  # where ddplab's options land in torchrun's namespace, apart from torchrun's own
 # Set by the script's position, not kept as torchrun options.
 SCRIPT_DESTS = ("training_script", "training_script_args")
@@ -156,6 +156,8 @@ def render(report: Report, console) -> None:
     outside = [rank.py_spy_stacks for rank in r.ranks if rank.py_spy_stacks]
     if outside:
         say(f"  py-spy's stacks: {', '.join(outside)}")
+    if r.stragglers:
+        say(f"  {r.stragglers.summary()}")
     if r.listen:
         say(f"  listened: {r.listen.summary}")
     say(f"  left running: {len(r.left_running)} process(es); report: {r.job_dir}/report.json, report.html")
