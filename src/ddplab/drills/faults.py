@@ -56,8 +56,11 @@ FAULTS = {
                     "multiplies on its device): a straggler",
     "slow_loader": "from --fault-step on, its data loader sleeps (--slow-factor - 1) times its step before every "
                    "batch: a straggler",
+    "slow_device": "from --fault-step on, its device computes (--slow-factor - 1) times its step more on every step, "
+                   "queued without waiting for it (the host runs ahead: only device times show it); on the host, as "
+                   "slow_compute",
 }
-SLOW_FAULTS = ("slow_compute", "slow_loader")
+SLOW_FAULTS = ("slow_compute", "slow_loader", "slow_device")
 STEP_SAMPLES = 20  # the victim's last steps before --fault-step, whose median is "its step"
 BROADCAST_FAULTS = ("exit_before_broadcast", "kill_before_broadcast")
 GIL_EVERYWHERE_STEPS = 3
@@ -252,11 +255,34 @@ class Faults:
         if step == self.fault_step:
             ordered = sorted(self._steps_s) or [0.0]
             self._extra_s = (self.slow_factor - 1) * ordered[len(ordered) // 2]
-            how = "computes" if self.fault == "slow_compute" else "its data loader sleeps"
+            how = "its data loader sleeps" if self.fault == "slow_loader" else "computes"
             announce(self.rank, f"{how} {1000 * self._extra_s:.1f} ms more every step ({self.slow_factor:g} times "
                                 f"its step of {1000 * ordered[len(ordered) // 2]:.1f} ms)")
         if self.fault == "slow_compute":
             _compute_for(self._extra_s, device)
+        elif self.fault == "slow_device":
+            self._queue_device_work(device)
+
+    def _queue_device_work(self, device) -> None:
+        """Matrix multiplies worth the extra time, queued on the device without waiting for them (timed once, the
+        device synchronised, at --fault-step); on the host, computed as slow_compute does."""
+        if device is None or device.type == "cpu":
+            _compute_for(self._extra_s, device)
+            return
+        import torch
+
+        if getattr(self, "_matmuls", None) is None:
+            a = torch.randn(1024, 1024, device=device)
+            torch.accelerator.synchronize(device)
+            started, count = time.perf_counter(), 20
+            for _ in range(count):
+                a = torch.tanh(a @ a)
+            torch.accelerator.synchronize(device)
+            each = (time.perf_counter() - started) / count
+            self._matmuls = (a, max(1, round(self._extra_s / each)))
+        a, count = self._matmuls
+        for _ in range(count):
+            a = torch.tanh(a @ a)
 
     def _first_broadcast(self, device) -> None:
         """Every rank calls its first broadcast (a value rank 0 decides, as a learning-rate schedule); the victim

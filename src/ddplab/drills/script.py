@@ -10,8 +10,8 @@ fully_shard; ``--accumulate N`` accumulates N micro-batches per step, the first 
 
 It reports nothing of itself to ddplab: the supervisor sees it as it sees any script (the beacon's view of the
 main thread, the flight recorder, its exit). It only says, for the drills' and the fault table's measurements,
-what it injected and when (drills/faults.py) and, at the end, the time of each step (ranks/<rank>/
-drill-result.json). Neither is evidence the judge reads.
+what it injected and when (drills/faults.py) and, at the end, the time of each step and of its whole training loop
+(ranks/<rank>/drill-result.json). Neither is evidence the judge reads.
 
 The faults are drills/faults.py's, and three that need a collective of the script's own:
   skip_continue     the victim skips one step's gradient reduction (no_sync) and goes on: it ends one collective
@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     data = faults.dataset(faults.batches(args.steps) * args.accumulate, args.batch, features)
     batches = iter(DataLoader(data, batch_size=args.batch, num_workers=faults.loader_workers()))
     step_times_us = []
+    loop_started = time.perf_counter()
     deadline = time.monotonic() + args.seconds if args.seconds else None
     for step in range(args.steps):
         if deadline is not None and step % TIME_CHECK_STEPS == 0 and _time_is_up(deadline, device):
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
         if device.type != "cpu":
             torch.accelerator.synchronize(device)
         step_times_us.append((time.perf_counter() - started) * 1e6)
-    _write(RESULT_FILE, {"latencies_us": step_times_us})
+    _write(RESULT_FILE, {"latencies_us": step_times_us, "loop_s": time.perf_counter() - loop_started})
     print(f"[rank {faults.rank}] finished {len(step_times_us)} steps", flush=True)
     from ddplab.worker import settle_before_destroying_gloo
 

@@ -8,9 +8,10 @@ The rule that decides is supervision/stragglers.py's; docs/supervision.md states
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from .codec import OMIT
+from .codec import OMIT, RecordError, from_json
 from .figures import Figure, LineChart, Mark, Series, Table
 
 
@@ -37,9 +38,31 @@ class RankArrivals:
     groups: dict[str, GroupArrivals]
     recorder: str | None  # the torch call that read it
     every_s: float  # how often it reads its recorder now (slower where a read costs more)
-    read_cost_s: float  # what its last read cost the rank (the dump and its decoding)
+    read_cost_s: float  # what a read costs the rank: the dump and its decoding, the median of its last five
     world_size: int | None = None  # the job's ranks, as this rank was told
     unavailable: str | None = field(default=None, metadata=OMIT)  # why it has no times, where that is known
+
+
+def arrivals_from_json(data: Any) -> RankArrivals:
+    """What a rank wrote, read back: its few fields through the codec, its lists of thousands of numbers checked by
+    their types here (the codec's check of each element cost the launcher about 17 ms per rank per read)."""
+    if not isinstance(data, dict) or not isinstance(data.get("groups"), dict):
+        raise RecordError("$.groups", "an object of process groups", data)
+    groups = {}
+    for name, g in data["groups"].items():
+        seqs, created = (g.get(k) if isinstance(g, dict) else None for k in ("seqs", "created_us"))
+        device = g.get("device_us") if isinstance(g, dict) else None
+        if not (_whole(seqs) and _whole(created) and len(seqs) == len(created)):
+            raise RecordError(f"$.groups.{name}", "seqs and created_us: lists of whole numbers, as long", g)
+        if device is not None and not (isinstance(device, list) and len(device) == len(seqs) and all(
+                d is None or type(d) in (int, float) for d in device)):
+            raise RecordError(f"$.groups.{name}.device_us", "a list of numbers or nulls, as long as seqs", device)
+        groups[str(name)] = GroupArrivals(seqs, created, device)
+    return replace(from_json(RankArrivals, {**data, "groups": {}}), groups=groups)
+
+
+def _whole(values: Any) -> bool:
+    return isinstance(values, list) and all(type(v) is int for v in values)
 
 
 ENQUEUE = "enqueue times"  # time_created_ns of each rank's entry: when it issued the collective
@@ -78,10 +101,10 @@ class StragglerFinding:
 
     def line(self) -> str:
         """The live line `ddplab launch` prints when it names the rank."""
-        return (f"ddplab: straggler: {self.who()} is last at {self.last_share:.0%} of collectives over the last "
-                f"{self.window_s:.0f} s (by chance: {self.chance:.0%}) and causes {self.wait_share:.0%} of the "
-                f"waiting, costing the others {1000 * self.cost_fraction:.0f} ms of every second "
-                f"({self.cost_fraction:.1%} of their time) (since {clock(self.since)})")
+        return (f"ddplab: straggler: {self.who()} makes the others wait: last at {self.last_share:.0%} of collectives "
+                f"over the last {self.window_s:.0f} s (by chance {self.chance:.0%}), causing {self.wait_share:.0%} of "
+                f"the waiting, {1000 * self.cost_fraction:.0f} ms of every second ({self.cost_fraction:.1%} of their "
+                f"time) (since {clock(self.since)})")
 
     def who(self) -> str:
         return f"rank {self.rank}" + (f" (host {self.host})" if self.host else "") + \
@@ -109,11 +132,12 @@ class StragglerReport:
     basis: str | None = None
     collectives: int = 0
     every_s: float | None = None  # the slowest rank's read cadence at the end
-    read_cost_s: float | None = None  # the costliest read any rank reported last
+    read_cost_s: float | None = None  # what a read cost the rank where it cost most (its median of five)
     findings: list[StragglerFinding] = field(default_factory=list)
     lateness: list[LatenessSeries] = field(default_factory=list)
     window_s: float | None = None
     started_at: float | None = None  # the launch: the chart's time origin
+    watch_cpu_s: float | None = None  # the launcher's CPU time spent applying the rule
 
     def summary(self) -> str:
         """One line for the terminal and the report."""

@@ -136,8 +136,8 @@ def run_job(spec: JobSpec) -> JobOutcome:
                 _write_quietly(run.job_file, json.dumps(spec.description, indent=2, default=str))
             env = {**spec.env, **meeting.exposure.environment(),
                    **run.marker_env(os.getpid(), start_ticks(os.getpid()))}
-            if plan and plan.enabled:
-                env[arrivals.ARRIVALS_ENV] = f"{plan.every_s:g}"
+            if plan and plan.enabled:  # the launcher's own setting first (the cost benchmark reads every second)
+                env[arrivals.ARRIVALS_ENV] = os.environ.get(arrivals.ARRIVALS_ENV) or f"{plan.every_s:g}"
             with (spec.sampler or contextlib.nullcontext()), watcher, (stragglers or contextlib.nullcontext()):
                 if spec.controller is not None:
                     threading.Thread(target=spec.controller, args=(run,), name="ddplab-controller",

@@ -18,13 +18,14 @@ from dataclasses import replace
 from typing import Callable
 
 from ..files import write_text_atomic
-from ..records.codec import RecordError, from_json, to_json
+from ..records.codec import RecordError, to_json
 from ..records.stragglers import (NO_TIMES, OFF, WATCHED, LatenessSeries, RankArrivals, StragglerFinding,
-                                  StragglerReport, clock)
+                                  StragglerReport, arrivals_from_json, clock)
 from ..rundir import RunDir
 from . import sources, stragglers
 
 POLL_S = 1.0
+STORE_POLL_S = 5.0  # across machines: each poll of the store moves every rank's record over the network
 BIN_S = 10.0  # the lateness chart's interval, doubled whenever it would have more than MAX_BINS
 MAX_BINS = 500
 
@@ -44,12 +45,16 @@ class StragglerWatch:
         self._seen: dict[tuple[str, int], float] = {}  # the collectives taken, when they began
         self._recent: list[stragglers.Collective] = []
         self._reads: dict[int, float] = {}  # rank -> read_at of the record last used
+        self._files: dict[int, tuple] = {}  # rank -> ((mtime, size), bytes) of its file as last read
+        self._store_values: dict[int, bytes] = {}  # rank -> its record in the job's store as last read
+        self._next_store_read = 0.0
         self._last: dict[int, RankArrivals] = {}
         self._open: dict[str, StragglerFinding] = {}  # group -> its straggler's finding, while named
         self.findings: list[StragglerFinding] = []
         self._bins: dict[int, dict[int, list[float]]] = {}  # bin -> rank -> [sum of lateness, count]
         self._bin_s = BIN_S
         self._compared = 0
+        self.cpu_s = 0.0  # the launcher's CPU time spent watching (its thread's)
         self._basis: str | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -75,19 +80,26 @@ class StragglerWatch:
 
     def update(self) -> None:
         """Read what the ranks published; when a rank has read its recorder again, judge the new collectives."""
+        started = time.thread_time()
+        try:
+            self._update()
+        finally:
+            self.cpu_s += time.thread_time() - started
+
+    def _update(self) -> None:
         published = self._published()
         changes: list[stragglers.Change] = []
         with self._lock:
             fresh = {r: a for r, a in published.items() if self._reads.get(r) != a.read_at}
             if not fresh:
                 return
-            self._last.update(published)
+            self._last.update(fresh)
             self._reads.update({r: a.read_at for r, a in fresh.items()})
             world = max((a.world_size or 0 for a in self._last.values()), default=0)
             usable = {r: a for r, a in self._last.items() if a.groups}
             if world and any(r not in usable for r in range(world)):
                 return  # every rank must have read once: a group's collectives are compared across all its ranks
-            new = [c for c in stragglers.collectives_from(usable) if (c.group, c.seq) not in self._seen]
+            new = stragglers.collectives_from(usable, taken=self._seen)
             if not new:
                 return
             self._take(new)
@@ -155,16 +167,23 @@ class StragglerWatch:
     # ------------------------------------------------------------------------------------------ what it read
 
     def _published(self) -> dict[int, RankArrivals]:
+        """Every rank's latest record, decoded only where it changed since the last poll."""
         raw = self._from_store()
         if raw is None:
             raw = {}
             for rank in self.run.ranks_seen():
+                path = self.run.arrivals_file(rank)
                 with contextlib.suppress(OSError):
-                    raw[rank] = self.run.arrivals_file(rank).read_bytes()
+                    stat = path.stat()
+                    seen = self._files.get(rank)
+                    if seen is not None and seen[0] == (stat.st_mtime_ns, stat.st_size):
+                        continue
+                    raw[rank] = path.read_bytes()
+                    self._files[rank] = ((stat.st_mtime_ns, stat.st_size), raw[rank])
         out = {}
         for rank, text in raw.items():
             try:
-                record = from_json(RankArrivals, json.loads(text))
+                record = arrivals_from_json(json.loads(text))
             except (ValueError, TypeError, RecordError):
                 continue  # a file being replaced, or not ours: the next poll reads it
             if record.rank == rank:
@@ -172,7 +191,8 @@ class StragglerWatch:
         return out
 
     def _from_store(self) -> dict[int, bytes] | None:
-        """Every rank's record from the job's store when the job spans machines (None: read this machine's files)."""
+        """Every rank's record that changed, from the job's store when the job spans machines (every
+        STORE_POLL_S); None: read this machine's files."""
         if self._reader is None:
             try:
                 listen = json.loads(self.run.listen_file.read_text())
@@ -184,12 +204,18 @@ class StragglerWatch:
             self._reader = self._open_reader(listen["address"], listen["port"], self.job) or False
         if not self._reader:
             return None
+        if time.monotonic() < self._next_store_read:
+            return {}
+        self._next_store_read = time.monotonic() + STORE_POLL_S
         try:
             if not self._reader.world_size:
                 self._reader.read()  # learns the world size from the statuses
-            return self._reader.read_arrivals()
+            raw = self._reader.read_arrivals()
         except Exception:  # noqa: BLE001 - the store went away (the job ending): this machine's files say the rest
             return None
+        changed = {r: v for r, v in raw.items() if self._store_values.get(r) != v}
+        self._store_values.update(changed)
+        return changed
 
     def _publish_findings(self) -> None:
         text = json.dumps(to_json(self.report()))
@@ -224,4 +250,4 @@ class StragglerWatch:
                 WATCHED, basis=self._basis, collectives=self._compared,
                 every_s=max(a.every_s for a in reads), read_cost_s=max(a.read_cost_s for a in reads),
                 findings=list(self.findings), lateness=[LatenessSeries(r, p) for r, p in sorted(series.items())],
-                window_s=self._rule.window_s, started_at=self.started_at)
+                window_s=self._rule.window_s, started_at=self.started_at, watch_cpu_s=round(self.cpu_s, 3))

@@ -10,13 +10,14 @@ Arrivals are the ranks' enqueue times (``time_created_ns``, the rank's wall cloc
 has a device time (the vendor's recorder with timing on), the device times with every rank's end taken as the
 same moment: a rank issues its collective on the host long before the device reaches it when the host runs ahead.
 
-Over the collectives of the last ``WINDOW_S`` (per process group, ``n`` ranks in it), a rank is **named** a
-straggler when the others lose at least ``COST_NAMED`` of their time waiting for it (its waits, merged where
-they overlap, as collectives in flight together are waited for once), and either it is last far more often than
-chance (``named_share(n)``: halfway between chance, 1/n, and always) or it causes that share of all the waiting
-through many waits (at least ``MIN_WAITS``, none more than half of its cost: a one-off pause, a checkpoint on rank
-0, a slow start, is no straggler). It stays named until its cost falls below ``COST_KEPT`` or both its shares
-fall below ``kept_share(n)``. A window needs ``MIN_COLLECTIVES`` collectives compared before it changes anything.
+Over the collectives of the last ``WINDOW_S`` (per process group, ``n`` ranks in it), a rank's **cost** is the
+time the others waited for it: its waits, merged where they overlap (collectives in flight together are waited for
+once), without its largest one (a one-off pause, a checkpoint on rank 0, a slow start is no straggler). It is
+**named** a straggler when that cost is at least ``COST_NAMED`` of the others' time, over at least
+``MIN_WAITS`` waits, and either it is last far more often than chance (``named_share(n)``: halfway between chance,
+1/n, and always), or it causes that share of all the ranks' cost (a rank paused now and then is last at few
+collectives, but for long). It stays named until its cost falls below ``COST_KEPT`` or both its shares fall below
+``kept_share(n)``. A window needs ``MIN_COLLECTIVES`` collectives compared before it changes anything.
 """
 
 from __future__ import annotations
@@ -26,11 +27,10 @@ from dataclasses import dataclass, field
 from ..records.stragglers import DEVICE, ENQUEUE, ArrivalRow, RankArrivals
 
 WINDOW_S = 60.0
-MIN_COLLECTIVES = 20
-COST_NAMED = 0.05  # of the others' time
-COST_KEPT = 0.025
+MIN_COLLECTIVES = 50
+COST_NAMED = 0.10  # of the others' time
+COST_KEPT = 0.05
 MIN_WAITS = 5
-LARGEST_WAIT_SHARE = 0.5  # of a rank's cost: one wait larger than this is a one-off, not a straggler
 EVIDENCE_ROWS = 5
 
 
@@ -53,20 +53,14 @@ class Collective:
     seq: int
     at: dict[int, float]
     basis: str
+    first: float
+    last_rank: int
+    cost: float  # what the last rank alone cost the others: its arrival after the next-latest's
 
-    @property
-    def first(self) -> float:
-        return min(self.at.values())
-
-    @property
-    def last_rank(self) -> int:
-        return max(self.at, key=lambda r: (self.at[r], r))
-
-    @property
-    def cost(self) -> float:
-        """What the last rank alone cost the others: its arrival after the next-latest rank's."""
-        ordered = sorted(self.at.values())
-        return ordered[-1] - ordered[-2]
+    @classmethod
+    def of(cls, group: str, seq: int, at: dict[int, float], basis: str) -> "Collective":
+        ordered = sorted(at, key=lambda r: (at[r], r))
+        return cls(group, seq, at, basis, at[ordered[0]], ordered[-1], at[ordered[-1]] - at[ordered[-2]])
 
     def lateness(self, rank: int) -> float:
         return self.at[rank] - self.first
@@ -76,10 +70,13 @@ class Collective:
                           {r: round(1000 * self.lateness(r), 3) for r in sorted(self.at)})
 
 
-def collectives_from(arrivals: dict[int, RankArrivals]) -> list[Collective]:
-    """Every collective that all ranks of its group (the ranks whose records hold that group) have published,
-    oldest first. Ranks on one machine share its clock; across machines enqueue times carry the machines' clock
-    offsets (device times do not)."""
+def collectives_from(arrivals: dict[int, RankArrivals], taken=frozenset()) -> list[Collective]:
+    """Every collective that all ranks of its group (the ranks whose records hold that group) have published and
+    that is not in ``taken`` ((group, seq) pairs), oldest first. Where a rank's record of the group has device
+    times, only collectives every rank has a device time for are compared (the vendor's recorder adds it when its
+    watchdog sees the collective end): comparing one collective on enqueue times and the next on device times
+    would mix two clocks. Ranks on one machine share its clock; across machines enqueue times carry the machines'
+    clock offsets (device times do not)."""
     members: dict[str, list[int]] = {}
     for rank, a in sorted(arrivals.items()):
         for group in a.groups:
@@ -89,16 +86,19 @@ def collectives_from(arrivals: dict[int, RankArrivals]) -> list[Collective]:
         if len(ranks) < 2:
             continue
         by_rank = {r: _by_seq(arrivals[r], group) for r in ranks}
+        timed = any(arrivals[r].groups[group].device_us is not None for r in ranks)
         common = set.intersection(*(set(seqs) for seqs in by_rank.values()))
         for seq in sorted(common):
+            if (group, seq) in taken:
+                continue
             created = {r: by_rank[r][seq][0] for r in ranks}
             device = {r: by_rank[r][seq][1] for r in ranks}
-            if all(d is not None for d in device.values()):
+            if not timed:
+                out.append(Collective.of(group, seq, created, ENQUEUE))
+            elif all(d is not None for d in device.values()):
                 # the ends are one moment on every rank: each arrived its device time before it
                 end = max(created.values()) + max(device.values())
-                out.append(Collective(group, seq, {r: end - device[r] for r in ranks}, DEVICE))
-            else:
-                out.append(Collective(group, seq, created, ENQUEUE))
+                out.append(Collective.of(group, seq, {r: end - device[r] for r in ranks}, DEVICE))
     return sorted(out, key=lambda c: (c.first, c.group, c.seq))
 
 
@@ -118,11 +118,11 @@ class RankWindow:
     collectives: int
     last: int  # collectives it arrived at last
     last_share: float
-    cost_s: float  # the others' waiting for it, its overlapping waits counted once
+    cost_s: float  # the others' waiting for it, its overlapping waits counted once, its largest left out
     wait_share: float  # of every rank's cost
     cost_fraction: float  # cost_s / the window's length
     waits: int
-    largest_wait_s: float
+    largest_wait_s: float  # the one left out
     span_s: float
 
 
@@ -132,16 +132,16 @@ def window_of(collectives: list[Collective]) -> dict[int, RankWindow]:
         return {}
     ranks = sorted(collectives[0].at)
     span = max(max(c.at.values()) for c in collectives) - min(c.first for c in collectives)
-    waits = {r: _waits([c for c in collectives if c.last_rank == r]) for r in ranks}
-    costs = {r: sum(w) for r, w in waits.items()}
+    lasts: dict[int, list[Collective]] = {r: [] for r in ranks}
+    for c in collectives:
+        lasts[c.last_rank].append(c)
+    waits = {r: _waits(lasts[r]) for r in ranks}
+    costs = {r: sum(w) - max(w, default=0.0) for r, w in waits.items()}
     total = sum(costs.values())
-    out = {}
-    for r in ranks:
-        last = sum(1 for c in collectives if c.last_rank == r)
-        out[r] = RankWindow(r, len(collectives), last, last / len(collectives), costs[r],
-                            costs[r] / total if total > 0 else 0.0, costs[r] / span if span > 0 else 0.0,
-                            len(waits[r]), max(waits[r], default=0.0), span)
-    return out
+    return {r: RankWindow(r, len(collectives), len(lasts[r]), len(lasts[r]) / len(collectives), costs[r],
+                          costs[r] / total if total > 0 else 0.0, costs[r] / span if span > 0 else 0.0,
+                          len(waits[r]), max(waits[r], default=0.0), span)
+            for r in ranks}
 
 
 def _waits(lasts: list[Collective]) -> list[float]:
@@ -166,12 +166,10 @@ def is_straggler(w: RankWindow, n: int, named: bool) -> bool:
     lower than to become one, so a rank near them does not flap)."""
     if w.collectives < MIN_COLLECTIVES:
         return named
-    if w.cost_fraction < (COST_KEPT if named else COST_NAMED):
+    if w.cost_fraction < (COST_KEPT if named else COST_NAMED) or w.waits < MIN_WAITS:
         return False
     share = kept_share(n) if named else named_share(n)
-    often = w.last_share >= share
-    costly = w.wait_share >= share and w.waits >= MIN_WAITS and w.largest_wait_s <= LARGEST_WAIT_SHARE * w.cost_s
-    return often or costly
+    return w.last_share >= share or w.wait_share >= share
 
 
 @dataclass(frozen=True)
@@ -196,7 +194,7 @@ class Change:
             f"rank {self.rank} arrived last at {w.last} of them ({w.last_share:.0%}; by chance {1 / self.ranks:.0%}) "
             f"and caused {w.wait_share:.0%} of the time ranks waited for the last one",
             f"the others waited {1000 * w.cost_s:.0f} ms for it beyond the next-latest rank ({w.cost_fraction:.1%} of "
-            f"their time), in {w.waits} waits, the longest {1000 * w.largest_wait_s:.1f} ms",
+            f"their time) in {w.waits} waits, besides its longest ({1000 * w.largest_wait_s:.1f} ms)",
             *(f"#{r.seq}: " + ", ".join(f"rank {q} +{ms:.1f} ms" for q, ms in r.late_ms.items()) for r in self.rows),
         ]
 
