@@ -13,19 +13,12 @@
 #   part=untimed  slow_device 1.5x with TORCH_NCCL_ENABLE_TIMING=0 set by the user (enqueue times only: expected
 #                 not named, the limit docs/supervision.md states), and slow_compute 1.5x the same way: ~2.5 min
 # Results: $OUT/<part>.json (+ .log); runs.json/table.md of scripts/straggler_table.py for healthy and detect.
-set -u
-py=python3
-res=/tmp/r; mkdir -p $res
+RES=${RES:-/tmp/r} source scripts/device/common.sh
 secs=${SECONDS_PER_RUN:-40}
 [ -d .whl ] && python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl \
-  && export PYTHONPATH=/tmp/site
+  && export PYTHONPATH=/tmp/site:$PYTHONPATH
 $py -m pip install -q --no-index --no-build-isolation --no-deps -e . > "$res/pip.log" 2>&1 || echo "pip failed"
-if [ -n "${NCCL:-}" ]; then
-  root=$($py -c "import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))")
-  for lib in $(find "$root" / -xdev -name 'libnccl.so*' -type f 2>/dev/null | grep -v "^/tmp/nccl" | sort -u); do
-    cp "$NCCL" "$lib" && echo "NCCL copied over $lib"
-  done
-fi
+nccl_over_torchs
 export NCCL_MULTI_RANK_GPU_ENABLE=1 PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 $py -c "import torch; print('torch', torch.__version__, 'nccl', torch.cuda.nccl.version())"

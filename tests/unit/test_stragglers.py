@@ -165,9 +165,9 @@ def test_a_rank_keeps_each_group_collectives_with_their_enqueue_times(tmp_path):
 
 
 def test_reads_slow_down_until_they_cost_at_most_the_budget_and_fall_on_the_same_moment_on_every_rank():
-    assert arrivals.cadence(5.0, 0.010) == 5.0
-    assert arrivals.cadence(5.0, 0.033) == 20.0  # torch's 2000 entries on the 2-core machine
-    assert arrivals.cadence(5.0, 0.045) == 40.0  # ... when it is busy
+    assert arrivals.cadence(5.0, 0.007) == 5.0
+    assert arrivals.cadence(5.0, 0.025) == 20.0
+    assert arrivals.cadence(5.0, 0.033) == 40.0  # torch's 2000 entries on the 2-core machine
     assert arrivals.cadence(5.0, 10.0) == arrivals.MAX_EVERY_S
     assert arrivals.next_read(1000.2, 5.0) == 1005.0 and arrivals.next_read(1004.99, 5.0) == 1005.0
     assert arrivals.from_environment(None, 0, environ={}) is None
@@ -220,3 +220,25 @@ def test_a_finding_keeps_its_keys(tmp_path):
     assert sorted(finding) == ["basis", "chance", "collectives", "cost_fraction", "evidence", "group", "host",
                                "last_share", "rank", "rows", "since", "until", "wait_share", "window_s"]
     assert sorted(finding["rows"][0]) == ["first_at", "group", "late_ms", "seq"] and sorted(series) == ["points", "rank"]
+
+
+def test_the_launch_page_draws_each_ranks_lateness_and_the_findings_escaped(tmp_path):
+    import dataclasses
+    import html
+
+    from ddplab.catalog import report_from_json
+    from ddplab.html_report import render_html
+
+    evil = "<script>alert(1)</script>"
+    watch = StragglerWatch(_run_with(tmp_path, SLOW), started_at=_published(SLOW)[0].base_ns / 1e9)
+    watch.update()
+    found = watch.report()
+    found = dataclasses.replace(found, findings=[dataclasses.replace(f, host=evil) for f in found.findings])
+    launch = report_from_json(json.loads((FIXTURES / "launch-report-skipped-collective.json").read_text()))
+    report = dataclasses.replace(launch, results=dataclasses.replace(launch.results, stragglers=found))
+    assert [f.id for f in report.results.figures("launch")][:4] == ["launch-ranks", "launch-culprit",
+                                                                   "straggler-lateness", "stragglers"]
+    page = render_html(report_from_json(json.loads(json.dumps(report.to_json()))))
+    assert "id='straggler-lateness'" in page and "id='stragglers'" in page
+    assert page.count("<polyline class='series'") == 2  # one line per rank
+    assert evil not in page.split("<script type='application/json'")[0] and html.escape(evil) in page

@@ -95,17 +95,7 @@ def read(include_collectives: bool, only_active: bool = False) -> dict | None:
     """This rank's flight record (or only its per-group status), from the recorder that has
     process groups in it; None before torch.distributed is loaded or when no recorder has any.
     ``only_active`` leaves out the collectives that completed (a cheap dump in a healthy job)."""
-    c10d = _c10d()
-    if c10d is None:
-        return None
-    for name in JSON_DUMPERS:
-        dumper = getattr(c10d, name, None)
-        if dumper is None:
-            continue
-        try:
-            record = json.loads(dumper(include_collectives, only_active))
-        except Exception:  # a recorder torch built but cannot dump here: try the next one
-            continue
+    for name, record in _dumps(JSON_DUMPERS, lambda dump: json.loads(dump(include_collectives, only_active))):
         if record.get("pg_status"):
             record["recorder"] = name
             return record
@@ -118,20 +108,23 @@ def read_entries() -> tuple[str, list[dict]] | None:
     much as the whole buffer, however few entries are new (PICKLE_DUMPERS)."""
     import pickle
 
+    for name, record in _dumps(PICKLE_DUMPERS, lambda dump: pickle.loads(dump(True, False, False))):
+        if record.get("entries"):
+            return name, record["entries"]
+    return None
+
+
+def _dumps(names: tuple[str, ...], decode):
+    """(name, decoded answer) of each dump function of ``names`` this process's torch has, in order."""
     c10d = _c10d()
-    if c10d is None:
-        return None
-    for name in PICKLE_DUMPERS:
+    for name in names if c10d is not None else ():
         dumper = getattr(c10d, name, None)
         if dumper is None:
             continue
         try:
-            record = pickle.loads(dumper(True, False, False))
+            yield name, decode(dumper)
         except Exception:  # a recorder torch built but cannot dump here: try the next one
             continue
-        if record.get("entries"):
-            return name, record["entries"]
-    return None
 
 
 def why_no_entries(environ: dict[str, str]) -> str | None:

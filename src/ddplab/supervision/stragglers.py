@@ -234,5 +234,6 @@ class Rule:
                 recent: list[Collective]) -> Change:
         lasts = [c for c in recent if c.last_rank == rank]
         rows = [c.row() for c in sorted(lasts, key=lambda c: -c.cost)[:EVIDENCE_ROWS]]
-        return Change(group, rank, named, windows[rank], len(windows), recent[-1].basis, recent[0].seq,
-                      recent[-1].seq, sorted(rows, key=lambda r: r.seq))
+        seqs = [c.seq for c in recent]
+        return Change(group, rank, named, windows[rank], len(windows), recent[-1].basis, min(seqs), max(seqs),
+                      sorted(rows, key=lambda r: r.seq))
