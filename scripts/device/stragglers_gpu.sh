@@ -64,7 +64,8 @@ detect)
   table detect --part detect --factors 1.3,1.5,2.0 --loader-factors 1.5 --device-factors 1.5
   ;;
 untimed)
-  TORCH_NCCL_ENABLE_TIMING=0 table untimed --part detect --factors 1.5 --loader-factors "" --device-factors 1.5
+  export TORCH_NCCL_ENABLE_TIMING=0  # the user's own setting: ranks keep it, so only enqueue times are there
+  table untimed --part detect --factors 1.5 --loader-factors "" --device-factors 1.5
   ;;
 esac
 ps -eo pid,etimes,args | grep -E "ddplab|spawn_main" | grep -v grep || echo "nothing left running"

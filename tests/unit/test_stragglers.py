@@ -242,3 +242,41 @@ def test_the_launch_page_draws_each_ranks_lateness_and_the_findings_escaped(tmp_
     assert "id='straggler-lateness'" in page and "id='stragglers'" in page
     assert page.count("<polyline class='series'") == 2  # one line per rank
     assert evil not in page.split("<script type='application/json'")[0] and html.escape(evil) in page
+
+
+def test_a_rank_whose_reads_take_too_long_stops_reading_and_says_why(tmp_path, monkeypatch):
+    entries = json.loads((FIXTURES / "flight" / "gloo-2.13-rank0.json").read_text())["entries"]
+    monkeypatch.setattr(arrivals.flight_recorder, "read_entries", lambda: ("_dump_fr_trace", entries))
+    monkeypatch.setattr(arrivals, "MAX_READ_S", -1.0)  # every read is too long
+    run = RunDir.create(tmp_path / "job", "launch")
+    run.rank_dir(0).mkdir(parents=True)
+    log = arrivals.ArrivalLog(run, 0, 5.0, environ={})
+    log.tick(log._next, in_process_group=True)
+    assert log.unavailable is None and from_json(RankArrivals, json.loads(run.arrivals_file(0).read_text())).groups
+    log.tick(log._next, in_process_group=True)
+    published = from_json(RankArrivals, json.loads(run.arrivals_file(0).read_text()))
+    assert "twice in a row" in published.unavailable and not published.groups
+    assert log._next == float("inf")
+    log.last_read()  # no more reads, not even the last one
+    assert json.loads(run.arrivals_file(0).read_text()) == to_json(published)
+
+
+def test_across_machines_the_watch_reads_every_rank_from_the_jobs_store_and_writes_its_findings_there(tmp_path):
+    from torch.distributed import HashStore
+
+    from ddplab.cluster.status_store import StatusPublisher, StatusReader, stragglers_key
+    from ddplab.records.supervision import RankState
+
+    store = HashStore()
+    for rank in (0, 1):
+        publisher = StatusPublisher(store, rank, job="job1")
+        publisher.publish(RankState(rank=rank, pid=100 + rank, phase="running", world_size=2))
+        publisher.publish_arrivals((SLOW / "ranks" / str(rank) / "arrivals.json").read_text())
+    run = RunDir.create(tmp_path / "job", "launch")  # this machine's files hold nothing: the store has it all
+    run.listen_file.write_text(json.dumps({"across_machines": True, "address": "10.0.0.1", "port": 29400}))
+    said = []
+    watch = StragglerWatch(run, 0.0, say=said.append, job="job1",
+                           open_reader=lambda address, port, job: StatusReader(store, job=job))
+    watch.update()
+    assert len(said) == 1 and "rank 1" in said[0]
+    assert [f["rank"] for f in json.loads(store.get(stragglers_key("job1")))["findings"]] == [1]

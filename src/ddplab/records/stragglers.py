@@ -128,7 +128,7 @@ class StragglerReport:
     many collectives it compared, what reading the recorders cost the ranks, its findings and the lateness chart."""
 
     status: str  # WATCHED | OFF | NO_TIMES
-    why: str | None = None
+    why: str | None = None  # why nothing was watched, or why a rank stopped publishing while it was
     basis: str | None = None
     collectives: int = 0
     every_s: float | None = None  # the slowest rank's read cadence at the end
@@ -143,12 +143,13 @@ class StragglerReport:
         """One line for the terminal and the report."""
         if self.status != WATCHED:
             return f"stragglers: not watched ({self.why})" if self.why else "stragglers: not watched"
+        stopped = f"; watched until {self.why}" if self.why else ""
         if not self.findings:
             return (f"stragglers: none named ({self.collectives} collectives compared on {self.basis}; each rank read "
-                    f"its recorder every {self.every_s:g} s, {1000 * (self.read_cost_s or 0):.0f} ms a read)")
+                    f"its recorder every {self.every_s:g} s, {1000 * (self.read_cost_s or 0):.0f} ms a read{stopped})")
         named = ", ".join(f"{f.who()} from {clock(f.since)}" + (f" to {clock(f.until)}" if f.until else "")
                           for f in self.findings)
-        return f"stragglers: {named}"
+        return f"stragglers: {named}{stopped}"
 
     def figures(self, stage: str) -> list[Figure]:
         """report.html: each rank's lateness over time, the findings with their evidence."""

@@ -41,6 +41,9 @@ BUDGET = 0.0015
 # and what one costs the training loop can be measured.
 BUDGET_ENV = "DDPLAB_ARRIVALS_BUDGET"
 MAX_EVERY_S = 320.0
+# A read holds the GIL, so the beacon's heartbeat waits for it too: a rank whose reads take this long twice in a row
+# (a buffer of tens of thousands of entries) stops reading, and says why, before the hang rules take it for frozen.
+MAX_READ_S = 1.0
 KEEP_S = 90.0  # of collectives published: the launcher's window (60 s) and a read's slack
 MAX_KEPT = 6000  # per group
 
@@ -101,11 +104,12 @@ class ArrivalLog:
         if now < self._next or not in_process_group:
             return
         self._read_quietly(now)
-        self._next = next_read(time.time(), self.every_s)
+        if self._next != math.inf:
+            self._next = next_read(time.time(), self.every_s)
 
     def last_read(self) -> None:
         """One more read as the rank ends (its script finished), so that a job's last seconds are judged too."""
-        if self._was_in_group:
+        if self._was_in_group and self._next != math.inf:
             self._read_quietly(time.time())
 
     def _read_quietly(self, now: float) -> None:
@@ -127,6 +131,11 @@ class ArrivalLog:
         self._costs = (self._costs + [time.perf_counter() - started])[-5:]
         typical = statistics.median(self._costs)
         self.every_s = cadence(self.base_s, typical, self._budget)
+        if len(self._costs) >= 2 and min(self._costs[-2:]) > MAX_READ_S:
+            self.unavailable = (f"reading the flight recorder took {self._costs[-1]:.1f} s, twice in a row: too long "
+                                f"to hold the rank's GIL for (a large TORCH_FR_BUFFER_SIZE?), so it stopped reading")
+            self._kept.clear()
+            self._next = math.inf
         text = json.dumps(to_json(self.record(now, typical)))
         with contextlib.suppress(Exception):  # noqa: BLE001 - a full disk costs the watch this read only
             write_text_atomic(self.run.arrivals_file(self.rank), text, durable=False)

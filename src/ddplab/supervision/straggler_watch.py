@@ -246,8 +246,9 @@ class StragglerWatch:
                 middle = (index + 0.5) * self._bin_s
                 for r, (total, count) in self._bins[index].items():
                     series.setdefault(r, []).append((round(middle, 3), round(total / count, 6)))
+            stopped = next((f"rank {a.rank}: {a.unavailable}" for a in reads if a.unavailable), None)
             return StragglerReport(
-                WATCHED, basis=self._basis, collectives=self._compared,
+                WATCHED, why=stopped, basis=self._basis, collectives=self._compared,
                 every_s=max(a.every_s for a in reads), read_cost_s=max(a.read_cost_s for a in reads),
                 findings=list(self.findings), lateness=[LatenessSeries(r, p) for r, p in sorted(series.items())],
                 window_s=self._rule.window_s, started_at=self.started_at, watch_cpu_s=round(self.cpu_s, 3))
