@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     # Views of records alone: the HTML page and its drawing, the terminal.
     ("reports", ["ddplab.html_report", "ddplab.html_markup", "ddplab.html_summary", "ddplab.html_charts",
                  "ddplab.chart_scales", "ddplab.report_summary", "ddplab.flight_timeline", "ddplab.job_figures",
-                 "ddplab.display"]),
+                 "ddplab.display", "ddplab.progress"]),
     # Starting ranks, watching them and judging how they ended: any job's, the lab's, a drill's or the user's.
     ("launching and supervision", ["ddplab.supervision", "ddplab.job", "ddplab.cluster", "ddplab.rundir",
                                    "ddplab.exposure", "ddplab.rendezvous", "ddplab.sampler", "ddplab.timed_windows",

@@ -110,6 +110,16 @@ def _reap_children():
     psutil.wait_procs(children, timeout=5)
 
 
+@pytest.fixture(autouse=True)
+def _forget_secrets():
+    """The secrets a test's command line taught this process (redaction.learn) are not withheld in the next test's
+    files."""
+    yield
+    from ddplab import redaction
+
+    redaction.forget()
+
+
 @pytest.fixture(scope="session")
 def golden_run(tmp_path_factory):
     """``golden_run(name)``: (the command, its JSON report's path) of the golden command ``name``

@@ -28,9 +28,11 @@ class CleanConfig:
     grace_s: float = option("--grace", default=5.0, range=Range(0, MAX_GRACE_S, unit=" seconds"))
     """Seconds between SIGTERM and SIGKILL."""
     pid: int | None = option("--pid", default=None, range=Range(0, 2**31 - 1, reference="refused-pid"))
-    """End this one process instead of the orphans (with --yes), e.g. another process on the device; whether it
-    may be named is checked on the machine (procs.refuse_to_name) before anything is surveyed, and its start time
-    again just before the signal; default: the orphans."""
+    """End this one process instead of the orphans (with --yes), e.g. another process on the device. Pid 1,
+    ddplab itself and its ancestors are refused, and the process must still have the start time it was listed
+    with when the signal is sent; default: the orphans.
+
+    procs.refuse_to_name says which pids are refused, before anything is surveyed."""
 
     def __post_init__(self):
         check_fields(self)

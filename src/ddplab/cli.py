@@ -8,7 +8,8 @@ runner's exit code (its ``runner_error`` hook).
 
 A reader that leaves early (`ddplab ... | head -1`) changes nothing: the rest of standard output
 goes to /dev/null, and the command ends and exits as it would have (``stdout_reader_may_leave``).
-`--json -` is standard output; what the command shows goes to standard error then.
+`--format json` (or `--json -`) puts the JSON report alone on standard output; what the command shows goes to
+standard error then.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ import time
 import traceback
 from pathlib import Path
 
-from . import __version__, commands, interrupts, numpy_warning, torch_floor
+from . import __version__, commands, interrupts, numpy_warning, redaction, torch_floor
+from .cli_options import sentence
+from .commands import help as command_help
 from .errors import DdplabError, ExitCode, invalid_choice, printable
 from .files import check_output_file
 from .report import STDOUT
@@ -44,12 +47,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="ddplab", description="Prove a distributed-training communication stack on one machine.")
+    parser = _Parser(prog="ddplab", description="Prove a distributed-training communication stack on one machine.",
+                     epilog=command_help.help_epilog(), formatter_class=command_help.HelpFormatter)
     parser.add_argument("--version", action="version", version=f"ddplab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in commands.COMMANDS:
         module = commands.load(name)
-        p = sub.add_parser(name, help=module.SUMMARY, description=module.__doc__.strip().splitlines()[0],
+        p = sub.add_parser(name, help=sentence(module.SUMMARY), description=command_help.description(module),
+                           epilog=command_help.help_epilog(module), formatter_class=command_help.HelpFormatter,
                            **getattr(module, "PARSER_OPTIONS", {}))
         module.add_arguments(p)
     return parser
@@ -62,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
+    redaction.learn(argv, os.environ)  # withheld wherever they appear again: files, reports, the terminal's record
     if argv and not argv[0].startswith("-") and argv[0] not in commands.COMMANDS:
         err = invalid_choice("command", argv[0], commands.COMMANDS)
         print(err.render(), file=sys.stderr)
@@ -81,12 +87,15 @@ def _main(argv: list[str]) -> int:
     # no finding for ddplab, which never uses numpy (numpy_warning.py says why; exactly that message).
     numpy_warning.ignore_in_this_process()
 
+    from .commands import options
     from .display import make_console
 
     json_path = getattr(args, "json", None)
-    console = make_console(stderr=json_path == STDOUT)  # `--json -`: standard output is the JSON's alone
+    # `--format json` or `--json -`: standard output is the JSON's alone, and what the command shows goes to stderr
+    console = make_console(stderr=options.json_on_stdout(args))
     module = commands.load(args.command)
     try:
+        options.check_output_options(args, getattr(module, "OUTPUT_FORMATS", options.OUTPUT_FORMATS))
         if args.command not in commands.WITHOUT_TORCH:  # a torch older than the floor: one sentence, exit 3
             torch_floor.require_supported()
         module.validate(args)
@@ -182,7 +191,7 @@ def internal_error_line(args, exc: BaseException, traceback_path: Path | None) -
 
 def write_traceback(args) -> Path | None:
     """The traceback, in the command's run directory when it has one, else in a temp file."""
-    text = traceback.format_exc()
+    text = redaction.redact_text(traceback.format_exc())
     name = f"ddplab-traceback-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
     for folder in (getattr(args, "run_dir", None), getattr(args, "out", None) if args.command == "run" else None):
         if folder and Path(folder).is_dir():

@@ -7,9 +7,10 @@ So an option is written once, as a field of its Config:
     steps: int = option("--steps", default=20, range=Range(1, MAX_STEPS))
     \"\"\"Optimizer steps per rank.\"\"\"
 
-Its help is its docstring (the string under the field, read from the class's source with ``ast`` as Sphinx reads
-attribute docstrings: where the reader of the code sees it, not a copy in metadata to drift from it), then its
-default, "(default: 20)", unless the docstring says it ("...; default: off").
+Its help is the first paragraph of its docstring (the string under the field, read from the class's source with
+``ast`` as Sphinx reads attribute docstrings: where the reader of the code sees it, not a copy in metadata to drift
+from it; a later paragraph is for developers), then its default, "(default: 20)", unless the docstring says it
+("...; default: off"), as a sentence.
 
 Spellings (a field's metadata under ``KEY``):
     Value    an option with a value (--steps 20, -n 20), or a positional argument (no flags)
@@ -41,11 +42,16 @@ import typing
 from dataclasses import MISSING, dataclass, field
 from typing import Any, Callable
 
-from .validators import argv_text, check_choice, check_number
+from .errors import UsageError
+from .validators import argv_text, check_choice, check_number, check_path_text, read_number
 
 KEY = "cli"
-# A docstring that says its own default ("...; default: off") keeps its words; any other gets "(default: X)".
-DEFAULT_SAID = re.compile(r"\bdefault:", re.IGNORECASE)
+# An option whose value names a file or a directory says so in its metavar, and is read as a path
+# (validators.check_path_text: never empty, never longer than the kernel takes).
+PATH_METAVARS = frozenset({"DIR", "FILE", "PATH", "REPORT"})
+# A docstring that says its own default ("...; default: off", "by default ...") keeps its words; any other gets
+# "(default: X)".
+DEFAULT_SAID = re.compile(r"\bdefault\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -126,8 +132,9 @@ class Value:
         if not self.flags:
             parser.add_argument(slot.dest, metavar=self.metavar or slot.name.upper(), help=helped)
             return
-        kind = str if self.parse else slot.scalar
-        parser.add_argument(*self.flags, dest=slot.dest, default=argparse.SUPPRESS, type=kind, help=helped,
+        # Every value reaches ``read`` as typed: numbers are read there with the digits 0-9 only
+        # (validators.read_number), which argparse's int and float do not hold to ("٢" is 2 to them).
+        parser.add_argument(*self.flags, dest=slot.dest, default=argparse.SUPPRESS, type=str, help=helped,
                             metavar=metavar, action="append" if self.repeat else "store")
 
     def read(self, args, slot: Slot):
@@ -139,7 +146,18 @@ class Value:
         return self._one(raw, slot)
 
     def _one(self, raw, slot: Slot):
-        value = self.parse(raw, self.flag_of(slot)) if self.parse else raw
+        flag = self.flag_of(slot)
+        if self.parse:
+            value = self.parse(raw, flag)
+        elif slot.scalar in (int, float):
+            value = read_number(raw, flag, integer=slot.scalar is int, reference=self.range and self.range.reference)
+        elif self.metavar in PATH_METAVARS:
+            value = check_path_text(raw, flag)
+        elif not raw.strip():  # an empty word would read as "not given" further on (--rdzv-host '' ran as auto)
+            raise UsageError(f"invalid-{flag.lstrip('-')}", f"{flag} {raw!r} is empty; give a value, or leave {flag} "
+                                                           "out for its default")
+        else:
+            value = raw
         if isinstance(self.choices, Vocabulary):
             check_choice(value, self.what or slot.name, names_of(self.choices))
         return value
@@ -171,8 +189,10 @@ class Switch:
             parser.add_argument(self.on, dest=slot.dest, action="store_const", const=True, default=argparse.SUPPRESS,
                                 help=help_text(slot.doc, state))
         if self.off:
-            helped = (f"the opposite of {self.on} (default: {self.on if slot.default else self.off})" if self.on
-                      else help_text(slot.doc, state))
+            # An off flag alone says what it does in its own clause of the docstring ("--no-sample: ..."): the
+            # docstring's first words say what the field means when it is on, the opposite of the flag.
+            helped = (help_text(f"the opposite of {self.on}", self.on if slot.default else self.off) if self.on
+                      else help_text(clause(slot.doc, self.off), "on" if not slot.default else "off"))
             parser.add_argument(self.off, dest=slot.dest, action="store_const", const=False,
                                 default=argparse.SUPPRESS, help=helped)
 
@@ -196,9 +216,11 @@ class OneOf:
     def add(self, parser, slot: Slot) -> None:
         group = parser.add_mutually_exclusive_group()
         default = f"{slot.default}: {clause(slot.doc, slot.default)}"
+        lead = _lead(slot.doc, (slot.default, *self.flags))  # what the values are values of, said once before them
         for value, flag in self.flags.items():
+            said = clause(slot.doc, value)
             group.add_argument(flag, dest=slot.dest, action="store_const", const=value, default=argparse.SUPPRESS,
-                               help=help_text(clause(slot.doc, value), default))
+                               help=help_text(f"{lead}: {said}" if lead else said, default))
 
     read = Switch.read  # the value its option stored, if given
 
@@ -245,10 +267,20 @@ def spelt(spelling, default=MISSING, default_factory=MISSING, json: dict | None 
 # ----------------------------------------------------------------------------------------- the help
 
 def help_text(doc: str, default: str | None) -> str:
-    """The docstring on one line, then its default unless it says it; "%" escaped for argparse."""
-    doc = " ".join(doc.split())
-    text = doc if default is None or DEFAULT_SAID.search(doc) else f"{doc.removesuffix('.')} (default: {default})"
-    return text.replace("%", "%%")
+    """An option's help: the first paragraph of its docstring (what a user reads; notes for developers may follow
+    a blank line) on one line, then its default unless it says it, as a sentence; "%" escaped for argparse."""
+    doc = " ".join(doc.strip().split("\n\n")[0].split()).removesuffix(".")
+    text = doc if default is None or DEFAULT_SAID.search(doc) else f"{doc} (default: {default})"
+    return sentence(text).replace("%", "%%")
+
+
+def sentence(text: str) -> str:
+    """``text`` as a sentence: a capital first letter (unless it begins with a value being explained, "quick:",
+    or with an option or a name as typed) and a full stop."""
+    first = text.split(" ", 1)[0].rstrip(",;")
+    if first.replace("-", "").isalpha() and first.islower():  # a word, not a name as typed (all_reduce, -b)
+        text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "?", "!")) else f"{text}."
 
 
 def clause(doc: str, value: str) -> str:
@@ -257,6 +289,13 @@ def clause(doc: str, value: str) -> str:
     if found is None:
         raise LookupError(f"the docstring says nothing about {value!r} as 'value: meaning': {doc!r}")
     return found.group(1)
+
+
+def _lead(doc: str, values) -> str:
+    """The words of a docstring before its first "value: meaning" clause ("Where the ranks run")."""
+    text = " ".join(doc.split())
+    found = [m.start() for v in values for m in [re.search(rf"(?:^|(?<=[;.]\s)){re.escape(v)}: ", text)] if m]
+    return text[:min(found)].strip().rstrip(".;:") if found else ""
 
 
 @functools.cache
@@ -326,6 +365,19 @@ def check_fields(config) -> None:
 
 
 # ----------------------------------------------------------------------------------------- argparse
+
+def path_argument(flag: str) -> Callable[[str], str]:
+    """argparse's ``type`` for an option a command adds itself (not a Config field) whose value is a path: read as
+    a field's path is (validators.check_path_text), refused by argparse (exit 2) with the same words."""
+    def path(text: str) -> str:
+        try:
+            return check_path_text(text, flag)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    path.__name__ = "path"
+    return path
+
 
 def add_arguments(parser: argparse.ArgumentParser, cls: type, *, base=None, helps: dict[str, str] | None = None,
                   prefix: str = "") -> None:

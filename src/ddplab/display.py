@@ -15,7 +15,7 @@ from . import interrupts
 from .errors import ExitCode, printable
 from .report import human_bytes
 
-VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red", "skip": "dim"}
+VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red", "skip": "dim", "info": "bold blue"}
 
 
 def escape(text: str) -> str:
@@ -182,17 +182,21 @@ def footer(console, session, verdict, summary: str) -> None:
     console.print(f"verdict: {verdict_text(verdict)} - {escape(summary)}")
 
 
-def finish(report, render, json_path: str | None, console) -> int:
-    """What every command ends with: write the report if asked, show it, map its verdict to an exit code; a
-    command that a stop signal reached exits 130, whatever it judged (its report says it was interrupted).
+def finish(report, render, console, files=(), to_stdout: bool = False) -> int:
+    """What every command ends with: write the report (to each of ``files``, then to standard output if
+    ``to_stdout``), show it, map its verdict to an exit code; a command that a stop signal reached exits 130,
+    whatever it judged (its report says it was interrupted).
 
     Written first: a verdict is printed only once its report is safely stored, never a PASS
     followed by a write error.
     """
-    from .report import write_json
+    from .report import STDOUT, write_json
 
-    if json_path:
-        write_json(report.to_json(), json_path)
+    doc = report.to_json()
+    for path in files:
+        write_json(doc, path)
+    if to_stdout:
+        write_json(doc, STDOUT)
     render(report, console)
     return stopped_exit_code(report.verdict.exit_code)
 

@@ -32,6 +32,18 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130  # Ctrl+C
 
 
+# What each exit code means, as every command's --help says it (one epilog for all: commands.help_epilog) and as
+# the README lists them (a test holds the two together).
+EXIT_CODE_MEANINGS = {
+    ExitCode.PASS: "passed, or passed with warnings",
+    ExitCode.CHECK_FAILED: "a check failed, or your job failed or hung",
+    ExitCode.USAGE: "bad input, refused before anything started (the message names the value and what is valid)",
+    ExitCode.ENVIRONMENT: "this machine cannot run it (a backend, a device or disk space is missing)",
+    ExitCode.INTERNAL: "a bug in ddplab: one line says what broke and where the full traceback was written",
+    ExitCode.INTERRUPTED: "stopped by Ctrl+C, SIGTERM or SIGHUP; the report is written and says so",
+}
+
+
 class DdplabError(Exception):
     """An error with a stable reference, a one-line message and an optional hint."""
 

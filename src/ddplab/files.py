@@ -3,7 +3,8 @@
 Every file a run leaves for others to read (reports, HTML pages, job.json, pid and status
 files) goes through ``write_text_atomic``: the text goes to a temporary file in the same
 directory, is flushed and fsync'ed, and is renamed over the target. A reader, or a user
-after a crash or a full disk, sees the old file or the new one, never half of one.
+after a crash or a full disk, sees the old file or the new one, never half of one. The
+secrets the process learned are withheld on the way (redaction.py), whoever built the text.
 
 ``check_output_file`` / ``check_output_dir`` run before anything is launched, so that an
 output ddplab could not write is refused at once rather than after the run.
@@ -18,6 +19,7 @@ import uuid
 from pathlib import Path
 
 from .errors import EnvironmentUnsupported, UsageError
+from .redaction import withhold_known
 
 # Errnos that mean "this filesystem has no room": the disk, or the user's quota on it.
 _NO_SPACE = {errno.ENOSPC, errno.EDQUOT}
@@ -41,12 +43,15 @@ def write_error(exc: OSError, path: str | Path) -> EnvironmentUnsupported:
 
 
 def write_text_atomic(path: str | Path, text: str, *, durable: bool = True, make_parents: bool = False) -> Path:
-    """Replace ``path`` with ``text`` all at once; on any error the old file is left as it was.
+    """Replace ``path`` with ``text`` all at once; on any error the old file is left as it was. The secrets this
+    process learned (redaction.learn: its command line's and environment's) are withheld from the text, however
+    it was built: every file ddplab writes passes here.
 
     ``durable=False`` skips the fsyncs: for files rewritten many times a second that only a live
     process reads (rank status files), where atomicity matters and surviving a power cut does not.
     """
     path = Path(path)
+    text = withhold_known(text)
     tmp = _temp_name(path)
     try:
         if make_parents:
@@ -59,6 +64,30 @@ def write_text_atomic(path: str | Path, text: str, *, durable: bool = True, make
         _remove_quietly(tmp)
         raise write_error(exc, path) from None
     return path
+
+
+def withhold_in_place(path: str | Path) -> bool:
+    """Rewrite a text file that others wrote (elastic's logs of a job) with the secrets this process learned
+    withheld (redaction.withhold_known), line by line, atomically; left as it is when it holds none or cannot be
+    read or written. Whether it was rewritten."""
+    path = Path(path)
+    encoding = {"encoding": "utf-8", "errors": "surrogateescape", "newline": ""}  # every byte kept as it was
+    try:
+        with open(path, **encoding) as src:
+            if all(withhold_known(line) == line for line in src):
+                return False
+    except OSError:
+        return False
+    tmp = _temp_name(path)
+    try:
+        with open(path, **encoding) as src, open(tmp, "x", **encoding) as dst:
+            for line in src:
+                dst.write(withhold_known(line))
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        _remove_quietly(tmp)
+        return False
 
 
 def create_exclusive(path: str | Path, text: str) -> bool:
@@ -90,6 +119,9 @@ def check_output_file(path: str | Path, option: str) -> None:
     if path.is_dir():
         raise UsageError("output-is-a-directory", f"{option} {path} is a directory; give a file path, "
                                                   f"e.g. {path / 'report.json'}")
+    if path.exists() and not path.is_file():  # a device, a pipe, a socket: the atomic rename would replace it
+        raise UsageError("output-not-a-file", f"{option} {path} exists and is not a regular file; give a file "
+                                              f"path, or leave {option} out")
     nearest = _nearest_existing(path.parent)
     if nearest.is_dir() and nearest != path.parent.absolute():
         raise UsageError("output-directory-missing", f"{option} {path}: the directory {path.parent} does not "

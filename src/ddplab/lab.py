@@ -20,9 +20,11 @@ from rich.console import Console
 from . import interrupts, measurements
 from .cli_options import Range, check_fields, option
 from .config import DEVICES, SECONDS
+from .display import escape
 from .errors import DdplabError, ExitCode, UsageError, invalid_choice
 from .files import DiskFull
-from .profiles import Machine, Stage, kinds, stages
+from .profiles import Machine, Stage, host_note, kinds, stages
+from .progress import StageProgress
 from .records import Check, Report, Verdict, make_report
 from .records.core import rows_of
 from .records.hooks import InSession, Interruptible, StartsRuns
@@ -53,7 +55,10 @@ class RunConfig:
     """The whole lab: which profile, on which device, where its reports go."""
 
     profile: str = option("--profile", default="quick", choices=PROFILES)
-    """quick: every stage, CI-sized; full: the complete GPU lab; soak: storm and sweep repeated (profiles.py)."""
+    """quick: every stage, CI-sized; full: the complete GPU lab, at sizes for an accelerator; soak: the storm and
+    the sweep repeated.
+
+    profiles.py says what each profile runs."""
     nproc: int = option("--nproc", default=2, range=Range(1, MAX_NPROC, unit=" ranks per node"))
     """Ranks of the shared-device stages."""
     device: str = option("--device", default="auto", choices=DEVICES)
@@ -90,9 +95,13 @@ def run(config: RunConfig, observer: Observer = QUIET) -> RunRecord:
     env_stage = Stage("env", "env", measurements.get("env").Config(device=config.device))
     env_report = run_stage(records, env_stage, console)
     platform = env_report.platform if env_report else None
-    plan = stages(config.profile, config.nproc, Machine.of(platform, config.device), out, config.stage_deadline_s)
+    machine = Machine.of(platform, config.device)
+    plan = stages(config.profile, config.nproc, machine, out, config.stage_deadline_s)
     if config.only:
         plan = [s for s in plan if s.measurement in config.only]
+    note = host_note(config.profile, machine, config.nproc)
+    if note is not None:
+        console.print(f"[yellow]note:[/] {escape(note)}")
     return run_stages(config, plan, out, console, platform, records, started, first=[env_stage], write=False).results
 
 
@@ -106,20 +115,22 @@ def run_stages(config: RunConfig, plan: list[Stage], out: Path, console, platfor
     records = records if records is not None else []
     started = started if started is not None else time.monotonic()
     interrupted = False
-    for stage in plan:
-        if interrupts.requested():  # Ctrl+C/SIGTERM between stages (or during env)
-            break
-        try:
-            report = run_stage(records, stage, console)
-        except KeyboardInterrupt:  # a second Ctrl+C: the stage was cut short
-            interrupted = True
-            records.append(StageRecord(stage.name, stage.command_line, Verdict.FAIL, "interrupted by the user",
-                                       error="interrupted"))
-            break
-        if report is not None and isinstance(report.results, Interruptible) and report.results.interrupted:
-            # its ranks or drills were stopped
-            interrupted = True
-            break
+    with StageProgress(console, total=len(records) + len(plan), done=len(records)) as progress:
+        for stage in plan:
+            if interrupts.requested():  # Ctrl+C/SIGTERM between stages (or during env)
+                break
+            try:
+                with progress.stage(stage.name):
+                    report = run_stage(records, stage, console)
+            except KeyboardInterrupt:  # a second Ctrl+C: the stage was cut short
+                interrupted = True
+                records.append(StageRecord(stage.name, stage.command_line, Verdict.FAIL, "interrupted by the user",
+                                           error="interrupted"))
+                break
+            if report is not None and isinstance(report.results, Interruptible) and report.results.interrupted:
+                # its ranks or drills were stopped
+                interrupted = True
+                break
     records.append(leftover_check(records))
     interrupted = interrupted or bool(interrupts.requested())
     planned = replace(config, out=str(out), stages=[StagePlan(s.name, s.measurement, s.argv)
@@ -151,12 +162,9 @@ def summary(record: RunRecord) -> str:
 def claim_out_dir(out: str | None, command: str = COMMAND) -> Path:
     """This run's own output directory: --out (refused if it holds a run), else ./ddplab-runs/<command>-<time>-<id>:
     a unique suffix, as two runs started in the same second once shared one, and lost a report."""
-    from .rundir import DEFAULT_RUNS_DIR, claim_directory, new_run_id
+    from .rundir import claim_new
 
-    run_id = new_run_id(command)
-    path = Path(out) if out else Path(DEFAULT_RUNS_DIR) / run_id
-    claim_directory(path, run_id, "--out")
-    return path
+    return claim_new(out, command, "--out")[0]
 
 
 def write_reports(report: Report, out: Path) -> None:

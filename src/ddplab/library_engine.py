@@ -108,7 +108,7 @@ def added_cost_check(rows: list[AddedCost]) -> list[Check]:
         value += f"; {_cost_text(largest)}"
     if len(rows) > 2:
         value += f" ({len(rows)} rows: the added-cost table)"
-    return [Check("framework's added cost per call", Verdict.PASS, value, "informational",
+    return [Check("framework's added cost per call", Verdict.INFO, value, "informational",
                   "torch engine time - library engine time, back to back on the same buffers: what the framework "
                   "adds to each call", "none")]
 

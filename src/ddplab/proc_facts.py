@@ -1,6 +1,7 @@
 """What /proc says about a process, read once: its real parent, its start time in clock ticks, its pid inside its
-own PID namespace, its program (never its arguments) and the launcher markers in its environment. procs.py
-decides from these facts which processes are orphans; the supervisor and the drills read start times too.
+own PID namespace, its program (never its arguments), the launcher markers in its environment, and, for a ddplab
+rank, the run its run directory holds. procs.py decides from these facts which processes are orphans; the
+supervisor and the drills read start times too.
 """
 
 from __future__ import annotations
@@ -13,10 +14,15 @@ from typing import Mapping, Sequence
 import psutil
 
 from .proc_stat import start_ticks
-from .rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
+from .rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_DIR_ENV, RUN_ID_ENV, RUN_ID_FILE
 
 TORCHRUN_MARKER = "TORCHELASTIC_RUN_ID"
-_ENV_KEPT = (RUN_ID_ENV, LAUNCHER_PID_ENV, LAUNCHER_START_ENV, TORCHRUN_MARKER)
+# What torch's elastic agent writes into every worker's environment besides the run id (LocalElasticAgent's
+# _start_workers; a test checks the installed torch): all of them together say an agent started the process, or
+# one of its workers did. A variable set by hand says nothing of the kind.
+ELASTIC_WORKER_ENV = ("TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "GROUP_RANK", "ROLE_NAME",
+                      "LOCAL_WORLD_SIZE")
+_ENV_KEPT = (RUN_ID_ENV, RUN_DIR_ENV, LAUNCHER_PID_ENV, LAUNCHER_START_ENV, TORCHRUN_MARKER, *ELASTIC_WORKER_ENV)
 INTERPRETERS = ("python", "pypy")
 # Interpreter flags that take no value: skipped to find the script an interpreter runs.
 _BARE_INTERPRETER_FLAGS = {"-u", "-B", "-O", "-OO", "-E", "-s", "-S", "-I", "-b", "-bb", "-q", "-P", "-R"}
@@ -36,6 +42,9 @@ class Facts:
     user: str | None = None
     markers: Mapping[str, str] = field(default_factory=dict)
     same_clock: bool = True  # in our time namespace, so its recorded start times compare with ours
+    # The run id held by the run directory its DDPLAB_RUN_DIR names (rundir.RUN_ID_FILE, read through the process's
+    # own root); None: it names none, or there is no such file, or it cannot be read.
+    run_dir_holds: str | None = None
 
     @property
     def program(self) -> str:
@@ -97,8 +106,21 @@ def snapshot() -> dict[int, Facts]:
             pid=info["pid"], ppid=info["ppid"] or 0, start_ticks=start_ticks(info["pid"]), ns_pid=ns_pid(info["pid"]),
             create_time=info["create_time"], argv=tuple(info["cmdline"] or ()), name=info["name"] or "",
             user=info["username"], markers={k: env[k] for k in _ENV_KEPT if k in env},
-            same_clock=_time_namespace(info["pid"]) == ours)
+            same_clock=_time_namespace(info["pid"]) == ours,
+            run_dir_holds=run_dir_holds(info["pid"], env.get(RUN_DIR_ENV)))
     return table
+
+
+def run_dir_holds(pid: int, run_dir: str | None) -> str | None:
+    """The run id in ``run_dir``'s run-id file as process ``pid`` sees it (its root may be another mount
+    namespace's: /proc/PID/root), or None."""
+    if not run_dir or not os.path.isabs(run_dir):
+        return None
+    try:
+        with open(f"/proc/{pid}/root{run_dir}/{RUN_ID_FILE}", errors="replace") as f:
+            return f.read(256).strip() or None
+    except OSError:
+        return None
 
 
 def _environ(proc: psutil.Process) -> dict[str, str]:

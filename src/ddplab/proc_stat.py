@@ -1,6 +1,7 @@
 """What /proc/PID/stat says of a process, read with the standard library alone (the guardian imports nothing
 more): its start time in clock ticks since boot, which with the pid names one process across pid reuse and from
-every PID namespace, and whether it is alive (running, not a zombie waiting to be reaped); and from
+every PID namespace, whether it is alive (running, not a zombie waiting to be reaped) and what CPU time it used;
+and from
 /proc/PID/status, whether it catches a signal.
 """
 
@@ -30,6 +31,15 @@ def state(pid: int | str) -> str | None:
     """Field 3, the state letter (R, S, T: stopped, t: traced, Z: zombie...); None where the process is gone."""
     fields = _fields(pid)
     return fields[0] if fields else None
+
+
+def activity(pid: int | str) -> tuple[str, int] | None:
+    """(state letter, CPU time in clock ticks: fields 14 and 15, user and system) in one read; None where gone."""
+    fields = _fields(pid)
+    try:
+        return (fields[0], int(fields[11]) + int(fields[12])) if fields else None
+    except (ValueError, IndexError):
+        return None
 
 
 def alive(pid: int | None) -> bool:

@@ -6,6 +6,10 @@ environment (it belongs to the PID namespace that set it), never "the parent is 
 (containers run torchrun as pid 1; nohup/setsid jobs and services have parent 1). The rules
 and why each holds are in docs/processes.md; in short:
 
+- a marker must tie the process to a run a launcher started: a placeholder run id (torchrun's
+  default `none`) ties it to none; a ddplab rank's run directory must hold its run id, and its
+  launcher must have started before it; a torchrun worker must carry everything elastic's
+  agent writes into a worker's environment. A variable set by hand is no evidence.
 - ddplab rank (DDPLAB_RUN_ID): its launcher wrote its identity into the rank's environment,
   (pid in its own PID namespace, start time in clock ticks since boot), which reads the same
   from every PID namespace. The launcher lives while the rank's parent, or any process we
@@ -36,13 +40,17 @@ from typing import Mapping, Sequence
 import psutil
 
 from .platform import DeviceMonitor
-from .proc_facts import INTERPRETERS, TORCHRUN_MARKER, Facts, snapshot
+from .proc_facts import ELASTIC_WORKER_ENV, INTERPRETERS, TORCHRUN_MARKER, Facts, snapshot
 from .records.clean import CleanRecord, Ended, GoneProcess, Orphan, OtherProcess, Survey
-from .rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
+from .rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_DIR_ENV, RUN_ID_ENV
+from .validators import is_digits
 
 # Launcher marker variable -> which launcher set it. ddplab's comes first: its ranks may carry both.
 MARKERS = ((RUN_ID_ENV, "ddplab"), (TORCHRUN_MARKER, "torchrun"))
 ELASTIC_AGENT_PROGRAMS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
+# Run ids that name no run: torchrun's default --rdzv-id ("none", the same for every job started without one), and
+# what a hand-made environment says instead of an id.
+PLACEHOLDER_RUN_IDS = frozenset({"none", "null", "default", "unknown", "0"})
 SAME_PROCESS_SLACK_S = 0.005  # start times are whole clock ticks (10 ms): another process differs by one
 
 
@@ -74,6 +82,9 @@ def classify(pid: int, table: Mapping[int, Facts], _depth: int = 0) -> OrphanVer
     if mark is None:
         return OrphanVerdict(False, "no launcher marked it")
     kind, run_id = mark
+    untied = _not_tied_to_a_run(p, kind, run_id)
+    if untied:
+        return OrphanVerdict(False, f"{kind} marker of run {run_id!r}, {untied}: no evidence", run_id)
     parent = table.get(p.ppid)
     if parent is None or parent.start_ticks is None:  # ppid 0, or it vanished while we read it
         return OrphanVerdict(False, f"{kind} process of run {run_id}; its parent is outside this PID namespace or "
@@ -86,6 +97,22 @@ def classify(pid: int, table: Mapping[int, Facts], _depth: int = 0) -> OrphanVer
     if kind == "ddplab":
         return _ddplab_rank(p, parent, table, run_id)
     return _torchrun_worker(p, parent, table, run_id)
+
+
+def _not_tied_to_a_run(p: Facts, kind: str, run_id: str) -> str | None:
+    """Why ``p``'s marker ties it to no run a launcher started (None: it does), in words."""
+    if run_id.strip().lower() in PLACEHOLDER_RUN_IDS:
+        return "a placeholder (torchrun's default --rdzv-id is 'none'): it names no run"
+    if kind == "torchrun":
+        missing = [name for name in ELASTIC_WORKER_ENV if name not in p.markers]
+        return f"without {', '.join(missing)}, which elastic's agent gives every worker" if missing else None
+    if p.run_dir_holds != run_id:
+        where = p.markers.get(RUN_DIR_ENV) or "(none named)"
+        return f"its run directory {where} does not hold that run (removed, or never ddplab's)"
+    launcher = _launcher_identity(p)
+    if launcher is not None and p.start_ticks is not None and p.same_clock and launcher[1] > p.start_ticks:
+        return "its recorded launcher started after it"
+    return None
 
 
 def _ddplab_rank(p: Facts, parent: Facts, table: Mapping[int, Facts], run_id: str) -> OrphanVerdict:
@@ -107,7 +134,7 @@ def _ddplab_rank(p: Facts, parent: Facts, table: Mapping[int, Facts], run_id: st
 
 def _launcher_identity(p: Facts) -> tuple[int, int] | None:
     pid, ticks = p.markers.get(LAUNCHER_PID_ENV, ""), p.markers.get(LAUNCHER_START_ENV, "")
-    return (int(pid), int(ticks)) if pid.isdigit() and ticks.isdigit() else None
+    return (int(pid), int(ticks)) if is_digits(pid) and is_digits(ticks) else None
 
 
 def _has_identity(q: Facts, launcher: tuple[int, int]) -> bool:

@@ -8,25 +8,29 @@ report: the score, then the failing audits, the passed ones collapsed).
   was left running (a `ddplab launch` job: its outcome, the culprit, when the hang was declared);
 - every check by stage, to be shown collapsed.
 
-A check row is shown as what it is: SKIP when it could not run, INFO when it has no threshold to meet (a
-"passed" informational row judged nothing, so it gets no green chip). html_report.py draws this.
+A check row is shown as its verdict says (records.Verdict: PASS, WARN, FAIL, SKIP, INFO), the same word as in
+the terminal and the JSON; a row of a report written before INFO existed ("pass", held to "informational") is
+INFO too. A key figure never contradicts a row: the "processes left running" card is as bad as the worst row
+about orphaned processes beside it. html_report.py draws this.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import chart_scales as cs
 from .records import Check, Report, Verdict
 from .records.ceiling import CeilingRecord
+from .records.clean import ORPHANS_CHECK
 from .records.drill import DrillRecord
 from .records.launch import LaunchRecord
 from .records.run import StageRecord
 from .records.storm import StormRecord
 from .records.sweep import SweepRecord
 
-INFO = "info"
+INFO = str(Verdict.INFO)
 ORDER = ("fail", "warn", "pass", INFO, "skip")
+LEFT_RUNNING = "processes left running"
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,7 @@ class Summary:
 
 
 def shown_verdict(check: Check) -> str:
-    """The chip of a check row: SKIP and FAIL and WARN as judged; a PASS with nothing to meet is INFO."""
+    """The chip of a check row: its verdict; a PASS with nothing to meet (a report from before INFO) is INFO."""
     verdict = str(check.verdict)
     if verdict == "pass" and str(check.threshold).strip().lower().startswith("informational"):
         return INFO
@@ -81,8 +85,25 @@ def summarise(report: Report, checks: list[Check], stages: list[tuple[str, Repor
     groups: dict[str, list[ShownCheck]] = {}
     for s in shown:
         groups.setdefault(s.check.stage, []).append(s)
-    return Summary(report.verdict, counts, attention, key_figures(stages),
+    return Summary(report.verdict, counts, attention, _agreeing(key_figures(stages), shown),
                    [StageGroup(stage, _worst(rows), rows) for stage, rows in groups.items()])
+
+
+def _agreeing(figures: list[KeyFigure], shown: list[ShownCheck]) -> list[KeyFigure]:
+    """The "processes left running" card, green for what this run left, beside a row that warns or fails about
+    orphaned processes (of earlier jobs, on the same machine) takes that row's colour and says why."""
+    orphan_rows = [s for s in shown if s.check.check == ORPHANS_CHECK and s.shown in ("fail", "warn")]
+    if not orphan_rows:
+        return figures
+    worst = min(orphan_rows, key=lambda s: ORDER.index(s.shown))
+    out = []
+    for figure in figures:
+        if figure.label == LEFT_RUNNING and ORDER.index(worst.shown) < ORDER.index(figure.tone or "pass"):
+            figure = replace(figure, tone=worst.shown, detail=f"{figure.detail}; orphaned processes on the machine: "
+                                                              f"{worst.check.value} ({worst.shown.upper()}, stage "
+                                                              f"{worst.check.stage})")
+        out.append(figure)
+    return out
 
 
 def _worst(rows: list[ShownCheck]) -> str:
@@ -202,7 +223,7 @@ def _launch(results) -> list[KeyFigure]:
                                  f"without progress (hang timeout {cs.duration_label(r.hang.hang_timeout_s)}); "
                                  f"ranks waiting: {', '.join(str(k) for k in r.hang.waiting_ranks) or 'none'}"))
         left = len(r.left_running)
-        out.append(KeyFigure("processes left running", str(left), "processes carrying the job's run id after it "
+        out.append(KeyFigure(LEFT_RUNNING, str(left), "processes carrying the job's run id after it "
                              "ended", "pass" if not left else "fail"))
     return out
 
@@ -211,7 +232,7 @@ def _left_running(stages) -> KeyFigure | None:
     for name, _, stage in stages:
         if stage is not None and stage.left_pids is not None:
             left = len(stage.left_pids) + len(stage.orphans or [])
-            return KeyFigure("processes left running", str(left), stage.summary, "pass" if not left else "fail")
+            return KeyFigure(LEFT_RUNNING, str(left), stage.summary, "pass" if not left else "fail")
     return None
 
 

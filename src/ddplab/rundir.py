@@ -21,7 +21,8 @@ stage, a drill, `ddplab launch`: one supervisor, ddplab/supervision/):
         fr/torch_rank_<rank>         torch's own flight-recorder dumps (e.g. on a collective timeout)
         logs/<elastic run id>_*/attempt_0/<local_rank>/{stdout,stderr}.log, error.json
         mps/pipe, mps/log            a private sharing daemon's directories (platform/sharing_daemon.py)
-        report.json, report.html     `ddplab launch`'s report
+        report.json, report.html     the command's report: report.json always (`ddplab launch` and `run` write the
+                                     page too; `ddplab report` draws it from the JSON)
 
 Every rank carries the run's id and directory, and the launcher's identity, in its environment: that is how
 `ddplab clean` recognises a rank and tells whether its launcher lives (docs/processes.md).
@@ -50,8 +51,9 @@ MARKER_ENVS = (RUN_ID_ENV, RUN_DIR_ENV, LAUNCHER_PID_ENV, LAUNCHER_START_ENV)
 # (HOST:PORT of the job's store, as this machine reaches it; cluster/status_store.py). Unset: files only.
 STATUS_STORE_ENV = "DDPLAB_STATUS_STORE"
 RUN_ID_FILE = "run-id"
+REPORT_FILE = "report.json"
 # What marks a directory as a run's, besides RUN_ID_FILE: runs from before it existed.
-EARLIER_RUN_MARKERS = ("job.json", "report.json", "pids")
+EARLIER_RUN_MARKERS = ("job.json", REPORT_FILE, "pids")
 SAMPLER_FLAG = "sampler-querying-device"  # no .json suffix: status readers never take it for a rank
 
 
@@ -64,9 +66,7 @@ class RunDir:
     def create(cls, base: str | os.PathLike | None, label: str, option: str = "--run-dir") -> "RunDir":
         """A fresh run directory: ``base`` if given (refused when it already holds a run), else a
         new one under ./ddplab-runs named by the run id. ``option`` names ``base`` in refusals."""
-        run_id = new_run_id(label)
-        path = Path(base) if base else Path(DEFAULT_RUNS_DIR) / run_id
-        claim_directory(path, run_id, option)
+        path, run_id = claim_new(base, label, option)
         for sub in ("pids", "ranks", "fr"):
             make_directory(path / sub, option)
         return cls(path.resolve(), run_id)
@@ -136,7 +136,7 @@ class RunDir:
 
     @property
     def report_file(self) -> Path:
-        return self.path / "report.json"
+        return self.path / REPORT_FILE
 
     @property
     def page_file(self) -> Path:
@@ -212,6 +212,15 @@ class RunDir:
 def new_run_id(label: str) -> str:
     """label-YYYYmmdd-HHMMSS-xxxxxx: readable, sortable, and unique even within one second."""
     return f"{label}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
+def claim_new(base: str | os.PathLike | None, label: str, option: str) -> tuple[Path, str]:
+    """A directory for a new run and the run's id: ``base`` if given (refused when it holds a run; ``option`` names
+    it), else ./ddplab-runs/<label>-<time>-<suffix>, named by the run id."""
+    run_id = new_run_id(label)
+    path = Path(base) if base else Path(DEFAULT_RUNS_DIR) / run_id
+    claim_directory(path, run_id, option)
+    return path, run_id
 
 
 def claim_directory(path: Path, run_id: str, option: str) -> None:

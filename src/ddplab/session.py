@@ -28,6 +28,7 @@ from .sampler import RankSampler
 from .session_record import session_record, torchrun_job_ranks
 from .supervision.job import Guardian, JobOutcome, JobSpec, run_job
 from .supervision.meeting import Rendezvous
+from .validators import is_digits
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,7 @@ def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, ob
                rank_env: dict[str, str] | None = None, stragglers=None) -> Session:
     """Start the planned ranks running ``python -m module args`` as `ddplab launch` runs a user's script (through
     job/boot.py, under the same supervisor); the placement reaches the script in DDPLAB_DRILL_PLACEMENT. The fault
-    drills run their broken training loop (drills/script.py) this way. ``stragglers``: the straggler watch's plan
+    drills run their broken DDP training (drills/script.py) this way. ``stragglers``: the straggler watch's plan
     (supervision/job.py StragglerPlan), as `ddplab launch` watches; None: not watched."""
     import json
     import sys
@@ -299,6 +300,6 @@ def _torchruns_store(nnodes: int) -> Listened:
 
     address, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT", "0")
     return Exposure(single_machine=nnodes == 1, loopback_store=False,
-                    store=f"{address}:{port} (torchrun's store)", store_port=int(port) if port.isdigit() else 0,
+                    store=f"{address}:{port} (torchrun's store)", store_port=int(port) if is_digits(port) and len(port) <= 5 else 0,
                     why_not=("torchrun started these ranks: its rendezvous store and the collectives' sockets are "
                              "where torchrun and the environment put them, not decided by ddplab.",)).record()

@@ -10,7 +10,7 @@ import re
 from dataclasses import MISSING, dataclass
 
 from .errors import UsageError
-from .validators import MAX_SIZE_BYTES, argv_text, check_number, require
+from .validators import MAX_SIZE_BYTES, argv_text, check_number, read_number, require
 
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 # More sizes than this is a typo: -b 8 -e 16G -f 2 (nccl-tests' usual sweep) is 32 sizes,
@@ -18,7 +18,7 @@ _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 MAX_SIZES = 1000
 MAX_STEP_FACTOR = float(1 << 20)
 DEFAULT_FACTOR = 2.0  # nccl-tests' usual -f, preferred when several factors give the same sizes
-_SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)B?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*([0-9]{1,30})\s*([KMGT]?)B?\s*$", re.IGNORECASE)  # 0-9 only: \d also reads "٢" as 2
 
 
 def parse_size(text: str, flag: str = "size") -> int:
@@ -122,13 +122,14 @@ class SizeRange:
     OPTIONS = (("-b", "--minbytes"), ("-e", "--maxbytes"), ("-f", "--stepfactor"))
 
     def add(self, parser: argparse.ArgumentParser, slot) -> None:
+        from .cli_options import help_text  # above this module: it reads the Configs that use SizeRange
+
         begin, end, factor = range_args(slot.default)
-        helps = (f"smallest size in bytes, with K, M, G or T for powers of 1024, as nccl-tests' -b "
-                 f"(default: {begin})", f"largest size, as nccl-tests' -e (default: {end})",
-                 f"each size is the one before times this, as nccl-tests' -f (default: {argv_text(factor)})")
-        for (short, long), kind, helped in zip(self.OPTIONS, (str, str, float), helps):
-            parser.add_argument(short, long, dest=long.lstrip("-"), type=kind, default=argparse.SUPPRESS,
-                                help=helped)
+        helps = (help_text("smallest size in bytes, with K, M, G or T for powers of 1024, as nccl-tests' -b", begin),
+                 help_text("largest size, as nccl-tests' -e", end),
+                 help_text("each size is the one before times this, as nccl-tests' -f", argv_text(factor)))
+        for (short, long), helped in zip(self.OPTIONS, helps):  # read as typed: sizes and the factor below
+            parser.add_argument(short, long, dest=long.lstrip("-"), default=argparse.SUPPRESS, help=helped)
 
     def read(self, args, slot):
         given = [getattr(args, long.lstrip("-"), None) for _, long in self.OPTIONS]
@@ -136,6 +137,8 @@ class SizeRange:
             return MISSING
         default = range_args(slot.default)
         begin, end, factor = (g if g is not None else d for g, d in zip(given, default))
+        if given[2] is not None:
+            factor = read_number(factor, "-f", reference="invalid-step-factor")
         return tuple(size_range(begin, end, factor))
 
     def argv(self, value, default) -> list[str]:

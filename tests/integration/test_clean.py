@@ -45,12 +45,18 @@ with open(os.path.join(ready, os.environ["LOCAL_RANK"]), "w") as f:
     f.write(str(os.getpid()))
 while True: time.sleep(1)
 """
-# A ddplab launcher as launch.py marks its ranks (run id, pid, start ticks), without torch.
+# A ddplab launcher as launch.py marks its ranks (run id and directory, pid, start ticks), without torch: its run
+# directory holds its run id, as RunDir.create leaves it.
 FAKE_LAUNCHER = """import os, subprocess, sys, time
 stat = open("/proc/self/stat").read()
 ticks = stat[stat.rindex(")") + 2:].split()[19]
+run_dir = sys.argv[2]
+os.makedirs(run_dir)
+with open(os.path.join(run_dir, "run-id"), "w") as f:
+    f.write(sys.argv[1] + "\\n")
 env = {k: v for k, v in os.environ.items() if not k.startswith(("DDPLAB_", "TORCHELASTIC_"))}
-env.update(DDPLAB_RUN_ID=sys.argv[1], DDPLAB_LAUNCHER_PID=str(os.getpid()), DDPLAB_LAUNCHER_START=ticks)
+env.update(DDPLAB_RUN_ID=sys.argv[1], DDPLAB_RUN_DIR=run_dir, DDPLAB_LAUNCHER_PID=str(os.getpid()),
+           DDPLAB_LAUNCHER_START=ticks)
 rank = subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(1)\\n"], env=env)
 print(rank.pid, flush=True)
 while True: time.sleep(1)
@@ -73,11 +79,11 @@ def _clean_env() -> dict:
     return {k: v for k, v in os.environ.items() if not k.startswith(("DDPLAB_", "TORCHELASTIC_"))}
 
 
-def _nohup(*argv: str) -> int:
-    """`nohup ARGV &` from a shell that exits at once: the job's parent becomes init."""
+def _nohup(*argv: str, env: dict | None = None) -> int:
+    """`nohup ARGV &` from a shell that exits at once: the job's parent becomes init. ``env``: variables besides."""
     line = " ".join(f"'{a}'" for a in argv)
     out = subprocess.run(["sh", "-c", f"nohup {line} >/dev/null 2>&1 & echo $!"], capture_output=True, text=True,
-                         env=_clean_env(), check=True).stdout
+                         env={**_clean_env(), **(env or {})}, check=True).stdout
     return int(out.strip())  # the shell has exited: the job's parent is init now
 
 
@@ -244,6 +250,23 @@ def test_a_nohup_gpu_job_is_another_process_never_an_orphan(tmp_path):
         _kill(job)
 
 
+def test_a_process_no_launcher_started_is_never_listed_whatever_its_markers_say(tmp_path):
+    """Started by hand and detached (parent init), with a run marker: torchrun's placeholder run id, a torchrun id
+    alone (elastic's agent gives its workers more), a ddplab id whose run directory does not hold it."""
+    markers = [{"TORCHELASTIC_RUN_ID": "none"}, {"TORCHELASTIC_RUN_ID": "3f2a9c1e-by-hand"},
+               {"DDPLAB_RUN_ID": "train-by-hand", "DDPLAB_RUN_DIR": str(tmp_path), "DDPLAB_LAUNCHER_PID": "99999",
+                "DDPLAB_LAUNCHER_START": "1"}]
+    pids = [_nohup(sys.executable, "-c", SLEEPER, env=env) for env in markers]
+    try:
+        assert _wait_for(lambda: all(psutil.Process(p).ppid() != os.getpid() for p in pids), 10)
+        proc = run_cli("clean", "--json", str(tmp_path / "clean.json"))
+        assert proc.returncode == 0, proc.stderr
+        listed = {o["pid"] for o in load_json(tmp_path / "clean.json")["results"]["orphans"]}
+        assert not listed & set(pids), (listed, pids, proc.stdout)
+    finally:
+        _kill(*pids)
+
+
 def test_clean_pid_ends_only_the_named_process_and_only_with_yes(tmp_path):
     named, bystander = _nohup(sys.executable, "-c", SLEEPER), _nohup(sys.executable, "-c", SLEEPER)
     try:
@@ -319,8 +342,8 @@ def _stage(name: str, results) -> StageRecord:
 def _fake_ddplab_run(tmp_path: Path, run_id: str) -> tuple[subprocess.Popen, int]:
     script = tmp_path / "fake_launcher.py"
     script.write_text(FAKE_LAUNCHER)
-    launcher = subprocess.Popen([sys.executable, str(script), run_id], stdout=subprocess.PIPE, text=True,
-                                env=_clean_env())
+    launcher = subprocess.Popen([sys.executable, str(script), run_id, str(tmp_path / run_id)],
+                                stdout=subprocess.PIPE, text=True, env=_clean_env())
     return launcher, int(launcher.stdout.readline())
 
 

@@ -1,6 +1,7 @@
 """Standard output and stop signals, the way a shell uses them: a reader that leaves early (`| head -1`) changes no
 exit code and writes no traceback; `--json -` is the JSON alone on standard output; a stop signal is exit 130 on
-every path a command takes to its exit code. Cheap commands stand in for the long ones: `check --from-report`
+every path a command takes to its exit code; `--format json` is the JSON alone on standard output, on every command
+that shows a result. Cheap commands stand in for the long ones: `check --from-report`
 (no ranks; its JSON is 100 kB) and `compare` of the quick lab report; tests/integration/test_signals.py stops real
 launches (the path every command that starts ranks shares) and test_check_stopped.py a real check."""
 
@@ -56,6 +57,24 @@ def test_json_dash_is_standard_output_and_what_the_command_shows_goes_to_stderr(
     out, err = capsys.readouterr()
     assert json.loads(out)["results"]["status"] == "critical" and "status: CRITICAL - " in err
     assert list(tmp_path.iterdir()) == [], "no file named -"
+
+
+def test_format_json_is_the_report_on_stdout_with_a_copy_where_json_says(capsys, tmp_path, monkeypatch):
+    """--format json, the one spelling of every command that shows a result (check's too), beside --json PATH."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", str(FIXTURE), str(FIXTURE), "--format", "json", "--json", "copy.json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == json.loads((tmp_path / "copy.json").read_text())
+    assert json.loads(out)["command"] == "compare" and "rows compared" in err and "rows compared" not in out
+
+
+def test_an_unknown_format_is_refused_naming_the_choices(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", str(FIXTURE), str(FIXTURE), "--format", "yaml"]) == 2
+    assert 'unknown format "yaml"; valid choices: text, json' in capsys.readouterr().err
+    assert main(["storm", "--format", "nagios"]) == 2  # a runner's format is check's alone
+    assert 'unknown format "nagios"; valid choices: text, json' in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [], "nothing started"
 
 
 def test_json_dash_beside_a_format_that_writes_stdout_is_refused(capsys):

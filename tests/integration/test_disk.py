@@ -47,6 +47,12 @@ def test_a_used_lab_out_and_drill_run_dir_are_refused(tmp_path):
     (tmp_path / "drills" / "kill_rank" / "x").write_text("an earlier drill's file")
     proc = run_cli("drill", "kill_rank", "--run-dir", str(tmp_path / "drills"), cwd=tmp_path, timeout=60)
     assert proc.returncode == 2 and "error: run-dir-in-use" in proc.stderr
+    # a drill command's directory is its own run (its report.json beside the drills'): another drill is refused too
+    (tmp_path / "drilled").mkdir()
+    (tmp_path / "drilled" / "run-id").write_text("drill-20260101-000000-abcdef\n")
+    proc = run_cli("drill", "stall", "--run-dir", str(tmp_path / "drilled"), cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2 and "drill-20260101-000000-abcdef" in proc.stderr
+    assert sorted(p.name for p in (tmp_path / "drilled").iterdir()) == ["run-id"]
 
 
 @pytest.mark.slow

@@ -49,7 +49,7 @@ def test_sizes_beyond_the_budget_are_skipped_with_needed_and_available_and_the_s
     by_name = {c.check: c for c in sweep.checks(report.results)}
     memory = by_name["sizes the memory could hold"]
     assert memory.verdict is Verdict.SKIP and memory.value.startswith("2 of 12 rows skipped (all_gather 16.0 MiB")
-    assert by_name["peak host RSS"].verdict is Verdict.PASS
+    assert by_name["peak host RSS"].verdict is Verdict.INFO  # a number recorded, held to nothing
     assert "16777216 B out-of-place skipped: needs" in proc.stdout
     assert "2 size(s) skipped: too little memory" in proc.stdout
 

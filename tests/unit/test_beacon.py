@@ -86,6 +86,25 @@ def test_where_names_the_users_call_not_elastics_wrapper_of_the_whole_rank(tmp_p
     assert in_own_code.torch_call is None and in_own_code.call_site is None
 
 
+def test_a_module_of_torch_distributed_being_imported_is_no_call(tmp_path):
+    """`import torch.distributed` runs its modules' own code: under load that took seconds, and the rank was read as
+    waiting in a collective named "<module>", which declared a hang of two ranks still importing."""
+    from ddplab.supervision.beacon import locate
+
+    distributed = tmp_path / "torch" / "distributed"
+    user = _module(tmp_path / "train.py", "import importlib.util, sys\n\n"
+                                          "def load(path):\n"
+                                          "    spec = importlib.util.spec_from_file_location('dist_mod', path)\n"
+                                          "    module = importlib.util.module_from_spec(spec)\n"
+                                          "    spec.loader.exec_module(module)\n"
+                                          "    return module.FRAME\n")
+    (distributed).mkdir(parents=True)
+    (distributed / "distributed_c10d.py").write_text("import sys\n\ndef _register():\n    return sys._getframe()\n\n"
+                                                     "FRAME = _register()\n")  # a function its import calls
+    where = locate(user.load(distributed / "distributed_c10d.py"), str(distributed) + "/")
+    assert where.torch_call is None and where.call_site is None, where
+
+
 def test_a_heartbeat_observed_before_the_final_phase_does_not_overwrite_it(tmp_path):
     """The side thread's heartbeat observes and writes under one lock: a final phase() written while a beat was
     observing would otherwise be followed by that beat's older progress, and the judge reads the last write."""

@@ -116,5 +116,11 @@ def test_a_field_checks_its_range_and_choices_as_its_option_does():
 
 def test_the_help_says_a_default_once():
     assert cli_options.help_text("Seconds before a hang; default: off.", "none") == "Seconds before a hang; default: off."
-    assert cli_options.help_text("Timed iterations per size.", "20") == "Timed iterations per size (default: 20)"
-    assert cli_options.help_text("Allowed slowdown.", "5%") == "Allowed slowdown (default: 5%%)"  # argparse's %
+    assert cli_options.help_text("Timed iterations per size.", "20") == "Timed iterations per size (default: 20)."
+    assert cli_options.help_text("Allowed slowdown.", "5%") == "Allowed slowdown (default: 5%%)."  # argparse's %
+
+
+def test_the_help_is_the_docstrings_first_paragraph_as_a_sentence():
+    doc = "every rank on device 0\n\nprofiles.py says how: for developers, not in the help."
+    assert cli_options.help_text(doc, "auto") == "Every rank on device 0 (default: auto)."
+    assert cli_options.help_text("quick: every stage, CI-sized", None) == "quick: every stage, CI-sized."

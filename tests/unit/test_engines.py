@@ -215,7 +215,7 @@ def test_a_storm_through_both_engines_reports_what_torch_adds_per_call():
     assert [(c.timing, c.torch_us, c.library_us, c.added_us, c.share) for c in record.added_cost] == [
         ("pipelined mean", 42.0, 11.0, 31.0, 31.0 / 42.0), ("blocking per-op p50", 60.0, 20.0, 40.0, 40.0 / 60.0)]
     rows = {c.check: c for c in storm.checks(record)}
-    assert rows["framework's added cost per call"].verdict == Verdict.PASS
+    assert rows["framework's added cost per call"].verdict == Verdict.INFO
     assert "torch adds +31.00 us (74 %)" in rows["framework's added cost per call"].value
     assert rows["library engine"].verdict == rows["library engine result correct"].verdict == Verdict.PASS
     assert measurements.verdict(storm, record) == Verdict.PASS

@@ -138,7 +138,7 @@ def test_env_names_the_orphans_in_a_warning_and_other_processes_only_as_informat
     rows = Survey([ORPHAN], [OTHER]).checks()
     assert [(c.check, c.verdict, c.value) for c in rows] == [
         ("orphaned processes", Verdict.WARN, "1"),
-        ("other processes on the device", Verdict.PASS, "1: 77 python train.py")]
+        ("other processes on the device", Verdict.INFO, "1: 77 python train.py")]
 
 
 # ------------------------------------------------------------------------------------------ clean
@@ -223,3 +223,14 @@ def test_the_libraries_of_launch_env_and_clean_read_no_command_line():
     for path in [*sorted((src / "job").glob("*.py")), src / "measurements" / "env.py", src / "procs.py"]:
         text = path.read_text()
         assert not any(word in text for word in ("argparse", "get_args_parser", "parse_args")), path.name
+
+
+def test_the_orphans_listing_says_program_age_and_reason_on_its_lines():
+    from rich.console import Console
+
+    console = Console(record=True, width=200, highlight=False)
+    report = Report(command="clean", config=CleanConfig(), platform=None, results=_clean(), verdict=Verdict.WARN)
+    clean_command.render(report, console)
+    text = console.export_text()
+    assert "4242 │ python worker.py: age 3s, device mem n/a; its launcher is gone" in text, text
+    assert "\\n" not in text, text  # no newline spelt out where a line was meant

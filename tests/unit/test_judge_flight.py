@@ -213,6 +213,71 @@ def test_a_rank_that_died_before_the_others_first_broadcast_is_the_culprit_not_t
         assert (verdict.ranks, verdict.kind) == ([1], "died"), verdict.reason
 
 
+FAULTHANDLER_AT_OWN_ABORT = """Fatal Python error: Aborted
+
+Thread 0x00007f37db9e16c0 (most recent call first):
+  File "/ddplab/supervision/beacon.py", line 263 in _loop
+
+Current thread 0x00007f37dd68fb80 (most recent call first):
+  File "/job/train.py", line 17 in <module>
+"""
+FAULTHANDLER_AT_LIBRARY_ABORT = """Fatal Python error: Aborted
+
+Thread 0x00007fec6029bb80 (most recent call first):
+  File "/site-packages/torch/autograd/graph.py", line 979 in _engine_run_backward
+  File "/job/train.py", line 13 in <module>
+"""
+
+
+def test_a_sigabrt_is_placed_by_the_stacks_faulthandler_wrote_at_it(tmp_path):
+    """A rank waiting in backward() (a collective pending in its recorder) that aborts in its own code (os.abort, a
+    C assert, a double free) is the culprit; one a library thread aborted (gloo's transport, NCCL's watchdog) is
+    not. Both looked the same by the status alone, and the rank the launcher then stopped was named."""
+    from ddplab.supervision.evidence import abort_site
+
+    own, library = tmp_path / "own.txt", tmp_path / "library.txt"
+    own.write_text(FAULTHANDLER_AT_OWN_ABORT)
+    library.write_text(FAULTHANDLER_AT_LIBRARY_ABORT)
+    assert (abort_site(own), abort_site(library), abort_site(tmp_path / "none.txt")) == ("own code", "library", None)
+    waiting = {"progress": {"0": {"enqueued": 12, "started": -1, "completed": 11}}, "phase": "running",
+               "heartbeat": 100.0, "in_process_group": True, "where": {"torch_call": None, "call_site": None,
+                                                                        "frames": ["torch/autograd/graph.py:979"]}}
+    for site, named in (("own code", ([1], "died")), ("library", None)):
+        ranks = {0: Evidence(0, status=RankEvidence(0, status=status()).status,
+                             end=RankEnd(rank=0, pid=100, at=2.0, exit_code=None, signal="SIGTERM", by_launcher=True)),
+                 1: Evidence(1, status=RankEvidence(1, status=waiting).status, abort=site,
+                             end=RankEnd(rank=1, pid=101, at=1.0, exit_code=None, signal="SIGABRT",
+                                         by_launcher=False))}
+        verdict = name_culprits(ranks, [0, 1])
+        if named:
+            assert (verdict.ranks, verdict.kind) == named, verdict.reason
+        else:
+            assert 1 not in verdict.ranks or verdict.kind != "died", verdict.reason
+
+
+def test_ranks_that_all_name_one_rank_in_the_same_error_point_at_it():
+    """DDP checks every rank's parameters against rank 0's: where rank 0's model is the odd one, every other rank
+    raises "[N]: params[0] in this process ... appears not to match ... in process 0", and the first to raise was
+    named. With two ranks, nothing tells which of the two is off."""
+    def mismatch(rank):
+        return {"type": "RuntimeError", "at": 1.0 + rank / 100, "traceback": "",
+                "message": f"[{rank}]: params[0] in this process with sizes [40, 32] appears not to match sizes of "
+                           "the same param in process 0."}
+
+    ranks = {0: RankEvidence(0, status=status(torch_call="all_reduce", enqueued=2)),
+             **{r: RankEvidence(r, status=status(phase="raised", enqueued=2), error=mismatch(r)) for r in (1, 2, 3)}}
+    verdict = name_culprits(ranks, [0, 1, 2, 3])
+    assert (verdict.ranks, verdict.kind) == ([0], "desync"), verdict.reason
+    assert "rank 0 is the odd one out" in verdict.reason
+    two = {0: ranks[0], 1: ranks[1]}
+    verdict = name_culprits(two, [0, 1])
+    assert (verdict.ranks, verdict.kind) == ([0, 1], "desync") and "nothing tells which" in verdict.reason
+    # rank 1 of three is the odd one: it alone raised, rank 2 agrees with rank 0
+    three = {0: ranks[0], 1: ranks[1], 2: RankEvidence(2, status=status(torch_call="all_reduce", enqueued=2))}
+    verdict = name_culprits(three, [0, 1, 2])
+    assert (verdict.ranks, verdict.kind) == ([1], "raised"), verdict.reason
+
+
 def test_one_sided_record_with_a_familiar_last_call_blames_nobody_for_desync():
     """Bucketed gradients repeat their sizes: a familiar call is no evidence, the dead rank is."""
     sizes = [((4096,),), ((1024,),)] * 3

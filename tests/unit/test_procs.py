@@ -6,8 +6,8 @@ integration tests in tests/integration/test_clean.py run the same situations for
 
 import os
 
-from ddplab.rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_ID_ENV
-from ddplab.proc_facts import TORCHRUN_MARKER, Facts, program_name
+from ddplab.rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_DIR_ENV, RUN_ID_ENV
+from ddplab.proc_facts import ELASTIC_WORKER_ENV, TORCHRUN_MARKER, Facts, program_name
 from ddplab.proc_stat import start_ticks
 from ddplab.procs import classify
 
@@ -20,14 +20,21 @@ def table(*procs: Facts) -> dict[int, Facts]:
 
 
 def rank(pid=300, ppid=200, launcher_ns_pid=200, launcher_ticks=1000, run_id="train-1", **kw) -> Facts:
-    markers = {RUN_ID_ENV: run_id, LAUNCHER_PID_ENV: str(launcher_ns_pid), LAUNCHER_START_ENV: str(launcher_ticks)}
+    """A ddplab rank as its launcher marked it; its run directory holds its run (RunDir.create claims it)."""
+    markers = {RUN_ID_ENV: run_id, RUN_DIR_ENV: f"/runs/{run_id}", LAUNCHER_PID_ENV: str(launcher_ns_pid),
+               LAUNCHER_START_ENV: str(launcher_ticks)}
     return Facts(pid=pid, ppid=ppid, start_ticks=1100, ns_pid=pid, create_time=1.0,
-                 argv=("python", "-c", "spawn"), markers=markers, **kw)
+                 argv=("python", "-c", "spawn"), markers=markers, **{"run_dir_holds": run_id, **kw})
+
+
+# What elastic's agent writes into every worker's environment besides the run id.
+AGENT_ENV = {"TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "0", "GROUP_RANK": "0",
+             "ROLE_NAME": "default", "LOCAL_WORLD_SIZE": "2"}
 
 
 def worker(pid=300, ppid=200, run_id="tr-1", ticks=1100, **kw) -> Facts:
     return Facts(pid=pid, ppid=ppid, start_ticks=ticks, ns_pid=pid, create_time=1.0, argv=("python", "-u", "train.py"),
-                 markers={TORCHRUN_MARKER: run_id}, **kw)
+                 markers={**AGENT_ENV, TORCHRUN_MARKER: run_id}, **kw)
 
 
 # -- processes no launcher marked --------------------------------------------------------------
@@ -36,6 +43,41 @@ def test_a_nohup_job_with_parent_init_is_not_an_orphan():
     job = Facts(pid=300, ppid=1, start_ticks=1100, ns_pid=300, create_time=1.0, argv=("python", "train.py"))
     v = classify(300, table(INIT, job))
     assert not v.orphan and v.reason == "no launcher marked it"
+
+
+# -- a marker must tie the process to a run a launcher started --------------------------------
+
+def test_a_placeholder_run_id_ties_a_process_to_no_run():
+    # torchrun's own default --rdzv-id; a process started by hand with it, detached so that its parent is init
+    for run_id in ("none", "None", "null"):
+        v = classify(300, table(INIT, worker(ppid=1, run_id=run_id)))
+        assert not v.orphan and "placeholder" in v.reason, v
+        assert not classify(300, table(INIT, rank(ppid=1, run_id=run_id))).orphan
+
+
+def test_a_torchrun_marker_set_by_hand_is_no_evidence():
+    by_hand = Facts(pid=300, ppid=1, start_ticks=1100, ns_pid=300, create_time=1.0, argv=("python", "job.py"),
+                    markers={TORCHRUN_MARKER: "3f2a9c1e-job"})
+    v = classify(300, table(INIT, by_hand))
+    assert not v.orphan and "which elastic's agent gives every worker" in v.reason, v
+    assert classify(300, table(INIT, worker(ppid=1, run_id="3f2a9c1e-job"))).orphan  # an agent's worker is
+
+
+def test_a_ddplab_marker_without_its_run_directory_is_no_evidence():
+    v = classify(300, table(INIT, rank(ppid=1, run_dir_holds=None)))  # removed, or never written: set by hand
+    assert not v.orphan and "does not hold that run" in v.reason, v
+    assert not classify(300, table(INIT, rank(ppid=1, run_dir_holds="train-other"))).orphan
+    v = classify(300, table(INIT, rank(ppid=1, launcher_ticks=5000)))  # a "launcher" younger than its rank
+    assert not v.orphan and "started after it" in v.reason, v
+
+
+def test_the_elastic_worker_environment_is_what_the_installed_torch_writes():
+    import inspect
+
+    from torch.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
+
+    source = inspect.getsource(LocalElasticAgent._start_workers)
+    assert all(f'"{name}"' in source for name in (*ELASTIC_WORKER_ENV, TORCHRUN_MARKER)), ELASTIC_WORKER_ENV
 
 
 # -- ddplab ranks: the launcher's identity (pid in its namespace, start ticks) -------------------
@@ -125,7 +167,7 @@ AGENT = Facts(pid=200, ppid=100, start_ticks=900, ns_pid=200, create_time=0.4, a
 
 def helper(pid=500, run_id="tr-1", ticks=1300) -> Facts:
     return Facts(pid=pid, ppid=1, start_ticks=ticks, ns_pid=pid, create_time=1.3, argv=("sleep", "300"),
-                 markers={TORCHRUN_MARKER: run_id})
+                 markers={**AGENT_ENV, TORCHRUN_MARKER: run_id})  # inherited from its worker
 
 
 def test_a_detached_helper_is_not_an_orphan_while_its_agent_lives():
@@ -206,3 +248,19 @@ def test_run_ids_are_the_stages_own_not_those_of_orphans_the_env_stage_listed():
         stage("sweep", None),
     ]
     assert _run_ids(records) == {"train-1", "drill-kill_rank-1", "c0ffee-torchrun"}
+
+
+def test_a_run_directory_is_read_through_the_process_own_root(tmp_path):
+    from ddplab.proc_facts import run_dir_holds
+
+    assert run_dir_holds(os.getpid(), str(tmp_path)) is None  # no run claimed it
+    (tmp_path / "run-id").write_text("launch-20261206-010203-abcdef\n")
+    assert run_dir_holds(os.getpid(), str(tmp_path)) == "launch-20261206-010203-abcdef"
+    assert run_dir_holds(os.getpid(), "relative/dir") is None and run_dir_holds(os.getpid(), None) is None
+
+
+def test_a_launcher_identity_in_other_digits_is_no_evidence_and_no_crash():
+    odd = rank(ppid=1)
+    odd.markers[LAUNCHER_PID_ENV] = "²"  # str.isdigit() says yes; int() refuses it
+    v = classify(300, table(INIT, odd))
+    assert not v.orphan and "without a recorded launcher start time" in v.reason, v

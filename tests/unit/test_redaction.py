@@ -121,3 +121,107 @@ def test_redaction_is_idempotent_and_keeps_the_length():
     argv = ["train.py", "--api-key", "X", "--token=Y", CREDENTIAL_SHAPES["hugging face"], "--epochs", "3"]
     once = redact_argv(argv)
     assert redact_argv(once) == once and len(once) == len(argv)
+
+
+@pytest.mark.parametrize("argv", [["-p", "hunter22"], ["--pass", "hunter22"], ["--db-pass=hunter22"], ["--pw", "hunter22"],
+                                  ["-p=hunter22"]])
+def test_p_pass_and_pw_are_password_flags(argv):
+    shown = redact_argv(["mysql", *argv])
+    assert "hunter22" not in " ".join(shown) and "[redacted]" in " ".join(shown), shown
+    assert redact_argv(["train.py", "--passes", "3", "--bypass", "cache"]) == \
+        ["train.py", "--passes", "3", "--bypass", "cache"]
+
+
+# -- this process's secrets: withheld wherever they appear again --
+
+from ddplab import redaction  # noqa: E402
+from ddplab.files import withhold_in_place, write_text_atomic  # noqa: E402
+
+
+def test_a_learned_secret_is_withheld_wherever_it_appears_in_any_spelling():
+    odd = 'pa"ss\\wörd-0011'  # characters JSON and HTML spell otherwise
+    learned = redaction.learn(["train.py", "--api-key", "plainsecret-1111", "-p", odd, "--model", "gpt2"],
+                              {"MY_SERVICE_TOKEN": "envsecret-9999", "HOME": "/root"})
+    assert learned == {"plainsecret-1111", odd, "envsecret-9999"}
+    text = f"login failed: key plainsecret-1111, token envsecret-9999 ({odd})"
+    assert redaction.redact_text(text) == "login failed: key [redacted], token [redacted] ([redacted])"
+    assert redact_argv(["--model", "envsecret-9999"]) == ["--model", "[redacted]"]  # under any flag
+    import html
+    import json
+    for spelled in (json.dumps({"m": text}), json.dumps({"m": text}, ensure_ascii=False), html.escape(text)):
+        kept = redaction.withhold_known(spelled)
+        assert "secret" not in kept and "w\\u00f6rd" not in kept and "wörd" not in kept, kept
+
+
+def test_short_values_and_the_systems_places_are_not_looked_for_elsewhere():
+    learned = redaction.learn(["--auth-type", "basic"], {"PWD": "/home/alice/work", "XDG_SESSION_TYPE": "wayland-x",
+                                                         "SSH_AUTH_SOCK": "/run/user/1000/ssh-agent", "SESSION": "tty"})
+    assert learned == set()
+    assert redaction.withhold_known("/home/alice/work/basic/tty") == "/home/alice/work/basic/tty"
+
+
+def test_every_file_ddplab_writes_withholds_the_learned_secrets(tmp_path):
+    redaction.learn(["--token", "plainsecret-1111"])
+    path = write_text_atomic(tmp_path / "job.json", '{"target": ["train.py", "plainsecret-1111"]}')
+    assert path.read_text() == '{"target": ["train.py", "[redacted]"]}'
+
+
+def test_a_log_is_rewritten_in_place_only_where_it_holds_a_secret(tmp_path):
+    log, other = tmp_path / "stdout.log", tmp_path / "other.log"
+    log.write_bytes(b"step 1\r\nkey plainsecret-1111 \xff\nstep 2")
+    other.write_text("nothing to hide\n")
+    redaction.learn(["--token", "plainsecret-1111"])
+    assert withhold_in_place(log) and not withhold_in_place(other) and not withhold_in_place(tmp_path / "absent.log")
+    assert log.read_bytes() == b"step 1\r\nkey [redacted] \xff\nstep 2"  # every other byte as it was
+    assert other.read_text() == "nothing to hide\n"
+
+
+def test_a_rank_withholds_its_secrets_from_its_error_and_status(tmp_path):
+    from ddplab.rundir import RunDir
+    from ddplab.supervision.rank import RankLife
+
+    run = RunDir(tmp_path, "launch-test")
+    life = RankLife(run, environ={"RANK": "0", "MY_SERVICE_TOKEN": "envsecret-9999"})
+    life.run.rank_dir(0).mkdir(parents=True)
+    try:
+        raise RuntimeError(f"login failed with envsecret-9999 and {CREDENTIAL_SHAPES['hugging face']}")
+    except RuntimeError as exc:
+        life.record_error(exc, "Traceback ...\nRuntimeError: login failed with envsecret-9999\n", 1)
+    error = (tmp_path / "ranks" / "0" / "error.json").read_text()
+    assert "login failed with [redacted] and [redacted]" in error and "envsecret-9999" not in error, error
+
+
+def test_a_json_record_is_redacted_in_every_string():
+    assert redaction.redact_json({"message": {"message": "token=abc", "extraInfo": {"n": 3, "l": ["hf_AbCdEfGhIjKl"]}}}) \
+        == {"message": {"message": "token=[redacted]", "extraInfo": {"n": 3, "l": ["[redacted]"]}}}
+
+
+# Inputs that made the old patterns start again inside a word they had read (quadratic: 3.3 s for 8,000
+# characters) or recurse once per pair (a RecursionError for "x=x=...").
+ADVERSARIAL = ["a", "a1", "éa", "a-", "a:", "a://", "a://b:", "\"=", "eyJ-", "x=", "token=", "a=b:", " "]
+
+
+@pytest.mark.parametrize("unit", ADVERSARIAL)
+def test_redaction_is_linear_in_its_input(unit):
+    import time
+
+    def cost(n: int) -> float:
+        text = (unit * n)[:n]
+        best = float("inf")
+        for _ in range(5):  # this process's CPU time, the least of five: the machine is shared
+            started = time.process_time()
+            redact_argv(["--flag", text, f"--x={text}"])
+            redaction.secrets_of([text], {"X": text})
+            best = min(best, time.process_time() - started)
+        return best
+
+    small, large = cost(2_000), cost(16_000)
+    assert large < 20 * small + 0.02, (unit, small, large)  # 8 times the input: about 8 times the time, never 64
+
+
+def test_a_script_argument_of_120000_characters_takes_a_moment():
+    import time
+
+    started = time.perf_counter()
+    redact_argv(["train.py", "a" * 120_000])  # it hung a launch: about 280 s a call before
+    assert time.perf_counter() - started < 2.0

@@ -19,8 +19,9 @@ def test_a_jobs_ranks_carry_the_run_markers_and_read_their_job_back(tmp_path):
 
 
 def _rank(env: dict[str, str], ppid: int) -> Facts:
+    """A rank of the job, whose directory holds the job's run id (RunDir.create wrote it)."""
     return Facts(pid=500, ppid=ppid, start_ticks=2000, ns_pid=500, create_time=1.0, argv=("python", "train.py"),
-                 markers=env)
+                 markers=env, run_dir_holds="launch-x")
 
 
 def test_a_launched_rank_is_an_orphan_only_once_its_launcher_is_gone():

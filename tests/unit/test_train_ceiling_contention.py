@@ -127,7 +127,7 @@ def test_a_negative_control_that_cannot_tell_fails_on_its_own_row():
     record = _train_record(local_differs=False)
     rows = {c.check: c.verdict for c in train.checks(record)}
     assert rows == {"gradients synchronised": Verdict.PASS, "negative control": Verdict.FAIL,
-                    "step time": Verdict.PASS}
+                    "step time": Verdict.INFO}
 
 
 def test_one_rank_has_no_negative_control_and_still_passes():
@@ -140,7 +140,7 @@ def test_one_rank_has_no_negative_control_and_still_passes():
 def test_ceiling_judges_only_that_its_rank_finished():
     copy = DeviceCopy(size_bytes=1 << 20, time_us=10.0, gbps=104.9, method="test", iters=2, rw_gbps=209.7)
     done = CeilingRecord(session=session_record(world_size=1), device_copy=copy)
-    assert [(c.check, c.verdict) for c in ceiling.checks(done)] == [("device copy bandwidth", Verdict.PASS)]
+    assert [(c.check, c.verdict) for c in ceiling.checks(done)] == [("device copy bandwidth", Verdict.INFO)]
     failed = CeilingRecord(session=session_record(completed=False, world_size=1))
     assert [(c.check, c.verdict) for c in ceiling.checks(failed)] == [("ceiling completed", Verdict.FAIL)]
     assert ceiling.summary(failed) == "rank 0 failed"

@@ -61,23 +61,38 @@ def test_a_hang_needs_a_rank_that_beats_and_waits_and_the_full_timeout():
     paused = st(heartbeat=NOW - 30)  # SIGSTOP, the GIL held in C code, a process that exec'd away
     assert is_hung({0: st(torch_call="all_reduce"), 1: paused}, 5.0, 5.0, NOW, 2.0)  # the others wait on it
     assert not is_hung({0: st(), 1: paused}, 600.0, 5.0, NOW, 2.0)  # nobody waits for it yet
-    assert not is_hung({0: paused, 1: st(heartbeat=NOW - 30)}, 600.0, 5.0, NOW, 2.0)  # every rank in a long C call
     # a rank frozen while its last status showed it waiting waits on nobody that we can see
     assert not is_hung({0: st(torch_call="all_reduce", heartbeat=NOW - 30), 1: st()}, 600.0, 5.0, NOW, 2.0)
     assert not is_hung({0: st(phase="finished", heartbeat=NOW - 30), 1: st()}, 5.0, 5.0, NOW, 2.0)
 
 
-def test_an_import_that_moves_is_progress_and_one_that_stopped_is_not():
-    def importing(*frames, heartbeat=NOW):
+def test_frozen_ranks_that_compute_are_no_hang_and_idle_ones_left_alone_are():
+    """Every rank in a long C call holding the GIL: no heartbeat anywhere, nobody waits. Computing (their processes
+    use CPU) they are healthy; idle (a lock, a sleep) with nobody else running they are stuck: a rank that hangs at
+    exit holding the GIL after the others finished was never declared."""
+    both_frozen = {0: st(heartbeat=NOW - 30), 1: st(heartbeat=NOW - 30)}
+    assert not is_hung(both_frozen, 600.0, 5.0, NOW, 2.0, active={0, 1})
+    assert not is_hung(both_frozen, 600.0, 5.0, NOW, 2.0)  # not known (another machine's): taken as active
+    assert not is_hung(both_frozen, 600.0, 5.0, NOW, 2.0, active={1})
+    assert is_hung(both_frozen, 5.0, 5.0, NOW, 2.0, active=set())
+    at_exit = {0: st(phase="finished", heartbeat=NOW - 30), 1: st(heartbeat=NOW - 30)}
+    assert is_hung(at_exit, 5.0, 5.0, NOW, 2.0, active=set())
+    assert not is_hung(at_exit, 5.0, 5.0, NOW, 2.0, active={1})
+
+
+def test_an_import_that_loads_modules_is_progress_and_one_that_stopped_is_not():
+    def importing(modules, heartbeat=NOW):
         return RankState(rank=1, pid=2, phase="running", heartbeat=heartbeat, in_process_group=False,
-                         where=Where(None, None, list(frames), True))
+                         where=Where(None, None, ["vocab.py:3 in <module>"], True, modules))
 
     in_init = st(torch_call="init_process_group")
-    first = {0: in_init, 1: importing("<frozen importlib._bootstrap>:241 in _call_with_frames_removed",
-                                      "torch/__init__.py:400 in <module>")}
-    later = {0: in_init, 1: importing("<frozen importlib._bootstrap>:241 in _call_with_frames_removed",
-                                      "torch/nn/__init__.py:12 in <module>")}
-    assert progress_key(first) != progress_key(later)
-    assert progress_key(later) == progress_key(dict(later))
-    # stuck in one import for the hang timeout while rank 0 waits in init: hung, whatever it still imports
-    assert is_hung(later, 5.0, 5.0, NOW, 2.0)
+    assert progress_key({0: in_init, 1: importing(800)}) != progress_key({0: in_init, 1: importing(812)})
+    # a loop that never ends inside an import moves its lines, not the modules loaded
+    assert progress_key({0: in_init, 1: importing(812)}) == progress_key({0: in_init, 1: importing(812)})
+    assert is_hung({0: in_init, 1: importing(812)}, 5.0, 5.0, NOW, 2.0)
+    # frozen inside an import (a large library's dlopen holds the GIL): slow while its process works, and for no
+    # longer than the start grace; stopped (SIGSTOP) or idle, it is frozen
+    dlopen = {0: in_init, 1: importing(812, heartbeat=NOW - 8)}
+    assert not is_hung(dlopen, 8.0, 5.0, NOW, 2.0, active={0, 1})
+    assert is_hung(dlopen, 8.0, 5.0, NOW, 2.0, active={0, 1}, hold_for_imports=False)
+    assert is_hung(dlopen, 8.0, 5.0, NOW, 2.0, active={0})

@@ -53,9 +53,9 @@ class CheckConfig:
     """Seconds without progress before a stage's ranks are cut."""
     deadline_s: float = option("--deadline", default=DEFAULT_DEADLINE_S, range=SECONDS, metavar="S")
     """Seconds from ddplab's start after which the check stops itself (the running stage's ranks ended, the stages
-    after it not run) and says UNKNOWN, naming what was not run. The default stays under the 60 s after which
-    Slurm kills a HealthCheckProgram, with 10 s left to stop and write the report; a check that needs longer (8
-    devices) needs a larger value and a runner that allows it."""
+    after it not run) and says UNKNOWN, naming what was not run; under the 60 s after which Slurm kills a
+    HealthCheckProgram, with 10 s left to stop and write the report (a check of 8 devices needs a larger value and
+    a runner that allows it)."""
     thresholds: str | None = option("--thresholds", default=None, metavar="FILE")
     """TOML file of busbw and latency bounds per machine type; default: the built-in bounds."""
     baseline: str | None = option("--baseline", default=None, metavar="REPORT")

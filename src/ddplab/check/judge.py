@@ -22,6 +22,7 @@ from ..interrupts import DEADLINE
 from ..lab import stage_checks
 from ..records import Verdict
 from ..records.hooks import InSession, Interruptible
+from ..records.clean import ORPHANS_CHECK
 from ..records.run import StageRecord
 from . import rules
 from .baseline import Baseline
@@ -31,7 +32,7 @@ from .thresholds import Thresholds
 
 BUILT_IN = "built-in defaults: exact data, nothing left behind, every measurement's own checks, busbw as a " \
            "share of the copy ceiling"
-ESCALATED = {("env", "orphaned processes"): (Status.CRITICAL, "built-in: nothing left behind (a node with orphaned "
+ESCALATED = {("env", ORPHANS_CHECK): (Status.CRITICAL, "built-in: nothing left behind (a node with orphaned "
                                                               "ranks is not ready for the next job)")}
 SUPERSEDED_BY_LATENCY = {("storm", "mean all_reduce latency")}
 
@@ -117,19 +118,19 @@ def _stage_rows(stages: list[StageRecord], has_latency_bound: bool, stopped: boo
         for c in stage_checks(stage):
             if has_latency_bound and (stage.name, c.check) in SUPERSEDED_BY_LATENCY:
                 continue
-            status, rule = Status.of(c.verdict), f"{stage.name}'s own check: {c.meaning}"
-            not_applicable = c.verdict is Verdict.SKIP and stage.verdict is not Verdict.SKIP
-            if not_applicable:
+            status, rule, verdict = Status.of(c.verdict), f"{stage.name}'s own check: {c.meaning}", c.verdict
+            if c.verdict is Verdict.SKIP and stage.verdict is not Verdict.SKIP:
                 # a row that does not apply to this node (one device: no "one rank per device"), in a stage that
                 # ran: nothing unknown about the node
                 status, rule = Status.OK, f"{stage.name}: does not apply here ({c.value})"
             if (stage.name, c.check) in ESCALATED and status is Status.WARNING:
                 status, rule = ESCALATED[(stage.name, c.check)]
+                verdict = status.verdict
             if stopped_here and status is not Status.OK:
-                status, rule = Status.UNKNOWN, f"the stop cut {stage.name} short: {rule}"
+                status, rule, verdict = Status.UNKNOWN, f"the stop cut {stage.name} short: {rule}", None
             out.append(NodeCheck(f"{stage.name}.{slug(c.check)}", stage.name, c.check, status, c.value, c.threshold,
                                  rule, c.next_step, reading=_reading(stage, c), duration_s=stage.duration_s,
-                                 not_applicable=not_applicable))
+                                 verdict=verdict))
     return out
 
 

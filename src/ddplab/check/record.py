@@ -39,8 +39,9 @@ class Status(str, enum.Enum):
 
     @classmethod
     def of(cls, verdict: Verdict) -> "Status":
+        """A row's verdict on the runners' scale: INFO judged nothing, so it is no problem of the node (OK)."""
         return {Verdict.PASS: cls.OK, Verdict.WARN: cls.WARNING, Verdict.FAIL: cls.CRITICAL,
-                Verdict.SKIP: cls.UNKNOWN}[Verdict(verdict)]
+                Verdict.SKIP: cls.UNKNOWN, Verdict.INFO: cls.OK}[Verdict(verdict)]
 
     @staticmethod
     def worst(statuses) -> "Status":
@@ -78,16 +79,23 @@ class NodeCheck:
     next_step: str = "none"
     reading: Reading | None = field(default=None, metadata=OMIT)
     duration_s: float | None = field(default=None, metadata=OMIT)  # its stage's
-    not_applicable: bool = field(default=False, metadata=OMIT_DEFAULT)  # OK because it does not apply to this node
+    # The row in ddplab's own words (records.Verdict: PASS, WARN, FAIL, SKIP, INFO), as the terminal and the page
+    # show it; ``status`` is the runners' scale. None in reports before it: the status's verdict.
+    verdict: Verdict | None = field(default=None, metadata=OMIT)
 
     @property
     def message(self) -> str:
         """One line: what, how much, against what."""
         return f"{self.stage} {self.name}: {self.value} (expected {self.threshold})"
 
+    @property
+    def shown(self) -> Verdict:
+        """The row's word in ddplab's vocabulary: what a runner's format says beside its own status (JUnit's
+        skipped, an informational row) and what the page shows."""
+        return self.verdict if self.verdict is not None else self.status.verdict
+
     def as_check(self) -> Check:
-        return Check(self.name, self.status.verdict, self.value, self.threshold, self.rule, self.next_step,
-                     stage=self.stage)
+        return Check(self.name, self.shown, self.value, self.threshold, self.rule, self.next_step, stage=self.stage)
 
 
 @dataclass(frozen=True)

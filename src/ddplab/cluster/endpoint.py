@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
 from ..errors import EnvironmentUnsupported, UsageError, invalid_choice
+from ..validators import is_digits
 
 HOST_CHOICES = ("auto", "yes", "no")
 CONNECT_ATTEMPT_S = 2.0  # one TCP connect; a firewall that drops packets shows as this timeout
@@ -48,7 +49,7 @@ class Endpoint:
         """HOST:PORT, NAME:PORT or [IPv6]:PORT (port 1-65535), else exit 2."""
         host, sep, port = text.strip().rpartition(":")
         host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-        if not (sep and host and port.isdigit() and 1 <= int(port) <= 65535):
+        if not (sep and host and is_digits(port) and len(port) <= 5 and 1 <= int(port) <= 65535):
             raise UsageError("invalid-rdzv-endpoint",
                              f'--rdzv-endpoint "{text}" is not HOST:PORT (port 1-65535), e.g. node0:29400')
         return cls(host, int(port))

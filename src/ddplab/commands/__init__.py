@@ -3,6 +3,8 @@
 A command module defines SUMMARY, add_arguments(parser), validate(args) (pure checks,
 raising UsageError before anything starts) and main(args, console) -> exit code.
 Command modules import torch only inside functions, so `ddplab --help` is instant.
+A command module also defines EXAMPLES, and the first paragraph of its docstring is for
+the user: commands/help.py makes every command's --help from them.
 """
 
 from __future__ import annotations
@@ -42,3 +44,4 @@ def render(report, console) -> None:
         load("compare").render(report, report.config.old, report.config.new, console)
         return
     load(report.command).render(report, console)
+

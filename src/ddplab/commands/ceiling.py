@@ -1,4 +1,7 @@
-"""`ddplab ceiling`: the loopback ceiling of the report's section 3.2 (measurements/ceiling.py says how)."""
+"""Measure this machine's copy ceiling: device-to-device copy bandwidth (the bytes once, and read
+plus written) and host-to-device and device-to-host, the bound that collectives on one device run under.
+
+`ddplab ceiling`: the loopback ceiling of the report's section 3.2 (measurements/ceiling.py says how)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,10 @@ from ..records import Report
 from . import options
 
 SUMMARY = ceiling.SUMMARY
+EXAMPLES = (  # shown by --help (commands.help_epilog)
+    ("ddplab ceiling", "copies of the default size"),
+    ("ddplab ceiling --bytes 4G", "copies of 4 GiB"),
+)
 
 
 def render(report: Report, console) -> None:

@@ -1,4 +1,9 @@
-"""`ddplab check`: a node acceptance check, said in the language of the health-check runner that calls it.
+"""Check that this node is fit for training, and say so in the language of the health-check runner that
+calls it: a Nagios or Slurm status line, a node-problem-detector message, a Prometheus textfile, JUnit XML or JSON.
+It runs a short storm, a sweep with exact data, the copy ceiling and one drill, and holds the results to a
+thresholds file, a good node's report or the built-in bounds.
+
+`ddplab check`: a node acceptance check, said in the language of the health-check runner that calls it.
 
 Nagios, node-problem-detector, Slurm, Prometheus' textfile collector and JUnit, from one run of the lab's
 measurements:
@@ -24,26 +29,35 @@ from ..check.config import CheckConfig
 from . import options
 
 SUMMARY = "node acceptance check for fleet runners: Nagios, node-problem-detector, Slurm, Prometheus, JUnit"
+OUTPUT_FORMATS = formats.FORMATS  # what --format may say (cli.py checks it, as every command's)
 # Options spelt out in full: a runner's error hook (runner_error) reads --format, --textfile-dir and --junit from a
 # command line argparse may have refused, and must read the same options argparse would have.
 PARSER_OPTIONS = {"allow_abbrev": False}
+EXAMPLES = (  # shown by --help (commands.help_epilog)
+    ("ddplab check", "check this node against the built-in bounds"),
+    ("ddplab check --format nagios --thresholds thresholds.toml", "one Nagios status line, held to your bounds"),
+    ("ddplab check --baseline good.json --tolerance 5%", "hold this node to a good node's report"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_config_arguments(parser, CheckConfig, json=None)
     # What goes where: the runner's language on stdout, and the files its collectors read (not the check's Config).
     parser.add_argument("--format", default="text", metavar="|".join(formats.FORMATS),
-                        help="what goes to stdout, and which exit codes: text (ddplab's: 0 pass or warn, 1 fail, "
-                             "2 usage, 3 cannot run or stopped by --deadline, 130 stopped by a signal), json (the "
-                             "report; the same codes), nagios (one status line with perfdata; 0 OK, 1 WARNING, 2 "
-                             "CRITICAL, 3 UNKNOWN), npd (node-problem-detector: one message line; 0 OK or WARNING, "
-                             "1 CRITICAL, 2 UNKNOWN) (default: text)")
+                        help=cli_options.help_text(
+                            "what goes to stdout, and which exit codes: text (ddplab's: 0 pass or warn, 1 fail, "
+                            "2 usage, 3 cannot run or stopped by --deadline, 130 stopped by a signal), json (the "
+                            "report; the same codes), nagios (one status line with perfdata; 0 OK, 1 WARNING, 2 "
+                            "CRITICAL, 3 UNKNOWN), npd (node-problem-detector: one message line; 0 OK or WARNING, "
+                            "1 CRITICAL, 2 UNKNOWN)", "text"))
     parser.add_argument("--write-baseline", metavar="PATH", default=None,
-                        help="also write the report here, to hold other nodes to (default: none)")
-    parser.add_argument("--textfile-dir", metavar="DIR", default=None,
-                        help="write ddplab_check.prom here for node_exporter's textfile collector (default: none)")
-    parser.add_argument("--junit", metavar="PATH", default=None,
-                        help="write JUnit XML here, one testcase per check (default: none)")
+                        type=cli_options.path_argument("--write-baseline"),
+                        help=cli_options.help_text("also write the report here, to hold other nodes to", "none"))
+    parser.add_argument("--textfile-dir", metavar="DIR", default=None, type=cli_options.path_argument("--textfile-dir"),
+                        help=cli_options.help_text("write ddplab_check.prom here for node_exporter's textfile "
+                                                   "collector", "none"))
+    parser.add_argument("--junit", metavar="PATH", default=None, type=cli_options.path_argument("--junit"),
+                        help=cli_options.help_text("write JUnit XML here, one testcase per check", "none"))
     options.add_json_argument(parser, "also write the JSON report here")
 
 
@@ -78,13 +92,7 @@ def expectations_of(config: CheckConfig):
 def validate(args) -> CheckConfig:
     from ..files import check_output_dir, check_output_file
 
-    from ..errors import UsageError
-    from ..report import STDOUT
-
-    config = config_from_args(args)
-    if args.json == STDOUT and args.format != "text":
-        raise UsageError("stdout-taken", f"--json - and --format {args.format} would both write to standard output; "
-                                         "give --json a file, or use --format json alone")
+    config = config_from_args(args)  # --json - beside a --format that writes stdout: refused by cli.py
     expectations_of(config)
     if config.from_report:
         from ..catalog import read_report

@@ -1,4 +1,8 @@
-"""`ddplab clean [--yes] [--pid N]`: list orphaned ranks (a launcher marked them and that
+"""List orphaned ranks, processes a launcher marked whose launcher is provably gone, and with --yes end
+exactly those (SIGTERM, then SIGKILL) and check that the device memory came back. Other processes on the device
+are listed beside them and never ended, unless you name one with --pid.
+
+`ddplab clean [--yes] [--pid N]`: list orphaned ranks (a launcher marked them and that
 launcher is provably gone) and, with --yes, end exactly those (SIGTERM, then SIGKILL) and
 check the device memory came back. Other processes on the device are listed beside them
 and never ended, unless the user names one with --pid.
@@ -16,6 +20,11 @@ from ..report import human_bytes
 from . import options
 
 SUMMARY = clean.SUMMARY
+EXAMPLES = (  # shown by --help (commands.help_epilog)
+    ("ddplab clean", "list the orphans; nothing is ended"),
+    ("ddplab clean --yes", "end exactly the orphans listed"),
+    ("ddplab clean --pid 4242 --yes", "end the one process you named"),
+)
 
 
 def render(report: Report, console) -> None:
@@ -46,7 +55,7 @@ def _render_orphans(orphans: list[Orphan], console) -> None:
         console.print("no orphaned processes")
         return
     console.print(display.kv_table("Orphaned processes (launcher gone)", [
-        (str(o.pid), f"age {o.age_s:.0f}s, device mem {human_bytes(o.device_mem_bytes)}, {o.reason}\n{o.cmdline}")
+        (str(o.pid), f"{o.cmdline}: age {o.age_s:.0f}s, device mem {human_bytes(o.device_mem_bytes)}; {o.reason}")
         for o in orphans]))
 
 
@@ -83,4 +92,4 @@ add_arguments, config_from_args, validate, _ = options.measurement_command(clean
 def main(args, console) -> int:
     config = config_from_args(args)
     report = make_report(clean, config, clean.run(config))
-    return display.finish(report, render, args.json, console)
+    return options.finish(report, render, args, console)

@@ -1,4 +1,7 @@
-"""`ddplab compare A B`: put two sets of collective timings side by side.
+"""Put two sets of collective timings side by side, nccl-tests text output or ddplab JSON reports,
+and exit 1 when B is slower than A beyond the tolerance or a stage's verdict got worse.
+
+`ddplab compare A B`: put two sets of collective timings side by side.
 
 Each of A and B is nccl-tests / rccl-tests / mccl-tests text output, or a ddplab JSON
 report (`ddplab sweep --json`, `ddplab storm --json`, `ddplab run`'s report, ...). Rows are
@@ -14,7 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import comparison, display, spikes
+from .. import cli_options, comparison, spikes
 from ..errors import UsageError, printable
 from ..records import Report, make_report
 from ..records.compare import CompareConfig, CompareRecord, ComparedRow, MissingRow
@@ -22,13 +25,17 @@ from ..sizes import human
 from . import options
 
 SUMMARY = comparison.SUMMARY
+EXAMPLES = (  # shown by --help (commands.help_epilog)
+    ("ddplab compare nccl-tests.txt sweep.json", "nccl-tests' output beside a ddplab sweep"),
+    ("ddplab compare old.json new.json --tolerance 10% --html diff.html", "two runs, and a page with both"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, CompareConfig, json="write the comparison as JSON")
-    parser.add_argument("--html", metavar="PATH", default=None,
-                        help="write the comparison as a page: per collective, time and busbw against size, A dashed "
-                             "beside B (default: none)")
+    options.add_config_arguments(parser, CompareConfig, json="also write the comparison as JSON here")
+    parser.add_argument("--html", metavar="PATH", default=None, type=cli_options.path_argument("--html"),
+                        help=cli_options.help_text("write the comparison as a page: per collective, time and busbw "
+                                                   "against size, A dashed beside B", "none"))
 
 
 def config_from_args(args) -> CompareConfig:
@@ -54,7 +61,7 @@ def main(args, console) -> int:
         from ..html_report import write_page
 
         write_page(report, args.html)
-    return display.finish(report, lambda rep, out: render(rep, old.label, new.label, out), args.json, console)
+    return options.finish(report, lambda rep, out: render(rep, old.label, new.label, out), args, console)
 
 
 def render(report: Report, old_label: str, new_label: str, console) -> None:

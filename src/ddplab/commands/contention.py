@@ -1,4 +1,9 @@
-"""`ddplab contention`: the time-slicing tax of the report's section 3.2: K processes computing on one device
+"""Measure what sharing one device costs: several processes computing on it at once, against one
+alone, as aggregate efficiency and each process's slowdown. Without --mps the processes time-slice the device;
+unlike the other commands, contention never takes the sharing daemon unasked, because time slicing is what it
+measures.
+
+`ddplab contention`: the time-slicing tax of the report's section 3.2: K processes computing on one device
 vs one alone (measurements/contention.py says how). Without `--mps` the processes time-slice: unlike other
 commands, contention never takes the sharing daemon by default, because time slicing is what it measures."""
 
@@ -10,6 +15,10 @@ from ..records import Report
 from . import options
 
 SUMMARY = contention.SUMMARY
+EXAMPLES = (  # shown by --help (commands.help_epilog)
+    ("ddplab contention", "two processes on one device, time-sliced"),
+    ("ddplab contention --nproc 4 --mps", "four processes through the MPS daemon"),
+)
 
 
 def render(report: Report, console) -> None:

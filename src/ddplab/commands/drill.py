@@ -1,4 +1,8 @@
-"""`ddplab drill NAME`: reproduce a fault on purpose, measure how the stack reacts, and show
+"""Reproduce a fault on purpose (a killed rank or launcher, Ctrl+C, a late, stalled, straggling,
+desynchronised or out-of-memory rank, a lost machine), measure how the stack reacts, and show that ddplab's
+supervision names the right rank and leaves nothing behind.
+
+`ddplab drill NAME`: reproduce a fault on purpose, measure how the stack reacts, and show
 that ddplab's supervision names the right rank and leaves nothing behind.
 
 NAME is one of the drills in ddplab.drills (kill-rank and kill_rank both work), or
@@ -6,6 +10,8 @@ NAME is one of the drills in ddplab.drills (kill-rank and kill_rank both work), 
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from rich.markup import escape
 
@@ -17,6 +23,12 @@ from ..records.drill import DrillOutcome
 from . import options
 
 SUMMARY = drill.SUMMARY
+EXAMPLES = (  # shown by --help (commands.help_epilog)
+    ("ddplab drill kill_rank", "kill one rank and time the job's teardown"),
+    ("ddplab drill short", "every drill that takes seconds"),
+    ("ddplab drill kill_launcher --launcher torchrun",
+     "what plain torchrun leaves behind when its launcher dies"),
+)
 
 
 def render(report: Report, console) -> None:
@@ -67,4 +79,17 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else f"...{text[-limit:]}"
 
 
-add_arguments, config_from_args, validate, main = options.measurement_command(drill, render)
+add_arguments, config_from_args, validate, _ = options.measurement_command(drill, render)
+
+
+def main(args, console) -> int:
+    """The drills' runs, and their report, in one directory of this command's own: --run-dir (refused when it holds
+    a run), else ./ddplab-runs/drill-<time>-<suffix>; each drill's launches under <dir>/<drill>/."""
+    from ..rundir import claim_new
+
+    config = config_from_args(args)
+    for name in config.drills:  # a --run-dir that holds a run is refused before it is claimed
+        drill.check_drill_dir(config.launch.run_dir, name)
+    path, _ = claim_new(config.launch.run_dir, "drill", "--run-dir")
+    config = replace(config, launch=replace(config.launch, run_dir=str(path.resolve())))
+    return options.run_measurement(drill, config, render, args, console)

@@ -1,4 +1,9 @@
-"""`ddplab env`: the doctor. What this machine is, what will work on it, and why
+"""Describe this machine and what will work on it: the devices, torch and the collective library (the
+version built in and the one actually loaded), free memory, the backends, how two ranks would share one device
+and why, where a run listens, the watchdog settings, a whitelisted environment with secrets withheld, and any
+orphaned ranks left by earlier jobs.
+
+`ddplab env`: the doctor. What this machine is, what will work on it, and why
 (measurements/env.py says what it reports)."""
 
 from __future__ import annotations
@@ -13,6 +18,10 @@ from ..report import human_bytes
 from . import options
 
 SUMMARY = env.SUMMARY
+EXAMPLES = (  # shown by --help (commands.help_epilog)
+    ("ddplab env", "describe this machine"),
+    ("ddplab env --json env.json", "the same, as a JSON report to attach to a bug report"),
+)
 
 
 def render(report: Report, console) -> None:

@@ -1,4 +1,9 @@
-"""`ddplab launch`: run your own training script as torchrun would, and supervise it.
+"""Run your own training script as torchrun would, and supervise it: when a rank fails or the job
+hangs, name the rank that holds the others up and the collective, save every rank's stacks and flight record,
+and leave nothing running. Every torchrun option works; ddplab's own options come before the script, as
+torchrun's do.
+
+`ddplab launch`: run your own training script as torchrun would, and supervise it.
 
     ddplab launch --nproc-per-node 2 --hang-timeout 60 -- train.py --lr 0.1
 
@@ -23,14 +28,22 @@ PET_* environment defaults) means what it means to torchrun (job/torchrun_args.p
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .. import cli_options
+from .help import HelpFormatter, description, help_epilog
 from ..errors import ExitCode, UsageError, printable
 from ..job import run as job
 from ..job.config import LAUNCH_USAGE, Target, UserJobConfig
 from ..records import Report
+from ..validators import is_whole_number, read_number
 
 SUMMARY = job.SUMMARY
+EXAMPLES = (  # shown by --help (commands.help_epilog)
+    ("ddplab launch --nproc-per-node 2 -- train.py --lr 0.1", "two ranks of your script, supervised"),
+    ("ddplab launch --nproc-per-node 8 --hang-timeout 300 --out job1 -- train.py",
+     "a hang declared after 300 s without progress; the report in job1/"),
+)
 DDPLAB_OPTIONS = tuple(cli_options.options_of(UserJobConfig))  # --hang-timeout, --out, --ras, --no-stragglers
 PREFIX = "ddplab_"  # where ddplab's options land in torchrun's namespace, apart from torchrun's own
 # Set by the script's position, not kept as torchrun options.
@@ -50,10 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     from torch.distributed.run import get_args_parser
 
     parser = get_args_parser()
+    _read_numbers_with_ascii_digits(parser)
     parser.prog = "ddplab launch"
     parser.usage = LAUNCH_USAGE
-    parser.description = ("Run a training script as torchrun would, and supervise it: name the rank that "
-                          "holds the others up, save every rank's stack and flight record, leave nothing running.")
+    this = sys.modules[__name__]  # its --help is made as every command's (commands/__init__.py)
+    parser.description, parser.epilog = description(this), help_epilog(this)
+    parser.formatter_class = HelpFormatter
     group = parser.add_argument_group("ddplab options (before the script, like torchrun's)")
     cli_options.add_arguments(group, UserJobConfig, prefix=PREFIX)
     ras = next(a for a in group._group_actions if a.dest == f"{PREFIX}ras")
@@ -64,6 +79,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.error = error
     return parser
+
+
+def _read_numbers_with_ascii_digits(parser: argparse.ArgumentParser) -> None:
+    """torchrun's whole-number and decimal options read as every ddplab option is (validators.read_number): its
+    parser's int and float take "٢" as 2 and "1_0" as 10. Refused as torchrun's parser refuses a bad value."""
+    for action in parser._actions:
+        if action.type in (int, float) and action.option_strings:
+            action.type = _number_type(action.option_strings[0], integer=action.type is int)
+
+
+def _number_type(flag: str, integer: bool):
+    def number(text: str):
+        try:
+            return read_number(text, flag, integer=integer)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    number.__name__ = "int" if integer else "float"
+    return number
 
 
 def _ras_services() -> str:
@@ -95,7 +129,7 @@ def check_nproc_word(value: str, parser: argparse.ArgumentParser) -> None:
     import torch
 
     words = _nproc_words(parser)
-    if value.lstrip("-").isdigit() or value in words or value == torch._C._get_privateuse1_backend_name():
+    if is_whole_number(value) or value in words or value == torch._C._get_privateuse1_backend_name():
         return
     raise UsageError("invalid-nproc-per-node", f"--nproc-per-node {value}: valid values are a whole number or one "
                                                f"of torchrun's: {', '.join(words)}")
@@ -133,6 +167,8 @@ def render(report: Report, console) -> None:
     # markup off: sizes look like markup; printable: a rank's own words may hold terminal escapes
     say = lambda text: console.print(printable(text), markup=False, highlight=False)  # noqa: E731
     say(f"ddplab launch: {r.outcome.upper()} in {r.duration_s:.1f} s")
+    if r.launcher_error:  # why the launcher itself failed (a port taken, a rendezvous that never met)
+        say(f"  launcher error: {r.launcher_error}")
     culprit = r.culprit
     if culprit:
         say(f"  culprit: {culprit.reason}")

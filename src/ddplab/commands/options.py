@@ -8,11 +8,18 @@ import argparse
 import os
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Mapping
 
-from .. import cli_options
+from .. import cli_options, display
 from ..cluster import launchers
 from ..config import LaunchOptions
+from ..errors import UsageError, invalid_choice
+from ..records.hooks import InSession
+from ..report import STDOUT
+from ..rundir import REPORT_FILE
+
+OUTPUT_FORMATS = ("text", "json")  # every command that shows a result; `check` adds its runners' (check/formats)
 
 # The names config.py cannot list (it must not import the vendor table): defined here, above the platform.
 cli_options.define_vocabulary("device", lambda: ("auto", *_vendors()[1]))
@@ -26,15 +33,68 @@ def _vendors():
 
 
 def add_config_arguments(parser: argparse.ArgumentParser, config_cls: type, *,
-                         json: str | None = "write the JSON report here") -> None:
-    """The Config's options, and --json PATH (the report, written at the end; ``json``: its help) unless None."""
+                         json: str | None = "also write the JSON report here") -> None:
+    """The Config's options, and the output options (``add_output_arguments``; ``json``: --json's help) unless
+    None."""
     cli_options.add_arguments(parser, config_cls)
     if json:
-        add_json_argument(parser, json)
+        add_output_arguments(parser, json)
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, json_help: str) -> None:
+    """--format text|json and --json PATH: what goes to standard output, and a copy of the report elsewhere."""
+    parser.add_argument("--format", default="text", metavar="|".join(OUTPUT_FORMATS), help=cli_options.help_text(
+        "what goes to standard output: text, the result as a person reads it, or json, the JSON report alone (what "
+        "the command shows then goes to standard error)", "text"))
+    add_json_argument(parser, json_help)
 
 
 def add_json_argument(parser: argparse.ArgumentParser, help: str) -> None:
-    parser.add_argument("--json", metavar="PATH", default=None, help=f"{help} (default: none)")
+    parser.add_argument("--json", metavar="PATH", default=None, type=cli_options.path_argument("--json"),
+                        help=cli_options.help_text(f"{help}; - is standard output, as --format json", "none"))
+
+
+def json_on_stdout(args) -> bool:
+    """Whether standard output carries the JSON report alone (--format json, or --json -): then what the command
+    shows goes to standard error."""
+    return getattr(args, "format", "text") == "json" or getattr(args, "json", None) == STDOUT
+
+
+def check_output_options(args, formats: tuple[str, ...] = OUTPUT_FORMATS) -> None:
+    """--format is one of ``formats`` (a command's own, as `check`'s), and standard output has one writer: --json -
+    beside a --format that writes there is refused (exit 2)."""
+    fmt = getattr(args, "format", None)
+    if fmt is None:
+        return
+    if fmt not in formats:
+        raise invalid_choice("format", fmt, formats)
+    if getattr(args, "json", None) == STDOUT and fmt != "text":
+        raise UsageError("stdout-taken", f"--json - and --format {fmt} would both write to standard output; give "
+                                         "--json a file, or use --format json alone")
+
+
+def finish(report, render, args, console, run_dir: str | os.PathLike | None = None) -> int:
+    """How a command that shows one report ends: the report in its run directory (``run_dir``/report.json, always,
+    where the command has one), the --json copy, the JSON on standard output for --format json; then what it shows,
+    where its report is, and its exit code (display.finish)."""
+    from ..errors import printable
+
+    record = Path(run_dir) / REPORT_FILE if run_dir else None
+    files = [path for path in (record, getattr(args, "json", None)) if path and str(path) != STDOUT]
+    code = display.finish(report, render, console, files=files, to_stdout=json_on_stdout(args))
+    if record is not None:
+        console.print(f"report: {printable(str(record))}", markup=False, highlight=False, soft_wrap=True)
+    return code
+
+
+def run_directory(config, record) -> Path | None:
+    """Where a command's run lives: its ranks' run directory, or the one the command claimed for launches of its
+    own (a drill's --run-dir); None for a command that starts nothing (env)."""
+    session = record.session if isinstance(record, InSession) else None
+    if session is not None and session.run_dir:
+        return Path(session.run_dir)
+    launch = getattr(config, "launch", None)
+    return Path(launch.run_dir) if launch is not None and launch.run_dir else None
 
 
 def config_from_args(config_cls: type, args, environ: Mapping[str, str] = os.environ):
@@ -79,12 +139,13 @@ def measurement_command(measurement, render):
 
 
 def run_measurement(measurement, config, render, args, console) -> int:
-    """What a measurement command does once its Config is built: run it, report, render, exit code."""
-    from .. import display, measurements
+    """What a measurement command does once its Config is built: run it, report (into its run directory too),
+    render, exit code."""
+    from .. import measurements
     from ..session import Observer
 
     record = measurement.run(config, Observer(console if writes_the_report(config) else None))
     report = measurements.report(measurement, config, record)
     if not writes_the_report(config):
         return report.verdict.exit_code
-    return display.finish(report, render, args.json, console)
+    return finish(report, render, args, console, run_directory(config, record))

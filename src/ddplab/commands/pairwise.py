@@ -1,4 +1,8 @@
-"""`ddplab pairwise`: every pair of machines of a job, one rank on each, to find a slow or broken one
+"""Find a slow or broken machine in a job: every pair of machines runs all_reduce, one rank on each,
+in rounds of disjoint pairs; each pair's latency and bus bandwidth are compared with the others', and the machine
+every slow pair shares is named. Run it on every machine of the job, as the other commands across machines.
+
+`ddplab pairwise`: every pair of machines of a job, one rank on each, to find a slow or broken one
 (measurements/pairwise.py says how). Run it on every machine, as the other commands across machines:
 
     ddplab pairwise --nnodes 3 --rdzv-endpoint node0:29400        (on each of the three machines)
@@ -13,6 +17,11 @@ from ..records.pairwise import PairwiseRecord
 from . import machines_view, options
 
 SUMMARY = pairwise.SUMMARY
+EXAMPLES = (  # shown by --help (commands.help_epilog)
+    ("ddplab pairwise --nnodes 4 --rdzv-endpoint node0:29400", "the same command on each of four machines"),
+    ("srun --nodes 4 --ntasks-per-node 1 ddplab pairwise",
+     "under Slurm, which says the machines and the endpoint"),
+)
 
 
 def render(report: Report, console) -> None:

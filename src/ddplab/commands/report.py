@@ -1,4 +1,9 @@
-"""`ddplab report report.json [--out report.html] [--baseline FILE]`: render the HTML page again from the
+"""Render a report's HTML page again from its JSON alone (a report from another machine, or last
+week's), after checking every field it uses: a file that is not a ddplab report exits 2. --baseline draws another
+run or nccl-tests output dashed beside this report's lines; a launch report also gets its flight records as a
+trace-event file beside the page.
+
+`ddplab report report.json [--out report.html] [--baseline FILE]`: render the HTML page again from the
 JSON alone (a report from another machine, or last week's), after reading every field it uses through the
 records (records/load.py): a file that is not a ddplab report exits 2. ``--baseline`` draws another run or
 nccl-tests output (read as `ddplab compare` reads its A side) dashed beside this report's lines. A `ddplab
@@ -10,15 +15,22 @@ import argparse
 from pathlib import Path
 
 SUMMARY = "re-render report.html from a report.json"
+EXAMPLES = (  # shown by --help (commands.help_epilog)
+    ("ddplab report ddplab-runs/run-x/report.json", "report.html again, beside the JSON"),
+    ("ddplab report new.json --baseline old.json --out both.html", "this run with another, dashed, on one page"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("report", metavar="REPORT_JSON", help="a report.json written by `ddplab run` (or any "
-                                                              "command's --json)")
-    parser.add_argument("--out", default=None, help="HTML file to write (default: beside the JSON)")
-    parser.add_argument("--baseline", metavar="FILE", default=None,
-                        help="draw this run beside a baseline: a ddplab JSON report or nccl-tests text output "
-                             "(default: none)")
+    from ..cli_options import help_text, path_argument
+
+    parser.add_argument("report", metavar="REPORT_JSON", help=help_text("a report.json written by `ddplab run` "
+                                                                        "(or any command's --json)", None))
+    parser.add_argument("--out", metavar="PATH", default=None, type=path_argument("--out"),
+                        help=help_text("HTML file to write", "beside the JSON"))
+    parser.add_argument("--baseline", metavar="FILE", default=None, type=path_argument("--baseline"),
+                        help=help_text("draw this run beside a baseline: a ddplab JSON report or nccl-tests text "
+                                       "output", "none"))
 
 
 def validate(args) -> None:

@@ -1,4 +1,9 @@
-"""`ddplab run`: the main job, the whole lab in one command (lab.py runs it; profiles.py says what runs).
+"""Run the whole lab in one command: check this machine, run DDP with several ranks on one device (and one
+rank per device where there are several), the latency storm, the collective sweep, the copy ceiling, the
+contention test and the fault drills, then check that nothing was left running. The report goes to report.json
+and report.html in the output directory.
+
+`ddplab run`: the main job, the whole lab in one command (lab.py runs it; profiles.py says what runs).
 
 env -> shared-device train -> per-device train (2+ devices) -> storm -> sweep -> ceiling/contention ->
 drills -> leftover check -> report. Ctrl+C or SIGTERM stops the lab, still writes a report marked
@@ -12,10 +17,15 @@ from pathlib import Path
 
 from .. import display, lab
 from ..errors import ExitCode
-from ..report import write_json
 from . import options
 
 SUMMARY = lab.SUMMARY
+EXAMPLES = (  # shown by --help (commands.help_epilog)
+    ("ddplab run", "the quick profile, on the accelerator if there is one, else on the CPU"),
+    ("ddplab run --profile full --out lab1", "the complete GPU lab, its report in lab1/"),
+    ("ddplab run --only sweep,drill",
+     "only the sweep and the drills, besides the environment and leftover checks"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,12 +60,8 @@ def main(args, console) -> int:
     config = config_from_args(args)
     report = make_report(lab, config, lab.run(config, Observer(console)))
     lab.write_reports(report, Path(report.results.out))
-    if args.json:  # before the verdict: it is printed only once every report is stored
-        write_json(report.to_json(), args.json)
-    render_verdict(report, console)
-    if report.results.interrupted:
-        return ExitCode.INTERRUPTED
-    return report.verdict.exit_code
+    code = options.finish(report, render_verdict, args, console)  # the copies, then the verdict and where it is
+    return ExitCode.INTERRUPTED if report.results.interrupted else code
 
 
 def render(report, console) -> None:

@@ -1,4 +1,8 @@
-"""`ddplab storm`: the report's latency storm (10,000 x 4-byte all_reduce), measured properly
+"""Run the latency storm: many tiny all_reduces in a row, with the mean latency as the lab report defines
+it, the latency of each operation (p50, p99), the device time and each rank's CPU cost, judged against a
+threshold for this setup.
+
+`ddplab storm`: the report's latency storm (10,000 x 4-byte all_reduce), measured properly
 (measurements/storm.py says how)."""
 
 from __future__ import annotations
@@ -9,6 +13,11 @@ from ..records import Report
 from . import machines_view, options
 
 SUMMARY = storm.SUMMARY
+EXAMPLES = (  # shown by --help (commands.help_epilog)
+    ("ddplab storm", "10,000 all_reduces of 4 bytes between two ranks"),
+    ("ddplab storm --nproc 2 --mps", "two ranks sharing one GPU through the MPS daemon"),
+    ("ddplab storm --engine both", "through torch and through the collective library itself, side by side"),
+)
 
 
 def render(report: Report, console) -> None:

@@ -1,4 +1,10 @@
-"""`ddplab sweep`: nccl-tests from Python. Same sizes (-b/-e/-f), byte counts, bus factors
+"""Measure collectives as nccl-tests does, from Python: the same sizes (-b, -e, -f), byte counts, bus
+factors (GB = 1e9) and column layout, so that the two outputs can be put side by side, with the results checked
+at every size with exact data. Each size is measured -R times and reports the median with its spread; a size far
+off its neighbours is flagged as a spike (a warning). The exit code is 1 on wrong data, or on a bus bandwidth
+below --min-busbw.
+
+`ddplab sweep`: nccl-tests from Python. Same sizes (-b/-e/-f), byte counts, bus factors
 (GB = 1e9) and column layout, so the two outputs can be put side by side; a correctness
 check at every size with exact data; nonzero exit on wrong data or busbw below --min-busbw.
 Each size is measured -R times and reports the median repetition with its spread; a size
@@ -17,6 +23,11 @@ from ..records.sweep import Spike, SweepRecord, SweepRow
 from . import machines_view, options
 
 SUMMARY = sweep.SUMMARY
+EXAMPLES = (  # shown by --help (commands.help_epilog)
+    ("ddplab sweep", "all_reduce at every power of two from 8 bytes to 64 MiB"),
+    ("ddplab sweep --ops all -e 1G", "every collective, up to 1 GiB"),
+    ("ddplab sweep --ops all_gather --min-busbw 100", "fail when all_gather's bus bandwidth is below 100 GB/s"),
+)
 
 
 # ---------------------------------------------------------------------------------------------- rendering

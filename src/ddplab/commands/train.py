@@ -1,4 +1,8 @@
-"""`ddplab train`: the report's DDP experiment, with proof of synchronisation (measurements/train.py says how)."""
+"""Run DDP with several ranks, on one shared device or one rank per device, and prove that the gradients
+were synchronised: each rank's gradient must equal a reference computed from every rank's batch, and the
+parameters must be identical on every rank at the end.
+
+`ddplab train`: the report's DDP experiment, with proof of synchronisation (measurements/train.py says how)."""
 
 from __future__ import annotations
 
@@ -8,6 +12,11 @@ from ..records import Report
 from . import machines_view, options
 
 SUMMARY = train.SUMMARY
+EXAMPLES = (  # shown by --help (commands.help_epilog)
+    ("ddplab train", "two ranks on this machine's default device"),
+    ("ddplab train --nproc 4 --per-device", "one rank on each of four devices"),
+    ("ddplab train --model mlp --steps 100 --json train.json", "a larger model, longer, with a JSON report"),
+)
 
 
 def render(report: Report, console) -> None:

@@ -43,11 +43,14 @@ FAULTS = {
     "exit": "os._exit(3) at --fault-step: no traceback, no error file",
     "segv": "a segmentation fault at --fault-step",
     "oom": "allocates 1 GiB beyond its memory cap at --fault-step",
+    "abort": "os.abort() in its own code at --fault-step (a C assert, a double free)",
     "gil": "holds the GIL in one C call at --fault-step, for --stall-s",
-    "gil_everywhere": "every rank holds the GIL in C calls of 4 to 8 s for three steps from --fault-step (healthy)",
+    "gil_everywhere": "every rank computes in C calls of about 5 s holding the GIL, for two steps (healthy)",
+    "exit_gil_hang": "hangs at exit holding the GIL (after destroy_process_group), once the others finished",
     "exec": "execs another program at --fault-step (its beacon is gone)",
     "exit_before_broadcast": "os._exit(3) where every rank calls its first broadcast, at --fault-step",
     "kill_before_broadcast": "SIGKILLs itself (as the OOM killer would) where every rank calls its first broadcast",
+    "abort_before_broadcast": "os.abort() in its own code where every rank calls its first broadcast",
     "exit_then_raise": "os._exit(5) after a barrier at --fault-step; the next rank raises 50 ms later",
     "grandchild_term": "starts a child that ignores SIGTERM, then raises at --fault-step",
     "grandchild_session": "starts a child in a session of its own (setsid), then raises at --fault-step",
@@ -62,8 +65,9 @@ FAULTS = {
 }
 SLOW_FAULTS = ("slow_compute", "slow_loader", "slow_device")
 STEP_SAMPLES = 20  # the victim's last steps before --fault-step, whose median is "its step"
-BROADCAST_FAULTS = ("exit_before_broadcast", "kill_before_broadcast")
-GIL_EVERYWHERE_STEPS = 3
+BROADCAST_FAULTS = ("exit_before_broadcast", "kill_before_broadcast", "abort_before_broadcast")
+GIL_EVERYWHERE_STEPS = 2
+GIL_EVERYWHERE_S = 5.0
 SLOW_IMPORT = "ddplab.drills._import_fault"  # the module a fault hangs or stops inside (its import reads the fault)
 IMPORT_FAULT_ENV = "DDPLAB_DRILL_IMPORT_FAULT"
 
@@ -93,9 +97,18 @@ def announce(rank: int, what: str) -> None:
 
 
 def hold_the_gil(seconds: float) -> None:
-    """One C call that keeps the GIL (a C library that forgot to release it): no other thread of the process runs,
-    the beacon's heartbeat included."""
+    """One C call that keeps the GIL and waits (a C library that forgot to release it, stuck on a lock): no other
+    thread of the process runs, the beacon's heartbeat included, and the process uses no CPU."""
     ctypes.PyDLL(None).sleep(int(seconds))
+
+
+def compute_holding_the_gil(seconds: float) -> None:
+    """One C call that keeps the GIL and computes for about ``seconds`` on an idle core (a tokenizer or a C
+    extension that forgot to release it): sum() over a range runs in C from start to end."""
+    started, n = time.perf_counter(), 1 << 22
+    sum(range(n))
+    rate = n / max(time.perf_counter() - started, 1e-6)
+    sum(range(int(rate * seconds)))
 
 
 class Faults:
@@ -159,6 +172,13 @@ class Faults:
                         stall_s=self.stall_s,
                         pause_every=batch_size if self.mine("slow_loader") else None, pause_s=lambda: self._extra_s)
 
+    def at_exit(self) -> None:
+        """The training code is done (its process group destroyed): the victim of a hang at exit stays, holding the
+        GIL, as a C destructor that deadlocks does."""
+        if self.mine("exit_gil_hang"):
+            announce(self.rank, f"hangs at exit holding the GIL for {self.stall_s} s")
+            hold_the_gil(self.stall_s)
+
     def data_ended(self, step: int) -> None:
         """The rank's data ran out after ``step`` steps: the injection of uneven inputs, on the victim."""
         if self.mine("uneven"):
@@ -190,10 +210,10 @@ class Faults:
             self._slow_down(step, device)
             return None
         if self.fault == "gil_everywhere" and self.fault_step <= step < self.fault_step + GIL_EVERYWHERE_STEPS:
-            seconds = 4 + (4 * self.rank) // max(1, self.world_size - 1)
             if step == self.fault_step:
-                announce(self.rank, f"holds the GIL in a C call of {seconds} s, for {GIL_EVERYWHERE_STEPS} steps")
-            hold_the_gil(seconds)
+                announce(self.rank, f"computes in a C call of about {GIL_EVERYWHERE_S:.0f} s holding the GIL, "
+                                    f"for {GIL_EVERYWHERE_STEPS} steps")
+            compute_holding_the_gil(GIL_EVERYWHERE_S)
             return None
         if self.fault in BROADCAST_FAULTS and step == self.fault_step:
             self._first_broadcast(device)
@@ -222,6 +242,9 @@ class Faults:
         if fault == "segv":
             announce(rank, "a segmentation fault")
             ctypes.string_at(0)
+        if fault == "abort":
+            announce(rank, "os.abort()")
+            os.abort()
         if fault == "stall":
             announce(rank, f"stopped for {self.stall_s} s in its own code")
             time.sleep(self.stall_s)
@@ -294,6 +317,9 @@ class Faults:
             if self.fault == "exit_before_broadcast":
                 announce(self.rank, "os._exit(3) before the first broadcast")
                 os._exit(3)
+            if self.fault == "abort_before_broadcast":
+                announce(self.rank, "os.abort() before the first broadcast")
+                os.abort()
             announce(self.rank, "SIGKILL of itself before the first broadcast")
             os.kill(os.getpid(), signal.SIGKILL)
         dist.broadcast(torch.zeros(1, device=device), src=0)

@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> None:
 
     settle_before_destroying_gloo()  # torch < 2.8 could deadlock destroying a gloo group
     dist.destroy_process_group()
+    faults.at_exit()
 
 
 def _time_is_up(deadline: float, device) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import importlib.machinery
 import io
+import json
 import os
 import runpy
 import signal
@@ -33,6 +34,8 @@ from importlib import metadata
 from .config import Target
 from ..platform import flight_recorder
 from ..proc_stat import alive
+from .. import redaction
+from ..files import write_text_atomic
 from ..redaction import redact_argv
 from ..rundir import RunDir
 from ..supervision.arrivals import ARRIVALS_ENV
@@ -170,12 +173,18 @@ class Rank(RankLife):
         os._exit(status)
 
     def _tell_elastic(self, exc: BaseException) -> None:
-        """Elastic's error file too, so torchrun-style summaries show the real traceback."""
-        if "TORCHELASTIC_ERROR_FILE" in os.environ and "torch" in sys.modules:
+        """Elastic's error file too, so torchrun-style summaries show the real traceback: written by torch's own
+        handler in its format, then rewritten with the program's words withheld as in every file of ours (torch
+        writes the message as it is)."""
+        path = os.environ.get("TORCHELASTIC_ERROR_FILE")
+        if path and "torch" in sys.modules:
             with contextlib.suppress(Exception):
                 from torch.distributed.elastic.multiprocessing.errors import ErrorHandler
 
                 ErrorHandler().record_exception(exc)
+                with open(path) as f:
+                    record = json.load(f)
+                write_text_atomic(path, json.dumps(redaction.redact_json(record)), durable=False)
 
     def _collect_peer_evidence(self, reason: str) -> None:
         """Ask every rank of this job for its record and stacks, and wait (briefly) for the
@@ -216,6 +225,7 @@ def _note_late_sigterm(signum, frame) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     target = Target.from_boot_argv(sys.argv[1:] if argv is None else argv)
+    redaction.learn(target.args)  # before the program can change its arguments; Rank learns the environment
     rank = Rank(RunDir.from_environ())
     rank.arm()
     if target.kind == "command":

@@ -9,9 +9,10 @@ from typing import Any
 
 from ..cli_options import Range, check_fields, option, switch
 from ..errors import UsageError, invalid_choice
-from ..validators import MAX_TIMEOUT_S, argv_text, check_nproc, check_number, number_text
+from ..validators import MAX_NODES, MAX_TIMEOUT_S, argv_text, check_nproc, check_number, is_whole_number, number_text
 
 
+MAX_RESTARTS = 10_000  # a restart takes seconds at least: more is a typo
 DEFAULT_HANG_TIMEOUT_S = 600.0  # as long as torch's own default collective timeout (10 minutes)
 LAUNCH_USAGE = ("ddplab launch [torchrun options] [--hang-timeout S] [--out DIR] [--ras] [--no-stragglers] [--] "
                 "script.py [args]")
@@ -57,13 +58,18 @@ def check_torchrun_numbers(torchrun: dict[str, Any]) -> None:
     --nproc-per-node (gpu, cpu, auto, ...) counts the machine's devices: job/torchrun_args.py checks that count
     with the same rule once torch has counted them."""
     nproc = torchrun.get("nproc_per_node")
-    if isinstance(nproc, str) and nproc.lstrip("-").isdigit():
+    if isinstance(nproc, str) and is_whole_number(nproc):
         nproc = int(nproc)
     if isinstance(nproc, int):
         check_nproc(nproc, "--nproc-per-node")
     if torchrun.get("monitor_interval") is not None:
         check_number(torchrun["monitor_interval"], "--monitor-interval", 0, MAX_TIMEOUT_S, name="seconds",
                      low_open=True)
+    for name, flag, high in (("master_port", "--master-port", 65535), ("node_rank", "--node-rank", MAX_NODES - 1),
+                             ("max_restarts", "--max-restarts", MAX_RESTARTS),
+                             ("shutdown_timeout", "--shutdown-timeout", MAX_TIMEOUT_S)):
+        if torchrun.get(name) is not None:  # elastic took a negative port or node rank, and failed later
+            check_number(torchrun[name], flag, 0, high, integer=True)
 
 
 # The type of each torchrun option's value as torchrun's parser gives it (a switch is a boolean; None where the
@@ -100,7 +106,7 @@ class UserJobConfig:
     target: Target
     hang_timeout_s: float | None = option("--hang-timeout", default=DEFAULT_HANG_TIMEOUT_S, metavar="S", range=Range(
         0, MAX_TIMEOUT_S, name="seconds", unit=" (0 turns it off)"))
-    """Declare a hang when a rank waits and no rank has made progress for S seconds; 0 turns it off (None)."""
+    """Declare a hang when a rank waits and no rank has made progress for S seconds; 0 turns hang detection off."""
     out: str | None = option("--out", default=None, metavar="DIR")
     """Job directory: report.json, report.html, stacks, flight records; refused when it already holds a run;
     default: ./ddplab-runs/launch-<id>."""
@@ -108,8 +114,8 @@ class UserJobConfig:
     """On a hang, also ask the collective library's RAS service and keep its answer; off by default: such
     queries have crashed jobs on releases torch ships."""
     stragglers: bool = switch(off="--no-stragglers", default=True, json={"omit_default": True})
-    """Watch for a rank that makes the others wait (its flight recorder's times, read every few seconds) and say
-    when one becomes or stops being a straggler; never ends the job."""
+    """Watch for a rank that makes the others wait, from its flight recorder's times (on by default; it never ends
+    the job); --no-stragglers: do not watch for stragglers (no rank reads its recorder for it)."""
     torchrun: dict[str, Any] = field(default_factory=dict, metadata={"keys": TORCHRUN_VALUE_TYPES})
     """torchrun's options by their parser's names (nproc_per_node, rdzv_backend, ...), JSON values."""
     worker_env: dict[str, str] = field(default_factory=dict, compare=False)

@@ -15,8 +15,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import redaction
 from ..errors import printable
-from ..files import write_text_atomic
+from ..files import withhold_in_place, write_text_atomic
 from ..platform import Platform, detect, open_monitor
 from ..records import Check, Report
 from ..records.launch import LaunchRecord
@@ -41,6 +42,9 @@ def run(config: UserJobConfig, observer: "Observer | None" = None, platform: Pla
     ``platform``: this machine as platform.detect() describes it (detected when not given): its device monitor
     samples the ranks, and its collective library's RAS service is the one --ras asks."""
     request = resolve(config)
+    # The job's secrets (its program's arguments, the environment its ranks inherit) are withheld from every file
+    # of its directory and from the report; each rank learns the same ones from its own (job/boot.py).
+    redaction.learn(request.target.args, {**os.environ, **request.worker_env})
     machine = platform or detect(with_memory=False)
     ras_plan = ras.plan(request.ras, machine.spec.ras, machine.collective_library, _library_version(machine),
                         {**os.environ, **request.worker_env})  # what the ranks will see
@@ -54,6 +58,8 @@ def run(config: UserJobConfig, observer: "Observer | None" = None, platform: Pla
                                         say=_say(console))
     finally:
         monitor.close()
+    for log in job.path.rglob("*.log"):  # what the ranks printed, where --log-dir put it inside the job directory
+        withhold_in_place(log)
     return build_record(outcome, sampler.timeseries(), ran_with=request.launch_config())
 
 

@@ -20,10 +20,12 @@ import os
 
 from ..exposure import Exposure, where_to_listen
 from ..platform import DeviceMonitor
+from ..redaction import redact_argv
 from ..rundir import RunDir
 from ..sampler import RankSampler
 from ..supervision import meeting
 from ..supervision.job import JobOutcome, JobSpec, StragglerPlan, run_job
+from ..validators import is_digits
 from .ras import RasPlan
 from .torchrun_args import LaunchRequest
 
@@ -48,7 +50,7 @@ def run_user_job(request: LaunchRequest, run: RunDir, monitor: DeviceMonitor, ra
                    args=("-u", "-m", BOOT_MODULE, *request.target.boot_argv()), meeting=meet,
                    make_config=lambda met: elastic_config(request.config, met), env=dict(request.worker_env),
                    hang_timeout_s=request.hang_timeout_s, expected=expected_ranks(request),
-                   description={"target": request.target.boot_argv(), "torchrun": request.torchrun},
+                   description={"target": redact_argv(request.target.boot_argv()), "torchrun": request.torchrun},
                    sampler=sampler, ras=ras, exposure=exposure,
                    stragglers=StragglerPlan(enabled=request.stragglers, say=say, why_off="--no-stragglers"))
     return run_job(spec), sampler
@@ -69,7 +71,7 @@ def where_the_job_listens(request: LaunchRequest, device_type: str) -> Exposure:
 
 def _port_named(endpoint: str) -> int:
     port = (endpoint or "").rpartition(":")[2]
-    return int(port) if port.isdigit() else 0
+    return int(port) if is_digits(port) and len(port) <= 5 else 0
 
 
 def elastic_config(config, met: meeting.Meeting):

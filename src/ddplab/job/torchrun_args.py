@@ -22,7 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 
-from ..validators import MAX_NPROC, check_nproc
+from ..files import check_output_dir
+from ..validators import MAX_NODES, MAX_NPROC, check_nproc, check_path_text, is_digits
 from .config import LAUNCH_USAGE, Target, UserJobConfig
 from ..errors import EnvironmentUnsupported, UsageError
 
@@ -88,6 +89,7 @@ class LaunchRequest:
 def resolve(config: UserJobConfig) -> LaunchRequest:
     """The request, or UsageError (exit 2) / EnvironmentUnsupported (exit 3) before anything starts."""
     check_target(config.target)
+    check_log_dir(config.torchrun.get("log_dir"))
     options = standalone(dict(config.torchrun))
     check_rendezvous_backend(options["rdzv_backend"])
     elastic, worker_env = elastic_config(options, config.target)
@@ -109,6 +111,13 @@ def check_target(target: Target) -> None:
     elif not Path(target.name).exists():
         raise UsageError("script-not-found", f"script {target.name!r} does not exist (working directory "
                                              f"{os.getcwd()})", hint=f"usage: {LAUNCH_USAGE}")
+
+
+def check_log_dir(log_dir: str | None) -> None:
+    """torchrun's --log-dir is a directory elastic creates when the ranks start: one it cannot create or write is
+    refused now, as ddplab's own outputs are (elastic would fail once the job directory exists)."""
+    if log_dir is not None:
+        check_output_dir(check_path_text(log_dir, "--log-dir"), "--log-dir")
 
 
 def _find_module(name: str):
@@ -177,7 +186,10 @@ def why_rendezvous_is_theirs(config) -> str | None:
 def _endpoint(config) -> tuple[str, int]:
     from torch.distributed.elastic.rendezvous.utils import parse_rendezvous_endpoint
 
+    port = (config.rdzv_endpoint or "").rpartition(":")[2] if ":" in (config.rdzv_endpoint or "") else "0"
     try:
+        if not (is_digits(port) and len(port) <= 5):  # torch's int() reads "٢٩٤٠٠" as 29400
+            raise ValueError(f"the port {port!r} is not a whole number written with the digits 0-9")
         return parse_rendezvous_endpoint(config.rdzv_endpoint, default_port=DEFAULT_C10D_PORT)
     except ValueError as exc:
         why = str(exc).rstrip(".")  # torch's own words, ended by a full stop
@@ -196,11 +208,18 @@ def _is_loopback(host: str) -> bool:
 
 
 def _nodes(nnodes: str, parse) -> tuple[int, int]:
+    """torch's reading of --nnodes, in the digits 0-9 and up to MAX_NODES machines (torch's int() reads "٢")."""
+    refused = UsageError("invalid-nnodes", f"--nnodes {nnodes!r}: valid forms are N or MIN:MAX (whole numbers "
+                                           f"written with the digits 0-9, 0 < MIN <= MAX <= {MAX_NODES})")
+    if not all(is_digits(part.strip(" ")) for part in str(nnodes).split(":")):
+        raise refused
     try:
-        return parse(nnodes)
+        low, high = parse(nnodes)
     except (RuntimeError, ValueError):
-        raise UsageError("invalid-nnodes", f"--nnodes {nnodes}: valid forms are N or MIN:MAX "
-                                           "(whole numbers, 0 < MIN <= MAX)") from None
+        raise refused from None
+    if high > MAX_NODES:
+        raise refused
+    return low, high
 
 
 def elastic_config(options: dict, target: Target):

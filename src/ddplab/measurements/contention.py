@@ -166,7 +166,7 @@ def judge(e: Efficiency) -> Judgement:
         return Judgement(Verdict.WARN, "n/a", f"efficiency not computed: usable cores unknown on this host "
                                                f"(ideal_basis {e.ideal_basis})")
     if e.ideal_basis == "cores":
-        return Judgement(Verdict.PASS, "informational on the host", "the host's cores are shared with everything "
+        return Judgement(Verdict.INFO, "informational on the host", "the host's cores are shared with everything "
                                                                     "else it runs; only an accelerator's time "
                                                                     "slicing is judged")
     threshold = f">= {100 * EFFICIENCY_WARN:.0f}%"

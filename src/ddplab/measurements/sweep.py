@@ -32,7 +32,7 @@ from ..validators import require
 from ..records.placement import Placement
 from ..records import Check, Verdict
 from ..records.library_engine import LIBRARY, LibraryEngineRecord
-from ..records.memory import MemoryNeed, MemoryShare
+from ..records.memory import MachineMemory, MemoryFit, MemoryNeed, MemoryShare
 from ..records.session import SessionRecord, Timeseries
 from ..report import human_bytes
 from ..records.sweep import CopyCeiling, SamplerRecord, SweepRankResult, SweepRankRow, SweepRecord, SweepRow, \
@@ -41,7 +41,7 @@ from ..session import QUIET, Observer, Workload, prepare, run_workload
 from .sweep_rows import merge_row, merge_rows
 
 NAME = "sweep"
-SUMMARY = "nccl-tests-style sweep: algbw/busbw per size for each collective, with correctness checks"
+SUMMARY = "sweep collectives as nccl-tests does: algbw/busbw per size for each collective, with correctness checks"
 REPEAT_ON_ACCELERATOR = 3  # one disturbed repetition cannot move the median of three
 REPEAT_ON_HOST = 1  # the host runs gloo as a functional check; the lab asks for -R 3 (profiles.py)
 MAX_ITERS = 100_000
@@ -89,7 +89,8 @@ class SweepConfig:
                                      range=Range(0, MAX_BUSBW_GBPS, name="GB/s", low_open=True))
     """Fail when the average busbw (GB/s, nccl-tests' footer) is below this; default: no floor."""
     sample: bool = switch(off="--no-sample", default=True)
-    """Sample the ranks while the sweep runs; --no-sample measures without, to see the sampler's own cost."""
+    """Sample each rank's memory and CPU time while the sweep runs (on by default); --no-sample: measure without
+    sampling, to see what the sampler itself costs."""
     sample_while_timing: bool = switch("--sample-while-timing", default=False)
     """Let the sampler query the device inside timed windows too (by default it keeps out of them; the old
     behaviour, to test whether it causes spikes)."""
@@ -134,18 +135,48 @@ def run(config: SweepConfig, observer: Observer = QUIET) -> SweepRecord:
 def smallest_need(config: SweepConfig, placement: Placement) -> MemoryNeed:
     """What the least demanding collective needs per rank at the smallest size, as the ranks will plan it: if
     this cannot fit, no size can, and the sweep is refused before it starts."""
+    torch_engine = config.engine != LIBRARY
+    route = memory_plan.Route.of(placement.backend if torch_engine else "library", placement.host_only)
+    needs = needs_at(config, min(config.sizes), placement.nproc * config.launch.nnodes, route)
+    return min(needs, key=lambda need: need.host_bytes + need.device_bytes)
+
+
+def needs_at(config: SweepConfig, size: int, world: int, route: memory_plan.Route) -> list[MemoryNeed]:
+    """What each collective of ``config`` needs per rank at ``size``, in each placement it runs, as the ranks will
+    plan it (workloads/memory.py)."""
     import torch
 
     elem = torch.tensor([], dtype=torch_dtype(config.dtype)).element_size()
-    n = placement.nproc * config.launch.nnodes
-    torch_engine = config.engine != LIBRARY
-    route = memory_plan.Route.of(placement.backend if torch_engine else "library", placement.host_only)
     calls = config.iters if config.mode == "pipelined" else 1
-    size = min(config.sizes)
-    needs = [memory_plan.collective_need(spec.name, spec.buffers(spec.count_for(size, n, elem), n, in_place), elem,
-                                         route, in_flight=calls)
-             for spec in map(collectives.get, config.ops) for in_place in spec.placements]
-    return min(needs, key=lambda need: need.host_bytes + need.device_bytes)
+    return [memory_plan.collective_need(spec.name, spec.buffers(spec.count_for(size, world, elem), world, in_place),
+                                        elem, route, in_flight=calls)
+            for spec in map(collectives.get, config.ops) for in_place in spec.placements]
+
+
+@dataclass(frozen=True)
+class HostBound:
+    """A sweep's sizes on the host CPU, bounded by the memory plan before it runs (``host_sizes_that_fit``)."""
+
+    sizes: tuple[int, ...]  # the sizes kept: every one up to the first that would not fit
+    refused: int | None = None  # the first size that would not fit (None: every size fits)
+    fit: MemoryFit | None = None  # its judgement: needed against available, in words
+
+
+def host_sizes_that_fit(config: SweepConfig, memory: MachineMemory) -> HostBound:
+    """On the host CPU (gloo, every tensor in host memory): ``config``'s sizes up to the last whose most demanding
+    collective all of this machine's ranks can hold in ``memory``, judged as the ranks judge each size when they
+    run it (memory_plan.judge). A plan made before the run, so that the run can say its sizes up front; the ranks
+    still plan every size against the machine as it is then."""
+    route = memory_plan.Route.of("gloo", host_only=True)
+    ranks = config.launch.nproc
+    kept: list[int] = []
+    for size in sorted(config.sizes):
+        need = max(needs_at(config, size, ranks * config.launch.nnodes, route), key=lambda n: n.host_bytes)
+        fit = memory_plan.judge(need, memory, ranks, ranks, host_only=True)
+        if not fit.fits:
+            return HostBound(tuple(kept), size, fit)
+        kept.append(size)
+    return HostBound(tuple(kept))
 
 
 def config_as_run(config: SweepConfig, record: SweepRecord) -> SweepConfig:
@@ -313,7 +344,7 @@ def peak_bandwidth_check(record: SweepRecord) -> list[Check]:
     text = f"{best.busbw_gbps:.1f} GB/s ({best.op}, {best.size_bytes} B)"
     if record.ceiling:
         text += f" = {100 * best.busbw_gbps / record.ceiling.gbps:.2f}% of the copy ceiling"
-    return [Check("peak bus bandwidth", Verdict.PASS, text, "informational (--min-busbw to gate)",
+    return [Check("peak bus bandwidth", Verdict.INFO, text, "informational (--min-busbw to gate)",
                   "nccl-tests' busbw definition, GB = 1e9", "compare with nccl-tests: `ddplab compare`")]
 
 

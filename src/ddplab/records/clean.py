@@ -13,6 +13,8 @@ from .codec import OMIT, SKIP, flatten
 from .core import Check, Verdict
 
 
+ORPHANS_CHECK = "orphaned processes"  # the row that counts them, wherever a survey is judged (env, clean, check)
+
 @dataclass(frozen=True)
 class Orphan:
     """A process a launcher marked whose launcher is provably gone."""
@@ -61,12 +63,12 @@ class Survey:
         that), and, only when there are some, the informational row of other processes."""
         orphans = len(self.orphans)
         waiting = bool(orphans) and not ended
-        rows = [Check("orphaned processes", Verdict.WARN if waiting else Verdict.PASS,
+        rows = [Check(ORPHANS_CHECK, Verdict.WARN if waiting else Verdict.PASS,
                       f"{orphans} (ended below)" if orphans and ended else str(orphans), "0",
                       "ranks a launcher marked whose launcher is provably gone: they hold what the next job needs",
                       "`ddplab clean` lists them, `ddplab clean --yes` ends exactly those" if waiting else "none")]
         if self.other_processes:  # someone's work, not a fault: shown, never a warning by itself
-            rows.append(Check("other processes on the device", Verdict.PASS,
+            rows.append(Check("other processes on the device", Verdict.INFO,
                               f"{len(self.other_processes)}: " + ", ".join(
                                   f"{o.pid} {o.program or '?'}" for o in self.other_processes[:5]),
                               "informational", "they share the device (memory, time slices) but are not orphans",
@@ -130,7 +132,7 @@ class CleanRecord:
     def _named_row(self) -> Check:
         named = self.named
         if isinstance(named, GoneProcess):
-            return Check(f"named process {named.pid}", Verdict.PASS, "gone", "informational",
+            return Check(f"named process {named.pid}", Verdict.INFO, "gone", "informational",
                          "the process named with --pid no longer runs", "none")
         waiting = self.ended is None
         return Check(f"named process {named.pid}", Verdict.WARN if waiting else Verdict.PASS,

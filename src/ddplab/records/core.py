@@ -31,20 +31,25 @@ _TYPES_FOR: contextvars.ContextVar = contextvars.ContextVar("ddplab_report_types
 
 
 class Verdict(str, enum.Enum):
+    """ddplab's one vocabulary, the same word in the terminal, the page, the JSON and `check`'s records: PASS (held
+    to a threshold and met it), WARN, FAIL, SKIP (could not run here: recorded, not judged) and INFO (a number
+    recorded and shown, held to nothing)."""
+
     PASS = "pass"
     WARN = "warn"
     FAIL = "fail"
     SKIP = "skip"  # could not run here: recorded, not judged
+    INFO = "info"  # a measurement shown for what it is: nothing was held against it
 
     @property
     def severity(self) -> int:
-        """The one order of verdicts: FAIL over WARN over PASS; SKIP (could not run here: recorded, not judged)
-        weighs as much as a pass. A verdict got worse when its severity rose (`ddplab compare`)."""
-        return {Verdict.PASS: 0, Verdict.SKIP: 0, Verdict.WARN: 1, Verdict.FAIL: 2}[self]
+        """The one order of verdicts: FAIL over WARN over PASS; SKIP and INFO (nothing judged) weigh as much as a
+        pass. A verdict got worse when its severity rose (`ddplab compare`)."""
+        return {Verdict.PASS: 0, Verdict.SKIP: 0, Verdict.INFO: 0, Verdict.WARN: 1, Verdict.FAIL: 2}[self]
 
     @staticmethod
     def worst(verdicts: Iterable["Verdict"]) -> "Verdict":
-        """The most severe; SKIP counts as nothing (a lab of skipped stages passes)."""
+        """The most severe; SKIP and INFO count as nothing (a lab of skipped stages passes)."""
         top = max((Verdict(v) for v in verdicts), key=lambda v: v.severity, default=Verdict.PASS)
         return top if top.severity else Verdict.PASS
 

@@ -21,6 +21,7 @@ class Where:
     frames: list[str]
     # inside an import (importlib's frames anywhere in its stack): a rank still loading its code is slow, not late
     importing: bool = field(default=False, metadata=OMIT_DEFAULT)
+    modules: int | None = field(default=None, metadata=OMIT)  # how many modules it had loaded (sys.modules)
 
 
 @dataclass(frozen=True)

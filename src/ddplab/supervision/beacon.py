@@ -38,6 +38,7 @@ import traceback
 from dataclasses import replace
 
 from ..files import write_text_atomic
+from ..redaction import redact_text
 from ..proc_stat import start_ticks
 from ..platform import flight_recorder
 from ..records.codec import to_json
@@ -67,8 +68,10 @@ def in_distributed_api(filename: str, distributed_dir: str | None) -> bool:
         and not filename.startswith(distributed_dir + "elastic" + os.sep)
 
 
-def _names_the_call(filename: str) -> bool:
-    return not filename.endswith("c10d_logger.py")  # the logging decorator's wrapper names no call
+def _names_the_call(code) -> bool:
+    """A frame under torch.distributed that names the call the user made: not the logging decorator's wrapper, and
+    not a module's own code running while it is imported."""
+    return not code.co_filename.endswith("c10d_logger.py") and code.co_name != "<module>"
 
 
 def progress_of(record: dict | None) -> dict[str, GroupProgress] | None:
@@ -97,16 +100,20 @@ def locate(frame, distributed_dir: str | None) -> Where:
         code = frame.f_code
         importing = importing or code.co_filename.startswith(IMPORTLIB)
         where = f"{code.co_filename}:{frame.f_lineno} in {code.co_name}"
-        if in_distributed_api(code.co_filename, distributed_dir):
+        if in_distributed_api(code.co_filename, distributed_dir) and code.co_name == "<module>":
+            # torch.distributed being imported: what ran inside it is its own import, not a call the user made
+            # (`import torch.distributed` took seconds on a loaded machine and was read as a wait in "<module>")
+            torch_call, call_site, inside = None, None, False
+        elif in_distributed_api(code.co_filename, distributed_dir):
             inside = True
-            if _names_the_call(code.co_filename):
+            if _names_the_call(code):
                 torch_call = code.co_name  # keeps the outermost one: the call the user made
         elif inside and call_site is None:
             call_site = where
         if not _is_machinery(code.co_filename) and len(frames) < MAX_FRAMES:
             frames.append(where)
         frame = frame.f_back
-    return Where(torch_call, call_site, frames, importing)
+    return Where(torch_call, call_site, frames, importing, len(sys.modules) if importing else None)
 
 
 def _phase_raised_in(exc: BaseException, otherwise: str) -> str:
@@ -116,7 +123,7 @@ def _phase_raised_in(exc: BaseException, otherwise: str) -> str:
     tb, call = exc.__traceback__, None
     while tb is not None:
         code = tb.tb_frame.f_code
-        if in_distributed_api(code.co_filename, distributed) and _names_the_call(code.co_filename):
+        if in_distributed_api(code.co_filename, distributed) and _names_the_call(code):
             call = call or code.co_name  # the outermost: the call the user made
         tb = tb.tb_next
     if call == "init_process_group":
@@ -228,7 +235,7 @@ class Beacon:
             failed_in, entered = phase_of(now), self.state.since
             if self.state.phase == "running" and exc is not None:
                 failed_in = _phase_raised_in(exc, failed_in)
-        self.phase("failed", error=error, failed_at=time.time(), failed_in=failed_in, failed_in_since=entered,
+        self.phase("failed", error=redact_text(error), failed_at=time.time(), failed_in=failed_in, failed_in_since=entered,
                    exit_code=exit_code)
 
     def enter_collective(self, op: str, numel: int) -> int:
@@ -251,7 +258,9 @@ class Beacon:
         if record is not None:
             text = json.dumps({**record, "dumped_at": time.time()}, default=str)
             self._quietly(lambda: write_text_atomic(self.run.flight_file(self.rank), text, durable=False))
-        stacks = f"# rank {self.rank}, pid {os.getpid()}, at {time.time():.3f}\n{note}\n{format_all_stacks()}"
+        # the program's source lines and the note's traceback: its words, withheld as a report withholds them
+        stacks = redact_text(f"# rank {self.rank}, pid {os.getpid()}, at {time.time():.3f}\n{note}\n"
+                             f"{format_all_stacks()}")
         self._quietly(lambda: write_text_atomic(self.run.stack_file(self.rank), stacks, durable=False))
         if request_id:
             self._answered = request_id

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import pickle
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,10 @@ class RankEvidence:
     error: RankError | None = None  # its uncaught exception: type, message, traceback, when
     end: RankEnd | None = None  # how and when its process ended, as the launcher saw it
     answered: bool = False  # answered the last dump request: its numbers are where it was stuck
+    # where a SIGABRT came from, by the stacks faulthandler wrote as the rank aborted (``abort_site``): "own code"
+    # (the main thread's own call: os.abort, a C assert, a double free), "library" (a thread of the collective
+    # library's, or inside a torch.distributed call: NCCL's watchdog, gloo's transport), None: not known
+    abort: str | None = None
 
     @property
     def phase(self) -> str | None:
@@ -135,6 +140,30 @@ class RankEvidence:
         return None
 
 
+_ABORT = "Fatal Python error: Aborted"
+_CURRENT = re.compile(r"^Current thread 0x[0-9a-f]+ \(most recent call first\):\n((?:  File .*\n)*)", re.M)
+_FRAME_FILE = re.compile(r'^  File "([^"]*)"', re.M)
+
+
+def abort_site(path: Path) -> str | None:
+    """Where the rank's last SIGABRT came from, by the stacks faulthandler wrote at it: "own code" when the thread
+    that aborted is a Python thread outside torch.distributed (faulthandler names it "Current thread"), "library"
+    when it is a thread of the library's own (no Python frame, so not named) or was inside a torch.distributed call,
+    None without such stacks."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return None
+    at = text.rfind(_ABORT)
+    if at < 0:
+        return None
+    current = _CURRENT.search(text, at)
+    frames = _FRAME_FILE.findall(current.group(1)) if current else []
+    if not frames:
+        return "library"
+    return "library" if f"{os.sep}torch{os.sep}distributed{os.sep}" in frames[0] else "own code"
+
+
 def load_record(path: Path) -> dict | None:
     """A flight-recorder dump: JSON (ddplab's and torch's *_json dumps) or pickle (torch's default dump
     format). These files come from this job's own ranks."""
@@ -182,6 +211,8 @@ def gather(run: RunDir, ranks: list[int], states: dict[int, RankState], ends: di
             error = None if error and error.at > until else error
         said = rank in answered_in_time if answered_in_time is not None else \
             request_id is not None and answered(run, rank) == request_id
+        end = ends.get(rank)
+        abort = abort_site(run.fatal_file(rank)) if end is not None and end.signal == "SIGABRT" else None
         evidence[rank] = RankEvidence(rank, status=states.get(rank), record=record, error=error,
-                                      end=ends.get(rank), answered=said)
+                                      end=end, answered=said, abort=abort)
     return evidence

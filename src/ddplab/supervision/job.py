@@ -148,8 +148,8 @@ def run_job(spec: JobSpec) -> JobOutcome:
                     meet.wait_for_last_words()
             _take(outcome, result)
             outcome.ended_after, outcome.left_running = watcher.leftovers()
-    except meet.CannotListen as exc:  # nothing started: a report that says so
-        outcome.launcher_error, outcome.ended_at = str(exc), time.time()
+    except meet.CannotListen as exc:  # nothing started, nothing listened: a report that says so
+        outcome.launcher_error, outcome.listen, outcome.ended_at = str(exc), None, time.time()
     except StoreWaitStopped as exc:
         outcome.launcher_error, outcome.interrupted, outcome.ended_at = f"interrupted: {exc}", True, time.time()
     finally:

@@ -28,6 +28,7 @@ A job stopped by Ctrl+C or SIGTERM to its launcher has no culprit, unless a rank
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ..records.supervision import Analyzer, CollectiveCall, Culprit, Hang
 from . import flight, states
@@ -85,10 +86,12 @@ def own_failures(evidence: dict[int, RankEvidence]) -> list[tuple[float, int]]:
         end = ev.end
         if end is None or end.ok or end.by_launcher or end.at is None:
             continue
-        if end.signal == "SIGABRT" and ev.phase in states.WAITING_PHASES:
+        if end.signal == "SIGABRT" and ev.abort != "own code" and (ev.phase in states.WAITING_PHASES
+                                                                   or ev.abort == "library"):
             # Ending a rank that waited in a collective, the library aborts it: NCCL's watchdog after a timeout,
-            # gloo when a peer sent a message of a size it did not expect (the receiver dies, not the sender).
-            # The rank's own fault only where its status says it was not waiting.
+            # gloo when a peer sent a message of a size it did not expect (the receiver dies, not the sender). The
+            # rank's own fault where faulthandler saw its own code abort (os.abort, a C assert), or where its status
+            # says it was not waiting and nothing says the library did it.
             continue
         found.append((end.at, rank))
     return sorted(found)
@@ -124,6 +127,9 @@ def _first_to_fail(evidence: dict[int, RankEvidence], own: list[tuple[float, int
         return None
     first = evidence[own[0][1]]
     ranks = _same_bug(evidence, own, lambda ev: True)
+    compared = _compared_with(evidence, ranks) if first.error_text is not None else None
+    if compared:
+        return compared
     if first.end and first.end.oom_killed and not first.error:
         kind = "oom-killed"
     elif first.error_text is not None:
@@ -139,13 +145,13 @@ def _first_to_fail(evidence: dict[int, RankEvidence], own: list[tuple[float, int
 
 
 def _aborted_mid_call(evidence: dict[int, RankEvidence], own: list[tuple[float, int]]) -> Finding | None:
-    """The first death is a SIGABRT its status cannot place, and a surviving record shows a call new to its rank:
-    gloo aborts the receiver of a message of a size it did not expect, so there the sender's novel call is the
-    evidence (docs/fault-table.md, size mismatch). Any other death outweighs a novel call."""
+    """The first death is a SIGABRT neither its status nor its stacks can place, and a surviving record shows a call
+    new to its rank: gloo aborts the receiver of a message of a size it did not expect, so there the sender's novel
+    call is the evidence (docs/fault-table.md, size mismatch). Any other death outweighs a novel call."""
     if not own:
         return None
-    end = evidence[own[0][1]].end
-    if end is None or end.signal != "SIGABRT" or evidence[own[0][1]].error_text is not None:
+    first = evidence[own[0][1]]
+    if first.end is None or first.end.signal != "SIGABRT" or first.error_text is not None or first.abort:
         return None
     return flight.novel_call(evidence)
 
@@ -171,11 +177,44 @@ def _same_bug(evidence: dict[int, RankEvidence], own: list[tuple[float, int]], a
                              and _signature(evidence[r]) == sign and also(evidence[r])})
 
 
+# A rank's number in an error's words ("[1]: ...", "rank 1", "process 0"): the same bug says it on every rank.
+_RANK_WORDS = re.compile(r"\[\d+\]:?|\b(?:rank|process)\s+\d+\b", re.I)
+_NAMED_RANK = re.compile(r"\b(?:rank|process)\s+(\d+)\b", re.I)
+
+
 def _signature(ev: RankEvidence) -> tuple:
     text = ev.error_text
     if text is not None:
-        return ("error", (text.strip().splitlines() or [""])[0])
+        return ("error", _RANK_WORDS.sub("<rank>", (text.strip().splitlines() or [""])[0]))
     return ("end", ev.end.exit_code if ev.end else None, ev.end.signal if ev.end else None)
+
+
+def _compared_with(evidence: dict[int, RankEvidence], ranks: list[int]) -> Finding | None:
+    """Ranks that failed the same way, each naming one other rank in its error: they compared themselves with it and
+    disagree (DDP checks every rank's parameters against rank 0's, and each rank that differs raises "... does not
+    match ... process 0"). Where two or more ranks name the same one it is the odd one out; where one rank of two
+    names the other, nothing tells which of the two is off."""
+    named = set()
+    for r in ranks:
+        others = {int(n) for n in _NAMED_RANK.findall(evidence[r].error_text or "")} - {r}
+        if len(others) != 1:
+            return None
+        named |= others
+    if len(named) != 1:
+        return None
+    odd = named.pop()
+    if odd not in evidence or odd in ranks:
+        return None
+    said = (evidence[ranks[0]].error_text or "").strip().splitlines()[0][:200]
+    lines = [f"rank {r}: {_how_it_failed(evidence[r])}" for r in ranks] + _others(evidence, ranks)
+    if len(ranks) >= 2:
+        return Finding([odd], "desync", f"rank(s) {_list(ranks)} raised, each comparing itself with rank {odd} "
+                       f"and disagreeing with it ({said}): rank {odd} is the odd one out", None, lines)
+    if len(evidence) == 2:
+        pair = sorted([odd, *ranks])
+        return Finding(pair, "desync", f"rank {ranks[0]} raised, disagreeing with rank {odd} ({said}); with two "
+                       "ranks nothing tells which of them is off", None, lines)
+    return None
 
 
 def _how_it_failed(ev: RankEvidence) -> str:
@@ -225,7 +264,8 @@ def _waiting(evidence: dict[int, RankEvidence], expected: list[int] | None, hang
         return Finding(frozen, "frozen", f"rank(s) {_list(frozen)}: heartbeat stopped for more than {STALE_S:.0f} s "
                        "when the hang was declared (paused: SIGSTOP, a debugger; a machine cut off; or something "
                        "holds its GIL: its stacks, read from outside, are in py-spy.txt where py-spy could read them)",
-                       evidence=_others(evidence, ()))
+                       evidence=[f"rank {r}: {replace(evidence[r], status=snapshot[r]).state()}"
+                                 for r in sorted(evidence) if r in snapshot])
     found = flight.behind(evidence) or flight.never_reached_init(evidence)
     if found:
         return found

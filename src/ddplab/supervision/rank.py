@@ -22,11 +22,13 @@ import time
 import traceback
 from typing import Mapping
 
+from .. import redaction
 from ..files import write_text_atomic
 from ..rundir import LAUNCHER_PID_ENV, STATUS_STORE_ENV, RunDir
 from .beacon import Beacon
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_PTRACER = 0x59616D61  # Yama's: who may read this process's memory besides its ancestors
 
 # faulthandler's on-demand stack signal. A real-time signal, because the common ones are taken in training
 # stacks: Lightning and SLURM use SIGUSR1 (requeue) and SIGUSR2, submitit SIGUSR2, torchrun forwards
@@ -69,6 +71,15 @@ def guard_parent(launcher_pid: int, poll_s: float = 0.25) -> None:
     threading.Thread(target=watch, name="ddplab-parent-guard", daemon=True).start()
 
 
+def allow_stacks_from(launcher_pid: int) -> None:
+    """Let the launcher and its children (py-spy, supervision/outside_stacks.py) read this rank's stacks where Yama
+    restricts ptrace to ancestors (kernel.yama.ptrace_scope=1, Ubuntu's default): py-spy is the ranks' sibling, not
+    their parent. A kernel without Yama refuses the call, and needs nothing."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PTRACER, launcher_pid, 0, 0, 0)
+
+
 def ignore_sigint() -> None:
     """Ctrl+C is the launcher's to handle: it stops the ranks with SIGTERM, so a rank that also took the
     terminal's SIGINT would only add a KeyboardInterrupt traceback per rank.
@@ -86,6 +97,7 @@ class RankLife:
     def __init__(self, run: RunDir, environ: Mapping[str, str] = os.environ):
         self.run = run
         self.environ = environ
+        redaction.learn(environ=environ)  # the secrets it inherited: withheld from every file it writes
         self.rank = int(environ.get("RANK", "0"))
         self.local_rank = int(environ.get("LOCAL_RANK", self.rank))
         world = environ.get("WORLD_SIZE", "")
@@ -99,6 +111,7 @@ class RankLife:
         if launcher_pid is None:
             launcher_pid = int(self.environ[LAUNCHER_PID_ENV])
         guard_parent(launcher_pid)
+        allow_stacks_from(launcher_pid)
         _quietly(lambda: self.run.rank_dir(self.rank).mkdir(parents=True, exist_ok=True))
         _quietly(lambda: write_text_atomic(self.run.pid_file(self.rank), f"{os.getpid()}\n", durable=False))
         return self
@@ -126,16 +139,19 @@ class RankLife:
 
     def record_error(self, exc: BaseException, text: str, exit_code: int | None) -> None:
         """The rank's error for the judge: error.json with its traceback, its status "failed", and its own
-        flight record and stacks."""
+        flight record and stacks. The program's words are withheld as a report withholds them (a token it was
+        given, quoted in its error message, is not copied)."""
         from ..records.codec import to_json
         from ..records.supervision import RankError
 
-        error = RankError(rank=self.rank, type=type(exc).__name__, message=str(exc), traceback=text, at=time.time())
+        text = redaction.redact_text(text)
+        error = RankError(rank=self.rank, type=type(exc).__name__, message=redaction.redact_text(str(exc)),
+                          traceback=text, at=time.time())
         _quietly(lambda: write_text_atomic(self.run.error_file(self.rank), json.dumps(to_json(error)),
                                            durable=False))
         if self.beacon is not None:
             self.beacon.dump(None, note=f"The rank's code raised; its traceback:\n{text}")
-            self.beacon.fail(f"{type(exc).__name__}: {exc}"[-2000:], exit_code, exc)
+            self.beacon.fail(f"{type(exc).__name__}: {error.message}"[-2000:], exit_code, exc)
 
     def _publisher(self):
         """A publisher to the job's store (its own client connection), or None: one machine, or a store this rank

@@ -57,30 +57,43 @@ def is_waiting(state: RankState) -> bool:
 
 def importing(state: RankState) -> bool:
     """Still loading its code: before init, its main thread inside an import (`import torch` takes seconds on a
-    busy machine). An import that moves is progress (``progress_key``); one that stopped moving is where the rank
-    is stuck, and a rank whose heartbeat stopped is frozen, importing or not."""
+    busy machine). An import that loads modules is progress (``progress_key``); one that stopped loading them is
+    where the rank is stuck, and a rank whose heartbeat stopped is frozen, importing or not (``is_hung``)."""
     return phase_of(state) == "before-init" and state.where is not None and state.where.importing
 
 
 def is_hung(states: dict[int, RankState], quiet_s: float, hang_timeout_s: float | None, now: float,
-            stale_s: float) -> bool:
-    """Nothing progressed for the hang timeout while a rank that still beats waits on others. A rank whose heartbeat
-    stopped (SIGSTOP, the GIL held in C code, a process that exec'd away) holds up whoever waits for it, and is no
-    hang while nobody does: ranks that all compute, read data or run long C calls are not hung. A collective pending
-    for the whole hang timeout is a wait on any backend (``pending``)."""
+            stale_s: float, active: set[int] | None = None, hold_for_imports: bool = True) -> bool:
+    """Nothing progressed for the hang timeout while a rank that still beats waits on others, or while every rank
+    still running is frozen and idle.
+
+    A rank whose heartbeat stopped (SIGSTOP, the GIL held in a C call, a process that exec'd away) holds up whoever
+    waits for it, and is no hang while nobody does: ranks that all compute in long C calls are not hung. But frozen
+    ranks that used no CPU for the hang timeout are stuck (``active``: the ranks whose process ran or used CPU
+    within it; None: not known, all active), and where every rank still running is such a one, nobody is left to
+    wait: a rank that hangs at exit holding the GIL after the others finished. A frozen rank still importing its
+    code that is active is slow (a large library's dlopen holds the GIL for seconds): it holds the clock while
+    ``hold_for_imports``. A collective pending for the whole hang timeout is a wait on any backend (``pending``)."""
     if not hang_timeout_s or quiet_s < hang_timeout_s:
         return False
-    frozen = set(frozen_ranks(states, now, stale_s))
-    return any(is_waiting(s) for r, s in states.items() if s.phase not in END_PHASES and r not in frozen)
+    running = {r: s for r, s in states.items() if s.phase not in END_PHASES}
+    frozen = set(frozen_ranks(running, now, stale_s))
+    working = set(running) if active is None else active
+    if hold_for_imports and any(importing(running[r]) and r in working for r in frozen):
+        return False
+    if any(is_waiting(s) for r, s in running.items() if r not in frozen):
+        return True
+    return bool(running) and frozen == set(running) and not frozen & working
 
 
 def _flight(state: RankState) -> tuple:
     return tuple(sorted((pg, p.enqueued, p.completed) for pg, p in (state.progress or {}).items()))
 
 
-def _import_frames(state: RankState) -> tuple:
-    """Where a rank still importing its code is: it moves while the import makes progress."""
-    return tuple(state.where.frames) if importing(state) else ()
+def _modules_loaded(state: RankState) -> int | None:
+    """How many modules a rank still importing its code has loaded: it grows while the import makes progress. Not
+    its frames: a loop that never ends inside an import moves its line numbers for ever."""
+    return state.where.modules if importing(state) else None
 
 
 def read_states(run: RunDir) -> dict[int, RankState]:
@@ -97,10 +110,10 @@ def read_states(run: RunDir) -> dict[int, RankState]:
 
 def progress_key(states: dict[int, RankState]) -> tuple:
     """What counts as progress: any rank's phase, its collectives entered or completed (counted by the rank, or by
-    its flight recorder) or the torch.distributed call it is in changing, a rank appearing, or the innermost frames
-    of a rank still importing its code moving. Other frames are not progress: a rank spinning in its own code moves
-    its frames for ever."""
-    return tuple(sorted((r, phase_of(s), s.seq, s.done, s.torch_call, _flight(s), _import_frames(s))
+    its flight recorder) or the torch.distributed call it is in changing, a rank appearing, or a rank still
+    importing its code loading modules. Frames are not progress: a rank spinning in its own code moves its frames
+    for ever."""
+    return tuple(sorted((r, phase_of(s), s.seq, s.done, s.torch_call, _flight(s), _modules_loaded(s))
                         for r, s in states.items()))
 
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import threading
 import time
 import uuid
@@ -63,6 +64,8 @@ STACK_SIGNAL_WAIT_S = 0.5  # for faulthandler to write
 GRACE_S = 2.0  # between SIGTERM and SIGKILL when the watcher ends the job's processes
 START_GRACE_S = 120.0  # for ranks that never write a status at all: far above torch's import time
 STALE_S = max(2.0, 4 * HEARTBEAT_S)  # a rank not heard for this long is frozen, not slow
+ACTIVE_SHARE = 0.1  # of a core over the quiet window: a frozen rank that used this much computes
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 STOPPED = ("T", "t")  # /proc state letters: SIGSTOP, a debugger
 
 
@@ -89,6 +92,7 @@ class Watcher:
         self.hang: Hang | None = None  # set once, when a hang is declared
         self.job_states: dict[int, RankState] = {}  # the whole job as last read from its store (several machines)
         self.before_teardown: dict[int, RankState] = {}  # this machine's statuses as a declared hang's teardown began
+        self._cpu: dict[int, int] = {}  # rank -> its CPU ticks when the quiet window started
         self.first_failure_seen_at: float | None = None
         self.stopped_at: float | None = None  # a stop request (Ctrl+C, SIGTERM) seen, and the job ended for it
         self.signalled: set[int] = set()  # pids this watcher ended, or sent faulthandler's stack signal
@@ -198,10 +202,35 @@ class Watcher:
             key = rules.progress_key(states)
             if key != last_key or last_change is None:
                 last_key, last_change = key, now
+                self._cpu_at_window_start()
                 continue
-            if rules.is_hung(states, now - last_change, self.hang_timeout_s, now, STALE_S):
+            if now - last_change < self.hang_timeout_s:
+                continue
+            active = self._active(states, now - last_change)
+            if rules.is_hung(states, now - last_change, self.hang_timeout_s, now, STALE_S, active=active,
+                             hold_for_imports=now - started < START_GRACE_S + self.hang_timeout_s):
                 self._declare(source, states, now, last_change)
                 return
+
+    def _cpu_at_window_start(self) -> None:
+        """Each of this machine's ranks' CPU time when the quiet window starts (proc_stat.activity)."""
+        self._cpu = {r: seen[1] for r, pid in self.run.rank_pids().items() if (seen := proc_stat.activity(pid))}
+
+    def _active(self, states: dict[int, RankState], window_s: float) -> set[int]:
+        """The ranks whose process computes: its main thread running or in I/O now, or its CPU time over the quiet
+        window at least ACTIVE_SHARE of it; another machine's are taken as active: nothing here can tell. A rank
+        frozen in a long C call that computes is active; one stopped, or stuck holding the GIL on a lock or a sleep,
+        is not (its other threads waking for the GIL use about 1 % of a core)."""
+        pids = self.run.rank_pids()
+        active = {r for r in states if r not in pids or r not in self._cpu}
+        for rank in set(states) & set(pids) & set(self._cpu):
+            seen = proc_stat.activity(pids[rank])
+            if seen is None:
+                continue
+            letter, ticks = seen
+            if letter in ("R", "D") or (ticks - self._cpu[rank]) / CLOCK_TICKS >= ACTIVE_SHARE * window_s:
+                active.add(rank)
+        return active
 
     def _observe_ranks(self) -> None:
         pids = self.run.rank_pids()

@@ -22,6 +22,7 @@ import datetime
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from ...records import Verdict
 from ..record import CheckRecord, NodeCheck, Status
 
 
@@ -61,7 +62,7 @@ def render(record: CheckRecord, hostname: str = "") -> str:
 
 
 def _skipped(check: NodeCheck) -> bool:
-    return check.not_applicable and check.status is Status.OK
+    return check.shown is Verdict.SKIP and check.status is Status.OK
 
 
 def write(record: CheckRecord, path: str | Path, hostname: str = "") -> Path:

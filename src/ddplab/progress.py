@@ -1,0 +1,63 @@
+"""The line at the foot of the terminal while `ddplab run` or `ddplab check` goes through its stages: which stage of
+how many is running, and since when.
+
+Drawn by the launcher, never inside a rank, and only when a stage starts and when it ends: rich's Progress with its
+refresh thread off, so nothing of it runs while a stage's ranks time their windows (a clock that ticked would need
+that thread; the line says when the stage started instead). Shown only where a person watches: a terminal that is
+standard output. A log, a pipe, `--format json` (whose console is standard error) and a runner's format get none
+of it, and the line goes when the run ends (transient), leaving the stage lines and the verdict.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn
+
+from .display import escape
+
+
+def shown(console: Console | None) -> bool:
+    """Whether ``console`` is a person's terminal on standard output."""
+    return console is not None and not console.quiet and console.is_terminal and console.file is sys.stdout
+
+
+class StageProgress:
+    """``with StageProgress(console, total, done) as progress: with progress.stage(name): ...``; draws nothing where
+    ``shown(console)`` is false."""
+
+    def __init__(self, console: Console | None, total: int, done: int = 0):
+        self.total, self.done = total, done
+        self._progress = None
+        self._task = None
+        if shown(console):
+            # stdout only: what is printed through the console goes above the line; standard error stays its own
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), console=console,
+                                      auto_refresh=False, transient=True, redirect_stderr=False)
+
+    def __enter__(self) -> "StageProgress":
+        if self._progress is not None:
+            self._progress.start()
+            self._task = self._progress.add_task("", total=self.total, completed=self.done)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    @contextmanager
+    def stage(self, name: str):
+        """One stage: the line names it while it runs, and counts it once it has ended (however it ended)."""
+        self._draw(f"stage {self.done + 1} of {self.total}: {escape(name)}, started {time.strftime('%H:%M:%S')}")
+        try:
+            yield
+        finally:
+            self.done += 1
+            self._draw(f"{self.done} of {self.total} stages done", advance=1)
+
+    def _draw(self, description: str, advance: int = 0) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, description=description, advance=advance, refresh=True)
