@@ -8,8 +8,9 @@ with the time from the slowing to the naming.
                                       [--device-factors 1.5]
                                       [--detect-repeat 1] [--seconds 60] [--out docs/results/stragglers]
 
-Each healthy run trains for --seconds; each slowed run for --seconds after the slowing (the victim, the last rank,
-measures its step over its first --fault-step steps, then slows). Writes <out>/runs.json after every run (so that a
+Each healthy run trains for --seconds; each slowed run for 10 s more (the victim, the last rank, measures its step
+over its 20 steps before --fault-step, then slows: from step 200 about 4 s into training on CPU, before the ranks'
+reads slow down to their cadence; a later --fault-step tests the cadence they settle at). Writes <out>/runs.json after every run (so that a
 long table interrupted keeps what it measured; --work holds the jobs' directories) and <out>/table.md, and prints
 the table. ddplab's own device (the
 machine's default backend) runs the ranks; scripts/device/stragglers_gpu.sh runs the same table on one GPU.
@@ -35,17 +36,18 @@ MARGIN_S = 15  # beyond the training time: imports, rendezvous, the report
 
 
 def launch(nproc: int, out: Path, seconds: float, fault: str = "none", factor: float = 1.0,
-           extra_env: dict | None = None) -> dict:
+           fault_step: int = FAULT_STEP, extra_env: dict | None = None) -> dict:
     """One job; what the table needs from its report and its ranks' files."""
     victim = nproc - 1
     command = [sys.executable, "-m", "ddplab", "launch", "--nproc-per-node", str(nproc), "--out", str(out), "-m",
                "--", "ddplab.drills.script", "--steps", "100000000", "--seconds", str(seconds), "--fault", fault,
-               "--victim", str(victim), "--fault-step", str(FAULT_STEP), "--slow-factor", str(factor)]
+               "--victim", str(victim), "--fault-step", str(fault_step), "--slow-factor", str(factor)]
     load = os.getloadavg()[0]
     started = time.time()
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=seconds + 240,
                           env={**os.environ, **(extra_env or {})})
     row = {"nproc": nproc, "fault": fault, "factor": factor, "victim": victim if fault != "none" else None,
+           "fault_step": fault_step if fault != "none" else None,
            "exit": done.returncode, "load_before": round(load, 2), "wall_s": round(time.time() - started, 1),
            "out": str(out)}
     try:
@@ -83,9 +85,10 @@ def table(runs: list[dict]) -> str:
              "read cost (ms) | load |", "|---|---|---|---|---|---|---|---|---|---|"]
     groups: dict[tuple, list[dict]] = {}
     for r in runs:
-        groups.setdefault((r["fault"], r["factor"], r["nproc"]), []).append(r)
-    for (fault, factor, nproc), rows in sorted(groups.items(), key=lambda kv: (kv[0][0] != "none", kv[0])):
-        slowed = "healthy" if fault == "none" else f"{fault} {factor:g}x (rank {nproc - 1})"
+        groups.setdefault((r["fault"], r["factor"], r["nproc"], r.get("fault_step") or 0), []).append(r)
+    for (fault, factor, nproc, step), rows in sorted(groups.items(), key=lambda kv: (kv[0][0] != "none", kv[0])):
+        slowed = "healthy" if fault == "none" else f"{fault} {factor:g}x (rank {nproc - 1}" + \
+            (f", from step {step})" if step and step != FAULT_STEP else ")")
         named = "; ".join(",".join(map(str, r.get("named") or [])) or "none" for r in rows)
         after = "; ".join("-" if r.get("named_after_s") is None else f"{r['named_after_s']:g}" for r in rows) \
             if fault != "none" else "-"
@@ -116,6 +119,8 @@ def main() -> int:
     parser.add_argument("--device-factors", default="", help="slow_device: only a device's times show it")
     parser.add_argument("--detect-repeat", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--fault-step", type=int, default=FAULT_STEP,
+                        help="the slowed rank's step at which it slows (200: about 4 s into training on CPU)")
     parser.add_argument("--out", default="docs/results/stragglers")
     parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "ddplab-straggler-table"),
                         help="where the jobs' directories go (not kept with the results)")
@@ -135,7 +140,7 @@ def main() -> int:
     for fault, factor, nproc, i in plan:
         tag = f"{fault}-{factor:g}x-{nproc}r-{i}-{time.strftime('%H%M%S')}"
         seconds = args.seconds if fault == "none" else args.seconds + 10  # the victim measures its step first
-        row = launch(nproc, Path(args.work) / tag, seconds, fault, factor)
+        row = launch(nproc, Path(args.work) / tag, seconds, fault, factor, args.fault_step)
         runs.append(row)
         write_text_atomic(runs_file, json.dumps(runs, indent=1), make_parents=True)
         print(f"{time.strftime('%H:%M:%S')} {tag}: named {row.get('named')} after {row.get('named_after_s')} s, "

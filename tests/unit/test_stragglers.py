@@ -168,6 +168,8 @@ def test_reads_slow_down_until_they_cost_at_most_the_budget_and_fall_on_the_same
     assert arrivals.cadence(5.0, 0.007) == 5.0
     assert arrivals.cadence(5.0, 0.025) == 20.0
     assert arrivals.cadence(5.0, 0.033) == 40.0  # torch's 2000 entries on the 2-core machine
+    assert arrivals.cadence(5.0, 0.080) == 40.0  # ... at a load of 5
+    assert arrivals.cadence(5.0, 0.300) == 160.0  # a buffer of 20,000 entries
     assert arrivals.cadence(5.0, 10.0) == arrivals.MAX_EVERY_S
     assert arrivals.next_read(1000.2, 5.0) == 1005.0 and arrivals.next_read(1004.99, 5.0) == 1005.0
     assert arrivals.from_environment(None, 0, environ={}) is None

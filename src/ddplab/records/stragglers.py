@@ -97,7 +97,8 @@ class StragglerFinding:
     window_s: float
     basis: str  # ENQUEUE or DEVICE
     evidence: list[str]
-    rows: list[ArrivalRow]  # the collectives of the window it cost the others most at, with every rank's lateness
+    # the collectives of the window it cost the others most at (after the one left out), with every rank's lateness
+    rows: list[ArrivalRow]
 
     def line(self) -> str:
         """The live line `ddplab launch` prints when it names the rank."""

@@ -232,8 +232,8 @@ class Rule:
     @staticmethod
     def _change(group: str, rank: int, named: bool, windows: dict[int, RankWindow],
                 recent: list[Collective]) -> Change:
-        lasts = [c for c in recent if c.last_rank == rank]
-        rows = [c.row() for c in sorted(lasts, key=lambda c: -c.cost)[:EVIDENCE_ROWS]]
+        lasts = sorted((c for c in recent if c.last_rank == rank), key=lambda c: -c.cost)
+        rows = [c.row() for c in lasts[1:EVIDENCE_ROWS + 1]]  # the costliest it was counted for: not its largest
         seqs = [c.seq for c in recent]
         return Change(group, rank, named, windows[rank], len(windows), recent[-1].basis, min(seqs), max(seqs),
                       sorted(rows, key=lambda r: r.seq))
