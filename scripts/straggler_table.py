@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -81,7 +80,7 @@ def _step_ms(out: Path, nproc: int) -> float | None:
 
 
 def table(runs: list[dict]) -> str:
-    lines = ["| runs | ranks | slowed | rank named | named after (s) | step (ms) | basis | read every (s) | "
+    lines = ["| runs | ranks | slowed | ranks named | named after (s) | step (ms) | basis | read every (s) | "
              "read cost (ms) | load |", "|---|---|---|---|---|---|---|---|---|---|"]
     groups: dict[tuple, list[dict]] = {}
     for r in runs:
@@ -89,12 +88,13 @@ def table(runs: list[dict]) -> str:
     for (fault, factor, nproc, step), rows in sorted(groups.items(), key=lambda kv: (kv[0][0] != "none", kv[0])):
         slowed = "healthy" if fault == "none" else f"{fault} {factor:g}x (rank {nproc - 1}" + \
             (f", from step {step})" if step and step != FAULT_STEP else ")")
-        named = "; ".join(",".join(map(str, r.get("named") or [])) or "none" for r in rows)
+        names = [",".join(map(str, r.get("named") or [])) or "none" for r in rows]
+        named = f"none in {len(rows)} runs" if set(names) == {"none"} and len(rows) > 1 else "; ".join(names)
         after = "; ".join("-" if r.get("named_after_s") is None else f"{r['named_after_s']:g}" for r in rows) \
             if fault != "none" else "-"
         steps = [r["step_ms"] for r in rows if r.get("step_ms")]
         lines.append(f"| {len(rows)} | {nproc} | {slowed} | {named} | {after} | "
-                     f"{statistics.median(steps) if steps else '-'} | {rows[0].get('basis') or '-'} | "
+                     f"{_spread(steps, 1)} | {rows[0].get('basis') or '-'} | "
                      f"{_spread([r.get('every_s') for r in rows])} | "
                      f"{_spread([1000 * r['read_cost_s'] for r in rows if r.get('read_cost_s')], 0)} | "
                      f"{_spread([r['load_before'] for r in rows], 1)} |")

@@ -94,7 +94,7 @@ class StragglerFinding:
     wait_share: float  # of all the time ranks waited for the last one, the share it caused
     cost_fraction: float  # of the others' time, spent waiting for it beyond the next-latest rank
     collectives: int  # compared in the window
-    window_s: float
+    window_s: float  # from its first collective to its last
     basis: str  # ENQUEUE or DEVICE
     evidence: list[str]
     # the collectives of the window it cost the others most at (after the one left out), with every rank's lateness

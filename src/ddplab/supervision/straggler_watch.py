@@ -26,6 +26,9 @@ from . import sources, stragglers
 
 POLL_S = 1.0
 STORE_POLL_S = 5.0  # across machines: each poll of the store moves every rank's record over the network
+# What the watch remembers of the collectives it took: the ranks publish their last 90 s (arrivals.KEEP_S), so an
+# older one never comes back to be taken twice, and the rule's window (30 s, or 50 collectives) lies within it.
+HORIZON_S = 120.0
 BIN_S = 10.0  # the lateness chart's interval, doubled whenever it would have more than MAX_BINS
 MAX_BINS = 500
 
@@ -116,8 +119,7 @@ class StragglerWatch:
             self._bin(c)
         self._compared += len(new)
         self._basis = new[-1].basis
-        # the ranks publish their last KEEP_S (90 s): a collective older than this never comes back
-        horizon = max(c.first for c in new) - 2 * stragglers.WINDOW_S
+        horizon = max(c.first for c in new) - HORIZON_S
         self._recent = sorted((c for c in self._recent + new if c.first >= horizon),
                               key=lambda c: (c.first, c.group, c.seq))
         self._seen = {k: t for k, t in self._seen.items() if t >= horizon}
@@ -145,7 +147,7 @@ class StragglerWatch:
         if change.named:
             finding = StragglerFinding(change.rank, host, change.group, now, None, round(w.last_share, 4),
                                        round(1 / change.ranks, 4), round(w.wait_share, 4),
-                                       round(w.cost_fraction, 4), w.collectives, self._rule.window_s,
+                                       round(w.cost_fraction, 4), w.collectives, round(w.span_s, 1),
                                        change.basis, change.evidence(), change.rows)
             self._open[change.group] = finding
             self.findings.append(finding)
@@ -157,7 +159,7 @@ class StragglerWatch:
         ended = replace(finding, until=now)
         self.findings[self.findings.index(finding)] = ended
         self._tell(f"ddplab: straggler: {finding.who()} is no longer a straggler (last at {w.last_share:.0%} of "
-                   f"collectives over the last {self._rule.window_s:.0f} s, costing the others "
+                   f"collectives over the last {w.span_s:.0f} s, costing the others "
                    f"{1000 * w.cost_fraction:.0f} ms of every second; named at {clock(finding.since)})")
 
     def _tell(self, line: str) -> None:

@@ -10,7 +10,8 @@ Arrivals are the ranks' enqueue times (``time_created_ns``, the rank's wall cloc
 has a device time (the vendor's recorder with timing on), the device times with every rank's end taken as the
 same moment: a rank issues its collective on the host long before the device reaches it when the host runs ahead.
 
-Over the collectives of the last ``WINDOW_S`` (per process group, ``n`` ranks in it), a rank's **cost** is the
+Over the collectives of the last ``WINDOW_S`` (per process group, ``n`` ranks in it; further back where that holds
+fewer than ``MIN_COLLECTIVES``: a job of one collective per second), a rank's **cost** is the
 time the others waited for it: its waits, merged where they overlap (collectives in flight together are waited for
 once), without its largest one (a one-off pause, a checkpoint on rank 0, a slow start is no straggler). It is
 **named** a straggler when that cost is at least ``COST_NAMED`` of the others' time, over at least
@@ -26,7 +27,9 @@ from dataclasses import dataclass, field
 
 from ..records.stragglers import DEVICE, ENQUEUE, ArrivalRow, RankArrivals
 
-WINDOW_S = 60.0
+# The window: long enough to hold many steps, short enough that a rank which becomes a straggler fills half of it
+# soon after the ranks' next read (they read every 40 s at most): named within the minute.
+WINDOW_S = 30.0
 MIN_COLLECTIVES = 50
 COST_NAMED = 0.10  # of the others' time
 COST_KEPT = 0.05
@@ -212,7 +215,9 @@ class Rule:
         for group in sorted({c.group for c in collectives}):
             mine = [c for c in collectives if c.group == group]
             newest = mine[-1].first
-            recent = [c for c in mine if c.first >= newest - self.window_s]
+            recent = [c for c in mine if c.first >= newest - self.window_s] or mine[-1:]
+            if len(recent) < MIN_COLLECTIVES:
+                recent = mine[-MIN_COLLECTIVES:]
             windows = window_of(recent)
             if not windows:
                 continue
