@@ -18,3 +18,11 @@ leftovers() {
 pack() {  # bring everything back as one file (the device tool returns at most 8)
   tar czf "$OUT/$1.tgz" -C "$res" .
 }
+nccl_over_torchs() {  # NCCL=/path/libnccl.so.2 (a carried 2.30.x): copied over every libnccl torch's venv holds
+  [ -n "${NCCL:-}" ] || return 0
+  local root lib
+  root=$($py -c "import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))")
+  for lib in $(find "$root" / -xdev -name 'libnccl.so*' -type f 2>/dev/null | grep -v "^/tmp/nccl" | sort -u); do
+    cp "$NCCL" "$lib" && echo "NCCL copied over $lib"
+  done
+}

@@ -170,6 +170,15 @@ class RunDir:
     def answered_file(self, rank: int) -> Path:
         return self.rank_dir(rank) / "answered"
 
+    def arrivals_file(self, rank: int) -> Path:
+        """When the rank arrived at its recent collectives (supervision/arrivals.py), for the straggler watch."""
+        return self.rank_dir(rank) / "arrivals.json"
+
+    @property
+    def stragglers_file(self) -> Path:
+        """The straggler watch's findings as they stand (supervision/straggler_watch.py)."""
+        return self.path / "stragglers.json"
+
     def torch_dump_file(self, rank: int) -> Path:
         return Path(f"{self.torch_dump_prefix}{rank}")
 

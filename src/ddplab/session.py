@@ -148,10 +148,11 @@ def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: 
 def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, observer: Observer = QUIET,
                prepared: tuple[Platform, Placement] | None = None,
                controller: Callable[[RunDir], None] | None = None,
-               rank_env: dict[str, str] | None = None) -> Session:
+               rank_env: dict[str, str] | None = None, stragglers=None) -> Session:
     """Start the planned ranks running ``python -m module args`` as `ddplab launch` runs a user's script (through
     job/boot.py, under the same supervisor); the placement reaches the script in DDPLAB_DRILL_PLACEMENT. The fault
-    drills run their broken DDP training (drills/script.py) this way."""
+    drills run their broken DDP training (drills/script.py) this way. ``stragglers``: the straggler watch's plan
+    (supervision/job.py StragglerPlan), as `ddplab launch` watches; None: not watched."""
     import json
     import sys
 
@@ -165,12 +166,12 @@ def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, ob
         return sys.executable, ("-u", "-m", BOOT_MODULE, "-m", module, *args), env, \
             {"script": ["-m", module, *args], "placement": plan}
 
-    return _supervised(entry, opts, label, observer, True, prepared, controller, None, True, rank_env)
+    return _supervised(entry, opts, label, observer, True, prepared, controller, None, True, rank_env, stragglers)
 
 
 def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, sample: bool,
                 prepared: tuple[Platform, Placement] | None, controller, make_daemon,
-                sample_device_while_timing: bool, rank_env: dict[str, str] | None) -> Session:
+                sample_device_while_timing: bool, rank_env: dict[str, str] | None, stragglers=None) -> Session:
     """The planned ranks running what ``entry(platform, placement)`` says (entrypoint, its arguments, variables the
     ranks inherit, job.json), under the one supervisor (supervision/job.py)."""
     from .report import terminal
@@ -198,7 +199,7 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
             spec = lab_job(run, placement.nproc, rdzv, opts.hang_timeout_s, sampler, controller,
                            entrypoint=entrypoint, args=args, env=env, description=description,
                            device_type=placement.device_type)
-            outcome = run_job(replace(spec, guardian=False))
+            outcome = run_job(replace(spec, guardian=False, stragglers=stragglers))
             ended_at = time.time()
     finally:
         if monitor is not None:

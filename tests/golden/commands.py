@@ -36,9 +36,12 @@ VOLATILE = ("results.spikes[]", "results.timeseries.samples[]", "results.ranks[]
 
 
 # Lists whose elements exist or not depending on the machine, not on the code: orphans and other processes
-# that other runs on the machine left or hold. The list itself is pinned; its elements' keys are pinned by
-# tests/unit/test_env_clean_launch_records.py.
-MACHINE_LISTS = ("results.orphans[]", "results.other_processes[]")
+# that other runs on the machine left or hold; the straggler watch's lateness and findings, which a job as short
+# as the golden launch's has or not depending on whether its ranks read their recorders before it ended. The
+# list itself is pinned; its elements' keys are pinned by tests/unit/test_env_clean_launch_records.py and
+# tests/unit/test_stragglers.py.
+MACHINE_LISTS = ("results.orphans[]", "results.other_processes[]", "results.stragglers.lateness[]",
+                 "results.stragglers.findings[]")
 
 
 def stable(paths: set[str], command: str = "") -> set[str]:

@@ -84,8 +84,12 @@ def test_oom_names_the_cap(shared):
     assert d["culprit_ranks"] == [1] and d["leaked_pids"] == []
 
 
-def test_straggler_inflates_the_others_tail_latency(shared):
+def test_straggler_is_named_by_the_straggler_watch_and_inflates_the_others_tail_latency(shared):
+    """The watch `ddplab launch` runs names the paused rank, and nobody in the run without pauses."""
     d = _passed(shared, "straggler")
+    assert (d["stragglers_named"], d["baseline_named"], d["culprit_ranks"]) == ([1], [], [1])
+    assert d["detected_by"] == "ddplab straggler watch" and 0 <= d["detect_s"] <= 60
+    assert d["stragglers"]["findings"][0]["evidence"] and d["stragglers"]["lateness"]
     assert d["inflation"]["p99"] > 1
     assert d["leaked_pids"] == []
 

@@ -40,6 +40,14 @@ def test_torchrun_options_ddplab_options_and_the_scripts_own_arguments(script, m
     assert "ddplab_hang_timeout" not in request.torchrun and request.torchrun["nproc_per_node"] == "2"
 
 
+def test_the_straggler_watch_is_on_unless_turned_off(script):
+    assert parse([script]).stragglers is True
+    off = launch.parse(["--no-stragglers", "--", script])
+    assert off.stragglers is False and "--no-stragglers" in off.to_argv()
+    assert "--no-stragglers" not in launch.parse([script]).to_argv()
+    assert resolve(off).launch_config().stragglers is False
+
+
 def test_the_separator_is_optional_as_with_torchrun(script):
     request = parse(["--nproc_per_node=3", script, "--epochs", "1"])
     assert request.config.nproc_per_node == 3

@@ -19,7 +19,9 @@ whose heartbeat is that local time, so one judge works for files and for the sto
 Keys: ``ddplab/status/<job>/attempt_<restart>/<global rank>`` (``status_prefix``): ``<job>`` is the
 rendezvous' run id (the same on every machine, new for every launch), so neither an earlier launch
 on the same endpoint nor an elastic restart is ever read as this one. ``.../hang`` holds the first hang a
-machine's watcher declared (``hang_key``).
+machine's watcher declared (``hang_key``). ``.../arrivals/<global rank>`` holds when that rank arrived at its recent
+collectives (supervision/arrivals.py: rewritten every few seconds, far from the heartbeat's pace), and
+``.../stragglers`` the straggler watch's findings as they stand (supervision/straggler_watch.py).
 """
 
 from __future__ import annotations
@@ -60,6 +62,14 @@ def hang_key(job: str = "", restart_count: int = 0) -> str:
     return f"{status_prefix(job, restart_count)}/hang"
 
 
+def arrivals_key(rank: int, job: str = "", restart_count: int = 0) -> str:
+    return f"{status_prefix(job, restart_count)}/arrivals/{rank}"
+
+
+def stragglers_key(job: str = "", restart_count: int = 0) -> str:
+    return f"{status_prefix(job, restart_count)}/stragglers"
+
+
 def open_store(host: str, port: int, timeout_s: float = CONNECT_TIMEOUT_S):
     """A client connection of its own to the job's store (a rank's publisher and the supervisor must
     not share the process group's)."""
@@ -80,6 +90,7 @@ class StatusPublisher:
     def __init__(self, store, rank: int, job: str = "", restart_count: int = 0):
         self._store = store
         self._key = status_key(rank, job, restart_count)
+        self._arrivals_key = arrivals_key(rank, job, restart_count)
         self._world_size_key = world_size_key(job, restart_count)
         self._lock = threading.Lock()  # the rank's heartbeat thread and its main thread both publish
         self._world_size_written = False
@@ -98,6 +109,16 @@ class StatusPublisher:
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 return False
             self.publishes += 1
+            return True
+
+    def publish_arrivals(self, text: str) -> bool:
+        """The rank's recent arrivals (records/stragglers.py RankArrivals as JSON); False when the store is gone."""
+        with self._lock:
+            try:
+                self._store.set(self._arrivals_key, text)
+            except Exception as exc:  # the store's host ended: not the rank's error
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                return False
             return True
 
 
@@ -167,6 +188,18 @@ class StatusReader:
         except ValueError:
             return None
         return value if isinstance(value, dict) and isinstance(value.get("machine"), str) else None
+
+    def read_arrivals(self) -> dict[int, bytes]:
+        """Every rank's published arrivals that are there, as the ranks wrote them, by global rank."""
+        if not self.world_size:
+            return {}
+        keys = {r: arrivals_key(r, self._job, self._restart_count) for r in range(self.world_size)}
+        present = {r: k for r, k in keys.items() if self._store.check([k])}
+        return dict(zip(present, self._store.multi_get(list(present.values())))) if present else {}
+
+    def write_stragglers(self, text: str) -> None:
+        """The straggler watch's findings as they stand, for every machine of the job."""
+        self._store.set(stragglers_key(self._job, self._restart_count), text)
 
     def _fetch(self) -> dict[int, RankState]:
         """One round trip when every rank has published; one check per rank otherwise (a get on a

@@ -44,7 +44,7 @@ EXAMPLES = (  # shown by --help (commands.help_epilog)
     ("ddplab launch --nproc-per-node 8 --hang-timeout 300 --out job1 -- train.py",
      "a hang declared after 300 s without progress; the report in job1/"),
 )
-DDPLAB_OPTIONS = tuple(cli_options.options_of(UserJobConfig))  # --hang-timeout, --out, --ras
+DDPLAB_OPTIONS = tuple(cli_options.options_of(UserJobConfig))  # --hang-timeout, --out, --ras, --no-stragglers
 PREFIX = "ddplab_"  # where ddplab's options land in torchrun's namespace, apart from torchrun's own
 # Set by the script's position, not kept as torchrun options.
 SCRIPT_DESTS = ("training_script", "training_script_args")
@@ -192,6 +192,8 @@ def render(report: Report, console) -> None:
     outside = [rank.py_spy_stacks for rank in r.ranks if rank.py_spy_stacks]
     if outside:
         say(f"  py-spy's stacks: {', '.join(outside)}")
+    if r.stragglers:
+        say(f"  {r.stragglers.summary()}")
     if r.listen:
         say(f"  listened: {r.listen.summary}")
     say(f"  left running: {len(r.left_running)} process(es); report: {r.job_dir}/report.json, report.html")

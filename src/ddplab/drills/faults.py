@@ -55,7 +55,16 @@ FAULTS = {
     "grandchild_term": "starts a child that ignores SIGTERM, then raises at --fault-step",
     "grandchild_session": "starts a child in a session of its own (setsid), then raises at --fault-step",
     "helper": "starts a child in a session of its own that ignores SIGTERM, and goes on",
+    "slow_compute": "from --fault-step on, computes (--slow-factor - 1) times its step more on every step (matrix "
+                    "multiplies on its device): a straggler",
+    "slow_loader": "from --fault-step on, its data loader sleeps (--slow-factor - 1) times its step before every "
+                   "batch: a straggler",
+    "slow_device": "from --fault-step on, its device computes (--slow-factor - 1) times its step more on every step, "
+                   "queued without waiting for it (the host runs ahead: only device times show it); on the host, as "
+                   "slow_compute",
 }
+SLOW_FAULTS = ("slow_compute", "slow_loader", "slow_device")
+STEP_SAMPLES = 20  # the victim's last steps before --fault-step, whose median is "its step"
 BROADCAST_FAULTS = ("exit_before_broadcast", "kill_before_broadcast", "abort_before_broadcast")
 GIL_EVERYWHERE_STEPS = 2
 GIL_EVERYWHERE_S = 5.0
@@ -71,6 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser, faults=tuple(FAULTS)) -> None
     parser.add_argument("--late-s", type=float, default=60.0)
     parser.add_argument("--stall-s", type=float, default=120.0)
     parser.add_argument("--ignore-sigterm", action="store_true", help="every rank ignores SIGTERM")
+    parser.add_argument("--slow-factor", type=float, default=1.5,
+                        help="slow_compute, slow_loader: the victim's step becomes this many times its step")
 
 
 def announce(rank: int, what: str) -> None:
@@ -111,6 +122,10 @@ class Faults:
         self.world_size = int(os.environ.get("WORLD_SIZE", "1")) if world_size is None else world_size
         self.victim = args.victim
         self.is_victim = self.rank == args.victim
+        self.slow_factor = getattr(args, "slow_factor", 1.5)
+        self._step_started: float | None = None
+        self._steps_s: list[float] = []
+        self._extra_s = 0.0  # what a slow fault adds to each step, once measured
 
     def mine(self, fault: str) -> bool:
         return self.is_victim and self.fault == fault
@@ -154,7 +169,8 @@ class Faults:
         stalling on the first sample of --fault-step where that is the fault."""
         return _Samples(batches * batch_size, features, self.rank,
                         stall_at=self.fault_step * batch_size if self.mine("loader_stall") else None,
-                        stall_s=self.stall_s)
+                        stall_s=self.stall_s,
+                        pause_every=batch_size if self.mine("slow_loader") else None, pause_s=lambda: self._extra_s)
 
     def at_exit(self) -> None:
         """The training code is done (its process group destroyed): the victim of a hang at exit stays, holding the
@@ -190,6 +206,9 @@ class Faults:
         """At the top of every training step. Returns "stop" where the victim leaves its training loop (and then
         finishes its script)."""
         self._backward_step = step
+        if self.fault in SLOW_FAULTS and self.is_victim:
+            self._slow_down(step, device)
+            return None
         if self.fault == "gil_everywhere" and self.fault_step <= step < self.fault_step + GIL_EVERYWHERE_STEPS:
             if step == self.fault_step:
                 announce(self.rank, f"computes in a C call of about {GIL_EVERYWHERE_S:.0f} s holding the GIL, "
@@ -246,6 +265,48 @@ class Faults:
             self._start_helper()
         return None
 
+    def _slow_down(self, step: int, device) -> None:
+        """Measure the victim's step (the median of its last STEP_SAMPLES before --fault-step), then from
+        --fault-step on make it slow_factor times as long: computing more (slow_compute) or through its data loader,
+        which sleeps before each batch (slow_loader, read by the dataset)."""
+        now = time.perf_counter()
+        if self._step_started is not None and step <= self.fault_step:
+            self._steps_s = (self._steps_s + [now - self._step_started])[-STEP_SAMPLES:]
+        self._step_started = now
+        if step < self.fault_step:
+            return
+        if step == self.fault_step:
+            ordered = sorted(self._steps_s) or [0.0]
+            self._extra_s = (self.slow_factor - 1) * ordered[len(ordered) // 2]
+            how = "its data loader sleeps" if self.fault == "slow_loader" else "computes"
+            announce(self.rank, f"{how} {1000 * self._extra_s:.1f} ms more every step ({self.slow_factor:g} times "
+                                f"its step of {1000 * ordered[len(ordered) // 2]:.1f} ms)")
+        if self.fault == "slow_compute":
+            _compute_for(self._extra_s, device)
+        elif self.fault == "slow_device":
+            self._queue_device_work(device)
+
+    def _queue_device_work(self, device) -> None:
+        """Matrix multiplies worth the extra time, queued on the device without waiting for them (timed once, the
+        device synchronised, at --fault-step); on the host, computed as slow_compute does."""
+        if device is None or device.type == "cpu":
+            _compute_for(self._extra_s, device)
+            return
+        import torch
+
+        if getattr(self, "_matmuls", None) is None:
+            a = torch.randn(1024, 1024, device=device)
+            torch.accelerator.synchronize(device)
+            started, count = time.perf_counter(), 20
+            for _ in range(count):
+                a = torch.tanh(a @ a)
+            torch.accelerator.synchronize(device)
+            each = (time.perf_counter() - started) / count
+            self._matmuls = (a, max(1, round(self._extra_s / each)))
+        a, count = self._matmuls
+        for _ in range(count):
+            a = torch.tanh(a @ a)
+
     def _first_broadcast(self, device) -> None:
         """Every rank calls its first broadcast (a value rank 0 decides, as a learning-rate schedule); the victim
         dies just before it, without a record."""
@@ -292,9 +353,11 @@ class _Samples:
     """A map-style dataset of random samples (what a data pipeline yields), built lazily; torch is imported by the
     time a DataLoader asks for one."""
 
-    def __init__(self, length: int, features: int, seed: int, stall_at: int | None, stall_s: float):
+    def __init__(self, length: int, features: int, seed: int, stall_at: int | None, stall_s: float,
+                 pause_every: int | None = None, pause_s=lambda: 0.0):
         self.length, self.features, self.seed = length, features, seed
         self.stall_at, self.stall_s = stall_at, stall_s
+        self.pause_every, self.pause_s = pause_every, pause_s  # a sleep before every batch (its first sample)
 
     def __len__(self) -> int:
         return self.length
@@ -305,8 +368,23 @@ class _Samples:
         if index == self.stall_at:
             announce(self.seed, f"its DataLoader worker (pid {os.getpid()}) stalls for {self.stall_s} s")
             time.sleep(self.stall_s)
+        if self.pause_every and index % self.pause_every == 0 and self.pause_s() > 0:
+            time.sleep(self.pause_s())
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + index)
         return torch.randn(self.features, generator=g), torch.randint(0, 2, (), generator=g)
+
+
+def _compute_for(seconds: float, device) -> None:
+    """Matrix multiplies on ``device`` until ``seconds`` have passed (the device synchronised after each)."""
+    import torch
+
+    on_device = device is not None and device.type != "cpu"
+    a = torch.randn(256, 256, device=device)
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        a = torch.tanh(a @ a)
+        if on_device:
+            torch.accelerator.synchronize(device)
 
 
 def _out_of_memory(rank: int, device, cap: int | None) -> None:

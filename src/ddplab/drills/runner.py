@@ -30,6 +30,7 @@ from ..records.placement import Placement
 from ..records.session import RankState, SessionRecord
 from ..rundir import RunDir
 from ..session import Observer, Session
+from ..supervision.job import StragglerPlan
 from ..supervision.states import read_states
 from . import script
 from .mechanisms import classify, excerpt
@@ -112,12 +113,12 @@ class Observation:
 
 def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None = None,
             controller: Controller | None = None, rank_env: dict[str, str] | None = None,
-            **launch_overrides) -> Observation:
+            stragglers: StragglerPlan | None = StragglerPlan(), **launch_overrides) -> Observation:
     """Run the drill's script under ddplab's launcher and supervisor; measure and judge what happened.
 
     ``settings`` override the script's options (drills/script.py: fault_step, steps, interval...),
     ``launch_overrides`` the launch options (e.g. a memory cap), ``rank_env`` is set in every rank before init
-    (the blocking-wait switch).
+    (the blocking-wait switch), ``stragglers`` is the straggler watch's plan (on, as `ddplab launch` has it).
     """
     from ..policy import plan
     from ..session import run_script
@@ -131,7 +132,8 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
         session = run_script("ddplab.drills.script", script_args(ctx, fault, settings or {}), launch,
                              f"drill-{ctx.name}", Observer(ctx.observer.console, live=False),
                              prepared=(ctx.platform, placement), rank_env=rank_env,
-                             controller=(lambda run: controller(run, injections)) if controller else None)
+                             controller=(lambda run: controller(run, injections)) if controller else None,
+                             stragglers=stragglers)
         states = job_states(session)
         leaks = reaping.leaked(session.run.run_id, list(session.run.rank_pids().values()))
         memory_fields = memory.settle()

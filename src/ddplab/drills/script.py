@@ -10,8 +10,8 @@ fully_shard; ``--accumulate N`` accumulates N micro-batches per step, the first 
 
 It reports nothing of itself to ddplab: the supervisor sees it as it sees any script (the beacon's view of the
 main thread, the flight recorder, its exit). It only says, for the drills' and the fault table's measurements,
-what it injected and when (drills/faults.py) and, at the end, the time of each step (ranks/<rank>/
-drill-result.json). Neither is evidence the judge reads.
+what it injected and when (drills/faults.py) and, at the end, the time of each step and of its whole training loop
+(ranks/<rank>/drill-result.json). Neither is evidence the judge reads.
 
 The faults are drills/faults.py's, and three that need a collective of the script's own:
   skip_continue     the victim skips one step's gradient reduction (no_sync) and goes on: it ends one collective
@@ -40,12 +40,15 @@ COLLECTIVE_FAULTS = ("skip_continue", "mismatch", "desync")
 FAULTS = (*fault_table.FAULTS, *COLLECTIVE_FAULTS)
 RESULT_FILE = "drill-result.json"
 METRIC_NUMEL = 4
+TIME_CHECK_STEPS = 20  # --seconds: how often rank 0's clock is asked (one broadcast)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="ddplab.drills.script", description=__doc__.splitlines()[0])
     fault_table.add_arguments(parser, FAULTS)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="stop after this long in the training loop (rank 0 decides), whatever --steps says")
     parser.add_argument("--wrap", choices=("ddp", "fsdp2"), default="ddp")
     parser.add_argument("--accumulate", type=int, default=1, help="micro-batches per step (no_sync for all but one)")
     parser.add_argument("--width", type=int, default=32, help="the model's width (workloads/ddp_train.py's MLP)")
@@ -112,7 +115,11 @@ def main(argv: list[str] | None = None) -> None:
     data = faults.dataset(faults.batches(args.steps) * args.accumulate, args.batch, features)
     batches = iter(DataLoader(data, batch_size=args.batch, num_workers=faults.loader_workers()))
     step_times_us = []
+    loop_started = time.perf_counter()
+    deadline = time.monotonic() + args.seconds if args.seconds else None
     for step in range(args.steps):
+        if deadline is not None and step % TIME_CHECK_STEPS == 0 and _time_is_up(deadline, device):
+            break
         time.sleep(args.interval)  # the host's share of a step: logging, data preparation
         if faults.at_step(step, device, cap) == "stop":
             break
@@ -124,13 +131,23 @@ def main(argv: list[str] | None = None) -> None:
         if device.type != "cpu":
             torch.accelerator.synchronize(device)
         step_times_us.append((time.perf_counter() - started) * 1e6)
-    _write(RESULT_FILE, {"latencies_us": step_times_us})
+    _write(RESULT_FILE, {"latencies_us": step_times_us, "loop_s": time.perf_counter() - loop_started})
     print(f"[rank {faults.rank}] finished {len(step_times_us)} steps", flush=True)
     from ddplab.worker import settle_before_destroying_gloo
 
     settle_before_destroying_gloo()  # torch < 2.8 could deadlock destroying a gloo group
     dist.destroy_process_group()
     faults.at_exit()
+
+
+def _time_is_up(deadline: float, device) -> bool:
+    """Rank 0's clock, broadcast: every rank leaves the loop at the same step."""
+    import torch
+    import torch.distributed as dist
+
+    up = torch.tensor([time.monotonic() >= deadline], dtype=torch.int32, device=device)
+    dist.broadcast(up, src=0)
+    return bool(up.item())
 
 
 def _train_step(trainer, batches, args: argparse.Namespace, faults: fault_table.Faults, step: int, device) -> bool:

@@ -1,6 +1,8 @@
 """straggler: the victim is paused (SIGSTOP/SIGCONT) for P ms of every second, a stand-in
-for network jitter. Measured twice, without and with the pauses: the latency p50 and p99
-of every collective the OTHER ranks issued, and how much the pauses inflate them.
+for network jitter. Run twice, without and with the pauses, under the straggler watch that
+`ddplab launch` runs (supervision/straggler_watch.py): it must name the victim in the run
+with the pauses and nobody in the other. Also measured: the latency p50 and p99 of every
+collective the OTHER ranks issued, and how much the pauses inflate them.
 """
 
 from __future__ import annotations
@@ -13,14 +15,22 @@ from dataclasses import replace
 from ..records.core import Verdict
 from ..records.drill import DrillOutcome, Inflation, LatencyComparison, StragglerDetails
 from ..records.session import Distribution
+from ..records.stragglers import StragglerReport
 from ..rundir import RunDir
+from ..supervision.job import StragglerPlan
 from . import runner
 
-SUMMARY = "pause one rank P ms every second; latency inflation seen by the others"
-EXPECT = "both runs complete, the others' p99 grows with the pause, nothing is left"
-PAUSE_MS = 200
-STEPS = 150
+SUMMARY = "pause one rank P ms every second; ddplab's straggler watch names it, the others' latency inflates"
+EXPECT = ("both runs complete, the straggler watch names the victim with the pauses and nobody without, the others' "
+          "p99 grows with the pause, nothing is left")
+PAUSE_MS = 300  # a pause that lands while the victim waits inside a collective delays no arrival: 200 ms cost ~11 %
+BASELINE_STEPS = 150
+PAUSED_STEPS = 500  # enough pauses (about 8) for the rule's many waits
 WARMUP_COLLECTIVES = 5  # left out of the latencies compared
+# The ranks read their recorders every second or two here, where a user's job reads every 5 s or more: a small
+# buffer (200 entries, about 3 ms a read) keeps a read within the watch's budget at that pace, and the drill short.
+WATCH = StragglerPlan(every_s=1.0)
+RANK_ENV = {"TORCH_FR_BUFFER_SIZE": "200"}
 
 
 def pauser(victim: int, local_count: int) -> runner.Controller:
@@ -48,20 +58,34 @@ def others_latency(outcome: DrillOutcome, victim: int) -> Distribution:
                             for t in lat[WARMUP_COLLECTIVES:]])
 
 
+def named(report: StragglerReport | None) -> list[int]:
+    return sorted({f.rank for f in report.findings}) if report else []
+
+
 def run(ctx: runner.DrillContext) -> DrillOutcome:
-    settings = {"steps": STEPS, "fault_step": -1}
     hang = max(ctx.timeout_s, 2 * PAUSE_MS / 1000 + 2)  # a pause is not a hang
-    base = runner.observe(ctx, "straggler-baseline", "none", settings=settings, hang_timeout_s=hang).outcome
-    paused = runner.observe(ctx, "straggler", "none", settings=settings, hang_timeout_s=hang,
-                            controller=pauser(ctx.victim, ctx.local_count)).outcome
-    b, p = others_latency(base, ctx.victim), others_latency(paused, ctx.victim)
-    leaked = sorted(set(base.leaked_pids) | set(paused.leaked_pids))
-    completed = base.session.completed and paused.session.completed
-    ok = paused.fault_went_in and completed and not leaked and (p.p99 or 0) > (b.p99 or 0)
-    return replace(paused, detected_by="latency inflation (not a failure)", detect_s=None, leaked_pids=leaked,
+    base = runner.observe(ctx, "straggler-baseline", "none", settings={"steps": BASELINE_STEPS, "fault_step": -1},
+                          hang_timeout_s=hang, rank_env=RANK_ENV, stragglers=WATCH)
+    paused = runner.observe(ctx, "straggler", "none", settings={"steps": PAUSED_STEPS, "fault_step": -1},
+                            hang_timeout_s=hang, rank_env=RANK_ENV, stragglers=WATCH,
+                            controller=pauser(ctx.victim, ctx.local_count))
+    found, baseline_found = paused.session.outcome.stragglers, base.session.outcome.stragglers
+    b, p = others_latency(base.outcome, ctx.victim), others_latency(paused.outcome, ctx.victim)
+    leaked = sorted(set(base.outcome.leaked_pids) | set(paused.outcome.leaked_pids))
+    completed = base.outcome.session.completed and paused.outcome.session.completed
+    finding = next((f for f in (found.findings if found else []) if f.rank == ctx.victim), None)
+    injected_at = paused.outcome.injected.at if paused.outcome.injected else None
+    ok = (paused.outcome.fault_went_in and completed and not leaked and (p.p99 or 0) > (b.p99 or 0)
+          and named(found) == [ctx.victim] and named(baseline_found) == [])
+    return replace(paused.outcome, detected_by="ddplab straggler watch" if finding else None,
+                   detect_s=round(finding.since - injected_at, 2) if finding and injected_at else None,
+                   culprit_ranks=named(found), culprit_reason=finding.line() if finding else
+                   (found.summary() if found else "not watched"), leaked_pids=leaked,
                    verdict=Verdict.PASS if ok else Verdict.FAIL,
                    details=StragglerDetails(pause_ms_per_s=PAUSE_MS, others_latency_us=LatencyComparison(b, p),
-                                            inflation=Inflation(*(_ratio(p, b, k) for k in ("p50", "p99", "max")))))
+                                            inflation=Inflation(*(_ratio(p, b, k) for k in ("p50", "p99", "max"))),
+                                            stragglers_named=named(found), baseline_named=named(baseline_found),
+                                            stragglers=found))
 
 
 def _ratio(paused: Distribution, baseline: Distribution, key: str) -> float | None:

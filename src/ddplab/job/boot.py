@@ -38,6 +38,7 @@ from .. import redaction
 from ..files import write_text_atomic
 from ..redaction import redact_argv
 from ..rundir import RunDir
+from ..supervision.arrivals import ARRIVALS_ENV
 from ..supervision.rank import RankLife, error_text
 from ..supervision.states import END_PHASES, is_waiting, read_states
 from ..supervision.watcher import request_dumps
@@ -61,6 +62,8 @@ def switch_on_flight_recorder(run: RunDir) -> str:
     """Set the recorder's environment before torch reads it; says what was decided."""
     user = flight_recorder.user_buffer_setting(os.environ)
     os.environ.update(flight_recorder.recorder_environment(os.environ, run.torch_dump_prefix, torch_version()))
+    if os.environ.get(ARRIVALS_ENV):  # the straggler watch compares device times where the recorder keeps them
+        os.environ.update(flight_recorder.timing_environment(os.environ))
     return f"set by the user ({user})" if user else f"switched on by ddplab ({flight_recorder.DEFAULT_BUFFER_ENTRIES} entries)"
 
 

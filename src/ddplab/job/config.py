@@ -14,7 +14,8 @@ from ..validators import MAX_NODES, MAX_TIMEOUT_S, argv_text, check_nproc, check
 
 MAX_RESTARTS = 10_000  # a restart takes seconds at least: more is a typo
 DEFAULT_HANG_TIMEOUT_S = 600.0  # as long as torch's own default collective timeout (10 minutes)
-LAUNCH_USAGE = "ddplab launch [torchrun options] [--hang-timeout S] [--out DIR] [--ras] [--] script.py [args]"
+LAUNCH_USAGE = ("ddplab launch [torchrun options] [--hang-timeout S] [--out DIR] [--ras] [--no-stragglers] [--] "
+                "script.py [args]")
 TARGET_FLAGS = {"script": [], "module": ["-m"], "command": ["--no-python"]}  # each kind's flag on a command line
 TARGET_KINDS = tuple(TARGET_FLAGS)
 
@@ -99,7 +100,7 @@ class UserJobConfig:
     ``torchrun`` holds torchrun's options as its own parser reads them (commands/launch.py); the library
     turns them into elastic's launch configuration (job/torchrun_args.py). In a report they are the options
     the job ran with: the single-machine rendezvous ddplab chose (as torchrun's --standalone does) included.
-    ddplab's own three options are this Config's spelled fields, added to torchrun's parser as a group.
+    ddplab's own options are this Config's spelled fields, added to torchrun's parser as a group.
     """
 
     target: Target
@@ -112,6 +113,9 @@ class UserJobConfig:
     ras: bool = switch("--ras", default=False)
     """On a hang, also ask the collective library's RAS service and keep its answer; off by default: such
     queries have crashed jobs on releases torch ships."""
+    stragglers: bool = switch(off="--no-stragglers", default=True, json={"omit_default": True})
+    """Watch for a rank that makes the others wait, from its flight recorder's times (on by default; it never ends
+    the job); --no-stragglers: do not watch for stragglers (no rank reads its recorder for it)."""
     torchrun: dict[str, Any] = field(default_factory=dict, metadata={"keys": TORCHRUN_VALUE_TYPES})
     """torchrun's options by their parser's names (nproc_per_node, rdzv_backend, ...), JSON values."""
     worker_env: dict[str, str] = field(default_factory=dict, compare=False)
@@ -142,4 +146,6 @@ class UserJobConfig:
             out.append(f"--out={self.out}")
         if self.ras:
             out.append("--ras")
+        if not self.stragglers:
+            out.append("--no-stragglers")
         return out + self.target.launch_argv()

@@ -37,6 +37,7 @@ def build_record(outcome: JobOutcome, timeseries: Timeseries | None, ran_with=No
         platform=JobHost(host=socket.gethostname(), python=platform.python_version(),
                          torch=getattr(sys.modules.get("torch"), "__version__", None)),
         ran_with=ran_with,
+        stragglers=outcome.stragglers,
     )
 
 

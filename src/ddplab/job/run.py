@@ -54,7 +54,8 @@ def run(config: UserJobConfig, observer: "Observer | None" = None, platform: Pla
         console.print(printable(f"ddplab launch: job directory {job.path}"), markup=False, highlight=False)
     monitor = open_monitor(machine.spec)
     try:
-        outcome, sampler = run_user_job(request, job, monitor, ras_plan, device_type=machine.device_type)
+        outcome, sampler = run_user_job(request, job, monitor, ras_plan, device_type=machine.device_type,
+                                        say=_say(console))
     finally:
         monitor.close()
     for log in job.path.rglob("*.log"):  # what the ranks printed, where --log-dir put it inside the job directory
@@ -82,6 +83,13 @@ def write_reports(report: Report) -> None:
     job = RunDir(Path(report.results.job_dir), report.results.run_id)
     write_text_atomic(job.report_file, json.dumps(report.to_json(), default=str))
     write_page(report, job.page_file)
+
+
+def _say(console):
+    """The straggler watch's live lines, on the console (from the watch's thread while the ranks print theirs)."""
+    if console is None:
+        return None
+    return lambda line: console.print(printable(line), markup=False, highlight=False)
 
 
 def _library_version(machine: Platform) -> str | None:

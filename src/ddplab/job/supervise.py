@@ -24,7 +24,7 @@ from ..redaction import redact_argv
 from ..rundir import RunDir
 from ..sampler import RankSampler
 from ..supervision import meeting
-from ..supervision.job import JobOutcome, JobSpec, run_job
+from ..supervision.job import JobOutcome, JobSpec, StragglerPlan, run_job
 from ..validators import is_digits
 from .ras import RasPlan
 from .torchrun_args import LaunchRequest
@@ -35,10 +35,10 @@ MAX_SAMPLES = 1000  # then the sampler halves its series and doubles its interva
 
 
 def run_user_job(request: LaunchRequest, run: RunDir, monitor: DeviceMonitor, ras: RasPlan | None = None,
-                 device_type: str = "cpu") -> tuple[JobOutcome, RankSampler]:
+                 device_type: str = "cpu", say=None) -> tuple[JobOutcome, RankSampler]:
     """The job from start to end. ``ras``: the RAS service to ask on a declared hang (None: never).
     ``device_type``: this machine's (platform.detect), whose collective library's socket variable is pinned to
-    loopback, with gloo's, for a one-machine job."""
+    loopback, with gloo's, for a one-machine job. ``say``: where the straggler watch's live lines go."""
     exposure = where_the_job_listens(request, device_type)
     if request.rendezvous_theirs is None:
         meet = lambda: meeting.one_machine(exposure, otherwise=request.config.rdzv_backend)  # noqa: E731
@@ -51,7 +51,8 @@ def run_user_job(request: LaunchRequest, run: RunDir, monitor: DeviceMonitor, ra
                    make_config=lambda met: elastic_config(request.config, met), env=dict(request.worker_env),
                    hang_timeout_s=request.hang_timeout_s, expected=expected_ranks(request),
                    description={"target": redact_argv(request.target.boot_argv()), "torchrun": request.torchrun},
-                   sampler=sampler, ras=ras, exposure=exposure)
+                   sampler=sampler, ras=ras, exposure=exposure,
+                   stragglers=StragglerPlan(enabled=request.stragglers, say=say, why_off="--no-stragglers"))
     return run_job(spec), sampler
 
 

@@ -48,6 +48,7 @@ class LaunchRequest:
     hang_timeout_s: float | None  # None: no hang detection
     out: str | None
     ras: bool = False  # on a declared hang, ask the collective library's RAS service too
+    stragglers: bool = True  # watch for a rank that makes the others wait (supervision/straggler_watch.py)
     worker_env: dict[str, str] = field(default_factory=dict)  # what torchrun would have set in os.environ
     torchrun: dict = field(default_factory=dict)  # torchrun's options as the job runs with them
 
@@ -82,7 +83,7 @@ class LaunchRequest:
                     for name, value in self.torchrun.items()}
         worker_env = {name: redact(name, value) for name, value in self.worker_env.items()}
         return UserJobConfig(target=target, hang_timeout_s=self.hang_timeout_s, out=self.out, ras=self.ras,
-                             torchrun=torchrun, worker_env=worker_env)
+                             stragglers=self.stragglers, torchrun=torchrun, worker_env=worker_env)
 
 
 def resolve(config: UserJobConfig) -> LaunchRequest:
@@ -94,8 +95,8 @@ def resolve(config: UserJobConfig) -> LaunchRequest:
     elastic, worker_env = elastic_config(options, config.target)
     why_rendezvous_is_theirs(elastic)  # an endpoint that cannot be read is refused now, before anything starts
     return LaunchRequest(config=elastic, python=os.getenv("PYTHON_EXEC") or sys.executable, target=config.target,
-                         hang_timeout_s=config.hang_timeout_s, out=config.out, ras=config.ras, worker_env=worker_env,
-                         torchrun=options)
+                         hang_timeout_s=config.hang_timeout_s, out=config.out, ras=config.ras,
+                         stragglers=config.stragglers, worker_env=worker_env, torchrun=options)
 
 
 def check_target(target: Target) -> None:

@@ -29,6 +29,14 @@ DEFAULT_BUFFER_ENTRIES = 2000
 # 2-core CPU machine, cheap enough to poll. Stack traces are never asked for: collecting
 # them needs the GIL and can hang the dump (pytorch#167023).
 JSON_DUMPERS = ("_dump_nccl_trace_json", "_dump_fr_trace_json")
+# The same dumps as pickle, each taking (includeCollectives, includeStackTraces, onlyActive): the full record of
+# 2000 entries and its decoding cost about 45 ms where JSON costs about 95 ms (2-core CPU machine, torch 2.13,
+# docs/flight-recorder.md). Both hold the GIL throughout, so a rank's main thread waits for them.
+PICKLE_DUMPERS = ("_dump_nccl_trace", "_dump_fr_trace")
+# The vendor's recorder times each collective on the device (its ``duration_ms``: from the moment the collective
+# could start on its stream, after the rank's own work before it, to its end) only with this switched on; the
+# generic recorder keeps the enqueue time alone.
+TIMING_ENV = "TORCH_NCCL_ENABLE_TIMING"
 # The generic recorder (gloo and other host backends) counts every group itself, and its "completed" counter can
 # lag the call's return by up to about a second: a collective pending there is a wait only once it persists.
 GENERIC_RECORDER = JSON_DUMPERS[1]
@@ -62,6 +70,12 @@ def recorder_environment(environ: dict[str, str], dump_prefix: str, torch_versio
     return wanted
 
 
+def timing_environment(environ: dict[str, str]) -> dict[str, str]:
+    """What to add to a rank's environment so that the vendor's recorder times each collective on the device; a
+    setting the user made (0 included) is left alone."""
+    return {} if TIMING_ENV in environ else {TIMING_ENV: "1"}
+
+
 def user_buffer_setting(environ: dict[str, str]) -> str | None:
     """The buffer size the user chose, under whichever name, or None."""
     for name in BUFFER_SIZE_ENV:
@@ -81,20 +95,47 @@ def read(include_collectives: bool, only_active: bool = False) -> dict | None:
     """This rank's flight record (or only its per-group status), from the recorder that has
     process groups in it; None before torch.distributed is loaded or when no recorder has any.
     ``only_active`` leaves out the collectives that completed (a cheap dump in a healthy job)."""
+    for name, record in _dumps(JSON_DUMPERS, lambda dump: json.loads(dump(include_collectives, only_active))):
+        if record.get("pg_status"):
+            record["recorder"] = name
+            return record
+    return None
+
+
+def read_entries() -> tuple[str, list[dict]] | None:
+    """(the dump function that answered, every entry of this rank's flight record) from the recorder that has
+    entries, without stack traces; None before torch.distributed is loaded or when no recorder has any. Costs as
+    much as the whole buffer, however few entries are new (PICKLE_DUMPERS)."""
+    import pickle
+
+    for name, record in _dumps(PICKLE_DUMPERS, lambda dump: pickle.loads(dump(True, False, False))):
+        if record.get("entries"):
+            return name, record["entries"]
+    return None
+
+
+def _dumps(names: tuple[str, ...], decode):
+    """(name, decoded answer) of each dump function of ``names`` this process's torch has, in order."""
     c10d = _c10d()
-    if c10d is None:
-        return None
-    for name in JSON_DUMPERS:
+    for name in names if c10d is not None else ():
         dumper = getattr(c10d, name, None)
         if dumper is None:
             continue
         try:
-            record = json.loads(dumper(include_collectives, only_active))
+            yield name, decode(dumper)
         except Exception:  # a recorder torch built but cannot dump here: try the next one
             continue
-        if record.get("pg_status"):
-            record["recorder"] = name
-            return record
+
+
+def why_no_entries(environ: dict[str, str]) -> str | None:
+    """Why a rank inside its process group has no recorded collectives, where that is known for good: the user
+    switched the recorder off, or this torch has no recorder for host backends. None: none recorded yet."""
+    setting = user_buffer_setting(environ)
+    if setting is not None and setting.partition("=")[2].strip() == "0":
+        return f"the flight recorder is off ({setting})"
+    c10d = _c10d()
+    if c10d is not None and not any(hasattr(c10d, name) for name in PICKLE_DUMPERS):
+        return "this torch has no flight recorder for the job's backend (gloo's arrived in torch 2.8)"
     return None
 
 

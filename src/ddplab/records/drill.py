@@ -16,6 +16,7 @@ from .codec import OMIT, SKIP, flatten
 from .core import Verdict
 from .figures import Timeline, TimelineRow
 from .session import Distribution, SessionRecord
+from .stragglers import StragglerReport
 
 
 # ---------------------------------------------------------------------------------------- one drill
@@ -121,6 +122,10 @@ class StragglerDetails:
     pause_ms_per_s: int
     others_latency_us: LatencyComparison
     inflation: Inflation
+    # What ddplab's straggler watch (the one `ddplab launch` runs) found in each run; None in reports before it.
+    stragglers_named: list[int] | None = field(default=None, metadata=OMIT)  # in the run with the pauses
+    baseline_named: list[int] | None = field(default=None, metadata=OMIT)  # in the run without
+    stragglers: StragglerReport | None = field(default=None, metadata=OMIT)  # the paused run's, with its evidence
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from .core import Check, Verdict
 from .figures import Figure, Table
 from .listen import Listened
 from .session import Timeseries
+from .stragglers import StragglerReport
 from .supervision import (CollectiveCall, Culprit, GroupProgress, Hang, LeftProcess, RankError, RankState, RasAnswer,
                           Where)
 
@@ -103,6 +104,9 @@ class LaunchRecord:
     # What the job's ranks started and left running when the job ended, which ddplab then ended (a data-loader
     # worker, a helper in a session of its own): the job's whole process tree ends with it (issue 17).
     ended_after: list[LeftProcess] = field(default_factory=list, metadata=OMIT_DEFAULT)
+    # Which rank made the others wait while the job ran, from the ranks' flight recorders (supervision/stragglers.py);
+    # None in reports before it.
+    stragglers: StragglerReport | None = field(default=None, metadata=OMIT)
     # Derived from the ranks and left_running, written for readers of the JSON.
     stacks: dict[int, str] = field(init=False, default_factory=dict)
     flight_records: dict[int, str] = field(init=False, default_factory=dict)
@@ -147,7 +151,8 @@ class LaunchRecord:
         """report.html: the ranks, the culprit and its evidence, each rank's memory and CPU time."""
         charts = [*self.timeseries.memory_chart(stage), *self.timeseries.cpu_chart(stage)] if self.timeseries else []
         listen = [self.listen_table(stage)] if self.listen else []
-        return [self.rank_table(stage), self.culprit_table(stage), *listen, *charts]
+        stragglers = self.stragglers.figures(stage) if self.stragglers else []
+        return [self.rank_table(stage), self.culprit_table(stage), *stragglers, *listen, *charts]
 
     def rank_table(self, stage: str) -> Table:
         return Table("launch-ranks", "Ranks", f"{stage}: every rank, how it ended, and its evidence files "

@@ -44,6 +44,7 @@ from ..platform import flight_recorder
 from ..records.codec import to_json
 from ..records.supervision import GroupProgress, RankState, Where
 from ..rundir import RunDir
+from . import arrivals
 
 HEARTBEAT_S = 0.5
 TICK_S = 0.1
@@ -178,6 +179,8 @@ class Beacon:
         self._recorder = flight_recorder.StatusReader()
         self._pending: tuple = ()  # the collectives its recorder shows pending, and since when
         self._pending_since: float | None = None
+        # when the rank arrived at its collectives, for the launcher's straggler watch (only where it asked)
+        self._arrivals = arrivals.from_environment(run, rank, publisher.publish_arrivals if publisher else None)
         self.write_error: str | None = None  # the first write that failed: supervision degraded, job unharmed
         now = time.time()
         self.state = RankState(rank=rank, local_rank=local_rank, pid=os.getpid(), phase=phase, since=now,
@@ -202,6 +205,8 @@ class Beacon:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=HEARTBEAT_S + 10)
+        if self._arrivals is not None:
+            self._arrivals.last_read()
 
     # ---------------------------------------------------------------------------------------- the rank's words
 
@@ -285,6 +290,8 @@ class Beacon:
                         self._write()
                     self._publish()
                     next_beat = time.monotonic() + HEARTBEAT_S
+                if self._arrivals is not None:  # a slow read, seconds apart, within a tick of the other ranks'
+                    self._arrivals.tick(time.time(), bool(self.state.in_process_group))
             except Exception as exc:  # never take the rank down; say once why the beacon went quiet
                 self._note_failure(f"{type(exc).__name__}: {exc}")
                 self._stop.wait(HEARTBEAT_S)

@@ -29,13 +29,26 @@ from ..cluster.endpoint import StoreWaitStopped
 from ..files import write_text_atomic
 from ..proc_stat import start_ticks
 from ..records.listen import Listened
+from ..records.stragglers import StragglerReport
 from ..records.supervision import Culprit, Hang, LeftProcess, MachineLoss, RankEnd, RankState
 from ..rundir import RunDir
-from . import elastic, judge, meeting as meet
+from . import arrivals, elastic, judge, meeting as meet
 from .evidence import RankEvidence, gather
 from .family import set_child_subreaper
 from .states import read_states
+from .straggler_watch import StragglerWatch
 from .watcher import Watcher
+
+
+@dataclass(frozen=True)
+class StragglerPlan:
+    """Whether a job's stragglers are watched (supervision/straggler_watch.py), how often its ranks read their
+    recorders at most, and where the live lines go."""
+
+    enabled: bool = True
+    every_s: float = arrivals.DEFAULT_EVERY_S
+    say: Callable[[str], None] | None = None
+    why_off: str = "switched off"
 
 
 @dataclass
@@ -58,6 +71,7 @@ class JobSpec:
     ras: Any = None  # job/ras.py RasPlan, or None
     exposure: Any = None  # exposure.Exposure: where the job will listen, for the report if it never meets
     guardian: bool = True  # start the job's guardian (False: the caller holds one for this run already)
+    stragglers: StragglerPlan | None = None  # None: not watched, and nothing said of it (a lab stage's timing)
 
 
 @dataclass
@@ -83,6 +97,7 @@ class JobOutcome:
     left_running: list[LeftProcess] = field(default_factory=list)  # and those that outlived even that
     first_failure_seen_at: float | None = None
     machines_lost: MachineLoss | None = None
+    stragglers: StragglerReport | None = None
 
     @property
     def run_id(self) -> str:
@@ -109,6 +124,9 @@ def run_job(spec: JobSpec) -> JobOutcome:
     started = time.time()
     outcome = JobOutcome(run, started, started, listen=spec.exposure.record() if spec.exposure else None)
     watcher = Watcher(run, spec.nproc, spec.hang_timeout_s, job=spec.job_id, ras=spec.ras)
+    plan = spec.stragglers
+    stragglers = StragglerWatch(run, started, say=plan.say, job=spec.job_id, enabled=plan.enabled,
+                                off_reason=plan.why_off) if plan else None
     reaper = set_child_subreaper(True)
     try:
         with spec.meeting() as meeting, (Guardian(run) if spec.guardian else contextlib.nullcontext()):
@@ -118,7 +136,9 @@ def run_job(spec: JobSpec) -> JobOutcome:
                 _write_quietly(run.job_file, json.dumps(spec.description, indent=2, default=str))
             env = {**spec.env, **meeting.exposure.environment(),
                    **run.marker_env(os.getpid(), start_ticks(os.getpid()))}
-            with (spec.sampler or contextlib.nullcontext()), watcher:
+            if plan and plan.enabled:  # the launcher's own setting first (the cost benchmark reads every second)
+                env[arrivals.ARRIVALS_ENV] = os.environ.get(arrivals.ARRIVALS_ENV) or f"{plan.every_s:g}"
+            with (spec.sampler or contextlib.nullcontext()), watcher, (stragglers or contextlib.nullcontext()):
                 if spec.controller is not None:
                     threading.Thread(target=spec.controller, args=(run,), name="ddplab-controller",
                                      daemon=True).start()
@@ -137,6 +157,7 @@ def run_job(spec: JobSpec) -> JobOutcome:
             watcher.family.reap_adopted()
             set_child_subreaper(False)
     _judge(outcome, watcher, spec)
+    outcome.stragglers = stragglers.report() if stragglers else None
     return outcome
 
 

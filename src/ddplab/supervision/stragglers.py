@@ -1,0 +1,244 @@
+"""The straggler rule: from when each rank arrived at the same collectives (its flight recorder's entries, as
+records/stragglers.py ``RankArrivals`` carry them), which rank makes the others wait, and how much that costs them.
+Pure: the launcher's straggler watch (straggler_watch.py) feeds it what the ranks published and says what it finds.
+
+At one collective (a process group's sequence number, issued by every rank of the group):
+  - a rank's **lateness** is its arrival after the first rank's: how long the first one waited for it;
+  - the **last** rank made every other rank wait; what it alone cost them is its arrival after the next-latest
+    rank's (had it been as quick as that one, the collective would have started that much sooner).
+Arrivals are the ranks' enqueue times (``time_created_ns``, the rank's wall clock), or, where every rank's entry
+has a device time (the vendor's recorder with timing on), the device times with every rank's end taken as the
+same moment: a rank issues its collective on the host long before the device reaches it when the host runs ahead.
+
+Over the collectives of the last ``WINDOW_S`` (per process group, ``n`` ranks in it; further back where that holds
+fewer than ``MIN_COLLECTIVES``: a job of one collective per second), a rank's **cost** is the
+time the others waited for it: its waits, merged where they overlap (collectives in flight together are waited for
+once), without its largest one (a one-off pause, a checkpoint on rank 0, a slow start is no straggler). It is
+**named** a straggler when that cost is at least ``COST_NAMED`` of the others' time, over at least
+``MIN_WAITS`` waits, and either it is last far more often than chance (``named_share(n)``: halfway between chance,
+1/n, and always), or it causes that share of all the ranks' cost (a rank paused now and then is last at few
+collectives, but for long). It stays named until its cost falls below ``COST_KEPT`` or both its shares fall below
+``kept_share(n)``. A window needs ``MIN_COLLECTIVES`` collectives compared before it changes anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..records.stragglers import DEVICE, ENQUEUE, ArrivalRow, RankArrivals
+
+# The window: long enough to hold many steps, short enough that a rank which becomes a straggler fills half of it
+# soon after the ranks' next read (they read every 40 s at most): named within the minute.
+WINDOW_S = 30.0
+MIN_COLLECTIVES = 50
+COST_NAMED = 0.10  # of the others' time
+COST_KEPT = 0.05
+MIN_WAITS = 5
+EVIDENCE_ROWS = 5
+
+
+def named_share(n: int) -> float:
+    """The share (of being last, or of the waiting caused) that names a rank among ``n``: halfway between chance
+    and always: 75 % of 2 ranks, 67 % of 3, 63 % of 4."""
+    return (1 + 1 / n) / 2
+
+
+def kept_share(n: int) -> float:
+    """The share below which a named rank is no longer one: halfway between chance and ``named_share``."""
+    return (1 / n + named_share(n)) / 2
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective every rank of its group issued, with each rank's arrival (seconds)."""
+
+    group: str
+    seq: int
+    at: dict[int, float]
+    basis: str
+    first: float
+    last_rank: int
+    cost: float  # what the last rank alone cost the others: its arrival after the next-latest's
+
+    @classmethod
+    def of(cls, group: str, seq: int, at: dict[int, float], basis: str) -> "Collective":
+        ordered = sorted(at, key=lambda r: (at[r], r))
+        return cls(group, seq, at, basis, at[ordered[0]], ordered[-1], at[ordered[-1]] - at[ordered[-2]])
+
+    def lateness(self, rank: int) -> float:
+        return self.at[rank] - self.first
+
+    def row(self) -> ArrivalRow:
+        return ArrivalRow(self.group, self.seq, round(self.first, 6),
+                          {r: round(1000 * self.lateness(r), 3) for r in sorted(self.at)})
+
+
+def collectives_from(arrivals: dict[int, RankArrivals], taken=frozenset()) -> list[Collective]:
+    """Every collective that all ranks of its group (the ranks whose records hold that group) have published and
+    that is not in ``taken`` ((group, seq) pairs), oldest first. Where a rank's record of the group has device
+    times, only collectives every rank has a device time for are compared (the vendor's recorder adds it when its
+    watchdog sees the collective end): comparing one collective on enqueue times and the next on device times
+    would mix two clocks. Ranks on one machine share its clock; across machines enqueue times carry the machines'
+    clock offsets (device times do not)."""
+    members: dict[str, list[int]] = {}
+    for rank, a in sorted(arrivals.items()):
+        for group in a.groups:
+            members.setdefault(group, []).append(rank)
+    out = []
+    for group, ranks in members.items():
+        if len(ranks) < 2:
+            continue
+        by_rank = {r: _by_seq(arrivals[r], group) for r in ranks}
+        timed = any(arrivals[r].groups[group].device_us is not None for r in ranks)
+        common = set.intersection(*(set(seqs) for seqs in by_rank.values()))
+        for seq in sorted(common):
+            if (group, seq) in taken:
+                continue
+            created = {r: by_rank[r][seq][0] for r in ranks}
+            device = {r: by_rank[r][seq][1] for r in ranks}
+            if not timed:
+                out.append(Collective.of(group, seq, created, ENQUEUE))
+            elif all(d is not None for d in device.values()):
+                # the ends are one moment on every rank: each arrived its device time before it
+                end = max(created.values()) + max(device.values())
+                out.append(Collective.of(group, seq, {r: end - device[r] for r in ranks}, DEVICE))
+    return sorted(out, key=lambda c: (c.first, c.group, c.seq))
+
+
+def _by_seq(arrivals: RankArrivals, group: str) -> dict[int, tuple[float, float | None]]:
+    g = arrivals.groups[group]
+    base = arrivals.base_ns / 1e9
+    device = g.device_us or [None] * len(g.seqs)
+    return {seq: (base + created / 1e6, None if d is None else d / 1e6)
+            for seq, created, d in zip(g.seqs, g.created_us, device)}
+
+
+@dataclass(frozen=True)
+class RankWindow:
+    """One rank over a window of collectives of one group."""
+
+    rank: int
+    collectives: int
+    last: int  # collectives it arrived at last
+    last_share: float
+    cost_s: float  # the others' waiting for it, its overlapping waits counted once, its largest left out
+    wait_share: float  # of every rank's cost
+    cost_fraction: float  # cost_s / the window's length
+    waits: int
+    largest_wait_s: float  # the one left out
+    span_s: float
+
+
+def window_of(collectives: list[Collective]) -> dict[int, RankWindow]:
+    """Each rank's shares and cost over ``collectives`` (one group's, in one window)."""
+    if not collectives:
+        return {}
+    ranks = sorted(collectives[0].at)
+    span = max(max(c.at.values()) for c in collectives) - min(c.first for c in collectives)
+    lasts: dict[int, list[Collective]] = {r: [] for r in ranks}
+    for c in collectives:
+        lasts[c.last_rank].append(c)
+    waits = {r: _waits(lasts[r]) for r in ranks}
+    costs = {r: sum(w) - max(w, default=0.0) for r, w in waits.items()}
+    total = sum(costs.values())
+    return {r: RankWindow(r, len(collectives), len(lasts[r]), len(lasts[r]) / len(collectives), costs[r],
+                          costs[r] / total if total > 0 else 0.0, costs[r] / span if span > 0 else 0.0,
+                          len(waits[r]), max(waits[r], default=0.0), span)
+            for r in ranks}
+
+
+def _waits(lasts: list[Collective]) -> list[float]:
+    """The waits one rank caused, from the collectives it was last at: the intervals the others waited (from the
+    next-latest arrival to its own) that overlap are one wait (DDP's buckets, issued back to back, are waited for
+    together at the end of backward), worth the largest of them."""
+    waits: list[float] = []
+    end = None
+    for c in sorted(lasts, key=lambda c: c.at[c.last_rank] - c.cost):
+        start, stop = c.at[c.last_rank] - c.cost, c.at[c.last_rank]
+        if end is not None and start < end:
+            waits[-1] = max(waits[-1], c.cost)
+            end = max(end, stop)
+        else:
+            waits.append(c.cost)
+            end = stop
+    return waits
+
+
+def is_straggler(w: RankWindow, n: int, named: bool) -> bool:
+    """The rule (module docstring), with ``named``: whether the rank is named now (the thresholds to stay one are
+    lower than to become one, so a rank near them does not flap)."""
+    if w.collectives < MIN_COLLECTIVES:
+        return named
+    if w.cost_fraction < (COST_KEPT if named else COST_NAMED) or w.waits < MIN_WAITS:
+        return False
+    share = kept_share(n) if named else named_share(n)
+    return w.last_share >= share or w.wait_share >= share
+
+
+@dataclass(frozen=True)
+class Change:
+    """A rank became, or stopped being, a straggler of a group, judged on ``window``."""
+
+    group: str
+    rank: int
+    named: bool
+    window: RankWindow
+    ranks: int  # in the group
+    basis: str
+    first_seq: int
+    last_seq: int
+    rows: list[ArrivalRow]
+
+    def evidence(self) -> list[str]:
+        w = self.window
+        return [
+            f"process group {self.group}: collectives #{self.first_seq} to #{self.last_seq}, {w.collectives} issued "
+            f"by all {self.ranks} ranks over {w.span_s:.1f} s, compared on their {self.basis}",
+            f"rank {self.rank} arrived last at {w.last} of them ({w.last_share:.0%}; by chance {1 / self.ranks:.0%}) "
+            f"and caused {w.wait_share:.0%} of the time ranks waited for the last one",
+            f"the others waited {1000 * w.cost_s:.0f} ms for it beyond the next-latest rank ({w.cost_fraction:.1%} of "
+            f"their time) in {w.waits} waits, besides its longest ({1000 * w.largest_wait_s:.1f} ms)",
+            *(f"#{r.seq}: " + ", ".join(f"rank {q} +{ms:.1f} ms" for q, ms in r.late_ms.items()) for r in self.rows),
+        ]
+
+
+@dataclass
+class Rule:
+    """The rule applied window after window to one job's collectives, remembering who is named."""
+
+    window_s: float = WINDOW_S
+    named: dict[str, int] = field(default_factory=dict)  # group -> its straggler
+
+    def judge(self, collectives: list[Collective]) -> list[Change]:
+        """The changes the newest window of ``collectives`` (every group's, oldest first) brings."""
+        changes = []
+        for group in sorted({c.group for c in collectives}):
+            mine = [c for c in collectives if c.group == group]
+            newest = mine[-1].first
+            recent = [c for c in mine if c.first >= newest - self.window_s] or mine[-1:]
+            if len(recent) < MIN_COLLECTIVES:
+                recent = mine[-MIN_COLLECTIVES:]
+            windows = window_of(recent)
+            if not windows:
+                continue
+            n = len(windows)
+            current = self.named.get(group)
+            if current is not None and not is_straggler(windows[current], n, named=True):
+                del self.named[group]
+                changes.append(self._change(group, current, False, windows, recent))
+            if group not in self.named:
+                for rank, w in windows.items():
+                    if is_straggler(w, n, named=False):
+                        self.named[group] = rank
+                        changes.append(self._change(group, rank, True, windows, recent))
+                        break
+        return changes
+
+    @staticmethod
+    def _change(group: str, rank: int, named: bool, windows: dict[int, RankWindow],
+                recent: list[Collective]) -> Change:
+        lasts = sorted((c for c in recent if c.last_rank == rank), key=lambda c: -c.cost)
+        rows = [c.row() for c in lasts[1:EVIDENCE_ROWS + 1]]  # the costliest it was counted for: not its largest
+        seqs = [c.seq for c in recent]
+        return Change(group, rank, named, windows[rank], len(windows), recent[-1].basis, min(seqs), max(seqs),
+                      sorted(rows, key=lambda r: r.seq))
