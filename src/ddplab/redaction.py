@@ -50,6 +50,9 @@ _SECRET_WORD = re.compile(r"""
 SECRET_SHORT_OPTIONS = frozenset({"-p"})
 # The last word of a name whose value points at a secret instead of holding it.
 _POINTER_WORDS = frozenset({"file", "files", "path", "paths", "dir", "directory", "filename", "name", "env", "var"})
+# The last word of a name that says it is a Python exception or warning: ``KeyError: 'placement'`` in a traceback
+# names the missing key, which is no secret (the text of a KeyError, a KeyboardInterrupt, a TokenError).
+_NOT_A_VALUE_WORDS = frozenset({"error", "exception", "warning", "interrupt"})
 _WORD_BREAK = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 # Values that are credentials whatever they are called: the shapes of well-known token formats. A shape that
@@ -91,7 +94,7 @@ _PLACES_PREFIXES = ("XDG_SESSION_",)
 def secret_name(name: str) -> bool:
     """Does this variable's, option's or key's name say its value is a secret (module docstring)?"""
     words = [w.lower() for w in _WORD_BREAK.split(name) if w]
-    if not words or words[-1] in _POINTER_WORDS:
+    if not words or words[-1] in _POINTER_WORDS or words[-1] in _NOT_A_VALUE_WORDS:
         return False
     return any(_SECRET_WORD.fullmatch(w) for w in words)
 

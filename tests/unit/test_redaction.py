@@ -225,3 +225,10 @@ def test_a_script_argument_of_120000_characters_takes_a_moment():
     started = time.perf_counter()
     redact_argv(["train.py", "a" * 120_000])  # it hung a launch: about 280 s a call before
     assert time.perf_counter() - started < 2.0
+
+
+def test_an_exception_named_after_a_secret_word_keeps_its_message():
+    # KeyError splits into "key" and "error": the missing key it names is what a traceback is read for
+    assert redact_text("KeyError: 'placement'") == "KeyError: 'placement'"
+    assert redact_text("TokenError: bad input") == "TokenError: bad input"
+    assert secret_name("KeyError") is False and secret_name("ApiKey") is True
