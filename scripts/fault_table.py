@@ -43,7 +43,9 @@ def main() -> int:
                     verdict = "right" if run.right else "WRONG: " + "; ".join(run.failures)
                     print(f"{time.strftime('%H:%M:%S')} {case.name} [{code}] x{nproc} #{repeat}: {verdict} "
                           f"({run.wall_s} s)", flush=True)
-    write_text_atomic(out / "runs.json", json.dumps(fault_table.to_json(runs), indent=1), make_parents=True)
+                    # after every run: a table cut short (hours of runs) keeps every run it made
+                    write_text_atomic(out / "runs.json", json.dumps(fault_table.to_json(runs), indent=1),
+                                      make_parents=True)
     text = fault_table.table(runs)
     write_text_atomic(out / "table.md", text + "\n")
     print(text)
