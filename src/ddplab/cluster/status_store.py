@@ -178,6 +178,15 @@ class StatusReader:
         """This machine's watcher declared a hang: said once, before it ends its ranks."""
         self._store.set(hang_key(self._job, self._restart_count), json.dumps({"machine": machine, "reason": reason}))
 
+    def acknowledge_hang(self, machine: str) -> None:
+        """This machine's watcher read the announced hang and follows it: the declaring machine may end its ranks."""
+        self._store.set(f"{hang_key(self._job, self._restart_count)}/seen/{machine}", "1")
+
+    def acknowledged_hang(self, machines: set[str]) -> set[str]:
+        """Which of ``machines`` acknowledged the announced hang."""
+        prefix = f"{hang_key(self._job, self._restart_count)}/seen/"
+        return {m for m in machines if self._store.check([prefix + m])}
+
     def announced_hang(self) -> dict | None:
         """A hang some machine's watcher declared ({"machine", "reason"}), or None."""
         key = hang_key(self._job, self._restart_count)

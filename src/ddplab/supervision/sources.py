@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 
 from ..records.supervision import RankState
 from ..rundir import RunDir
@@ -54,6 +55,19 @@ class JobStore:
     def announce(self, machine: str, reason: str) -> None:
         with contextlib.suppress(Exception):  # noqa: BLE001 - a store gone: the other machines judge on their own
             self.reader.announce_hang(machine, reason)
+
+    def acknowledge(self, machine: str) -> None:
+        with contextlib.suppress(Exception):  # noqa: BLE001 - a store gone: the declaring machine stops waiting
+            self.reader.acknowledge_hang(machine)
+
+    def wait_acknowledged(self, machines: set[str], wait_s: float) -> set[str]:
+        """Wait until every one of ``machines`` read the announcement, at most ``wait_s``; those that did."""
+        deadline, seen = time.monotonic() + wait_s, set()
+        while machines - seen and time.monotonic() < deadline:
+            with contextlib.suppress(Exception):  # noqa: BLE001 - a store gone: nobody left to wait for
+                seen = self.reader.acknowledged_hang(machines)
+            time.sleep(0.05)
+        return seen
 
     def announced(self) -> dict | None:
         try:

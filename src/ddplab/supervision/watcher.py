@@ -28,8 +28,9 @@ machine's watcher judges the whole job and ends only its own ranks. When a rank 
 it. One end it does not act on: a rank of ANOTHER machine that failed while the store still answers, as where
 this machine hosts it (states.failed_elsewhere). That job cannot complete, so the ranks here wait for nothing:
 the hang clock then runs on this machine's own ranks, from the moment the failure is seen. A hang one machine
-declares it announces in the store before it ends its ranks; every other machine follows it at once, so that its
-ranks failing on the teardown are not a new failure and the declaring machine's silent ranks not a machine lost.
+declares it announces in the store, and ends its ranks once the others read it; every other machine follows it at
+once, so that its ranks failing on the teardown are not a new failure and the declaring machine's silent ranks not a
+machine lost.
 
 The hang clock starts once every rank has written its first status (a rank that never writes one is named after
 ``START_GRACE_S`` more). A rank still importing its code before init is slow, not hung, while its import moves
@@ -60,6 +61,9 @@ from . import sources
 from .sources import JOB_STORE, Files, JobStore
 
 POLL_S = 0.25
+# How long a machine that declared a hang waits for the others to follow before it ends its ranks: several of their
+# polls with a store read each, under load; a machine that never answers (gone, cut off) costs this once.
+FOLLOW_WAIT_S = 3.0
 DUMP_WAIT_S = 3.0  # for ranks to answer a dump request
 STACK_SIGNAL_WAIT_S = 0.5  # for faulthandler to write
 GRACE_S = 2.0  # between SIGTERM and SIGKILL when the watcher ends the job's processes
@@ -180,9 +184,12 @@ class Watcher:
             if not self.hang_timeout_s or self.stopped_at is not None:
                 continue  # watched for exits, the family and machines_lost only
             elsewhere = source.announced() if source.judged_from == JOB_STORE else None
-            if elsewhere and elsewhere["machine"] not in self._machines():
+            if elsewhere and elsewhere["machine"] not in (mine := self._machines()):
                 # Another machine declared the hang and is ending its ranks: this machine's ranks would fail on
                 # its teardown, and that machine's ranks, ended without a word, would look like a machine lost.
+                # It waits for this word before its teardown, so the statuses just read precede it.
+                for machine in mine:
+                    source.acknowledge(machine)
                 self._declare(source, states, now, last_change or started, following=elsewhere)
                 return
             if source.judged_from == JOB_STORE and not states:
@@ -344,9 +351,7 @@ class Watcher:
             why = f"no progress for {now - last_change:.1f} s while a rank waited"
         running = {r: s for r, s in local.items() if s.phase not in rules.END_PHASES and _is_ours(s)}
         if source.judged_from == JOB_STORE and not following:
-            machine = min(self._machines(), default=None)
-            if machine is not None:  # before the teardown, which its peers would otherwise see first
-                source.announce(machine, why)
+            self._announce(source, states, why)
         request_id = None
         with contextlib.suppress(Exception):  # noqa: BLE001 - no room for the request: stacks from outside only
             request_id = request_dumps(self.run, f"hang: {why}", by="launcher")
@@ -370,6 +375,19 @@ class Watcher:
                          killed=sorted(rank_pids[p] for p in killed if p in rank_pids), ras=ras,
                          judged_from=source.judged_from if source.judged_from == JOB_STORE else None,
                          followed=following["machine"] if following else None, ended_at=ended_at)
+
+    def _announce(self, source, states: dict[int, RankState], why: str) -> None:
+        """Tell the other machines of the hang before the teardown, which their ranks would otherwise see first, and
+        wait until their watchers read it (at most FOLLOW_WAIT_S): a watcher polling every POLL_S took its ranks'
+        "connection closed by peer" for a failure of their own (seen between two network namespaces: the teardown
+        came 0.15 s after the announcement). A machine declaring at the same moment waits for no one of its own."""
+        mine = self._machines()
+        if not mine:
+            return
+        source.announce(min(mine), why)
+        for machine in mine:
+            source.acknowledge(machine)
+        source.wait_acknowledged({s.machine for s in states.values() if s.machine} - mine, FOLLOW_WAIT_S)
 
     def _stacks_of_the_silent(self, silent: dict[int, RankState]) -> tuple[dict[int, str], str | None, list[int]]:
         """The stacks of the ranks that did not answer the dump request (something holds their GIL, they are stuck in
