@@ -6,7 +6,7 @@
 source scripts/device/common.sh
 nvidia-smi -L
 
-for run in 1 2 3 4 5; do
+for run in $(seq 1 "${RUNS:-5}"); do
   t0=$(date +%s%3N)
   $py -m ddplab check --out "$res/run$run" --format nagios > "$res/run$run.nagios" 2> "$res/run$run.log"
   rc=$?
