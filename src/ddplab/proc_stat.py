@@ -2,10 +2,12 @@
 more): its start time in clock ticks since boot, which with the pid names one process across pid reuse and from
 every PID namespace, whether it is alive (running, not a zombie waiting to be reaped) and what CPU time it used;
 and from
-/proc/PID/status, whether it catches a signal.
+/proc/PID/status, whether it catches a signal; from /proc/PID/task/TID/children, its children.
 """
 
 from __future__ import annotations
+
+import os
 
 
 def _fields(pid: int | str) -> list[str] | None:
@@ -64,3 +66,49 @@ def catches(pid: int | str, signum: int) -> bool | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def _has_children_files() -> bool:
+    try:
+        return os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+    except OSError:
+        return False
+
+
+# Linux >= 3.5 built with CONFIG_PROC_CHILDREN (Debian's, Ubuntu's, RHEL's kernels are)
+HAS_CHILDREN_FILES = _has_children_files()
+
+
+def children(pid: int) -> list[int] | None:
+    """The children of ``pid``, read from each of its threads' ``children`` file: a few reads per thread of the
+    process, where psutil's children() reads the stat file of every process on the machine to find the parents
+    (2.6 ms a poll for a job of 2 ranks, most of the launcher's CPU: docs/RESULTS.md, "Issue 31"). An empty list
+    where the process is gone; None where the kernel has no such files (the caller falls back to psutil)."""
+    if not HAS_CHILDREN_FILES:
+        return None
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    found: list[int] = []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                found.extend(int(child) for child in f.read().split())
+        except (OSError, ValueError):
+            continue  # the thread ended meanwhile: its children went to another thread, read there
+    return found
+
+
+def descendants(pid: int) -> list[int] | None:
+    """Every descendant of ``pid`` (children, theirs ...), each once; None as ``children``."""
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        kids = children(todo.pop())
+        if kids is None:
+            return None
+        fresh = [k for k in kids if k not in out]
+        out.extend(fresh)
+        todo.extend(fresh)
+    return out

@@ -30,6 +30,7 @@ import psutil
 
 from ..files import write_text_atomic
 from ..proc_facts import program_name
+from .. import proc_stat
 from ..proc_stat import start_ticks, still
 from ..reaping import run_processes, signal_quietly
 from ..rundir import RunDir
@@ -77,12 +78,9 @@ class Family:
         self.rank_pids |= set(rank_pids.values())
         for pid in rank_pids.values():
             self.take(pid)
-            try:
-                for child in psutil.Process(pid).children(recursive=True):
-                    self.take(child.pid)
-                    self._descendants.add(child.pid)
-            except psutil.Error:
-                continue
+            for child in _descendants(pid):
+                self.take(child)
+                self._descendants.add(child)
         for pid in self._launchers_adopted():
             self.take(pid)
         if set(self.members) != self._written:
@@ -149,11 +147,13 @@ class Family:
         """Children of this launcher re-parented here (it is their subreaper): seen before as a rank's
         descendant. Only those are ever reaped here: a child elastic started (a rank) is elastic's to reap, and
         reaping it here would make elastic read its exit as a success."""
-        try:
-            children = psutil.Process(self.launcher).children()
-        except psutil.Error:
-            return []
-        adopted = [c.pid for c in children if c.pid in self._descendants and c.pid not in self.rank_pids]
+        children = proc_stat.children(self.launcher)
+        if children is None:
+            try:
+                children = [c.pid for c in psutil.Process(self.launcher).children()]
+            except psutil.Error:
+                return []
+        adopted = [c for c in children if c in self._descendants and c not in self.rank_pids]
         self._adopted |= set(adopted)
         return adopted
 
@@ -162,3 +162,13 @@ class Family:
         with contextlib.suppress(Exception):  # noqa: BLE001 - the guardian then relies on the run id alone
             write_text_atomic(self.run.family_file, json.dumps(members), durable=False)
             self._written = set(self.members)
+
+
+def _descendants(pid: int) -> list[int]:
+    found = proc_stat.descendants(pid)
+    if found is not None:
+        return found
+    try:
+        return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []

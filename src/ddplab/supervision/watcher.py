@@ -1,9 +1,9 @@
 """The launcher's side of supervision, for every job: watch every rank, declare a hang, collect the evidence, end
 the job's processes.
 
-Every ``POLL_S`` it reads every rank's status (this machine's status files; in a job across machines, every rank
-of the job from its store), starts watching each new rank's exit (exits.py), and takes the ranks' descendants into
-the job's family (family.py).
+Every ``POLL_S`` (every ``PROGRESSING_POLL_S`` while each poll sees progress) it reads every rank's status (this
+machine's status files; in a job across machines, every rank of the job from its store), starts watching each new
+rank's exit (exits.py), and takes the ranks' descendants into the job's family (family.py).
 
 A hang is declared when some rank waits (inside init_process_group or a collective, said or seen, or with a
 collective the flight recorder shows pending) and nothing has progressed for the hang timeout: no rank's phase,
@@ -61,6 +61,11 @@ from . import sources
 from .sources import JOB_STORE, Files, JobStore
 
 POLL_S = 0.25
+# While every poll sees progress, the next full read comes this much later (a stop request or a rank's end is
+# still seen at the next POLL_S): a poll cost the launcher 0.4 ms of CPU for 2 ranks, taken from the ranks on a busy
+# host. Once a poll sees no change the watch polls every POLL_S again; a hang is declared at most
+# PROGRESSING_POLL_S - POLL_S later than at a steady POLL_S (docs/RESULTS.md, "Issue 31").
+PROGRESSING_POLL_S = 0.5
 # How long a machine that declared a hang waits for the others to follow before it ends its ranks: several of their
 # polls with a store read each, under load; a machine that never answers (gone, cut off) costs this once.
 FOLLOW_WAIT_S = 3.0
@@ -173,7 +178,10 @@ class Watcher:
         if source is None:
             return
         started, last_key, last_change, silent_since = time.time(), None, None, None
+        relaxed_until = 0.0  # while the job progresses, polls before this (monotonic) read nothing
         while not self._stop.wait(POLL_S):
+            if time.monotonic() < relaxed_until and not (interrupts.requested() or self._ended_here()):
+                continue
             self._observe_ranks()
             if interrupts.requested() and self.stopped_at is None:
                 self._stop_everything()
@@ -224,6 +232,7 @@ class Watcher:
             if key != last_key or last_change is None:
                 last_key, last_change = key, now
                 self._cpu_at_window_start()
+                relaxed_until = time.monotonic() + PROGRESSING_POLL_S - POLL_S / 2
                 continue
             if now - last_change < self.hang_timeout_s:
                 continue
