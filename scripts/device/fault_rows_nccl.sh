@@ -7,7 +7,8 @@
 # rounds (NCCL builds its communicators lazily: the first collective of 3 ranks on one GPU takes seconds).
 set -u
 export PYTHONUNBUFFERED=1 NCCL_MULTI_RANK_GPU_ENABLE=1
-cases=${CASES:-$(python3 -c "from ddplab.drills import fault_table as t; print(','.join(c.name for c in t.CASES if 'fsdp2' in c.codes or c.name == 'param_mismatch'))")
+cases=${CASES:-}
+[ -n "$cases" ] || cases=$(python3 -c "from ddplab.drills import fault_table as t; print(','.join(c.name for c in t.CASES if 'fsdp2' in c.codes or c.name == 'param_mismatch'))")
 for code in ${CODES:-ddp fsdp2}; do
   timeout 560 python3 scripts/fault_table.py --ranks 3 --repeat "${REPEAT:-1}" --hang-timeout 10 --codes "$code" \
       --cases "$cases" --out "/tmp/r/ft_$code" 2>&1 | grep -v "^|---" | tail -40

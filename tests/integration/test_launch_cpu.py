@@ -131,7 +131,8 @@ def test_healthy_training_passes(tmp_path):
     sampled = {(r["rank"], r["pid"]) for s in results["timeseries"]["samples"] for r in s["ranks"]}
     assert sampled == set(pids.items())
     page = (tmp_path / "job" / "report.html").read_text()
-    assert page.count("<polyline class='series'") == 4  # memory and CPU time, one line per rank
+    # memory, CPU time and the straggler watch's lateness (on by default): one line per rank each
+    assert page.count("<polyline class='series'") == 6
     assert "id='launch-ranks'" in page and "id='launch-culprit'" in page and "badge pass" in page
 
     # The directory now holds a run: another job is refused before anything starts, and it is left as it was.

@@ -5,7 +5,7 @@ The machine is described to the launcher as one whose collective library has the
 (tests/integration/ras_launcher.py); the ranks, the watcher and the report are the real ones.
 """
 
-import html
+import markupsafe
 import os
 import subprocess
 import sys
@@ -46,7 +46,7 @@ def test_the_services_answer_lands_in_the_report_and_its_page(tmp_path):
     assert ras["answer"] == ANSWER
     assert ras["sent"] == server.lines == ["CLIENT PROTOCOL 2", "SET FORMAT json", "VERBOSE STATUS"]
     assert server.connections == 1
-    assert html.escape(ANSWER.strip(), quote=True) in page and "<b>&amp;</b>" not in page  # escaped, once
+    assert str(markupsafe.escape(ANSWER.strip())) in page and "<b>&amp;</b>" not in page  # escaped, once
 
 
 def test_a_service_that_never_answers_holds_the_teardown_up_only_briefly(tmp_path):
