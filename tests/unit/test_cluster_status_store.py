@@ -11,7 +11,7 @@ from torch.distributed import HashStore, TCPStore
 
 from ddplab.cluster.status_store import StatusPublisher, StatusReader, status_key, world_size_key
 from ddplab.records.supervision import RankState
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 from ddplab.supervision.beacon import HEARTBEAT_S, Beacon
 from ddplab.supervision.rank import RankLife
 from ddplab.supervision.states import name_culprits

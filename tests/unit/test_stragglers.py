@@ -14,7 +14,7 @@ from ddplab.records.codec import from_json, to_json
 from ddplab.records.figures import LineChart, Table
 from ddplab.records.stragglers import (DEVICE, ENQUEUE, NO_TIMES, OFF, WATCHED, GroupArrivals, RankArrivals,
                                        StragglerReport)
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 from ddplab.supervision import arrivals, stragglers
 from ddplab.supervision.straggler_watch import StragglerWatch
 
@@ -228,8 +228,8 @@ def test_the_launch_page_draws_each_ranks_lateness_and_the_findings_escaped(tmp_
     import dataclasses
     import html
 
-    from ddplab.catalog import report_from_json
-    from ddplab.html_report import render_html
+    from ddplab.reading.catalog import report_from_json
+    from ddplab.report.page import render_html
 
     evil = "<script>alert(1)</script>"
     watch = StragglerWatch(_run_with(tmp_path, SLOW), started_at=_published(SLOW)[0].base_ns / 1e9)

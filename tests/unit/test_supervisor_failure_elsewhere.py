@@ -16,7 +16,7 @@ from ddplab.supervision import states as status
 from ddplab.cluster.status_store import StatusPublisher, StatusReader
 from ddplab.records.codec import to_json
 from ddplab.records.supervision import RankState
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 from ddplab.supervision.watcher import JOB_STORE, Watcher as Supervisor
 from tests.unit.judged import culprit_of
 

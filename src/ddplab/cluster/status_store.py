@@ -4,7 +4,7 @@ The status files of supervision/beacon.py live on the machine a rank runs on, so
 own ranks. In a job across machines every rank also publishes the same record (records/supervision.py's
 ``RankState``: phase, collectives entered and done, op, numel, heartbeat, and where it runs: host,
 address, node rank, world size) under one key per global rank in the store every machine already
-reaches: the rendezvous store (rendezvous.py).
+reaches: the rendezvous store (cluster/rendezvous.py).
 
 Writer (inside a rank): the rank's beacon (supervision/beacon.py), through a ``StatusPublisher``. Phase
 changes (before-init, in-init, running, finished, failed: a handful per run) are published at once; entering and

@@ -7,7 +7,7 @@ import contextlib
 import time
 
 from ..records.supervision import RankState
-from ..rundir import RunDir
+from ..basics.rundir import RunDir
 from . import states as rules
 
 STORE_TIMEOUT_S = 3.0  # one read of the job's store: a store cut off must not hold the watch up for long
