@@ -11,7 +11,7 @@ changes (before-init, in-init, running, finished, failed: a handful per run) are
 leaving a collective only reach the next heartbeat (every beacon.HEARTBEAT_S: the hot path of a 10,000-op
 storm stays local). One publish is one ``store.set`` (a round trip to the store).
 
-Reader (in any launcher): ``StatusReader``. Remote clocks are not compared with the reader's:
+Reader (in any launcher): ``JobStoreReader``. Remote clocks are not compared with the reader's:
 each record carries a beat counter, and the reader notes on its own clock when a rank's beat
 last changed (``heard_at``). ``judging_records`` gives supervision/states.py's ``name_culprits`` records
 whose heartbeat is that local time, so one judge works for files and for the store.
@@ -137,7 +137,7 @@ class RankView:
         return self.status.machine if self.status is not None else None
 
 
-class StatusReader:
+class JobStoreReader:
     """Reader side, in any launcher: every rank of the job by global rank."""
 
     def __init__(self, store, world_size: int | None = None, job: str = "", restart_count: int = 0,

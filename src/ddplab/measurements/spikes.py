@@ -34,7 +34,7 @@ RULE = (f"more than {FACTOR:g}x the time of both neighbours (same op and placeme
 HOST_NOTE = "informational on the host CPU: its cores are shared with everything else the machine runs"
 
 
-class Timed(Protocol):
+class SizedTiming(Protocol):
     """A row with a time at a size: a records.sweep.SweepRow or a records.compare.TimedRow."""
 
     op: str
@@ -43,7 +43,7 @@ class Timed(Protocol):
     time_us: float | None
 
 
-def find_spikes(rows: Iterable[Timed], factor: float = FACTOR) -> list[Spike]:
+def find_spikes(rows: Iterable[SizedTiming], factor: float = FACTOR) -> list[Spike]:
     """Rows without a time (skipped, failed, N/A) are ignored."""
     spikes = []
     for series in _series(rows).values():
@@ -66,15 +66,15 @@ def judge(found: list[Spike], host_only: bool) -> Verdict:
     return Verdict.WARN if found else Verdict.PASS
 
 
-def _series(rows: Iterable[Timed]) -> dict[tuple, list[Timed]]:
-    out: dict[tuple, list[Timed]] = {}
+def _series(rows: Iterable[SizedTiming]) -> dict[tuple, list[SizedTiming]]:
+    out: dict[tuple, list[SizedTiming]] = {}
     for row in rows:
         if row.time_us and row.size_bytes is not None:
             out.setdefault((row.op, row.in_place), []).append(row)
     return {key: sorted(series, key=lambda r: r.size_bytes) for key, series in out.items()}
 
 
-def _neighbour_bounds(series: list[Timed], i: int) -> list[tuple[Timed, float]]:
+def _neighbour_bounds(series: list[SizedTiming], i: int) -> list[tuple[SizedTiming, float]]:
     """(neighbour, the longest time it makes plausible for size i) for each neighbour."""
     row, bounds = series[i], []
     if i > 0:

@@ -19,7 +19,7 @@ from ..basics.validators import parse_tolerance, percent_text
 from .codec import OMIT, OMIT_DEFAULT, SKIP
 from .core import Check, Verdict
 from .figures import Highlight, LineChart, Series
-from .hooks import Timed
+from .hooks import HasTimedRows
 
 MAX_TOLERANCE_PCT = 10_000  # B a hundred times slower than A: beyond that a tolerance means nothing
 
@@ -48,8 +48,9 @@ class BaselineRows:
 
 
 def timed_rows_of(report) -> list[TimedRow]:
-    """Every timing a report (records.Report) holds: its results record's ``timed_rows`` (hooks.Timed), or none."""
-    return list(report.results.timed_rows(report.config)) if isinstance(report.results, Timed) else []
+    """Every timing a report (records.Report) holds: its results record's ``timed_rows`` (hooks.HasTimedRows), or
+    none."""
+    return list(report.results.timed_rows(report.config)) if isinstance(report.results, HasTimedRows) else []
 
 
 def stage_rows(stage: str, report) -> list[TimedRow]:
