@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ddplab.drills import fault_table
-from ddplab.files import write_text_atomic
+from ddplab.basics.files import write_text_atomic
 
 
 def main() -> int:

@@ -1,15 +1,16 @@
-"""The import graph of src/ddplab, each module's layer, its circles and its upward imports (issue 19).
+"""The import graph of src/ddplab: each module's room and layer, its circles and its upward imports.
 
     python scripts/import_graph.py [--quiet]
 
 Prints every module with its layer and the ddplab modules it imports (imports inside functions and under
 ``if TYPE_CHECKING`` count: an edge hidden in a function is still an edge; so does a string that names a module
 whole, as a registry's or ``importlib.import_module``'s), then the circles (strongly connected components of more
-than one module) and the upward imports (a module importing one of a higher layer). Exit 1 if there is either.
+than one module) and the upward imports (a module importing one of a higher layer). Exit 1 if there is either, or
+if there are more rooms or top-level modules than the limits below.
 
-LAYERS, bottom to top, is the one table of the layers; docs/architecture.md says it in words. A module belongs to
-the layer of the longest name in the table that is it or a package above it. A module may import its own layer
-and the ones below.
+A room is a folder (a package directly under ddplab) or a module at the top level. LAYERS, bottom to top, is the
+one table of the layers, by room; docs/architecture.md draws it. A module may import its own layer and the ones
+below.
 """
 
 from __future__ import annotations
@@ -20,31 +21,40 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-# Bottom to top. Names are modules or packages under ddplab (a package holds all its modules).
+# Bottom to top, by room: a folder under ddplab (all its modules), or a top-level module ("__init__" is the package).
 LAYERS: list[tuple[str, list[str]]] = [
-    ("basics", ["ddplab", "ddplab.errors", "ddplab.files", "ddplab.redaction", "ddplab.env_vars", "ddplab.sizes",
-                "ddplab.numpy_warning", "ddplab.interrupts", "ddplab.torch_floor", "ddplab.proc_stat",
-                "ddplab.collectives", "ddplab.validators", "ddplab.cli_options", "ddplab.observer"]),
-    # Plain data: what crosses a module boundary and what a report holds, its config included.
-    ("records", ["ddplab.records", "ddplab.config"]),
+    # Helpers everything may use: errors, files, the run directory, the option machinery, /proc; the collectives'
+    # definitions (buffers and formulas).
+    ("basics", ["__init__", "errors", "basics", "collectives"]),
+    # Plain data: what crosses a module boundary and what a report holds, the shared launch options included.
+    ("records", ["records"]),
     # The one place that knows vendors: what the machine is, device operations, the library's own binding.
-    ("platform", ["ddplab.platform"]),
+    ("platform", ["platform"]),
     # Views of records alone: the HTML page and its drawing, the terminal.
-    ("reports", ["ddplab.report"]),
-    # Starting ranks, watching them and judging how they ended: any job's, the lab's, a drill's or the user's.
-    ("launching and supervision", ["ddplab.supervision", "ddplab.job", "ddplab.cluster", "ddplab.rundir",
-                                   "ddplab.exposure", "ddplab.rendezvous", "ddplab.sampler", "ddplab.timed_windows",
-                                   "ddplab.policy", "ddplab.proc_facts", "ddplab.procs", "ddplab.reaping"]),
-    # What ddplab measures and how it judges it: the measurements, their rank side, drills, profiles, check.
-    ("the lab", ["ddplab.measurements", "ddplab.workloads", "ddplab.drills", "ddplab.check",
-                 "ddplab.lab", "ddplab.profiles", "ddplab.session", "ddplab.session_record", "ddplab.worker",
-                 "ddplab.checks", "ddplab.library_engine", "ddplab.memory_plan", "ddplab.aggregate", "ddplab.spikes",
-                 "ddplab.comparison", "ddplab.nccl_tests", "ddplab.baseline_overlay", "ddplab.clean", "ddplab.catalog"]),
-    ("the CLI", ["ddplab.commands", "ddplab.cli", "ddplab.__main__"]),
+    ("report", ["report"]),
+    # Jobs across machines: where a job listens and meets, what the launcher told a process, the job's store.
+    ("cluster", ["cluster"]),
+    # Watching any job's ranks and judging how they ended; the processes of a run and what is left of them.
+    ("supervision", ["supervision"]),
+    # The ranks' side of each measurement.
+    ("workloads", ["workloads"]),
+    # One supervised job: the lab's session and its ranks' entry, the user's job under `ddplab launch`.
+    ("job", ["job"]),
+    # The fault drills.
+    ("drills", ["drills"]),
+    # What ddplab measures and how it judges it.
+    ("measurements", ["measurements"]),
+    # `ddplab run`: a profile's stages into one report; the orphan sweep.
+    ("lab", ["lab"]),
+    # `ddplab check`, and reading any report back (the catalog reads a check's; a check reads its baseline).
+    ("check and reading", ["check", "reading"]),
+    ("the CLI", ["commands", "cli", "__main__"]),
 ]
+MOST_ROOMS = 25
+MOST_TOP_LEVEL_MODULES = 5
 
-# Imports still owed to a change in files another change owns (issue 19: config.py and commands/ are rewritten
-# beside this one). Each is named with what removes it; the test fails once one is gone, so it is struck here too.
+# Imports still owed to a change in files another change owns. Each is named with what removes it; the test fails
+# once one is gone, so it is struck here too.
 OWED: dict[tuple[str, str], str] = {}
 
 
@@ -99,15 +109,24 @@ def graph(src: Path = SRC) -> dict[str, set[str]]:
     return {module: imports_of(module, path, known) for module, path in known.items()}
 
 
+def room_of(module: str) -> str:
+    """The folder directly under ddplab that holds a module, or the top-level module's own name."""
+    parts = module.split(".")
+    return "__init__" if len(parts) == 1 else parts[1]
+
+
+def rooms(src: Path = SRC) -> tuple[set[str], set[str]]:
+    """(every room, the top-level modules): the packages directly under ddplab and its own modules."""
+    top = {path.stem for path in (src / "ddplab").glob("*.py")}
+    return top | {path.parent.name for path in (src / "ddplab").glob("*/__init__.py")}, top
+
+
 def layer_of(module: str) -> int:
-    best, best_len = -1, -1
+    room = room_of(module)
     for level, (_, names) in enumerate(LAYERS):
-        for name in names:
-            if (module == name or module.startswith(name + ".")) and len(name) > best_len:
-                best, best_len = level, len(name)
-    if best < 0:
-        raise KeyError(f"{module} is in no layer: add it to LAYERS in scripts/import_graph.py")
-    return best
+        if room in names:
+            return level
+    raise KeyError(f"{module} is in no layer: add its room {room!r} to LAYERS in scripts/import_graph.py")
 
 
 def circles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -171,8 +190,10 @@ def main(argv: list[str]) -> int:
                 shown = [f"{b} (owed)" if (module, b) in OWED else b for b in sorted(everything[module])]
                 print(f"{module} -> {', '.join(shown) or '(nothing)'}")
     found_circles, found_upward = circles(edges), upward(edges)
+    all_rooms, top = rooms()
     print(f"{len(edges)} modules, {sum(len(t) for t in edges.values())} imports, "
-          f"{len(found_circles)} circles, {len(found_upward)} upward imports")
+          f"{len(found_circles)} circles, {len(found_upward)} upward imports, {len(all_rooms)} rooms "
+          f"(at most {MOST_ROOMS}), {len(top)} top-level modules (at most {MOST_TOP_LEVEL_MODULES})")
     for component in found_circles:
         print("circle: " + " <-> ".join(component))
     for a, b in found_upward:
@@ -180,7 +201,8 @@ def main(argv: list[str]) -> int:
     for (a, b), why in OWED.items():
         print(f"owed ({'still there' if b in everything.get(a, ()) else 'GONE: strike it from OWED'}): "
               f"{a} -> {b}: {why}")
-    return 1 if found_circles or found_upward else 0
+    crowded = len(all_rooms) > MOST_ROOMS or len(top) > MOST_TOP_LEVEL_MODULES
+    return 1 if found_circles or found_upward or crowded else 0
 
 
 if __name__ == "__main__":

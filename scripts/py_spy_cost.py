@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ddplab import proc_stat
+from ddplab.basics import proc_stat
 from ddplab.supervision import outside_stacks
 from ddplab.supervision.outside_stacks import Target
 

@@ -49,7 +49,7 @@ def chromium() -> str:
 def render(source: Path, into: Path) -> Path:
     """The page of ``source`` in ``into``, with the files beside the report (flight records) copied along."""
     from ddplab.report.page import write_page
-    from ddplab.catalog import read_report
+    from ddplab.reading.catalog import read_report
 
     report = read_report(str(source))
     if source.parent.name == "launch-hang":  # a job directory: its ranks/ travel with it

@@ -10,9 +10,9 @@ with the time from the slowing to the naming.
 
 Each healthy run trains for --seconds; each slowed run for 10 s more (the victim, the last rank, measures its step
 over its 20 steps before --fault-step, then slows: from step 200 about 4 s into training on CPU, before the ranks'
-reads slow down to their cadence; a later --fault-step tests the cadence they settle at). Writes <out>/runs.json after every run (so that a
-long table interrupted keeps what it measured; --work holds the jobs' directories) and <out>/table.md, and prints
-the table. ddplab's own device (the
+reads slow down to their cadence; a later --fault-step tests the cadence they settle at). Writes <out>/runs.json after
+every run (so that a long table interrupted keeps what it measured; --work holds the jobs' directories) and
+<out>/table.md, and prints the table. ddplab's own device (the
 machine's default backend) runs the ranks; scripts/device/stragglers_gpu.sh runs the same table on one GPU.
 """
 
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ddplab.files import write_text_atomic
+from ddplab.basics.files import write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULT_STEP = 200

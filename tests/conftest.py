@@ -115,7 +115,7 @@ def _forget_secrets():
     """The secrets a test's command line taught this process (redaction.learn) are not withheld in the next test's
     files."""
     yield
-    from ddplab import redaction
+    from ddplab.basics import redaction
 
     redaction.forget()
 

@@ -51,7 +51,7 @@ def leaves(doc, path: tuple = ()) -> dict[Field, list[Field]]:
 
 def read_back(doc: dict):
     """The crafted document as `ddplab report` reads it: a Report, or the UsageError that refuses it."""
-    from ddplab.catalog import parse_report
+    from ddplab.reading.catalog import parse_report
 
     return parse_report(json.dumps(doc).encode(), "crafted.json")
 

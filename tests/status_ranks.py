@@ -16,16 +16,16 @@ from pathlib import Path
 import pytest
 
 from ddplab.cluster.status_store import StatusPublisher, open_store
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 from ddplab.supervision.beacon import Beacon
 
 
 @pytest.fixture
 def loopback_store():
-    """A real TCPStore server on a socket bound to 127.0.0.1 (as rendezvous.py serves one); its port."""
+    """A real TCPStore server on a socket bound to 127.0.0.1 (as cluster/rendezvous.py serves one); its port."""
     from torch.distributed import TCPStore
 
-    from ddplab.rendezvous import bind_loopback
+    from ddplab.cluster.rendezvous import bind_loopback
 
     listener = bind_loopback()
     port = listener.getsockname()[1]

@@ -71,8 +71,8 @@ def main() -> int:
     import torch.distributed as dist
 
     from ddplab.platform import flight_recorder
-    from ddplab.rundir import RunDir
-    from ddplab.sampler import RankSampler
+    from ddplab.basics.rundir import RunDir
+    from ddplab.supervision.sampler import RankSampler
     from ddplab.supervision import beacon as beacon_mod
     from ddplab.supervision import states as rules
     from ddplab.job.supervise import SAMPLE_INTERVAL_S

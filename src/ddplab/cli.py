@@ -23,11 +23,12 @@ import time
 import traceback
 from pathlib import Path
 
-from . import __version__, commands, interrupts, numpy_warning, redaction, torch_floor
-from .cli_options import sentence
+from . import __version__, commands
+from .basics import interrupts, numpy_warning, redaction, torch_floor
+from .basics.cli_options import sentence
 from .commands import help as command_help
 from .errors import DdplabError, ExitCode, invalid_choice, printable
-from .files import STDOUT, check_output_file
+from .basics.files import STDOUT, check_output_file
 
 
 class ArgumentsRefused(SystemExit):
@@ -61,7 +62,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-@interrupts.owned  # from the first line: Ctrl+C, SIGTERM and SIGHUP become an orderly stop (interrupts.py)
+@interrupts.owned  # from the first line: Ctrl+C, SIGTERM and SIGHUP become an orderly stop (basics/interrupts.py)
 def main(argv: list[str] | None = None) -> int:
     with stdout_reader_may_leave():
         return _main(sys.argv[1:] if argv is None else argv)
@@ -85,7 +86,7 @@ def _main(argv: list[str]) -> int:
         parser.print_help()
         return ExitCode.USAGE
     # Before any command imports torch (lazily, wherever it first needs it): its warning that numpy is missing is
-    # no finding for ddplab, which never uses numpy (numpy_warning.py says why; exactly that message).
+    # no finding for ddplab, which never uses numpy (basics/numpy_warning.py says why; exactly that message).
     numpy_warning.ignore_in_this_process()
 
     from .commands import options

@@ -95,7 +95,7 @@ def test_format_json_is_the_report_alone_on_stdout_and_the_terminal_goes_to_stde
 def test_the_terminal_never_says_none_null_or_nan(outputs, name):
     """What the golden command printed, and its report rendered again with its check rows (tests/unit/
     test_terminal_words.py renders the fixtures the same way)."""
-    from ddplab.catalog import report_from_json
+    from ddplab.reading.catalog import report_from_json
     from tests.unit.test_terminal_words import missing_words, terminal_text
 
     assert missing_words((outputs / f"{name}.terminal").read_text()) == []

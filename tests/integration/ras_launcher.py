@@ -13,7 +13,7 @@ from ddplab.commands import launch
 from ddplab.job import run as job
 from ddplab.platform import VENDORS, detect
 from ddplab.records import make_report
-from ddplab.session import Observer
+from ddplab.job.session import Observer
 
 
 def main(argv: list[str]) -> int:

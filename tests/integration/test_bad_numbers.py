@@ -7,7 +7,7 @@ import psutil
 import pytest
 
 from ddplab.cli import main
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 from tests.conftest import run_cli
 
 GiB = 1 << 30
@@ -38,8 +38,9 @@ NON_FINITE_OR_ABSURD = [
 ]
 
 # With 1 GiB of host memory available (the test says so through the probe), each of these
-# needs more before its ranks allocate anything (memory_plan.py; a sweep only when its smallest size does).
-PLANNED = "available (MemAvailable 1.0 GiB of 32.0 GiB"  # memory_plan.py's words for where the number came from
+# needs more before its ranks allocate anything (platform/memory_plan.py; a sweep only when its smallest size does).
+# platform/memory_plan.py's words for where the number came from
+PLANNED = "available (MemAvailable 1.0 GiB of 32.0 GiB"
 TOO_LARGE_FOR_MEMORY = [
     (["ceiling", "--bytes", "1T"], "ceiling-too-large", "--bytes 1T (a source and a destination buffer) needs",
      PLANNED),

@@ -17,7 +17,7 @@ import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ddplab.catalog import read_report
+from ddplab.reading.catalog import read_report
 from ddplab.check import formats
 from ddplab.check.formats import npd
 from ddplab.cli import main

@@ -16,8 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ddplab import procs
-from ddplab import lab
+from ddplab.supervision import procs
+from ddplab.lab import run as lab
 from ddplab.records import Report, Verdict
 from ddplab.records.run import StageRecord
 from ddplab.platform import DeviceMonitor, DeviceSample

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 from tests.conftest import run_cli
 from tests.tmpfs import fill, small_disk, temporaries  # noqa: F401 (small_disk: a fixture)
 

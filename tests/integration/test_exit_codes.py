@@ -51,7 +51,7 @@ def test_internal_error_traceback_goes_to_the_run_directory(tmp_path, capsys, mo
     def broken_prepare(*args, **kwargs):
         raise KeyError("placement")
 
-    monkeypatch.setattr("ddplab.session.prepare", broken_prepare)
+    monkeypatch.setattr("ddplab.job.session.prepare", broken_prepare)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     assert _exit(["train", "--run-dir", str(run_dir)]) == 70

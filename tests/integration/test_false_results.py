@@ -10,12 +10,12 @@ import signal
 
 import pytest
 
-from ddplab.config import LaunchOptions
+from ddplab.records.config import LaunchOptions
 from ddplab.drills import runner
 from ddplab.measurements.drill import DrillConfig
 from ddplab.drills.kill_rank import kill_when_running
 from ddplab.records.core import Verdict
-from ddplab.session import QUIET, prepare
+from ddplab.job.session import QUIET, prepare
 
 pytestmark = pytest.mark.slow
 

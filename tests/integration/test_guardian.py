@@ -22,9 +22,9 @@ pytestmark = pytest.mark.slow
 # stop command; then it waits to be killed, or says done.
 LAUNCHER = textwrap.dedent("""
     import json, os, subprocess, sys, time
-    from ddplab.rundir import RunDir
+    from ddplab.basics.rundir import RunDir
     from ddplab.supervision.job import Guardian
-    from ddplab.proc_stat import start_ticks
+    from ddplab.basics.proc_stat import start_ticks
     run = RunDir.create(sys.argv[1], "guardian-test")
     guardian = Guardian(run).__enter__()
     helper = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "

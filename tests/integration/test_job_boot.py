@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ddplab.supervision.rank import STACK_SIGNAL
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 from ddplab.supervision.evidence import answered
 from ddplab.supervision.watcher import request_dumps
 from ddplab.platform.flight_recorder import recorder_environment

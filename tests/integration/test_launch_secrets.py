@@ -2,7 +2,7 @@
 (nor one of its environment) reaches any file of the job directory (job.json, the ranks' status, error and stacks,
 the report, its page and trace, the ranks' logs) or ddplab's own lines on the terminal: not even where a rank's
 error message quotes it, nor through a process the job left running, which ddplab ends and names by its program
-only (redaction.py, files.write_text_atomic, supervision/job.py). One real launch for all of it."""
+only (basics/redaction.py, files.write_text_atomic, supervision/job.py). One real launch for all of it."""
 
 import json
 

@@ -1,5 +1,5 @@
-"""Memory planning in a real sweep on CPU (2 gloo ranks, memory_plan.py, workloads/memory.py): with a host budget
-too small for the big sizes, those are skipped together by both ranks, each with needed vs available, and the
+"""Memory planning in a real sweep on CPU (2 gloo ranks, platform/memory_plan.py, workloads/memory.py): with a host
+budget too small for the big sizes, those are skipped together by both ranks, each with needed vs available, and the
 sweep passes (a size the machine cannot hold is SKIP, not FAIL); the ranks free every size, so the RSS they start
 each size with stays flat; and what the planner counted for a size bounds the RSS the size added."""
 
@@ -7,7 +7,7 @@ import pytest
 
 from ddplab.measurements import sweep
 from ddplab.records import Verdict
-from ddplab.catalog import read_report
+from ddplab.reading.catalog import read_report
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.slow

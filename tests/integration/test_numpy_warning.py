@@ -1,5 +1,5 @@
 """A Python without numpy (Debian's system Python): torch's "Failed to initialize NumPy: No module named 'numpy'"
-is no finding for ddplab and is not shown; a numpy that is there but broken still is (numpy_warning.py).
+is no finding for ddplab and is not shown; a numpy that is there but broken still is (basics/numpy_warning.py).
 
 numpy is made unimportable in a fresh interpreter by a meta path finder, which is how torch's own import of it
 fails on such a Python (the control case shows torch warning)."""
@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from ddplab import numpy_warning
+from ddplab.basics import numpy_warning
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +42,7 @@ def test_torch_warns_without_numpy_and_ddplab_does_not_show_it():
 
 
 def test_a_broken_numpy_is_still_shown():
-    env = _python(BROKEN, "from ddplab import numpy_warning\nnumpy_warning.ignore_in_this_process()\n"
+    env = _python(BROKEN, "from ddplab.basics import numpy_warning\nnumpy_warning.ignore_in_this_process()\n"
                           "import torch")
     assert f"Failed to initialize NumPy: {BROKEN}" in env.stderr
 

@@ -29,12 +29,12 @@ def test_the_lab_and_launch_keep_the_same_culprit_and_hang_records():
 
 def test_a_drill_and_a_users_job_are_judged_by_the_same_function_on_the_same_path(tmp_path, monkeypatch):
     from ddplab.commands.launch import parse
-    from ddplab.config import LaunchOptions
+    from ddplab.records.config import LaunchOptions
     from ddplab.measurements.drill import DrillConfig
     from ddplab.drills.runner import DrillContext
     from ddplab.drills import kill_rank
     from ddplab.job.run import run as launch
-    from ddplab.session import Observer, prepare
+    from ddplab.job.session import Observer, prepare
 
     seen = []
     judged, ran = judge.name_culprit, supervised.run_job
@@ -51,8 +51,8 @@ def test_a_drill_and_a_users_job_are_judged_by_the_same_function_on_the_same_pat
     monkeypatch.setattr(judge, "name_culprit", spy_judge)
     monkeypatch.setattr(supervised, "run_job", spy_run)
     import ddplab.job.supervise
-    import ddplab.session
-    monkeypatch.setattr(ddplab.session, "run_job", spy_run)
+    import ddplab.job.session
+    monkeypatch.setattr(ddplab.job.session, "run_job", spy_run)
     monkeypatch.setattr(ddplab.job.supervise, "run_job", spy_run)
 
     config = DrillConfig(launch=LaunchOptions(timeout_s=8, run_dir=str(tmp_path / "drill")), drills=("kill_rank",))

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from torch.distributed import TCPStore
 
-from ddplab.cluster.status_store import StatusReader
+from ddplab.cluster.status_store import JobStoreReader
 from ddplab.supervision.states import name_culprits
 from tests.status_ranks import loopback_store  # noqa: F401 (a fixture)
 
@@ -29,7 +29,7 @@ def test_several_writer_processes_are_read_by_global_rank_with_their_hosts(loopb
                for r, (n, address) in plan.items()}
     try:
         assert [w.stdout.readline().strip() for w in writers.values()] == ["stuck"] * 4
-        reader = StatusReader(TCPStore("127.0.0.1", loopback_store, None, False, timedelta(seconds=30)))
+        reader = JobStoreReader(TCPStore("127.0.0.1", loopback_store, None, False, timedelta(seconds=30)))
         views = reader.read()
         assert reader.world_size == 4
         assert {r: v.host for r, v in views.items()} == {0: "10.9.0.1", 1: "10.9.0.1", 2: "10.9.0.2", 3: "10.9.0.2"}

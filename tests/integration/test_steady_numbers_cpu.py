@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ddplab.catalog import report_from_json
+from ddplab.reading.catalog import report_from_json
 from ddplab.measurements import contention
 from tests.conftest import load_json, processes_with_env, run_cli
 

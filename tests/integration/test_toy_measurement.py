@@ -5,15 +5,16 @@ from types import SimpleNamespace
 
 from rich.console import Console
 
-from ddplab import lab, measurements
-from ddplab.comparison import line_up
-from ddplab.lab import RunConfig
+from ddplab.lab import run as lab
+from ddplab import measurements
+from ddplab.reading.comparison import line_up
+from ddplab.lab.run import RunConfig
 from ddplab.report.page import render_html
-from ddplab.profiles import Stage
+from ddplab.lab.profiles import Stage
 from ddplab.records import Check, Verdict
 from ddplab.records.compare import TimedRow, timed_rows_of
 from ddplab.records.figures import BarChart
-from ddplab.catalog import read_report
+from ddplab.reading.catalog import read_report
 
 
 @dataclass(frozen=True)

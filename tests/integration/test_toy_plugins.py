@@ -9,7 +9,7 @@ import pytest
 
 import ddplab
 from ddplab import collectives, drills, measurements
-from ddplab.config import LaunchOptions
+from ddplab.records.config import LaunchOptions
 from ddplab.measurements.drill import DrillConfig
 from ddplab.records import Verdict
 from tests.conftest import load_json, processes_with_env, run_cli

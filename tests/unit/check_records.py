@@ -11,7 +11,7 @@ from ddplab.check.judge import Expectations, Stop, judge
 from ddplab.check.record import CheckRecord
 from ddplab.records import Verdict
 from ddplab.records.clean import Orphan
-from ddplab.catalog import read_report
+from ddplab.reading.catalog import read_report
 from ddplab.records.run import StageRecord
 from tests.crafted_reports import FIXTURE
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddplab import spikes as spike_rule
+from ddplab.measurements import spikes as spike_rule
 from ddplab.records.session import SessionRecord, Timeseries
 from ddplab.records.sweep import SweepRecord, SweepRow
 

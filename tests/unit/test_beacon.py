@@ -7,7 +7,7 @@ import json
 import sys
 import types
 
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 from ddplab.supervision.beacon import Beacon
 
 

@@ -10,7 +10,7 @@ from ddplab import commands
 from ddplab.check import plan
 from ddplab.check.config import CheckConfig
 from ddplab.errors import UsageError
-from ddplab.profiles import Machine
+from ddplab.lab.profiles import Machine
 
 HOST = Machine("cpu", 1, True, False)
 ONE_GPU = Machine("cuda", 1, False, True)

@@ -99,7 +99,7 @@ def test_orphaned_ranks_on_the_node_are_critical_and_wrong_data_is_critical():
 def test_baseline_tolerance_warns_and_critical_tolerance_is_critical(tmp_path):
     from ddplab.check.config import CheckConfig
     from ddplab.check.runner import judge_report
-    from ddplab.files import write_json
+    from ddplab.basics.files import write_json
 
     good = judge_report(CheckConfig(from_report=str(FIXTURE)), Expectations())
     path = tmp_path / "good.json"

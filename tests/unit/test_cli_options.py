@@ -1,4 +1,4 @@
-"""The command line is made from the Configs (cli_options.py): every option of every command says what it does
+"""The command line is made from the Configs (basics/cli_options.py): every option of every command says what it does
 and its default in --help, every spelled field has a docstring (its help), and an empty command line gives the
 Config's own defaults (the parser has none of its own to drift from them)."""
 
@@ -6,7 +6,8 @@ import argparse
 
 import pytest
 
-from ddplab import cli_options, commands
+from ddplab.basics import cli_options
+from ddplab import commands
 from ddplab.cli import build_parser
 from ddplab.errors import UsageError
 
@@ -51,9 +52,10 @@ def test_every_option_of_every_command_says_what_it_does_and_its_default(name):
 
 
 def _configs() -> list[type]:
-    from ddplab import clean, lab, measurements
+    from ddplab.lab import clean, run as lab
+    from ddplab import measurements
     from ddplab.check.config import CheckConfig
-    from ddplab.config import LaunchOptions
+    from ddplab.records.config import LaunchOptions
     from ddplab.job.config import UserJobConfig
     from ddplab.records.compare import CompareConfig
 
@@ -85,7 +87,7 @@ def test_a_command_line_without_options_gives_the_configs_own_defaults(name, mon
     parser = argparse.ArgumentParser()
     module.add_arguments(parser)
     config = module.config_from_args(parser.parse_args(REQUIRED.get(name, [])))
-    from ddplab.config import LaunchOptions
+    from ddplab.records.config import LaunchOptions
 
     given = {"drill": {"drills": ("kill_rank",)},
              "pairwise": {"launch": LaunchOptions(nproc=1, nnodes=2, rdzv_endpoint="127.0.0.1:29400")}}

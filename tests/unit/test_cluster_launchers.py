@@ -15,7 +15,7 @@ from ddplab.cluster.launcher_env import (
 )
 from ddplab.cluster.launchers import Asked, mistakes, resolve
 from ddplab.cluster.slurm_lists import expand_hostlist, expand_tasks_per_node
-from ddplab.config import LaunchOptions
+from ddplab.records.config import LaunchOptions
 from ddplab.errors import UsageError
 
 # What each launcher really sets (values as on a 2-node job); only the variables read matter.
@@ -186,7 +186,7 @@ def test_tasks_per_node_expand():
 def _options(argv: list[str], environ: dict):
     import argparse
 
-    from ddplab import cli_options
+    from ddplab.basics import cli_options
     from ddplab.commands.options import launch_options
 
     parser = argparse.ArgumentParser()

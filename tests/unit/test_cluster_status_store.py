@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from torch.distributed import HashStore, TCPStore
 
-from ddplab.cluster.status_store import StatusPublisher, StatusReader, status_key, world_size_key
+from ddplab.cluster.status_store import JobStoreReader, StatusPublisher, status_key, world_size_key
 from ddplab.records.supervision import RankState
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 from ddplab.supervision.beacon import HEARTBEAT_S, Beacon
 from ddplab.supervision.rank import RankLife
 from ddplab.supervision.states import name_culprits
@@ -82,7 +82,7 @@ def test_the_reader_judges_heartbeats_on_its_own_clock_not_the_ranks():
     publishers = [StatusPublisher(store, r) for r in range(2)]
     for r in range(2):
         publishers[r].publish(_state(r, 2, heartbeat=1000.0 - 3600 * r))
-    reader = StatusReader(store, clock=reader_clock)
+    reader = JobStoreReader(store, clock=reader_clock)
     views = reader.read()
     assert reader.world_size == 2 and [v.heard_at for v in views.values()] == [50.0, 50.0]
     reader_clock.now = 60.0
@@ -99,7 +99,7 @@ def test_ranks_that_never_published_are_named_by_global_rank():
     store = HashStore()
     StatusPublisher(store, 0).publish(_state(0, 3))
     StatusPublisher(store, 2).publish(_state(2, 3))
-    reader = StatusReader(store)
+    reader = JobStoreReader(store)
     views = reader.read()
     assert sorted(views) == [0, 1, 2] and views[1].status is None and views[1].host is None
     culprits, why = name_culprits(reader.judging_records(views), 3, now=time.time(), stale_s=30,
@@ -110,15 +110,15 @@ def test_ranks_that_never_published_are_named_by_global_rank():
 def test_another_launch_on_the_same_store_is_never_read_as_this_one():
     store = HashStore()
     StatusPublisher(store, 0, job="first").publish(_state(0, 1, phase="failed"))
-    assert StatusReader(store, job="second").read() == {}
-    assert StatusReader(store, job="first").read()[0].status.phase == "failed"
+    assert JobStoreReader(store, job="second").read() == {}
+    assert JobStoreReader(store, job="first").read()[0].status.phase == "failed"
 
 
 def test_a_value_that_is_not_a_rank_record_is_skipped():
     store = HashStore()
     store.set(status_key(0), "not json")
     store.set(status_key(1), json.dumps({"rank": 7, "pid": 1, "phase": "running"}))
-    assert {r: v.status for r, v in StatusReader(store, world_size=2).read().items()} == {0: None, 1: None}
+    assert {r: v.status for r, v in JobStoreReader(store, world_size=2).read().items()} == {0: None, 1: None}
 
 
 def test_one_publish_costs_a_round_trip_and_the_hot_path_none(loopback_store, capsys, tmp_path):
@@ -150,7 +150,7 @@ def test_an_elastic_worker_publishes_where_the_launcher_said_with_elastics_ident
     rank_status(RunDir.create(tmp_path / "run", "train"), 3, 1, 4, environ=env).close()
     client = TCPStore("127.0.0.1", loopback_store, None, False, timedelta(seconds=30))
     assert not client.check([status_key(3, "ddplab-job")])  # an earlier attempt's key is never written or read
-    views = StatusReader(client, job="ddplab-job", restart_count=2).read()
+    views = JobStoreReader(client, job="ddplab-job", restart_count=2).read()
     assert sorted(views) == [0, 1, 2, 3] and views[3].host == "10.9.0.2"
     s = views[3].status
     assert (s.rank, s.local_rank, s.node_rank, s.world_size) == (3, 1, 1, 4)
@@ -175,7 +175,7 @@ def test_a_failing_rank_says_when_it_entered_the_phase_it_failed_in_on_the_reade
     assert (mine["phase"], mine["failed_in"], mine["failed_in_since"]) == ("failed", "in-init", entered)
     assert mine["failed_at"] >= entered
     # another machine reads it on its own clock: the entry moves with the heartbeat and the failure
-    reader = StatusReader(store, clock=reader_clock)
+    reader = JobStoreReader(store, clock=reader_clock)
     record = reader.judging_records(reader.read(), wall_now=mine["heartbeat"] + 100.0)[1]
     assert record.failed_in_since == pytest.approx(entered + 100.0)
     assert record.failed_at == pytest.approx(mine["failed_at"] + 100.0)

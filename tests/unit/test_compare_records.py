@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ddplab import comparison, measurements
+from ddplab.reading import comparison
+from ddplab import measurements
 from ddplab.cli import main
 from ddplab.measurements import sweep
 from ddplab.measurements.sweep import SweepConfig
@@ -17,7 +18,7 @@ from ddplab.records import Report, Verdict
 from ddplab.records.core import make_report, verdict_of
 from ddplab.records.compare import TimedRow, stage_rows
 from ddplab.records.sweep import SweepRow
-from ddplab.catalog import report_from_json
+from ddplab.reading.catalog import report_from_json
 from tests.unit.sweep_records import sweep_record
 
 
@@ -169,7 +170,7 @@ def test_nccl_tests_rows_and_a_sweep_line_up_on_the_collectives_name():
     text = ("#  Collective test starting: all_reduce_perf\n"
             "           8             2     float     sum      -1    20.00    0.00    0.00      0    19.00    0.00"
             "    0.00      0\n")
-    from ddplab import nccl_tests
+    from ddplab.measurements import nccl_tests
 
     nccl = [t for t in (r.timed_row() for r in nccl_tests.parse(text).rows) if t]
     rows = comparison.line_up(nccl, sweep_record(ROWS).timed_rows(), 0.05, 0)

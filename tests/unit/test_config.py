@@ -2,7 +2,7 @@
 
 import pytest
 
-from ddplab.config import LaunchOptions
+from ddplab.records.config import LaunchOptions
 from ddplab.measurements.train import TrainConfig
 from ddplab.errors import UsageError
 
@@ -51,7 +51,7 @@ def test_train_config_refuses_bad_values(kwargs, reference):
     (["--device", "gpu"], "invalid-device", "cuda"),
 ])
 def test_the_vendor_tables_names_are_checked_by_the_command_line(argv, reference, fragment):
-    """Device types and backends are the vendor table's, which config.py does not import (the records' layer):
+    """Device types and backends are the vendor table's, which records/config.py does not import (the records' layer):
     the command line checks them with the same message (cli_options.Vocabulary)."""
     with pytest.raises(UsageError) as err:
         _train(argv)

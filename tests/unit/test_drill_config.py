@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from ddplab.commands import drill as drill_command
-from ddplab.config import LaunchOptions
+from ddplab.records.config import LaunchOptions
 from ddplab.measurements.drill import DrillConfig
 from ddplab.errors import UsageError
 from ddplab.records.codec import from_json, to_json

@@ -89,7 +89,7 @@ def test_kill_controller_records_the_kill_it_delivered(monkeypatch, tmp_path):
 
 
 def test_drills_between_machines_skip_on_one_machine_without_starting_anything(tmp_path):
-    from ddplab.config import LaunchOptions
+    from ddplab.records.config import LaunchOptions
     from ddplab.measurements.drill import DrillConfig
     from ddplab.drills import get
     from ddplab.drills.runner import DrillContext

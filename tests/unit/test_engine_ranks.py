@@ -10,7 +10,7 @@ from ddplab.platform import DeviceRuntime
 from ddplab.platform import library_binding as lb
 from ddplab.records.storm import StormSettings
 from ddplab.records.sweep import SweepSettings
-from ddplab.worker import RankContext
+from ddplab.job.worker import RankContext
 from ddplab.workloads import callers, storm, sweep
 from tests.library_fake import GlooBinding
 

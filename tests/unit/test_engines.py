@@ -13,25 +13,28 @@ import json
 import pytest
 from rich.console import Console
 
-from ddplab import comparison, library_engine, measurements, profiles
+from ddplab.reading import comparison
+from ddplab.platform import library_engine
+from ddplab import measurements
+from ddplab.lab import profiles
 from ddplab.cli import main
 from ddplab.commands import storm as storm_cmd
 from ddplab.commands import sweep as sweep_cmd
-from ddplab.config import LaunchOptions
+from ddplab.records.config import LaunchOptions
 from ddplab.measurements.storm import StormConfig
 from ddplab.measurements.sweep import SweepConfig
 from ddplab.errors import EnvironmentUnsupported, UsageError
 from ddplab.measurements import storm, sweep
 from ddplab.platform import describe
 from ddplab.platform import library_binding as lb
-from ddplab.policy import plan
+from ddplab.job.policy import plan
 from ddplab.records import Verdict
 from ddplab.records.codec import from_json, to_json
 from ddplab.records.library_engine import BindingStatus, LibraryEngineRecord
 from ddplab.records.session import Distribution, Histogram
 from ddplab.records.storm import StormRankResult, StormRecord
 from ddplab.records.sweep import Repetition, SweepRankResult, SweepRankRow, SweepRecord, SweepSettings
-from ddplab.catalog import report_from_json
+from ddplab.reading.catalog import report_from_json
 from tests.unit import fakes
 from tests.unit.fake_sessions import session_record
 from tests.unit.sweep_records import session_record as sweep_session
@@ -166,9 +169,9 @@ def _cli(argv, monkeypatch, capsys, probe=None) -> tuple[int, str]:
     """`ddplab ARGV` in this process, on a machine described by ``probe`` (default: this one); starting ranks fails
     the test."""
     monkeypatch.delenv(lb.SUBSTITUTE_ENV, raising=False)
-    monkeypatch.setattr("ddplab.session.run_workload", lambda *a, **k: pytest.fail("no rank may start"))
+    monkeypatch.setattr("ddplab.job.session.run_workload", lambda *a, **k: pytest.fail("no rank may start"))
     if probe is not None:
-        monkeypatch.setattr("ddplab.session.prepare", lambda opts, with_memory=False: (
+        monkeypatch.setattr("ddplab.job.session.prepare", lambda opts, with_memory=False: (
             describe(probe), plan(opts, describe(probe))))
     code = main(argv)
     return code, capsys.readouterr().err
@@ -406,11 +409,11 @@ def test_the_full_profile_times_both_engines_and_their_command_lines_give_them_b
 
 
 def test_an_engine_stage_where_no_binding_is_known_is_skipped_with_the_reason(monkeypatch, tmp_path):
-    from ddplab import lab
+    from ddplab.lab import run as lab
     from ddplab.records.run import StageRecord
 
     monkeypatch.delenv(lb.SUBSTITUTE_ENV, raising=False)
-    monkeypatch.setattr("ddplab.session.run_workload", lambda *a, **k: pytest.fail("no rank may start"))
+    monkeypatch.setattr("ddplab.job.session.run_workload", lambda *a, **k: pytest.fail("no rank may start"))
     stage = profiles.engine_stages(lambda name: LaunchOptions(run_dir=str(tmp_path / name)))[0]
     records: list[StageRecord] = []
     assert lab.run_stage(records, stage, Console(file=io.StringIO())) is None

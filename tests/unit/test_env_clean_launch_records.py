@@ -11,7 +11,7 @@ import pytest
 from ddplab.commands import clean as clean_command
 from ddplab.commands import env as env_command
 from ddplab.commands import launch as launch_command
-from ddplab.clean import CleanConfig
+from ddplab.lab.clean import CleanConfig
 from ddplab.job.config import Target, UserJobConfig
 from ddplab.measurements.env import EnvConfig
 from ddplab.errors import UsageError
@@ -21,7 +21,7 @@ from ddplab.records.clean import CleanRecord, Ended, GoneProcess, Orphan, OtherP
 from ddplab.records.codec import from_json, to_json
 from ddplab.records.env import TwoRankPlan
 from ddplab.records.launch import JobHost, LaunchRecord
-from ddplab.catalog import report_from_json
+from ddplab.reading.catalog import report_from_json
 from tests.unit import fakes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -220,7 +220,8 @@ def test_the_libraries_of_launch_env_and_clean_read_no_command_line():
     import ddplab
 
     src = Path(ddplab.__file__).parent
-    for path in [*sorted((src / "job").glob("*.py")), src / "measurements" / "env.py", src / "procs.py"]:
+    for path in [*sorted((src / "job").glob("*.py")), src / "measurements" / "env.py",
+                 src / "supervision" / "procs.py"]:
         text = path.read_text()
         assert not any(word in text for word in ("argparse", "get_args_parser", "parse_args")), path.name
 

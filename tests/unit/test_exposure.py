@@ -1,9 +1,9 @@
 """Where a run listens, decided from facts."""
 
 from ddplab.cluster.endpoint import Endpoint, NetworkFacts, decide
-from ddplab.exposure import NODE_ADDRESS_ENV, across_machines, plan, where_to_listen
+from ddplab.cluster.exposure import NODE_ADDRESS_ENV, across_machines, plan, where_to_listen
 from ddplab.platform.vendors import HOST_CPU, VENDORS, socket_interface_envs
-from ddplab.rundir import STATUS_STORE_ENV
+from ddplab.basics.rundir import STATUS_STORE_ENV
 
 ONE_MACHINE = dict(nnodes=1, endpoint="127.0.0.1:0", loopback_interface="lo")
 

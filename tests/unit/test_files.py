@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ddplab import files
+from ddplab.basics import files
 from ddplab.errors import ExitCode, UsageError
 from tests.tmpfs import fill, small_disk, temporaries  # noqa: F401 (small_disk: a fixture)
 

@@ -13,7 +13,7 @@ import types
 import pytest
 
 from ddplab.records.supervision import RankState
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 from ddplab.supervision import states
 from ddplab.supervision.beacon import Beacon
 from ddplab.supervision.evidence import RankEvidence

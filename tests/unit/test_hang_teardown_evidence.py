@@ -6,10 +6,10 @@ culprit's kind came out "not-in-collective" instead of "behind" (the fault table
 import json
 from types import SimpleNamespace
 
-from ddplab.files import write_text_atomic
+from ddplab.basics.files import write_text_atomic
 from ddplab.records.codec import to_json
 from ddplab.records.supervision import GroupProgress, Hang, RankError, RankState, Where
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 from ddplab.supervision.evidence import gather
 from ddplab.supervision.job import _said_before_teardown
 

@@ -15,7 +15,7 @@ from ddplab.errors import EXIT_CODE_MEANINGS
 
 ROOT = Path(__file__).resolve().parents[2]
 README = " ".join((ROOT / "README.md").read_text().split())  # one line: a claim may wrap
-# ddplab's own modules, as a help text would name one of them ("profiles.py", "procs.refuse_to_name").
+# ddplab's own modules, as a help text would name one of them ("lab/profiles.py", "procs.refuse_to_name").
 MODULES = sorted({p.stem for p in (ROOT / "src" / "ddplab").rglob("*.py") if p.stem != "__init__"}, key=len,
                  reverse=True)
 INTERNAL = re.compile(rf"\b(?:{'|'.join(MODULES)})\.(?!json\b|html\b|txt\b|toml\b|xml\b|prom\b)[a-z_]+"
@@ -112,15 +112,15 @@ def test_a_value_in_the_readme_command_table_is_the_options_default(command, fla
 
 def _claims():
     """What the README's prose says a default is, and what the code says. Each is found in the README as written."""
-    from ddplab import profiles
-    from ddplab.config import DEFAULT_RESERVE
+    from ddplab.lab import profiles
+    from ddplab.records.config import DEFAULT_RESERVE
     from ddplab.job import run as launch_job
     from ddplab.job.config import DEFAULT_HANG_TIMEOUT_S
     from ddplab.job.supervise import SAMPLE_INTERVAL_S
     from ddplab.platform.vendors import VENDORS
-    from ddplab.rundir import DEFAULT_RUNS_DIR
-    from ddplab.sizes import parse_size
-    from ddplab.validators import number_text
+    from ddplab.basics.rundir import DEFAULT_RUNS_DIR
+    from ddplab.basics.sizes import parse_size
+    from ddplab.basics.validators import number_text
 
     ras = next(v.ras for v in VENDORS.values() if v.ras)
     return [

@@ -1,5 +1,6 @@
-"""The layers hold (issue 19): scripts/import_graph.py finds no circle and no import from a lower layer up to a
-higher one in src/ddplab, counting imports inside functions and modules a registry names."""
+"""The folders are the layers: scripts/import_graph.py finds no circle and no import from a lower layer up to a
+higher one in src/ddplab, counting imports inside functions and modules a registry names; the layers are named by
+room (a folder or a top-level module), and there are few rooms and fewer top-level modules."""
 
 from pathlib import Path
 
@@ -24,6 +25,8 @@ def test_every_module_has_a_layer(graph_script, edges):
     assert len(edges) > 150  # the walk found the package
     names = [name for _, layer in graph_script.LAYERS for name in layer]
     assert len(names) == len(set(names)), "a name in two layers"
+    all_rooms, top = graph_script.rooms()
+    assert set(names) == all_rooms, "the table names exactly the rooms there are"
     for module in edges:
         graph_script.layer_of(module)  # KeyError names a module the table lacks
 
@@ -39,12 +42,21 @@ def test_every_owed_import_is_still_there(graph_script, edges):
     assert [edge for edge in graph_script.OWED if edge[1] not in edges.get(edge[0], ())] == []
 
 
+def test_few_rooms_and_fewer_top_level_modules(graph_script):
+    all_rooms, top = graph_script.rooms()
+    assert len(all_rooms) <= graph_script.MOST_ROOMS == 25, sorted(all_rooms)
+    assert len(top) <= graph_script.MOST_TOP_LEVEL_MODULES == 5, sorted(top)
+    assert {"cli", "errors", "__main__", "__init__"} <= top
+
+
 def test_the_graph_sees_imports_inside_functions_and_registries(graph_script, edges):
     assert "ddplab.measurements.sweep" in edges["ddplab.measurements"]  # a registry's string
-    assert "ddplab.reaping" in edges["ddplab.lab"]  # an import inside a function (leftover_check)
+    assert "ddplab.supervision.reaping" in edges["ddplab.lab.run"]  # an import inside a function (leftover_check)
 
 
 def test_a_circle_and_an_upward_import_are_found(graph_script):
-    toy = {"ddplab.records.core": {"ddplab.lab"}, "ddplab.lab": {"ddplab.records.core"}, "ddplab.errors": set()}
-    assert graph_script.circles(toy) == [["ddplab.lab", "ddplab.records.core"]]
-    assert graph_script.upward(toy) == [("ddplab.records.core", "ddplab.lab")]
+    toy = {"ddplab.records.core": {"ddplab.lab.run"}, "ddplab.lab.run": {"ddplab.records.core"},
+           "ddplab.errors": set()}
+    assert graph_script.circles(toy) == [["ddplab.lab.run", "ddplab.records.core"]]
+    assert graph_script.upward(toy) == [("ddplab.records.core", "ddplab.lab.run")]
+    assert graph_script.upward({"ddplab.errors": {"ddplab.cli"}, "ddplab.cli": set()}) == [("ddplab.errors", "ddplab.cli")]

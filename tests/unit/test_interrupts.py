@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from ddplab import interrupts
+from ddplab.basics import interrupts
 
 
 class Stop(Exception):

@@ -182,7 +182,7 @@ def test_ddplabs_own_backends_are_no_choice_even_once_registered(script, monkeyp
     """A process that launched a job has them in elastic's registry (a CI run listed one after another test's)."""
     from torch.distributed.elastic.rendezvous import rendezvous_handler_registry
 
-    from ddplab import rendezvous
+    from ddplab.cluster import rendezvous
 
     monkeypatch.setattr(rendezvous_handler_registry, "_registry", dict(rendezvous_handler_registry._registry))
     rendezvous.register()

@@ -3,7 +3,7 @@ function, records.make_report, whose verdict is the worst of the kind's checks o
 
 import pytest
 
-from ddplab import catalog, comparison
+from ddplab.reading import catalog, comparison
 from ddplab.records import Check, Verdict, make_report
 from ddplab.records.compare import CompareConfig, CompareRecord, ComparedRow
 from ddplab.records.hooks import ChoosesAtRun, Kind

@@ -18,9 +18,9 @@ from ddplab.records import Report
 from ddplab.records.figures import LineChart, Table
 from ddplab.records.launch import Hang, RasAnswer
 from ddplab.records.session import RankSample, Sample, Timeseries
-from ddplab.rundir import RunDir
-from ddplab.sampler import RankSampler
-from ddplab.catalog import report_from_json
+from ddplab.basics.rundir import RunDir
+from ddplab.supervision.sampler import RankSampler
+from ddplab.reading.catalog import report_from_json
 from tests.crafted_reports import PAYLOADS, assert_inert, dotted, leaves, names_field, read_back, with_value
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -8,11 +8,12 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from ddplab import aggregate, measurements
+from ddplab.measurements import aggregate
+from ddplab import measurements
 from ddplab.report.page import render_html
 from ddplab.cluster.topology import comparison_groups, pair_groups
 from ddplab.commands import machines_view
-from ddplab.config import LaunchOptions
+from ddplab.records.config import LaunchOptions
 from ddplab.measurements.pairwise import PairwiseConfig
 from ddplab.measurements.storm import StormConfig
 from ddplab.measurements import pairwise
@@ -26,7 +27,7 @@ from ddplab.records.session import Distribution, Histogram, RankOutcome
 from ddplab.records.storm import StormRankResult, StormRecord, StormSummary
 from ddplab.records.sweep import Repetition, SweepRankRow, SweepRecord
 from ddplab.workloads.machines import several_launchers, this_machine
-from ddplab.catalog import report_from_json
+from ddplab.reading.catalog import report_from_json
 from tests.crafted_reports import assert_inert
 from tests.unit.fake_sessions import session_record
 

@@ -1,4 +1,4 @@
-"""Memory planning (memory_plan.py) from injected machine numbers: what a size needs per rank on each route,
+"""Memory planning (platform/memory_plan.py) from injected machine numbers: what a size needs per rank on each route,
 against what the machine and its cgroups have, for every rank of the machine; the launcher's check on hand-made
 platforms; and the numbers read from cgroup v1/v2 files and a budget. Pure functions, no processes."""
 
@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from ddplab import collectives, memory_plan
-from ddplab.config import LaunchOptions
+from ddplab import collectives
+from ddplab.platform import memory_plan
+from ddplab.records.config import LaunchOptions
 from ddplab.errors import UsageError
-from ddplab.memory_plan import Route, collective_need, judge, pinned_block, with_margin
+from ddplab.platform.memory_plan import Route, collective_need, judge, pinned_block, with_margin
 from ddplab.platform import describe
-from ddplab.policy import plan
+from ddplab.job.policy import plan
 from ddplab.records.memory import MachineMemory, MemoryNeed
 from tests.unit import fakes
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ddplab.catalog import report_from_json
+from ddplab.reading.catalog import report_from_json
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ddplab.report import summary, terminal
-from ddplab.catalog import read_report
+from ddplab.reading.catalog import read_report
 from ddplab.check.record import NodeCheck, Status
 from ddplab.records import Check, Verdict
 from ddplab.records.clean import ORPHANS_CHECK

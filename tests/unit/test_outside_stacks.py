@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from ddplab import proc_stat
+from ddplab.basics import proc_stat
 from ddplab.records.supervision import RankState
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 from ddplab.supervision import outside_stacks
 from ddplab.supervision.outside_stacks import Target
 from ddplab.supervision.rank import STACK_SIGNAL

@@ -6,11 +6,11 @@ import argparse
 import pytest
 
 from ddplab.commands import pairwise as pairwise_cmd
-from ddplab.config import LaunchOptions
+from ddplab.records.config import LaunchOptions
 from ddplab.measurements.pairwise import PairwiseConfig
 from ddplab.measurements.sweep import DEFAULT_SIZES as SWEEP_DEFAULT_SIZES
 from ddplab.errors import UsageError
-from ddplab.sizes import size_range
+from ddplab.basics.sizes import size_range
 
 ACROSS = LaunchOptions(nproc=1, nnodes=3, rdzv_endpoint="node0:29400")
 

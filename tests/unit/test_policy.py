@@ -4,12 +4,12 @@ import argparse
 
 import pytest
 
-from ddplab import cli_options
+from ddplab.basics import cli_options
 from ddplab.commands import options
-from ddplab.config import LaunchOptions
+from ddplab.records.config import LaunchOptions
 from ddplab.errors import EnvironmentUnsupported, UsageError
 from ddplab.platform import describe
-from ddplab.policy import PRIVATE_DAEMON, RUNNING_DAEMON, plan
+from ddplab.job.policy import PRIVATE_DAEMON, RUNNING_DAEMON, plan
 from tests.unit import fakes
 
 

@@ -8,7 +8,7 @@ import time
 import psutil
 import pytest
 
-from ddplab import proc_stat
+from ddplab.basics import proc_stat
 
 GRANDCHILD = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); " \
              "time.sleep(60)"

@@ -6,10 +6,10 @@ integration tests in tests/integration/test_clean.py run the same situations for
 
 import os
 
-from ddplab.rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_DIR_ENV, RUN_ID_ENV
-from ddplab.proc_facts import ELASTIC_WORKER_ENV, TORCHRUN_MARKER, Facts, program_name
-from ddplab.proc_stat import start_ticks
-from ddplab.procs import classify
+from ddplab.basics.rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_DIR_ENV, RUN_ID_ENV
+from ddplab.supervision.proc_facts import ELASTIC_WORKER_ENV, TORCHRUN_MARKER, Facts, program_name
+from ddplab.basics.proc_stat import start_ticks
+from ddplab.supervision.procs import classify
 
 INIT = Facts(pid=1, ppid=0, start_ticks=5, ns_pid=1, create_time=0.0, argv=("/sbin/init",))
 TORCHRUN = ("/venv/bin/python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "train.py")
@@ -233,7 +233,7 @@ def test_start_ticks_reads_past_a_command_name_with_spaces_and_parentheses(tmp_p
 def test_run_ids_are_the_stages_own_not_those_of_orphans_the_env_stage_listed():
     from types import SimpleNamespace
 
-    from ddplab.lab import _run_ids
+    from ddplab.lab.run import _run_ids
     from ddplab.records import Report, Verdict
     from ddplab.records.run import StageRecord
 
@@ -251,7 +251,7 @@ def test_run_ids_are_the_stages_own_not_those_of_orphans_the_env_stage_listed():
 
 
 def test_a_run_directory_is_read_through_the_process_own_root(tmp_path):
-    from ddplab.proc_facts import run_dir_holds
+    from ddplab.supervision.proc_facts import run_dir_holds
 
     assert run_dir_holds(os.getpid(), str(tmp_path)) is None  # no run claimed it
     (tmp_path / "run-id").write_text("launch-20261206-010203-abcdef\n")

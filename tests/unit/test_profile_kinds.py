@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ddplab import profiles
+from ddplab.lab import profiles
 from ddplab.errors import UsageError
-from ddplab.lab import RunConfig
+from ddplab.lab.run import RunConfig
 from ddplab.platform import describe
 from tests.unit import fakes
 

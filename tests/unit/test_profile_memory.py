@@ -3,10 +3,10 @@ at profiles.HOST_STAGED_MAX, and on one device there is no second, shared-device
 
 from pathlib import Path
 
-from ddplab import profiles
+from ddplab.lab import profiles
 from ddplab.platform import describe
-from ddplab.sizes import human_bytes
-from ddplab.sizes import parse_size, size_range
+from ddplab.basics.sizes import human_bytes
+from ddplab.basics.sizes import parse_size, size_range
 from tests.unit import fakes
 
 

@@ -6,10 +6,10 @@ import sys
 
 from rich.console import Console
 
-from ddplab import lab
+from ddplab.lab import run as lab
 from ddplab.measurements.storm import StormConfig
 from ddplab.measurements.sweep import SweepConfig
-from ddplab.profiles import Stage
+from ddplab.lab.profiles import Stage
 from ddplab.report.progress import StageProgress, shown
 
 

@@ -10,12 +10,12 @@ import pytest
 from tests.crafted_reports import load_fixture
 
 # What runs a measurement or a job; reading a report needs none of it.
-RUNNERS = ("ddplab.lab", "ddplab.profiles", "ddplab.session", "ddplab.session_record", "ddplab.sampler",
-           "ddplab.supervision", "ddplab.job", "ddplab.workloads", "ddplab.worker", "ddplab.drills", "ddplab.check",
-           "ddplab.policy", "ddplab.rendezvous", "ddplab.exposure", "ddplab.procs", "ddplab.reaping")
+RUNNERS = ("ddplab.lab", "ddplab.job", "ddplab.supervision", "ddplab.workloads", "ddplab.drills", "ddplab.check",
+           "ddplab.cluster.rendezvous", "ddplab.cluster.exposure")
 # One measurement's report read, judged again and drawn: the CLI (12 modules), the records it holds (about 20), the
-# platform package (its Platform, 6), the kind with what its checks use (about 12), the page (5).
-MOST_MODULES = 65
+# platform package (its Platform, 6), the kind with what its checks use (about 12), the page (5), and the packages
+# basics/ and reading/ themselves (2).
+MOST_MODULES = 67
 
 SHOW_MODULES = ("import sys\nfrom ddplab.cli import main\ncode = main(sys.argv[1:])\n"
                 "print(' '.join(sorted(m for m in sys.modules if m == 'ddplab' or m.startswith('ddplab.'))))\n"
@@ -47,6 +47,6 @@ def test_reading_a_report_imports_no_runner(storm_report, tmp_path, command):
     argv = [command, str(storm_report), *(["--out", str(tmp_path / "page.html")] if command == "report"
                                           else [str(storm_report)])]
     code, modules = _imported(*argv, cwd=tmp_path)
-    assert code == 0 and "ddplab.measurements.storm" in modules and "ddplab.catalog" in modules
+    assert code == 0 and "ddplab.measurements.storm" in modules and "ddplab.reading.catalog" in modules
     assert _runners(modules) == []
     assert len(modules) <= MOST_MODULES, modules

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ddplab.redaction import REDACTED, redact
+from ddplab.basics.redaction import REDACTED, redact
 
 
 @pytest.mark.parametrize("name", ["DB_PASSWD", "MY_CREDENTIALS", "GLOO_TOKEN", "aws_secret_access_key",
@@ -30,7 +30,7 @@ def test_ordinary_values_are_shown_as_they_are(value):
 
 # -- command lines: what a user's script was given (`ddplab launch -- train.py ...`, left_running[].cmdline) --
 
-from ddplab.redaction import redact_argv, redact_text, secret_name  # noqa: E402
+from ddplab.basics.redaction import redact_argv, redact_text, secret_name  # noqa: E402
 
 # Fake values with the shapes of real credentials (none of them is one).
 CREDENTIAL_SHAPES = {
@@ -96,7 +96,7 @@ def test_an_authorization_header_keeps_its_scheme_only():
 
 
 # Plain words and paths: shown as typed. `--key-file`, `--token-path`, `--secret-name`, `--token-env` name where
-# the secret is, not the secret (redaction.py's docstring): their values stay, unless they have a credential's
+# the secret is, not the secret (basics/redaction.py's docstring): their values stay, unless they have a credential's
 # shape themselves.
 PLAIN = ["train.py", "--tokenizer", "gpt2", "--max-tokens", "4096", "--num_tokens=128", "--author", "alice",
          "--keyword", "loss", "--key-file", "/etc/ssl/private/job.pem", "--token-path", "/run/secrets/hf",
@@ -134,8 +134,8 @@ def test_p_pass_and_pw_are_password_flags(argv):
 
 # -- this process's secrets: withheld wherever they appear again --
 
-from ddplab import redaction  # noqa: E402
-from ddplab.files import withhold_in_place, write_text_atomic  # noqa: E402
+from ddplab.basics import redaction  # noqa: E402
+from ddplab.basics.files import withhold_in_place, write_text_atomic  # noqa: E402
 
 
 def test_a_learned_secret_is_withheld_wherever_it_appears_in_any_spelling():
@@ -177,7 +177,7 @@ def test_a_log_is_rewritten_in_place_only_where_it_holds_a_secret(tmp_path):
 
 
 def test_a_rank_withholds_its_secrets_from_its_error_and_status(tmp_path):
-    from ddplab.rundir import RunDir
+    from ddplab.basics.rundir import RunDir
     from ddplab.supervision.rank import RankLife
 
     run = RunDir(tmp_path, "launch-test")

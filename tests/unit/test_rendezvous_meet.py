@@ -4,7 +4,7 @@ import socket
 
 import pytest
 
-from ddplab import rendezvous
+from ddplab.cluster import rendezvous
 from ddplab.cluster.endpoint import plan_store
 from ddplab.errors import EnvironmentUnsupported, ExitCode
 

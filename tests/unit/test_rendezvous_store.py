@@ -7,7 +7,7 @@ import psutil
 import pytest
 from torch.distributed import TCPStore
 
-from ddplab import rendezvous
+from ddplab.cluster import rendezvous
 from tests.conftest import connections
 
 

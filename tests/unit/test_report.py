@@ -10,7 +10,7 @@ from ddplab.records import SCHEMA_VERSION, RecordError, Report, Verdict
 from ddplab.measurements import train
 from ddplab.records.session import Distribution, percentile
 from ddplab.records.train import TrainRecord
-from ddplab.catalog import report_from_json
+from ddplab.reading.catalog import report_from_json
 from tests.unit.fake_sessions import session_record
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from ddplab.report import scales as cs
-from ddplab.baseline_overlay import load_baseline
+from ddplab.reading.baseline_overlay import load_baseline
 from ddplab.report.page import render_html, write_page
-from ddplab.catalog import parse_report, read_report
+from ddplab.reading.catalog import parse_report, read_report
 from ddplab.report.summary import INFO, shown_verdict
 from tests.conftest import run_cli
 from tests.report_pages import HANG, NCCL_TESTS, QUICK, failing_lab_doc, page_text, placeholders

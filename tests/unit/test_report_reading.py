@@ -12,7 +12,7 @@ from ddplab.cli import main
 from ddplab.job.config import TORCHRUN_VALUE_TYPES
 from ddplab.errors import UsageError, printable
 from ddplab.records import Verdict
-from ddplab.catalog import read_report, report_from_document as report_from_json
+from ddplab.reading.catalog import read_report, report_from_document as report_from_json
 from ddplab.records.load import MAX_INPUT_BYTES, read_bytes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -4,10 +4,10 @@ each rank's allocator cap on a shared device)."""
 
 import pytest
 
-from ddplab.config import LaunchOptions
+from ddplab.records.config import LaunchOptions
 from ddplab.errors import UsageError
 from ddplab.platform import describe
-from ddplab.policy import plan, require_fits
+from ddplab.job.policy import plan, require_fits
 from tests.unit import fakes
 
 GiB = 1 << 30

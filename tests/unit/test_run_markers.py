@@ -1,11 +1,11 @@
-"""Every supervised job's directory is a run directory (rundir.py): its ranks carry the markers rundir.py names,
-so `ddplab clean` judges a `ddplab launch` rank by the same evidence as any ddplab rank (docs/processes.md)."""
+"""Every supervised job's directory is a run directory (basics/rundir.py): its ranks carry the markers basics/rundir.py
+names, so `ddplab clean` judges a `ddplab launch` rank by the same evidence as any ddplab rank (docs/processes.md)."""
 
 from pathlib import Path
 
-from ddplab.proc_facts import Facts
-from ddplab.procs import classify
-from ddplab.rundir import MARKER_ENVS, RunDir
+from ddplab.supervision.proc_facts import Facts
+from ddplab.supervision.procs import classify
+from ddplab.basics.rundir import MARKER_ENVS, RunDir
 
 INIT = Facts(pid=1, ppid=0, start_ticks=5, ns_pid=1, create_time=0.0, argv=("/sbin/init",))
 

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from ddplab import lab
+from ddplab.lab import run as lab
 from ddplab.commands import run as run_command
 from ddplab.errors import ExitCode, UsageError
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 
 
 def test_a_run_directory_that_holds_a_run_is_refused(tmp_path):

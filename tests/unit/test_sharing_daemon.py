@@ -10,15 +10,15 @@ import textwrap
 import psutil
 import pytest
 
-from ddplab import session
-from ddplab.config import LaunchOptions
+from ddplab.job import session
+from ddplab.records.config import LaunchOptions
 from ddplab.errors import EnvironmentUnsupported
 from ddplab.platform import describe, sharing_daemon
-from ddplab.policy import PRIVATE_DAEMON, plan
+from ddplab.job.policy import PRIVATE_DAEMON, plan
 from tests.conftest import processes_with_env
 from tests.unit import fakes
 from ddplab.records.storm import StormSettings
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 
 # Stand-in for nvidia-cuda-mps-control: `-d` starts a detached "daemon" (a copy of sleep that carries
 # the daemon's process name, as the real one does) listening on $CUDA_MPS_PIPE_DIRECTORY; "quit" on

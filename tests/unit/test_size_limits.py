@@ -6,7 +6,7 @@ import time
 import pytest
 
 from ddplab.errors import UsageError
-from ddplab.sizes import MAX_SIZES, estimate_size_count, parse_size, size_range
+from ddplab.basics.sizes import MAX_SIZES, estimate_size_count, parse_size, size_range
 
 
 @pytest.mark.parametrize("factor", [float("nan"), float("inf"), float("-inf"), 1.0, 0.5, 2.0**21])

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from ddplab import nccl_tests
-from ddplab.comparison import line_up
+from ddplab.measurements import nccl_tests
+from ddplab.reading.comparison import line_up
 from ddplab.errors import UsageError
 from ddplab.records.compare import TimedRow
-from ddplab.sizes import parse_size, size_range
+from ddplab.basics.sizes import parse_size, size_range
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures/all_reduce_perf_2xH200_nccl2.28.9.txt"
 

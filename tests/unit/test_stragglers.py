@@ -14,7 +14,7 @@ from ddplab.records.codec import from_json, to_json
 from ddplab.records.figures import LineChart, Table
 from ddplab.records.stragglers import (DEVICE, ENQUEUE, NO_TIMES, OFF, WATCHED, GroupArrivals, RankArrivals,
                                        StragglerReport)
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 from ddplab.supervision import arrivals, stragglers
 from ddplab.supervision.straggler_watch import StragglerWatch
 
@@ -228,8 +228,8 @@ def test_the_launch_page_draws_each_ranks_lateness_and_the_findings_escaped(tmp_
     import dataclasses
     import html
 
-    from ddplab.catalog import report_from_json
-    from ddplab.html_report import render_html
+    from ddplab.reading.catalog import report_from_json
+    from ddplab.report.page import render_html
 
     evil = "<script>alert(1)</script>"
     watch = StragglerWatch(_run_with(tmp_path, SLOW), started_at=_published(SLOW)[0].base_ns / 1e9)
@@ -266,7 +266,7 @@ def test_a_rank_whose_reads_take_too_long_stops_reading_and_says_why(tmp_path, m
 def test_across_machines_the_watch_reads_every_rank_from_the_jobs_store_and_writes_its_findings_there(tmp_path):
     from torch.distributed import HashStore
 
-    from ddplab.cluster.status_store import StatusPublisher, StatusReader, stragglers_key
+    from ddplab.cluster.status_store import JobStoreReader, StatusPublisher, stragglers_key
     from ddplab.records.supervision import RankState
 
     store = HashStore()
@@ -278,7 +278,7 @@ def test_across_machines_the_watch_reads_every_rank_from_the_jobs_store_and_writ
     run.listen_file.write_text(json.dumps({"across_machines": True, "address": "10.0.0.1", "port": 29400}))
     said = []
     watch = StragglerWatch(run, 0.0, say=said.append, job="job1",
-                           open_reader=lambda address, port, job: StatusReader(store, job=job))
+                           open_reader=lambda address, port, job: JobStoreReader(store, job=job))
     watch.update()
     assert len(said) == 1 and "rank 1" in said[0]
     assert [f["rank"] for f in json.loads(store.get(stragglers_key("job1")))["findings"]] == [1]

@@ -13,10 +13,10 @@ from dataclasses import replace
 from torch.distributed import HashStore
 
 from ddplab.supervision import states as status
-from ddplab.cluster.status_store import StatusPublisher, StatusReader
+from ddplab.cluster.status_store import JobStoreReader, StatusPublisher
 from ddplab.records.codec import to_json
 from ddplab.records.supervision import RankState
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 from ddplab.supervision.watcher import JOB_STORE, Watcher as Supervisor
 from tests.unit.judged import culprit_of
 
@@ -101,7 +101,7 @@ def test_the_victims_launcher_ends_its_own_rank_when_the_other_machines_rank_fai
     beating.start()
     try:
         with Supervisor(run, local_count=1, hang_timeout_s=0.5, grace_s=0.5, job=JOB,
-                        open_reader=lambda address, port, job: StatusReader(store, job=job)) as supervisor:
+                        open_reader=lambda address, port, job: JobStoreReader(store, job=job)) as supervisor:
             supervisor._thread.join(timeout=15)
             declared_by_supervisor = not supervisor._thread.is_alive()
         beating.stop.set()
@@ -130,7 +130,7 @@ def test_when_a_rank_here_failed_too_elastic_handles_it_and_the_supervisor_signa
         run.status_file(1).write_text(json.dumps(to_json(failed_here)))
         StatusPublisher(store, 1, job=JOB).publish(failed_here)
         with Supervisor(run, local_count=1, hang_timeout_s=0.3, grace_s=0.3, job=JOB,
-                        open_reader=lambda address, port, job: StatusReader(store, job=job)) as supervisor:
+                        open_reader=lambda address, port, job: JobStoreReader(store, job=job)) as supervisor:
             time.sleep(2.0)  # several hang timeouts
         assert supervisor.hang is None and bystander.poll() is None
     finally:

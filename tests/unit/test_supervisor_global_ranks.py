@@ -8,7 +8,7 @@ import time
 from ddplab.supervision import states as status
 from ddplab.records.codec import to_json
 from ddplab.records.supervision import RankState
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 from ddplab.supervision.watcher import Watcher
 from tests.unit.judged import culprit_of
 

@@ -13,10 +13,10 @@ from torch.distributed import HashStore
 import ddplab.supervision.watcher
 
 from ddplab.supervision import states as status
-from ddplab.cluster.status_store import StatusPublisher, StatusReader
+from ddplab.cluster.status_store import JobStoreReader, StatusPublisher
 from ddplab.records.codec import to_json
 from ddplab.records.supervision import RankState
-from ddplab.rundir import RunDir
+from ddplab.basics.rundir import RunDir
 from ddplab.supervision.watcher import JOB_STORE, Watcher as Supervisor
 from tests.unit.judged import culprit_of
 
@@ -77,7 +77,7 @@ def test_both_machines_name_global_rank_3_on_its_machine_and_signal_only_their_o
             run = _machine(tmp_path, name, mine, pids)
             # the store holds every rank's pid, the other machine's too: a supervisor may signal only its files'
             with Supervisor(run, local_count=2, hang_timeout_s=0.5, grace_s=0.5, job=JOB,
-                            open_reader=lambda address, port, job: StatusReader(store, job=job)) as supervisor:
+                            open_reader=lambda address, port, job: JobStoreReader(store, job=job)) as supervisor:
                 supervisor._thread.join(timeout=15)
             hangs[name] = (supervisor.hang, culprit_of(run, supervisor, 2))
             assert [r for r, p in stand_ins.items() if p.poll() is None] == ([0, 1] if name == "b" else []), name
@@ -104,7 +104,7 @@ def test_the_other_machine_follows_a_declared_hang_at_once_and_never_takes_its_t
     beating = _Beating(store, pids)
     beating.start()
     try:
-        reader = lambda address, port, job: StatusReader(store, job=job)  # noqa: E731
+        reader = lambda address, port, job: JobStoreReader(store, job=job)  # noqa: E731
         b = _machine(tmp_path, "b", [2, 3], pids)
         with Supervisor(b, local_count=2, hang_timeout_s=0.5, grace_s=0.5, job=JOB, open_reader=reader) as first:
             first._thread.join(timeout=15)
@@ -152,7 +152,7 @@ def test_a_machine_that_vanished_is_named_by_the_survivors_supervisor_with_its_r
     for rank in MACHINES:  # what the store last heard: b's ranks mid-collective, never an end
         StatusPublisher(store, rank, job=JOB).publish(_state(rank, pids[rank], 1))
     with Supervisor(run, local_count=2, hang_timeout_s=None, job=JOB,
-                    open_reader=lambda address, port, job: StatusReader(store, job=job)) as supervisor:
+                    open_reader=lambda address, port, job: JobStoreReader(store, job=job)) as supervisor:
         deadline = time.monotonic() + 10
         while len(supervisor.job_states) < 4 and time.monotonic() < deadline:  # watching only, never judging
             time.sleep(0.05)

@@ -7,10 +7,10 @@ import random
 import pytest
 
 from ddplab.commands import sweep as sweep_cmd
-from ddplab.config import LaunchOptions
+from ddplab.records.config import LaunchOptions
 from ddplab.measurements.sweep import DEFAULT_SIZES as SWEEP_DEFAULT_SIZES, SweepConfig
 from ddplab.errors import UsageError
-from ddplab.sizes import range_args, size_range
+from ddplab.basics.sizes import range_args, size_range
 
 
 def parsed(argv: list[str]) -> SweepConfig:

@@ -4,11 +4,11 @@ every size is freed before the next is planned."""
 
 import pytest
 
-from ddplab import memory_plan
+from ddplab.platform import memory_plan
 from ddplab.platform import DeviceRuntime
 from ddplab.records.memory import MemoryShare
 from ddplab.records.sweep import SweepSettings
-from ddplab.worker import RankContext
+from ddplab.job.worker import RankContext
 from ddplab.workloads import memory as rank_memory
 from ddplab.workloads import sweep
 

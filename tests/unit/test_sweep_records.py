@@ -12,7 +12,7 @@ from ddplab.measurements import sweep
 from ddplab.records import RecordError, Verdict
 from ddplab.records.codec import from_json, to_json
 from ddplab.records.sweep import SweepRecord, SweepRow
-from ddplab.catalog import report_from_json
+from ddplab.reading.catalog import report_from_json
 from tests.unit.sweep_records import sweep_record
 
 TIMED = SweepRow(op="all_reduce", dtype="float", size_bytes=8, count=2, in_place=True, time_us=20.0,

@@ -9,7 +9,9 @@ import time
 import pytest
 from rich.console import Console
 
-from ddplab import comparison, spikes, timed_windows
+from ddplab.reading import comparison
+from ddplab.measurements import spikes
+from ddplab.supervision import timed_windows
 from ddplab.commands import compare as compare_cmd
 from ddplab.commands import sweep as sweep_cmd
 from ddplab.errors import UsageError
@@ -18,8 +20,8 @@ from ddplab.platform.device_monitor import DeviceMonitor, DeviceSample
 from ddplab.records import Verdict
 from ddplab.records.compare import TimedRow
 from ddplab.records.sweep import Repetition, SweepRankRow, SweepRow
-from ddplab.rundir import RunDir
-from ddplab.sampler import RankSampler
+from ddplab.basics.rundir import RunDir
+from ddplab.supervision.sampler import RankSampler
 from ddplab.supervision.beacon import Beacon
 from tests.unit.sweep_records import sweep_record
 
@@ -140,7 +142,7 @@ def test_a_spike_makes_the_sweep_warn_and_is_shown_after_its_block():
     spike_line = next(line for line in table.splitlines() if line.startswith("# SPIKE"))
     assert "16 B in-place" in spike_line and spikes.FINDING in spike_line
     # nccl-tests' layout is kept: every data row still parses as one
-    from ddplab import nccl_tests
+    from ddplab.measurements import nccl_tests
     assert [x.size_bytes for x in nccl_tests.parse(table).rows if x.in_place] == [8, 16, 32]
 
 

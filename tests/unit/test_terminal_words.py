@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from ddplab import catalog, commands
+from ddplab.reading import catalog
+from ddplab import commands
 from ddplab.report import terminal
 from ddplab.measurements import env as env_measurement
 from ddplab.records import Report, Verdict
 from ddplab.records.env import TwoRankPlan
-from ddplab.catalog import report_from_json
+from ddplab.reading.catalog import report_from_json
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REPORTS = sorted(FIXTURES.glob("*.json"))

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ddplab import commands, torch_floor
+from ddplab import commands
+from ddplab.basics import torch_floor
 from ddplab.cli import main
 from ddplab.errors import EnvironmentUnsupported, ExitCode
 

@@ -2,16 +2,16 @@
 
 from pathlib import Path
 
-from ddplab.config import LaunchOptions
+from ddplab.records.config import LaunchOptions
 from ddplab.supervision.elastic import ElasticFailure
 from ddplab.supervision.job import JobOutcome
 from ddplab.measurements import train
 from ddplab.platform import describe
-from ddplab.policy import plan
+from ddplab.job.policy import plan
 from ddplab.records import Verdict
 from ddplab.records.session import Timeseries
-from ddplab.rundir import RunDir
-from ddplab.session_record import session_record
+from ddplab.basics.rundir import RunDir
+from ddplab.job.session_record import session_record
 from tests.unit import fakes
 
 NCCL_TEXT = ("torch.distributed.DistBackendError: NCCL error in: NCCLUtils.cpp:93, invalid usage, NCCL version "

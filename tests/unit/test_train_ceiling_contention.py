@@ -9,7 +9,7 @@ from ddplab import measurements
 from ddplab.commands import ceiling as ceiling_command
 from ddplab.commands import contention as contention_command
 from ddplab.commands import train as train_command
-from ddplab.config import LaunchOptions
+from ddplab.records.config import LaunchOptions
 from ddplab.measurements.ceiling import CeilingConfig
 from ddplab.measurements.contention import ContentionConfig
 from ddplab.measurements.train import TrainConfig
@@ -21,7 +21,7 @@ from ddplab.records.codec import from_json, to_json
 from ddplab.records.contention import ContentionRecord
 from ddplab.records.session import Distribution
 from ddplab.records.train import TrainRecord
-from ddplab.catalog import report_from_json
+from ddplab.reading.catalog import report_from_json
 from tests.unit.fake_sessions import sample, session_record, train_rank
 
 

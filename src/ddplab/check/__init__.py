@@ -10,7 +10,7 @@
     inject.py      faults put in on purpose (hidden --inject): a slow row, a wrong row, a leftover process
     formats/       what each runner reads, all from one CheckRecord: nagios, npd, prometheus, junit, text
 
-The stages are the lab's measurements, run as `ddplab run` runs them (lab.py); nothing here re-implements one.
+The stages are the lab's measurements, run as `ddplab run` runs them (lab/run.py); nothing here re-implements one.
 """
 
 COMMAND = "check"

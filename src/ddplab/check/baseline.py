@@ -46,7 +46,7 @@ class Baseline:
 def load(path: str, tolerance: float, critical_tolerance: float | None) -> Baseline:
     """Read a check's or a lab run's report (refused with exit 2, naming the file and the field, when it is not
     one) and keep its machine type and numbers."""
-    from ..catalog import read_report
+    from ..reading.catalog import read_report
 
     try:
         report = read_report(path)

@@ -1,17 +1,17 @@
 """`ddplab check`'s configuration: where it runs, what it is held to, and (after the environment is known) the
-command line of each stage. Validated on construction, as every Config is (cli_options.py); the files it names
+command line of each stage. Validated on construction, as every Config is (basics/cli_options.py); the files it names
 (thresholds, baseline, a report to judge) are read and checked by the command before anything starts."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import validators
-from ..cli_options import Range, check_fields, option
-from ..config import DEVICES, RDZV_HOST_CHOICES, SECONDS, LaunchOptions
+from ..basics import validators
+from ..basics.cli_options import Range, check_fields, option
+from ..records.config import DEVICES, RDZV_HOST_CHOICES, SECONDS, LaunchOptions
 from ..errors import UsageError
 from ..records.run import StagePlan
-from ..validators import MAX_NODES, MAX_NPROC, percent_text
+from ..basics.validators import MAX_NODES, MAX_NPROC, percent_text
 
 DEFAULT_TOLERANCE = 0.05
 MAX_TOLERANCE = 0.99  # a busbw floor at 1% of the baseline's still means something; 100% means nothing

@@ -4,7 +4,7 @@ node without one: `--inject` (hidden from --help), any number of times.
     slow:OP    the sweep's rows of OP at its largest size made 100x slower (time x100, algbw and busbw / 100)
     wrong:OP   the same rows given wrong data (#wrong = every element)
     leftover   a real orphaned rank on the machine before the environment is surveyed: a sleeping process
-               marked by a "launcher" that has already exited (procs.py's rules find it), ended once the
+               marked by a "launcher" that has already exited (supervision/procs.py's rules find it), ended once the
                check has judged the node, and gone by itself within LEFTOVER_LIFE_S whatever happens
 
 Row faults change the sweep's record after it ran (or after it was read back, with --from-report) and the
@@ -21,15 +21,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import measurements
-from ..files import write_text_atomic
-from ..rundir import RUN_ID_FILE
+from ..basics.files import write_text_atomic
+from ..basics.rundir import RUN_ID_FILE
 from ..records.run import StageRecord
 from .config import parse_injection
 from .metrics import stage_of
 
 SLOWDOWN = 100.0  # below every built-in floor (rules.CEILING_SHARE) on every machine measured
 LEFTOVER_LIFE_S = 120
-# The "launcher": starts one sleeping rank marked with its own identity (procs.py), prints its pid, exits.
+# The "launcher": starts one sleeping rank marked with its own identity (supervision/procs.py), prints its pid, exits.
 _LAUNCHER = """import os, subprocess, sys
 stat = open("/proc/self/stat").read()
 ticks = stat[stat.rindex(")") + 2:].split()[19]
@@ -91,7 +91,7 @@ class Leftover:
     def __enter__(self) -> "Leftover":
         import psutil
 
-        # its run directory holds its run id, as a real run's does (procs.py ties a marker to a run by it)
+        # its run directory holds its run id, as a real run's does (supervision/procs.py ties a marker to a run by it)
         write_text_atomic(self.run_dir / RUN_ID_FILE, self.run_id + "\n", make_parents=True)
         done = subprocess.run([sys.executable, "-c", _LAUNCHER, self.run_id, str(LEFTOVER_LIFE_S),
                                str(self.run_dir.resolve())],

@@ -18,7 +18,7 @@ import re
 import time
 from dataclasses import dataclass, replace
 
-from ..interrupts import DEADLINE
+from ..basics.interrupts import DEADLINE
 from ..measurements.judging import stage_checks
 from ..records import Verdict
 from ..records.hooks import InSession, Interruptible

@@ -1,4 +1,4 @@
-"""The check's stages after env, as the lab's profiles are made (profiles.py): a list of Stages, each a
+"""The check's stages after env, as the lab's profiles are made (lab/profiles.py): a list of Stages, each a
 measurement's Config with the command line that reproduces it alone.
 
     pairwise  (only with --nnodes 2+) every pair of machines, first, while every machine starts at once
@@ -17,14 +17,14 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from ..config import LaunchOptions
+from ..records.config import LaunchOptions
 from ..measurements.ceiling import CeilingConfig
 from ..measurements.drill import DrillConfig
 from ..measurements.pairwise import PairwiseConfig
 from ..measurements.storm import StormConfig
 from ..measurements.sweep import SweepConfig
-from ..profiles import Machine, Stage
-from ..sizes import size_range
+from ..lab.profiles import Machine, Stage
+from ..basics.sizes import size_range
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 STORM_ITERS = 1000

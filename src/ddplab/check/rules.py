@@ -7,7 +7,7 @@ the Prometheus gauges carry the same warning and critical levels the verdict use
 
 from __future__ import annotations
 
-from ..sizes import human
+from ..basics.sizes import human
 from .record import Busbw, Metrics, NodeCheck, Reading, Status
 from .thresholds import ANY, Bound
 

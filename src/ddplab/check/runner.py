@@ -17,8 +17,10 @@ import time
 
 import psutil
 
-from .. import interrupts, lab, measurements
-from ..profiles import Machine, Stage
+from ..basics import interrupts
+from ..lab import run as lab
+from .. import measurements
+from ..lab.profiles import Machine, Stage
 from ..records import Report
 from . import COMMAND, plan
 from .config import CheckConfig
@@ -72,7 +74,7 @@ def judge_report(config: CheckConfig, expectations: Expectations) -> Report:
     """Judge the stages of a report already written (a check's or a lab run's): nothing runs. The judgement keeps
     the report's time (the textfile's last-run timestamp): an old report must look old to a staleness alert."""
     from ..errors import UsageError
-    from ..catalog import read_report
+    from ..reading.catalog import read_report
 
     source = read_report(config.from_report)
     if source.command not in ("check", "run"):

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EnvironmentUnsupported, UsageError
-from ..sizes import human, parse_size
+from ..basics.sizes import human, parse_size
 from .plan import OPS, every_sweep_size
 from .record import MachineType
 

@@ -13,7 +13,7 @@ machine's own interface addresses:
 - ``gather_facts``: what ``decide`` needs, read from this machine (resolver, psutil, the kernel's
   route choice through a UDP ``connect``, which sends nothing).
 - ``bind_store_socket`` and ``wait_for_store``: the launcher's two actions. The host binds the
-  socket the store serves on (rendezvous.py hands it to TCPStore); the others wait, bounded,
+  socket the store serves on (cluster/rendezvous.py hands it to TCPStore); the others wait, bounded,
   until something answers, and otherwise fail with the endpoint, the addresses tried and the
   port to open (exit 3).
 """
@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
 from ..errors import EnvironmentUnsupported, UsageError, invalid_choice
-from ..validators import is_digits
+from ..basics.validators import is_digits
 
 HOST_CHOICES = ("auto", "yes", "no")
 CONNECT_ATTEMPT_S = 2.0  # one TCP connect; a firewall that drops packets shows as this timeout

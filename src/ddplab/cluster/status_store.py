@@ -4,14 +4,14 @@ The status files of supervision/beacon.py live on the machine a rank runs on, so
 own ranks. In a job across machines every rank also publishes the same record (records/supervision.py's
 ``RankState``: phase, collectives entered and done, op, numel, heartbeat, and where it runs: host,
 address, node rank, world size) under one key per global rank in the store every machine already
-reaches: the rendezvous store (rendezvous.py).
+reaches: the rendezvous store (cluster/rendezvous.py).
 
 Writer (inside a rank): the rank's beacon (supervision/beacon.py), through a ``StatusPublisher``. Phase
 changes (before-init, in-init, running, finished, failed: a handful per run) are published at once; entering and
 leaving a collective only reach the next heartbeat (every beacon.HEARTBEAT_S: the hot path of a 10,000-op
 storm stays local). One publish is one ``store.set`` (a round trip to the store).
 
-Reader (in any launcher): ``StatusReader``. Remote clocks are not compared with the reader's:
+Reader (in any launcher): ``JobStoreReader``. Remote clocks are not compared with the reader's:
 each record carries a beat counter, and the reader notes on its own clock when a rank's beat
 last changed (``heard_at``). ``judging_records`` gives supervision/states.py's ``name_culprits`` records
 whose heartbeat is that local time, so one judge works for files and for the store.
@@ -137,7 +137,7 @@ class RankView:
         return self.status.machine if self.status is not None else None
 
 
-class StatusReader:
+class JobStoreReader:
     """Reader side, in any launcher: every rank of the job by global rank."""
 
     def __init__(self, store, world_size: int | None = None, job: str = "", restart_count: int = 0,

@@ -2,7 +2,7 @@
 
 A report aggregated across machines separates what stays inside a machine (shared memory, the
 device links) from what crosses the network. Everything here works from one mapping, global rank
--> machine (``StatusReader`` gives it: ``{rank: view.host}``; a machine is named by its address
+-> machine (``JobStoreReader`` gives it: ``{rank: view.host}``; a machine is named by its address
 toward the endpoint where known, since namespaces and containers may share one hostname). A rank
 with no known machine belongs to none.
 

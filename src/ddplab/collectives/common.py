@@ -11,10 +11,10 @@ Check data are small integers, so that every reduction is exact in every dtype d
 offers (bfloat16 holds integers up to 256 exactly): reducing collectives use values
 0..4 (sums stay <= 4n), data-moving ones use values 0..60 that identify rank and chunk.
 They are computed in place on one index tensor (int32 where it can count that far), so making
-them costs one index beside the result (memory_plan.py counts it as check scratch).
+them costs one index beside the result (platform/memory_plan.py counts it as check scratch).
 
 Each collective also says which buffers one call is given (``Buffers``): what memory planning
-(memory_plan.py) counts before a size is allocated, and what a backend that stages device tensors
+(platform/memory_plan.py) counts before a size is allocated, and what a backend that stages device tensors
 through host memory copies per call.
 """
 

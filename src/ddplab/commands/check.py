@@ -23,7 +23,7 @@ import socket
 import sys
 from pathlib import Path
 
-from .. import cli_options
+from ..basics import cli_options
 from ..check import formats
 from ..check.config import CheckConfig
 from . import options
@@ -90,12 +90,12 @@ def expectations_of(config: CheckConfig):
 
 
 def validate(args) -> CheckConfig:
-    from ..files import check_output_dir, check_output_file
+    from ..basics.files import check_output_dir, check_output_file
 
     config = config_from_args(args)  # --json - beside a --format that writes stdout: refused by cli.py
     expectations_of(config)
     if config.from_report:
-        from ..catalog import read_report
+        from ..reading.catalog import read_report
 
         read_report(config.from_report)
     elif config.out:
@@ -127,7 +127,7 @@ def main(args, console) -> int:
     from ..check import runner
     from ..check.formats import junit, nagios, npd, prometheus, text
     from ..report.terminal import stopped_exit_code
-    from ..files import write_json
+    from ..basics.files import write_json
 
     config = config_from_args(args)
     progress = console if args.format == "text" else _stderr_console()

@@ -8,16 +8,16 @@ check the device memory came back. Other processes on the device are listed besi
 and never ended, unless the user names one with --pid.
 
 Never by name: the report's `ps | grep python | xargs kill -9` kills every Python
-process on the machine. See procs.py and docs/processes.md for the evidence an orphan needs.
+process on the machine. See supervision/procs.py and docs/processes.md for the evidence an orphan needs.
 """
 
 from __future__ import annotations
 
-from .. import clean
+from ..lab import clean
 from ..report import terminal
 from ..records import Report, make_report
 from ..records.clean import CleanRecord, GoneProcess, Orphan, OtherProcess
-from ..sizes import human_bytes
+from ..basics.sizes import human_bytes
 from . import options
 
 SUMMARY = clean.SUMMARY

@@ -7,9 +7,9 @@ Each of A and B is nccl-tests / rccl-tests / mccl-tests text output, or a ddplab
 report (`ddplab sweep --json`, `ddplab storm --json`, `ddplab run`'s report, ...). Rows are
 matched on (collective, size, in-place); B is "new": a row where B's time is worse than
 A's by more than --tolerance counts as a regression and the exit code is 1, as does a stage or a
-row of A that B lacks (comparison.py says when a row B's tool never times only warns). A size of B far
-off its own neighbours (spikes.py) is reported as a spike, apart from the regressions: a
-finding to explain (WARN), not a slowdown of the whole stack (comparison.py says how).
+row of A that B lacks (reading/comparison.py says when a row B's tool never times only warns). A size of B far
+off its own neighbours (measurements/spikes.py) is reported as a spike, apart from the regressions: a
+finding to explain (WARN), not a slowdown of the whole stack (reading/comparison.py says how).
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import cli_options, comparison, spikes
+from ..basics import cli_options
+from ..reading import comparison
+from ..measurements import spikes
 from ..errors import UsageError, printable
 from ..records import Report, make_report
 from ..records.compare import CompareConfig, CompareRecord, ComparedRow, MissingRow
-from ..sizes import human
+from ..basics.sizes import human
 from . import options
 
 SUMMARY = comparison.SUMMARY
@@ -44,7 +46,7 @@ def config_from_args(args) -> CompareConfig:
         if not Path(path).is_file():
             raise UsageError("no-such-file", f"{path} is not a file")
     if args.html:
-        from ..files import check_output_file
+        from ..basics.files import check_output_file
 
         check_output_file(args.html, "--html")
     return config

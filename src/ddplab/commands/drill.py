@@ -85,7 +85,7 @@ add_arguments, config_from_args, validate, _ = options.measurement_command(drill
 def main(args, console) -> int:
     """The drills' runs, and their report, in one directory of this command's own: --run-dir (refused when it holds
     a run), else ./ddplab-runs/drill-<time>-<suffix>; each drill's launches under <dir>/<drill>/."""
-    from ..rundir import claim_new
+    from ..basics.rundir import claim_new
 
     config = config_from_args(args)
     for name in config.drills:  # a --run-dir that holds a run is refused before it is claimed

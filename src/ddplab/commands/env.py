@@ -14,7 +14,7 @@ from ..report import terminal
 from ..measurements import env
 from ..records import Report
 from ..records.env import ConsideredSetup, TwoRankPlan
-from ..sizes import human_bytes
+from ..basics.sizes import human_bytes
 from . import options
 
 SUMMARY = env.SUMMARY

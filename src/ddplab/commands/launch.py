@@ -30,13 +30,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import cli_options
+from ..basics import cli_options
 from .help import HelpFormatter, description, help_epilog
 from ..errors import ExitCode, UsageError, printable
 from ..job import run as job
 from ..job.config import LAUNCH_USAGE, Target, UserJobConfig
 from ..records import Report
-from ..validators import is_whole_number, read_number
+from ..basics.validators import is_whole_number, read_number
 
 SUMMARY = job.SUMMARY
 EXAMPLES = (  # shown by --help (commands.help_epilog)
@@ -151,7 +151,7 @@ def validate(args) -> None:
 
 def main(args, console) -> int:
     from ..records import make_report
-    from ..session import Observer
+    from ..job.session import Observer
 
     record = job.run(args.config, Observer(console))
     report = make_report(job, args.config, record)

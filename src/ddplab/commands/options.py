@@ -1,4 +1,4 @@
-"""What every command that reads a Config shares: its options made from the Config's fields (cli_options.py),
+"""What every command that reads a Config shares: its options made from the Config's fields (basics/cli_options.py),
 the launch options completed from the launcher that started ddplab, and what a measurement command does once its
 Config is built."""
 
@@ -11,18 +11,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
-from .. import cli_options
+from ..basics import cli_options
 from ..report import terminal
 from ..errors import UsageError, invalid_choice
 from ..records.hooks import InSession
-from ..files import STDOUT
+from ..basics.files import STDOUT
 
 if TYPE_CHECKING:
-    from ..config import LaunchOptions
+    from ..records.config import LaunchOptions
 
 OUTPUT_FORMATS = ("text", "json")  # every command that shows a result; `check` adds its runners' (check/formats)
 
-# The names config.py cannot list (it must not import the vendor table): defined here, above the platform.
+# The names records/config.py cannot list (it must not import the vendor table): defined here, above the platform.
 cli_options.define_vocabulary("device", lambda: ("auto", *_vendors()[1]))
 cli_options.define_vocabulary("backend", lambda: ("auto", *_vendors()[0]))
 
@@ -79,7 +79,7 @@ def finish(report, render, args, console, run_dir: str | os.PathLike | None = No
     where the command has one), the --json copy, the JSON on standard output for --format json; then what it shows,
     where its report is, and its exit code (terminal.finish)."""
     from ..errors import printable
-    from ..rundir import REPORT_FILE
+    from ..basics.rundir import REPORT_FILE
 
     record = Path(run_dir) / REPORT_FILE if run_dir else None
     files = [path for path in (record, getattr(args, "json", None)) if path and str(path) != STDOUT]
@@ -146,7 +146,7 @@ def run_measurement(measurement, config, render, args, console) -> int:
     """What a measurement command does once its Config is built: run it, report (into its run directory too),
     render, exit code."""
     from .. import measurements
-    from ..session import Observer
+    from ..job.session import Observer
 
     record = measurement.run(config, Observer(console if writes_the_report(config) else None))
     report = measurements.report(measurement, config, record)

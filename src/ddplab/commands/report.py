@@ -22,7 +22,7 @@ EXAMPLES = (  # shown by --help (commands.help_epilog)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..cli_options import help_text, path_argument
+    from ..basics.cli_options import help_text, path_argument
 
     parser.add_argument("report", metavar="REPORT_JSON", help=help_text("a report.json written by `ddplab run` "
                                                                         "(or any command's --json)", None))
@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def validate(args) -> None:
-    from ..baseline_overlay import load_baseline
-    from ..catalog import read_report
+    from ..reading.baseline_overlay import load_baseline
+    from ..reading.catalog import read_report
 
     read_report(args.report)
     if args.baseline:
@@ -43,11 +43,11 @@ def validate(args) -> None:
 
 
 def main(args, console) -> int:
-    from ..baseline_overlay import load_baseline
+    from ..reading.baseline_overlay import load_baseline
     from ..report.terminal import stopped_exit_code
     from ..errors import printable
     from ..report.page import write_page
-    from ..catalog import read_report
+    from ..reading.catalog import read_report
 
     report = read_report(args.report)
     baseline = load_baseline(args.baseline) if args.baseline else None

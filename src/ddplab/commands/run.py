@@ -3,7 +3,7 @@ rank per device where there are several), the latency storm, the collective swee
 contention test and the fault drills, then check that nothing was left running. The report goes to report.json
 and report.html in the output directory.
 
-`ddplab run`: the main job, the whole lab in one command (lab.py runs it; profiles.py says what runs).
+`ddplab run`: the main job, the whole lab in one command (lab/run.py runs it; lab/profiles.py says what runs).
 
 env -> shared-device train -> per-device train (2+ devices) -> storm -> sweep -> ceiling/contention ->
 drills -> leftover check -> report. Ctrl+C or SIGTERM stops the lab, still writes a report marked
@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import lab
+from ..lab import run as lab
 from ..report import terminal
 from ..errors import ExitCode
 from . import options
@@ -47,8 +47,8 @@ def validate(args) -> lab.RunConfig:
 def check_out_dir(out: Path) -> None:
     """Refuse at once an --out that holds a run (one report would overwrite the other) or that ddplab could not
     write."""
-    from ..files import check_output_dir
-    from ..rundir import check_unused
+    from ..basics.files import check_output_dir
+    from ..basics.rundir import check_unused
 
     check_output_dir(out, "--out")
     check_unused(out, "--out")
@@ -56,7 +56,7 @@ def check_out_dir(out: Path) -> None:
 
 def main(args, console) -> int:
     from ..records import make_report
-    from ..session import Observer
+    from ..job.session import Observer
 
     config = config_from_args(args)
     report = make_report(lab, config, lab.run(config, Observer(console)))
@@ -66,7 +66,7 @@ def main(args, console) -> int:
 
 
 def render(report, console) -> None:
-    """A lab's report as its run showed it: one line per stage (printed live by lab.py as each ends), then the
+    """A lab's report as its run showed it: one line per stage (printed live by lab/run.py as each ends), then the
     verdict table."""
     for stage in report.results.stages:
         console.print(terminal.stage_line(stage.verdict, stage.name, stage.summary, stage.duration_s))

@@ -8,7 +8,7 @@ below --min-busbw.
 (GB = 1e9) and column layout, so the two outputs can be put side by side; a correctness
 check at every size with exact data; nonzero exit on wrong data or busbw below --min-busbw.
 Each size is measured -R times and reports the median repetition with its spread; a size
-far off its neighbours is flagged as a spike (spikes.py), a WARN and never a silent number
+far off its neighbours is flagged as a spike (measurements/spikes.py), a WARN and never a silent number
 (measurements/sweep.py says how).
 """
 
@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from rich.markup import escape
 
-from .. import collectives, library_engine, spikes
+from .. import collectives
+from ..platform import library_engine
+from ..measurements import spikes
 from ..report import terminal
 from ..measurements import sweep
 from ..records import Report

@@ -14,10 +14,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from .. import interrupts, reaping
-from ..measurements.train import TrainConfig
+from ..basics import interrupts
+from ..supervision import reaping
+from ..records.train import TrainConfig
 from ..records.drill import ChildLauncherDetails, DrillOutcome, Injection
-from ..rundir import RunDir
+from ..basics.rundir import RunDir
 from . import runner
 from .mechanisms import excerpt
 

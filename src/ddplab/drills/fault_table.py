@@ -26,7 +26,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .. import reaping
+from ..supervision import reaping
 
 DETECT_SLACK_S = 5.0
 READY_COLLECTIVES = 3

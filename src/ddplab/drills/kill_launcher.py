@@ -20,11 +20,12 @@ from pathlib import Path
 
 import psutil
 
-from .. import interrupts, proc_facts, reaping
-from ..proc_stat import alive
+from ..basics import interrupts
+from ..supervision import proc_facts, reaping
+from ..basics.proc_stat import alive
 from ..records.core import Verdict
 from ..records.drill import DrillOutcome, Injection, TorchrunDetails
-from ..rundir import RunDir
+from ..basics.rundir import RunDir
 from . import child_launcher, runner
 
 SUMMARY = "SIGKILL the launcher (ddplab's, or plain torchrun's for comparison)"

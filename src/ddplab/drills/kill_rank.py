@@ -11,7 +11,7 @@ import signal
 import time
 
 from ..records.drill import DrillOutcome
-from ..rundir import RunDir
+from ..basics.rundir import RunDir
 from . import runner
 
 SUMMARY = "SIGKILL one rank mid-collective"

@@ -25,14 +25,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from .. import interrupts, reaping
-from ..files import write_text_atomic
-from ..measurements.train import TrainConfig
+from ..basics import interrupts
+from ..supervision import reaping
+from ..basics.files import write_text_atomic
+from ..records.train import TrainConfig
 from ..records.codec import RecordError
 from ..records.core import Report, Verdict
 from ..records.drill import DrillOutcome, Injection, NodeDetails
 from ..records.session import RankState, SessionRecord
-from ..rundir import RunDir
+from ..basics.rundir import RunDir
 from ..supervision.states import read_states
 from . import child_launcher, runner
 from .mechanisms import classify, excerpt

@@ -7,9 +7,9 @@ behind (must be none), device memory before and after (back to baseline on NVIDI
 verdict by the common rule (``judge``). Ranks are named by their GLOBAL rank throughout.
 
 Every drill's ranks run drills/script.py, the seed's DDP training (workloads/ddp_train.py) broken on purpose,
-through the same path as the user's own script under `ddplab launch` (job/boot.py, supervision/job.py): one supervisor and one judge, so
-a drill that passes proves what users get. The fault goes in either from the victim rank itself (the script:
-late, stall, desync, oom) or from a controller thread in the launcher (kill_rank's kill, straggler's pauses),
+through the same path as the user's own script under `ddplab launch` (job/boot.py, supervision/job.py): one supervisor
+and one judge, so a drill that passes proves what users get. The fault goes in either from the victim rank itself (the
+script: late, stall, desync, oom) or from a controller thread in the launcher (kill_rank's kill, straggler's pauses),
 which says when it really went in through ``Injections``.
 """
 
@@ -22,14 +22,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import interrupts, reaping
+from ..basics import interrupts
+from ..supervision import reaping
 from ..platform import Platform, flight_recorder
 from ..records.core import Verdict
 from ..records.drill import DrillOutcome, Injection
 from ..records.placement import Placement
 from ..records.session import RankState, SessionRecord
-from ..rundir import RunDir
-from ..session import Observer, Session
+from ..basics.rundir import RunDir
+from ..job.session import Observer, Session
 from ..supervision.job import StragglerPlan
 from ..supervision.states import read_states
 from . import script
@@ -78,7 +79,7 @@ class DrillContext:
 
     def run_dir(self, label: str) -> Path | None:
         """A directory of its own for each launch of this drill (stall and straggler launch twice), because
-        one directory holds one run (rundir.py); None: the launcher's default place."""
+        one directory holds one run (basics/rundir.py); None: the launcher's default place."""
         base = self.config.launch.run_dir
         return Path(base) / self.name / label if base else None
 
@@ -120,8 +121,8 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
     ``launch_overrides`` the launch options (e.g. a memory cap), ``rank_env`` is set in every rank before init
     (the blocking-wait switch), ``stragglers`` is the straggler watch's plan (on, as `ddplab launch` has it).
     """
-    from ..policy import plan
-    from ..session import run_script
+    from ..job.policy import plan
+    from ..job.session import run_script
 
     run_dir = ctx.run_dir(label)
     launch = replace(ctx.config.launch, run_dir=str(run_dir) if run_dir else None, rdzv_id=ctx.session_id(label),

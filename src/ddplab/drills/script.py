@@ -33,9 +33,9 @@ import os
 import time
 from datetime import timedelta
 
+from ..basics.rundir import PLACEMENT_ENV
 from . import faults as fault_table
 
-PLACEMENT_ENV = "DDPLAB_DRILL_PLACEMENT"
 COLLECTIVE_FAULTS = ("skip_continue", "mismatch", "desync")
 FAULTS = (*fault_table.FAULTS, *COLLECTIVE_FAULTS)
 RESULT_FILE = "drill-result.json"
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
         step_times_us.append((time.perf_counter() - started) * 1e6)
     _write(RESULT_FILE, {"latencies_us": step_times_us, "loop_s": time.perf_counter() - loop_started})
     print(f"[rank {faults.rank}] finished {len(step_times_us)} steps", flush=True)
-    from ddplab.worker import settle_before_destroying_gloo
+    from ddplab.job.worker import settle_before_destroying_gloo
 
     settle_before_destroying_gloo()  # torch < 2.8 could deadlock destroying a gloo group
     dist.destroy_process_group()

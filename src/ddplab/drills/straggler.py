@@ -16,7 +16,7 @@ from ..records.core import Verdict
 from ..records.drill import DrillOutcome, Inflation, LatencyComparison, StragglerDetails
 from ..records.session import Distribution
 from ..records.stragglers import StragglerReport
-from ..rundir import RunDir
+from ..basics.rundir import RunDir
 from ..supervision.job import StragglerPlan
 from . import runner
 

@@ -33,11 +33,11 @@ from importlib import metadata
 
 from .config import Target
 from ..platform import flight_recorder
-from ..proc_stat import alive
-from .. import redaction
-from ..files import write_text_atomic
-from ..redaction import redact_argv
-from ..rundir import RunDir
+from ..basics.proc_stat import alive
+from ..basics import redaction
+from ..basics.files import write_text_atomic
+from ..basics.redaction import redact_argv
+from ..basics.rundir import RunDir
 from ..supervision.arrivals import ARRIVALS_ENV
 from ..supervision.rank import RankLife, error_text
 from ..supervision.states import END_PHASES, is_waiting, read_states

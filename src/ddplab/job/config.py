@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cli_options import Range, check_fields, option, switch
+from ..basics.cli_options import Range, check_fields, option, switch
 from ..errors import UsageError, invalid_choice
-from ..validators import MAX_NODES, MAX_TIMEOUT_S, argv_text, check_nproc, check_number, is_whole_number, number_text
+from ..basics.validators import (MAX_NODES, MAX_TIMEOUT_S, argv_text, check_nproc, check_number, is_whole_number,
+                                number_text)
 
 
 MAX_RESTARTS = 10_000  # a restart takes seconds at least: more is a typo

@@ -23,7 +23,7 @@ from ..errors import UsageError
 from ..platform.collective_lib import version_tuple
 from ..platform.vendors import RasService
 from ..records.launch import RasAnswer
-from ..validators import is_digits
+from ..basics.validators import is_digits
 
 MAX_ANSWER_BYTES = 1 << 20  # a job of thousands of processes answers in tens of kB; a report stays small
 

@@ -15,13 +15,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import redaction
+from ..basics import redaction
 from ..errors import printable
-from ..files import withhold_in_place, write_text_atomic
+from ..basics.files import withhold_in_place, write_text_atomic
 from ..platform import Platform, detect, open_monitor
 from ..records import Check, Report
 from ..records.launch import LaunchRecord
-from ..rundir import RunDir
+from ..basics.rundir import RunDir
 from . import ras
 from .config import UserJobConfig
 from .outcome import build_record
@@ -29,7 +29,7 @@ from .supervise import run_user_job
 from .torchrun_args import resolve
 
 if TYPE_CHECKING:
-    from ..observer import Observer
+    from ..basics.observer import Observer
 
 NAME = "launch"  # run ids read launch-<date>-<time>-<hex>, as the default directory's name does
 SUMMARY = "run your own training script as torchrun would, and name the rank that fails or hangs it"

@@ -18,14 +18,14 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from ..exposure import Exposure, where_to_listen
+from ..cluster.exposure import Exposure, where_to_listen
 from ..platform import DeviceMonitor
-from ..redaction import redact_argv
-from ..rundir import RunDir
-from ..sampler import RankSampler
+from ..basics.redaction import redact_argv
+from ..basics.rundir import RunDir
+from ..supervision.sampler import RankSampler
 from ..supervision import meeting
 from ..supervision.job import JobOutcome, JobSpec, StragglerPlan, run_job
-from ..validators import is_digits
+from ..basics.validators import is_digits
 from .ras import RasPlan
 from .torchrun_args import LaunchRequest
 

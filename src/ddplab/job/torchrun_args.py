@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 
-from ..files import check_output_dir
-from ..validators import MAX_NODES, MAX_NPROC, check_nproc, check_path_text, is_digits
+from ..basics.files import check_output_dir
+from ..basics.validators import MAX_NODES, MAX_NPROC, check_nproc, check_path_text, is_digits
 from .config import LAUNCH_USAGE, Target, UserJobConfig
 from ..errors import EnvironmentUnsupported, UsageError
 
@@ -73,10 +73,10 @@ class LaunchRequest:
 
     def launch_config(self) -> UserJobConfig:
         """The request as the report shows it: the options the job ran with, and what the ranks were handed,
-        with secrets withheld (redaction.py): the program's arguments (``--api-key X``, ``hf_...``), and any
+        with secrets withheld (basics/redaction.py): the program's arguments (``--api-key X``, ``hf_...``), and any
         credential in torchrun's options (a rendezvous endpoint's ``user:password@``). The job itself runs
         with ``target`` as typed."""
-        from ..redaction import redact, redact_argv, redact_text
+        from ..basics.redaction import redact, redact_argv, redact_text
 
         target = replace(self.target, args=tuple(redact_argv(self.target.args)))
         torchrun = {name: redact_text(value) if isinstance(value, str) else value
@@ -156,7 +156,7 @@ def rendezvous_backends() -> tuple[str, ...]:
     entry points) and torchrun's names, sorted; not ddplab's own, which it registers when it launches a job."""
     from torch.distributed.elastic.rendezvous import rendezvous_handler_registry
 
-    from ..rendezvous import OWN_BACKENDS
+    from ..cluster.rendezvous import OWN_BACKENDS
 
     registered = getattr(rendezvous_handler_registry, "_registry", {})  # no public listing in torch
     return tuple(sorted((set(registered) - set(OWN_BACKENDS)) | set(TORCHRUN_BACKENDS)))

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import checks as common_checks
-from .. import memory_plan
-from ..cli_options import Range, argv_of, check_fields, option
-from ..config import DEVICES, LaunchOptions
-from ..sizes import human, human_bytes, parse_size
-from ..validators import MAX_SIZE_BYTES
+from . import checks as common_checks
+from ..platform import memory_plan
+from ..basics.cli_options import Range, argv_of, check_fields, option
+from ..records.config import DEVICES, LaunchOptions
+from ..basics.sizes import human, human_bytes, parse_size
+from ..basics.validators import MAX_SIZE_BYTES
 from ..records import Check, Verdict
 from ..records.memory import MemoryNeed
 from ..records.ceiling import CeilingRankResult, CeilingRecord, CeilingSettings
-from ..observer import QUIET, Observer
+from ..basics.observer import QUIET, Observer
 
 NAME = "ceiling"
 SUMMARY = "device-to-device and host<->device copy bandwidth (the loopback ceiling)"
@@ -57,7 +57,7 @@ Config, Record = CeilingConfig, CeilingRecord
 
 
 def run(config: CeilingConfig, observer: Observer = QUIET) -> CeilingRecord:
-    from ..session import prepare, run_workload, Workload
+    from ..job.session import prepare, run_workload, Workload
 
     prepared = prepare(config.launch, with_memory=True)
     memory_plan.require_fits(*prepared, memory_need(config, prepared[1].host_only),

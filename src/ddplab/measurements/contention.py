@@ -18,18 +18,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .. import checks as common_checks
-from .. import memory_plan
-from ..cli_options import Range, argv_of, check_fields, nested, option
-from ..config import LaunchOptions
+from . import checks as common_checks
+from ..platform import memory_plan
+from ..basics.cli_options import Range, argv_of, check_fields, nested, option
+from ..records.config import LaunchOptions
 from ..errors import UsageError
 from ..records.placement import Placement
 from ..records import Check, Verdict
 from ..records.memory import MemoryNeed
-from ..sizes import human_bytes
+from ..basics.sizes import human_bytes
 from ..records.contention import (ContentionRankResult, ContentionRecord, ContentionSettings, ContentionSummary,
                                   Efficiency)
-from ..observer import QUIET, Observer
+from ..basics.observer import QUIET, Observer
 
 NAME = "contention"
 SUMMARY = "K processes computing on one device vs one alone: efficiency and per-process slowdown"
@@ -81,7 +81,7 @@ DEVICE_KERNEL, HOST_KERNEL = (8192, 20), (512, 4)
 
 
 def run(config: ContentionConfig, observer: Observer = QUIET) -> ContentionRecord:
-    from ..session import prepare, run_workload, Workload
+    from ..job.session import prepare, run_workload, Workload
 
     platform, placement = prepare(config.launch, with_memory=True)
     settings = settings_for(config, placement)

@@ -10,14 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .. import drills, interrupts
-from ..cli_options import argv_of, check_fields, nested, option
-from ..config import LaunchOptions
+from .. import drills
+from ..basics import interrupts
+from ..basics.cli_options import argv_of, check_fields, nested, option
+from ..records.config import LaunchOptions
 from ..errors import UsageError
-from ..validators import require
+from ..basics.validators import require
 from ..records import Check, Verdict
 from ..records.drill import DrillOutcome, DrillRecord
-from ..observer import QUIET, Observer
+from ..basics.observer import QUIET, Observer
 
 NAME = "drill"
 SUMMARY = "fault drills: kill a rank or the launcher, Ctrl+C, late/stalled/straggling/desynced/OOM rank"
@@ -71,7 +72,7 @@ Config, Record = DrillConfig, DrillRecord
 
 def run(config: DrillConfig, observer: Observer = QUIET) -> DrillRecord:
     """Every drill of ``config`` in order; a stop signal between drills ends them with a partial record."""
-    from ..session import prepare
+    from ..job.session import prepare
 
     from ..drills.runner import DrillContext
 
@@ -107,7 +108,7 @@ def run_one(ctx) -> DrillOutcome:
 
 def check_drill_dir(run_dir: str | None, name: str) -> None:
     """Each drill's runs go to <run-dir>/<drill>/: refuse one that already holds runs (exit 2)."""
-    from ..files import check_output_dir
+    from ..basics.files import check_output_dir
 
     if not run_dir:
         return

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..cli_options import argv_of, option
-from ..config import DEVICES, LaunchOptions
+from ..basics.cli_options import argv_of, option
+from ..records.config import DEVICES, LaunchOptions
 from ..errors import DdplabError
 from ..records import Check, Verdict
 from ..records.clean import Survey
 from ..records.env import ConsideredSetup, EnvRecord, PlannedSetup, TwoRankPlan
-from ..observer import QUIET, Observer
+from ..basics.observer import QUIET, Observer
 
 NAME = "env"
 SUMMARY = "describe this machine: devices, backends, library versions, knobs, orphans"
@@ -43,7 +43,7 @@ PLACEMENTS = {"shared_device": ("shared", "2 ranks, one device"),
 
 def run(config: EnvConfig, observer: Observer = QUIET) -> EnvRecord:
     """Probe the machine and plan, without starting anything; EnvironmentUnsupported for a device it lacks."""
-    from ..exposure import where_to_listen
+    from ..cluster.exposure import where_to_listen
     from ..supervision.meeting import Rendezvous
     from ..platform import describe, gather_probe
     from ..platform.library_binding import binding_status
@@ -65,7 +65,7 @@ def run(config: EnvConfig, observer: Observer = QUIET) -> EnvRecord:
 def plan_two_ranks(platform, placement: str) -> TwoRankPlan:
     """Would two ranks work here in ``placement``: the placement policy's plan, its refusal, or why the
     machine cannot have this placement at all."""
-    from ..policy import plan
+    from ..job.policy import plan
 
     if placement == "per-device" and platform.device_count < PLAN_RANKS:
         return TwoRankPlan(PLAN_RANKS, False, f"needs {PLAN_RANKS} devices; this machine has "
@@ -81,9 +81,9 @@ def plan_two_ranks(platform, placement: str) -> TwoRankPlan:
 
 
 def survey_device(platform) -> Survey:
-    """Orphans and the other processes on the device (procs.py's rules)."""
+    """Orphans and the other processes on the device (supervision/procs.py's rules)."""
     from ..platform import open_monitor
-    from ..procs import survey
+    from ..supervision.procs import survey
 
     monitor = open_monitor(platform.spec)
     try:

@@ -1,6 +1,6 @@
 """A report judged again from its data, so that a stored PASS never stands beside data that fails: a measurement's
 by its ``checks(record)``, a lab's stage by stage, by the one rule that made its verdict (records.make_report: the
-worst of its kind's checks). The lab judges its stages with it as they end (lab.py), and
+worst of its kind's checks). The lab judges its stages with it as they end (lab/run.py), and
 catalog.judged judges any report read back: neither needs the other, nor anything that runs a measurement.
 """
 

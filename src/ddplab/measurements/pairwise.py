@@ -12,18 +12,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import aggregate
-from .. import checks as common_checks
-from ..cli_options import Range, argv_of, check_fields, nested, option, spelt
-from ..config import LaunchOptions
-from ..sizes import SizeRange
-from ..validators import require
-from ..policy import require_fits
+from . import aggregate
+from . import checks as common_checks
+from ..basics.cli_options import Range, argv_of, check_fields, nested, option, spelt
+from ..records.config import LaunchOptions
+from ..basics.sizes import SizeRange
+from ..basics.validators import require
+from ..job.policy import require_fits
 from ..records import Check, Verdict
 from ..records.pairwise import PairwiseRankResult, PairwiseRecord
 from ..records.session import SessionRecord
 from ..records.sweep import SweepSettings
-from ..observer import QUIET, Observer
+from ..basics.observer import QUIET, Observer
 from .sweep import BUFFERS_PER_SIZE, DEFAULT_SIZES, MAX_REPEAT, iters_option, merge_row, warmup_option
 
 NAME = "pairwise"
@@ -70,7 +70,7 @@ METHOD = ("every pair of machines once, one rank on each (its lowest), in rounds
 
 
 def run(config: PairwiseConfig, observer: Observer = QUIET) -> PairwiseRecord:
-    from ..session import prepare, run_workload, Workload
+    from ..job.session import prepare, run_workload, Workload
 
     prepared = prepare(config.launch, with_memory=True)
     largest = max(config.sizes)

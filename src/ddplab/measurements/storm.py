@@ -7,27 +7,27 @@ switches during the storm, and device utilisation from the 0.5 s sampler. Judged
 chosen per setup (THRESHOLDS), or the user's.
 
 Through the torch engine (default), the collective library alone (``--engine library``), or both back to back,
-with what the framework adds per call (library_engine.py). The numbers and the threshold are the engine's own; with
-both, torch's are judged as always and the library's stand beside them (its correctness judged too).
+with what the framework adds per call (platform/library_engine.py). The numbers and the threshold are the engine's own;
+with both, torch's are judged as always and the library's stand beside them (its correctness judged too).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .. import aggregate
-from .. import checks as common_checks
-from .. import library_engine, memory_plan
-from ..cli_options import Range, argv_of, check_fields, nested, option, switch
+from . import aggregate
+from . import checks as common_checks
+from ..platform import library_engine, memory_plan
+from ..basics.cli_options import Range, argv_of, check_fields, nested, option, switch
 from ..collectives.common import one_buffer
-from ..config import LaunchOptions
+from ..records.config import LaunchOptions
 from ..records.placement import Placement
 from ..records import Check, Verdict
 from ..records.library_engine import LIBRARY, AddedCost, added_cost
 from ..records.memory import MemoryNeed
 from ..records.session import Distribution, Histogram
 from ..records.storm import StormRankResult, StormRecord, StormSettings, StormSummary
-from ..observer import QUIET, Observer
+from ..basics.observer import QUIET, Observer
 
 NAME = "storm"
 SUMMARY = "latency storm: N tiny all_reduces, mean/p50/p99 latency, CPU cost, device time"
@@ -83,7 +83,7 @@ THRESHOLDS = {
 
 
 def run(config: StormConfig, observer: Observer = QUIET) -> StormRecord:
-    from ..session import prepare, run_workload, Workload
+    from ..job.session import prepare, run_workload, Workload
 
     prepared = prepare(config.launch, with_memory=True)
     memory_plan.require_fits(*prepared, memory_need(config, prepared[1]), f"--bytes {config.bytes}", "storm-too-large",
@@ -98,8 +98,8 @@ def run(config: StormConfig, observer: Observer = QUIET) -> StormRecord:
 
 
 def memory_need(config: StormConfig, placement: Placement) -> MemoryNeed:
-    """One float32 buffer of --bytes per rank, all_reduced one call at a time (memory_plan.py), through the backend
-    the placement chose (gloo stages a device buffer through pinned host memory)."""
+    """One float32 buffer of --bytes per rank, all_reduced one call at a time (platform/memory_plan.py), through the
+    backend the placement chose (gloo stages a device buffer through pinned host memory)."""
     count = max(1, config.bytes // 4)
     route = memory_plan.Route.of(placement.backend if config.engine != LIBRARY else LIBRARY, placement.host_only)
     return memory_plan.collective_need("all_reduce", one_buffer(count, placement.nproc, True), 4, route,

@@ -3,15 +3,15 @@ so the two outputs can be put side by side; a correctness check at every size wi
 
 Each size is measured -R times; the row reports the median repetition with its spread, its time averaged
 over ranks (nccl-tests -a 1) and algbw/busbw derived from it. A size far off its neighbours is a spike
-(spikes.py): a WARN finding, never a silent number. Whether the launcher's sampler queried the device
-during a timed repetition is recorded per repetition (timed_windows.py).
+(measurements/spikes.py): a WARN finding, never a silent number. Whether the launcher's sampler queried the device
+during a timed repetition is recorded per repetition (supervision/timed_windows.py).
 
 Through the torch engine (default), the collective library alone (``--engine library``: the same rows, so
 `ddplab compare` lines it up with nccl-tests or a torch sweep), or both, each size's repetitions alternating
-between them, with what the framework adds per call at each size (library_engine.py).
+between them, with what the framework adds per call at each size (platform/library_engine.py).
 
-Memory (memory_plan.py): a sweep is refused before it starts only when not even its smallest size fits (exit 2);
-the ranks plan every size against the machine as it is then and skip, together, a size it cannot hold: a SKIP
+Memory (platform/memory_plan.py): a sweep is refused before it starts only when not even its smallest size fits (exit
+2); the ranks plan every size against the machine as it is then and skip, together, a size it cannot hold: a SKIP
 row that says needed vs available, never a rank run into the OOM killer. Between sizes the ranks free what the
 last size left cached, so host RSS does not climb from size to size.
 """
@@ -20,15 +20,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .. import aggregate
-from .. import checks as common_checks
-from .. import collectives, library_engine, memory_plan, spikes
-from ..cli_options import Range, argv_of, check_fields, nested, option, spelt, switch
+from . import aggregate
+from . import checks as common_checks
+from .. import collectives
+from ..platform import library_engine, memory_plan
+from . import spikes
+from ..basics.cli_options import Range, argv_of, check_fields, nested, option, spelt, switch
 from ..collectives.common import DTYPES, torch_dtype
-from ..config import LaunchOptions
+from ..records.config import LaunchOptions
 from ..errors import invalid_choice
-from ..sizes import SizeRange, human_bytes
-from ..validators import require
+from ..basics.sizes import SizeRange, human_bytes
+from ..basics.validators import require
 from ..records.placement import Placement
 from ..records import Check, Verdict
 from ..records.library_engine import LIBRARY, LibraryEngineRecord
@@ -36,13 +38,13 @@ from ..records.memory import MachineMemory, MemoryFit, MemoryNeed, MemoryShare
 from ..records.session import SessionRecord, Timeseries
 from ..records.sweep import CopyCeiling, SamplerRecord, SweepRankResult, SweepRankRow, SweepRecord, SweepRow, \
     SweepSettings
-from ..observer import QUIET, Observer
+from ..basics.observer import QUIET, Observer
 from .sweep_rows import merge_row, merge_rows
 
 NAME = "sweep"
 SUMMARY = "sweep collectives as nccl-tests does: algbw/busbw per size for each collective, with correctness checks"
 REPEAT_ON_ACCELERATOR = 3  # one disturbed repetition cannot move the median of three
-REPEAT_ON_HOST = 1  # the host runs gloo as a functional check; the lab asks for -R 3 (profiles.py)
+REPEAT_ON_HOST = 1  # the host runs gloo as a functional check; the lab asks for -R 3 (lab/profiles.py)
 MAX_ITERS = 100_000
 MAX_REPEAT = 100
 MAX_BUSBW_GBPS = 1e6  # a petabyte per second: no interconnect is near it
@@ -112,14 +114,14 @@ class SweepConfig:
 Config, Record = SweepConfig, SweepRecord
 CEILING_MAX_BYTES = 1 << 30
 # Bytes a rank holds per size: inputs, outputs and the expected buffer of the check (pairwise.py's floor; the sweep
-# plans each size with memory_plan.py).
+# plans each size with platform/memory_plan.py).
 BUFFERS_PER_SIZE = 4
 SAMPLER_METHOD = ("wall-clock windows: each rank's timed repetition (from its barrier to its last sync) against "
                   "each device query the sampler made (time.time() on both sides, one machine)")
 
 
 def run(config: SweepConfig, observer: Observer = QUIET) -> SweepRecord:
-    from ..session import prepare, run_workload, Workload
+    from ..job.session import prepare, run_workload, Workload
 
     prepared = prepare(config.launch, with_memory=True)
     smallest = min(config.sizes)

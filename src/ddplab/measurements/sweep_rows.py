@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import collectives, timed_windows
+from .. import collectives
+from ..supervision import timed_windows
 from ..records.sweep import SweepRankRow, SweepRow
 
 

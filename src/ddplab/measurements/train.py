@@ -9,48 +9,17 @@ synchronised from unsynchronised gradients. Step time p50/p99 over all ranks' st
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from .. import aggregate
-from .. import checks as common_checks
-from ..cli_options import Range, argv_of, check_fields, nested, option
-from ..config import LaunchOptions
-from ..policy import require_fits
+from . import aggregate
+from . import checks as common_checks
+from ..job.policy import require_fits
 from ..records import Check, Verdict
 from ..records.session import Distribution, SessionRecord
-from ..records.train import TrainRankResult, TrainRecord, TrainSettings
-from ..observer import QUIET, Observer
+from ..records.train import TrainConfig, TrainRankResult, TrainRecord, TrainSettings
+from ..basics.observer import QUIET, Observer
 from ..workloads.ddp_train import TIMING_METHOD
 
 NAME = "train"
 SUMMARY = "run DDP with N ranks (shared device or one per device) and prove gradients were synchronised"
-MODELS = ("linear", "mlp")
-MAX_STEPS = 1_000_000
-# Samples per rank per step: every rank also rebuilds all ranks' batches for the reference gradient.
-MAX_BATCH_SIZE = 1 << 20
-MAX_SEED = 2**32 - 1  # the batch generator's seed is seed * 1_000_003 + ..., which must stay below 2**64
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrainConfig:
-    """The report's DDP experiment."""
-
-    launch: LaunchOptions = nested(LaunchOptions)
-    steps: int = option("--steps", default=20, range=Range(1, MAX_STEPS))
-    """Optimizer steps per rank."""
-    model: str = option("--model", default="linear", choices=MODELS)
-    """linear: the report's nn.Linear(10, 10); mlp: about 4.2 M parameters, a non-trivial all_reduce."""
-    batch_size: int = option("--batch-size", default=20, range=Range(1, MAX_BATCH_SIZE))
-    """Samples per rank per step (the report uses 20)."""
-    seed: int = option("--seed", default=0, range=Range(0, MAX_SEED))
-    """Seed of every rank's batches (and of the reference gradient built from them)."""
-    check_every: int = option("--check-every", default=1, range=Range(1, MAX_STEPS))
-    """Compare gradients with the single-process reference every N steps (first and last always)."""
-
-    def __post_init__(self):
-        check_fields(self)
-
-    to_argv = argv_of  # the command line that gives this config back
 
 
 Config, Record = TrainConfig, TrainRecord
@@ -60,7 +29,7 @@ MODEL_SHAPES = {"linear": (10, 2 * 10), "mlp": (1024, 7 * 1024)}
 
 
 def run(config: TrainConfig, observer: Observer = QUIET) -> TrainRecord:
-    from ..session import prepare, run_workload, Workload
+    from ..job.session import prepare, run_workload, Workload
 
     prepared = prepare(config.launch, with_memory=True)
     require_fits(*prepared, memory_per_rank(config), f"--batch-size {config.batch_size} with --model {config.model}",

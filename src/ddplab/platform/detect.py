@@ -201,7 +201,7 @@ def gather_probe(with_memory: bool = True) -> Probe:
 
 def whitelisted_environ(environ) -> dict[str, str]:
     """The variables ddplab knows, by exact name, with anything that looks like a secret redacted."""
-    from ..redaction import redact
+    from ..basics.redaction import redact
 
     return {k: redact(k, v) for k, v in sorted(environ.items()) if env_whitelisted(k)}
 
@@ -286,7 +286,8 @@ def _built_version(torch, accelerator) -> str | None:
 
 
 def host_memory() -> tuple[int, int]:
-    """(total, available) bytes of host memory now: MemAvailable on Linux (memory planning reads it, memory_plan.py)."""
+    """(total, available) bytes of host memory now: MemAvailable on Linux (memory planning reads it,
+    platform/memory_plan.py)."""
     import psutil
 
     vm = psutil.virtual_memory()

@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 
 from ..errors import EnvironmentUnsupported
-from ..proc_stat import start_ticks
+from ..basics.proc_stat import start_ticks
 from .vendors import Vendor
 
 PIPE_ENV = "CUDA_MPS_PIPE_DIRECTORY"

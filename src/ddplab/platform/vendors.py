@@ -275,7 +275,7 @@ KNOWN_BACKENDS = tuple(dict.fromkeys(("gloo", *(v.backend for v in VENDORS.value
 
 # Environment shown by `ddplab env` and written into reports: never the whole environment, only
 # names ddplab knows, matched exactly (prefixes let RANKING_API_KEY and GLOO_TOKEN through,
-# docs/exposure.md). Values that look like secrets are redacted on top of this (redaction.py).
+# docs/exposure.md). Values that look like secrets are redacted on top of this (basics/redaction.py).
 GENERIC_ENV_NAMES = (
     # what elastic gives each rank, and the launcher's own knobs
     "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
@@ -310,7 +310,7 @@ def socket_interface_envs(vendor: Vendor) -> tuple[str, ...]:
     """Variables that choose the interface the ranks' collective sockets listen on.
 
     The vendor's library's, and gloo's on every device: ranks sharing one device may run gloo
-    (policy.py).
+    (job/policy.py).
     """
     names = (vendor.socket_interface_env, HOST_CPU.socket_interface_env)
     return tuple(dict.fromkeys(n for n in names if n))

@@ -1,7 +1,7 @@
 """What `ddplab clean` (and `env`, and the lab's leftover check) report about processes: the orphans a
 launcher marked and left behind, the other processes on the device, what was ended, and the check rows.
 
-The rules that decide who is an orphan live in procs.py (docs/processes.md); these are only its findings.
+The rules that decide who is an orphan live in supervision/procs.py (docs/processes.md); these are only its findings.
 """
 
 from __future__ import annotations

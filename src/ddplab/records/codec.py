@@ -44,7 +44,7 @@ import typing
 from functools import lru_cache
 from typing import Any, Union
 
-from ..cli_options import default_of
+from ..basics.cli_options import default_of
 from ..errors import DdplabError
 
 # The open parts' types the records being read declared (json_parts): (class, field) -> type.

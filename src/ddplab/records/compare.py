@@ -1,6 +1,6 @@
 """Rows that `ddplab compare` lines up, from any source: nccl-tests text, a sweep, a storm, a train run.
 
-A ``TimedRow`` is keyed by (op, size_bytes, in_place). nccl-tests' importer (nccl_tests.py) and the sweep
+A ``TimedRow`` is keyed by (op, size_bytes, in_place). nccl-tests' importer (measurements/nccl_tests.py) and the sweep
 both produce the full ``SweepRow`` (records/sweep.py), whose ``timed_row()`` is its TimedRow; a storm
 becomes one row (op "storm", its pipelined mean) and a train run one (op "train", step p50).
 
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..cli_options import option
-from ..sizes import human, parse_size
-from ..validators import parse_tolerance, percent_text
+from ..basics.cli_options import option
+from ..basics.sizes import human, parse_size
+from ..basics.validators import parse_tolerance, percent_text
 from .codec import OMIT, OMIT_DEFAULT, SKIP
 from .core import Check, Verdict
 from .figures import Highlight, LineChart, Series
-from .hooks import Timed
+from .hooks import HasTimedRows
 
 MAX_TOLERANCE_PCT = 10_000  # B a hundred times slower than A: beyond that a tolerance means nothing
 
@@ -40,7 +40,7 @@ class TimedRow:
 
 @dataclass(frozen=True)
 class BaselineRows:
-    """Another run's or nccl-tests' timings, drawn dashed beside a report's own lines (baseline_overlay.py reads
+    """Another run's or nccl-tests' timings, drawn dashed beside a report's own lines (reading/baseline_overlay.py reads
     them, report/page.py draws them)."""
 
     label: str  # e.g. "nccl-tests all_reduce_perf.txt"
@@ -48,8 +48,9 @@ class BaselineRows:
 
 
 def timed_rows_of(report) -> list[TimedRow]:
-    """Every timing a report (records.Report) holds: its results record's ``timed_rows`` (hooks.Timed), or none."""
-    return list(report.results.timed_rows(report.config)) if isinstance(report.results, Timed) else []
+    """Every timing a report (records.Report) holds: its results record's ``timed_rows`` (hooks.HasTimedRows), or
+    none."""
+    return list(report.results.timed_rows(report.config)) if isinstance(report.results, HasTimedRows) else []
 
 
 def stage_rows(stage: str, report) -> list[TimedRow]:

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 from .. import __version__
 from ..errors import ExitCode
-from ..redaction import redact_argv
+from ..basics.redaction import redact_argv
 from .codec import MISSING, RecordError, from_json, parts_typed, setting, to_json
 from .hooks import ChoosesAtRun, InSession, OnMachine
 from .session import report_parts

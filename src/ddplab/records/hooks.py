@@ -3,7 +3,7 @@ the HTML report, `compare`, the lab and the verdict test a record with ``isinsta
 that offers one says so by having its method, and a typo in its name is a type error, not a silent miss.
 
     Drawn         figures(stage) -> the charts and tables report.html draws (records/figures.py)
-    Timed         timed_rows(config) -> the rows `ddplab compare` lines up (records/compare.py)
+    HasTimedRows  timed_rows(config) -> the rows `ddplab compare` lines up (records/compare.py)
     StartsRuns    run_ids() -> the run ids it started (the lab's leftover check looks for their processes)
     Staged        stage_verdicts() -> each stage's verdict (a lab's, a check's: compared stage by stage)
     InSession     session: the SessionRecord of the ranks it ran (its run id, its platform)
@@ -28,7 +28,7 @@ class Drawn(Protocol):
 
 
 @runtime_checkable
-class Timed(Protocol):
+class HasTimedRows(Protocol):
     def timed_rows(self, config: Any) -> list: ...
 
 

@@ -1,4 +1,4 @@
-"""Where a run listened: its rendezvous store and the ranks' collective sockets (exposure.py decides it;
+"""Where a run listened: its rendezvous store and the ranks' collective sockets (cluster/exposure.py decides it;
 docs/exposure.md says why). One shape for every report that says it: `env` (where a run would listen),
 every lab command's session, and `ddplab launch`."""
 

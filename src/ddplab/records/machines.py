@@ -8,7 +8,7 @@ job. A machine is named by its address toward the rendezvous endpoint where the 
 (``DDPLAB_NODE_ADDR``: network namespaces and containers may share one hostname), else by its hostname.
 
 The rank side hands the launcher a ``GatheredJob`` inside its workload's result, in a field the codec
-never writes (``skip``): the launcher turns it into the records below (aggregate.py), written once per
+never writes (``skip``): the launcher turns it into the records below (measurements/aggregate.py), written once per
 report instead of once per rank.
 """
 

@@ -1,4 +1,4 @@
-"""Memory planning's records (memory_plan.py): what the machine had at one moment, what one measurement needs,
+"""Memory planning's records (platform/memory_plan.py): what the machine had at one moment, what one measurement needs,
 and the one against the other for all ranks of the machine together."""
 
 from __future__ import annotations

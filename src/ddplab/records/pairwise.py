@@ -1,5 +1,5 @@
 """The pairwise test's records: what each rank tested, and every machine pair as reported, with the finding
-that names the slowest pair against the others (aggregate.py states the rule)."""
+that names the slowest pair against the others (measurements/aggregate.py states the rule)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Where a run's ranks go, as the placement policy (policy.py) decided it: which device each rank uses, its memory
+"""Where a run's ranks go, as the placement policy (job/policy.py) decided it: which device each rank uses, its memory
 cap, the backend and the sharing daemon, every option weighed with why. A record: a session writes it into its
 report (records/session.py), the ranks and the lab read it.
 """

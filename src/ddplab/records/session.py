@@ -106,7 +106,7 @@ class MemorySeries:
 
 @dataclass(frozen=True, kw_only=True)
 class Timeseries:
-    """The sampler's readings, every ``interval_s`` in the launcher (sampler.py)."""
+    """The sampler's readings, every ``interval_s`` in the launcher (supervision/sampler.py)."""
 
     enabled: bool = True
     interval_s: float
@@ -234,7 +234,7 @@ class SessionRecord:
     ranks: list[RankOutcome]
     torchrun_root_cause_rank: int | None = None
     launcher_error: str | None = None
-    listen: Listened | None = None  # where the run listened (exposure.py); reports before it have none
+    listen: Listened | None = None  # where the run listened (cluster/exposure.py); reports before it have none
     interrupted: bool = False
     hang: Hang | None = None
     # Who held the others up, when the run did not succeed (supervision/judge.py: the same judge as

@@ -24,7 +24,8 @@ TIMED = {"omit_with": "time_us"}
 
 @dataclass(frozen=True)
 class SweepSettings:
-    """What every rank of a sweep runs (rank side of measurements.sweep.SweepConfig, with what the launcher resolved)."""
+    """What every rank of a sweep runs (rank side of measurements.sweep.SweepConfig, with what the launcher
+    resolved)."""
 
     ops: tuple[str, ...]
     sizes: tuple[int, ...]
@@ -65,7 +66,8 @@ class SweepRankRow:
     error: str | None = field(default=None, metadata=OMIT)  # the op raised: every rank alike, the sweep goes on
     skipped: str | None = field(default=None, metadata=OMIT)
     memory: MemoryFit | None = field(default=None, metadata=OMIT)  # this rank's plan, when the size was skipped
-    host_need_bytes: int | None = field(default=None, metadata=OMIT)  # planned host bytes per rank (memory_plan.py)
+    # planned host bytes per rank (platform/memory_plan.py)
+    host_need_bytes: int | None = field(default=None, metadata=OMIT)
     start_rss_bytes: int | None = field(default=None, metadata=OMIT)  # RSS when the size began (previous one freed)
     peak_rss_bytes: int | None = field(default=None, metadata=OMIT)  # peak RSS while the size ran
 
@@ -93,7 +95,7 @@ class SweepRankResult:
 class SweepRow:
     """One nccl-tests row: a size of one collective in one placement, timed and checked, or why not.
 
-    The sweep writes it (time averaged over ranks, median repetition) and nccl_tests.py reads it from
+    The sweep writes it (time averaged over ranks, median repetition) and measurements/nccl_tests.py reads it from
     nccl-tests' text; ``timed_row()`` is what `ddplab compare` lines up.
     """
 
@@ -114,7 +116,7 @@ class SweepRow:
     busbw_fraction_of_ceiling: float | None = field(default=None, metadata=OMIT)
     error: str | None = field(default=None, metadata=OMIT)
     skipped: str | None = field(default=None, metadata=OMIT)
-    # Memory (memory_plan.py): the plan of a size skipped because the memory could not hold it (needed vs
+    # Memory (platform/memory_plan.py): the plan of a size skipped because the memory could not hold it (needed vs
     # available), and, for every size a sweep ran, the planned host bytes and the host RSS measured per rank (the
     # largest over ranks): when the size began, after the previous one was freed, and its peak.
     memory: MemoryFit | None = field(default=None, metadata=OMIT)
@@ -137,7 +139,7 @@ class Neighbour:
 
 @dataclass(frozen=True)
 class Spike:
-    """A size far off its neighbours (spikes.py): a finding to explain, never a number to average away."""
+    """A size far off its neighbours (measurements/spikes.py): a finding to explain, never a number to average away."""
 
     op: str
     size_bytes: int
@@ -154,7 +156,7 @@ class Spike:
 @dataclass(frozen=True)
 class SamplerRecord:
     """Whether the launcher's sampler ran, whether it kept out of timed windows, and whether it did
-    (timed_windows.py): each repetition's window against each device query."""
+    (supervision/timed_windows.py): each repetition's window against each device query."""
 
     on: bool
     device_queries_kept_out_of_timed_windows: bool
@@ -261,7 +263,7 @@ class SweepRecord:
         """Per collective, the two plots nccl-tests' numbers are read from: time against message size (log-log:
         small messages are read there) and bus bandwidth (algbw at one rank) against size (log x), each with
         out-of-place and in-place lines and the spikes ringed; busbw with the device copy ceiling where the ranks
-        share a device. Each offers a baseline overlay (baseline_overlay.py) under the op `compare` gives it."""
+        share a device. Each offers a baseline overlay (reading/baseline_overlay.py) under the op `compare` gives it."""
         timed = [r for r in self.rows if r.size_bytes and r.time_us]
         if not timed:
             return []

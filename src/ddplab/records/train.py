@@ -1,20 +1,52 @@
-"""The DDP experiment's records: what each rank proved and measured, and the run as reported."""
+"""The DDP experiment's records: its Config (here, below the measurement, so that a drill that starts `ddplab train`
+as its child can spell the command), what each rank proved and measured, and the run as reported."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
 
+from ..basics.cli_options import Range, argv_of, check_fields, nested, option
 from .codec import OMIT, flatten
+from .config import LaunchOptions
 from .compare import TimedRow
 from .figures import LineChart
 from .machines import GATHERED, GatheredJob, JobMachines
 from .session import Distribution, SessionRecord, session_parts
 
 
+MODELS = ("linear", "mlp")
+MAX_STEPS = 1_000_000
+# Samples per rank per step: every rank also rebuilds all ranks' batches for the reference gradient.
+MAX_BATCH_SIZE = 1 << 20
+MAX_SEED = 2**32 - 1  # the batch generator's seed is seed * 1_000_003 + ..., which must stay below 2**64
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """The report's DDP experiment."""
+
+    launch: LaunchOptions = nested(LaunchOptions)
+    steps: int = option("--steps", default=20, range=Range(1, MAX_STEPS))
+    """Optimizer steps per rank."""
+    model: str = option("--model", default="linear", choices=MODELS)
+    """linear: the report's nn.Linear(10, 10); mlp: about 4.2 M parameters, a non-trivial all_reduce."""
+    batch_size: int = option("--batch-size", default=20, range=Range(1, MAX_BATCH_SIZE))
+    """Samples per rank per step (the report uses 20)."""
+    seed: int = option("--seed", default=0, range=Range(0, MAX_SEED))
+    """Seed of every rank's batches (and of the reference gradient built from them)."""
+    check_every: int = option("--check-every", default=1, range=Range(1, MAX_STEPS))
+    """Compare gradients with the single-process reference every N steps (first and last always)."""
+
+    def __post_init__(self):
+        check_fields(self)
+
+    to_argv = argv_of  # the command line that gives this config back
+
+
 @dataclass(frozen=True)
 class TrainSettings:
-    """What every rank of a train run does (rank side of measurements.train.TrainConfig)."""
+    """What every rank of a train run does (rank side of TrainConfig)."""
 
     steps: int
     model: str

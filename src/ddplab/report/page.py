@@ -57,7 +57,7 @@ def write_page(report: Report, html_path: str | Path, baseline: BaselineRows | N
     (the trace first, so the page never links to a file that is not there). ``base_dir``: the report.json's
     directory, where its own files are looked for when their recorded paths are gone (default: the page's).
     Returns the files written."""
-    from ..files import write_text_atomic
+    from ..basics.files import write_text_atomic
     from ..records.launch import LaunchRecord
 
     html_path = Path(html_path)

@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.markup import escape as escape_markup
 from rich.table import Table
 
-from .. import interrupts
+from ..basics import interrupts
 from ..errors import ExitCode, printable
-from ..sizes import human_bytes
+from ..basics.sizes import human_bytes
 
 VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red", "skip": "dim", "info": "bold blue"}
 
@@ -190,7 +190,7 @@ def finish(report, render, console, files=(), to_stdout: bool = False) -> int:
     Written first: a verdict is printed only once its report is safely stored, never a PASS
     followed by a write error.
     """
-    from ..files import STDOUT, write_json
+    from ..basics.files import STDOUT, write_json
 
     doc = report.to_json()
     for path in files:

@@ -23,11 +23,11 @@ import statistics
 import time
 from typing import Callable
 
-from ..files import write_text_atomic
+from ..basics.files import write_text_atomic
 from ..platform import flight_recorder
 from ..records.codec import to_json
 from ..records.stragglers import GroupArrivals, RankArrivals
-from ..rundir import RunDir
+from ..basics.rundir import RunDir
 
 # Set by the launcher: the shortest read cadence in seconds (its own value where the launcher has one); absent: the
 # rank never reads.

@@ -37,13 +37,13 @@ import time
 import traceback
 from dataclasses import replace
 
-from ..files import write_text_atomic
-from ..redaction import redact_text
-from ..proc_stat import start_ticks
+from ..basics.files import write_text_atomic
+from ..basics.redaction import redact_text
+from ..basics.proc_stat import start_ticks
 from ..platform import flight_recorder
 from ..records.codec import to_json
 from ..records.supervision import GroupProgress, RankState, Where
-from ..rundir import RunDir
+from ..basics.rundir import RunDir
 from . import arrivals
 
 HEARTBEAT_S = 0.5

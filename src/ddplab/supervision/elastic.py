@@ -1,7 +1,7 @@
 """One call into torch.distributed.elastic (torchrun's engine, used as a library) for every job: a lab workload
 (a function run in each rank) or a user's script (a program run through job/boot.py).
 
-SIGINT, SIGTERM and SIGHUP are ddplab's (interrupts.py), during a launch too: elastic is asked to handle only
+SIGINT, SIGTERM and SIGHUP are ddplab's (basics/interrupts.py), during a launch too: elastic is asked to handle only
 SIGQUIT, a stop signal is raised as elastic's own SignalException so that elastic tears the ranks down, and every
 handler elastic installed is put back afterwards. Ranks start with SIGINT blocked (a terminal's Ctrl+C reaches
 the whole foreground process group; the launcher decides). What elastic says about each rank that failed is kept
@@ -22,10 +22,10 @@ from typing import Any
 
 import psutil
 
-from .. import interrupts
-from ..env_vars import environ_set
-from ..files import raise_if_full
-from ..rundir import RUN_ID_ENV, RunDir
+from ..basics import interrupts
+from ..basics.env_vars import environ_set
+from ..basics.files import raise_if_full
+from ..basics.rundir import RUN_ID_ENV, RunDir
 from .exits import signal_name
 
 # Elastic keeps this one; the stop signals are ddplab's (see the module docstring).

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..platform import flight_recorder
 from ..records.codec import RecordError, from_json
 from ..records.supervision import RankEnd, RankError, RankState
-from ..rundir import RunDir
+from ..basics.rundir import RunDir
 from .states import END_PHASES, phase_of
 
 

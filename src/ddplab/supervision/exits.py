@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..proc_stat import alive
+from ..basics.proc_stat import alive
 
 CLD_EXITED, CLD_KILLED, CLD_DUMPED = 1, 2, 3
 CGROUP_ROOT = Path("/sys/fs/cgroup")

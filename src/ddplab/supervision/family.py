@@ -28,12 +28,12 @@ from dataclasses import dataclass
 
 import psutil
 
-from ..files import write_text_atomic
-from ..proc_facts import program_name
-from .. import proc_stat
-from ..proc_stat import start_ticks, still
-from ..reaping import run_processes, signal_quietly
-from ..rundir import RunDir
+from ..basics.files import write_text_atomic
+from .proc_facts import program_name
+from ..basics import proc_stat
+from ..basics.proc_stat import start_ticks, still
+from .reaping import run_processes, signal_quietly
+from ..basics.rundir import RunDir
 
 PR_SET_CHILD_SUBREAPER = 36
 

@@ -13,7 +13,7 @@ its environment, and the daemons listed in daemons.json (a private sharing daemo
 then its processes). SIGTERM, then SIGKILL after a grace period. What it did goes to guardian.json.
 
 It ignores SIGINT, SIGTERM and SIGHUP (a terminal's Ctrl+C or hang-up reaches the whole process group, and the
-launcher must decide), and imports nothing but the standard library (and proc_stat.py, which imports nothing
+launcher must decide), and imports nothing but the standard library (and basics/proc_stat.py, which imports nothing
 else), to start in tens of milliseconds.
 """
 
@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..proc_stat import start_ticks, still
+from ..basics.proc_stat import start_ticks, still
 
 RUN_ID_ENV = "DDPLAB_RUN_ID"  # rundir.RUN_ID_ENV (not imported: this process starts with the stdlib only)
 DONE = b"done"

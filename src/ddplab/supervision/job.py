@@ -5,7 +5,7 @@
 
 ``run_job`` takes what differs between them (what each rank runs, elastic's configuration, the variables the ranks
 inherit, how to meet) as a ``JobSpec`` and returns a ``JobOutcome``; the lab turns it into a SessionRecord
-(session.py), `ddplab launch` into a LaunchRecord (job/outcome.py), each with the same Hang and Culprit records
+(job/session.py), `ddplab launch` into a LaunchRecord (job/outcome.py), each with the same Hang and Culprit records
 from the same judge.
 
 elastic runs in the calling thread, which must be the launcher's main thread when it can: the ranks'
@@ -24,14 +24,14 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, ContextManager
 
-from .. import interrupts
+from ..basics import interrupts
 from ..cluster.endpoint import StoreWaitStopped
-from ..files import write_text_atomic
-from ..proc_stat import start_ticks
+from ..basics.files import write_text_atomic
+from ..basics.proc_stat import start_ticks
 from ..records.listen import Listened
 from ..records.stragglers import StragglerReport
 from ..records.supervision import Culprit, Hang, LeftProcess, MachineLoss, RankEnd, RankState
-from ..rundir import RunDir
+from ..basics.rundir import RunDir
 from . import arrivals, elastic, judge, meeting as meet
 from .evidence import RankEvidence, gather
 from .family import set_child_subreaper
@@ -307,7 +307,7 @@ class Guardian:
         self.proc: subprocess.Popen | None = None
 
     def __enter__(self) -> "Guardian":
-        from ..rundir import MARKER_ENVS
+        from ..basics.rundir import MARKER_ENVS
 
         env = {k: v for k, v in os.environ.items() if k not in MARKER_ENVS}  # never mistaken for the job's
         try:

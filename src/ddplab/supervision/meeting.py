@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterator
 
-from .. import interrupts
-from ..exposure import Exposure
+from ..basics import interrupts
+from ..cluster.exposure import Exposure
 
 # A job across machines that failed: how long the other machines may still report their ranks' end through the
 # job's store (their ranks fail within moments of a peer's failure).
@@ -44,7 +44,7 @@ class Rendezvous:
     """The lab's own rendezvous options (--nnodes, --rdzv-endpoint, --rdzv-host, --rdzv-id)."""
 
     nnodes: int = 1
-    endpoint: str = "127.0.0.1:0"  # one machine: the loopback store (rendezvous.py) on a free port
+    endpoint: str = "127.0.0.1:0"  # one machine: the loopback store (cluster/rendezvous.py) on a free port
     join_timeout_s: float = 120.0
     host: str = "auto"  # several machines: host the store here? auto (the endpoint is one of our addresses), yes, no
     store_wait_s: float | None = None  # several machines: how long to wait for the store to answer; None: join timeout
@@ -67,14 +67,14 @@ def one_machine(exposure: Exposure, otherwise: str) -> Iterator[Meeting]:
     """The one place a launcher on one machine keeps its rendezvous off the network (docs/exposure.md).
 
     When this torch has the parts (``exposure.loopback_store``), a socket bound to 127.0.0.1 here, for as long as
-    the block runs, served by the ddplab-loopback handler (rendezvous.py); otherwise the backend ``otherwise``,
+    the block runs, served by the ddplab-loopback handler (cluster/rendezvous.py); otherwise the backend ``otherwise``,
     whose store listens on every interface, as ``exposure`` already says. ``CannotListen`` when the socket
     cannot be bound, before anything starts.
     """
     if not exposure.loopback_store:
         yield Meeting(otherwise, {}, exposure)
         return
-    from .. import rendezvous
+    from ..cluster import rendezvous
 
     try:
         listener = rendezvous.bind_loopback(exposure.store_port)
@@ -89,7 +89,7 @@ def one_machine(exposure: Exposure, otherwise: str) -> Iterator[Meeting]:
 def across_machines(exposure: Exposure, rdzv: Rendezvous) -> Iterator[Meeting]:
     """Host the store or reach it (exit 3 when nothing answers), then meet through ddplab-c10d.
     cluster.endpoint.StoreWaitStopped when a stop request came while waiting."""
-    from .. import rendezvous
+    from ..cluster import rendezvous
 
     with rendezvous.meet(exposure.across, rdzv.store_wait_s or rdzv.join_timeout_s, session=rdzv.run_id) as met:
         yield Meeting(rendezvous.register_across_machines(), dict(met.rdzv_configs),

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..files import write_text_atomic
+from ..basics.files import write_text_atomic
 
 TIMEOUT_S = 3.0  # for every rank's dump together: a hang declaration waits at most this long for them
 # Kept of TIMEOUT_S for reading a rank again without --native: unwinding C frames took 0.2-1.9 s a rank on the

@@ -1,4 +1,4 @@
-"""A rank's life around its code, the same for a lab workload (worker.py) and a user's script (job/boot.py):
+"""A rank's life around its code, the same for a lab workload (job/worker.py) and a user's script (job/boot.py):
 the parent-death guard, the rank's directory and pid file, faulthandler, the beacon, and, when the code fails,
 its error recorded with its flight record and stacks before the rank leaves.
 
@@ -22,9 +22,9 @@ import time
 import traceback
 from typing import Mapping
 
-from .. import redaction
-from ..files import write_text_atomic
-from ..rundir import LAUNCHER_PID_ENV, STATUS_STORE_ENV, RunDir
+from ..basics import redaction
+from ..basics.files import write_text_atomic
+from ..basics.rundir import LAUNCHER_PID_ENV, STATUS_STORE_ENV, RunDir
 from .beacon import Beacon
 
 _PR_SET_PDEATHSIG = 1
@@ -127,7 +127,7 @@ class RankLife:
         faulthandler.register(STACK_SIGNAL, file=self._fatal, all_threads=True)
 
     def start_beacon(self, phase: str = "before-init", recorder_setting: str | None = None) -> Beacon:
-        from ..exposure import NODE_ADDRESS_ENV
+        from ..cluster.exposure import NODE_ADDRESS_ENV
 
         group_rank = self.environ.get("GROUP_RANK", "")
         self.beacon = Beacon(self.run, self.rank, self.local_rank, world_size=self.world_size,

@@ -7,7 +7,7 @@ import contextlib
 import time
 
 from ..records.supervision import RankState
-from ..rundir import RunDir
+from ..basics.rundir import RunDir
 from . import states as rules
 
 STORE_TIMEOUT_S = 3.0  # one read of the job's store: a store cut off must not hold the watch up for long
@@ -79,10 +79,10 @@ class JobStore:
 def open_reader(address: str, port: int, job: str):
     """A reader of the job's store (a client connection of the watcher's own), or None when the store cannot be
     reached: the watcher then judges this machine's files, as on one machine."""
-    from ..cluster.status_store import StatusReader, open_store
+    from ..cluster.status_store import JobStoreReader, open_store
 
     try:
-        return StatusReader(open_store(address, port, timeout_s=STORE_TIMEOUT_S), job=job)
+        return JobStoreReader(open_store(address, port, timeout_s=STORE_TIMEOUT_S), job=job)
     except Exception:  # noqa: BLE001 - any connection failure: the files still say something
         return None
 

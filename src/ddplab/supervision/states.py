@@ -19,7 +19,7 @@ from dataclasses import replace
 from ..platform.flight_recorder import counts_lag
 from ..records.codec import RecordError, from_json
 from ..records.supervision import RankState
-from ..rundir import RunDir
+from ..basics.rundir import RunDir
 
 WAITING_PHASES = ("in-collective", "in-init")
 END_PHASES = ("finished", "failed")

@@ -17,11 +17,11 @@ import time
 from dataclasses import replace
 from typing import Callable
 
-from ..files import write_text_atomic
+from ..basics.files import write_text_atomic
 from ..records.codec import RecordError, to_json
 from ..records.stragglers import (NO_TIMES, OFF, WATCHED, LatenessSeries, RankArrivals, StragglerFinding,
                                   StragglerReport, arrivals_from_json, clock)
-from ..rundir import RunDir
+from ..basics.rundir import RunDir
 from . import sources, stragglers
 
 POLL_S = 1.0

@@ -48,11 +48,11 @@ import time
 import traceback
 import uuid
 
-from .. import interrupts, proc_stat
-from ..files import write_text_atomic
-from ..reaping import signal_quietly
+from ..basics import interrupts, proc_stat
+from ..basics.files import write_text_atomic
+from .reaping import signal_quietly
 from ..records.supervision import Hang, LeftProcess, MachineLoss, RankState
-from ..rundir import RunDir
+from ..basics.rundir import RunDir
 from . import outside_stacks, states as rules
 from .beacon import HEARTBEAT_S
 from .exits import ExitWatch

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
-from ..library_engine import BOTH
+from ..platform.library_engine import BOTH
 from ..records.library_engine import LIBRARY, TORCH
 from .common import pipelined_us, time_mode
 

@@ -14,7 +14,7 @@ import statistics
 import time
 from typing import Callable
 
-from .. import timed_windows
+from ..supervision import timed_windows
 from ..records.session import Histogram
 from ..records.sweep import Repetition
 
@@ -80,7 +80,7 @@ def time_mode(run: Callable[..., object], runtime, iters: int, mode: str, pipeli
 
 def timed_repetition(ctx, timed: Callable[[], float], meet: Callable[[], None]) -> Repetition:
     """One measurement, ``timed()``, after the ranks ``meet()``, inside a wall-clock window the launcher's sampler
-    keeps out of (timed_windows.py)."""
+    keeps out of (supervision/timed_windows.py)."""
     with timed_windows.timing(ctx.status) as waited_s:
         ctx.runtime.synchronize()  # the whole device: no engine's earlier calls run into this window
         meet()

@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 
 from ..cluster.topology import comparison_groups, pair_groups
 from ..collectives.common import count_wrong, reduce_values, torch_dtype
-from ..exposure import NODE_ADDRESS_ENV
+from ..cluster.exposure import NODE_ADDRESS_ENV
 from ..records.machines import WHOLE_JOB, GatheredJob, Group, GroupResult, RankPlace
 from ..records.storm import StormSettings
 from ..records.sweep import SweepRankRow, SweepSettings

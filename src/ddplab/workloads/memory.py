@@ -1,4 +1,4 @@
-"""The rank's side of memory planning (memory_plan.py), for a workload that allocates size after size.
+"""The rank's side of memory planning (platform/memory_plan.py), for a workload that allocates size after size.
 
 Before each size every rank reads the machine (after every rank freed the last size: a barrier), plans the size
 for all the ranks of its machine and of its device, and the ranks agree: one rank that cannot hold a size skips
@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 
 from ..collectives.common import Buffers
-from ..memory_plan import PeakRss, Route, collective_need, judge, read_machine, release
+from ..platform.memory_plan import PeakRss, Route, collective_need, judge, read_machine, release
 from ..records.memory import MemoryFit, MemoryShare
 from .common import barrier
 
@@ -63,7 +63,7 @@ class SizePlanner:
         sweep failed with "writev: Bad address" at the same call each time, right after this release. The cause
         found afterwards is gloo's send/recv, which takes device tensors' addresses for host ones (now skipped
         there: collectives/send_recv.py); until emptying the pinned cache again is proven on a GPU, the staged sizes
-        stay capped (profiles.py) and the cache bounded by what the plan counts (docs/RESULTS.md)."""
+        stay capped (lab/profiles.py) and the cache bounded by what the plan counts (docs/RESULTS.md)."""
         if self.route.staged:
             barrier()  # every message sent before it has been taken
             self.ctx.runtime.release_caches(host=False)

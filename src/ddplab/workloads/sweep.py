@@ -3,7 +3,7 @@ torch offers both, timed pipelined (default) or blocking, then checked with exac
 
 Each size is timed ``repeat`` times after its warmup; each repetition is nccl-tests' own
 measurement (``iters`` ops) inside a timed window the launcher's sampler keeps out of
-(timed_windows.py). Each rank returns every repetition's time and wall-clock window; the
+(supervision/timed_windows.py). Each rank returns every repetition's time and wall-clock window; the
 launcher averages across ranks (nccl-tests `-a 1`), takes the median repetition and sums
 the wrong-element counts (measurements/sweep.py). On a shared device rank 0 also measures a
 device copy so the launcher can state busbw as a fraction of that ceiling.

@@ -66,6 +66,6 @@ def _skipped(check: NodeCheck) -> bool:
 
 
 def write(record: CheckRecord, path: str | Path, hostname: str = "") -> Path:
-    from ...files import write_text_atomic
+    from ...basics.files import write_text_atomic
 
     return write_text_atomic(path, render(record, hostname), make_parents=True)

@@ -99,7 +99,7 @@ def write(record: CheckRecord, directory: str | Path) -> Path:
     """DIR/ddplab_check.prom, replaced at once."""
     from prometheus_client import write_to_textfile
 
-    from ...files import make_directory
+    from ...basics.files import make_directory
 
     make_directory(Path(directory), "--textfile-dir")
     path = Path(directory) / FILE_NAME

@@ -1,0 +1,330 @@
+"""Rendezvous handlers whose store listens on a socket ddplab bound: loopback for one machine,
+the endpoint's own address for a job across machines.
+
+torch's TCPStore listens on every interface whatever host it is given, and elastic's c10d
+rendezvous starts two of them (its own and the one it shares with the ranks). A run on one
+machine has nobody to meet over the network, so ddplab registers this handler with elastic's
+public rendezvous registry instead: the launcher binds a socket to 127.0.0.1 itself, the
+agent's TCPStore serves on that socket (``master_listen_fd``), and the ranks reuse the agent's
+store (``use_agent_store``) rather than rank 0 hosting another one. See docs/exposure.md.
+
+Across machines (``ddplab-c10d``, ``across_machines_handler``): torch's own dynamic rendezvous
+(the c10d join protocol: node ranks, world size, keep-alives) runs over a store ddplab placed.
+The machine that holds the endpoint's address hosts it on a socket bound to that address only
+(cluster/endpoint.py decides); the others connect to it. The ranks of every machine reuse that
+store too, instead of group rank 0 hosting a second one on every interface.
+
+Imported only when ``exposure.loopback_store_unsupported()`` says this torch has the parts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Iterator
+
+from torch.distributed import PrefixStore, TCPStore
+from torch.distributed.elastic.rendezvous import (
+    RendezvousHandler,
+    RendezvousInfo,
+    RendezvousParameters,
+    RendezvousStoreInfo,
+    rendezvous_handler_registry,
+)
+
+from ..basics import interrupts
+from ..basics.env_vars import environ_set
+from ..errors import EnvironmentUnsupported
+
+if TYPE_CHECKING:
+    from .endpoint import StorePlan
+
+BACKEND_NAME = "ddplab-loopback"
+ACROSS_MACHINES_BACKEND = "ddplab-c10d"
+# Registered in elastic's registry when ddplab launches a job, for its own launches only: never a choice for a
+# user's --rdzv-backend (job/torchrun_args.py), even in a process that ran a job before.
+OWN_BACKENDS = (BACKEND_NAME, ACROSS_MACHINES_BACKEND)
+LOOPBACK_HOST = "127.0.0.1"
+LISTEN_FD_KEY = "listen_fd"  # rendezvous config entry: the socket the launcher bound
+STORE_HOST_KEY = "store_host"  # rendezvous config entry: the store's address as this machine reaches it
+_DEFAULT_TIMEOUT_S = 600.0
+_STORE_READ_TIMEOUT_S = 60  # torch's c10d rendezvous default for store operations
+# torch's dynamic rendezvous opt-out of the second store (documented in its dynamic_rendezvous.py).
+_NO_SHARED_STORE_ENV = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
+# Stores this machine hosts for a job across machines, by the launcher's listening socket: kept until the
+# launcher leaves the meeting, so that the other machines' ranks and supervisors can still read and write
+# the job's last words after elastic let go of its handler (launch.py waits for them when a job fails).
+_HOSTED: dict[int, TCPStore] = {}
+SESSION_KEY_ROOT = "ddplab/session"
+_SESSION_POLL_S = 0.5  # how often a joining machine asks the store whether it serves this launch's session
+LIBUV_LISTEN_FD_SINCE = (2, 9)  # the oldest torch measured whose libuv store serves a socket it is handed
+
+
+def bind_loopback(port: int = 0) -> socket.socket:
+    """A listening TCP socket on 127.0.0.1 (port 0: a free one). The caller closes it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as TCPStore's own server does
+        sock.bind((LOOPBACK_HOST, port))
+        sock.listen(socket.SOMAXCONN)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class LoopbackRendezvous(RendezvousHandler):
+    """This machine is the whole job (group rank 0 of 1): the handler only owns the store."""
+
+    def __init__(self, run_id: str, store: TCPStore):
+        self._run_id = run_id
+        self._store: TCPStore | None = store
+        self._closed = False
+
+    def get_backend(self) -> str:
+        return BACKEND_NAME
+
+    @property
+    def use_agent_store(self) -> bool:
+        # The ranks connect to this store as clients; otherwise rank 0 would host another
+        # store, listening on every interface.
+        return True
+
+    def next_rendezvous(self) -> RendezvousInfo:
+        if self._store is None:
+            raise RuntimeError(f"rendezvous {self._run_id} was shut down")
+        return RendezvousInfo(PrefixStore(self._run_id, self._store), 0, 1,
+                              RendezvousStoreInfo(LOOPBACK_HOST, self._store.port))
+
+    def is_closed(self) -> bool:
+        return self._closed
+
+    def set_closed(self) -> None:
+        self._closed = True
+
+    def num_nodes_waiting(self) -> int:
+        return 0  # nobody else can join a one-machine job
+
+    def get_run_id(self) -> str:
+        return self._run_id
+
+    def shutdown(self) -> bool:
+        self._closed = True
+        self._store = None  # the server stops once the agent drops its reference too
+        return True
+
+
+def create_handler(params: RendezvousParameters) -> LoopbackRendezvous:
+    """Elastic calls this with the launch's rendezvous parameters (registry contract)."""
+    listen_fd = params.get(LISTEN_FD_KEY)
+    if listen_fd is None:
+        raise ValueError(f"the {BACKEND_NAME} rendezvous needs {LISTEN_FD_KEY}: a socket bound to loopback")
+    timeout = timedelta(seconds=float(params.get("timeout", _DEFAULT_TIMEOUT_S)))
+    # The store closes the descriptor it is given, so it gets its own copy; the launcher
+    # keeps and closes the original.
+    own_fd = os.dup(int(listen_fd))
+    store = serve_on(own_fd, LOOPBACK_HOST, _port_of(own_fd), timeout)
+    return LoopbackRendezvous(params.run_id, store)
+
+
+def _port_of(fd: int) -> int:
+    with socket.fromfd(fd, socket.AF_INET, socket.SOCK_STREAM) as sock:  # a duplicate, closed here
+        return sock.getsockname()[1]
+
+
+def serve_on(listen_fd: int, host: str, port: int, timeout: timedelta, legacy: bool | None = None) -> TCPStore:
+    """A store server on the socket ``listen_fd``, which ddplab bound (the store owns it and closes it).
+
+    torch's libuv store, its default since 2.4, refuses a socket it is handed before 2.8 ("The libuv TCPStore
+    backend does not support initialization with an listen fd": measured on 2.5.1 and 2.7.1); there the legacy
+    store serves it (``use_libuv=False``), which the ranks reach as they reach any TCPStore. ``legacy``: None
+    lets this torch's version decide (``libuv_takes_listen_fd``); tests force either.
+    """
+    if legacy is None:
+        legacy = not libuv_takes_listen_fd()
+    if not legacy:
+        # A build between the releases measured (a 2.9 pre-release) refuses before it touches the socket.
+        with contextlib.suppress(NotImplementedError):
+            return TCPStore(host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=listen_fd)
+    return TCPStore(host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=listen_fd,
+                    use_libuv=False)
+
+
+def libuv_takes_listen_fd(version: str | None = None) -> bool:
+    """Whether this torch's libuv store serves a socket it is handed. pytorch added it in 2.8 (PR 150215);
+    2.9.1 is the oldest release measured to do so (docs/RESULTS.md), so 2.8 keeps the legacy store too."""
+    import torch
+
+    from ..basics.torch_floor import release
+
+    found = release(str(torch.__version__) if version is None else version)
+    return found is not None and found >= LIBUV_LISTEN_FD_SINCE
+
+
+def register() -> str:
+    """Make the handler known to elastic (idempotent); returns the backend name to launch with."""
+    rendezvous_handler_registry.register(BACKEND_NAME, create_handler)
+    return BACKEND_NAME
+
+
+# --- several machines --------------------------------------------------------------------------
+
+
+class AcrossMachinesRendezvous(RendezvousHandler):
+    """torch's dynamic rendezvous over a store ddplab placed; the ranks reuse that store."""
+
+    def __init__(self, inner: RendezvousHandler, store: TCPStore, store_info: RendezvousStoreInfo):
+        self._inner = inner
+        self._store: TCPStore | None = store  # held so the server lives as long as the handler
+        self._store_info = store_info
+
+    def get_backend(self) -> str:
+        return ACROSS_MACHINES_BACKEND
+
+    @property
+    def use_agent_store(self) -> bool:
+        return True
+
+    def next_rendezvous(self) -> RendezvousInfo:
+        # Asked to share its store, torch's handler would have group rank 0 host a second one,
+        # listening on every interface; with the opt-out it only publishes rank 0's address once
+        # (finding a free port on the way: a loopback socket opened and closed at once). The ranks
+        # are sent to this machine's way to the store instead.
+        with environ_set({_NO_SHARED_STORE_ENV: "1"}):
+            info = self._inner.next_rendezvous()
+        return RendezvousInfo(info.store, info.rank, info.world_size, self._store_info)
+
+    def is_closed(self) -> bool:
+        return self._inner.is_closed()
+
+    def set_closed(self) -> None:
+        self._inner.set_closed()
+
+    def num_nodes_waiting(self) -> int:
+        return self._inner.num_nodes_waiting()
+
+    def get_run_id(self) -> str:
+        return self._inner.get_run_id()
+
+    def shutdown(self) -> bool:
+        try:
+            return self._inner.shutdown()
+        finally:
+            self._store = None
+
+
+def across_machines_handler(params: RendezvousParameters) -> AcrossMachinesRendezvous:
+    """Elastic calls this with the launch's rendezvous parameters (registry contract).
+
+    With ``listen_fd`` this machine hosts the store on that socket; without it, it connects to
+    ``store_host`` (the address ``cluster.endpoint.wait_for_store`` found answering).
+    """
+    from torch.distributed.elastic.rendezvous.c10d_rendezvous_backend import C10dRendezvousBackend
+    from torch.distributed.elastic.rendezvous.dynamic_rendezvous import create_handler as dynamic_handler
+
+    from .endpoint import Endpoint
+
+    store_host = params.get(STORE_HOST_KEY)
+    if not store_host:
+        raise ValueError(f"the {ACROSS_MACHINES_BACKEND} rendezvous needs {STORE_HOST_KEY}: where the store is")
+    port = Endpoint.parse(params.endpoint).port
+    timeout = timedelta(seconds=params.get_as_int("read_timeout", _STORE_READ_TIMEOUT_S))
+    listen_fd = params.get(LISTEN_FD_KEY)
+    if listen_fd is not None:
+        own_fd = os.dup(int(listen_fd))  # the store closes what it is given; the launcher closes the original
+        store = serve_on(own_fd, store_host, port, timeout)
+        _HOSTED[int(listen_fd)] = store  # served until meet() ends, not only while elastic holds the handler
+        store.set(session_key(params.run_id), "open")  # the other machines wait for this launch's, not an earlier
+    else:
+        store = TCPStore(store_host, port, None, False, timeout)
+    inner = dynamic_handler(store, C10dRendezvousBackend(store, params.run_id), params)
+    return AcrossMachinesRendezvous(inner, store, RendezvousStoreInfo(store_host, port))
+
+
+def register_across_machines() -> str:
+    """Make the across-machines handler known to elastic (idempotent); returns its backend name."""
+    rendezvous_handler_registry.register(ACROSS_MACHINES_BACKEND, across_machines_handler)
+    return ACROSS_MACHINES_BACKEND
+
+
+@dataclass(frozen=True)
+class StoreMeeting:
+    """How this machine takes part in the job's rendezvous, once the store's host is settled."""
+
+    store: "StorePlan"
+    rdzv_configs: dict
+
+
+def session_key(session: str) -> str:
+    """The key the hosting launcher sets in its store as soon as it serves ``session`` (a rendezvous run id)."""
+    return f"{SESSION_KEY_ROOT}/{session}"
+
+
+@contextlib.contextmanager
+def meet(store: "StorePlan", wait_s: float, session: str | None = None) -> Iterator[StoreMeeting]:
+    """Host the store (bind its socket) or wait, bounded, until it answers; exit 3 when it cannot,
+    ``StoreWaitStopped`` when Ctrl+C or SIGTERM ends the wait.
+
+    ``session`` (the rendezvous run id, new for every launch): a machine that reaches the store also waits
+    until it serves that session. Several launches in a row on one endpoint (a drill's sessions) otherwise
+    meet the previous launch's store while its host is still closing it, and join a rendezvous that is over.
+
+    With ``--rdzv-host auto`` a taken port on this machine's own address means another launcher
+    here hosts it (several launchers on one machine): this one joins as a client. The bound
+    socket is closed when the block ends; the store serves on its own duplicate meanwhile.
+    """
+    from .endpoint import StoreAddressInUse, bind_store_socket, wait_for_store
+
+    listener = None
+    if store.hosts_store:
+        try:
+            listener = bind_store_socket(store)
+        except StoreAddressInUse as exc:
+            if store.forced:
+                raise EnvironmentUnsupported("rdzv-store-cannot-listen", f"--rdzv-host yes, but {exc}: this machine "
+                                             "cannot host the store there",
+                                             hint="choose a free port for --rdzv-endpoint on every machine") from exc
+            store = store.as_client(f"{store.decided_by}, but {exc}: another launcher on this machine hosts it")
+    try:
+        if listener is not None:
+            yield StoreMeeting(store, {LISTEN_FD_KEY: listener.fileno(), STORE_HOST_KEY: store.bind_address})
+        else:
+            answered = wait_for_store(store, wait_s, stop_requested=interrupts.requested)
+            if session is not None:
+                _wait_for_session(store, answered.address, session, wait_s - answered.waited_s)
+            yield StoreMeeting(store, {STORE_HOST_KEY: answered.address})
+    finally:
+        if listener is not None:
+            _HOSTED.pop(listener.fileno(), None)  # the store stops serving once nothing else holds it
+            listener.close()
+
+
+def _wait_for_session(store: "StorePlan", address: str, session: str, wait_s: float) -> None:
+    """Until the store at ``address`` serves ``session`` (its host set the session's key); a store that goes
+    away meanwhile (an earlier launch's, closing) is reached again. Exit 3 when it never does."""
+    from .endpoint import StoreWaitStopped
+
+    deadline = time.monotonic() + max(wait_s, _SESSION_POLL_S)
+    client = None
+    while True:
+        stop = interrupts.requested()
+        if stop:
+            raise StoreWaitStopped(f"{stop} while waiting for the store at {store.endpoint} to serve this job")
+        try:
+            client = client or TCPStore(address, store.endpoint.port, None, False, timedelta(seconds=5))
+            if client.check([session_key(session)]):
+                return
+        except Exception:  # noqa: BLE001 - the store closed (an earlier launch's) or is not up yet: reach it again
+            client = None
+        if time.monotonic() >= deadline:
+            raise EnvironmentUnsupported(
+                "rdzv-session-not-found",
+                f"the rendezvous store at {store.endpoint} answers, but not for this job ({session}) after "
+                f"{max(wait_s, _SESSION_POLL_S):.0f} s: the machine that hosts it runs another job or another step",
+                hint="run the same ddplab command (the same drills, in the same order) on every machine, with the "
+                     "same --rdzv-endpoint and --rdzv-id")
+        time.sleep(_SESSION_POLL_S)

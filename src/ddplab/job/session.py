@@ -1,0 +1,304 @@
+"""One multi-rank run of a workload: detect, plan, start the sharing daemon the plan chose
+(re-planning without it when it cannot be used), launch, sample, supervise. Shared by every
+measurement that starts ranks (train, storm, sweep, ceiling, contention, drills), so each one only
+says what its ranks do (a workload and its settings) and how to summarise what they return.
+
+What comes back is a ``Session``: the typed ``SessionRecord`` every measurement reports, plus
+what a measurement needs to summarise its ranks (each rank's ``RankReturn``) and the launch's live
+objects (the drills read the run directory and the failures).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from ..basics import numpy_warning
+from ..records.config import LaunchOptions
+from ..basics.observer import QUIET, Observer  # noqa: F401 - every run's watcher; commands import it from here
+from ..platform import Platform
+from ..records.placement import Placement
+from ..records.listen import Listened
+from ..records.session import RankReturn, SessionRecord
+from ..basics.rundir import PLACEMENT_ENV, RunDir
+from ..supervision.sampler import RankSampler
+from .session_record import session_record, torchrun_job_ranks
+from ..supervision.job import Guardian, JobOutcome, JobSpec, run_job
+from ..supervision.meeting import Rendezvous
+from ..basics.validators import is_digits
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the ranks run: a name in workloads.WORKLOADS and its frozen settings."""
+
+    name: str
+    settings: Any
+
+
+@dataclass
+class Session:
+    platform: Platform
+    placement: Placement
+    run: RunDir
+    outcome: JobOutcome
+    record: SessionRecord
+    ended_at: float  # wall time the launch returned
+    # Wall-clock (start, end) of each device query the sampler made: a benchmark checks its timed windows
+    # against them (timed_windows.overlaps).
+    device_queries: list[tuple[float, float]] = field(default_factory=list)
+    # A job across machines: every rank's last status as the job's store said (global rank -> RankState,
+    # heartbeats on this machine's clock); {} on one machine.
+    job_states: dict[int, Any] = field(default_factory=dict)
+
+    @property
+    def returns(self) -> list[RankReturn]:
+        """What each rank that finished sent back, by global rank."""
+        return [self.outcome.return_values[r] for r in sorted(self.outcome.return_values)]
+
+    @property
+    def results(self) -> list[Any]:
+        """Each finished rank's workload result, by global rank."""
+        return [r.result for r in self.returns]
+
+
+def prepare(opts: LaunchOptions, with_memory: bool = False) -> tuple[Platform, Placement]:
+    """Everything that can refuse the request, before anything is started or written."""
+    from ..platform import detect
+    from .policy import plan
+
+    platform = detect(opts.device, with_memory=with_memory)
+    return platform, plan(opts, platform)
+
+
+def start_sharing_daemon(opts: LaunchOptions, platform: Platform, placement: Placement, run: RunDir,
+                         make_daemon: Callable | None = None) -> tuple[Placement, Any]:
+    """Start the sharing daemon the placement chose, if any; returns (placement to run, daemon or None).
+
+    If the daemon cannot be used (it does not start, or refuses a test client), it is stopped
+    at once and the run is re-planned without it: the policy's reason and warning say why
+    (with --mps that is an error, exit 3). The caller stops a returned daemon in its finally.
+    ``make_daemon(vendor, run_dir)`` is the seam tests use to inject a daemon that fails.
+    """
+    from ..platform import sharing_daemon as daemon_mod
+    from .policy import plan
+
+    if placement.sharing_daemon is None:
+        return placement, None
+    if make_daemon is not None:
+        daemon = make_daemon(platform.spec, run.sharing_daemon_dir)
+    else:  # carrying the run's markers: `ddplab clean` tells one left by a launcher that is gone
+        from ..basics.proc_stat import start_ticks
+
+        daemon = daemon_mod.PrivateDaemon(platform.spec, run.sharing_daemon_dir,
+                                          run.marker_env(os.getpid(), start_ticks(os.getpid())))
+    try:
+        env = daemon.start(placement.device_indices)
+    except daemon_mod.DaemonUnusable as exc:
+        daemon.stop()
+        return plan(opts, platform, daemon_failure=exc.message), daemon
+    except BaseException:
+        daemon.stop()
+        raise
+    _tell_the_guardian(run, daemon)
+    return replace(placement, env={**placement.env, **env}), daemon
+
+
+def _tell_the_guardian(run: RunDir, daemon) -> None:
+    """daemons.json: how the run's guardian stops this daemon if the launcher dies without stopping it."""
+    import json
+
+    from ..basics.files import write_text_atomic
+
+    entry = daemon.guardian_entry() if hasattr(daemon, "guardian_entry") else None
+    if entry is not None:
+        with contextlib.suppress(Exception):  # the daemon is stopped in the launcher's finally all the same
+            write_text_atomic(run.daemons_file, json.dumps([entry]))
+
+
+def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: Observer = QUIET,
+                 sample: bool = True, prepared: tuple[Platform, Placement] | None = None,
+                 controller: Callable[[RunDir], None] | None = None, make_daemon: Callable | None = None,
+                 sample_device_while_timing: bool = False, rank_env: dict[str, str] | None = None) -> Session:
+    """Start the planned ranks running ``workload``; return the session once they are all gone.
+
+    The sampler keeps its device queries out of the ranks' timed windows unless
+    ``sample_device_while_timing`` (supervision/timed_windows.py). ``controller(run)``, if given, runs in a
+    launcher-side thread while the ranks run (fault drills inject kills and pauses from there).
+    ``make_daemon``: see start_sharing_daemon. ``rank_env``: variables every rank sets before init, on top of
+    the placement's (a drill's blocking-wait switch); the report's placement shows them.
+    """
+    from .worker import RankJob, rank_main
+
+    if opts.started_by == "torchrun":
+        return _run_as_torchrun_rank(workload, opts, label, prepared, rank_env)
+
+    def entry(platform: Platform, placement: Placement) -> tuple:
+        job = RankJob(workload=workload.name, settings=workload.settings, placement=placement,
+                      timeout_s=opts.timeout_s, platform_backend=platform.backend)
+        return rank_main, (job,), {}, job.describe()
+
+    return _supervised(entry, opts, label, observer, sample, prepared, controller, make_daemon,
+                       sample_device_while_timing, rank_env)
+
+
+def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, observer: Observer = QUIET,
+               prepared: tuple[Platform, Placement] | None = None,
+               controller: Callable[[RunDir], None] | None = None,
+               rank_env: dict[str, str] | None = None, stragglers=None) -> Session:
+    """Start the planned ranks running ``python -m module args`` as `ddplab launch` runs a user's script (through
+    job/boot.py, under the same supervisor); the placement reaches the script in DDPLAB_DRILL_PLACEMENT. The fault
+    drills run their broken DDP training (drills/script.py) this way. ``stragglers``: the straggler watch's plan
+    (supervision/job.py StragglerPlan), as `ddplab launch` watches; None: not watched."""
+    import json
+    import sys
+
+    from .supervise import BOOT_MODULE
+
+    def entry(platform: Platform, placement: Placement) -> tuple:
+        plan = {"backend": placement.backend, "device_type": placement.device_type,
+                "devices": list(placement.device_indices), "memory_fraction": placement.memory_fraction}
+        env = {**placement.env, PLACEMENT_ENV: json.dumps(plan)}
+        return sys.executable, ("-u", "-m", BOOT_MODULE, "-m", module, *args), env, \
+            {"script": ["-m", module, *args], "placement": plan}
+
+    return _supervised(entry, opts, label, observer, True, prepared, controller, None, True, rank_env, stragglers)
+
+
+def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, sample: bool,
+                prepared: tuple[Platform, Placement] | None, controller, make_daemon,
+                sample_device_while_timing: bool, rank_env: dict[str, str] | None, stragglers=None) -> Session:
+    """The planned ranks running what ``entry(platform, placement)`` says (entrypoint, its arguments, variables the
+    ranks inherit, job.json), under the one supervisor (supervision/job.py)."""
+    from ..report import terminal
+    from ..platform import open_monitor
+
+    platform, placement = prepared or prepare(opts)
+    run = RunDir.create(opts.run_dir, label)
+    monitor = daemon = None
+    console = observer.console
+    guardian = Guardian(run).__enter__()  # before the daemon: nothing the run starts outlives a SIGKILLed ddplab
+    try:
+        placement, daemon = start_sharing_daemon(opts, platform, placement, run, make_daemon)
+        if rank_env:
+            placement = replace(placement, env={**placement.env, **rank_env})
+        if console is not None:
+            terminal.announce(console, placement, run)
+            if daemon is not None:
+                console.print(f"sharing daemon: {daemon.describe()}")
+        entrypoint, args, env, description = entry(platform, placement)
+        monitor = open_monitor(platform.spec)
+        rdzv = Rendezvous.from_options(opts)
+        with terminal.live_ranks(console if observer.live else None) as update:
+            sampler = RankSampler(run, monitor, on_sample=update, enabled=sample,
+                                  query_device_while_timing=sample_device_while_timing)
+            spec = lab_job(run, placement.nproc, rdzv, opts.hang_timeout_s, sampler, controller,
+                           entrypoint=entrypoint, args=args, env=env, description=description,
+                           device_type=placement.device_type)
+            outcome = run_job(replace(spec, guardian=False, stragglers=stragglers))
+            ended_at = time.time()
+    finally:
+        if monitor is not None:
+            monitor.close()
+        if daemon is not None:
+            daemon.stop()  # never leave a daemon behind, least of all one a crashed rank may have poisoned
+        guardian.__exit__(None, None, None)
+    record = replace(session_record(placement, run, outcome, sampler, daemon.record() if daemon else None,
+                             outcome.hang, opts.nnodes), platform=platform, culprit=outcome.culprit,
+                     machines_lost=None if outcome.ok else outcome.machines_lost)
+    return Session(platform, placement, run, outcome, record, ended_at, list(sampler.device_queries),
+                   dict(outcome.job_states))
+
+
+def lab_job(run: RunDir, nproc: int, rdzv: Rendezvous, hang_timeout_s: float | None, sampler,
+            controller: Callable[[RunDir], None] | None, *, entrypoint, args: tuple, env: dict[str, str],
+            description: dict, device_type: str) -> JobSpec:
+    """A lab run as a supervised job, meeting on loopback on one machine or through ddplab's rendezvous across
+    machines (supervision/meeting.py)."""
+    from ..cluster.exposure import where_to_listen
+    from ..supervision import elastic, meeting
+
+    exposure = where_to_listen(rdzv.nnodes, rdzv.endpoint, device_type, rdzv_host=rdzv.host)
+    if exposure.across is not None:
+        meet = lambda: meeting.across_machines(exposure, rdzv)  # noqa: E731
+    else:
+        meet = lambda: meeting.one_machine(exposure, otherwise="c10d")  # noqa: E731
+
+    def config(met: meeting.Meeting):
+        from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
+
+        return elastic.launch_config(
+            min_nodes=rdzv.nnodes, max_nodes=rdzv.nnodes, nproc_per_node=nproc, run_id=rdzv.run_id or run.run_id,
+            rdzv_backend=met.backend, rdzv_endpoint=rdzv.endpoint,
+            rdzv_configs={"join_timeout": rdzv.join_timeout_s, "timeout": rdzv.join_timeout_s, **met.configs},
+            local_addr=met.local_addr,  # how the rendezvous names this machine (torch: its fully qualified hostname)
+            max_restarts=0, monitor_interval=0.1, start_method="spawn",
+            logs_specs=DefaultLogsSpecs(log_dir=str(run.logs_dir), redirects=Std.ALL, tee=Std.NONE),
+            shutdown_timeout=5, signals_to_handle=elastic.ELASTIC_SIGNALS)
+
+    # the lab's ranks import torch without numpy on a fresh system Python: no stray warning (a user's job is theirs)
+    env = {**env, "PYTHONWARNINGS": numpy_warning.for_ranks(os.environ.get("PYTHONWARNINGS"))}
+    if nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
+        # What torchrun does: N ranks each spinning up all-core thread pools overload the host.
+        env["OMP_NUM_THREADS"] = "1"
+    return JobSpec(run=run, nproc=nproc, entrypoint=entrypoint, args=args, meeting=meet, make_config=config,
+                   env=env, hang_timeout_s=hang_timeout_s, job_id=rdzv.run_id or "", description=description,
+                   sampler=sampler, controller=controller, exposure=exposure)
+
+
+def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
+                          prepared: tuple[Platform, Placement] | None, rank_env: dict[str, str] | None) -> Session:
+    """ddplab started as one of torchrun's workers: run the workload in this process as that rank
+    (worker.rank_of_torchrun). torchrun launched, rendezvoused and watches the ranks; there is no sampler,
+    supervisor or sharing daemon of ddplab's. Every rank gets every rank's return, so the session is the
+    whole job's wherever it is built; global rank 0 writes the report (commands/options.py)."""
+    from ..platform import open_monitor
+    from .worker import RankJob, rank_of_torchrun
+
+    platform, placement = prepared or prepare(opts)
+    if rank_env:
+        placement = replace(placement, env={**placement.env, **rank_env})
+    rank = int(os.environ["RANK"])
+    # Every rank is a process of its own here: one run directory each (one directory holds one run).
+    run = RunDir.create(os.path.join(opts.run_dir, f"rank{rank}") if opts.run_dir else None, label)
+    job = RankJob(workload=workload.name, settings=workload.settings, placement=placement, timeout_s=opts.timeout_s,
+                  platform_backend=platform.backend)
+    start = time.monotonic()
+    outcome = JobOutcome(run, time.time(), time.time())
+    try:
+        outcome.return_values, outcome.ok = rank_of_torchrun(job, run), True
+    except Exception as exc:  # noqa: BLE001 - this rank's failure is the report's (torchrun sees it too)
+        outcome.failures = {rank: _failed_here(exc)}
+    outcome.duration_s = time.monotonic() - start
+    outcome.listen = _torchruns_store(opts.nnodes)
+    monitor = open_monitor(platform.spec)
+    try:
+        sampler = RankSampler(run, monitor, enabled=False)  # torchrun's workers are not sampled
+    finally:
+        monitor.close()
+    record = replace(session_record(placement, run, outcome, sampler, None, None, opts.nnodes), platform=platform,
+                     ranks=torchrun_job_ranks(placement, outcome))
+    return Session(platform, placement, run, outcome, record, time.time())
+
+
+def _failed_here(exc: BaseException):
+    import traceback
+
+    from ..supervision.elastic import ElasticFailure
+
+    return ElasticFailure(local_rank=int(os.environ.get("LOCAL_RANK", "0")), pid=os.getpid(), exitcode=1, signal=None,
+                          message="".join(traceback.format_exception(exc)), timestamp=time.time())
+
+
+def _torchruns_store(nnodes: int) -> Listened:
+    """Where this job listened: torchrun's rendezvous and store, not ddplab's (nothing of it was decided here)."""
+    from ..cluster.exposure import Exposure
+
+    address, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT", "0")
+    return Exposure(single_machine=nnodes == 1, loopback_store=False,
+                    store=f"{address}:{port} (torchrun's store)", store_port=int(port) if is_digits(port) and len(port) <= 5 else 0,
+                    why_not=("torchrun started these ranks: its rendezvous store and the collectives' sockets are "
+                             "where torchrun and the environment put them, not decided by ddplab.",)).record()

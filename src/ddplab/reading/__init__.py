@@ -1,0 +1,2 @@
+"""Reading reports back: the catalog of every kind of report (``catalog``: its types, its checks, its verdict
+judged again), comparing reports (``comparison``) and a baseline drawn over a report (``baseline_overlay``)."""

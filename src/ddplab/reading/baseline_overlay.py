@@ -1,0 +1,16 @@
+"""A baseline to draw beside a report's own lines: another ddplab run or nccl-tests output, read as `ddplab
+compare` reads it (comparison.load_input). report/page.py draws it dashed on the charts that offer an
+``Overlay`` (records/figures.py).
+"""
+
+from __future__ import annotations
+
+from ..records.compare import BaselineRows
+
+
+def load_baseline(path: str) -> BaselineRows:
+    """The file as `compare` reads its A side (UsageError, exit 2, naming the file when it is neither)."""
+    from .comparison import load_input
+
+    found = load_input(path)
+    return BaselineRows(found.label, found.rows)

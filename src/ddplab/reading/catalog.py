@@ -1,0 +1,119 @@
+"""The catalog of every kind of report ddplab writes: the measurements (measurements/), and the other commands of
+the same shape (records.hooks.Kind): the lab itself (`run`), `launch` and `clean`; and the two read through records
+alone: a comparison's, whose record judges itself (`ddplab compare` reads reports through this catalog, so the
+catalog names only its records), and a check's, judged on the runners' scale by check/judge.py.
+
+Everything that reads a report of any kind goes through here: which Config and results classes it holds
+(``types_for``, handed to records.Report.from_json: records name no command's types), its check rows, and the
+verdict judged again from its data (``judged``, by measurements/judging.py, as the lab judges its stages). It sits
+above the lab (scripts/import_graph.py) and imports none of it: a kind's module is imported by name when a report of
+that kind is read (a lab's report imports the lab), so reading a sweep's report loads the sweep's kind and records,
+never what runs a lab.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .. import measurements
+from ..errors import DdplabError, UsageError
+from ..measurements.judging import judged_by, report_checks as measurement_report_checks
+from ..records import Check, RecordError, Report
+from ..records.load import HINT, field_message, parse_json, read_bytes, show
+
+# What else writes a report in a measurement's shape: the lab, the user's job, the orphan sweep.
+OTHER_KINDS: dict[str, str] = {
+    "run": "ddplab.lab.run",
+    "launch": "ddplab.job.run",
+    "clean": "ddplab.lab.clean",
+}
+# Reports read through their records alone: command -> (config module, config class, results module, results class).
+BY_RECORDS: dict[str, tuple[str, str, str, str]] = {
+    "compare": ("ddplab.records.compare", "CompareConfig", "ddplab.records.compare", "CompareRecord"),
+    "check": ("ddplab.check.config", "CheckConfig", "ddplab.check.record", "CheckRecord"),
+}
+SELF_JUDGED = ("compare",)  # its record's checks() judge it (the tolerance it was asked for travels in it)
+
+
+def kinds() -> list[str]:
+    """Every name a report's "command" may have, measurements first."""
+    return [*measurements.MEASUREMENTS, *OTHER_KINDS, *BY_RECORDS]
+
+
+def kind_of(command: str):
+    """The kind (module) of a report's command; None for one read through its records alone."""
+    if command in measurements.MEASUREMENTS:
+        return measurements.get(command)
+    if command in OTHER_KINDS:
+        return importlib.import_module(OTHER_KINDS[command])
+    return None
+
+
+def _judge_of(command: str):
+    """What judges a report of ``command``: its kind, its record's class (a comparison: ``CompareRecord.checks(record)``
+    is the record's own checks), or nothing (a check)."""
+    return types_for(command)[1] if command in SELF_JUDGED else kind_of(command)
+
+
+def types_for(command: str, where: str = "$.command") -> tuple[type, type, type]:
+    """(Config class, results class, platform class) of a command's report; RecordError for a command ddplab
+    never wrote. The platform is the probed machine's, or what the record says it holds (a job's launcher host)."""
+    from ..platform import Platform
+
+    kind = kind_of(command)
+    if kind is not None:
+        config_cls, results_cls = kind.Config, kind.Record
+    elif command in BY_RECORDS:
+        config_module, config_name, results_module, results_name = BY_RECORDS[command]
+        config_cls = getattr(importlib.import_module(config_module), config_name)
+        results_cls = getattr(importlib.import_module(results_module), results_name)
+    else:
+        raise RecordError(where, f"a ddplab command ({', '.join(sorted(kinds()))})", command)
+    return config_cls, results_cls, getattr(results_cls, "platform_type", Platform)
+
+
+def report_from_json(doc: Any, where: str = "$") -> Report:
+    """Any report ddplab wrote, rebuilt and validated through this catalog (not judged again: ``read_report``
+    reads a file and judges it)."""
+    return Report.from_json(doc, where, types_for)
+
+
+def report_checks(report: Report) -> list[Check]:
+    """The check rows of a report of any kind: its kind's ``checks(record)``, or the record's own (a check's)."""
+    judge = _judge_of(report.command)
+    return judge.checks(report.results) if judge is not None else measurement_report_checks(report)
+
+
+def judged(report: Report) -> Report:
+    """``report`` with its verdict derived again from its data by its kind (measurements.judging.judged_by)."""
+    return judged_by(_judge_of(report.command), report)
+
+
+# ------------------------------------------------------------------------------------------- a report file
+
+def read_report(path: str) -> Report:
+    """A report file, read (records/load.py caps and decodes it), every field checked (UsageError names the file
+    and the first bad field: exit 2) and judged again from its data: the verdicts it stored are not taken on
+    trust (issue 18)."""
+    return parse_report(read_bytes(path), path)
+
+
+def parse_report(data: bytes, path: str) -> Report:
+    return report_from_document(parse_json(data, path), path)
+
+
+def report_from_document(doc: Any, path: str) -> Report:
+    """The report a parsed document holds, checked and judged again."""
+    if not isinstance(doc, dict):
+        raise UsageError("invalid-report", f"{path}: field (document) must be a JSON object (a ddplab report), "
+                                           f"but it is {show(doc)}", hint=HINT)
+    try:
+        report = report_from_json(doc)
+    except RecordError as err:
+        raise UsageError("invalid-report", f"{path}: {field_message(err)}", hint=HINT) from None
+    except RecursionError:
+        raise UsageError("invalid-report", f"{path}: stages nest reports too deeply") from None
+    except DdplabError as err:  # refused outside the codec's reach: say so with the file's name
+        raise UsageError("invalid-report", f"{path}: {err.message}", hint=HINT) from None
+    return judged(report)

@@ -1,0 +1,78 @@
+"""Timed windows that the launcher's sampler keeps out of.
+
+The sampler asks the vendor's management library (through platform/) for device memory
+and utilisation every 0.5 s from the launcher, while a benchmark's timed window lasts a few
+milliseconds. A query landing inside a window is the suspect for single sweep sizes that
+came out 5-15x slower than their neighbours (docs/metrics.md, "Steady sweep numbers").
+The two sides stay out of each other's way with one flag each, both in the run's status
+directory:
+
+  rank     marks its status "timing" (an atomic write), then waits while the sampler's
+           flag exists, then times; afterwards its status goes back to "running".
+  sampler  creates its flag, then queries the device only if no rank's status says
+           "timing"; it removes the flag afterwards, whether it queried or skipped.
+
+Each side raises its own flag before it reads the other's (Dekker's mutual exclusion,
+with files on one machine), so they cannot both go ahead: either the sampler sees a rank
+timing and skips that device query, or the rank sees the sampler querying and waits.
+Each side also notes the wall-clock times of its windows, so a report can show that no
+query overlapped a timed window rather than just claim it (``overlaps``).
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+from .states import read_states
+from ..basics.rundir import RunDir
+
+TIMING_PHASE = "timing"
+AFTER_TIMING_PHASE = "running"
+MAX_WAIT_S = 2.0  # a rank never waits longer for the sampler; it then times anyway, and overlaps() shows it
+POLL_S = 0.0005
+
+
+class SamplerGate:
+    """Launcher side: lets a device query through only while no rank is timing."""
+
+    def __init__(self, run: RunDir):
+        self.run = run
+        self.flag = run.sampler_flag  # beside the ranks' directories (basics/rundir.py)
+
+    @contextmanager
+    def device_query(self) -> Iterator[bool]:
+        """Yields True when the device may be queried now, False when a rank is timing."""
+        self.flag.parent.mkdir(parents=True, exist_ok=True)
+        self.flag.touch()
+        try:
+            yield not any(s.phase == TIMING_PHASE for s in read_states(self.run).values())
+        finally:
+            self.flag.unlink(missing_ok=True)
+
+
+@contextmanager
+def timing(rank_status) -> Iterator[float]:
+    """Rank side: mark a timed window, wait out a device query in progress, then run the body.
+
+    Yields the seconds spent waiting for the sampler. ``rank_status`` is the rank's
+    supervision.beacon.Beacon (None outside a launched rank: nothing is marked or waited for).
+    """
+    if rank_status is None:
+        yield 0.0
+        return
+    rank_status.phase(TIMING_PHASE)
+    start = time.monotonic()
+    try:
+        while rank_status.run.sampler_flag.exists() and time.monotonic() - start < MAX_WAIT_S:
+            time.sleep(POLL_S)
+        yield time.monotonic() - start
+    finally:
+        rank_status.phase(AFTER_TIMING_PHASE)
+
+
+def overlaps(window: tuple[float, float], queries: list[tuple[float, float]]) -> bool:
+    """Did any device query (wall-clock start, end) overlap this timed window?"""
+    start, end = window
+    return any(q_start < end and q_end > start for q_start, q_end in queries)
