@@ -29,6 +29,8 @@ def _stand_ins_never_answer(monkeypatch):
     """The ranks here are stand-ins (``sleep``) that never answer a dump request: the watcher's 3 s wait for their
     answers tests nothing here (ranks answering: test_job_boot.py, test_launch_cpu.py), and cost the suite 12 s."""
     monkeypatch.setattr(ddplab.supervision.watcher, "DUMP_WAIT_S", 0.3)
+    # nor does the declaring machine's wait for a machine that is not watching (the tests that run one alone)
+    monkeypatch.setattr(ddplab.supervision.watcher, "FOLLOW_WAIT_S", 1.0)
 
 
 def _machine(tmp_path, name: str, ranks: list[int], pids: dict[int, int]) -> RunDir:
@@ -251,6 +253,36 @@ def test_one_failed_read_of_the_store_does_not_end_a_job_making_progress(tmp_pat
         assert supervisor.hang is None, supervisor.hang
         assert all(p.poll() is None for p in stand_ins.values()), "a rank of a job making progress was ended"
     finally:
+        for proc in stand_ins.values():
+            proc.kill()
+            proc.wait()
+
+
+def test_the_declaring_machine_ends_its_ranks_only_once_the_other_read_the_announcement(tmp_path):
+    """Seen in CI between two network namespaces: b's teardown came 0.15 s after its announcement, a's watcher (a
+    poll every 0.25 s) saw its ranks fail on the closed sockets first, took that for their own failure, and named
+    [0, 1, 3] for a stall of rank 3. b now waits for a's acknowledgement (at most FOLLOW_WAIT_S) before its
+    teardown, so a's snapshot precedes it."""
+    store = HashStore()
+    stand_ins = {r: subprocess.Popen(["sleep", "60"]) for r in MACHINES}
+    pids = {r: p.pid for r, p in stand_ins.items()}
+    beating = _Beating(store, pids)
+    beating.start()
+    try:
+        reader = lambda address, port, job: JobStoreReader(store, job=job)  # noqa: E731
+        a, b = _machine(tmp_path, "a", [0, 1], pids), _machine(tmp_path, "b", [2, 3], pids)
+        with Supervisor(a, local_count=2, hang_timeout_s=60, grace_s=0.5, job=JOB, open_reader=reader) as follower:
+            with Supervisor(b, local_count=2, hang_timeout_s=0.5, grace_s=0.5, job=JOB,
+                            open_reader=reader) as declarer:
+                declarer._thread.join(timeout=15)
+            follower._thread.join(timeout=15)
+        assert declarer.hang is not None and follower.hang is not None and follower.hang.followed == "10.9.0.2"
+        # the follower took its snapshot (declared_at) before the declarer began ending its ranks
+        assert follower.hang.declared_at <= declarer.hang.ended_at
+        assert declarer.hang.ended_at - declarer.hang.declared_at < ddplab.supervision.watcher.FOLLOW_WAIT_S
+        assert culprit_of(a, follower, 2).ranks == [3] and culprit_of(b, declarer, 2).ranks == [3]
+    finally:
+        beating.stop.set()
         for proc in stand_ins.values():
             proc.kill()
             proc.wait()
