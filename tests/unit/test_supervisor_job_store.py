@@ -258,31 +258,34 @@ def test_one_failed_read_of_the_store_does_not_end_a_job_making_progress(tmp_pat
             proc.wait()
 
 
-def test_the_declaring_machine_ends_its_ranks_only_once_the_other_read_the_announcement(tmp_path):
+@pytest.fixture
+def beating_job():
+    """(the job's store, each rank's pid): four stand-in ranks beating into the store, ended after the test."""
+    store = HashStore()
+    stand_ins = {r: subprocess.Popen(["sleep", "60"]) for r in MACHINES}
+    beating = _Beating(store, {r: p.pid for r, p in stand_ins.items()})
+    beating.start()
+    yield store, beating.pids
+    beating.stop.set()
+    for proc in stand_ins.values():
+        proc.kill()
+        proc.wait()
+
+
+def test_the_declaring_machine_ends_its_ranks_only_once_the_other_read_the_announcement(tmp_path, beating_job):
     """Seen in CI between two network namespaces: b's teardown came 0.15 s after its announcement, a's watcher (a
     poll every 0.25 s) saw its ranks fail on the closed sockets first, took that for their own failure, and named
     [0, 1, 3] for a stall of rank 3. b now waits for a's acknowledgement (at most FOLLOW_WAIT_S) before its
     teardown, so a's snapshot precedes it."""
-    store = HashStore()
-    stand_ins = {r: subprocess.Popen(["sleep", "60"]) for r in MACHINES}
-    pids = {r: p.pid for r, p in stand_ins.items()}
-    beating = _Beating(store, pids)
-    beating.start()
-    try:
-        reader = lambda address, port, job: JobStoreReader(store, job=job)  # noqa: E731
-        a, b = _machine(tmp_path, "a", [0, 1], pids), _machine(tmp_path, "b", [2, 3], pids)
-        with Supervisor(a, local_count=2, hang_timeout_s=60, grace_s=0.5, job=JOB, open_reader=reader) as follower:
-            with Supervisor(b, local_count=2, hang_timeout_s=0.5, grace_s=0.5, job=JOB,
-                            open_reader=reader) as declarer:
-                declarer._thread.join(timeout=15)
-            follower._thread.join(timeout=15)
-        assert declarer.hang is not None and follower.hang is not None and follower.hang.followed == "10.9.0.2"
-        # the follower took its snapshot (declared_at) before the declarer began ending its ranks
-        assert follower.hang.declared_at <= declarer.hang.ended_at
-        assert declarer.hang.ended_at - declarer.hang.declared_at < ddplab.supervision.watcher.FOLLOW_WAIT_S
-        assert culprit_of(a, follower, 2).ranks == [3] and culprit_of(b, declarer, 2).ranks == [3]
-    finally:
-        beating.stop.set()
-        for proc in stand_ins.values():
-            proc.kill()
-            proc.wait()
+    store, pids = beating_job
+    reader = lambda address, port, job: JobStoreReader(store, job=job)  # noqa: E731
+    a, b = _machine(tmp_path, "a", [0, 1], pids), _machine(tmp_path, "b", [2, 3], pids)
+    with Supervisor(a, local_count=2, hang_timeout_s=60, grace_s=0.5, job=JOB, open_reader=reader) as follower:
+        with Supervisor(b, local_count=2, hang_timeout_s=0.5, grace_s=0.5, job=JOB, open_reader=reader) as declarer:
+            declarer._thread.join(timeout=15)
+        follower._thread.join(timeout=15)
+    assert declarer.hang is not None and follower.hang is not None and follower.hang.followed == "10.9.0.2"
+    # the follower took its snapshot (declared_at) before the declarer began ending its ranks
+    assert follower.hang.declared_at <= declarer.hang.ended_at
+    assert declarer.hang.ended_at - declarer.hang.declared_at < ddplab.supervision.watcher.FOLLOW_WAIT_S
+    assert culprit_of(a, follower, 2).ranks == [3] and culprit_of(b, declarer, 2).ranks == [3]

@@ -10,20 +10,12 @@ out first). The faults are drills/faults.py's.
 
 from __future__ import annotations
 
-import argparse
 
 from . import faults as fault_table
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="ddplab.drills.accelerate_job", description=__doc__.splitlines()[0])
-    fault_table.add_arguments(parser)
-    parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--width", type=int, default=32)
-    parser.add_argument("--batch", type=int, default=8)
-    args = parser.parse_args(argv)
-    faults = fault_table.Faults(args)
-    faults.at_start()
+    args, faults = fault_table.framework_job("ddplab.drills.accelerate_job", __doc__, argv)
     import torch
     from accelerate import Accelerator
     from torch.utils.data import DataLoader

@@ -84,6 +84,20 @@ def add_arguments(parser: argparse.ArgumentParser, faults=tuple(FAULTS)) -> None
                         help="slow_compute, slow_loader: the victim's step becomes this many times its step")
 
 
+def framework_job(prog: str, doc: str, argv: list[str] | None) -> tuple[argparse.Namespace, "Faults"]:
+    """The options of a training code written on a framework (Lightning, Accelerate): the faults' and the model's
+    size, parsed; its faults, with those due at start already injected."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
+    add_arguments(parser)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--width", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=8)
+    args = parser.parse_args(argv)
+    faults = Faults(args)
+    faults.at_start()
+    return args, faults
+
+
 def announce(rank: int, what: str) -> None:
     """The injection, on stdout and in the rank's beacon where ddplab started the rank."""
     at = time.time()

@@ -10,21 +10,13 @@ of training_step, in a backward hook, in the data and in the model's width.
 
 from __future__ import annotations
 
-import argparse
 import os
 
 from . import faults as fault_table
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="ddplab.drills.lightning_job", description=__doc__.splitlines()[0])
-    fault_table.add_arguments(parser)
-    parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--width", type=int, default=32)
-    parser.add_argument("--batch", type=int, default=8)
-    args = parser.parse_args(argv)
-    faults = fault_table.Faults(args)
-    faults.at_start()
+    args, faults = fault_table.framework_job("ddplab.drills.lightning_job", __doc__, argv)
     import lightning as L
     from torch.utils.data import DataLoader
 
