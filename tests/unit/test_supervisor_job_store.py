@@ -30,7 +30,7 @@ def _stand_ins_never_answer(monkeypatch):
     answers tests nothing here (ranks answering: test_job_boot.py, test_launch_cpu.py), and cost the suite 12 s."""
     monkeypatch.setattr(ddplab.supervision.watcher, "DUMP_WAIT_S", 0.3)
     # nor does the declaring machine's wait for a machine that is not watching (the tests that run one alone)
-    monkeypatch.setattr(ddplab.supervision.watcher, "FOLLOW_WAIT_S", 1.0)
+    monkeypatch.setattr(ddplab.supervision.watcher, "FOLLOW_WAIT_S", 0.5)
 
 
 def _machine(tmp_path, name: str, ranks: list[int], pids: dict[int, int]) -> RunDir:
@@ -272,11 +272,13 @@ def beating_job():
         proc.wait()
 
 
-def test_the_declaring_machine_ends_its_ranks_only_once_the_other_read_the_announcement(tmp_path, beating_job):
+def test_the_declaring_machine_ends_its_ranks_only_once_the_other_read_the_announcement(tmp_path, beating_job,
+                                                                                         monkeypatch):
     """Seen in CI between two network namespaces: b's teardown came 0.15 s after its announcement, a's watcher (a
     poll every 0.25 s) saw its ranks fail on the closed sockets first, took that for their own failure, and named
     [0, 1, 3] for a stall of rank 3. b now waits for a's acknowledgement (at most FOLLOW_WAIT_S) before its
     teardown, so a's snapshot precedes it."""
+    monkeypatch.setattr(ddplab.supervision.watcher, "FOLLOW_WAIT_S", 3.0)  # as shipped: the other watches here
     store, pids = beating_job
     reader = lambda address, port, job: JobStoreReader(store, job=job)  # noqa: E731
     a, b = _machine(tmp_path, "a", [0, 1], pids), _machine(tmp_path, "b", [2, 3], pids)
