@@ -85,17 +85,17 @@ def test_a_size_that_fits_on_host_and_device():
 
 
 def test_a_size_the_host_cannot_hold_says_needed_and_available_for_every_rank_of_the_machine():
-    one = need("all_gather", GiB, GLOO_ON_DEVICE)  # (20 x (512 MiB + 1 GiB) + 2 x 1 GiB) + 50% = 48 GiB
-    assert one.host_bytes == 48 * GiB
+    one = need("all_gather", GiB, GLOO_ON_DEVICE)  # (20 x (512 MiB + 1 GiB) + 2 x 1 GiB) + 60% = 51.2 GiB
+    assert one.host_bytes == int(1.6 * 32 * GiB)
     fit = judge(one, machine(64 * GiB, 100 * GiB), 2, 2, host_only=False)
-    assert not fit.fits and fit.host_needed_bytes == 96 * GiB and fit.host_available_bytes == 64 * GiB
-    assert fit.reason == ("needs 96.0 GiB of host memory for 2 rank(s) on this machine (48.0 GiB each), 64.0 GiB "
+    assert not fit.fits and fit.host_needed_bytes == 2 * one.host_bytes and fit.host_available_bytes == 64 * GiB
+    assert fit.reason == ("needs 102.4 GiB of host memory for 2 rank(s) on this machine (51.2 GiB each), 64.0 GiB "
                           "available (injected)")
     assert judge(one, machine(64 * GiB, 100 * GiB), 1, 1, host_only=False).fits  # one rank alone would fit
 
 
 def test_a_size_the_device_cannot_hold_through_nccl():
-    one = need("all_to_all", 4 * GiB, NCCL)  # (4 + 4 GiB + 17 B x 1 Gi elements of check data) + 50%: 37.5 GiB
+    one = need("all_to_all", 4 * GiB, NCCL)  # (4 + 4 GiB + 17 B x 1 Gi elements of check data) + 60%: 40 GiB
     fit = judge(one, machine(500 * GiB, 60 * GiB), 2, 2, host_only=False)
     assert not fit.fits and fit.host_needed_bytes == 0
     assert fit.device_needed_bytes == 2 * one.device_bytes > 60 * GiB

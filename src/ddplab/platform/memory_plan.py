@@ -43,9 +43,9 @@ DEVICE_RESERVE_FRACTION = 0.05
 UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as a number near 2**63
 # On top of the count, for what it cannot see (allocators' rounding, glibc's heap, gloo's transfer buffers): on CPU
 # (2 gloo ranks, 4 collectives, 1 KiB to 64 MiB) a size's RSS grew by up to 1.15 x its count plus a few MiB on a
-# quiet machine, and by 1.34 x in CI under load (all_reduce 16 MiB in place: 112.5 MiB for a count of 84 MiB,
-# tests/integration/test_memory_plan_cpu.py), so half the count again.
-MARGIN_FRACTION, MARGIN_MIN = 0.5, 16 << 20
+# quiet machine, and under load by 1.34 x (all_reduce 16 MiB in place: 112.5 MiB for a count of 84 MiB) and once
+# by 1.52 x (127.9 MiB, a clean clone's CI run, tests/integration/test_memory_plan_cpu.py), so 60 % of it again.
+MARGIN_FRACTION, MARGIN_MIN = 0.6, 16 << 20
 
 
 @dataclass(frozen=True)
