@@ -14,7 +14,7 @@ from typing import Iterable
 
 # What a terminal acts on instead of showing: C0 controls but the tab, DEL, C1 controls, and the bidirectional
 # marks that reorder the text around them. A report's field names and values reach messages, and a crafted
-# file must not recolour, retitle or rewrite the user's terminal (issue 18).
+# file must not recolour, retitle or rewrite the user's terminal.
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 

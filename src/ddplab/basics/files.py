@@ -128,7 +128,7 @@ def create_exclusive(path: str | Path, text: str) -> bool:
 
 def check_output_file(path: str | Path, option: str) -> None:
     """Refuse now (exit 2; exit 3 for a full disk) a file path ddplab could not write at the end. Its directory
-    must exist: a typo in it is refused, never created (issue 18: `--json /nonexistent/dir/x.json` made the
+    must exist: a typo in it is refused, never created (`--json /nonexistent/dir/x.json` made the
     directory)."""
     path = Path(path)
     if path.is_dir():

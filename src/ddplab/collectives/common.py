@@ -35,7 +35,7 @@ def torch_dtype(name: str):
 
 @dataclass(frozen=True)
 class LibraryCall:
-    """One call the library engine makes straight into the collective library (issue 14), on the
+    """One call the library engine makes straight into the collective library, on the
     very buffers the torch engine prepared, so both engines move the same bytes and one check serves.
 
     ``kind`` names the library's own call (NCCL's: all_reduce, all_gather, reduce_scatter, broadcast,

@@ -5,13 +5,13 @@ so every number in a run report can be reproduced by running that stage alone.
   full  - the complete GPU lab: every collective up to 1 GiB, 10,000-op storm, a shared device in the
           fastest setup and time-sliced (--no-mps), the short drill set; under 5 minutes on 1-2 H200
   soak  - storm and sweep repeated, to show jitter over time
-The full profile also times the collective library alone beside torch (issue 14, ``--engine both``): where the
+The full profile also times the collective library alone beside torch (``--engine both``): where the
 vendor has no library binding, or it is not installed, those stages refuse before starting anything, as the
 commands do (exit 3), and the lab records them as skipped with the reason and the install hint.
 On one device the sweep's ranks share it (there is no separate shared-device sweep); where they would share it
 through gloo (a collective library that refuses several ranks per device, e.g. NCCL before 2.30), every call
 stages device tensors through host memory, far slower than the library, and the sweep goes up to
-``HOST_STAGED_MAX`` instead of 1 GiB, to keep the full profile within its 5 minutes (issue 18).
+``HOST_STAGED_MAX`` instead of 1 GiB, to keep the full profile within its 5 minutes.
 On the host CPU (no accelerator) gloo carries every byte through host memory too: the full profile's sweeps stop
 at ``HOST_STAGED_MAX`` there as well, or lower where the memory plan says this machine's ranks could not hold a
 size now (``host_sweep_bound``), and the lab says so before its stages start (``host_note``). Unbounded, the sweep

@@ -57,7 +57,7 @@ class ContentionConfig:
     """Measurement window of each phase, in seconds."""
     batch: int | None = field(init=False, default=None)
     """Matmuls between device synchronisations: 20 on an accelerator, 4 on the host, chosen with the
-    device like ``size``; kept in the JSON config, where reports before issue 11 wrote the chosen value."""
+    device like ``size``; kept in the JSON config, where older reports wrote the chosen value."""
 
     def __post_init__(self):
         if self.launch.placement == "per-device":

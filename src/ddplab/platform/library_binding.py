@@ -1,4 +1,4 @@
-"""Calling the collective library directly, through the vendor's own Python binding (issue 14).
+"""Calling the collective library directly, through the vendor's own Python binding.
 
 The torch engine times a collective through torch.distributed; the library engine makes the
 same call on the same device buffers straight into the library, so the two side by side say

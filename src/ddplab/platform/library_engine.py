@@ -1,4 +1,4 @@
-"""The launcher's side of the engines (issue 14): whether the library engine can run here, decided before any
+"""The launcher's side of the engines: whether the library engine can run here, decided before any
 rank starts, and what the storm and the sweep report about it.
 
 ``--engine torch`` (the default) times torch.distributed, the report's own method; ``library`` calls the

@@ -1,5 +1,5 @@
 """Memory planning: before a measurement allocates, what it needs on the device and on the host, against what
-this machine and its cgroup have, for every rank of the machine together (issue 18).
+this machine and its cgroup have, for every rank of the machine together.
 
 Why: on one H200 (torch 2.11, NCCL 2.28.9) two gloo ranks shared the GPU, and gloo copies every device tensor a
 call is given into pinned host memory. A pipelined size keeps ``-n`` calls in flight, each with its own pinned

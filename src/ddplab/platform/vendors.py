@@ -45,7 +45,7 @@ class MultiRankRule:
 @dataclass(frozen=True)
 class BindingSpec:
     """The vendor's official Python binding for calling its collective library directly, without
-    the framework in between (issue 14: what torch adds per call). ``platform/library_binding.py``
+    the framework in between (what torch adds per call). ``platform/library_binding.py``
     is the only module that imports it."""
 
     name: str  # what users call it

@@ -95,7 +95,7 @@ def judged(report: Report) -> Report:
 def read_report(path: str) -> Report:
     """A report file, read (records/load.py caps and decodes it), every field checked (UsageError names the file
     and the first bad field: exit 2) and judged again from its data: the verdicts it stored are not taken on
-    trust (issue 18)."""
+    trust."""
     return parse_report(read_bytes(path), path)
 
 

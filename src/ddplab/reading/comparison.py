@@ -8,7 +8,7 @@ B is "new". A row of B slower than A beyond the tolerance is a regression; a siz
 neighbours (measurements/spikes.py) is a spike instead: a finding to explain (WARN), not a slowdown of the whole stack.
 Two lab reports also compare their stages' verdicts: one that got worse fails the comparison.
 
-What A timed and B did not is never passed over (issue 18: "1 rows compared ... PASS" over a B that lacked
+What A timed and B did not is never passed over ("1 rows compared ... PASS" over a B that lacked
 most stages): a stage A ran that B's lab report lacks fails, and so does a row of A, at a size the verdict
 judges, that B did not time, where B's kind of input times that collective and placement. Only a series B's
 tool never times at all (nccl-tests' out-of-place all_reduce against torch's, which is in place only) is a

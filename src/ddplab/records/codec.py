@@ -3,7 +3,7 @@
 ``to_json(obj)`` turns a record into plain JSON values; ``from_json(cls, data)`` builds the record back and
 checks every field it reads: a missing required key or a value of the wrong type raises ``RecordError``
 naming the path (``$.results.ranks[1].pid``), what was expected and what was found. That is how `ddplab report`
-and `ddplab compare` refuse a crafted or damaged document before rendering anything (issue 10).
+and `ddplab compare` refuse a crafted or damaged document before rendering anything.
 
 Field metadata understood here (``dataclasses.field(metadata=...)``):
   ``flatten``   - a nested dataclass whose keys are written into the parent object (today's flat JSON);
@@ -26,7 +26,7 @@ A record that refuses its values on construction (a Config's validation) is a Re
 A value the document holds for a field the record derives (``init=False``) is not read, but must have its type.
 An open part (an ``Any`` field) that only the record holding it can type (a rank's workload result) is checked
 through the type that record's ``json_parts()`` names, {(class, field): type}, key by key (a key it lacks is no
-error: earlier reports lacked today's), and keeps its JSON value (issue 18).
+error: earlier reports lacked today's), and keeps its JSON value.
 Unknown keys are ignored when reading, so a newer ddplab's report still loads; keys added since schema 1 have
 defaults, and a class with a ``json_upgrade(data) -> data`` static method rewrites what earlier versions spelt
 differently, so an older report still loads too.

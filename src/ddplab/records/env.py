@@ -61,7 +61,7 @@ class EnvRecord:
     per_device: TwoRankPlan
     listen: Listened | None = None  # reports before runs were pinned to loopback have none
     survey: Survey = field(default_factory=lambda: Survey([], []), metadata=flatten())
-    # Whether the library engine can run here (issue 14): the vendor's binding, importable or why not, and
+    # Whether the library engine can run here: the vendor's binding, importable or why not, and
     # whether its calls reach the copy of the collective library torch's calls bind to. Reports before it: none.
     library_binding: BindingStatus | None = None
     # The machine described: written at the report's top level, not inside results.

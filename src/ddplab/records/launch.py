@@ -102,7 +102,7 @@ class LaunchRecord:
     # Where the job's rendezvous store and the ranks' collective sockets listened; None in reports before it.
     listen: Listened | None = field(default=None, metadata=OMIT)
     # What the job's ranks started and left running when the job ended, which ddplab then ended (a data-loader
-    # worker, a helper in a session of its own): the job's whole process tree ends with it (issue 17).
+    # worker, a helper in a session of its own): the job's whole process tree ends with it.
     ended_after: list[LeftProcess] = field(default_factory=list, metadata=OMIT_DEFAULT)
     # Which rank made the others wait while the job ran, from the ranks' flight recorders (supervision/stragglers.py);
     # None in reports before it.

@@ -1,4 +1,4 @@
-"""The engines a storm or a sweep times a collective through (issue 14), as records.
+"""The engines a storm or a sweep times a collective through, as records.
 
 - ``BindingStatus``: whether the vendor's binding imports here and which copy of the collective library its
   calls reach (``ddplab env``, and every report the library engine ran in).

@@ -2,8 +2,7 @@
 is read), its encoding, its JSON, and how a bad field is said. catalog.read_report then reads every field through
 the records (Report.from_json) with the catalog of report types, so a report from another machine, another
 version or anyone's editor is refused (exit 2, naming the file, the first bad field and what it must be) before
-anything renders or compares it (issue 10), and judges it again from its data, not from the verdicts it stored
-(issue 18).
+anything renders or compares it, and judges it again from its data, not from the verdicts it stored.
 """
 
 from __future__ import annotations

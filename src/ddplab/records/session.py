@@ -3,13 +3,13 @@ the sampler's time series, the watcher's hang and the judge's culprit (records/s
 launch ended.
 
 ``SessionRecord`` is flattened into each measurement's ``results`` (the JSON keys ``backend``, ``ranks``,
-``timeseries``... sit beside the measurement's own), so the JSON contract of issue 2 is kept.
+``timeseries``... sit beside the measurement's own), so the JSON contract is kept.
 
 A session's record holds parts it cannot type itself (codec.py ``json_parts``, ``parts_typed``): the placement,
 written from records.placement.Placement, and its sharing daemon's account, wherever a session is reported (every
 report: ``report_parts``), and each rank's workload result, whose type depends on the measurement (its record's
 ``json_parts``: ``session_parts``). Naming them here lets a report read back check them as strictly as the rest: a
-string where a rank wrote a number is refused, naming the field (issue 18).
+string where a rank wrote a number is refused, naming the field.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class Timeseries:
     device_queries: int = 0
     device_queries_skipped_while_timing: int = 0
     # Wall time of the first sample's clock (t_s = 0): where a fault and its detection fall on the charts. Reports
-    # before issue 21 have none.
+    # older reports have none.
     started_at: float | None = field(default=None, metadata=OMIT)
 
     def memory(self) -> MemorySeries:
@@ -238,7 +238,7 @@ class SessionRecord:
     interrupted: bool = False
     hang: Hang | None = None
     # Who held the others up, when the run did not succeed (supervision/judge.py: the same judge as
-    # `ddplab launch`'s). Reports before issue 17 have none.
+    # `ddplab launch`'s). Older reports have none.
     culprit: Culprit | None = field(default=None, metadata=OMIT)
     machines_lost: MachineLoss | None = field(default=None, metadata=OMIT)  # several machines: who vanished
     expected_failure: str | None = None
@@ -250,7 +250,7 @@ class SessionRecord:
 
     @staticmethod
     def json_upgrade(data: dict) -> dict:
-        """Before issue 17 a session's culprit lived in its hang record."""
+        """In older reports a session's culprit lived in its hang record."""
         if isinstance(data, dict) and "culprit" not in data and isinstance(data.get("hang"), dict):
             earlier = Culprit.from_earlier_hang(data["hang"])
             if earlier is not None:

@@ -55,19 +55,19 @@ class RankState:
     heartbeat: float = 0.0
     error: str | None = None
     failed_at: float | None = None
-    failed_in: str | None = field(default=None, metadata=OMIT)  # the phase it failed in (absent before issue 13)
+    failed_in: str | None = field(default=None, metadata=OMIT)  # the phase it failed in (absent in older reports)
     # When it entered the phase it failed in (its ``since`` then): tells a rank that waited there before the others
     # gave up from one that arrived after they had (supervision/states.py). Absent in older reports.
     failed_in_since: float | None = field(default=None, metadata=OMIT)
     injected: str | None = None
     injected_at: float | None = None
-    # Where the rank runs, for a supervisor on another machine (absent in reports before issue 13).
+    # Where the rank runs, for a supervisor on another machine (absent in older reports).
     world_size: int | None = field(default=None, metadata=OMIT)
     node_rank: int | None = field(default=None, metadata=OMIT)
     host: str | None = field(default=None, metadata=OMIT)  # its hostname
     address: str | None = field(default=None, metadata=OMIT)  # its machine's address toward the endpoint
     beat: int | None = field(default=None, metadata=OMIT)  # counts writes: a reader elsewhere sees it move
-    # What the beacon observes from its side thread (issue 17: one beacon for every job). Absent before.
+    # What the beacon observes from its side thread (one beacon for every job). Absent before.
     proc_start_ticks: int | None = field(default=None, metadata=OMIT)  # with pid: this process, not a reused pid
     where: Where | None = field(default=None, metadata=OMIT)
     progress: dict[str, GroupProgress] | None = field(default=None, metadata=OMIT)  # process group -> counters
@@ -172,7 +172,8 @@ class Culprit:
 
     @classmethod
     def from_earlier_hang(cls, hang: dict) -> dict | None:
-        """Reports before issue 17 kept the lab's culprit inside its hang record: as this record, in JSON."""
+        """Older reports, from before one supervisor served every job, kept the lab's culprit inside its hang
+        record: as this record, in JSON."""
         if not isinstance(hang, dict) or "culprit_ranks" not in hang:
             return None
         return {"ranks": hang["culprit_ranks"], "kind": "named by an earlier ddplab", "reason": hang.get("reason", ""),
@@ -233,8 +234,9 @@ class Hang:
 
     @staticmethod
     def json_upgrade(data: dict) -> dict:
-        """Reports before issue 17 kept two hang records: the lab's (detected_at, culprit_ranks, reason,
-        killed_after_grace) and `ddplab launch`'s (declared_at, no reason). Both read back as this one."""
+        """Older reports, from before one supervisor served every job, kept two hang records: the lab's
+        (detected_at, culprit_ranks, reason, killed_after_grace) and `ddplab launch`'s (declared_at, no reason).
+        Both read back as this one."""
         if not isinstance(data, dict):
             return data
         data = dict(data)

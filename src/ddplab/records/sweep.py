@@ -225,7 +225,7 @@ class SweepRecord:
     spikes: list[Spike] | None = None  # None: a report from before spikes were looked for
     spike_rule: str = ""
     sampler: SamplerRecord | None = None
-    # The library engine (issue 14): which engine ``rows`` are (the library's when it ran alone), and, with both,
+    # The library engine: which engine ``rows`` are (the library's when it ran alone), and, with both,
     # the library's rows beside torch's and what torch adds per call at each size.
     engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)
     library: LibraryEngineRecord | None = field(default=None, metadata=OMIT)

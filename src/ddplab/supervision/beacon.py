@@ -20,7 +20,7 @@ In a job across machines the same record also goes to the job's c10d store (clus
 phase change and every heartbeat; entering and leaving a collective stay local (the hot path of a 10,000-op
 storm).
 
-ddplab's own bookkeeping never changes the fate of the user's job (issue 18): every write here that fails (a
+ddplab's own bookkeeping never changes the fate of the user's job: every write here that fails (a
 full disk, a directory removed) is noted once on the rank's stderr and in the beacon's state, and the job goes
 on; supervision of that rank is then degraded, never the rank itself.
 """

@@ -5,7 +5,7 @@ others were healthy or waiting is the culprit, and ranks that fail after it with
 victims. With gloo those victims raise "Connection reset" within milliseconds of the death, so the death must
 be timed to the millisecond. Elastic's own record cannot do that: it polls every monitor interval and, for a rank
 that left no error file, stamps the failure with the poll's time in whole seconds (torch's ProcessFailure), which
-made ddplab name a victim 3 times of 3 (issue 17).
+made ddplab name a victim 3 times of 3.
 
 So a thread per rank waits in ``waitid(P_PID, pid, WEXITED | WNOWAIT)``: the kernel wakes it as the rank ends,
 and WNOWAIT leaves the child for elastic to reap as before. Ranks are the launcher's own children (elastic starts
@@ -13,7 +13,7 @@ them), which is what waitid needs; where one is not (or elastic reaped it first)
 learnt of the end and leaves how it ended to elastic's report.
 
 Where the kernel's OOM killer ended a rank, its cgroup's ``memory.events`` counter ``oom_kill`` went up, and
-the kernel log (``/dev/kmsg``, readable by root) names the pid: ``oom_evidence`` reads both (issue 18).
+the kernel log (``/dev/kmsg``, readable by root) names the pid: ``oom_evidence`` reads both.
 """
 
 from __future__ import annotations

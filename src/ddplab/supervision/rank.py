@@ -183,7 +183,7 @@ def error_text(exc: BaseException, skip_files: tuple[str, ...] = ()) -> str:
 
 
 def _quietly(write) -> None:
-    """ddplab's bookkeeping inside a rank never fails the rank (issue 18): a full disk costs supervision only."""
+    """ddplab's bookkeeping inside a rank never fails the rank: a full disk costs supervision only."""
     try:
         write()
     except Exception as exc:  # noqa: BLE001

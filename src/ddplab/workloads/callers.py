@@ -1,4 +1,4 @@
-"""The engines a rank times a collective through (issue 14), on the same buffers and with the same helpers.
+"""The engines a rank times a collective through, on the same buffers and with the same helpers.
 
 - torch: torch.distributed, the report's own method; its calls and timing are exactly what they were before
   engines existed (a storm's ``dist.all_reduce``, a sweep's ``time_mode``).
