@@ -4,8 +4,8 @@ Since issue 13 every rank's status also goes through the job's store, so BOTH la
 each names global rank 1 (never "rank 0 never started"), sees the fault go in, and passes. Before it, the
 first launcher saw only its own rank 0 and failed the drill ("nothing was injected here").
 
-late_rank, not stall: a drill of one session per launcher (quicker; stall's two sessions across machines are
-tested in the network namespaces, test_node_drills_netns.py).
+late_rank, not stall: the quicker drill (stall across machines is tested in the network namespaces,
+test_node_drills_netns.py).
 
 Which launcher hosts the rendezvous store is a start-up race. When it is the victim's, that launcher's elastic
 agent never sees rank 0 time out in init (it acts only on its own ranks, and its store still answers). Before,

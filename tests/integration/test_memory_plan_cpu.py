@@ -12,7 +12,7 @@ from tests.conftest import run_cli
 
 pytestmark = pytest.mark.slow
 MiB = 1 << 20
-BUDGET = 300 * MiB  # all_reduce to 16 MiB fits (2 x 105 MiB), all_gather 16 MiB does not (2 x 255 MiB)
+BUDGET = 300 * MiB  # all_reduce to 16 MiB fits (2 x 134.4 MiB), all_gather 16 MiB does not
 
 
 @pytest.fixture(scope="module")

@@ -49,7 +49,6 @@ def test_a_stalled_rank_on_the_other_machine_is_named_from_both_machines(machine
         hang, culprit = drill["session"]["hang"], drill["session"]["culprit"]  # each machine judged it, from the store
         assert culprit["ranks"] == [3] and culprit["hosts"] == {"3": b.address}, name
         assert hang["judged_from"] == "the job's store" and sorted(hang["snapshot"]) == ["0", "1", "2", "3"], name
-        assert drill["blocking_wait"]["culprit_ranks"] == [3], name  # the second session met again and agreed
         assert drill["leaked_pids"] == [], name
     # each machine tore down only its own ranks: a's report lists ranks 0-1, b's 2-3
     assert [r["rank"] for r in docs["a"]["results"]["drills"][0]["session"]["ranks"]] == [0, 1]

@@ -280,14 +280,49 @@ def test_the_declaring_machine_ends_its_ranks_only_once_the_other_read_the_annou
     teardown, so a's snapshot precedes it."""
     monkeypatch.setattr(ddplab.supervision.watcher, "FOLLOW_WAIT_S", 3.0)  # as shipped: the other watches here
     store, pids = beating_job
+    late = _LateFollower(store, hidden_s=1.0)  # reads the announcement a second after it appears
     reader = lambda address, port, job: JobStoreReader(store, job=job)  # noqa: E731
     a, b = _machine(tmp_path, "a", [0, 1], pids), _machine(tmp_path, "b", [2, 3], pids)
-    with Supervisor(a, local_count=2, hang_timeout_s=60, grace_s=0.5, job=JOB, open_reader=reader) as follower:
+    with Supervisor(a, local_count=2, hang_timeout_s=60, grace_s=0.5, job=JOB,
+                    open_reader=lambda address, port, job: late) as follower:
         with Supervisor(b, local_count=2, hang_timeout_s=0.5, grace_s=0.5, job=JOB, open_reader=reader) as declarer:
             declarer._thread.join(timeout=15)
         follower._thread.join(timeout=15)
     assert declarer.hang is not None and follower.hang is not None and follower.hang.followed == "10.9.0.2"
-    # the follower took its snapshot (declared_at) before the declarer began ending its ranks
-    assert follower.hang.declared_at <= declarer.hang.ended_at
-    assert declarer.hang.ended_at - declarer.hang.declared_at < ddplab.supervision.watcher.FOLLOW_WAIT_S
+    # the declarer began ending its ranks only after the late follower acknowledged, and waited no longer
+    assert late.acknowledged_at is not None and late.acknowledged_at <= declarer.hang.ended_at
+    assert 1.0 <= declarer.hang.ended_at - declarer.hang.declared_at < 3.0
     assert culprit_of(a, follower, 2).ranks == [3] and culprit_of(b, declarer, 2).ranks == [3]
+
+
+class _LateFollower(JobStoreReader):
+    """A follower's reader that sees an announced hang only ``hidden_s`` after it first appears (a loaded machine),
+    and notes when it acknowledged."""
+
+    def __init__(self, store, hidden_s: float):
+        super().__init__(store, job=JOB)
+        self.hidden_s, self.first_seen, self.acknowledged_at = hidden_s, None, None
+
+    def announced_hang(self):
+        found = super().announced_hang()
+        if found is None:
+            return None
+        self.first_seen = self.first_seen or time.time()
+        return found if time.time() - self.first_seen >= self.hidden_s else None
+
+    def acknowledge_hang(self, machine):
+        self.acknowledged_at = self.acknowledged_at or time.time()
+        super().acknowledge_hang(machine)
+
+
+def test_a_store_that_froze_holds_the_teardown_no_longer_than_the_follow_wait():
+    """A check() on a store whose connection froze blocked for over 30 s against its client's 3 s timeout."""
+    from ddplab.supervision.sources import JobStore
+
+    class Frozen:
+        def acknowledged_hang(self, machines):
+            threading.Event().wait(60)
+
+    started = time.monotonic()
+    assert JobStore(Frozen(), "10.9.0.1").wait_acknowledged({"10.9.0.1"}, 0.5) == set()
+    assert time.monotonic() - started < 2

@@ -82,7 +82,7 @@ HAS_CHILDREN_FILES = _has_children_files()
 def children(pid: int) -> list[int] | None:
     """The children of ``pid``, read from each of its threads' ``children`` file: a few reads per thread of the
     process, where psutil's children() reads the stat file of every process on the machine to find the parents
-    (2.6 ms a poll for a job of 2 ranks, most of the launcher's CPU: docs/RESULTS.md, "Issue 31"). An empty list
+    (1.9 ms a poll for a job of 2 ranks, most of the launcher's CPU: docs/RESULTS.md, "Issue 31"). An empty list
     where the process is gone; None where the kernel has no such files (the caller falls back to psutil)."""
     if not HAS_CHILDREN_FILES:
         return None

@@ -78,7 +78,7 @@ class DrillContext:
         return f"{launch.rdzv_id or 'drill'}-{self.name}-{label}"
 
     def run_dir(self, label: str) -> Path | None:
-        """A directory of its own for each launch of this drill (stall and straggler launch twice), because
+        """A directory of its own for each launch of this drill (stall with a blocking-wait setting and straggler launch twice), because
         one directory holds one run (basics/rundir.py); None: the launcher's default place."""
         base = self.config.launch.run_dir
         return Path(base) / self.name / label if base else None

@@ -78,6 +78,8 @@ class Family:
         self.rank_pids |= set(rank_pids.values())
         for pid in rank_pids.values():
             self.take(pid)
+            if pid not in self.members or not self.members[pid].alive():
+                continue  # ended, or its pid reused by another process: not the rank's children
             for child in _descendants(pid):
                 self.take(child)
                 self._descendants.add(child)

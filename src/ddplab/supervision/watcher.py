@@ -120,7 +120,7 @@ class Watcher:
         self._stop.set()
         ras_s = self.ras.budget_s if self.ras else 0.0
         self._thread.join(timeout=DUMP_WAIT_S + outside_stacks.TIMEOUT_S + STACK_SIGNAL_WAIT_S + ras_s
-                          + 2 * self.grace_s + STALE_S + 5)
+                          + 2 * self.grace_s + STALE_S + FOLLOW_WAIT_S + sources.STORE_TIMEOUT_S + 5)
         self._observe_ranks()  # the last ranks to start, if any started after the last poll
 
     # ---------------------------------------------------------------------------------------- after the job
