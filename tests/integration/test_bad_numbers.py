@@ -44,7 +44,7 @@ PLANNED = "available (MemAvailable 1.0 GiB of 32.0 GiB"
 TOO_LARGE_FOR_MEMORY = [
     (["ceiling", "--bytes", "1T"], "ceiling-too-large", "--bytes 1T (a source and a destination buffer) needs",
      PLANNED),
-    (["storm", "--bytes", str(GiB)], "storm-too-large", f"--bytes {GiB} needs 3.0 GiB of host memory for 2 rank(s)",
+    (["storm", "--bytes", str(GiB)], "storm-too-large", f"--bytes {GiB} needs 3.2 GiB of host memory for 2 rank(s)",
      PLANNED),
     (["sweep", "-b", "256M", "-e", "256M"], "sweep-too-large", "-b 268435456 B (the smallest size) needs", PLANNED),
     (["train", "--model", "mlp", "--batch-size", "100000"], "batch-too-large",
