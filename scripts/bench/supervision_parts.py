@@ -19,6 +19,7 @@ load changes the cost only through caches and the scheduler). The cadences are t
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -70,7 +71,7 @@ def main() -> int:
     import torch
     import torch.distributed as dist
 
-    from ddplab.platform import flight_recorder
+    from ddplab.platform import DeviceMonitor, flight_recorder
     from ddplab.basics.rundir import RunDir
     from ddplab.supervision.sampler import RankSampler
     from ddplab.supervision import beacon as beacon_mod
@@ -98,7 +99,7 @@ def main() -> int:
 
         def beat():
             with b._lock:
-                b.state = b.state.__class__(**{**b.state.__dict__, **b._observe()})
+                b.state = dataclasses.replace(b.state, **b._observe())
                 b._write()
 
         for other in beacons[1:]:
@@ -122,7 +123,7 @@ def main() -> int:
                                                 1 / watcher.POLL_S)
         parts["launcher: status reads alone"] = (cpu_us(lambda: rules.read_states(run), args.calls // 4),
                                                  1 / watcher.POLL_S)
-        sampler = RankSampler(run, _NoMonitor(), interval_s=SAMPLE_INTERVAL_S)  # CPU: no device to query
+        sampler = RankSampler(run, DeviceMonitor(), interval_s=SAMPLE_INTERVAL_S)  # CPU: no device to query
         parts["launcher: sampler sample"] = (cpu_us(sampler.sample_once, args.calls // 4), 1 / sampler.interval_s)
         # the straggler watch's reads: its own report (stragglers.launcher_cpu_s), scripts/bench/straggler_cost.py
     finally:
@@ -149,14 +150,6 @@ def main() -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1))
     return 0
-
-
-class _NoMonitor:
-    api = None
-
-    def sample(self):
-        from ddplab.platform import DeviceSample
-        return DeviceSample()
 
 
 if __name__ == "__main__":
