@@ -1,6 +1,7 @@
 """What every example does first, as a typical torchrun script would: join the job described by
-torchrun's environment (env://), on this local rank's GPU when there is one (NCCL), else on the
-CPU (gloo). Each example imports it from its own directory, so running one also checks that the
+torchrun's environment (env://), on this local rank's GPU when there is one (NCCL; with more ranks than
+GPUs, ranks share them round-robin, which NCCL >= 2.30 allows with NCCL_MULTI_RANK_GPU_ENABLE=1), else on
+the CPU (gloo). Each example imports it from its own directory, so running one also checks that the
 launcher put the script's directory first on sys.path, as `python script.py` does.
 """
 
@@ -14,7 +15,7 @@ import torch.distributed as dist
 
 def setup() -> tuple[int, int, torch.device]:
     if torch.cuda.is_available():
-        device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+        device = torch.device("cuda", int(os.environ["LOCAL_RANK"]) % torch.cuda.device_count())
         torch.cuda.set_device(device)
         backend = "nccl"
     else:

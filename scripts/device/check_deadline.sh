@@ -2,7 +2,7 @@
 # Issue 28 on one GPU: `ddplab check` under its default --deadline (50 s, for Slurm's 60 s HealthCheckProgram
 # limit) five times: each run's exit code, status, wall time from the start of the process and the check's own
 # duration. Then one check stopped by SIGTERM while its sweep's ranks run, and one ended by a 15 s deadline: how
-# long each took to end, its status line, and what was left running.
+# long each took to end, its status line, and what was left running. RUNS=N STOPS=0: N timed runs only.
 source scripts/device/common.sh
 nvidia-smi -L
 
@@ -17,6 +17,8 @@ r = json.load(open(sys.argv[1]))['results']
 print('   ', r['status'], r['duration_s'], 's; stages:', ', '.join(f\"{s['name']} {s.get('duration_s')}\" for s in r['stages']))
 " "$res/run$run/report.json"
 done
+
+[ "${STOPS:-1}" = 1 ] || { leftovers; pack check_deadline; exit 0; }  # STOPS=0: the timed runs only
 
 # SIGTERM once the sweep's ranks run
 t0=$(date +%s%3N)
