@@ -7,7 +7,7 @@
 #                 then a dump of rank 0's entries (time_created_ns, duration_ms, time_discovered_*): ~1 min
 #   part=cost     the watch's cost: scripts/bench/straggler_cost.py --nproc 3, 4 pairs at its own cadence, then
 #                 2 pairs reading every second (the stress run): ~8 min at 40 s a run
-#   part=healthy  5 healthy runs of 3 ranks (run it twice for the issue's 10): ~5 min
+#   part=healthy  HEALTHY_REPEAT (5) healthy runs of 3 ranks: ~1 min each
 #   part=detect   one rank of 3 slowed: slow_compute 1.3x, 1.5x, 2x (host waits for its device), slow_device 1.5x
 #                 (its device alone is slow: only device times show it), slow_loader 1.5x: ~6 min
 #   part=untimed  slow_device 1.5x with TORCH_NCCL_ENABLE_TIMING=0 set by the user (enqueue times only: expected
@@ -25,13 +25,15 @@ $py -c "import torch; print('torch', torch.__version__, 'nccl', torch.cuda.nccl.
 $py -c "import ctypes, torch; v=ctypes.c_int(); ctypes.CDLL('libnccl.so.2').ncclGetVersion(ctypes.byref(v)); print('libnccl.so.2 loaded by name:', v.value)" 2>&1 | tail -1
 table() {  # table NAME ARGS...: scripts/straggler_table.py into $res/NAME, its runs and table to $OUT
   local name=$1; shift
-  timeout 590 $py scripts/straggler_table.py --ranks 3 --seconds "$secs" --out "$res/$name" --work "$res/$name-jobs" "$@" \
+  timeout "${TABLE_TIMEOUT:-590}" $py scripts/straggler_table.py --ranks 3 --seconds "$secs" --out "$res/$name" --work "$res/$name-jobs" "$@" \
     > "$res/$name.log" 2>&1
   echo "$name: rc=$?"; tail -14 "$res/$name.log"
   cp "$res/$name/runs.json" "$OUT/$name-runs.json" 2>/dev/null; cp "$res/$name/table.md" "$OUT/$name-table.md" 2>/dev/null
   cp "$res/$name.log" "$OUT/" 2>/dev/null
 }
 case "${part:-probe}" in
+setup)  # only the install and NCCL copy above
+  ;;
 probe)
   timeout 200 $py -m ddplab launch --nproc-per-node 3 --out "$res/probe" -m -- ddplab.drills.script --steps 100000000 \
     --seconds 20 --fault slow_device --victim 2 --fault-step 200 --slow-factor 1.5 > "$res/probe.log" 2>&1
@@ -58,7 +60,7 @@ cost)
     --json "$OUT/cost_gpu_every_1s.json" 2>&1 | tail -4
   ;;
 healthy)
-  table healthy_${RUN:-a} --part healthy --healthy-repeat 5
+  table healthy_${RUN:-a} --part healthy --healthy-repeat "${HEALTHY_REPEAT:-5}"
   ;;
 detect)
   table detect --part detect --factors 1.3,1.5,2.0 --loader-factors 1.5 --device-factors 1.5
