@@ -313,6 +313,18 @@ def test_frozen_heartbeat_names_the_paused_rank():
     assert (verdict.ranks, verdict.kind) == ([1], "frozen")
 
 
+def test_a_frozen_heartbeat_outranks_torchs_analyzer_and_keeps_the_collective_it_missed():
+    """Seen on one H100 with NCCL 2.30.7: a rank holding the GIL in C code was named "behind" by torch's analyzer
+    (it did not join all_reduce #11), which says that it did not join but not why; its heartbeat says why. NCCL's
+    recorder answers the dump request from C++, so the frozen rank's record is where it stopped."""
+    ranks = {r: RankEvidence(r, status=status(heartbeat=99.0 if r == 0 else 80.0),
+                             record=with_named_group(gloo_dump(r)), answered=True) for r in (0, 1)}
+    verdict = name_culprits(ranks, [0, 1], now=100.0)
+    assert (verdict.ranks, verdict.kind) == ([1], "frozen")
+    assert verdict.analyzer["status"] == "not run"
+    assert verdict.collective["seq"] == 4 and verdict.collective["op"] == "all_reduce"
+
+
 def test_all_ranks_in_the_same_collective_blames_nobody():
     ranks = {r: RankEvidence(r, status=status(torch_call="all_reduce", enqueued=4), answered=True,
                              record=record(entry(1), entry(2), entry(3), entry(4), completed=3))

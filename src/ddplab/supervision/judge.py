@@ -17,10 +17,13 @@ something names the culprit:
   4b. novel call       one side of a collective is lost (no rank failed on its own, or the first death is a
                        SIGABRT its status cannot place, as gloo aborts the receiver of a message of the wrong
                        size): the rank whose last call is unlike any of its earlier ones (flight records)
-  5. waiting           (torch's own flight-recorder analyzer first, where it works) nobody failed on their own: the ranks gave up waiting, or a hang was declared. As the job
-                       stood then: the ranks that never arrived where the others wait (flight recorder, then the
-                       lab's own counters), outside init while the others wait in it, frozen (heartbeat stopped),
-                       in their own code while the others wait in a collective; else no rank stands out.
+  5. frozen            ranks whose heartbeat stopped while the others' went on (paused, GIL held, stuck in C) when a
+                       hang was declared, with the collective they never joined: it says why they never joined
+  6. waiting           (torch's own flight-recorder analyzer first, where it works) nobody failed on their own: the
+                       ranks gave up waiting, or a hang was declared. As the job stood then: the ranks that never
+                       arrived where the others wait (flight recorder, then the lab's own counters), outside init
+                       while the others wait in it, in their own code while the others wait in a collective; else no
+                       rank stands out.
 
 A job stopped by Ctrl+C or SIGTERM to its launcher has no culprit, unless a rank failed on its own before.
 """
@@ -64,6 +67,9 @@ def name_culprit(evidence: dict[int, RankEvidence], expected: list[int] | None =
     finding = _failed_at_start(evidence, own) or (None if own else _never_started(evidence, expected)) \
         or flight.desync(evidence) or _aborted_mid_call(evidence, own) or _first_to_fail(evidence, own) \
         or flight.novel_call(evidence)
+    # A heartbeat that stopped while the others beat on says why the rank never joined: it outranks torch's
+    # analyzer, which can only say that it did not (on NCCL it names the same rank "behind").
+    finding = finding or _frozen(evidence, hang, local_ranks)
     if finding is None and use_analyzer:
         finding, analyzer = flight.from_torch_analyzer(evidence)
     finding = finding or _waiting(evidence, expected, hang, local_count, local_ranks)
@@ -250,22 +256,32 @@ def _never_started(evidence: dict[int, RankEvidence], expected: list[int] | None
     return Finding(missing, "never-started", f"rank(s) {_list(missing)} never started (no status written)")
 
 
+def _frozen(evidence: dict[int, RankEvidence], hang: Hang | None, local_ranks: set[int] | None) -> Finding | None:
+    """Ranks whose heartbeat had stopped when the hang was declared while the others' went on, with the collective
+    they never joined where the flight records say."""
+    if hang is None or not hang.snapshot:
+        return None
+    snapshot = dict(hang.snapshot)
+    # Only this machine's ranks: another machine's stop beating once their own launcher has torn them down, which
+    # it may do before this one declares the hang (seen under load: a stall on machine b named b's two ranks from
+    # machine a). A machine cut off is a MachineLoss, judged apart.
+    frozen = [r for r in states.frozen_ranks(snapshot, hang.declared_at, STALE_S)
+              if local_ranks is None or r in local_ranks]
+    if not frozen or len(frozen) == len(snapshot):  # all silent at once: nothing tells them apart here
+        return None
+    return Finding(frozen, "frozen", f"rank(s) {_list(frozen)}: heartbeat stopped for more than {STALE_S:.0f} s "
+                   "when the hang was declared (paused: SIGSTOP, a debugger; a machine cut off; or something "
+                   "holds its GIL: its stacks, read from outside, are in py-spy.txt where py-spy could read them)",
+                   _collective_missed(evidence, frozen),
+                   [f"rank {r}: {replace(evidence[r], status=snapshot[r]).state()}"
+                    for r in sorted(evidence) if r in snapshot])
+
+
 def _waiting(evidence: dict[int, RankEvidence], expected: list[int] | None, hang: Hang | None,
              local_count: int | None, local_ranks: set[int] | None) -> Finding:
     """As the job stood when it was declared hung (after a rank on another machine failed, by this machine's
     heartbeats only), or when the first rank gave up waiting."""
     snapshot = dict(hang.snapshot) if hang is not None else {}
-    frozen = states.frozen_ranks(snapshot, hang.declared_at, STALE_S) if snapshot else []
-    # Only this machine's ranks: another machine's stop beating once their own launcher has torn them down, which
-    # it may do before this one declares the hang (seen under load: a stall on machine b named b's two ranks from
-    # machine a). A machine cut off is a MachineLoss, judged apart.
-    frozen = [r for r in frozen if local_ranks is None or r in local_ranks]
-    if frozen and len(frozen) < len(snapshot):  # stopped beating while the others beat on: nothing it says counts
-        return Finding(frozen, "frozen", f"rank(s) {_list(frozen)}: heartbeat stopped for more than {STALE_S:.0f} s "
-                       "when the hang was declared (paused: SIGSTOP, a debugger; a machine cut off; or something "
-                       "holds its GIL: its stacks, read from outside, are in py-spy.txt where py-spy could read them)",
-                       evidence=[f"rank {r}: {replace(evidence[r], status=snapshot[r]).state()}"
-                                 for r in sorted(evidence) if r in snapshot])
     found = flight.behind(evidence) or flight.never_reached_init(evidence)
     if found:
         return found
