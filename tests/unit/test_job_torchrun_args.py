@@ -48,6 +48,17 @@ def test_the_straggler_watch_is_on_unless_turned_off(script):
     assert resolve(off).launch_config().stragglers is False
 
 
+def test_a_job_of_one_rank_is_not_watched_for_stragglers_and_says_why(script):
+    from ddplab.job.supervise import straggler_plan
+    assert straggler_plan(parse(["--nproc-per-node", "2", script]), None).enabled is True
+    alone = straggler_plan(parse(["--nproc-per-node", "1", script]), None)
+    assert alone.enabled is False and "one rank" in alone.why_off
+    assert straggler_plan(parse(["--nnodes", "2", "--nproc-per-node", "1", "--rdzv-endpoint", "h:29400",
+                                 "--rdzv-backend", "c10d", script]), None).enabled is True
+    off = straggler_plan(parse(["--no-stragglers", "--nproc-per-node", "2", script]), None)
+    assert off.enabled is False and off.why_off == "--no-stragglers"
+
+
 def test_the_separator_is_optional_as_with_torchrun(script):
     request = parse(["--nproc_per_node=3", script, "--epochs", "1"])
     assert request.config.nproc_per_node == 3

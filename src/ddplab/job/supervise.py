@@ -52,8 +52,17 @@ def run_user_job(request: LaunchRequest, run: RunDir, monitor: DeviceMonitor, ra
                    hang_timeout_s=request.hang_timeout_s, expected=expected_ranks(request),
                    description={"target": redact_argv(request.target.boot_argv()), "torchrun": request.torchrun},
                    sampler=sampler, ras=ras, exposure=exposure,
-                   stragglers=StragglerPlan(enabled=request.stragglers, say=say, why_off="--no-stragglers"))
+                   stragglers=straggler_plan(request, say))
     return run_job(spec), sampler
+
+
+def straggler_plan(request: LaunchRequest, say) -> StragglerPlan:
+    """Watched unless switched off, or unless the job is one rank: nobody waits for it, and its reads (with the device
+    timing they ask of the recorder) would be all cost."""
+    if not request.stragglers:
+        return StragglerPlan(enabled=False, say=say, why_off="--no-stragglers")
+    alone = request.nproc_per_node == 1 and request.single_node
+    return StragglerPlan(enabled=not alone, say=say, why_off="a job of one rank: no rank waits for another")
 
 
 def where_the_job_listens(request: LaunchRequest, device_type: str) -> Exposure:
