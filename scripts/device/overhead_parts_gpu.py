@@ -16,23 +16,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from launch_overhead import RESULT, ROOT  # noqa: E402
-
-
-def run(command: list[str], env: dict[str, str], timeout_s: float) -> float | None:
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT, env=env)
-    found = RESULT.search(done.stdout)
-    if not found:
-        print(done.stdout[-1500:], done.stderr[-1500:], file=sys.stderr)
-        return None
-    return json.loads(found.group(1))["median_ms"]
+from launch_overhead import median_ms  # noqa: E402
 
 
 def main() -> int:
@@ -61,7 +51,7 @@ def main() -> int:
                       ("launch_timing0", launch(f"{i}-timing0"), {"TORCH_NCCL_ENABLE_TIMING": "0"})]
             setups = setups[i % len(setups):] + setups[:i % len(setups)]
             for name, command, extra_env in setups:
-                ms = run(command, {**base, **extra_env}, args.timeout)
+                ms = median_ms(command, args.timeout, {**base, **extra_env})
                 results.setdefault(name, []).append(ms)
                 print(f"round {i} {name}: {ms} ms", flush=True)
                 Path(args.json).write_text(json.dumps({"partial": True, "runs_ms": results}))  # a timeout keeps them
