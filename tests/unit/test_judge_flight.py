@@ -136,6 +136,19 @@ def test_a_rank_that_raised_before_the_collective_is_named_with_the_collective_i
     assert "raised ValueError: corrupt sample" in " ".join(verdict.evidence)
 
 
+def test_one_bug_on_every_rank_is_said_in_words_not_pinned_on_the_first():
+    """FSDP1 on a CPU machine: every rank raises "FSDP needs a non-CPU accelerator device" within a second."""
+    error = {"type": "RuntimeError", "message": "FSDP needs a non-CPU accelerator device", "traceback": "..."}
+    ranks = {r: RankEvidence(r, status=status(phase="raised"), error={**error, "at": 5.0 + r / 10}) for r in (0, 1, 2)}
+    verdict = name_culprits(ranks, [0, 1, 2])
+    assert (verdict.ranks, verdict.kind) == ([0, 1, 2], "raised")
+    assert verdict.reason.startswith("every rank (0, 1, 2) failed the same way within 1 s, one bug and no single "
+                                     "culprit: rank 0 raised RuntimeError: FSDP needs")
+    assert "the first to fail" not in verdict.reason
+    alone = name_culprits({0: RankEvidence(0, status=status()), 1: ranks[1]}, [0, 1])
+    assert alone.ranks == [1] and alone.reason.endswith("the first to fail")
+
+
 def test_a_heartbeat_of_a_rank_killed_by_a_signal_is_not_held_against_it_as_progress():
     """Its last heartbeat is a lower bound: it may have entered #4 just before SIGKILL."""
     ranks = {

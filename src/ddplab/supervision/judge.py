@@ -145,8 +145,13 @@ def _first_to_fail(evidence: dict[int, RankEvidence], own: list[tuple[float, int
     missed = _collective_missed(evidence, ranks)
     where = f"; the others waited for it in {flight.describe(missed)}" if missed else ""
     caveat = _abort_caveat(evidence, first, kind)
-    return Finding(ranks, kind, "; ".join(f"rank {r} {_how_it_failed(evidence[r])}" for r in ranks)
-                   + f", the first to fail{where}{caveat}", missed or flight.last_call(first),
+    if len(ranks) > 1:  # one bug that every one of them hit: no rank of them is the culprit of the others
+        who = f"every rank ({_list(ranks)})" if len(ranks) == len(evidence) else f"ranks {_list(ranks)}"
+        said = (f"{who} failed the same way within {SAME_BUG_WINDOW_S:g} s, one bug and no single culprit: "
+                f"rank {first.rank} {_how_it_failed(first)}")
+    else:
+        said = f"rank {first.rank} {_how_it_failed(first)}, the first to fail"
+    return Finding(ranks, kind, said + f"{where}{caveat}", missed or flight.last_call(first),
                    [f"rank {r}: {_how_it_failed(evidence[r])}" for r in ranks] + _others(evidence, ranks))
 
 
