@@ -1,8 +1,7 @@
 """What ddplab knows about each accelerator vendor, as data.
 
-This table is the only place that names vendors' devices, libraries, tools and
-knobs. Adding a vendor means adding one ``Vendor`` entry, not ``if`` chains.
-Facts and defaults are the libraries' documented ones and what was measured on the target machines
+This table is the only place that names vendors' devices, libraries, tools and knobs: adding a vendor means
+adding one ``Vendor`` entry, not ``if`` chains. Facts are the libraries' documented ones and what was measured
 (docs/background.md); where a fact was not verified on hardware, the README says so.
 """
 
@@ -44,9 +43,8 @@ class MultiRankRule:
 
 @dataclass(frozen=True)
 class BindingSpec:
-    """The vendor's official Python binding for calling its collective library directly, without
-    the framework in between (what torch adds per call). ``platform/library_binding.py``
-    is the only module that imports it."""
+    """The vendor's official Python binding for calling its collective library directly, without the framework in
+    between (``platform/library_binding.py`` is the only module that imports it)."""
 
     name: str  # what users call it
     distribution: str  # its package on PyPI
@@ -65,12 +63,9 @@ class BindingSpec:
 
 @dataclass(frozen=True)
 class RasService:
-    """The collective library's own health service, asked over a text protocol (`ddplab launch --ras`).
-
-    Each process of a job runs it; one per machine listens on ``default_address`` (or ``address_env``'s
-    host:port) for clients, and answers a status query with what every process of the job reports
-    (docs/flight-recorder.md, "The collective library's RAS service"). The lines and versions below are
-    the library's, from its sources and documentation; ``caution`` is why ddplab asks only when told to.
+    """The collective library's own health service, asked over a text protocol (`ddplab launch --ras`): one
+    process per machine listens on ``default_address`` (or ``address_env``) and answers a status query with what
+    every process of the job reports (docs/flight-recorder.md). ``caution`` is why ddplab asks only when told to.
     """
 
     name: str  # what users call it
@@ -307,11 +302,8 @@ def env_whitelisted(name: str) -> bool:
 
 
 def socket_interface_envs(vendor: Vendor) -> tuple[str, ...]:
-    """Variables that choose the interface the ranks' collective sockets listen on.
-
-    The vendor's library's, and gloo's on every device: ranks sharing one device may run gloo
-    (job/policy.py).
-    """
+    """Variables that choose the interface the ranks' collective sockets listen on: the vendor's library's, and
+    gloo's on every device (ranks sharing one device may run gloo)."""
     names = (vendor.socket_interface_env, HOST_CPU.socket_interface_env)
     return tuple(dict.fromkeys(n for n in names if n))
 
