@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
-# Every name torch reads for the same setting, current name first. The older names are
-# NCCL's and are the only ones torch read before 2.9.
+# Every name torch reads for the same setting, current name first (the older, NCCL's, are the only ones before 2.9).
 BUFFER_SIZE_ENV = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 DUMP_FILE_ENV = ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
 CURRENT_NAMES_FROM = (2, 9)  # torch reads the TORCH_FR_* names from this release on

@@ -15,11 +15,9 @@ file beside the target and renamed over it (write_to_textfile), so the collector
     ddplab_check_duration_seconds                         how long it ran
     ddplab_check_injected_faults                          faults put in on purpose (only when there were some)
 
-Names follow Prometheus' conventions, as `promtool check metrics` lints them: base units (bytes, seconds) in the
-name, one unit per metric, labels for what varies, gauges only (so no _total, _count or _sum), and no label a
-summary or a histogram reserves: the latency's statistic is ``stat``, never ``quantile`` (these are one run's
-order statistics, not a summary's streaming quantiles). The file is named FILE_NAME so that the collector (which
-reads *.prom) ignores the temporary one.
+Names follow Prometheus' conventions as `promtool check metrics` lints them: base units in the name, gauges only,
+and no label a summary reserves (the latency's statistic is ``stat``, never ``quantile``: one run's order
+statistics, not streaming quantiles). The collector reads *.prom, so it ignores the temporary file.
 """
 
 from __future__ import annotations
