@@ -121,8 +121,7 @@ class RankView:
 
     @property
     def host(self) -> str | None:
-        """The machine: its address toward the endpoint where known (containers may share one hostname), else its
-        hostname."""
+        """The machine: its address toward the endpoint where known (containers share hostnames), else its hostname."""
         return self.status.machine if self.status is not None else None
 
 
@@ -140,8 +139,7 @@ class JobStoreReader:
         self._heard_at: dict[int, float] = {}
 
     def read(self) -> dict[int, RankView]:
-        """Every global rank 0..world_size-1 (the world size learned from the store when not given: until a rank
-        has published it, nothing is read)."""
+        """Every global rank 0..world_size-1 (the world size learned from the store when not given)."""
         records = self._fetch()
         now = self._clock()
         views = {}

@@ -113,7 +113,6 @@ class HostSweepBound:
     """The full profile's largest sweep size on the host CPU, and why (``host_sweep_bound``)."""
 
     top: int  # bytes; 0 where not even the smallest size fits (the sweep then refuses itself when it runs)
-    memory_bound: bool  # the memory plan, not HOST_STAGED_MAX, set it
     reason: str
 
 
@@ -128,13 +127,13 @@ def host_sweep_bound(machine: Machine, nproc: int) -> HostSweepBound:
     speed = (f"gloo carries every byte through host memory at CPU speed ({HOST_STAGED_MAX} is the profile's cap "
              f"for that, as where ranks share a device through gloo)")
     if machine.host_memory is None or machine.host_memory.host_available_bytes is None:
-        return HostSweepBound(cap, False, f"{speed}; the host's memory could not be read")
+        return HostSweepBound(cap, f"{speed}; the host's memory could not be read")
     bound = sweep.host_sizes_that_fit(config, machine.host_memory)
     if bound.refused is None:
-        return HostSweepBound(cap, False, f"{speed}; the memory plan fits every collective up to it "
-                                          f"({human_bytes(machine.host_memory.host_available_bytes)} available)")
+        return HostSweepBound(cap, f"{speed}; the memory plan fits every collective up to it "
+                                   f"({human_bytes(machine.host_memory.host_available_bytes)} available)")
     top = max(bound.sizes, default=0)
-    return HostSweepBound(top, True, f"the memory plan: {human_bytes(bound.refused)} {bound.fit.reason}")
+    return HostSweepBound(top, f"the memory plan: {human_bytes(bound.refused)} {bound.fit.reason}")
 
 
 def host_note(profile: str, machine: Machine, nproc: int) -> str | None:

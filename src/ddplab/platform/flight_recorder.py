@@ -91,9 +91,8 @@ def read(include_collectives: bool, only_active: bool = False) -> dict | None:
 
 
 def read_entries() -> tuple[str, list[dict]] | None:
-    """(the dump function that answered, every entry of this rank's flight record) from the recorder that has
-    entries, without stack traces; None before torch.distributed is loaded or when no recorder has any. Costs as
-    much as the whole buffer, however few entries are new (PICKLE_DUMPERS)."""
+    """(the dump function that answered, every entry of this rank's flight record, without stack traces); None
+    where no recorder has any. Costs as much as the whole buffer, however few entries are new."""
     import pickle
 
     for name, record in _dumps(PICKLE_DUMPERS, lambda dump: pickle.loads(dump(True, False, False))):

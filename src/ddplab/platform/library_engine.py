@@ -92,7 +92,7 @@ def binding_check(library: LibraryEngineRecord) -> Check:
 
 def added_cost_check(rows: list[AddedCost]) -> list[Check]:
     """Informational: what torch adds per call, at the smallest and at the largest size timed (the first row of
-    each in the record's order: the first collective, or the storm's own number); every row is in the table."""
+    each, in the record's order); every row is in the table."""
     if not rows:
         return []
     smallest = next(r for r in rows if r.size_bytes == min(x.size_bytes for x in rows))

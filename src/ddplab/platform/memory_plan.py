@@ -211,8 +211,7 @@ def _number(path: Path, line: str) -> int | None:
 
 def parse_budget(environ: Mapping[str, str]) -> int | None:
     """DDPLAB_HOST_MEMORY_BUDGET: host bytes this machine's ranks may add (K/M/G suffixes), to plan as if the
-    machine had only that much free; unset: no budget. A value that is not a size is a UsageError (exit 2):
-    the launcher reads the machine before it starts anything (``require_fits``)."""
+    machine had only that much free; unset: no budget. A value that is not a size is a UsageError (exit 2)."""
     text = environ.get(BUDGET_ENV, "").strip()
     if not text:
         return None
@@ -302,9 +301,8 @@ def require_fits(platform, placement, need: MemoryNeed, what: str, reference: st
 
 def release(runtime, staged: bool) -> bool:
     """Hand back what the last size left cached: Python's garbage, the device allocator's cache, the pinned host
-    cache where gloo staged through it (platform/runtime.py), and the C heap's free pages: glibc keeps freed blocks
-    below its mmap threshold (which grows to 32 MiB after large frees) in RSS, and malloc_trim(0) returns them
-    (nothing to do elsewhere). Returns whether the pinned host cache was emptied."""
+    cache where gloo staged through it, and the C heap's free pages (glibc keeps freed blocks below its mmap
+    threshold in RSS; malloc_trim(0) returns them). Returns whether the pinned host cache was emptied."""
     gc.collect()
     emptied = runtime.release_caches(host=staged)
     if sys.platform.startswith("linux"):

@@ -59,8 +59,7 @@ class DeviceRuntime:
         return int(self.module.get_device_properties(self.index).total_memory * (self.fraction or 1.0))
 
     def memory_info(self) -> tuple[int, int] | None:
-        """(free, total) bytes of this rank's device, as the driver counts them (every process on it); None on
-        the host or where the device module cannot say."""
+        """(free, total) bytes of this rank's device, every process on it counted; None where it cannot be said."""
         if self.host_only:
             return None
         query = (getattr(self.module, "mem_get_info", None)

@@ -46,9 +46,8 @@ class DaemonUnusable(EnvironmentUnsupported):
 
 class PrivateDaemon:
     def __init__(self, vendor: Vendor, directory: Path, marker_env: dict[str, str] | None = None):
-        """``directory``: where its pipe and log directories go (RunDir.sharing_daemon_dir). ``marker_env``: the
-        run's markers (RunDir.marker_env), carried by a private daemon so that `ddplab clean` recognises one whose
-        launcher is gone (docs/processes.md)."""
+        """``directory``: where its pipe and log directories go. ``marker_env``: the run's markers, carried by a
+        private daemon so that `ddplab clean` recognises one whose launcher is gone."""
         self.vendor = vendor
         self.root = Path(directory)
         self.marker_env = dict(marker_env or {})

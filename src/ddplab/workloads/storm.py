@@ -25,8 +25,7 @@ SUMMARY = "10,000 tiny all_reduces: mean latency, per-op distribution, CPU cost,
 
 
 def run(ctx) -> StormRankResult:
-    """The storm through the configured engine(s). With both, each pass runs through torch and then through
-    the library, back to back on the same buffer; the result is torch's with the library's beside it."""
+    """The storm through the configured engine(s); with both, the result is torch's with the library's beside it."""
     import torch
     import torch.distributed as dist
 
