@@ -7,25 +7,15 @@ So an option is written once, as a field of its Config:
     steps: int = option("--steps", default=20, range=Range(1, MAX_STEPS))
     \"\"\"Optimizer steps per rank.\"\"\"
 
-Its help is the first paragraph of its docstring (the string under the field, read from the class's source with
-``ast`` as Sphinx reads attribute docstrings: where the reader of the code sees it, not a copy in metadata to drift
-from it; a later paragraph is for developers), then its default, "(default: 20)", unless the docstring says it
-("...; default: off"), as a sentence.
+Its help is the first paragraph of its docstring (the string under the field, read with ``ast`` as Sphinx reads
+attribute docstrings: where the reader of the code sees it, not a copy to drift from; a later paragraph is for
+developers), then "(default: 20)" unless the docstring says its default. A field's spelling (its metadata under
+``KEY``) is a ``Value``, ``Switch``, ``OneOf`` or ``Nested``, or any object with Value's methods (add, read, argv,
+check), as sizes.SizeRange spells one field as -b/-e/-f.
 
-Spellings (a field's metadata under ``KEY``):
-    Value    an option with a value (--steps 20, -n 20), or a positional argument (no flags)
-    Switch   a boolean: --check / --no-check (either side may be absent)
-    OneOf    each value its own option (--share-device, --per-device), mutually exclusive; each one's help is
-             the docstring's clause for its value ("shared: every rank on device 0; per-device: ...")
-    Nested   a Config inside the Config (a command's launch options): its fields are the command's options,
-             their defaults the Config's (drill's 10 s timeout, pairwise's one rank), with help overrides
-    any object with Value's methods (add, read, argv, check): sizes.SizeRange spells one field as -b/-e/-f
-
-An option not given is absent from the namespace (argparse.SUPPRESS): only what the user typed reaches the
-Config, whose own defaults fill the rest, so the parser has no default of its own to drift. A name a lower
-layer cannot list (the vendor table's device types and backends, which records/config.py must not import) is a
-``Vocabulary``: the command line checks it, with names the command layer defines (``define_vocabulary``), and
-the platform checks it again where the name is used.
+An option not given is absent from the namespace (argparse.SUPPRESS): only what the user typed reaches the Config,
+whose own defaults fill the rest, so the parser has no default of its own to drift. A name a lower layer cannot
+list (the vendor table's device types and backends) is a ``Vocabulary``, whose names the command layer defines.
 """
 
 from __future__ import annotations

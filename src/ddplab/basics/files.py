@@ -1,13 +1,10 @@
 """Writing result files: atomically, and with the real cause when the disk says no.
 
-Every file a run leaves for others to read (reports, HTML pages, job.json, pid and status
-files) goes through ``write_text_atomic``: the text goes to a temporary file in the same
-directory, is flushed and fsync'ed, and is renamed over the target. A reader, or a user
-after a crash or a full disk, sees the old file or the new one, never half of one. The
-secrets the process learned are withheld on the way (basics/redaction.py), whoever built the text.
-
-``check_output_file`` / ``check_output_dir`` run before anything is launched, so that an
-output ddplab could not write is refused at once rather than after the run.
+Every file a run leaves for others to read goes through ``write_text_atomic``: a temporary file in the same
+directory, fsync'ed and renamed over the target, so a reader (or a user after a crash or a full disk) sees the old
+file or the new one, never half of one. The secrets the process learned are withheld on the way, whoever built the
+text. ``check_output_file`` / ``check_output_dir`` run before anything is launched, so that an output ddplab could
+not write is refused at once rather than after the run.
 """
 
 from __future__ import annotations
@@ -47,12 +44,8 @@ def write_error(exc: OSError, path: str | Path) -> EnvironmentUnsupported:
 
 def write_text_atomic(path: str | Path, text: str, *, durable: bool = True, make_parents: bool = False) -> Path:
     """Replace ``path`` with ``text`` all at once; on any error the old file is left as it was. The secrets this
-    process learned (redaction.learn: its command line's and environment's) are withheld from the text, however
-    it was built: every file ddplab writes passes here.
-
-    ``durable=False`` skips the fsyncs: for files rewritten many times a second that only a live
-    process reads (rank status files), where atomicity matters and surviving a power cut does not.
-    """
+    process learned are withheld from the text. ``durable=False`` skips the fsyncs: for files rewritten many times
+    a second that only a live process reads, where atomicity matters and surviving a power cut does not."""
     path = Path(path)
     text = withhold_known(text)
     tmp = _temp_name(path)
@@ -70,9 +63,8 @@ def write_text_atomic(path: str | Path, text: str, *, durable: bool = True, make
 
 
 def write_json(doc: dict, path: str | Path) -> Path | None:
-    """Write the document atomically: a full disk leaves the previous file (or none), never half a JSON. Its
-    directory exists (checked before the run: check_output_file; a lab's own directory): none is made.
-    STDOUT ("-"): printed to standard output instead (None returned)."""
+    """Write the document atomically into an existing directory (none is made); STDOUT ("-"): printed to standard
+    output instead (None returned)."""
     text = json.dumps(doc, indent=2) + "\n"
     if str(path) == STDOUT:
         sys.stdout.write(text)
@@ -83,8 +75,7 @@ def write_json(doc: dict, path: str | Path) -> Path | None:
 
 def withhold_in_place(path: str | Path) -> bool:
     """Rewrite a text file that others wrote (elastic's logs of a job) with the secrets this process learned
-    withheld (redaction.withhold_known), line by line, atomically; left as it is when it holds none or cannot be
-    read or written. Whether it was rewritten."""
+    withheld, atomically; left as it is when it holds none or cannot be read or written. Whether it was rewritten."""
     path = Path(path)
     encoding = {"encoding": "utf-8", "errors": "surrogateescape", "newline": ""}  # every byte kept as it was
     try:
@@ -106,11 +97,8 @@ def withhold_in_place(path: str | Path) -> bool:
 
 
 def create_exclusive(path: str | Path, text: str) -> bool:
-    """Create ``path`` holding ``text`` unless it exists (False then); never a half-written file.
-
-    The text is written to a temporary file first and hard-linked into place: the link fails
-    if ``path`` exists, so two processes racing for the same name cannot both win.
-    """
+    """Create ``path`` holding ``text`` unless it exists (False then); never a half-written file. The text is
+    hard-linked into place from a temporary file: the link fails if ``path`` exists, so of two racers one wins."""
     path = Path(path)
     tmp = _temp_name(path)
     try:
@@ -128,8 +116,7 @@ def create_exclusive(path: str | Path, text: str) -> bool:
 
 def check_output_file(path: str | Path, option: str) -> None:
     """Refuse now (exit 2; exit 3 for a full disk) a file path ddplab could not write at the end. Its directory
-    must exist: a typo in it is refused, never created (`--json /nonexistent/dir/x.json` made the
-    directory)."""
+    must exist: a typo in it is refused, never created."""
     path = Path(path)
     if path.is_dir():
         raise UsageError("output-is-a-directory", f"{option} {path} is a directory; give a file path, "
@@ -183,8 +170,8 @@ def raise_if_full(directory: str | Path, what: str = "") -> None:
 
 
 def _probe(directory: Path, option: str, target: Path) -> None:
-    """Write (and remove) one page in ``directory``: permissions, read-only mounts and a full disk
-    all show up here, before anything is launched."""
+    """Write (and remove) one page in ``directory``: permissions, read-only mounts and a full disk all show up
+    here, before anything is launched."""
     if not directory.is_dir():
         raise UsageError("output-not-writable", f"{option} {target}: {directory} is not a directory")
     try:

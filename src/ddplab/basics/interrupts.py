@@ -1,20 +1,12 @@
 """Ctrl+C, SIGTERM and SIGHUP (the terminal closed) belong to the launcher, from the first line of `ddplab` to its
 exit.
 
-A stop signal must neither kill ddplab half-way (no report, ranks left behind) nor be
-swallowed. It becomes a *stop request*, acted on at the next safe point:
-
-- while ranks run (``supervision/elastic.py`` inside ``raising``), it is raised at once as the exception
-  the launcher gives it, so elastic tears the ranks down and the launch returns "interrupted";
-- before a launch, the launch starts nothing and returns "interrupted" (still a report);
-- between the stages of `run` and the drills of `drill`, they stop and write a partial report.
-
-A second signal outside a launch raises KeyboardInterrupt: the way out of a step that is slow
-to reach a safe point. Inside a launch further signals are absorbed, because elastic's
-teardown (SIGTERM, then SIGKILL after its shutdown timeout) is already bounded.
-
-A command's own deadline (``deadline``: `ddplab check --deadline`) is the same stop request, raised by a
-timer instead of a signal, so that it ends ranks and stages exactly as Ctrl+C does.
+A stop signal must neither kill ddplab half-way (no report, ranks left behind) nor be swallowed. It becomes a
+*stop request*, acted on at the next safe point: while ranks run (inside ``raising``) it is raised at once, so
+elastic tears the ranks down and the launch returns "interrupted"; before a launch nothing starts; between stages
+or drills they stop and write a partial report. A second signal outside a launch raises KeyboardInterrupt (the
+way out of a slow step); inside a launch it is absorbed, elastic's teardown being bounded already. A command's own
+``deadline`` is the same stop request, raised by a timer, so it ends ranks and stages exactly as Ctrl+C does.
 """
 
 from __future__ import annotations
@@ -42,8 +34,7 @@ _state = _StopState()
 
 
 def install() -> None:
-    """Own the stop signals in this process. Only the main thread can set handlers; elsewhere
-    (ddplab used as a library from a thread) the process keeps its own."""
+    """Own the stop signals in this process (only the main thread can set handlers; elsewhere nothing changes)."""
     if threading.current_thread() is not threading.main_thread():
         return
     for sig in STOP_SIGNALS:
@@ -51,8 +42,8 @@ def install() -> None:
 
 
 def owned(func):
-    """Decorator: ``func`` runs with the stop signals owned; afterwards the previous handlers and a
-    clean state are back (an in-process caller, such as a test, gets its process as it was)."""
+    """Decorator: ``func`` runs with the stop signals owned; afterwards the previous handlers and a clean state are
+    back."""
     @functools.wraps(func)
     def with_stop_signals_owned(*args, **kwargs):
         with handlers_restored(STOP_SIGNALS):
@@ -66,8 +57,7 @@ def owned(func):
 
 @contextlib.contextmanager
 def handlers_restored(signals):
-    """On exit, put back the handlers ``signals`` had on entry. Handlers live in the main thread;
-    elsewhere this does nothing."""
+    """On exit, put back the handlers ``signals`` had on entry (main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -97,9 +87,8 @@ def reset() -> None:
 
 @contextlib.contextmanager
 def raising(make_exception: Callable[[str], BaseException]):
-    """Inside the block, the first stop signal (or one already pending) raises
-    ``make_exception(signal_name)``; later ones are absorbed. Handlers are ours inside the block
-    even if ``install`` was never called (library use); ``handlers_restored`` puts back the old ones."""
+    """Inside the block, the first stop signal (or one already pending) raises ``make_exception(signal_name)``;
+    later ones are absorbed. Handlers are ours inside the block even if ``install`` was never called."""
     install()
     _state.raise_in_launch, _state.raised_in_launch = make_exception, False
     try:
@@ -114,8 +103,7 @@ def raising(make_exception: Callable[[str], BaseException]):
 @contextlib.contextmanager
 def deadline(seconds: float | None):
     """Inside the block, ``seconds`` from now the stop is requested as if a stop signal had come (``requested``
-    says DEADLINE). A timer signal (SIGALRM) carries it to the main thread, where the stop path runs; None or
-    outside the main thread: no deadline."""
+    says DEADLINE), carried by SIGALRM to the main thread; None or outside the main thread: no deadline."""
     if seconds is None or threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -1,8 +1,6 @@
-"""What /proc/PID/stat says of a process, read with the standard library alone (the guardian imports nothing
-more): its start time in clock ticks since boot, which with the pid names one process across pid reuse and from
-every PID namespace, whether it is alive (running, not a zombie waiting to be reaped) and what CPU time it used;
-and from
-/proc/PID/status, whether it catches a signal; from /proc/PID/task/TID/children, its children.
+"""What /proc says of a process, read with the standard library alone (the guardian imports nothing more): its
+start time in clock ticks since boot (with the pid, one process across pid reuse and from every PID namespace),
+whether it is alive, its CPU time, whether it catches a signal, and its children.
 """
 
 from __future__ import annotations
@@ -80,9 +78,8 @@ HAS_CHILDREN_FILES = _has_children_files()
 
 
 def children(pid: int) -> list[int] | None:
-    """The children of ``pid``, read from each of its threads' ``children`` file: a few reads per thread of the
-    process, where psutil's children() reads the stat file of every process on the machine to find the parents
-    (1.9 ms a poll for a job of 2 ranks, most of the launcher's CPU: docs/RESULTS.md, "Issue 31"). An empty list
+    """The children of ``pid``, read from each of its threads' ``children`` file: a few reads, where psutil's
+    children() reads the stat file of every process on the machine (most of the launcher's CPU). An empty list
     where the process is gone; None where the kernel has no such files (the caller falls back to psutil)."""
     if not HAS_CHILDREN_FILES:
         return None

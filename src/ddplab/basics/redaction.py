@@ -6,29 +6,23 @@ its VALUE looks like a credential, whatever let it through (docs/exposure.md). O
 
 - environment variables (``redact``): the whole value is withheld;
 - command lines (``redact_argv``): the value after a secret-named flag (``--api-key X``, ``--token=X``,
-  ``db.password=X`` as Hydra spells overrides, ``-p X`` as mysql and sshpass spell a password) and every
-  credential-shaped value anywhere; the rest is kept, so the command line still says what ran;
-- free text (``redact_text``, for what a program says: an error message, a traceback, a stack): only the
-  credential-shaped parts, and the values of secret-named ``name=value`` pairs, are withheld;
-- this process's own secrets (``learn``, ``withhold_known``): a value withheld from the command line or the
-  environment of this process is withheld wherever it appears again, whatever surrounds it (a rank's error
-  message that quotes the token it was given). The launcher and each rank learn them from their own command
-  line and environment, which hold the same secrets (the ranks inherit the environment and get the program's
-  arguments), so nothing carries the values from one process to another. Every file ddplab writes goes
-  through ``files.write_text_atomic``, which withholds them in their plain, JSON and HTML spellings.
+  ``db.password=X``, ``-p X``) and every credential-shaped value; the rest is kept, so it still says what ran;
+- free text (``redact_text``: an error message, a traceback): credential-shaped parts and the values of
+  secret-named ``name=value`` pairs;
+- this process's own secrets (``learn``, ``withhold_known``): a value withheld from this process's command line
+  or environment is withheld wherever it appears again (a rank's error message quoting its token). Each process
+  learns them from its own command line and environment, which hold the same secrets, so nothing carries the
+  values between processes. ``files.write_text_atomic`` withholds them in plain, JSON and HTML spellings.
 
-A name is secret when one of its words (split at ``-``, ``_``, ``.`` and camelCase) is a secret word: token,
-secret, password, pass, pw, credentials, cookie ... (also as the end of a word: ``hftoken``, ``clientsecret``), a
-key of a known kind (key, apikey, accesskey ...), auth, authorization, pwd, session. Plurals that count rather
-than hold (``--max-tokens``, ``--passes``), and words that merely begin with one (``--tokenizer``, ``--author``,
-``--keyword``), are not. A name whose last word says the value only points at the secret (``--key-file``,
-``--token-path``, ``--secret-name``, ``--token-env``) keeps its value: a path or a name is not the secret, and
-hiding it would hide which file the job read; the value is still checked for a credential's shape. The cost of
-the rule is a few over-cautious cases (``--sort-key length`` is withheld: the rule cannot tell a dictionary key
-from a cryptographic one, and a withheld ordinary value costs less than a leaked key).
+A name is secret when one of its words (split at ``-``, ``_``, ``.`` and camelCase) is a secret word (token,
+secret, password, credentials, a key of a known kind, auth, pwd, session ...), also as a word's end (``hftoken``).
+Plurals that count (``--max-tokens``) and words that merely begin with one (``--tokenizer``) are not. A name whose
+last word says the value only points at the secret (``--key-file``, ``--token-env``) keeps its value, which is
+still checked for a credential's shape: hiding it would hide which file the job read. Over-cautious cases
+(``--sort-key length``) are the price: a withheld ordinary value costs less than a leaked key.
 
-Every rule runs in time linear in its input (a 120,000-character script argument is read once): no pattern
-starts again inside a word it already read, and nothing recurses on what it found.
+Every rule runs in time linear in its input: no pattern starts again inside a word it already read, and nothing
+recurses on what it found.
 """
 
 from __future__ import annotations
@@ -115,13 +109,9 @@ def redact_text(text: str) -> str:
 
 
 def redact_argv(argv: Iterable[str]) -> list[str]:
-    """A command line as a report may show it: the value after a secret-named flag (``--token X``,
-    ``--token=X``, ``db.password=X``, ``-p X``), this process's known secrets and every credential-shaped value
-    withheld, everything else as typed.
-
-    The argument after a secret-named flag is taken as its value unless it is itself a long option (``--x``):
-    a secret may begin with a dash, so ``--use-auth -v`` withholds ``-v`` rather than risk showing a key.
-    """
+    """A command line as a report may show it: the value after a secret-named flag, this process's known secrets
+    and every credential-shaped value withheld, everything else as typed. The argument after a secret-named flag
+    is its value unless it is a long option: a secret may begin with a dash (``--use-auth -v`` withholds ``-v``)."""
     return _redact_argv([withhold_known(str(arg)) for arg in argv], None)
 
 
@@ -224,8 +214,7 @@ _spellings: tuple[str, ...] = ()  # longest first, so that a secret holding anot
 
 def learn(argv: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> frozenset[str]:
     """Add the secrets of this command line and environment (``secrets_of``) to this process's: from now on they
-    are withheld wherever ddplab writes or shows them. Called once a process knows its own: the command line
-    (cli.py), a launch (job/run.py), a rank before the user's code runs (job/boot.py, job/worker.py)."""
+    are withheld wherever ddplab writes or shows them. Called once a process knows its own."""
     global _known, _spellings
     _known = _known | secrets_of(argv, environ)
     _spellings = tuple(sorted({s for value in _known for s in _spelled(value)}, key=len, reverse=True))
@@ -236,10 +225,6 @@ def forget() -> None:
     """No known secrets (tests)."""
     global _known, _spellings
     _known, _spellings = frozenset(), ()
-
-
-def known_secrets() -> frozenset[str]:
-    return _known
 
 
 def withhold_known(text: str) -> str:

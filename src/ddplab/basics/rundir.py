@@ -43,12 +43,11 @@ DEFAULT_RUNS_DIR = "ddplab-runs"
 RUN_ID_ENV = "DDPLAB_RUN_ID"  # every rank carries it: how `ddplab clean` recognises our ranks
 RUN_DIR_ENV = "DDPLAB_RUN_DIR"
 LAUNCHER_PID_ENV = "DDPLAB_LAUNCHER_PID"
-# The launcher's start time in clock ticks since boot: with its pid, an identity that reads the
-# same from any PID namespace (a pid alone does not), so `ddplab clean` can tell whether it lives.
+# The launcher's start time in clock ticks since boot: with its pid, an identity that reads the same from any PID
+# namespace (a pid alone does not), so `ddplab clean` can tell whether it lives.
 LAUNCHER_START_ENV = "DDPLAB_LAUNCHER_START"
 MARKER_ENVS = (RUN_ID_ENV, RUN_DIR_ENV, LAUNCHER_PID_ENV, LAUNCHER_START_ENV)
-# A job across machines: where the ranks publish their status for every machine's supervisor
-# (HOST:PORT of the job's store, as this machine reaches it; cluster/status_store.py). Unset: files only.
+# A job across machines: HOST:PORT of the job's store, where the ranks publish their status. Unset: files only.
 STATUS_STORE_ENV = "DDPLAB_STATUS_STORE"
 # The placement a drill's training script (drills/script.py) runs with, as JSON, set by the lab's session.
 PLACEMENT_ENV = "DDPLAB_DRILL_PLACEMENT"
@@ -66,8 +65,8 @@ class RunDir:
 
     @classmethod
     def create(cls, base: str | os.PathLike | None, label: str, option: str = "--run-dir") -> "RunDir":
-        """A fresh run directory: ``base`` if given (refused when it already holds a run), else a
-        new one under ./ddplab-runs named by the run id. ``option`` names ``base`` in refusals."""
+        """A fresh run directory: ``base`` if given (refused when it already holds a run), else a new one under
+        ./ddplab-runs named by the run id. ``option`` names ``base`` in refusals."""
         path, run_id = claim_new(base, label, option)
         for sub in ("pids", "ranks", "fr"):
             make_directory(path / sub, option)
@@ -226,12 +225,9 @@ def claim_new(base: str | os.PathLike | None, label: str, option: str) -> tuple[
 
 
 def claim_directory(path: Path, run_id: str, option: str) -> None:
-    """Make ``path`` the directory of run ``run_id`` alone, or refuse it (exit 2) if it holds a run.
-
-    Two launchers sharing a directory overwrite each other's pid and status files and sample
-    each other's ranks. The claim file is created atomically (files.create_exclusive), so of two
-    runs racing for one directory exactly one gets it.
-    """
+    """Make ``path`` the directory of run ``run_id`` alone, or refuse it (exit 2) if it holds a run: two launchers
+    sharing one overwrite each other's files. The claim file is created atomically, so of two racing runs exactly
+    one gets it."""
     make_directory(path, option)
     check_unused(path, option)
     if not create_exclusive(path / RUN_ID_FILE, f"{run_id}\n"):  # another run took it since the check

@@ -52,11 +52,8 @@ def size_range(begin: str, end: str, factor: float) -> list[int]:
 
 
 def estimate_size_count(lo: int, hi: int, factor: float) -> int:
-    """How many sizes size_range would make, without making them.
-
-    Below 1 / (factor - 1) bytes the factor adds less than a byte and the sizes go up by
-    one; above it they grow geometrically.
-    """
+    """How many sizes size_range would make, without making them: below 1 / (factor - 1) bytes the sizes go up
+    by one; above it they grow geometrically."""
     linear_end = min(hi, max(lo, math.floor(1 / (factor - 1))))
     count = linear_end - lo + 1
     if hi > linear_end:
@@ -84,10 +81,8 @@ def human_bytes(n: int | None) -> str:
 def range_args(sizes: tuple[int, ...] | list[int]) -> tuple[str, str, float] | None:
     """-b/-e/-f text that ``size_range`` turns back into exactly ``sizes``; None when no range gives them.
 
-    A config keeps the sizes it measures, not the user's spelling of them; its command line (to_argv) is
-    derived here. Each step s -> t of size_range bounds the factor: t = int(s * f) > s needs
-    t/s <= f < (t+1)/s, and t = s + 1 needs f < (s+2)/s. Any factor inside every bound rebuilds the list;
-    the one chosen is DEFAULT_FACTOR when it fits, else the shortest decimal that does (and is checked).
+    Each step s -> t of size_range bounds the factor: t = int(s * f) > s needs t/s <= f < (t+1)/s, and t = s + 1
+    needs f < (s+2)/s. The factor chosen is DEFAULT_FACTOR when it fits, else the shortest decimal that does.
     """
     sizes = list(sizes)
     if not sizes or any(not isinstance(s, int) or s < 1 for s in sizes):

@@ -1,12 +1,9 @@
 """The oldest torch ddplab supports, and the refusal of an older one before anything starts.
 
-The floor is the oldest release the torch matrix ran (scripts/torch_matrix.py, docs/RESULTS.md): `ddplab run`
-passed and a `ddplab launch` hang was named there. pyproject.toml declares the same floor (a unit test compares
-them), and CI checks that release on every change (scripts/compat.sh). An older torch is refused in one sentence,
-exit 3, instead of failing somewhere inside a rank.
-
-The installed version is read from the package's metadata, not by importing torch: the check costs nothing, and a
-torch too old (or too broken) to import is still named.
+The floor is the oldest release the torch matrix ran (scripts/torch_matrix.py); pyproject.toml declares the same
+floor (a unit test compares them). An older torch is refused in one sentence, exit 3, instead of failing somewhere
+inside a rank. The version is read from the package's metadata, not by importing torch: the check costs nothing,
+and a torch too broken to import is still named.
 """
 
 from __future__ import annotations

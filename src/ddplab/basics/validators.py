@@ -1,8 +1,8 @@
 """The checks every value a user gives goes through, at the bottom of the import graph.
 
-Pure (no probing, no I/O) and importing nothing of ddplab but its errors, so that the Configs (records/config.py and
-each measurement's), the size arguments (basics/sizes.py) and the option generator (basics/cli_options.py) all use the
-same rule and say a refusal in the same words, before any process starts: the value, and what is valid.
+Pure and importing nothing of ddplab but its errors, so that the Configs, the size arguments and the option
+generator all use the same rule and say a refusal in the same words before any process starts: the value, and
+what is valid.
 """
 
 from __future__ import annotations
@@ -34,13 +34,9 @@ _MAX_NUMBER_CHARS = 64  # int() refuses more than 4300 digits with an error of i
 
 def check_number(value, flag: str, low: float, high: float, *, integer: bool = False, name: str | None = None,
                  low_open: bool = False, high_open: bool = False, unit: str = "", reference: str | None = None) -> None:
-    """The one check every numeric option goes through: a finite number inside its range.
-
-    argparse's float() accepts "nan", "inf" and "1e15"; each would start ranks that crash
-    (a timedelta of inf seconds) or run forever, so they are refused here, before anything
-    starts. ``name`` shows the range as a comparison ("0 < seconds <= 86400"), needed when
-    an end is open; without it the range reads "1 to 64".
-    """
+    """The one check every numeric option goes through: a finite number inside its range ("nan" or "inf" would
+    start ranks that crash or run forever). ``name`` shows the range as a comparison ("0 < seconds <= 86400"),
+    needed when an end is open; without it the range reads "1 to 64"."""
     reference = reference or f"invalid-{flag.lstrip('-')}"
     if name or low_open or high_open:
         valid = (f"{number_text(low)} {'<' if low_open else '<='} {name or 'value'} "
@@ -109,8 +105,7 @@ def check_path_text(text, flag: str) -> str:
 
 
 def check_nproc(value, flag: str = "--nproc") -> None:
-    """The one rule for how many ranks one node may start (train, run, every multi-rank command and `ddplab
-    launch`'s --nproc-per-node): a whole number from 1 to MAX_NPROC, refused before any process starts."""
+    """The one rule for how many ranks one node may start: a whole number from 1 to MAX_NPROC."""
     check_number(value, flag, 1, MAX_NPROC, integer=True, unit=" ranks per node")
 
 

@@ -1,6 +1,6 @@
-"""`ddplab check`'s configuration: where it runs, what it is held to, and (after the environment is known) the
-command line of each stage. Validated on construction, as every Config is (basics/cli_options.py); the files it names
-(thresholds, baseline, a report to judge) are read and checked by the command before anything starts."""
+"""`ddplab check`'s configuration: where it runs, what it is held to, and (once the environment is known) the
+command line of each stage. Validated on construction; the files it names are read by the command before anything
+starts."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ MAX_TOLERANCE = 0.99  # a busbw floor at 1% of the baseline's still means someth
 DEFAULT_STAGE_DEADLINE_S = 60.0
 # Slurm kills a HealthCheckProgram that runs past 60 s. The check ends itself 10 s before that, so that stopping the
 # running stage's ranks, the leftover check and writing the report and the runner's files still fit.
-SLURM_HEALTH_CHECK_LIMIT_S = 60.0
 DEFAULT_DEADLINE_S = 50.0
 INJECTIONS = ("slow:OP", "wrong:OP", "leftover")
 TOLERANCE = Range(0, MAX_TOLERANCE, reference="invalid-tolerance")

@@ -1,15 +1,13 @@
 """The node's verdict: the lab's stages and the expectations -> one CheckRecord.
 
 Every row of the measurements' own checks becomes a NodeCheck (PASS -> OK, WARN -> WARNING, FAIL -> CRITICAL,
-a stage that could not run here -> UNKNOWN), with two built-in changes a node check needs: orphaned ranks on
-the machine are CRITICAL (the next job would share the device with them), and the storm's own latency line
-gives way to a latency bound where the expectations set one. Then the rules (rules.py): a thresholds file's
-entry for this machine type, a baseline, and, where neither bounds busbw, busbw as a share of the copy ceiling.
+could not run -> UNKNOWN), with two built-in changes: orphaned ranks are CRITICAL (the next job would share the
+device with them), and the storm's own latency line gives way to a latency bound where the expectations set one.
+Then the rules: a thresholds file's entry, a baseline, and where neither bounds busbw, the copy-ceiling share.
 
-A check that was stopped (a stop signal, or its own --deadline) says so first, in an UNKNOWN row naming what
-stopped it and the stages it left out; what the stage it cut short failed to finish is UNKNOWN too, as a stop
-says nothing about the node. The node is then UNKNOWN, unless a stage that finished before the stop found a
-CRITICAL fault: that is a fact about the node whatever came after it (Status.worst).
+A stopped check says so first, in an UNKNOWN row naming what stopped it and the stages left out; what the cut
+stage failed to finish is UNKNOWN too, as a stop says nothing about the node. The node is then UNKNOWN, unless a
+stage that finished before the stop found a CRITICAL fault (Status.worst).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The check as a library: run it (or judge a report already written), and write its report.
 
-env first, as in the lab; where the environment cannot even be read (no such device here) nothing else runs and
-the node is UNKNOWN. Then the check's stages through the lab's own stage runner (lab.run_stages: each stage
-isolated, the leftover check after them), then the judgement. The check's --deadline is a stop request like
-Ctrl+C's (interrupts.deadline), so it ends the running stage's ranks the same way and the leftover check still
-runs after it. <out>/report.json (command "check") and
-<out>/report.html hold everything; `ddplab report` draws the page again and `ddplab compare` lines two up.
+env first, as in the lab; where the environment cannot even be read nothing else runs and the node is UNKNOWN.
+Then the check's stages through the lab's own stage runner (each stage isolated, the leftover check after them),
+then the judgement. The check's --deadline is a stop request like Ctrl+C's, so it ends the running stage's ranks
+the same way and the leftover check still runs after it. <out>/report.json and report.html hold everything.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Expectations as data: a TOML file of bounds per machine type, read with the standard library's tomllib
-(the tomli backport on Python 3.10, its same API).
+"""Expectations as data: a TOML file of bounds per machine type, read with tomllib (tomli on Python 3.10).
 
     [[machine]]                  # the first entry that matches the node is used: specific ones first
     device = "NVIDIA H200*"      # device model as `ddplab env` names it; shell wildcards (* ? [..]), any case

@@ -1,21 +1,13 @@
 """Which machine hosts a job's c10d store, where it listens, and how the others reach it.
 
-Every machine of a job runs ddplab with the same ``--rdzv-endpoint HOST:PORT``. torch decides
-whether a machine hosts the store by comparing HOST with the machine's hostname; in containers
-and network namespaces the hostname often resolves to 127.0.0.1, so no machine hosts it and
-every launcher times out (docs/background.md section 6). Here the decision is made from the
-machine's own interface addresses:
-
-- ``decide`` (pure): HOST resolves to one of this machine's interface addresses -> this machine
-  hosts the store, bound to that address only (``--rdzv-host yes|no`` overrides, as torch's
-  ``is_host`` rendezvous setting does); the interface that routes to the endpoint is the one the
-  collective libraries' sockets are pinned to.
-- ``gather_facts``: what ``decide`` needs, read from this machine (resolver, psutil, the kernel's
-  route choice through a UDP ``connect``, which sends nothing).
-- ``bind_store_socket`` and ``wait_for_store``: the launcher's two actions. The host binds the
-  socket the store serves on (cluster/rendezvous.py hands it to TCPStore); the others wait, bounded,
-  until something answers, and otherwise fail with the endpoint, the addresses tried and the
-  port to open (exit 3).
+Every machine of a job runs ddplab with the same ``--rdzv-endpoint HOST:PORT``. torch decides whether a machine
+hosts the store by comparing HOST with its hostname, which in containers often resolves to 127.0.0.1, so no
+machine hosts it and every launcher times out. Here ``decide`` (pure) works from the machine's own interface
+addresses: HOST resolves to one of them -> this machine hosts the store, bound to that address only
+(``--rdzv-host yes|no`` overrides); the interface that routes to the endpoint is the one the collective
+libraries' sockets are pinned to. ``gather_facts`` reads what it needs from this machine. The launcher then
+either binds the store's socket (``bind_store_socket``) or waits, bounded, until the store answers
+(``wait_for_store``), else exits 3 naming the endpoint, the addresses tried and the port to open.
 """
 
 from __future__ import annotations
@@ -128,8 +120,8 @@ def decide(endpoint: Endpoint, facts: NetworkFacts, host_override: str = "auto")
 
 
 def _hosted_on_the_route(endpoint: Endpoint, facts: NetworkFacts, on_route: dict) -> StorePlan:
-    """--rdzv-host yes for an address this machine does not hold (a container reached through a
-    forwarded port): listen on the address the kernel uses toward the endpoint, still one address."""
+    """--rdzv-host yes for an address this machine does not hold (a container reached through a forwarded port):
+    listen on the address the kernel uses toward the endpoint, still one address."""
     if facts.route_source is None:
         raise EnvironmentUnsupported(
             "rdzv-host-no-address",
@@ -247,11 +239,8 @@ class StoreAddressInUse(Exception):
 
 
 def bind_store_socket(plan: StorePlan) -> socket.socket:
-    """The listening socket the store will serve on: the plan's one address, never every interface.
-
-    Raises StoreAddressInUse when the port is taken (the caller decides whether that means another
-    launcher on this machine hosts the store), EnvironmentUnsupported (exit 3) for anything else.
-    """
+    """The listening socket the store will serve on: the plan's one address, never every interface. Raises
+    StoreAddressInUse when the port is taken (the caller decides what that means), else EnvironmentUnsupported."""
     address, port = plan.bind_address, plan.endpoint.port
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -292,13 +281,9 @@ class StoreWaitStopped(Exception):
 def wait_for_store(plan: StorePlan, wait_s: float, connect: Callable[[str, int, float], None] | None = None,
                    clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                    stop_requested: Callable[[], str | None] = lambda: None) -> StoreWait:
-    """Wait until the store answers at one of the plan's addresses; exit 3 when none does.
-
-    A refused connection or a silent one is retried until ``wait_s`` (the hosting machine may
-    start later); no route to the address ends the wait at once, and so does a stop request
-    (``stop_requested`` returns the signal's name: interrupts.requested). ``connect`` is the seam
-    tests use.
-    """
+    """Wait until the store answers at one of the plan's addresses; exit 3 when none does. A refused or silent
+    connection is retried until ``wait_s`` (the host may start later); no route ends the wait at once, and so does
+    a stop request (``stop_requested`` returns the signal's name). ``connect`` is the seam tests use."""
     connect = connect or _tcp_connect
     port = plan.endpoint.port
     start = clock()

@@ -1,13 +1,10 @@
 """Where a run listens: decided before anything starts, recorded in every report, shown by `ddplab env`.
 
-A run on one machine must not be reachable from the network (docs/exposure.md):
-- its rendezvous store listens on a socket ddplab bound to 127.0.0.1 (cluster/rendezvous.py), when this
-  torch has the parts for it (``loopback_store_unsupported``);
-- the collective libraries' own sockets are pinned to the loopback interface through each
-  vendor's socket-interface variable (platform/vendors.py), unless the user set it.
-A job across machines (cluster/endpoint.py) has one machine host the store, bound to the
-endpoint's own address, and pins the collectives to the interface that routes to the endpoint.
-Whatever cannot be kept on loopback is said, never claimed.
+A run on one machine must not be reachable from the network (docs/exposure.md): its rendezvous store listens on a
+socket ddplab bound to 127.0.0.1 (when this torch has the parts), and the collective libraries' sockets are pinned
+to the loopback interface through each vendor's socket-interface variable, unless the user set it. A job across
+machines has one machine host the store on the endpoint's own address, and pins the collectives to the interface
+that routes to the endpoint. Whatever cannot be kept on loopback is said, never claimed.
 """
 
 from __future__ import annotations
@@ -24,8 +21,7 @@ if TYPE_CHECKING:
     from .endpoint import StorePlan
 
 LOOPBACK_HOST = "127.0.0.1"
-# The address this machine uses toward the endpoint, for its ranks (a rank's host in a job across
-# machines, where every namespace or container may share one hostname).
+# The address this machine uses toward the endpoint, for its ranks (containers may share one hostname).
 NODE_ADDRESS_ENV = "DDPLAB_NODE_ADDR"
 ACROSS_MACHINES = ("A job across machines is reached over the network: the rendezvous store listens on one address, "
                    "and the ranks' collective sockets on the interface that routes to the endpoint.")
@@ -113,8 +109,8 @@ def plan(nnodes: int, endpoint: str, socket_variables: tuple[str, ...], environ:
 
 def across_machines(store: StorePlan, socket_variables: tuple[str, ...], environ: Mapping[str, str],
                     loopback_interface: str) -> Exposure:
-    """A job across machines: the store on one address (hosted here or elsewhere), the collectives'
-    sockets pinned to the interface that routes to the endpoint unless the user set them."""
+    """A job across machines: the store on one address, the collectives' sockets pinned to the interface that
+    routes to the endpoint unless the user set them."""
     pins = tuple(_pin(name, environ, store.interface, loopback_interface) for name in socket_variables) \
         if store.interface else ()
     yours = [f"You set {p.variable}={p.value}: the ranks' collective sockets listen there, not on "
@@ -141,8 +137,7 @@ def _pin(name: str, environ: Mapping[str, str], interface: str, loopback_interfa
 
 def where_to_listen(nnodes: int, endpoint: str, device_type: str, environ: Mapping[str, str] = os.environ,
                     rdzv_host: str = "auto") -> Exposure:
-    """``plan`` (one machine) or ``across_machines`` over this machine's facts: its interfaces, its
-    torch, the vendor's variables, and for several machines where the endpoint is."""
+    """``plan`` (one machine) or ``across_machines`` over this machine's facts."""
     from ..platform.detect import loopback_interface
     from ..platform.vendors import VENDORS, socket_interface_envs
 
@@ -158,8 +153,7 @@ def where_to_listen(nnodes: int, endpoint: str, device_type: str, environ: Mappi
 
 
 def loopback_store_unsupported() -> str | None:
-    """Why this torch cannot serve the rendezvous on a socket ddplab bound (loopback, or one address
-    across machines), or None when it can."""
+    """Why this torch cannot serve the rendezvous on a socket ddplab bound, or None when it can."""
     import torch
     from torch.distributed import TCPStore
     from torch.distributed.elastic import rendezvous

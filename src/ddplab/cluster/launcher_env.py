@@ -1,16 +1,13 @@
 """What an existing launcher (torchrun, srun, mpirun) told this process, read from its environment.
 
-``detect(environ)`` -> ``LaunchContext``: which launcher, how many processes it started (in all and on this node),
-this process's index among them, nodes and node rank, the host that should serve the rendezvous (Slurm: the first
-node of the job's node list), and this process's role: ``ONE_PER_NODE`` (a launcher per node: ddplab starts the
-ranks itself) or ``ONE_PER_RANK`` (every process is a rank already). Pure functions over an environment mapping,
-so every case is a unit test.
+``detect(environ)`` -> ``LaunchContext``: which launcher, how many processes it started, this process's index,
+nodes, the host that should serve the rendezvous, and this process's role: ``ONE_PER_NODE`` (ddplab starts the
+ranks itself) or ``ONE_PER_RANK`` (every process is a rank already). Pure functions over an environment mapping.
 
-Which launcher wins when several left variables: the innermost one. torchrun's workers carry
-TORCHELASTIC_RUN_ID; Open MPI's processes carry OMPI_COMM_WORLD_* even when its daemons were
-started by srun (they inherit a Slurm step of their own); srun's tasks carry SLURM_PROCID and a
-step id; MPICH/Intel MPI (Hydra) and PMIx launchers carry PMI_RANK/PMI_SIZE or PMIX_RANK. A
-Slurm allocation without a step (an sbatch script, salloc's shell) runs on one node only.
+When several launchers left variables, the innermost wins: torchrun's workers carry TORCHELASTIC_RUN_ID; Open
+MPI's processes carry OMPI_COMM_WORLD_* even when srun started its daemons; srun's tasks carry SLURM_PROCID and a
+step id; Hydra and PMIx launchers PMI_RANK/PMI_SIZE or PMIX_RANK. A Slurm allocation without a step runs on one
+node only.
 """
 
 from __future__ import annotations
@@ -201,8 +198,8 @@ def _slurm_hosts(r: _EnvReader, step: bool) -> tuple[tuple[str, ...], str | None
 
 
 def _tasks_on_node(r: _EnvReader, node_rank: int | None, processes: int | None, nnodes: int | None) -> int | None:
-    """Tasks srun started on this node: from SLURM_STEP_TASKS_PER_NODE / SLURM_TASKS_PER_NODE
-    ("2(x3),1": 2 on each of the first three nodes, 1 on the fourth), else an even split."""
+    """Tasks srun started on this node: from SLURM_STEP_TASKS_PER_NODE / SLURM_TASKS_PER_NODE ("2(x3),1"), else
+    an even split."""
     text = r.text("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
     if text is not None:
         try:

@@ -27,12 +27,8 @@ class Mistake:
 
 
 def mistakes(context: LaunchContext, nnodes: int, nproc: int) -> tuple[Mistake, ...]:
-    """What goes wrong if ddplab's own launcher runs here with --nnodes/--nproc, in words.
-
-    ddplab's launcher is one per node: it starts ``nproc`` ranks and meets ``nnodes - 1`` other
-    launchers. Started once per rank by another launcher, it forms as many independent jobs.
-    Findings, not verdicts: the caller decides whether one stops the run.
-    """
+    """What goes wrong if ddplab's own launcher (one per node) runs here with --nnodes/--nproc, in words: started
+    once per rank by another launcher, it forms as many independent jobs. Findings, not verdicts."""
     if context.role == ONE_PER_RANK and (context.processes or context.independent_launchers_per_node) > 1:
         return (_one_launcher_per_rank(context, nnodes, nproc),)
     if context.launcher == SLURM_ALLOCATION and (context.nnodes or 1) > 1:
@@ -120,13 +116,11 @@ class Resolved:
 def resolve(context: LaunchContext, asked: Asked) -> Resolved:
     """What a ddplab command runs as under this launcher (pure: the context is ``detect``'s).
 
-    - torchrun: this process is one of torchrun's ranks, so ddplab runs its workload here as that rank
-      (nproc and nnodes are torchrun's; contradicting them, or naming a rendezvous, is refused).
-    - srun / mpirun, one task per node: ddplab's launcher on each node; nodes, the rendezvous endpoint
-      (the first node, port DEFAULT_PORT) and who hosts the store (node rank 0) come from the launcher
-      unless given.
-    - the mistake of several launchers per node (N independent jobs), or nodes that disagree: refused
-      (UsageError, exit 2) with ``mistakes``' words.
+    - torchrun: this process is one of torchrun's ranks and runs its workload as that rank (contradicting
+      torchrun's nproc/nnodes, or naming a rendezvous, is refused).
+    - srun / mpirun, one task per node: ddplab's launcher on each node; nodes, endpoint (the first node) and who
+      hosts the store (node rank 0) come from the launcher unless given.
+    - several launchers per node, or nodes that disagree: refused (UsageError, exit 2) with ``mistakes``' words.
     """
     from ..errors import UsageError
 

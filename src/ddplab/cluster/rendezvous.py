@@ -1,18 +1,11 @@
-"""Rendezvous handlers whose store listens on a socket ddplab bound: loopback for one machine,
-the endpoint's own address for a job across machines.
+"""Rendezvous handlers whose store listens on a socket ddplab bound: loopback for one machine, the endpoint's own
+address for a job across machines.
 
-torch's TCPStore listens on every interface whatever host it is given, and elastic's c10d
-rendezvous starts two of them (its own and the one it shares with the ranks). A run on one
-machine has nobody to meet over the network, so ddplab registers this handler with elastic's
-public rendezvous registry instead: the launcher binds a socket to 127.0.0.1 itself, the
-agent's TCPStore serves on that socket (``master_listen_fd``), and the ranks reuse the agent's
-store (``use_agent_store``) rather than rank 0 hosting another one. See docs/exposure.md.
-
-Across machines (``ddplab-c10d``, ``across_machines_handler``): torch's own dynamic rendezvous
-(the c10d join protocol: node ranks, world size, keep-alives) runs over a store ddplab placed.
-The machine that holds the endpoint's address hosts it on a socket bound to that address only
-(cluster/endpoint.py decides); the others connect to it. The ranks of every machine reuse that
-store too, instead of group rank 0 hosting a second one on every interface.
+torch's TCPStore listens on every interface whatever host it is given, and elastic's c10d rendezvous starts two of
+them. On one machine the launcher binds a socket to 127.0.0.1 itself, the agent's TCPStore serves on it
+(``master_listen_fd``), and the ranks reuse the agent's store (``use_agent_store``) rather than rank 0 hosting
+another one (docs/exposure.md). Across machines (``ddplab-c10d``) torch's own dynamic rendezvous runs over a store
+that the machine holding the endpoint's address hosts on that address only; every machine's ranks reuse it.
 
 Imported only when ``exposure.loopback_store_unsupported()`` says this torch has the parts.
 """
@@ -90,8 +83,7 @@ class LoopbackRendezvous(RendezvousHandler):
 
     @property
     def use_agent_store(self) -> bool:
-        # The ranks connect to this store as clients; otherwise rank 0 would host another
-        # store, listening on every interface.
+        # The ranks connect to this store as clients; otherwise rank 0 would host another, on every interface.
         return True
 
     def next_rendezvous(self) -> RendezvousInfo:
@@ -124,8 +116,7 @@ def create_handler(params: RendezvousParameters) -> LoopbackRendezvous:
     if listen_fd is None:
         raise ValueError(f"the {BACKEND_NAME} rendezvous needs {LISTEN_FD_KEY}: a socket bound to loopback")
     timeout = timedelta(seconds=float(params.get("timeout", _DEFAULT_TIMEOUT_S)))
-    # The store closes the descriptor it is given, so it gets its own copy; the launcher
-    # keeps and closes the original.
+    # The store closes the descriptor it is given, so it gets its own copy; the launcher closes the original.
     own_fd = os.dup(int(listen_fd))
     store = serve_on(own_fd, LOOPBACK_HOST, _port_of(own_fd), timeout)
     return LoopbackRendezvous(params.run_id, store)
@@ -137,17 +128,13 @@ def _port_of(fd: int) -> int:
 
 
 def serve_on(listen_fd: int, host: str, port: int, timeout: timedelta, legacy: bool | None = None) -> TCPStore:
-    """A store server on the socket ``listen_fd``, which ddplab bound (the store owns it and closes it).
-
-    torch's libuv store, its default since 2.4, refuses a socket it is handed before 2.8 ("The libuv TCPStore
-    backend does not support initialization with an listen fd": measured on 2.5.1 and 2.7.1); there the legacy
-    store serves it (``use_libuv=False``), which the ranks reach as they reach any TCPStore. ``legacy``: None
-    lets this torch's version decide (``libuv_takes_listen_fd``); tests force either.
-    """
+    """A store server on the socket ``listen_fd``, which ddplab bound (the store owns it and closes it). torch's
+    libuv store refuses a socket it is handed before 2.8; there the legacy store serves it (``use_libuv=False``).
+    ``legacy``: None lets this torch's version decide (``libuv_takes_listen_fd``); tests force either."""
     if legacy is None:
         legacy = not libuv_takes_listen_fd()
     if not legacy:
-        # A build between the releases measured (a 2.9 pre-release) refuses before it touches the socket.
+        # A build between the releases measured refuses before it touches the socket.
         with contextlib.suppress(NotImplementedError):
             return TCPStore(host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=listen_fd)
     return TCPStore(host, port, None, True, timeout, wait_for_workers=False, master_listen_fd=listen_fd,
@@ -155,8 +142,8 @@ def serve_on(listen_fd: int, host: str, port: int, timeout: timedelta, legacy: b
 
 
 def libuv_takes_listen_fd(version: str | None = None) -> bool:
-    """Whether this torch's libuv store serves a socket it is handed. pytorch added it in 2.8 (PR 150215);
-    2.9.1 is the oldest release measured to do so (docs/RESULTS.md), so 2.8 keeps the legacy store too."""
+    """Whether this torch's libuv store serves a socket it is handed: added in 2.8, but 2.9.1 is the oldest release
+    measured to do so, so 2.8 keeps the legacy store too."""
     import torch
 
     from ..basics.torch_floor import release
@@ -190,10 +177,8 @@ class AcrossMachinesRendezvous(RendezvousHandler):
         return True
 
     def next_rendezvous(self) -> RendezvousInfo:
-        # Asked to share its store, torch's handler would have group rank 0 host a second one,
-        # listening on every interface; with the opt-out it only publishes rank 0's address once
-        # (finding a free port on the way: a loopback socket opened and closed at once). The ranks
-        # are sent to this machine's way to the store instead.
+        # Asked to share its store, torch's handler would have group rank 0 host a second one on every interface;
+        # with the opt-out it only publishes rank 0's address. The ranks are sent to this machine's store instead.
         with environ_set({_NO_SHARED_STORE_ENV: "1"}):
             info = self._inner.next_rendezvous()
         return RendezvousInfo(info.store, info.rank, info.world_size, self._store_info)
@@ -218,11 +203,8 @@ class AcrossMachinesRendezvous(RendezvousHandler):
 
 
 def across_machines_handler(params: RendezvousParameters) -> AcrossMachinesRendezvous:
-    """Elastic calls this with the launch's rendezvous parameters (registry contract).
-
-    With ``listen_fd`` this machine hosts the store on that socket; without it, it connects to
-    ``store_host`` (the address ``cluster.endpoint.wait_for_store`` found answering).
-    """
+    """Elastic calls this with the launch's rendezvous parameters. With ``listen_fd`` this machine hosts the store
+    on that socket; without it, it connects to ``store_host`` (the address ``wait_for_store`` found answering)."""
     from torch.distributed.elastic.rendezvous.c10d_rendezvous_backend import C10dRendezvousBackend
     from torch.distributed.elastic.rendezvous.dynamic_rendezvous import create_handler as dynamic_handler
 
@@ -269,13 +251,10 @@ def meet(store: "StorePlan", wait_s: float, session: str | None = None) -> Itera
     """Host the store (bind its socket) or wait, bounded, until it answers; exit 3 when it cannot,
     ``StoreWaitStopped`` when Ctrl+C or SIGTERM ends the wait.
 
-    ``session`` (the rendezvous run id, new for every launch): a machine that reaches the store also waits
-    until it serves that session. Several launches in a row on one endpoint (a drill's sessions) otherwise
-    meet the previous launch's store while its host is still closing it, and join a rendezvous that is over.
-
-    With ``--rdzv-host auto`` a taken port on this machine's own address means another launcher
-    here hosts it (several launchers on one machine): this one joins as a client. The bound
-    socket is closed when the block ends; the store serves on its own duplicate meanwhile.
+    ``session`` (the rendezvous run id, new for every launch): a machine that reaches the store also waits until it
+    serves that session, else launches in a row on one endpoint meet the previous launch's closing store. With
+    ``--rdzv-host auto`` a taken port on this machine's own address means another launcher here hosts it: this one
+    joins as a client. The bound socket is closed when the block ends (the store serves on its own duplicate).
     """
     from .endpoint import StoreAddressInUse, bind_store_socket, wait_for_store
 

@@ -12,8 +12,8 @@ _REPEAT = re.compile(r"^(\d+)(?:\(x(\d+)\))?$")
 
 
 def expand_hostlist(text: str) -> list[str]:
-    """``node[01-03,07],gpu5`` -> node01, node02, node03, node07, gpu5 (zero padding kept);
-    several bracket groups in one name expand as a product (``r[1-2]-n[1-2]``: r1-n1, r1-n2, ...)."""
+    """``node[01-03,07],gpu5`` -> node01, node02, node03, node07, gpu5 (zero padding kept); several bracket groups
+    in one name expand as a product."""
     hosts: list[str] = []
     for item in _split_top_level(text.strip()):
         hosts.extend(_expand_item(item))

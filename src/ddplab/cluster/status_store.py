@@ -1,27 +1,18 @@
 """Each rank's status through the job's own c10d store, readable by global rank from any machine.
 
-The status files of supervision/beacon.py live on the machine a rank runs on, so a launcher sees only its
-own ranks. In a job across machines every rank also publishes the same record (records/supervision.py's
-``RankState``: phase, collectives entered and done, op, numel, heartbeat, and where it runs: host,
-address, node rank, world size) under one key per global rank in the store every machine already
-reaches: the rendezvous store (cluster/rendezvous.py).
+A rank's status files live on its own machine, so a launcher sees only its own ranks. In a job across machines
+every rank also publishes the same ``RankState`` under one key per global rank in the rendezvous store, which
+every machine already reaches. The writer is the rank's beacon (``StatusPublisher``): phase changes are published
+at once, collectives only at the next heartbeat, so the hot path stays local.
 
-Writer (inside a rank): the rank's beacon (supervision/beacon.py), through a ``StatusPublisher``. Phase
-changes (before-init, in-init, running, finished, failed: a handful per run) are published at once; entering and
-leaving a collective only reach the next heartbeat (every beacon.HEARTBEAT_S: the hot path of a 10,000-op
-storm stays local). One publish is one ``store.set`` (a round trip to the store).
+The reader (``JobStoreReader``) never compares remote clocks with its own: each record carries a beat counter,
+and the reader notes on its own clock when a rank's beat last changed (``heard_at``); ``judging_records`` puts
+that local time in the heartbeat, so one judge works for files and for the store.
 
-Reader (in any launcher): ``JobStoreReader``. Remote clocks are not compared with the reader's:
-each record carries a beat counter, and the reader notes on its own clock when a rank's beat
-last changed (``heard_at``). ``judging_records`` gives supervision/states.py's ``name_culprits`` records
-whose heartbeat is that local time, so one judge works for files and for the store.
-
-Keys: ``ddplab/status/<job>/attempt_<restart>/<global rank>`` (``status_prefix``): ``<job>`` is the
-rendezvous' run id (the same on every machine, new for every launch), so neither an earlier launch
-on the same endpoint nor an elastic restart is ever read as this one. ``.../hang`` holds the first hang a
-machine's watcher declared (``hang_key``). ``.../arrivals/<global rank>`` holds when that rank arrived at its recent
-collectives (supervision/arrivals.py: rewritten every few seconds, far from the heartbeat's pace), and
-``.../stragglers`` the straggler watch's findings as they stand (supervision/straggler_watch.py).
+Keys live under ``ddplab/status/<job>/attempt_<restart>/`` (``status_prefix``), ``<job>`` being the rendezvous
+run id (new for every launch), so neither an earlier launch on the same endpoint nor an elastic restart is read
+as this one: ``<global rank>``, ``hang`` (the first hang a machine's watcher declared), ``arrivals/<global rank>``
+and ``stragglers``.
 """
 
 from __future__ import annotations
@@ -51,8 +42,7 @@ def status_key(rank: int, job: str = "", restart_count: int = 0) -> str:
 
 
 def world_size_key(job: str = "", restart_count: int = 0) -> str:
-    """Every rank writes the job's world size here too, so a reader that has not been told it
-    learns it from whichever rank published first."""
+    """Every rank writes the job's world size here too, for a reader that has not been told it."""
     return f"{status_prefix(job, restart_count)}/world_size"
 
 
@@ -71,8 +61,7 @@ def stragglers_key(job: str = "", restart_count: int = 0) -> str:
 
 
 def open_store(host: str, port: int, timeout_s: float = CONNECT_TIMEOUT_S):
-    """A client connection of its own to the job's store (a rank's publisher and the supervisor must
-    not share the process group's)."""
+    """A client connection of its own to the job's store (not the process group's)."""
     from torch.distributed import TCPStore
 
     return TCPStore(host, port, None, False, timedelta(seconds=timeout_s))
@@ -132,8 +121,7 @@ class RankView:
 
     @property
     def host(self) -> str | None:
-        """The machine: its address toward the endpoint where known (namespaces and containers may
-        all share one hostname), else its hostname."""
+        """The machine: its address toward the endpoint where known (containers share hostnames), else its hostname."""
         return self.status.machine if self.status is not None else None
 
 
@@ -151,8 +139,7 @@ class JobStoreReader:
         self._heard_at: dict[int, float] = {}
 
     def read(self) -> dict[int, RankView]:
-        """Every global rank 0..world_size-1 (the world size learned from the store when not given: until a rank
-        has published it, nothing is read)."""
+        """Every global rank 0..world_size-1 (the world size learned from the store when not given)."""
         records = self._fetch()
         now = self._clock()
         views = {}
@@ -165,10 +152,9 @@ class JobStoreReader:
         return views
 
     def judging_records(self, views: Mapping[int, RankView], wall_now: float | None = None) -> dict[int, RankState]:
-        """Records for status.name_culprits on this machine's wall clock: the heartbeat is when the beat was
-        last heard here, so a machine whose clock runs ahead or behind is not taken for a frozen one; the
-        rank's other times (since, failed_at, failed_in_since, injected_at) move by the same amount (the clocks'
-        difference, within a heartbeat and a poll)."""
+        """Records for name_culprits on this machine's wall clock: the heartbeat is when the beat was last heard
+        here, so a machine whose clock runs ahead or behind is not taken for a frozen one; the rank's other times
+        move by the same amount."""
         wall_now = time.time() if wall_now is None else wall_now
         mono_now = self._clock()
         return {rank: _on_this_clock(view.status, wall_now - (mono_now - view.heard_at))
@@ -211,9 +197,8 @@ class JobStoreReader:
         self._store.set(stragglers_key(self._job, self._restart_count), text)
 
     def _fetch(self) -> dict[int, RankState]:
-        """One round trip when every rank has published; one check per rank otherwise (a get on a
-        missing key would wait for the store's timeout). Before any rank has published, there is
-        nothing to read, not even the world size."""
+        """One round trip when every rank has published; one check per rank otherwise (a get on a missing key
+        would wait for the store's timeout)."""
         if self.world_size is None:
             key = world_size_key(self._job, self._restart_count)
             if not self._store.check([key]):

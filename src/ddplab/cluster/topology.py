@@ -1,13 +1,8 @@
 """Which ranks share a machine, and the groups of ranks that tell machines apart: pure helpers for reports.
 
-A report aggregated across machines separates what stays inside a machine (shared memory, the
-device links) from what crosses the network. Everything here works from one mapping, global rank
--> machine (``JobStoreReader`` gives it: ``{rank: view.host}``; a machine is named by its address
-toward the endpoint where known, since namespaces and containers may share one hostname). A rank
-with no known machine belongs to none.
-
-``comparison_groups`` and ``pair_groups`` are the groups of ranks a measurement is repeated on to
-tell the machines' insides from the network between them (workloads/machines.py runs them).
+A report across machines separates what stays inside a machine from what crosses the network. Everything here
+works from one mapping, global rank -> machine (``{rank: view.host}``); a rank with no known machine belongs to
+none. ``comparison_groups`` and ``pair_groups`` are the groups a measurement is repeated on to tell the two apart.
 """
 
 from __future__ import annotations
@@ -39,12 +34,8 @@ class MachinePair:
 
 def pairwise_plan(hosts: Mapping[int, str | None]) -> list[list[MachinePair]]:
     """The machine-pair tests that find a slow or broken machine: every pair once, in rounds of disjoint pairs
-    (the circle method of a round-robin tournament), so the pairs of one round can run at the same time.
-
-    With M machines: M - 1 rounds of M / 2 pairs (M even), or M rounds with one machine resting
-    in each (M odd). A machine's representative is its lowest rank. Fewer than two machines:
-    nothing to test between them.
-    """
+    (the circle method of a round-robin tournament), so the pairs of one round can run at the same time. A
+    machine's representative is its lowest rank; with M odd, one machine rests each round."""
     by_machine = machines(hosts)
     names: list[str | None] = list(by_machine)
     if len(names) < 2:
@@ -62,11 +53,8 @@ def pairwise_plan(hosts: Mapping[int, str | None]) -> list[list[MachinePair]]:
 
 
 def comparison_groups(hosts: Mapping[int, str | None]) -> list[Group]:
-    """The whole job, each machine with two ranks or more, and one rank per machine (each machine's
-    lowest), in that order; nothing when the job is on one machine (there is nothing to tell apart).
-
-    The one-rank-per-machine group is left out where it is the whole job (one rank per machine).
-    """
+    """The whole job, each machine with two ranks or more, and one rank per machine (each machine's lowest, left
+    out where it is the whole job), in that order; nothing when the job is on one machine."""
     by_machine = machines(hosts)
     if len(by_machine) < 2:
         return []

@@ -1,10 +1,7 @@
 """Collectives a sweep can time: one file per collective, this registry in help order.
 
-Each module defines ``SPEC``, a ``common.Collective``: every fact about it in one place, its byte counts and bus
-factor (nccl-tests' definitions, docs/metrics.md), its nccl-tests name, reduction and root, which placements
-torch.distributed offers (in-place, out-of-place), how to fill, run and check it, the library calls it makes.
-``register`` adds one from outside ddplab (a plug-in, a test): the ranks a sweep starts afterwards inherit it
-through the environment (``PLUGINS_ENV``), so they time it too.
+Each module defines ``SPEC``, a ``common.Collective``: every fact about it in one place. ``register`` adds one
+from outside ddplab (a plug-in, a test); the ranks a sweep starts afterwards inherit it through ``PLUGINS_ENV``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """all_gather: every rank ends with all ranks' chunks, in rank order.
 
-S = count * elem bytes of the gathered buffer (each rank sends count/n); busbw =
-algbw * (n-1)/n (each rank receives n-1 chunks; nccl-tests all_gather.cu). In place,
-rank r's input is chunk r of the output buffer. gloo gathers into a flat host copy of the output, one per call
-it runs (memory_plan.gloo_copies).
+S = count * elem bytes of the gathered buffer (each rank sends count/n); busbw = algbw * (n-1)/n (nccl-tests
+all_gather.cu). In place, rank r's input is chunk r of the output. gloo gathers into a flat host copy per call.
 """
 
 from .common import GLOO_COPIES_OUTPUT, Buffers, Collective, LibraryCall, Prepared, count_wrong, ident_values

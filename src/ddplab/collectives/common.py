@@ -1,21 +1,13 @@
 """What every collective shares: sizes, bus factors, and exactly-checkable data.
 
-Sizes follow nccl-tests: ``size`` is the largest buffer in bytes. For all_reduce,
-broadcast, reduce and send_recv each rank holds ``count = size / elem`` elements and
-algbw = count*elem / t. For all_gather, reduce_scatter and all_to_all the size is the
-whole gathered/scattered buffer: each rank contributes ``count / n`` elements,
-count is rounded down to a multiple of n, and algbw = count*elem / t. busbw = algbw
-times the collective's bus factor; GB = 1e9 bytes.
+Sizes follow nccl-tests: ``size`` is the largest buffer in bytes, ``count = size / elem`` elements (for the
+chunked collectives the whole gathered/scattered buffer, rounded down to a multiple of n), algbw = count*elem / t,
+busbw = algbw times the collective's bus factor; GB = 1e9 bytes.
 
-Check data are small integers, so that every reduction is exact in every dtype ddplab
-offers (bfloat16 holds integers up to 256 exactly): reducing collectives use values
-0..4 (sums stay <= 4n), data-moving ones use values 0..60 that identify rank and chunk.
-They are computed in place on one index tensor (int32 where it can count that far), so making
-them costs one index beside the result (platform/memory_plan.py counts it as check scratch).
-
-Each collective also says which buffers one call is given (``Buffers``): what memory planning
-(platform/memory_plan.py) counts before a size is allocated, and what a backend that stages device tensors
-through host memory copies per call.
+Check data are small integers, so that every reduction is exact in every dtype ddplab offers (bfloat16 holds
+integers up to 256 exactly): reducing collectives use values 0..4, data-moving ones 0..60 that identify rank and
+chunk. They are computed in place on one index tensor, so making them costs one index beside the result. Each
+collective also says which buffers one call is given (``Buffers``), what memory planning counts.
 """
 
 from __future__ import annotations
@@ -35,14 +27,10 @@ def torch_dtype(name: str):
 
 @dataclass(frozen=True)
 class LibraryCall:
-    """One call the library engine makes straight into the collective library, on the
-    very buffers the torch engine prepared, so both engines move the same bytes and one check serves.
-
-    ``kind`` names the library's own call (NCCL's: all_reduce, all_gather, reduce_scatter, broadcast,
-    reduce, send, recv) and ``count`` is what the library is told, in elements, by its convention
-    (platform/library_calls.py checks the buffers against it). Several calls of one collective go out
-    as one group.
-    """
+    """One call the library engine makes straight into the collective library, on the very buffers the torch
+    engine prepared, so both engines move the same bytes and one check serves. ``kind`` names the library's own
+    call and ``count`` is what the library is told, by its convention (platform/library_calls.py). Several calls
+    of one collective go out as one group."""
 
     kind: str
     count: int
@@ -110,9 +98,8 @@ class Collective:
     prepare: Callable[..., Prepared]  # (count, n, rank, dtype, device, in_place) -> Prepared
     buffers: Callable[[int, int, bool], Buffers]  # (count, n, in_place) -> what one call is given
     min_ranks: int = 1
-    # A backend that stages device tensors through host memory (gloo) does so for collectives; for point-to-point
-    # it hands the device address to its socket (torch's ProcessGroupGloo send/recv take host tensors only):
-    # on one H200 the next call failed with "writev: Bad address". Such an op is skipped there, with the reason.
+    # gloo stages device tensors through host memory for collectives only; for point-to-point it hands the device
+    # address to its socket ("writev: Bad address"). Such an op is skipped there, with the reason.
     staged_ok: bool = True
     nccl_tests: str | None = None  # the nccl-tests binary's stem (<stem>_perf); None: nccl-tests has none
     redop: str = "none"  # the reduction, as nccl-tests' redop column prints it

@@ -1,8 +1,7 @@
 """send_recv as a ring shift: rank r sends to r+1 and receives from r-1, all at once.
 
-S = count * elem bytes; busbw = algbw * 1 (every link carries one buffer; nccl-tests
-sendrecv.cu). Issued as one batch_isend_irecv so no rank waits on its neighbour's
-send before posting its receive. Needs at least 2 ranks.
+S = count * elem bytes; busbw = algbw (nccl-tests sendrecv.cu). One batch_isend_irecv, so no rank waits on its
+neighbour's send before posting its receive. Needs at least 2 ranks.
 """
 
 from .common import Buffers, Collective, LibraryCall, Prepared, count_wrong, ident_values

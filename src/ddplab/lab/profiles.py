@@ -5,17 +5,13 @@ so every number in a run report can be reproduced by running that stage alone.
   full  - the complete GPU lab: every collective up to 1 GiB, 10,000-op storm, a shared device in the
           fastest setup and time-sliced (--no-mps), the short drill set; under 5 minutes on 1-2 H200
   soak  - storm and sweep repeated, to show jitter over time
-The full profile also times the collective library alone beside torch (``--engine both``): where the
-vendor has no library binding, or it is not installed, those stages refuse before starting anything, as the
-commands do (exit 3), and the lab records them as skipped with the reason and the install hint.
-On one device the sweep's ranks share it (there is no separate shared-device sweep); where they would share it
-through gloo (a collective library that refuses several ranks per device, e.g. NCCL before 2.30), every call
-stages device tensors through host memory, far slower than the library, and the sweep goes up to
-``HOST_STAGED_MAX`` instead of 1 GiB, to keep the full profile within its 5 minutes.
-On the host CPU (no accelerator) gloo carries every byte through host memory too: the full profile's sweeps stop
-at ``HOST_STAGED_MAX`` there as well, or lower where the memory plan says this machine's ranks could not hold a
-size now (``host_sweep_bound``), and the lab says so before its stages start (``host_note``). Unbounded, the sweep
-ran over 9 minutes on a 2-core machine, its ranks at 11 GiB of RSS, and did not finish.
+The full profile also times the collective library alone beside torch (``--engine both``); where no binding can
+run, those stages refuse before starting anything and the lab records them as skipped with the reason. On one
+device the sweep's ranks share it; where they would share it through gloo, every call stages device tensors
+through host memory, and the sweep stops at ``HOST_STAGED_MAX`` instead of 1 GiB to keep the profile within its
+5 minutes. On the host CPU gloo carries every byte through host memory too: the sweeps stop at
+``HOST_STAGED_MAX`` there as well, or lower where the memory plan says the ranks could not hold a size now
+(``host_sweep_bound``), and the lab says so before its stages start (``host_note``); unbounded, it never finished.
 """
 
 from __future__ import annotations
@@ -117,14 +113,12 @@ class HostSweepBound:
     """The full profile's largest sweep size on the host CPU, and why (``host_sweep_bound``)."""
 
     top: int  # bytes; 0 where not even the smallest size fits (the sweep then refuses itself when it runs)
-    memory_bound: bool  # the memory plan, not HOST_STAGED_MAX, set it
     reason: str
 
 
 def host_sweep_bound(machine: Machine, nproc: int) -> HostSweepBound:
     """On the host CPU: HOST_STAGED_MAX, or the last size below it whose most demanding collective the machine's
-    ranks can hold in host memory now (measurements/sweep.py ``host_sizes_that_fit``: the plan the ranks apply to
-    every size, made before the run)."""
+    ranks can hold in host memory now (the plan the ranks apply to every size, made before the run)."""
     from ..measurements import sweep
 
     cap = parse_size(HOST_STAGED_MAX)
@@ -133,13 +127,13 @@ def host_sweep_bound(machine: Machine, nproc: int) -> HostSweepBound:
     speed = (f"gloo carries every byte through host memory at CPU speed ({HOST_STAGED_MAX} is the profile's cap "
              f"for that, as where ranks share a device through gloo)")
     if machine.host_memory is None or machine.host_memory.host_available_bytes is None:
-        return HostSweepBound(cap, False, f"{speed}; the host's memory could not be read")
+        return HostSweepBound(cap, f"{speed}; the host's memory could not be read")
     bound = sweep.host_sizes_that_fit(config, machine.host_memory)
     if bound.refused is None:
-        return HostSweepBound(cap, False, f"{speed}; the memory plan fits every collective up to it "
-                                          f"({human_bytes(machine.host_memory.host_available_bytes)} available)")
+        return HostSweepBound(cap, f"{speed}; the memory plan fits every collective up to it "
+                                   f"({human_bytes(machine.host_memory.host_available_bytes)} available)")
     top = max(bound.sizes, default=0)
-    return HostSweepBound(top, True, f"the memory plan: {human_bytes(bound.refused)} {bound.fit.reason}")
+    return HostSweepBound(top, f"the memory plan: {human_bytes(bound.refused)} {bound.fit.reason}")
 
 
 def host_note(profile: str, machine: Machine, nproc: int) -> str | None:

@@ -1,11 +1,9 @@
 """`ddplab run` as a library: the whole lab in one call.
 
-env -> shared-device train -> per-device train (2+ devices) -> storm -> sweep -> ceiling/contention ->
-drills -> leftover check -> report. Each stage is a measurement's ``run(config)`` on a Config from the
-profile (lab/profiles.py), isolated: one that fails or cannot run here is recorded and the next still runs;
-ranks that hang are cut by ddplab's supervisor (the stage deadline is every stage's hang timeout).
-Ctrl+C or SIGTERM stops the lab (the running stage's ranks at once, basics/interrupts.py) and still writes a
-report marked interrupted. <out>/report.json and <out>/report.html hold everything; <out> is this run's alone.
+env -> train -> storm -> sweep -> ceiling/contention -> drills -> leftover check -> report. Each stage is a
+measurement's ``run(config)`` on a Config from the profile, isolated: one that fails or cannot run here is
+recorded and the next still runs; ranks that hang are cut by ddplab's supervisor (the stage deadline is every
+stage's hang timeout). Ctrl+C or SIGTERM stops the lab and still writes a report marked interrupted.
 """
 
 from __future__ import annotations
@@ -110,9 +108,8 @@ def run_stages(config: RunConfig, plan: list[Stage], out: Path, console, platfor
                records: list[StageRecord] | None = None, started: float | None = None,
                first: list[Stage] = (), write: bool = True) -> Report:
     """Run ``plan`` stage by stage into ``out`` (claimed), then the leftover check; write and return the report.
-    ``records``: stages already run (the env stage, listed in ``first``). ``write=False``: return the report
-    unwritten, for a command that writes its own from it (`ddplab check`). ``config``: the lab's, or another
-    Config with ``out`` and ``stages`` (a check's)."""
+    ``records``: stages already run (listed in ``first``). ``write=False``: for a command that writes its own
+    report (`ddplab check`). ``config``: the lab's, or another Config with ``out`` and ``stages``."""
     records = records if records is not None else []
     started = started if started is not None else time.monotonic()
     interrupted = False
@@ -161,8 +158,8 @@ def summary(record: RunRecord) -> str:
 
 
 def claim_out_dir(out: str | None, command: str = COMMAND) -> Path:
-    """This run's own output directory: --out (refused if it holds a run), else ./ddplab-runs/<command>-<time>-<id>:
-    a unique suffix, as two runs started in the same second once shared one, and lost a report."""
+    """This run's own output directory: --out (refused if it holds a run), else ./ddplab-runs/<command>-<time>-<id>
+    (a unique suffix: two runs started in the same second must not share one)."""
     from ..basics.rundir import claim_new
 
     return claim_new(out, command, "--out")[0]
@@ -223,8 +220,7 @@ def leftover_check(records: list[StageRecord]) -> StageRecord:
 
 
 def _run_ids(records: list[StageRecord]) -> set[str]:
-    """The run ids this lab's stages started: each stage's own and each drill's (its ddplab session, or the
-    child launcher / torchrun it started), as each record lists them (``run_ids()``)."""
+    """The run ids this lab's stages started, each stage's own and each drill's, as each record lists them."""
     found: set[str] = set()
     for stage in records:
         results = stage.report.results if stage.report is not None else None

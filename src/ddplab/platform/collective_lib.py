@@ -1,20 +1,11 @@
 """The collective library this process's calls really BIND to, and every copy that is mapped.
 
-torch reports the version it was BUILT against (``torch.cuda.nccl.version()``), which
-differs from the loaded one when a newer library is preloaded. Worse, with ``LD_PRELOAD``
-of a newer library two copies can be mapped at once: torch loads its own wheel copy by
-absolute path, while its calls bind to the preloaded one. /proc/self/maps lists them in
-address order, which says nothing about binding (docs/shared-device.md, "Which library is
-bound"). So we ask the way the dynamic linker resolves a symbol:
-
-1. the version symbol through the global scope (``dlsym(RTLD_DEFAULT)``: the program,
-   LD_PRELOAD objects and everything loaded RTLD_GLOBAL, in that order);
-2. if it is not there, through the local scope of the framework library that links the
-   collective library (named in the vendor table, else any mapped object whose
-   dependencies resolve the symbol);
-
-then ``dladdr`` on the function pointer names the file that DEFINES it, and calling that
-function gives the version. Vendor-neutral: names come from ``vendors.py``.
+torch reports the version it was BUILT against, which differs from the loaded one when a newer library is
+preloaded; with ``LD_PRELOAD`` two copies can be mapped at once (torch's wheel copy by absolute path, while its
+calls bind to the preloaded one), and /proc/self/maps says nothing about binding. So we ask the way the dynamic
+linker resolves a symbol: the version symbol through the global scope (``dlsym(RTLD_DEFAULT)``), else through the
+local scope of the framework library that links the collective library; ``dladdr`` on the function pointer names
+the file that DEFINES it, and calling it gives the version. Vendor-neutral: names come from ``vendors.py``.
 """
 
 from __future__ import annotations
@@ -100,10 +91,7 @@ def mapped_paths(maps_file: str = "/proc/self/maps") -> list[str]:
 
 
 def decode_version(code: int) -> str:
-    """Decode NCCL-style integer versions.
-
-    Since 2.9 the code is major*10000 + minor*100 + patch; before, major*1000 + minor*100 + patch.
-    """
+    """Decode NCCL-style integer versions: major*10000 + minor*100 + patch since 2.9, major*1000 + ... before."""
     if code >= 10000:
         return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
     return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
@@ -111,9 +99,8 @@ def decode_version(code: int) -> str:
 
 def find_copies(library_names: tuple[str, ...], version_symbol: str | None,
                 linked_by: tuple[str, ...] = (), maps_file: str = "/proc/self/maps") -> CollectiveLibraries:
-    """Every mapped copy of the library (file name starting with one of ``library_names``), with
-    its own version, and the one calls bind to. ``linked_by``: file-name prefixes of the
-    framework libraries that link it (e.g. libtorch_cuda.so), asked first for their local scope."""
+    """Every mapped copy of the library (file name starting with one of ``library_names``), with its own version,
+    and the one calls bind to. ``linked_by``: the framework libraries that link it, asked first for their scope."""
     paths = mapped_paths(maps_file)
     copy_paths = [p for p in paths if _file_name(p).startswith(library_names)]
     linker = _linker()

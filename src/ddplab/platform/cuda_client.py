@@ -1,12 +1,10 @@
 """One small client of the CUDA driver, without torch: the test client a fresh MPS daemon must serve
 (sharing_daemon.py) before any rank starts.
 
-Run as a script by its file path (`python cuda_client.py INDEX...`), so that it imports neither torch nor ddplab:
-the torch client it replaces spent about 3.3 s of every shared-device stage on one H200 importing torch
-(docs/RESULTS.md, "ddplab check within 30 s"); this one starts in well under a second. Like a rank, it takes each
-device's primary context (the one torch's runtime uses), then writes 4 bytes on the device and reads them back,
-so the daemon has started a server and run work for a client. Exit 0: served; otherwise the driver's error name.
-The standard library alone: ctypes and the driver library (libcuda.so.1) that every CUDA process loads.
+Run as a script by its file path (`python cuda_client.py INDEX...`), so that it imports neither torch nor ddplab
+(importing torch cost seconds of every shared-device stage). Like a rank, it takes each device's primary context,
+writes 4 bytes on the device and reads them back, so the daemon has started a server and run work for a client.
+Exit 0: served; otherwise the driver's error name. ctypes and libcuda.so.1 alone.
 """
 
 import ctypes

@@ -1,10 +1,8 @@
 """Find out what this machine is: accelerator, plug-in, backends, library versions.
 
-Two halves, so that vendors we cannot run here are still tested:
-- ``gather_probe()`` asks torch, the plug-ins, the loaded libraries and the process
-  table, and returns a plain ``Probe`` of facts.
-- ``describe(probe)`` turns facts into a ``Platform`` decision without touching the
-  machine; unit tests feed it hand-made probes for MUSA, Ascend and XPU.
+Two halves, so that vendors we cannot run here are still tested: ``gather_probe()`` asks the machine and returns
+a plain ``Probe`` of facts; ``describe(probe)`` turns facts into a ``Platform`` decision without touching the
+machine (unit tests feed it hand-made probes for MUSA, Ascend and XPU).
 """
 
 from __future__ import annotations
@@ -98,12 +96,8 @@ class Platform:
 
 
 def describe(probe: Probe, device_request: str | None = None) -> Platform:
-    """Decide the device type and backend from the facts in ``probe``.
-
-    ``device_request`` is the user's ``--device`` (None or "auto" = what is detected).
-    Raises UsageError for an unknown device and EnvironmentUnsupported for a known
-    device this machine does not have.
-    """
+    """Decide the device type and backend from the facts in ``probe`` and the user's ``--device`` (None or
+    "auto": what is detected). UsageError for an unknown device, EnvironmentUnsupported for one not here."""
     validate_device_request(device_request)
     if device_request in (None, "auto"):
         device_type = probe.accelerator if probe.accelerator in VENDORS and probe.device_count > 0 else "cpu"
@@ -286,8 +280,7 @@ def _built_version(torch, accelerator) -> str | None:
 
 
 def host_memory() -> tuple[int, int]:
-    """(total, available) bytes of host memory now: MemAvailable on Linux (memory planning reads it,
-    platform/memory_plan.py)."""
+    """(total, available) bytes of host memory now (MemAvailable on Linux)."""
     import psutil
 
     vm = psutil.virtual_memory()

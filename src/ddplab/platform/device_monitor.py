@@ -1,9 +1,8 @@
-"""Device memory and utilisation, per device and per process, from the vendor's
-management library (NVML on NVIDIA). Other vendors expose no per-process memory
-API that ddplab can call yet; their monitor says so instead of guessing.
+"""Device memory and utilisation, per device and per process, from the vendor's management library (NVML on
+NVIDIA). Other vendors expose no per-process memory API ddplab can call yet; their monitor says so.
 
-NVML returns host PIDs. Inside a container without the host PID namespace they
-differ from /proc (docs/background.md §3); the report records the PIDs as NVML gave them.
+NVML returns host PIDs, which differ from /proc inside a container without the host PID namespace; the report
+records them as NVML gave them.
 """
 
 from __future__ import annotations
@@ -102,11 +101,8 @@ def driver_version(vendor: Vendor | None) -> str | None:
 
 
 def device_memory(vendor: Vendor | None, torch, count: int) -> dict[int, tuple[int, int]]:
-    """{torch device index: (total, free)} bytes, device-wide (all processes).
-
-    NVML reads it without creating a device context in this process; other vendors
-    fall back to torch's accelerator API, which does create one.
-    """
+    """{torch device index: (total, free)} bytes, device-wide. NVML reads it without creating a device context in
+    this process; other vendors fall back to torch's accelerator API, which does create one."""
     if vendor is not None and vendor.per_process_memory_api == NVIDIA.per_process_memory_api:
         with contextlib.suppress(Exception), _nvml_session() as nvml:
             handles = [nvml.nvmlDeviceGetHandleByIndex(n) for n in _visible_nvml_indices(count)]

@@ -1,11 +1,9 @@
 """torch's flight recorder (FR): the environment that switches it on, and reading it in a rank.
 
-The flight recorder keeps, per rank, the last collectives each process group issued
-(sequence number, op, sizes, state) and a per-group status (last enqueued / started /
-completed collective). It has a generic recorder (gloo and other CPU backends) and the
-NCCL process group's own one, each with its own functions and older environment names;
-those vendor names are data here, so nothing outside this package spells them.
-Facts and versions: docs/flight-recorder.md.
+It keeps, per rank, the last collectives each process group issued and a per-group status (last enqueued /
+started / completed). torch has a generic recorder (gloo and other CPU backends) and the NCCL process group's own,
+each with its own functions and older environment names; those vendor names are data here, so nothing outside
+this package spells them. Facts and versions: docs/flight-recorder.md.
 """
 
 from __future__ import annotations
@@ -13,8 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
-# Every name torch reads for the same setting, current name first. The older names are
-# NCCL's and are the only ones torch read before 2.9.
+# Every name torch reads for the same setting, current name first (the older, NCCL's, are the only ones before 2.9).
 BUFFER_SIZE_ENV = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 DUMP_FILE_ENV = ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
 CURRENT_NAMES_FROM = (2, 9)  # torch reads the TORCH_FR_* names from this release on
@@ -22,20 +19,15 @@ CURRENT_NAMES_FROM = (2, 9)  # torch reads the TORCH_FR_* names from this releas
 # torch's own default buffer from 2.11 on; before 2.11 the recorder is off (0) unless set.
 DEFAULT_BUFFER_ENTRIES = 2000
 
-# In-process dump functions of torch._C._distributed_c10d, vendor's first: a job on the
-# vendor's backend records there; the generic recorder is the one gloo writes to.
-# Each takes (includeCollectives, onlyActive) and returns JSON bytes. With
-# includeCollectives=False the answer is only the per-group status: about 80 us on a
-# 2-core CPU machine, cheap enough to poll. Stack traces are never asked for: collecting
-# them needs the GIL and can hang the dump (pytorch#167023).
+# In-process dump functions of torch._C._distributed_c10d, vendor's first (the generic one is gloo's). Each takes
+# (includeCollectives, onlyActive) and returns JSON bytes; without collectives it is only the per-group status,
+# cheap enough to poll. Stack traces are never asked for: collecting them needs the GIL and can hang the dump.
 JSON_DUMPERS = ("_dump_nccl_trace_json", "_dump_fr_trace_json")
-# The same dumps as pickle, each taking (includeCollectives, includeStackTraces, onlyActive): the full record of
-# 2000 entries and its decoding cost about 45 ms where JSON costs about 95 ms (2-core CPU machine, torch 2.13,
-# docs/flight-recorder.md). Both hold the GIL throughout, so a rank's main thread waits for them.
+# The same dumps as pickle, each taking (includeCollectives, includeStackTraces, onlyActive): for the full record
+# about half the cost of JSON (docs/flight-recorder.md). Both hold the GIL, so a rank's main thread waits for them.
 PICKLE_DUMPERS = ("_dump_nccl_trace", "_dump_fr_trace")
-# The vendor's recorder times each collective on the device (its ``duration_ms``: from the moment the collective
-# could start on its stream, after the rank's own work before it, to its end) only with this switched on; the
-# generic recorder keeps the enqueue time alone.
+# The vendor's recorder times each collective on the device (``duration_ms``, from when it could start on its
+# stream to its end) only with this switched on; the generic recorder keeps the enqueue time alone.
 TIMING_ENV = "TORCH_NCCL_ENABLE_TIMING"
 # The generic recorder (gloo and other host backends) counts every group itself, and its "completed" counter can
 # lag the call's return by up to about a second: a collective pending there is a wait only once it persists.
@@ -43,24 +35,21 @@ GENERIC_RECORDER = JSON_DUMPERS[1]
 
 
 def counts_lag(recorder: str | None) -> bool:
-    """Whether this recorder's "completed" counter can trail a collective that already returned (the generic one),
-    so that a pending collective means a wait only when it persists; a vendor's recorder counts as the work
-    completes."""
+    """Whether this recorder's "completed" counter can trail a collective that already returned (GENERIC_RECORDER)."""
     return recorder == GENERIC_RECORDER
 
 
 def records_every_group() -> bool:
-    """Whether this process's torch has the generic recorder, which gloo's groups write to (torch 2.8 on:
-    docs/RESULTS.md, the torch matrix's "gloo FR"). For a supervisor only: it imports torch."""
+    """Whether this process's torch has the generic recorder, which gloo's groups write to (torch 2.8 on). For a
+    supervisor only: it imports torch."""
     import torch.distributed  # noqa: F401  (loads the c10d extension)
 
     return hasattr(_c10d(), GENERIC_RECORDER)
 
 
 def recorder_environment(environ: dict[str, str], dump_prefix: str, torch_version: tuple[int, int]) -> dict[str, str]:
-    """What to add to a rank's environment so that its flight recorder is on and dumps into
-    ``dump_prefix`` (torch appends the rank). A setting the user made, under any of its
-    names, is left alone, including a buffer of 0 (the user switched the recorder off)."""
+    """What to add to a rank's environment so that its flight recorder is on and dumps into ``dump_prefix`` (torch
+    appends the rank). A setting the user made, under any of its names, is left alone, a buffer of 0 included."""
     names = 0 if torch_version >= CURRENT_NAMES_FROM else 1
     wanted = {}
     if not any(name in environ for name in BUFFER_SIZE_ENV):
@@ -85,16 +74,15 @@ def user_buffer_setting(environ: dict[str, str]) -> str | None:
 
 
 def _c10d():
-    """torch's c10d extension if this process has loaded it; never imports torch itself
-    (a side thread importing torch while the main thread does can deadlock on import locks)."""
+    """torch's c10d extension if this process has loaded it; never imports torch itself (a side thread importing
+    torch while the main thread does can deadlock on import locks)."""
     c10d = sys.modules.get("torch._C._distributed_c10d")
     return c10d if c10d is not None else getattr(sys.modules.get("torch._C"), "_distributed_c10d", None)
 
 
 def read(include_collectives: bool, only_active: bool = False) -> dict | None:
-    """This rank's flight record (or only its per-group status), from the recorder that has
-    process groups in it; None before torch.distributed is loaded or when no recorder has any.
-    ``only_active`` leaves out the collectives that completed (a cheap dump in a healthy job)."""
+    """This rank's flight record (or only its per-group status), from the recorder that has process groups in it;
+    None before torch.distributed is loaded or when none has. ``only_active`` leaves out completed collectives."""
     for name, record in _dumps(JSON_DUMPERS, lambda dump: json.loads(dump(include_collectives, only_active))):
         if record.get("pg_status"):
             record["recorder"] = name
@@ -103,9 +91,8 @@ def read(include_collectives: bool, only_active: bool = False) -> dict | None:
 
 
 def read_entries() -> tuple[str, list[dict]] | None:
-    """(the dump function that answered, every entry of this rank's flight record) from the recorder that has
-    entries, without stack traces; None before torch.distributed is loaded or when no recorder has any. Costs as
-    much as the whole buffer, however few entries are new (PICKLE_DUMPERS)."""
+    """(the dump function that answered, every entry of this rank's flight record, without stack traces); None
+    where no recorder has any. Costs as much as the whole buffer, however few entries are new."""
     import pickle
 
     for name, record in _dumps(PICKLE_DUMPERS, lambda dump: pickle.loads(dump(True, False, False))):
@@ -153,16 +140,11 @@ class StatusReader:
     """The per-group status a rank's beacon polls, counted from the recorder's entries where torch keeps none.
 
     Under NCCL's blocking wait (TORCH_NCCL_BLOCKING_WAIT=1) torch keeps no work list, and only that list updates the
-    per-group status: every count stays -1 however many collectives run. The recorder still records each one. On one
-    H200 (torch 2.11, NCCL 2.30.7, docs/RESULTS.md) a rank stuck behind a stalled peer sat in a device synchronize
-    with nothing pending in its status, so no rank looked as if it waited and the job was never ended. For a group
-    whose count never moved, the status is read from the entries not completed yet (a dump of the active ones only)
-    and the highest sequence number seen so far: a lower bound, exact while a collective is stuck.
-
-    Only for the vendor's recorder, and only while no group of the rank has a count: torch counts every group in
-    a job without blocking wait once its first collective is enqueued, and the generic recorder (gloo) counts its
-    groups itself, while its entries never leave "scheduled" (an active dump there is the whole buffer, about
-    120 ms: docs/flight-recorder.md).
+    per-group status: every count stays -1, so a rank stuck behind a stalled peer looks as if it waits for nothing.
+    The recorder still records each collective. For a group whose count never moved, the status is read from the
+    entries not completed yet and the highest sequence number seen so far: a lower bound, exact while a collective
+    is stuck. Only for the vendor's recorder, and only while no group of the rank has a count (the generic
+    recorder counts its groups itself, and its entries never leave "scheduled").
     """
 
     def __init__(self):

@@ -1,28 +1,16 @@
 """Calling the collective library directly, through the vendor's own Python binding.
 
-The torch engine times a collective through torch.distributed; the library engine makes the
-same call on the same device buffers straight into the library, so the two side by side say
-what the framework adds per call (a 4-byte all_reduce on 2x H200: 10.8 us through nccl4py's
-bindings layer, 38-40 us through torch; docs/background.md §5).
+The torch engine times a collective through torch.distributed; the library engine makes the same call on the
+same device buffers straight into the library, so the two side by side say what the framework adds per call.
 
-- ``open_binding(platform)``: the binding the vendor table names, imported, or
-  EnvironmentUnsupported (exit 3) with the install hint. ``binding_status(platform)`` answers
-  the same question for ``ddplab env`` without raising.
-- ``LibraryBinding.communicator(...)``: one communicator over the job's ranks, on the rank's
-  device. Its unique id crosses processes through the c10d store the default group was built on:
-  no second rendezvous, no extra port. Several ranks on one device only where the loaded library
-  allows it, with the environment the placement policy chose.
-- ``LibraryCommunicator.bind(calls)``: a collective's ``LibraryCall``s (collectives/*.py) turned
-  into one callable, with pointers, counts and codes resolved once, so each call is one binding
-  call on a stream the communicator owns. ``synchronize()`` waits for that stream, so the
-  communicator can stand where the timing helpers take a runtime: N calls then one
-  synchronize() is the pipelined mode, a synchronize() after each the blocking one.
+A communicator's unique id crosses processes through the c10d store the default group was built on: no second
+rendezvous, no extra port. ``LibraryCommunicator.bind`` resolves pointers, counts and codes once, so each call is
+one binding call on the communicator's stream; ``synchronize()`` lets the communicator stand where the timing
+helpers take a runtime (N calls then one synchronize is the pipelined mode).
 
-This is the only module that imports a binding. What is specific to one binding lives in one
-adapter class in a module of its own (``nccl4py.Nccl4pyAdapter``); the library's calls, what each reads and
-writes, are in library_calls.py. Tests substitute an adapter of their own through
-``DDPLAB_LIBRARY_BINDING=module:attr`` (a factory called with no arguments), which every rank
-inherits, and the substitute is named wherever the binding is reported.
+This is the only module that imports a binding; what is specific to one binding lives in its adapter
+(``nccl4py.Nccl4pyAdapter``). Tests substitute an adapter through ``DDPLAB_LIBRARY_BINDING=module:attr`` (a
+factory called with no arguments), which every rank inherits and which is named wherever the binding is reported.
 """
 
 from __future__ import annotations
@@ -130,13 +118,9 @@ def _open_substitute(target: str, platform: Platform, import_module: Callable) -
 # --- several ranks on one device ---------------------------------------------------------------
 
 def shared_device_env(platform: Platform, shared_device: bool, placement_env: Mapping[str, str]) -> dict[str, str]:
-    """The environment the library needs before a communicator is made, or EnvironmentUnsupported
-    where the loaded library refuses several ranks on one device (docs/background.md §2).
-
-    With several ranks per device the placement policy may have chosen gloo for the torch engine
-    (the library alone time-slices the device); the library engine still calls the library, so
-    the rule's own switch is added to what the placement set.
-    """
+    """The environment the library needs before a communicator is made, or EnvironmentUnsupported where the
+    loaded library refuses several ranks on one device. The placement may have chosen gloo for the torch engine;
+    the library engine still calls the library, so the rule's own switch is added to what the placement set."""
     env = dict(placement_env)
     rule = platform.spec.multi_rank
     if not shared_device or platform.host_only or rule is None or rule.min_version is None:

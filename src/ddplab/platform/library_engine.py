@@ -1,14 +1,10 @@
-"""The launcher's side of the engines: whether the library engine can run here, decided before any
-rank starts, and what the storm and the sweep report about it.
+"""The launcher's side of the engines: whether the library engine can run here, decided before any rank starts,
+and what the storm and the sweep report about it.
 
-``--engine torch`` (the default) times torch.distributed, the report's own method; ``library`` calls the
-collective library directly through the vendor's binding (platform/library_binding.py) on the same buffers,
-with the same formulas, check and rows; ``both`` runs them back to back and reports what the framework adds per
-call (torch time - library time) and its share. The ranks' side is workloads/callers.py.
-
-The library engine follows the placement the policy chose (job/policy.py): several ranks on one device only where
-the loaded library allows it (with its switch set, and with or without the sharing daemon as planned), so the
-shared-device costs (docs/shared-device.md) can be shown without torch in the way.
+``--engine torch`` (the default) times torch.distributed; ``library`` calls the collective library directly through
+the vendor's binding on the same buffers, with the same formulas, check and rows; ``both`` runs them back to back
+and reports what the framework adds per call. The library engine follows the placement the policy chose, so the
+shared-device costs can be shown without torch in the way. The ranks' side is workloads/callers.py.
 """
 
 from __future__ import annotations
@@ -37,10 +33,8 @@ METHOD = ("the collective library called directly through the vendor's binding (
 
 def prepare_library(engine: str, platform, placement, environ: Mapping[str, str] | None = None,
                     import_module: Callable = importlib.import_module) -> LibraryEngineRecord | None:
-    """For ``library`` and ``both``: the binding, checked here before any rank starts, or
-    EnvironmentUnsupported (exit 3): a vendor without a binding, a binding that is not installed (with the
-    install hint), one that cannot reach its library, or a library that refuses the ranks' placement.
-    None for the torch engine."""
+    """For ``library`` and ``both``: the binding, checked before any rank starts, or EnvironmentUnsupported (exit
+    3) where it is missing, cannot reach its library or refuses the ranks' placement. None for the torch engine."""
     if engine not in (LIBRARY, BOTH):
         return None
     from .library_binding import open_binding, shared_device_env
@@ -88,7 +82,7 @@ def library_checks(library: LibraryEngineRecord) -> list[Check]:
 
 def binding_check(library: LibraryEngineRecord) -> Check:
     """Which library the engine's calls reached: a copy other than torch's makes the comparison one of two
-    libraries, not of the framework's cost (docs/shared-device.md, "Which library is bound")."""
+    libraries, not of the framework's cost."""
     status = library.binding
     other = status.same_library_as_framework is False
     return Check("library engine", Verdict.WARN if other else Verdict.PASS, status.describe(),
@@ -98,7 +92,7 @@ def binding_check(library: LibraryEngineRecord) -> Check:
 
 def added_cost_check(rows: list[AddedCost]) -> list[Check]:
     """Informational: what torch adds per call, at the smallest and at the largest size timed (the first row of
-    each in the record's order: the first collective, or the storm's own number); every row is in the table."""
+    each, in the record's order); every row is in the table."""
     if not rows:
         return []
     smallest = next(r for r in rows if r.size_bytes == min(x.size_bytes for x in rows))

@@ -1,20 +1,11 @@
 """Memory planning: before a measurement allocates, what it needs on the device and on the host, against what
 this machine and its cgroup have, for every rank of the machine together.
 
-Why: on one H200 (torch 2.11, NCCL 2.28.9) two gloo ranks shared the GPU, and gloo copies every device tensor a
-call is given into pinned host memory. A pipelined size keeps ``-n`` calls in flight, each with its own pinned
-copies, and torch's caching host allocator kept every block between sizes: each rank's RSS grew to 61 GB until
-the kernel killed one, and the report said only "Signal 9". Now:
-- ``collective_need`` (pure): what one (collective, size, placement) adds per rank, from the collective's
-  buffers (collectives/*.py ``Buffers``, nccl-tests' byte counts), the route its data take (``Route``: on the
-  host, on a device, or staged through host memory by gloo) and the calls in flight;
-- ``judge`` (pure): a need against ``MachineMemory`` for all ranks of the machine, and of the busiest device;
-- ``read_machine``: the numbers now (MemAvailable, every cgroup v1/v2 limit above this process, less its
-  reclaimable page cache, a budget in DDPLAB_HOST_MEMORY_BUDGET; the device's free memory and the rank's cap);
-- ``release``: between sizes, the device cache, the pinned host cache and the C heap handed back;
-- ``PeakRss``: a process's RSS now and its peak since the last reset, per size.
-A measurement that cannot fit is skipped with its ``MemoryFit`` (needed vs available), never run into the OOM
-killer; a single-size stage is refused before it starts (``require_fits``).
+Why: gloo copies every device tensor a call is given into pinned host memory, a pipelined size keeps ``-n`` calls
+in flight, each with its own copies, and torch's caching host allocator keeps every block between sizes: RSS grows
+until the kernel kills a rank and the report says only "Signal 9". So a measurement that cannot fit is skipped
+with its ``MemoryFit`` (needed vs available), never run into the OOM killer; a single-size stage is refused before
+it starts (``require_fits``); ``release`` hands the caches back between sizes. Numbers: docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -41,10 +32,8 @@ GLIBC_MMAP_THRESHOLD_MAX = 32 << 20  # glibc maps blocks above this and returns 
 HOST_RESERVE_FRACTION, HOST_RESERVE_MIN, HOST_RESERVE_MAX = 0.05, 256 << 20, 4 << 30
 DEVICE_RESERVE_FRACTION = 0.05
 UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as a number near 2**63
-# On top of the count, for what it cannot see (allocators' rounding, glibc's heap, gloo's transfer buffers): on CPU
-# (2 gloo ranks, 4 collectives, 1 KiB to 64 MiB) a size's RSS grew by up to 1.15 x its count plus a few MiB on a
-# quiet machine, and under load by 1.34 x (all_reduce 16 MiB in place: 112.5 MiB for a count of 84 MiB) and once
-# by 1.52 x (127.9 MiB, a clean clone's CI run, tests/integration/test_memory_plan_cpu.py), so 60 % of it again.
+# On top of the count, for what it cannot see (allocators' rounding, glibc's heap, gloo's transfer buffers): a
+# size's RSS was measured at up to 1.52 x its count under load (docs/metrics.md), so 60 % of it again.
 MARGIN_FRACTION, MARGIN_MIN = 0.6, 16 << 20
 
 
@@ -77,13 +66,10 @@ def check_scratch_bytes(numel: int, elem: int) -> int:
 def gloo_copies(op: str, buffers: Buffers, elem: int, in_flight: int) -> tuple[int, bool]:
     """Copies of the whole (largest) buffer gloo itself makes for one size, and whether they sit beside the tensors
     (on the device, for device tensors) rather than on the host; the collective's spec says which kind it makes:
-    - GLOO_COPIES_OUTPUT (all_gather): a flat host copy of the output, one per call it runs: on CPU (torch 2.13, 2
-      ranks, VmHWM) 64 MiB with 20 calls in flight took 2.0 x the size (gloo's 2 worker threads; glibc maps such
-      blocks and unmaps them when freed), 16 MiB with 5 in flight 5.0 x (glibc keeps blocks below its 32 MiB
-      mapping threshold in its heap, so every call's copy stays resident);
-    - GLOO_COPIES_INPUT (reduce_scatter): a clone of the whole input all-reduced and kept until the call is waited
-      for: 64 MiB with 20 calls in flight took 20.1 x the size;
-    - none (all_reduce 0.06 x, all_to_all and broadcast 0): their buffers are used as they are."""
+    - GLOO_COPIES_OUTPUT (all_gather): a flat host copy of the output per call it runs; above glibc's mmap
+      threshold a block is unmapped when freed (only gloo's running calls hold one), below it every copy stays;
+    - GLOO_COPIES_INPUT (reduce_scatter): a clone of the whole input, kept until the call is waited for;
+    - none: the buffers are used as they are."""
     kind = collectives.get(op).gloo_copies
     if kind == GLOO_COPIES_INPUT:
         return in_flight, True
@@ -225,8 +211,7 @@ def _number(path: Path, line: str) -> int | None:
 
 def parse_budget(environ: Mapping[str, str]) -> int | None:
     """DDPLAB_HOST_MEMORY_BUDGET: host bytes this machine's ranks may add (K/M/G suffixes), to plan as if the
-    machine had only that much free; unset: no budget. A value that is not a size is a UsageError (exit 2):
-    the launcher reads the machine before it starts anything (``require_fits``)."""
+    machine had only that much free; unset: no budget. A value that is not a size is a UsageError (exit 2)."""
     text = environ.get(BUDGET_ENV, "").strip()
     if not text:
         return None
@@ -316,9 +301,8 @@ def require_fits(platform, placement, need: MemoryNeed, what: str, reference: st
 
 def release(runtime, staged: bool) -> bool:
     """Hand back what the last size left cached: Python's garbage, the device allocator's cache, the pinned host
-    cache where gloo staged through it (platform/runtime.py), and the C heap's free pages: glibc keeps freed blocks
-    below its mmap threshold (which grows to 32 MiB after large frees) in RSS, and malloc_trim(0) returns them
-    (nothing to do elsewhere). Returns whether the pinned host cache was emptied."""
+    cache where gloo staged through it, and the C heap's free pages (glibc keeps freed blocks below its mmap
+    threshold in RSS; malloc_trim(0) returns them). Returns whether the pinned host cache was emptied."""
     gc.collect()
     emptied = runtime.release_caches(host=staged)
     if sys.platform.startswith("linux"):

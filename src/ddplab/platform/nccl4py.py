@@ -16,17 +16,12 @@ from .collective_lib import decode_version
 class Nccl4pyAdapter:
     """Everything nccl4py-specific (written against 0.6.0; its API changed between 0.3 and 0.6).
 
-    Its bindings layer, not its ``Communicator`` class: the bindings take raw pointers and release
-    the GIL around each NCCL call, while ``Communicator`` resolves buffer specs on every call
-    (~8-12 us more per call on H200; docs/background.md §5). The communicator comes from the
-    bindings' own ``comm_init_rank_scalable`` with one id, the call nccl4py's ``Communicator`` makes,
-    and is the bindings' ``Comm`` object the calls take.
+    Its bindings layer, not its ``Communicator`` class: the bindings take raw pointers and release the GIL around
+    each NCCL call, while ``Communicator`` resolves buffer specs on every call (docs/background.md §5).
 
-    Which libnccl: nccl4py looks each NCCL symbol up in the process's global scope first and
-    otherwise asks cuda-pathfinder, which returns a libnccl already loaded into the process before
-    it searches anywhere; so with torch imported first its calls reach the copy torch loaded.
-    ``versions()`` reports the path, and ``LibraryBinding.available()`` compares it with the copy
-    torch's own calls bind to (platform/collective_lib.py).
+    Which libnccl: nccl4py looks each symbol up in the global scope first, else asks cuda-pathfinder, which returns
+    a libnccl already loaded; so with torch imported first its calls reach the copy torch loaded. ``versions()``
+    reports the path, and ``LibraryBinding.available()`` compares it with the copy torch's calls bind to.
     """
 
     name = "nccl4py"
@@ -104,8 +99,8 @@ class Nccl4pyAdapter:
         send = call.send.data_ptr() if call.send is not None else 0
         recv = call.recv.data_ptr() if call.recv is not None else 0
         op, count = self._ops.get(call.op or "sum"), call.count
-        # Every bindings call ends with (comm, stream); partial() resolves all arguments now, so a
-        # call costs the binding's own call and nothing more.
+        # Every bindings call ends with (comm, stream); partial() resolves all arguments now, so a call costs the
+        # binding's own call and nothing more.
         head = {
             "all_reduce": (nccl.all_reduce, send, recv, count, dtype, op),
             "all_gather": (nccl.all_gather, send, recv, count, dtype),

@@ -1,7 +1,6 @@
 """Device operations a rank needs, for any device type, without naming one.
 
-Everything goes through ``torch.get_device_module(device_type)`` (torch.cuda,
-torch.musa, torch.npu, torch.xpu) or ``torch.accelerator``; the host CPU is the
+Everything goes through ``torch.get_device_module(device_type)`` or ``torch.accelerator``; the host CPU is the
 case with no device module work to do.
 """
 
@@ -60,8 +59,7 @@ class DeviceRuntime:
         return int(self.module.get_device_properties(self.index).total_memory * (self.fraction or 1.0))
 
     def memory_info(self) -> tuple[int, int] | None:
-        """(free, total) bytes of this rank's device, as the driver counts them (every process on it); None on
-        the host or where the device module cannot say."""
+        """(free, total) bytes of this rank's device, every process on it counted; None where it cannot be said."""
         if self.host_only:
             return None
         query = (getattr(self.module, "mem_get_info", None)
@@ -83,9 +81,8 @@ class DeviceRuntime:
 
     def release_caches(self, host: bool) -> bool:
         """Hand cached memory back between measurements: the device allocator's cache and, with ``host``, the
-        pinned host allocator's cache (where a backend staged device tensors through host memory, it keeps
-        every block it used: the sweep's RSS grew to 61 GB per rank on one H200 without this). Returns whether
-        the host cache could be emptied (False on the host, where there is none, or where torch offers no way)."""
+        pinned host allocator's cache (where a backend staged device tensors through host memory it keeps every
+        block it used). Returns whether the host cache could be emptied."""
         if self.host_only:
             return False
         self.synchronize()
@@ -107,8 +104,7 @@ class DeviceRuntime:
 
 
 def _host_cache_emptier(torch):
-    """The pinned host allocator's empty-cache call: torch.accelerator.empty_host_cache where this torch has it
-    (2.13 does), else the private torch._C._host_emptyCache (torch 2.11 has it; measured on one H200: the
-    cache of 2 gloo ranks went from 9.26 GB back to 0.68 GB)."""
+    """The pinned host allocator's empty-cache call: torch.accelerator.empty_host_cache where this torch has it,
+    else the private torch._C._host_emptyCache (torch 2.11 has it)."""
     accelerator = getattr(torch, "accelerator", None)
     return getattr(accelerator, "empty_host_cache", None) or getattr(torch._C, "_host_emptyCache", None)

@@ -1,13 +1,10 @@
 """The device-sharing daemon (NVIDIA MPS) for one run: a private one, or the one already running.
 
-Without MPS, processes sharing a GPU time-slice and every NCCL collective pays a context
-switch (4,501.7 us vs 45.0 us per all_reduce, docs/shared-device.md). A private daemon has
-its own pipe and log directories inside the run directory, only this run's ranks are
-pointed at it, and it is stopped afterwards even on failure. A daemon the user started is
-used as it is: never stopped or reconfigured, and the device's compute mode is never
-changed. Either way, one small client must be served before the ranks start: a daemon
-whose client crashed can refuse every new one ("busy or unavailable") until it is stopped,
-and such a daemon is not used.
+Without MPS, processes sharing a GPU time-slice and every collective pays a context switch (docs/shared-device.md).
+A private daemon has its own pipe and log directories inside the run directory, only this run's ranks are pointed
+at it, and it is stopped afterwards even on failure. A daemon the user started is used as it is, never stopped or
+reconfigured. Either way one small client must be served before the ranks start: a daemon whose client crashed
+can refuse every new one ("busy or unavailable"), and such a daemon is not used.
 """
 
 from __future__ import annotations
@@ -49,9 +46,8 @@ class DaemonUnusable(EnvironmentUnsupported):
 
 class PrivateDaemon:
     def __init__(self, vendor: Vendor, directory: Path, marker_env: dict[str, str] | None = None):
-        """``directory``: where its pipe and log directories go (RunDir.sharing_daemon_dir). ``marker_env``: the
-        run's markers (RunDir.marker_env), carried by a private daemon so that `ddplab clean` recognises one whose
-        launcher is gone (docs/processes.md)."""
+        """``directory``: where its pipe and log directories go. ``marker_env``: the run's markers, carried by a
+        private daemon so that `ddplab clean` recognises one whose launcher is gone."""
         self.vendor = vendor
         self.root = Path(directory)
         self.marker_env = dict(marker_env or {})
@@ -63,10 +59,8 @@ class PrivateDaemon:
         self._control: str | None = None
 
     def start(self, device_indices: tuple[int, ...] = (0,)) -> dict[str, str]:
-        """Use the running daemon or start a private one; returns the environment the ranks need.
-
-        Raises DaemonUnusable when it cannot start or refuses a client; call stop() either way.
-        """
+        """Use the running daemon or start a private one; returns the environment the ranks need. Raises
+        DaemonUnusable when it cannot start or refuses a client; call stop() either way."""
         try:
             return self._start(device_indices)
         except DaemonUnusable as exc:
@@ -152,9 +146,8 @@ class PrivateDaemon:
         self.started = False
 
     def guardian_entry(self) -> dict | None:
-        """How the run's guardian stops this daemon if the launcher dies without stopping it (supervision/guardian.py
-        reads daemons.json): its own quit command through its own pipe, then its processes by pid and start time.
-        None for a daemon that is not ours."""
+        """How the run's guardian stops this daemon if the launcher dies: its own quit command through its own pipe,
+        then its processes by pid and start time. None for a daemon that is not ours."""
         if not self.started or not self._control:
             return None
         pids = [[p.pid, start_ticks(p.pid)] for p in _daemons(self.vendor, self.env[PIPE_ENV])]
@@ -171,9 +164,8 @@ class PrivateDaemon:
 
 
 def stop_leftover(vendor: Vendor, environ: dict[str, str], timeout_s: float = 20) -> bool:
-    """Stop a private daemon an earlier ddplab left (its launcher gone: `ddplab clean`) through its own pipe, as its
-    launcher would have: the quit command with the daemon's own pipe directory. False where that cannot be done
-    (no control command here, no pipe directory of its own): the caller ends its processes instead."""
+    """Stop a private daemon an earlier ddplab left (`ddplab clean`) with the quit command through its own pipe, as
+    its launcher would have. False where that cannot be done: the caller ends its processes instead."""
     control = shutil.which(vendor.sharing_daemon_control or "")
     pipe = environ.get(PIPE_ENV)
     if not control or not pipe:
@@ -190,8 +182,8 @@ def stop_leftover(vendor: Vendor, environ: dict[str, str], timeout_s: float = 20
 
 
 def running_daemons(vendor: Vendor) -> list[psutil.Process]:
-    """Sharing daemons this process's children would reach: those listening on the pipe directory
-    our environment names (or the default one). Another run's private daemon is not among them."""
+    """Sharing daemons this process's children would reach: those on the pipe directory our environment names (or
+    the default one). Another run's private daemon is not among them."""
     return _daemons(vendor, os.environ.get(PIPE_ENV, DEFAULT_PIPE_DIR), unreadable_matches=True)
 
 

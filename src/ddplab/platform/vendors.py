@@ -1,8 +1,7 @@
 """What ddplab knows about each accelerator vendor, as data.
 
-This table is the only place that names vendors' devices, libraries, tools and
-knobs. Adding a vendor means adding one ``Vendor`` entry, not ``if`` chains.
-Facts and defaults are the libraries' documented ones and what was measured on the target machines
+This table is the only place that names vendors' devices, libraries, tools and knobs: adding a vendor means
+adding one ``Vendor`` entry, not ``if`` chains. Facts are the libraries' documented ones and what was measured
 (docs/background.md); where a fact was not verified on hardware, the README says so.
 """
 
@@ -44,9 +43,8 @@ class MultiRankRule:
 
 @dataclass(frozen=True)
 class BindingSpec:
-    """The vendor's official Python binding for calling its collective library directly, without
-    the framework in between (what torch adds per call). ``platform/library_binding.py``
-    is the only module that imports it."""
+    """The vendor's official Python binding for calling its collective library directly, without the framework in
+    between (``platform/library_binding.py`` is the only module that imports it)."""
 
     name: str  # what users call it
     distribution: str  # its package on PyPI
@@ -65,12 +63,9 @@ class BindingSpec:
 
 @dataclass(frozen=True)
 class RasService:
-    """The collective library's own health service, asked over a text protocol (`ddplab launch --ras`).
-
-    Each process of a job runs it; one per machine listens on ``default_address`` (or ``address_env``'s
-    host:port) for clients, and answers a status query with what every process of the job reports
-    (docs/flight-recorder.md, "The collective library's RAS service"). The lines and versions below are
-    the library's, from its sources and documentation; ``caution`` is why ddplab asks only when told to.
+    """The collective library's own health service, asked over a text protocol (`ddplab launch --ras`): one
+    process per machine listens on ``default_address`` (or ``address_env``) and answers a status query with what
+    every process of the job reports (docs/flight-recorder.md). ``caution`` is why ddplab asks only when told to.
     """
 
     name: str  # what users call it
@@ -85,8 +80,8 @@ class RasService:
     json_format: str | None = None  # asks for JSON instead of text, answered by ``ok``
     json_since: tuple[int, int, int] | None = None
     ok: str = "OK"
-    # The service waits up to its own per-leg timeout for every process's part (5 s, then as long
-    # again), so a complete answer about a job with a dead process can take ten seconds.
+    # The service waits up to its per-leg timeout (5 s, twice) for every process's part: a job with a dead process
+    # can take ten seconds to answer.
     handshake_timeout_s: float = 2.0
     answer_within_s: float = 12.0
     caution: str = ""
@@ -101,14 +96,12 @@ class Vendor:
     plugin_module: str | None = None  # out-of-tree torch plug-in to import, if any
     library_names: tuple[str, ...] = ()  # shared objects to look for in /proc/self/maps
     version_symbol: str | None = None  # C function returning the loaded version as int
-    # Framework libraries that link the collective library: where its symbols bind when the
-    # global scope lacks them (docs/shared-device.md, "Which library is bound").
+    # Framework libraries that link the collective library: where its symbols bind when the global scope lacks them.
     collective_linked_by: tuple[str, ...] = ()
     management_tool: str | None = None  # CLI that shows devices and processes
     sharing_daemon_processes: tuple[str, ...] = ()  # process names of a device-sharing daemon
     sharing_daemon_control: str | None = None  # the daemon's control binary
-    # A script beside this module that is the daemon's first client without importing torch (3 s less per run);
-    # None: the client is torch itself (sharing_daemon.py).
+    # A script beside this module that is the daemon's first client without importing torch; None: torch itself.
     sharing_daemon_client: str | None = None
     visible_devices_env: str | None = None
     device_node_globs: tuple[str, ...] = ()  # /dev nodes a process holding the device has open
@@ -266,16 +259,15 @@ HOST_CPU = Vendor(
 
 VENDORS: dict[str, Vendor] = {v.device_type: v for v in (NVIDIA, MOORE_THREADS, ASCEND, INTEL, HOST_CPU)}
 
-# Plug-ins are imported in this order before asking torch which accelerator it has,
-# because they register their device type with torch only once imported.
+# Plug-ins are imported in this order before asking torch which accelerator it has: they register their device type
+# with torch only once imported.
 PLUGIN_ORDER = tuple(v for v in VENDORS.values() if v.plugin_module)
 
 # Backends a user may name: each vendor's and torch's own. Which are usable here is probed at run time.
 KNOWN_BACKENDS = tuple(dict.fromkeys(("gloo", *(v.backend for v in VENDORS.values()), "mpi", "ucc")))
 
-# Environment shown by `ddplab env` and written into reports: never the whole environment, only
-# names ddplab knows, matched exactly (prefixes let RANKING_API_KEY and GLOO_TOKEN through,
-# docs/exposure.md). Values that look like secrets are redacted on top of this (basics/redaction.py).
+# Environment shown by `ddplab env` and written into reports: only names ddplab knows, matched exactly (prefixes let
+# RANKING_API_KEY and GLOO_TOKEN through); values that look like secrets are redacted on top of this.
 GENERIC_ENV_NAMES = (
     # what elastic gives each rank, and the launcher's own knobs
     "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
@@ -307,11 +299,8 @@ def env_whitelisted(name: str) -> bool:
 
 
 def socket_interface_envs(vendor: Vendor) -> tuple[str, ...]:
-    """Variables that choose the interface the ranks' collective sockets listen on.
-
-    The vendor's library's, and gloo's on every device: ranks sharing one device may run gloo
-    (job/policy.py).
-    """
+    """Variables that choose the interface the ranks' collective sockets listen on: the vendor's library's, and
+    gloo's on every device (ranks sharing one device may run gloo)."""
     names = (vendor.socket_interface_env, HOST_CPU.socket_interface_env)
     return tuple(dict.fromkeys(n for n in names if n))
 

@@ -1,15 +1,14 @@
 """The engines a rank times a collective through, on the same buffers and with the same helpers.
 
-- torch: torch.distributed, the report's own method; its calls and timing are exactly what they were before
-  engines existed (a storm's ``dist.all_reduce``, a sweep's ``time_mode``).
-- library: the collective library called directly through the vendor's binding (platform/library_binding.py),
-  a communicator made through the job's own c10d store, its calls bound once to the buffers a collective's
-  ``prepare`` made (``Prepared.library``). The communicator stands where the timing helpers take a runtime.
+- torch: torch.distributed, the report's own method;
+- library: the collective library called directly through the vendor's binding, its calls bound once to the
+  buffers a collective's ``prepare`` made (``Prepared.library``); the communicator stands where the timing
+  helpers take a runtime.
 
 A ``Caller`` is one collective bound to one engine: ``issue()`` makes one call, ``clock`` waits for the calls
-(and makes device events), ``ready()`` orders the engine's calls after what torch queued on the device (the
-buffers' fill), ``timed(iters, mode)`` is one nccl-tests measurement. Several engines in one rank are timed
-back to back on the same buffers (``--engine both``), so their difference is what the framework adds.
+(and makes device events), ``ready()`` orders the engine's calls after what torch queued on the device,
+``timed(iters, mode)`` is one nccl-tests measurement. Engines in one rank are timed back to back on the same
+buffers (``--engine both``), so their difference is what the framework adds.
 """
 
 from __future__ import annotations
@@ -89,8 +88,7 @@ def open_engines(ctx, engine: str, shared_device: bool) -> list:
 
 
 def open_library(ctx, shared_device: bool) -> LibraryEngine:
-    """The binding the launcher checked (measurements refuse before starting ranks where it cannot run) and a
-    communicator over the world group on this rank's device, its id through the job's store."""
+    """The binding the launcher checked and a communicator over the world group on this rank's device."""
     from ..platform import detect
     from ..platform.library_binding import open_binding
 

@@ -1,9 +1,8 @@
 """The loopback ceiling (the report's 3.2): how fast this device copies memory.
 
-Device-to-device: ``dst.copy_(src)`` of S bytes timed with device events. Reported two
-ways: copy rate S/t (bytes counted once, comparable with algbw) and memory traffic
-2S/t (bytes read + written, comparable with the datasheet's memory bandwidth).
-Host<->device: pinned host memory, S/t each way. On the host CPU: host memcpy only.
+Device-to-device: ``dst.copy_(src)`` of S bytes timed with device events, reported as copy rate S/t (comparable
+with algbw) and memory traffic 2S/t (comparable with the datasheet). Host<->device: pinned host memory, S/t each
+way. On the host CPU: host memcpy only.
 """
 
 from __future__ import annotations

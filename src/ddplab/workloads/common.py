@@ -1,9 +1,7 @@
 """Timing and statistics shared by the benchmark workloads; names no collective.
 
 Modes, as nccl-tests defines them (docs/metrics.md):
-  pipelined - N launches back to back, one device sync, wall time / N (nccl-tests' default).
-              Collectives are issued with async_op=True and waited at the end, so (as in
-              nccl-tests) no op waits for the previous one on the host or the compute stream.
+  pipelined - N launches back to back (async_op=True, waited at the end), one device sync, wall time / N
   blocking  - device sync after every op, mean of the per-op wall times (nccl-tests -z 1)
   events    - device events around each op, no host sync in between: device-side time
 """

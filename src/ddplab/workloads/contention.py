@@ -1,12 +1,8 @@
 """The time-slicing tax: K processes running the same compute kernel on one device.
 
-Phase 1: rank 0 runs a matmul loop alone for ``seconds`` while the others wait at a
-barrier. Phase 2: every rank runs it at the same time for ``seconds``. Each rank counts
-finished matmuls in its window (device synchronised every batch) and reports TFLOP/s.
-A fixed window, not a fixed count, keeps all K busy for the whole measurement.
-
-Each rank also reports its threads and the cores it may use: the launcher judges the K
-rates against the ideal aggregate those allow (measurements/contention.py).
+Rank 0 runs a matmul loop alone for ``seconds``, then every rank runs it at once; each counts finished matmuls in
+its window and reports TFLOP/s. A fixed window, not a fixed count, keeps all K busy for the whole measurement.
+Each rank also reports its threads and usable cores, which bound the ideal aggregate the launcher judges against.
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
 """The report's DDP experiment, with proof that gradients were synchronised.
 
-Every rank trains the same model on its own deterministic batch. Because each
-batch is generated from (seed, step, rank), every rank can rebuild the batches of
-all ranks without communicating, and so compute a single-process reference: the
-gradient of the loss over the concatenated batch, which is exactly what DDP's
-averaged gradient must equal (equal batch sizes, mean loss). Two proofs:
-  1. the averaged gradient matches that reference (see _check_step for the tolerance,
-     which allows this device's own arithmetic noise, measured without communication),
-     while the rank's own local gradient does not (the negative control: without it
-     a check that compares a gradient with itself would also pass);
+Every rank trains the same model on its own batch, generated from (seed, step, rank), so every rank can rebuild
+all ranks' batches without communicating and compute a single-process reference: the gradient over the
+concatenated batch, which DDP's averaged gradient must equal. Two proofs:
+  1. the averaged gradient matches that reference (within this device's own arithmetic noise: _check_step),
+     while the rank's own local gradient does not (the negative control: a check that compares a gradient with
+     itself would also pass);
   2. after training, parameters are bit-identical on all ranks (SHA-256 of the bytes).
-
-Step time: zero_grad + forward + backward (DDP's bucketed all_reduce) + optimizer
-step, host wall clock with the device synchronised before and after (blocking).
+Step time: a whole step, blocking, device synchronised before and after.
 """
 
 from __future__ import annotations
@@ -199,15 +194,10 @@ def _max_diff(xs, ys) -> float:
 
 
 def _check_step(step: int, synced, reference, batches, rank: int) -> StepCheck:
-    """Compare DDP's gradient with two single-process references, all relative to the largest gradient.
-
-    - concat: the gradient of the loss over all ranks' batches concatenated (what DDP means);
-    - rank average: the mean of each rank's batch gradient, computed here without communication
-      (what DDP computes, same kernels, so it must agree to float32 rounding).
-    The two references differ only by this device's arithmetic (a batch of 20 and of 20*n
-    take different kernels): that difference is measured as ``noise`` and allowed on the
-    concat check, so the check stays strict on the host and honest on accelerators.
-    """
+    """Compare DDP's gradient with two single-process references, relative to the largest gradient: concat (the
+    gradient over all ranks' batches concatenated: what DDP means) and rank average (what DDP computes, same
+    kernels, so it must agree to float32 rounding). The two differ only by this device's arithmetic (a batch of
+    20 and of 20*n take different kernels): that ``noise`` is allowed on the concat check."""
     import torch
 
     got = [p.grad.detach() for p in synced.parameters()]

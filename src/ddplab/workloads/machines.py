@@ -1,21 +1,15 @@
 """Rank side of a job across machines: the ranks tell each other where they run, repeat a measurement on
-groups of ranks (the whole job, each machine, one rank per machine, machine pairs) and gather everything,
-so that every launcher gets the whole job back, not only its own ranks (records/machines.py says why).
+groups of ranks (the whole job, each machine, one rank per machine, machine pairs) and gather everything, so
+that every launcher gets the whole job back, not only its own ranks.
 
-Groups run in batches: the groups of one batch share no rank and run at the same time (the pairs of one
-pairwise round); every rank of the job meets at a barrier after each batch, so no batch disturbs another.
-A comparison group is a batch of its own: the whole job, then each machine, then one rank per machine,
-one after the other with the same settings, so their numbers compare with each other.
+Groups run in batches: the groups of one batch share no rank and run at once; every rank meets at a barrier
+after each batch, so no batch disturbs another. Each comparison group is a batch of its own, with the same
+settings, so their numbers compare. Every rank creates every group (new_group is collective); only the members
+measure, and each group is destroyed after its batch (else a pairwise test keeps a communicator per pair).
 
-Every rank creates every group (torch.distributed.new_group is called by the whole job, in the same
-order); only the members measure. Each group is destroyed after its batch: a pairwise test of many
-machines would otherwise keep a communicator per pair.
-
-The ranks that wait for a batch meet at a barrier of a group of their own whose timeout is long
-(``MEETING_TIMEOUT_S``): a batch may take longer than the process-group timeout (an all_reduce sweep
-over a slow network), and the waiting ranks must not give up before the members are done. The members'
-own collectives keep the process-group timeout, and a group stops at its first error (a broken link
-would otherwise cost one timeout per size); a rank that fails ends the job through elastic.
+The waiting ranks meet at a barrier of a group whose timeout is long (``MEETING_TIMEOUT_S``): a batch may take
+longer than the process-group timeout, and they must not give up before the members are done. The members keep
+the process-group timeout, and a group stops at its first error (else a broken link costs a timeout per size).
 """
 
 from __future__ import annotations
@@ -124,8 +118,7 @@ def run_in_groups(ctx, places: list[RankPlace], batches: list[list[Group]], meas
 
 
 def all_reduce_rows(ctx, handle, group: Group, s: SweepSettings) -> list[SweepRankRow]:
-    """One all_reduce row per size on ``group``, timed and checked as the sweep's own rows are
-    (workloads/sweep.py): warmup, ``repeat`` timed repetitions, then exact data checked."""
+    """One all_reduce row per size on ``group``, timed and checked as the sweep's own rows are."""
     import torch
 
     dtype = torch_dtype(s.dtype)
@@ -172,11 +165,8 @@ def _hosts(places: list[RankPlace]) -> dict[int, str]:
 
 
 def gather_objects(obj, device) -> list:
-    """Every rank's ``obj``, on every rank: its pickle, padded to the longest, through two all_gathers.
-
-    Not all_gather_object: that needs numpy, which torch does not install.
-    The ranks are this job's own, the same peers elastic already exchanges pickles with.
-    """
+    """Every rank's ``obj``, on every rank: its pickle, padded to the longest, through two all_gathers (not
+    all_gather_object: that needs numpy, which torch does not install)."""
     import ctypes
     import pickle
 

@@ -1,10 +1,9 @@
 """The rank's side of memory planning (platform/memory_plan.py), for a workload that allocates size after size.
 
-Before each size every rank reads the machine (after every rank freed the last size: a barrier), plans the size
-for all the ranks of its machine and of its device, and the ranks agree: one rank that cannot hold a size skips
-it for all (a size run by some ranks only would hang the others). After each size every rank hands back what it
-left cached (the pinned host cache too, where gloo staged device tensors through it) and says its RSS when the
-size began and its peak while it ran.
+Before each size every rank reads the machine (after a barrier), plans the size for all the ranks of its machine
+and of its device, and the ranks agree: one rank that cannot hold a size skips it for all (a size run by some
+ranks only would hang the others). After each size every rank hands back what it left cached and says its RSS
+when the size began and its peak while it ran.
 """
 
 from __future__ import annotations
@@ -59,11 +58,9 @@ class SizePlanner:
 
     def free(self) -> None:
         """After a size: hand back what it left cached before the next one is planned. Where gloo stages device
-        tensors through the host, only the device allocator's cache, after a barrier: on one H200 (torch 2.11) the
-        sweep failed with "writev: Bad address" at the same call each time, right after this release. The cause
-        found afterwards is gloo's send/recv, which takes device tensors' addresses for host ones (now skipped
-        there: collectives/send_recv.py); until emptying the pinned cache again is proven on a GPU, the staged sizes
-        stay capped (lab/profiles.py) and the cache bounded by what the plan counts (docs/RESULTS.md)."""
+        tensors through the host, only the device allocator's cache, after a barrier: gloo failed with "writev: Bad
+        address" right after the pinned cache was emptied (the cause found later was gloo's send/recv, now skipped
+        there); until emptying it again is proven on a GPU, the staged sizes stay capped (lab/profiles.py)."""
         if self.route.staged:
             barrier()  # every message sent before it has been taken
             self.ctx.runtime.release_caches(host=False)

@@ -1,16 +1,13 @@
 """Latency storm: the report's 10,000 x 4-byte all_reduce, measured so the numbers hold.
 
 Passes, each after a barrier, so none disturbs another:
-  1. pipelined mean: N all_reduces back to back, one device sync, wall / N. This is the
-     report's "avg latency", with the synchronisation the report's script lacks. The
-     rank's CPU user/system time and context switches are read around this pass only.
+  1. pipelined mean: N all_reduces back to back, one device sync, wall / N: the report's "avg latency", with the
+     synchronisation its script lacks; the rank's CPU time and context switches are read around this pass only.
   2. seed method: the report's exact code (time.time around the loop, then a barrier).
   3. per-op distribution: host clock around each op with a device sync after it (blocking).
-  4. device side: event pairs around each op (accelerators): the op's device time. The
-     pipelined mean minus this is the framework's dispatch overhead per op.
-Through the torch engine (default) or the library engine (workloads/callers.py); with both, each pass runs
-through torch and then through the library on the same buffer, so each pair is measured back to back.
-No graph capture: capturing NCCL collectives hung on the H200 machines (docs/background.md §4).
+  4. device side: event pairs around each op (accelerators); the pipelined mean minus this is the dispatch cost.
+With ``--engine both`` each pass runs through torch and then through the library on the same buffer.
+No graph capture: capturing NCCL collectives hung (docs/background.md §4).
 """
 
 from __future__ import annotations
@@ -28,8 +25,7 @@ SUMMARY = "10,000 tiny all_reduces: mean latency, per-op distribution, CPU cost,
 
 
 def run(ctx) -> StormRankResult:
-    """The storm through the configured engine(s). With both, each pass runs through torch and then through
-    the library, back to back on the same buffer; the result is torch's with the library's beside it."""
+    """The storm through the configured engine(s); with both, the result is torch's with the library's beside it."""
     import torch
     import torch.distributed as dist
 

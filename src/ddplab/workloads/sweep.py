@@ -1,20 +1,11 @@
-"""Collective sweep in the nccl-tests manner: every size, out-of-place and in-place where
-torch offers both, timed pipelined (default) or blocking, then checked with exact data.
+"""Collective sweep in the nccl-tests manner: every size, out-of-place and in-place where torch offers both,
+timed pipelined (default) or blocking, then checked with exact data.
 
-Each size is timed ``repeat`` times after its warmup; each repetition is nccl-tests' own
-measurement (``iters`` ops) inside a timed window the launcher's sampler keeps out of
-(supervision/timed_windows.py). Each rank returns every repetition's time and wall-clock window; the
-launcher averages across ranks (nccl-tests `-a 1`), takes the median repetition and sums
-the wrong-element counts (measurements/sweep.py). On a shared device rank 0 also measures a
-device copy so the launcher can state busbw as a fraction of that ceiling.
-
-Through the torch engine (default), the library engine, or both (workloads/callers.py): with both, each size's
-buffers serve both engines, whose repetitions alternate, and each engine is checked on its own.
-
-Memory (workloads/memory.py): before each (size, placement) the ranks plan it against what the machine has now
-and skip, together, a size it cannot hold (the row says needed vs available); after it each rank frees what it
-left cached, so its RSS at the next size's start is where it was before. Every row says the planned host bytes
-per rank and the RSS measured at its start and its peak.
+Each size is timed ``repeat`` times after its warmup, each repetition nccl-tests' own measurement inside a timed
+window the launcher's sampler keeps out of; the launcher averages across ranks and takes the median repetition.
+On a shared device rank 0 also measures a device copy, so busbw can be stated as a fraction of that ceiling.
+With ``--engine both`` each size's buffers serve both engines, whose repetitions alternate. Before each size the
+ranks plan its memory and skip, together, a size the machine cannot hold; after it they free what it left cached.
 """
 
 from __future__ import annotations
@@ -85,9 +76,8 @@ def _with_memory(row: SweepRankRow, plan: SizePlan, peak_rss: int | None) -> Swe
 
 
 def _one_size(ctx, engines, spec, row: SweepRankRow, dtype, s: SweepSettings) -> list[SweepRankRow]:
-    """One (size, placement) through every engine on the same buffers: each engine's warmup, then the
-    repetitions alternating between engines (drift on the machine shows in all of them alike), then each
-    engine's check. One row per engine."""
+    """One (size, placement) through every engine on the same buffers: warmups, then the repetitions alternating
+    between engines (drift on the machine shows in all of them alike), then each engine's check."""
     try:
         prepared = spec.prepare(row.count, ctx.world_size, ctx.rank, dtype, ctx.device, row.in_place)
     except Exception as exc:  # e.g. a size the device cannot hold: every rank fails alike, the sweep goes on

@@ -1,17 +1,15 @@
 """What each health-check runner reads, all made from one CheckRecord (and the Report around it).
 
-    --format text    the terminal table (default); exit codes as every ddplab command's
-    --format json    the JSON report on stdout; the same exit codes
-    --format nagios  Nagios plugin: one status line with perfdata; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN
-    --format npd     node-problem-detector custom plugin: one message line; exit 0 OK or WARNING, 1 CRITICAL (NPD's
-                     NonOK: the condition is True), 2 UNKNOWN (NPD's Unknown)
+    --format text    the terminal table (default)
+    --format json    the JSON report on stdout
+    --format nagios  Nagios plugin: one status line with perfdata
+    --format npd     node-problem-detector custom plugin: one message line
     --textfile-dir   Prometheus exposition for node_exporter's textfile collector (any format)
     --junit          JUnit XML, one testcase per check (any format)
 
-Exit codes, by format (EXIT_CODES): ddplab's own are 0 pass or warn, 1 fail, 2 bad usage, 3 cannot run here or
-stopped by its deadline, 130 stopped by a signal; in a runner's format the runner's convention wins, and anything
-that is not a verdict on the node (bad usage, cannot run here, an internal error, a stopped check) is that
-runner's UNKNOWN: Nagios' 3, node-problem-detector's 2.
+Exit codes by format (EXIT_CODES): text and json use ddplab's own; in a runner's format the runner's convention
+wins, and anything that is not a verdict on the node (bad usage, cannot run here, an internal error, a stopped
+check) is that runner's UNKNOWN.
 """
 
 from __future__ import annotations

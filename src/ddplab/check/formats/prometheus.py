@@ -1,25 +1,12 @@
 """Prometheus exposition for node_exporter's textfile collector, written with prometheus_client to a temporary
 file beside the target and renamed over it (write_to_textfile), so the collector never reads half a file.
 
-    ddplab_check_status{check,stage}                      0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (Nagios' codes)
-    ddplab_check_overall_status                           the node's, same codes
-    ddplab_check_info{device,device_count,library,ddplab_version}   1
-    ddplab_busbw_bytes_per_second{op,size_bytes,placement} nccl-tests' busbw of every sweep row (GB = 1e9)
-    ddplab_latency_seconds{op,size_bytes,stat}            the storm's blocking per-op latency (p50, p90, p99, max)
-    ddplab_latency_mean_seconds{op,size_bytes}            the storm's pipelined mean (its headline number)
-    ddplab_copy_ceiling_bytes_per_second                  the device copy rate
-    ddplab_sweep_wrong_elements                           elements with wrong data over every sweep row
-    ddplab_leftover_processes                             orphaned ranks found, and what the check left running
-    ddplab_check_last_run_timestamp_seconds               when the check ended (Unix time); with --from-report,
-                                                          when the report's run ended
-    ddplab_check_duration_seconds                         how long it ran
-    ddplab_check_injected_faults                          faults put in on purpose (only when there were some)
-
-Names follow Prometheus' conventions, as `promtool check metrics` lints them: base units (bytes, seconds) in the
-name, one unit per metric, labels for what varies, gauges only (so no _total, _count or _sum), and no label a
-summary or a histogram reserves: the latency's statistic is ``stat``, never ``quantile`` (these are one run's
-order statistics, not a summary's streaming quantiles). The file is named FILE_NAME so that the collector (which
-reads *.prom) ignores the temporary one.
+Every gauge is made in ``registry_of`` with its help text: each check's and the node's status in Nagios' codes,
+the machine type, every sweep row's busbw, the storm's latencies, the copy rate, wrong elements, leftover
+processes, when the check ended (with --from-report: when the report's run ended), its duration, injected faults.
+Names follow Prometheus' conventions as `promtool check metrics` lints them: base units in the name, gauges only,
+and no label a summary reserves (the latency's statistic is ``stat``, never ``quantile``: one run's order
+statistics, not streaming quantiles). The collector reads *.prom, so it ignores the temporary file.
 """
 
 from __future__ import annotations
