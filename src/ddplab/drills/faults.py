@@ -1,15 +1,10 @@
 """The faults a drill injects into training code: one table for every code the fault table runs (plain DDP, DDP
 with gradient accumulation, FSDP2, Lightning, Accelerate), each fault at the point where users meet it.
 
-A training code calls the hooks at its own points: ``at_start`` first thing (before it imports torch),
-``before_init`` just before init_process_group, ``model_width`` when it builds its model, ``dataset`` for its
-data, ``watch_backward`` on its model, ``at_step`` at the top of every training step. The victim injects; the
-others run on. What is injected, and when, is said on stdout and in the rank's beacon (``announce``): the fault
-table measures detection from it, and the judge never reads it.
-
-Faults from outside the rank (SIGKILL, SIGSTOP, Ctrl+C, the launcher's death) are the fault table's to send
-(drills/fault_table.py); faults that need a hand-written collective (a skipped or mismatched call) are the DDP
-code's own (drills/script.py).
+A training code calls the hooks (``at_start``, ``before_init``, ``model_width``, ``dataset``, ``watch_backward``,
+``at_step``) at its own points; the victim injects, the others run on. ``announce`` says what and when on stdout
+and in the beacon: the fault table measures detection from it, the judge never reads it. Faults from outside the
+rank are fault_table.py's to send; hand-written collective faults are drills/script.py's.
 """
 
 from __future__ import annotations
@@ -187,8 +182,7 @@ class Faults:
                         pause_every=batch_size if self.mine("slow_loader") else None, pause_s=lambda: self._extra_s)
 
     def at_exit(self) -> None:
-        """The training code is done (its process group destroyed): the victim of a hang at exit stays, holding the
-        GIL, as a C destructor that deadlocks does."""
+        """The training code is done: the victim of a hang at exit stays, holding the GIL (a deadlocked destructor)."""
         if self.mine("exit_gil_hang"):
             announce(self.rank, f"hangs at exit holding the GIL for {self.stall_s} s")
             hold_the_gil(self.stall_s)
@@ -199,9 +193,8 @@ class Faults:
             announce(self.rank, f"its data ended after {step} steps (uneven inputs); it leaves its training loop")
 
     def watch_backward(self, model) -> None:
-        """A backward hook on the model's first layer with parameters (a gradient check, as users add them) that
-        raises inside backward() at --fault-step on the victim. A module hook, not a tensor hook: FSDP2 computes
-        gradients on parameters other than the ones it shows."""
+        """A backward hook on the model's first layer with parameters (a gradient check) that raises at --fault-step
+        on the victim. A module hook: FSDP2 computes gradients on parameters other than the ones it shows."""
         if not self.mine("backward_raise"):
             return
         self._backward_step = -1
@@ -280,9 +273,8 @@ class Faults:
         return None
 
     def _slow_down(self, step: int, device) -> None:
-        """Measure the victim's step (the median of its last STEP_SAMPLES before --fault-step), then from
-        --fault-step on make it slow_factor times as long: computing more (slow_compute) or through its data loader,
-        which sleeps before each batch (slow_loader, read by the dataset)."""
+        """Measure the victim's step (the median of its last STEP_SAMPLES), then from --fault-step on make it
+        slow_factor times as long."""
         now = time.perf_counter()
         if self._step_started is not None and step <= self.fault_step:
             self._steps_s = (self._steps_s + [now - self._step_started])[-STEP_SAMPLES:]
@@ -301,8 +293,7 @@ class Faults:
             self._queue_device_work(device)
 
     def _queue_device_work(self, device) -> None:
-        """Matrix multiplies worth the extra time, queued on the device without waiting for them (timed once, the
-        device synchronised, at --fault-step); on the host, computed as slow_compute does."""
+        """Matrix multiplies worth the extra time (timed once), queued on the device without waiting for them."""
         if device is None or device.type == "cpu":
             _compute_for(self._extra_s, device)
             return
