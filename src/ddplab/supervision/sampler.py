@@ -1,10 +1,8 @@
 """Watch the ranks while they run: the report's `watch -n 0.5 nvidia-smi`, kept as data.
 
-A thread in the launcher samples every ``interval_s``: each rank's host CPU time
-(user, system), RSS and context switches from psutil, and its device memory and
-utilisation from the platform's device monitor (the vendor's library). Ranks are found
-through the pid files they write into the run directory. Device queries keep out of the
-ranks' timed windows unless told otherwise (supervision/timed_windows.py says how, and why).
+A thread in the launcher samples every ``interval_s`` each rank's CPU times, RSS and context switches (psutil)
+and its device memory and utilisation (the platform's monitor), keeping device queries out of the ranks' timed
+windows unless told otherwise (timed_windows.py).
 """
 
 from __future__ import annotations

@@ -11,9 +11,8 @@ from ..records.supervision import RankState
 from ..basics.rundir import RunDir
 from . import states as rules
 
-# One read of the job's store: a store cut off must not hold the watch up for long. The client's get() honours it;
-# its check() did not on a connection that froze (still blocked after 30 s, torch 2.13), which is why the wait that
-# holds a teardown (wait_acknowledged) reads on a thread of its own.
+# One read of the job's store: a store cut off must not hold the watch up for long. The client's check() does not
+# honour it on a frozen connection, so the wait that holds a teardown (wait_acknowledged) reads on its own thread.
 STORE_TIMEOUT_S = 3.0
 FILES = "this machine's status files"
 JOB_STORE = "the job's store"
@@ -65,9 +64,8 @@ class JobStore:
             self.reader.acknowledge_hang(machine)
 
     def wait_acknowledged(self, machines: set[str], wait_s: float) -> set[str]:
-        """Wait until every one of ``machines`` read the announcement, at most ``wait_s``; those that did. The store
-        is read on a thread of its own: a check() on a store whose connection froze blocks far past the client's
-        timeout (measured: over 30 s against a 3 s timeout, torch 2.13), and this wait holds the teardown."""
+        """Wait until every one of ``machines`` read the announcement, at most ``wait_s``; those that did. Read on a
+        thread of its own (see STORE_TIMEOUT_S): this wait holds the teardown."""
         seen: set[str] = set()
         deadline = time.monotonic() + wait_s
 
