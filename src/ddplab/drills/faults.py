@@ -80,8 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser, faults=tuple(FAULTS)) -> None
 
 
 def framework_job(prog: str, doc: str, argv: list[str] | None) -> tuple[argparse.Namespace, "Faults"]:
-    """The options of a training code written on a framework (Lightning, Accelerate): the faults' and the model's
-    size, parsed; its faults, with those due at start already injected."""
+    """A framework training code's parsed options and its faults, those due at start already injected."""
     parser = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
     add_arguments(parser)
     parser.add_argument("--steps", type=int, default=40)
@@ -174,8 +173,7 @@ class Faults:
         return 1 if self.fault == "loader_stall" else 0
 
     def dataset(self, batches: int, batch_size: int, features: int):
-        """This rank's data: ``batches`` batches of random samples (seeded by rank), with the victim's worker
-        stalling on the first sample of --fault-step where that is the fault."""
+        """This rank's data: ``batches`` batches of random samples seeded by rank, stalling as the fault says."""
         return _Samples(batches * batch_size, features, self.rank,
                         stall_at=self.fault_step * batch_size if self.mine("loader_stall") else None,
                         stall_s=self.stall_s,
@@ -210,8 +208,7 @@ class Faults:
     # ------------------------------------------------------------------------------------------ during training
 
     def at_step(self, step: int, device=None, cap: int | None = None) -> str | None:
-        """At the top of every training step. Returns "stop" where the victim leaves its training loop (and then
-        finishes its script)."""
+        """At the top of every training step; "stop" where the victim leaves its training loop."""
         self._backward_step = step
         if self.fault in SLOW_FAULTS and self.is_victim:
             self._slow_down(step, device)
@@ -273,8 +270,7 @@ class Faults:
         return None
 
     def _slow_down(self, step: int, device) -> None:
-        """Measure the victim's step (the median of its last STEP_SAMPLES), then from --fault-step on make it
-        slow_factor times as long."""
+        """Measure the victim's step (median of STEP_SAMPLES), then from --fault-step make it slow_factor as long."""
         now = time.perf_counter()
         if self._step_started is not None and step <= self.fault_step:
             self._steps_s = (self._steps_s + [now - self._step_started])[-STEP_SAMPLES:]
@@ -355,8 +351,7 @@ class Faults:
 
 
 class _Samples:
-    """A map-style dataset of random samples (what a data pipeline yields), built lazily; torch is imported by the
-    time a DataLoader asks for one."""
+    """A map-style dataset of random samples, built lazily (torch is imported by the time a DataLoader asks)."""
 
     def __init__(self, length: int, features: int, seed: int, stall_at: int | None, stall_s: float,
                  pause_every: int | None = None, pause_s=lambda: 0.0):

@@ -37,8 +37,7 @@ SURVIVOR_MARGIN_S = 60.0  # on top of the victim's hold, for the survivors' laun
 
 @dataclass(frozen=True)
 class NodeFault:
-    """What the victim's machine does to its own launcher and ranks (``inject`` returns what, in words) and how
-    long it then keeps them that way before ending them (0: they are gone already)."""
+    """What the victim's machine does to its own launcher and ranks, and how long it holds them before ending them."""
 
     inject: Callable[[subprocess.Popen, list[int]], str]  # (the launcher, its rank pids) -> what was done
     hold_s: Callable[[runner.DrillContext], float]

@@ -40,8 +40,7 @@ RUNNING_PHASES = ("running", "in-collective")
 
 @dataclass(frozen=True)
 class DrillContext:
-    """What one drill gets: the command's config, its own name (its runs go to <run dir>/<name>/), the
-    platform and placement checked once before the first drill, and who watches."""
+    """What one drill gets: the command's config, its name, the platform and placement checked once, the observer."""
 
     config: Any  # measurements.drill.DrillConfig (the measurement imports this runner: not imported back)
     name: str
@@ -152,8 +151,7 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
 
 
 def script_args(ctx: DrillContext, fault: str, overrides: dict) -> list[str]:
-    """The drill script's command line: the fault on the victim, after a few training steps, in a run far longer
-    than the drill waits (the fault ends it)."""
+    """The drill script's command line: the fault on the victim after a few steps, in a run the fault ends."""
     options = dict(fault=fault, victim=ctx.victim, fault_step=5, steps=100_000, interval=0.01,
                    late_s=ctx.timeout_s + 60, stall_s=3 * ctx.timeout_s + 60, timeout=ctx.timeout_s)
     options.update(overrides)
@@ -196,8 +194,7 @@ def first_detection(session: Session, injected_at: float | None) -> tuple[str | 
 
 def earliest(record: SessionRecord | None, signs: list[tuple[float, str, str]]) -> tuple[str | None, float | None,
                                                                                           str]:
-    """(mechanism, when, its text) of the first sign: ddplab's supervisor declaring a hang in ``record``, or one of
-    ``signs`` (when, mechanism, text); (None, None, "") when there is none."""
+    """(mechanism, when, text) of the first sign: a hang in ``record``, or one of ``signs``; else (None, None, "")."""
     hang = [(record.hang.declared_at, "ddplab supervisor", record.hang.reason)] if record and record.hang else []
     if not hang + signs:
         return None, None, ""
@@ -270,8 +267,7 @@ def _issued(state: RankState) -> int:
 
 
 class DeviceMemory:
-    """Device-wide used memory before a drill, and whether it comes back after (None where the platform
-    cannot read it: the host)."""
+    """Device-wide used memory before a drill, and whether it comes back after (None where it cannot be read)."""
 
     def __init__(self, platform: Platform):
         from ..platform import open_monitor

@@ -21,7 +21,7 @@ from . import runner
 SUMMARY = "pause one rank P ms every second; ddplab's straggler watch names it, the others' latency inflates"
 EXPECT = ("both runs complete, the straggler watch names the victim with the pauses and nobody without, the others' "
           "p99 grows with the pause, nothing is left")
-PAUSE_MS = 300  # a pause that lands while the victim waits inside a collective delays no arrival: 200 ms was too few
+PAUSE_MS = 300  # a pause while the victim waits inside a collective delays no arrival: 200 ms was too short
 BASELINE_STEPS = 150
 PAUSED_STEPS = 500  # enough pauses (about 8) for the rule's many waits
 WARMUP_COLLECTIVES = 5  # left out of the latencies compared

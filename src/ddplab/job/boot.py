@@ -62,8 +62,7 @@ def switch_on_flight_recorder(run: RunDir) -> str:
 
 
 def run_script(path: str, args: tuple[str, ...]) -> None:
-    """Run a file as `python path args` does: a fresh __main__ with __file__, argv as typed,
-    sys.path[0] the script's real directory."""
+    """Run a file as `python path args` does: a fresh __main__, argv as typed, sys.path[0] its real directory."""
     if not os.path.isfile(path):  # a directory or zip with __main__.py: runpy sets sys.path itself
         sys.argv = [path, *args]
         runpy.run_path(path, run_name="__main__")
@@ -83,8 +82,7 @@ def run_script(path: str, args: tuple[str, ...]) -> None:
 
 
 def run_module(name: str, args: tuple[str, ...]) -> None:
-    """Run a module as `python -m name args` does: sys.path[0] the working directory, argv[0]
-    the module's file (runpy sets it), a fresh __main__."""
+    """Run a module as `python -m name args` does: sys.path[0] the working directory, a fresh __main__."""
     sys.argv = [name, *args]
     sys.path[0] = os.getcwd()
     runpy.run_module(name, run_name="__main__", alter_sys=True)

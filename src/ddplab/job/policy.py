@@ -40,8 +40,7 @@ class _Choice:
 
 
 def plan(opts: LaunchOptions, platform: Platform, daemon_failure: str | None = None) -> Placement:
-    """Decide placement, backend and daemon. ``daemon_failure``: why the sharing daemon the first plan
-    chose could not be used (the session re-plans with it)."""
+    """Decide placement, backend and daemon; ``daemon_failure``: why the first plan's daemon could not be used."""
     daemon = _daemon_availability(opts, platform, daemon_failure)
     shared = _decide_sharing(opts, platform)
     indices = _device_indices(opts, platform, shared)

@@ -69,8 +69,7 @@ class RasPlan:
 
 def plan(asked: bool, service: RasService | None, library: str | None, library_version: str | None,
          environ: Mapping[str, str]) -> RasPlan | None:
-    """None without --ras; otherwise where the service listens, or why it will not be asked. A malformed address
-    is bad input (UsageError)."""
+    """None without --ras; else where the service listens, or why it will not be asked (a bad address: UsageError)."""
     if not asked:
         return None
     if service is None:

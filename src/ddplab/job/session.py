@@ -157,8 +157,7 @@ def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, ob
 def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, sample: bool,
                 prepared: tuple[Platform, Placement] | None, controller, make_daemon,
                 sample_device_while_timing: bool, rank_env: dict[str, str] | None, stragglers=None) -> Session:
-    """The planned ranks running what ``entry(platform, placement)`` says (entrypoint, its arguments, variables the
-    ranks inherit, job.json), under the one supervisor (supervision/job.py)."""
+    """The planned ranks running what ``entry(platform, placement)`` says, under the one supervisor."""
     from ..report import terminal
     from ..platform import open_monitor
 
@@ -202,8 +201,7 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
 def lab_job(run: RunDir, nproc: int, rdzv: Rendezvous, hang_timeout_s: float | None, sampler,
             controller: Callable[[RunDir], None] | None, *, entrypoint, args: tuple, env: dict[str, str],
             description: dict, device_type: str) -> JobSpec:
-    """A lab run as a supervised job, meeting on loopback on one machine or through ddplab's rendezvous across
-    machines (supervision/meeting.py)."""
+    """A lab run as a supervised job, meeting on loopback, or through ddplab's rendezvous across machines."""
     from ..cluster.exposure import where_to_listen
     from ..supervision import elastic, meeting
 

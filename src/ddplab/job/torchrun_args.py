@@ -120,8 +120,7 @@ def _find_module(name: str):
 
 
 def standalone(options: dict) -> dict:
-    """torchrun's run(): --standalone (or a one-machine static rendezvous without a master port) becomes a
-    c10d rendezvous on a free port of this machine. Returns the options the job runs with."""
+    """torchrun's run(): --standalone (or a one-machine static rendezvous) becomes c10d on a free local port."""
     from torch.distributed.run import parse_min_max_nnodes
 
     one_machine_static = (options["rdzv_backend"] == "static" and not options["rdzv_endpoint"]
@@ -212,8 +211,7 @@ def _nodes(nnodes: str, parse) -> tuple[int, int]:
 
 
 def elastic_config(options: dict, target: Target):
-    """torch's config_from_args over torchrun's options; the OMP_NUM_THREADS it would set goes to the ranks'
-    environment instead of this process's."""
+    """torch's config_from_args; the OMP_NUM_THREADS it would set goes to the ranks' environment, not ours."""
     from torch.distributed.run import config_from_args, parse_min_max_nnodes
 
     _nodes(options["nnodes"], parse_min_max_nnodes)

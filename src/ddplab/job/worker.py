@@ -85,8 +85,7 @@ def _as_rank(job: RankJob, life: RankLife, gather: bool) -> tuple[RankReturn, di
 
 def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: Beacon,
          gather: bool) -> tuple[RankReturn, dict[int, RankReturn]]:
-    """Device, process group, workload; with ``gather``, every rank's return shared with every rank (an
-    all_gather of small objects, before the group is destroyed)."""
+    """Device, process group, workload; with ``gather``, every rank's return shared with every rank."""
     placement = job.placement
     os.environ.update(placement.env)  # before torch.distributed creates any communicator
 

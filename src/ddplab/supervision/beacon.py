@@ -49,8 +49,7 @@ def _is_machinery(filename: str) -> bool:
 
 
 def in_distributed_api(filename: str, distributed_dir: str | None) -> bool:
-    """A frame of torch.distributed's API, not of elastic, whose ``_wrap`` is the outermost frame of every
-    function entrypoint's whole run and no call the rank is in."""
+    """A frame of torch.distributed's API, not elastic's (its ``_wrap`` wraps a function entrypoint's whole run)."""
     return bool(distributed_dir) and filename.startswith(distributed_dir) \
         and not filename.startswith(distributed_dir + "elastic" + os.sep)
 
@@ -62,8 +61,7 @@ def _names_the_call(code) -> bool:
 
 
 def progress_of(record: dict | None) -> dict[str, GroupProgress] | None:
-    """The per-group status of a flight record as integers. JSON dumps carry them as strings, pickle dumps as
-    integers; -1 means none yet."""
+    """The per-group status of a flight record as integers (JSON dumps carry strings); -1 means none yet."""
     if not record or not record.get("pg_status"):
         return None
     return {str(pg): GroupProgress(int(s.get("last_enqueued_collective", -1)),
@@ -103,8 +101,7 @@ def locate(frame, distributed_dir: str | None) -> Where:
 
 
 def _phase_raised_in(exc: BaseException, otherwise: str) -> str:
-    """in-init / in-collective when the traceback passes through torch.distributed, else running (or before-init
-    where the beacon saw no process group)."""
+    """in-init / in-collective where the traceback passes through torch.distributed, else running or before-init."""
     distributed = torch_distributed_dir()
     tb, call = exc.__traceback__, None
     while tb is not None:
@@ -308,8 +305,7 @@ class Beacon:
         self._quietly(lambda: write_text_atomic(self.path, text, durable=False))
 
     def _publish(self) -> None:
-        """The current record to the job's store, outside the state lock so that a collective does not wait for the
-        network; a store gone is the publisher's to note."""
+        """The current record to the job's store, outside the state lock: a collective does not wait for the network."""
         if self._publisher is None:
             return
         with self._publish_lock:

@@ -68,8 +68,7 @@ def launch_config(**kwargs):
 
 
 def run(config, entrypoint, args: tuple, run_dir: RunDir, env: dict[str, str]) -> ElasticOutcome:
-    """``entrypoint(*args)`` in every rank (a function, or a program path with its arguments) under ``config``,
-    with ``env`` set for the ranks to inherit."""
+    """``entrypoint(*args)`` (a function, or a program) in every rank under ``config``, the ranks inheriting ``env``."""
     from torch.distributed.elastic.multiprocessing import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import elastic_launch
@@ -155,8 +154,7 @@ def _end_unregistered_ranks(run_dir: RunDir, grace_s: float = 3.0) -> None:
 
 
 def _raise_if_disk_full(run_dir: RunDir) -> None:
-    """A rank that hits ENOSPC cannot write its error file either, and elastic then fails on the empty file with
-    a JSONDecodeError: name the full disk instead (exit 3)."""
+    """Name a full disk (exit 3): elastic fails on the empty error file of a rank that hit ENOSPC (JSONDecodeError)."""
     raise_if_full(run_dir.path, "the run directory: ranks' pid, status, log and error files")
 
 

@@ -84,8 +84,7 @@ class RankEvidence:
         return " <- ".join(frames[:depth]) if frames else "unknown"
 
     def user_line(self) -> str:
-        """The innermost frame of the rank's own code (not an installed package's: torch, Lightning...), where the
-        main thread is inside a library call."""
+        """The innermost frame of the rank's own code, not an installed package's (torch, Lightning...)."""
         frames = (self.status.where.frames if self.status and self.status.where else None) or []
         own = [f for f in frames if not any(d in f for d in _PACKAGE_DIRS)]
         return (own or frames or ["unknown"])[0]

@@ -89,8 +89,8 @@ class Family:
         return [m for m in self.members.values() if m.alive()]
 
     def end(self, members: list[Member], grace_s: float) -> tuple[list[int], list[int], list[int]]:
-        """SIGCONT and SIGTERM ``members``, SIGKILL what is left after ``grace_s``: (terminated, killed, survived)
-        pids. Each is signalled only while it is still the process that was seen (start time)."""
+        """SIGCONT, SIGTERM, then SIGKILL after ``grace_s``, each only while still the same process: (terminated,
+        killed, survived)."""
         for m in members:
             if m.alive():
                 signal_quietly(m.pid, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
@@ -112,8 +112,7 @@ class Family:
             time.sleep(0.05)
 
     def reap_adopted(self) -> None:
-        """Collect the exit of processes re-parented to this launcher (it is their subreaper): only those, never
-        a child that elastic or subprocess owns (they reap their own)."""
+        """Collect the exit of processes re-parented to this launcher; never a child elastic or subprocess reaps."""
         for pid in list(self._adopted):
             try:
                 done, _ = os.waitpid(pid, os.WNOHANG)
@@ -124,8 +123,7 @@ class Family:
                 self._adopted.discard(pid)
 
     def take(self, pid: int) -> None:
-        """A process of the job: a rank, its descendant, one carrying the run id, or one proven the job's by other
-        evidence (a rank's own status file)."""
+        """A process proven the job's: a rank, its descendant, one carrying the run id, or by a rank's status file."""
         if pid in self.members or pid == self.launcher:
             return
         ticks = start_ticks(pid)

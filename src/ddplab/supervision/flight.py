@@ -165,8 +165,7 @@ def _novel_last_call(ranks: dict[int, RankEvidence], by_rank: dict[int, dict[int
 
 
 def never_reached_init(ranks: dict[int, RankEvidence]) -> Finding | None:
-    """Ranks without a process group while the others have one or wait in init_process_group
-    (with a lazily built communicator, the others wait in their first collective instead)."""
+    """Ranks without a process group while the others have one (then wait in their first collective) or wait in init."""
     in_init = sorted(r for r, ev in ranks.items() if ev.phase == "in-init")
     joined = sorted(r for r, ev in ranks.items() if r not in in_init and (ev.progress or ev.in_process_group))
     absent = sorted(r for r in ranks if r not in in_init and r not in joined and ranks[r].phase != "finished")

@@ -38,8 +38,7 @@ from .watcher import Watcher
 
 @dataclass(frozen=True)
 class StragglerPlan:
-    """Whether a job's stragglers are watched (supervision/straggler_watch.py), how often its ranks read their
-    recorders at most, and where the live lines go."""
+    """Whether a job's stragglers are watched, how often its ranks read their recorders at most, where lines go."""
 
     enabled: bool = True
     every_s: float = arrivals.DEFAULT_EVERY_S
@@ -114,8 +113,7 @@ class JobOutcome:
 
 
 def run_job(spec: JobSpec) -> JobOutcome:
-    """The job from start to end; nothing it started is left running when this returns (what could not be
-    ended is in ``left_running``)."""
+    """The job from start to end; nothing it started is left running (what could not be ended: ``left_running``)."""
     run = spec.run
     started = time.time()
     outcome = JobOutcome(run, started, started, listen=spec.exposure.record() if spec.exposure else None)
@@ -290,8 +288,7 @@ def _write_quietly(path, text: str) -> None:
 
 
 class Guardian:
-    """The guardian process (guardian.py) for one job: started before the ranks, told "done" when the launcher
-    ended everything itself; the launcher's death (SIGKILL) closes its pipe, and it ends what is left."""
+    """The guardian process for one job (guardian.py): told "done" when the launcher ended everything itself."""
 
     def __init__(self, run: RunDir):
         self.run = run

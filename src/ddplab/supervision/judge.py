@@ -49,8 +49,7 @@ def name_culprit(evidence: dict[int, RankEvidence], expected: list[int] | None =
                  hang: Hang | None = None, interrupted_at: float | None = None, local_count: int | None = None,
                  use_analyzer: bool = True, hosts: dict[int, str | None] | None = None,
                  local_ranks: set[int] | None = None) -> Culprit | None:
-    """The ranks that held the others up, why, the collective, and the evidence; None for a job stopped by its
-    launcher's Ctrl+C or SIGTERM where no rank had failed on its own before."""
+    """The ranks that held the others up, why, the collective and the evidence; None for a stopped job (module doc)."""
     own = own_failures(evidence)
     if interrupted_at is not None and not any(at <= interrupted_at for at, _ in own):
         return None
@@ -248,8 +247,7 @@ def _never_started(evidence: dict[int, RankEvidence], expected: list[int] | None
 
 
 def _frozen(evidence: dict[int, RankEvidence], hang: Hang | None, local_ranks: set[int] | None) -> Finding | None:
-    """Ranks whose heartbeat had stopped when the hang was declared while the others' went on, with the collective
-    they never joined where the flight records say."""
+    """Ranks whose heartbeat had stopped when the hang was declared while the others' went on."""
     if hang is None or not hang.snapshot:
         return None
     snapshot = dict(hang.snapshot)

@@ -78,8 +78,7 @@ def one_machine(exposure: Exposure, otherwise: str) -> Iterator[Meeting]:
 
 @contextlib.contextmanager
 def across_machines(exposure: Exposure, rdzv: Rendezvous) -> Iterator[Meeting]:
-    """Host the store or reach it (exit 3 when nothing answers), then meet through ddplab-c10d.
-    cluster.endpoint.StoreWaitStopped when a stop request came while waiting."""
+    """Host the store or reach it (exit 3 when nothing answers; StoreWaitStopped on a stop), then meet through it."""
     from ..cluster import rendezvous
 
     with rendezvous.meet(exposure.across, rdzv.store_wait_s or rdzv.join_timeout_s, session=rdzv.run_id) as met:

@@ -104,8 +104,7 @@ def snapshot() -> dict[int, Facts]:
 
 
 def run_dir_holds(pid: int, run_dir: str | None) -> str | None:
-    """The run id in ``run_dir``'s run-id file as process ``pid`` sees it (its root may be another mount
-    namespace's: /proc/PID/root), or None."""
+    """The run id in ``run_dir``'s run-id file as process ``pid`` sees it (through /proc/PID/root), or None."""
     if not run_dir or not os.path.isabs(run_dir):
         return None
     try:

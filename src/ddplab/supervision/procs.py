@@ -347,8 +347,7 @@ def _named(pid: int | None, found: Survey) -> Orphan | OtherProcess | GoneProces
 
 
 def still_holding(monitor: DeviceMonitor, pids: Sequence[int], wait_s: float = 5.0) -> dict[int, int]:
-    """Device memory the device still reports for ``pids`` (pid -> bytes), waiting up to ``wait_s`` for it to
-    be given back (the driver frees it a little after the process is gone)."""
+    """Device memory still held by ``pids`` after up to ``wait_s`` (the driver frees it a little after the process)."""
     deadline = time.monotonic() + wait_s
     while True:
         mem = monitor.sample().process_mem_bytes

@@ -106,8 +106,7 @@ class RankLife:
         return self
 
     def catch_fatal_signals(self) -> None:
-        """faulthandler writes every thread's stack to fatal.txt on a fatal signal (SIGSEGV, SIGABRT...) and on
-        STACK_SIGNAL (the watcher's way in when something holds the GIL)."""
+        """faulthandler writes every thread's stack to fatal.txt on a fatal signal and on STACK_SIGNAL."""
         try:
             self._fatal = open(self.run.fatal_file(self.rank), "w")  # kept open: faulthandler writes to its fd
         except OSError:

@@ -91,8 +91,7 @@ class JobStore:
 
 
 def open_reader(address: str, port: int, job: str):
-    """A reader of the job's store (a client connection of the watcher's own), or None when the store cannot be
-    reached: the watcher then judges this machine's files, as on one machine."""
+    """A reader of the job's store on its own connection, or None: the watcher then judges this machine's files."""
     from ..cluster.status_store import JobStoreReader, open_store
 
     try:

@@ -113,8 +113,7 @@ def progress_key(states: dict[int, RankState]) -> tuple:
 
 
 def expected_ranks(states: dict[int, RankState], local_count: int) -> list[int] | None:
-    """This machine's global ranks: its block of ``local_count``, located by its lowest rank that reported.
-    None while no rank has written a status (their global numbers are not known yet)."""
+    """This machine's global ranks: ``local_count`` from its lowest rank that reported; None before any did."""
     if not states:
         return None
     base = states[min(states)].node_base
@@ -123,8 +122,7 @@ def expected_ranks(states: dict[int, RankState], local_count: int) -> list[int] 
 
 def name_culprits(states: dict[int, RankState], local_count: int, now: float,
                   stale_s: float, expected: list[int] | None = None) -> tuple[list[int], str]:
-    """The ranks holding the others up, and why, from a snapshot of this machine's ranks' status (or of the
-    whole job's, read from its store: then ``expected`` is every rank of the job)."""
+    """The ranks holding the others up, and why, from a snapshot of the ranks' statuses."""
     return (_not_started(states, local_count, expected) or _frozen(states, now, stale_s)
             or _holding_up(states, waiting_phases=("in-collective",)))
 

@@ -190,8 +190,7 @@ class StragglerWatch:
         return out
 
     def _from_store(self) -> dict[int, bytes] | None:
-        """Every rank's record that changed, from the job's store when the job spans machines (every
-        STORE_POLL_S); None: read this machine's files."""
+        """Every rank's changed record from the job's store, across machines; None: read this machine's files."""
         if self._reader is None:
             try:
                 listen = json.loads(self.run.listen_file.read_text())

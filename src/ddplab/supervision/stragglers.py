@@ -153,7 +153,7 @@ def _waits(lasts: list[Collective]) -> list[float]:
 
 
 def is_straggler(w: RankWindow, n: int, named: bool) -> bool:
-    """The rule (module docstring); ``named``: whether the rank is named now (lower thresholds keep it from flapping)."""
+    """The rule (module docstring); ``named``: whether the rank is named now (lower thresholds: no flapping)."""
     if w.collectives < MIN_COLLECTIVES:
         return named
     if w.cost_fraction < (COST_KEPT if named else COST_NAMED) or w.waits < MIN_WAITS:

@@ -110,8 +110,7 @@ class Watcher:
     # ---------------------------------------------------------------------------------------- after the job
 
     def leftovers(self) -> tuple[list[LeftProcess], list[LeftProcess]]:
-        """After the job: end every process it started that still runs. (ended, survived), by program name only:
-        arguments can carry secrets."""
+        """After the job: end every process it started that still runs; (ended, survived), named by program only."""
         self.family.marked()
         left = self.family.alive()
         if not left:
