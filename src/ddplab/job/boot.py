@@ -150,8 +150,7 @@ class Rank(RankLife):
         self.beacon.close()
 
     def fail(self, exc: BaseException, status: int, ask_peers: bool = True) -> None:
-        # The launcher may already be stopping the group (another rank died first): let its
-        # SIGTERM wait until the evidence is written; os._exit follows within seconds.
+        # The launcher may already be stopping the group: its SIGTERM waits until the evidence is written.
         signal.signal(signal.SIGTERM, _note_late_sigterm)
         text = user_traceback(exc)
         if not isinstance(exc, SystemExit):

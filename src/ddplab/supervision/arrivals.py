@@ -24,9 +24,7 @@ from ..records.codec import to_json
 from ..records.stragglers import GroupArrivals, RankArrivals
 from ..basics.rundir import RunDir
 
-# Set by the launcher: the shortest read cadence in seconds (its own value where the launcher has one); absent: the
-# rank never reads.
-ARRIVALS_ENV = "DDPLAB_ARRIVALS"
+ARRIVALS_ENV = "DDPLAB_ARRIVALS"  # set by the launcher: the shortest read cadence in seconds; absent: never read
 DEFAULT_EVERY_S = 5.0
 # Of the rank's time spent reading its recorder, as the read measures itself: what a read costs the training loop
 # is about twice that (the GIL held, the others waiting), which this keeps under half of the 0.5 % allowed.

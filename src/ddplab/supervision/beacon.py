@@ -263,8 +263,7 @@ class Beacon:
                     self.dump(request_id)
                     next_beat = 0.0
                 if time.monotonic() >= next_beat:
-                    # observed under the lock: a final phase() written meanwhile must not be followed by this
-                    # beat's older progress (the judge reads the last write)
+                    # under the lock: a final phase() written meanwhile must not be followed by older progress
                     with self._lock:
                         self.state = replace(self.state, **self._observe())
                         self._write()

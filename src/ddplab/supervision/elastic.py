@@ -182,8 +182,7 @@ def _ranks_start_with_sigint_blocked():
 
 
 def _quiet_elastic_logging() -> None:
-    # Elastic logs its agent's life and each rank's traceback; ddplab reports outcomes itself (DDPLAB_DEBUG=1 shows
-    # elastic's own log).
+    # Elastic logs its agent's life and each rank's traceback; ddplab reports outcomes itself (DDPLAB_DEBUG=1: shown).
     if not os.environ.get("DDPLAB_DEBUG"):
         for name in ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing"):
             logger = logging.getLogger(name)

@@ -31,8 +31,8 @@ class RankSampler:
         self.interval_s = interval_s
         self.on_sample = on_sample
         self.enabled = enabled  # off: measure a benchmark without the sampler's own disturbance
-        # A job of unknown length (`ddplab launch`) keeps at most this many samples: past it, every other
-        # one is dropped and the interval doubles, so a day-long job's series stays as even and as small.
+        # A job of unknown length keeps at most this many samples: past it, every other one is dropped and the
+        # interval doubles, so a day-long job's series stays as even and as small.
         self.max_samples = max_samples
         self.gate = None if query_device_while_timing else SamplerGate(run)
         self.samples: list[Sample] = []

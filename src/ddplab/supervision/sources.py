@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 
@@ -88,6 +89,21 @@ class JobStore:
             return self.reader.announced_hang()
         except Exception:  # noqa: BLE001 - a store gone: nothing announced that can be read
             return None
+
+
+def listened(run: RunDir) -> dict | None:
+    """listen.json as the launcher wrote it (where the job listens); None before it is written."""
+    with contextlib.suppress(OSError, ValueError):
+        listen = json.loads(run.listen_file.read_text())
+        return listen if isinstance(listen, dict) else {}
+    return None
+
+
+def store_of(listen: dict | None) -> tuple[str, int] | None:
+    """(address, port) of the job's store where the job spans machines, else None."""
+    if listen and listen.get("across_machines") and listen.get("address") and isinstance(listen.get("port"), int):
+        return listen["address"], listen["port"]
+    return None
 
 
 def open_reader(address: str, port: int, job: str):

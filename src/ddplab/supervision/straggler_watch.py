@@ -192,14 +192,10 @@ class StragglerWatch:
     def _from_store(self) -> dict[int, bytes] | None:
         """Every rank's changed record from the job's store, across machines; None: read this machine's files."""
         if self._reader is None:
-            try:
-                listen = json.loads(self.run.listen_file.read_text())
-            except (OSError, ValueError):
+            store = sources.store_of(sources.listened(self.run))
+            if store is None:
                 return None
-            if not (isinstance(listen, dict) and listen.get("across_machines") and listen.get("address")
-                    and isinstance(listen.get("port"), int)):
-                return None
-            self._reader = self._open_reader(listen["address"], listen["port"], self.job) or False
+            self._reader = self._open_reader(*store, self.job) or False
         if not self._reader:
             return None
         if time.monotonic() < self._next_store_read:

@@ -174,9 +174,8 @@ class Watcher:
                 continue  # watched for exits, the family and machines_lost only
             elsewhere = source.announced() if source.judged_from == JOB_STORE else None
             if elsewhere and elsewhere["machine"] not in (mine := self._machines()):
-                # Another machine declared the hang and is ending its ranks: this machine's ranks would fail on
-                # its teardown, and that machine's ranks, ended without a word, would look like a machine lost.
-                # It waits for this word before its teardown, so the statuses just read precede it.
+                # Another machine declared the hang and waits for this word before its teardown: follow it, so
+                # that neither side's ranks ending look like a failure or a machine lost.
                 for machine in mine:
                     source.acknowledge(machine)
                 self._declare(source, states, now, last_change or started, following=elsewhere)
@@ -282,16 +281,12 @@ class Watcher:
 
     def _source(self):
         """The store named in listen.json (several machines), this machine's files, or None before ranks start."""
-        try:
-            listen = json.loads(self.run.listen_file.read_text())
-        except (OSError, ValueError):
-            # no listen.json: the ranks have not been started, unless their status files say otherwise
+        listen = sources.listened(self.run)
+        if listen is None:  # the ranks have not been started, unless their status files say otherwise
             return Files(self.run, self.local_count) if self.run.status_files() else None
-        across = listen.get("across_machines") if isinstance(listen, dict) else None
-        if not across or not listen.get("address") or not isinstance(listen.get("port"), int):
-            return Files(self.run, self.local_count)
-        reader = self._open_reader(listen["address"], listen["port"], self.job)
-        return JobStore(reader, listen["address"]) if reader is not None else Files(self.run, self.local_count)
+        store = sources.store_of(listen)
+        reader = self._open_reader(*store, self.job) if store else None
+        return JobStore(reader, store[0]) if reader is not None else Files(self.run, self.local_count)
 
     # ---------------------------------------------------------------------------------------- ending processes
 
