@@ -106,9 +106,8 @@ class Observation:
 def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None = None,
             controller: Controller | None = None, rank_env: dict[str, str] | None = None,
             stragglers: StragglerPlan | None = StragglerPlan(), **launch_overrides) -> Observation:
-    """Run the drill's script under ddplab's launcher and supervisor; measure and judge what happened.
-    ``settings`` override the script's options, ``launch_overrides`` the launch options, ``rank_env`` is set in
-    every rank before init."""
+    """Run the drill's script under ddplab's launcher and supervisor; measure and judge what happened. ``settings``
+    override the script's options, ``launch_overrides`` the launch's; ``rank_env`` is set in every rank."""
     from ..job.policy import plan
     from ..job.session import run_script
 

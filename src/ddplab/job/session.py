@@ -136,9 +136,8 @@ def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, ob
                prepared: tuple[Platform, Placement] | None = None,
                controller: Callable[[RunDir], None] | None = None,
                rank_env: dict[str, str] | None = None, stragglers=None) -> Session:
-    """Start the planned ranks running ``python -m module args`` as `ddplab launch` runs a user's script (the
-    drills do); the placement reaches the script in DDPLAB_DRILL_PLACEMENT. ``stragglers``: the straggler watch's
-    plan; None: not watched."""
+    """The planned ranks running ``python -m module args`` as `ddplab launch` runs a script, the placement in
+    DDPLAB_DRILL_PLACEMENT (the drills do). ``stragglers``: the straggler watch's plan; None: not watched."""
     import json
     import sys
 
@@ -235,9 +234,8 @@ def lab_job(run: RunDir, nproc: int, rdzv: Rendezvous, hang_timeout_s: float | N
 
 def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
                           prepared: tuple[Platform, Placement] | None, rank_env: dict[str, str] | None) -> Session:
-    """ddplab started as one of torchrun's workers: run the workload in this process as that rank; torchrun
-    launched and watches the ranks (no sampler, supervisor or daemon of ddplab's). Every rank gets every rank's
-    return, so the session is the whole job's; global rank 0 writes the report."""
+    """ddplab started as one of torchrun's workers (torchrun watches; no sampler, supervisor or daemon of ddplab's):
+    run the workload here as that rank. Every rank gets every rank's return; global rank 0 writes the report."""
     from ..platform import open_monitor
     from .worker import RankJob, rank_of_torchrun
 

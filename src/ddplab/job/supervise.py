@@ -27,9 +27,8 @@ MAX_SAMPLES = 1000  # then the sampler halves its series and doubles its interva
 
 def run_user_job(request: LaunchRequest, run: RunDir, monitor: DeviceMonitor, ras: RasPlan | None = None,
                  device_type: str = "cpu", say=None) -> tuple[JobOutcome, RankSampler]:
-    """The job from start to end. ``ras``: the RAS service to ask on a declared hang (None: never).
-    ``device_type``: whose library's socket variable is pinned to loopback on one machine. ``say``: where the
-    straggler watch's live lines go."""
+    """The job from start to end. ``ras``: the RAS service to ask on a hang (None: never); ``device_type``: whose
+    library's socket variable is pinned to loopback; ``say``: where the straggler watch's lines go."""
     exposure = where_the_job_listens(request, device_type)
     if request.rendezvous_theirs is None:
         meet = lambda: meeting.one_machine(exposure, otherwise=request.config.rdzv_backend)  # noqa: E731

@@ -122,9 +122,8 @@ def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: Beac
 
 
 def settle_before_destroying_gloo() -> None:
-    """Before torch 2.8 a gloo group was destroyed holding the GIL while its worker thread, freeing a finished
-    collective's tensor, waited for the GIL: a deadlock (fixed by pytorch PR 154976). A moment for that thread to
-    finish first avoids it."""
+    """Before torch 2.8 destroying a gloo group held the GIL its worker thread waited for, freeing a finished
+    collective's tensor: a deadlock (fixed in torch 2.8). A moment for that thread to finish first avoids it."""
     import torch
     import torch.distributed as dist
 

@@ -77,9 +77,8 @@ def torch_distributed_dir() -> str | None:
 
 
 def locate(frame, distributed_dir: str | None) -> Where:
-    """Where a thread is: the outermost torch.distributed call it is inside (the API the user called:
-    init_process_group, all_reduce, barrier...), the user's line that called it, the innermost frames, and whether
-    it is inside an import."""
+    """Where a thread is: the outermost torch.distributed call it is inside (the one the user made), the user's line
+    that called it, the innermost frames, and whether it is inside an import."""
     frames, torch_call, call_site, inside, importing = [], None, None, False, False
     while frame is not None:
         code = frame.f_code

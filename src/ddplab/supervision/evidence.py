@@ -123,7 +123,6 @@ class RankEvidence:
             return "finished its script; its exit was not seen"
         return f"ended by {end.in_words()}, after its last status said its script was done"
 
-
     def _pending_call(self) -> str | None:
         """The first collective its flight recorder shows enqueued and not completed, in words."""
         for pg, p in sorted(((self.status.progress if self.status else None) or {}).items()):

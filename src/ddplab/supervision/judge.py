@@ -69,9 +69,8 @@ def name_culprit(evidence: dict[int, RankEvidence], expected: list[int] | None =
 # ---------------------------------------------------------------------------------------- failures of their own
 
 def own_failures(evidence: dict[int, RankEvidence]) -> list[tuple[float, int]]:
-    """(when, rank) of every rank that failed on its own, first first: it raised an error of its own (not a
-    timeout, not a lost peer), or its process ended by a signal or a non-zero status that the launcher did not
-    cause and no such error explains."""
+    """(when, rank) of every rank that failed on its own, first first: it raised an error of its own (not a timeout
+    or a lost peer), or ended by a signal or a non-zero status the launcher did not cause and no such error explains."""
     found = []
     for rank, ev in evidence.items():
         text, at = ev.error_text, ev.error_at
@@ -144,9 +143,8 @@ def _first_to_fail(evidence: dict[int, RankEvidence], own: list[tuple[float, int
 
 
 def _aborted_mid_call(evidence: dict[int, RankEvidence], own: list[tuple[float, int]]) -> Finding | None:
-    """The first death is a SIGABRT neither its status nor its stacks can place, and a surviving record shows a call
-    new to its rank: gloo aborts the receiver of a message of a size it did not expect, so there the sender's novel
-    call is the evidence (docs/fault-table.md, size mismatch). Any other death outweighs a novel call."""
+    """The first death is a SIGABRT its status and stacks cannot place: gloo aborts the receiver of a message of the
+    wrong size, so a sender's novel call is the evidence there. Any other death outweighs a novel call."""
     if not own:
         return None
     first = evidence[own[0][1]]

@@ -104,10 +104,9 @@ def read_states(run: RunDir) -> dict[int, RankState]:
 
 
 def progress_key(states: dict[int, RankState]) -> tuple:
-    """What counts as progress: any rank's phase, its collectives entered or completed (counted by the rank, or by
-    its flight recorder) or the torch.distributed call it is in changing, a rank appearing, or a rank still
-    importing its code loading modules. Frames are not progress: a rank spinning in its own code moves its frames
-    for ever."""
+    """What counts as progress: a rank's phase, collectives entered or completed (its counts or its recorder's) or
+    torch.distributed call changing, a rank appearing, or a rank still importing loading modules. Not frames: a
+    rank spinning in its own code moves its frames for ever."""
     return tuple(sorted((r, s.phase, s.in_process_group, s.seq, s.done, s.torch_call, _flight(s),
                          _modules_loaded(s)) for r, s in states.items()))
 
@@ -235,10 +234,9 @@ ALL_IN_ONE_COLLECTIVE = "every rank is inside the same collective (the library o
 
 
 def failed_elsewhere(job: dict[int, RankState], mine: dict[int, RankState]) -> list[int]:
-    """Ranks of other machines that failed while every rank of this machine (``mine``) still runs. Elastic ends a
-    worker group only when one of its OWN ranks ends or its store stops answering (a healthy agent asks the
-    rendezvous only num_nodes_waiting), so a peer's failure would leave these ranks running. Empty when a rank
-    here ended too (elastic tears its group down) or none wrote a status yet."""
+    """Ranks of other machines that failed while every rank of this machine (``mine``) still runs: elastic ends a
+    group only when one of its OWN ranks ends or its store stops answering, so a peer's failure would leave these
+    running. Empty when a rank here ended too (elastic tears its group down) or none wrote a status yet."""
     if not mine or any(s.phase in END_PHASES for s in mine.values()):
         return []
     return sorted(r for r, s in job.items() if r not in mine and s.phase == "failed")

@@ -66,9 +66,8 @@ class Collective:
 
 
 def collectives_from(arrivals: dict[int, RankArrivals], taken=frozenset()) -> list[Collective]:
-    """Every collective that all ranks of its group have published and that is not in ``taken`` ((group, seq)),
-    oldest first. Where a group has device times, only collectives every rank has one for are compared: mixing
-    enqueue and device times would mix two clocks."""
+    """Every collective all ranks of its group published, not in ``taken`` ((group, seq)), oldest first; where a
+    group has device times, only those every rank has (enqueue and device times are two clocks)."""
     members: dict[str, list[int]] = {}
     for rank, a in sorted(arrivals.items()):
         for group in a.groups:

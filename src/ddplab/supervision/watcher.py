@@ -302,10 +302,9 @@ class Watcher:
         return self.family.end(members, self.grace_s)
 
     def _settled(self, source, states: dict[int, RankState], now: float) -> tuple[dict[int, RankState], float]:
-        """The job's store read again one staleness window later, before a hang across machines is judged. A remote
-        beat is dated when this reader polls, not when it was sent, so a machine that stopped just before the
-        declaration can look heard less than a staleness window ago (none frozen, nobody named); one window later
-        every rank that had stopped looks stopped, while a live one beats."""
+        """The store read again one staleness window later, before a hang across machines is judged: a remote beat
+        is dated when this reader polls, so a machine that stopped just before the declaration can look heard less
+        than a window ago; one window later every rank that had stopped looks stopped, while a live one beats."""
         time.sleep(STALE_S + POLL_S)
         fresh = self._read(source)
         if not fresh:  # the store stopped answering: nothing newer, judge the declaration's snapshot
@@ -368,10 +367,9 @@ class Watcher:
         source.wait_acknowledged({s.machine for s in states.values() if s.machine} - mine, FOLLOW_WAIT_S)
 
     def _stacks_of_the_silent(self, silent: dict[int, RankState]) -> tuple[dict[int, str], str | None, list[int]]:
-        """The stacks of the ranks that did not answer the dump request: (rank -> py-spy's file, how py-spy went in
-        words, the ranks sent faulthandler's signal). py-spy asks nothing of the rank; the signal goes only where it
-        could not read and faulthandler would answer, since the signal ends a blocking system call early and the
-        rank runs on from where it was stuck."""
+        """The stacks of the ranks that did not answer: (rank -> py-spy's file, how py-spy went, the ranks signalled).
+        py-spy asks nothing of the rank; faulthandler's signal goes only where py-spy could not read and it would
+        answer, since it ends a blocking system call early and the rank runs on from where it was stuck."""
         if not silent:
             return {}, None, []
         targets = [outside_stacks.Target(r, s.pid, proc_stat.state(s.pid) in STOPPED)
