@@ -1,26 +1,17 @@
 """The launcher's side of supervision, for every job: watch every rank, declare a hang, collect the evidence, end
 the job's processes.
 
-Every poll reads every rank's status (this machine's files; across machines, the job's store), watches each new
-rank's exit (exits.py) and takes the ranks' descendants into the job's family (family.py).
-
 A hang is declared when some rank waits (in init or a collective, said or seen, or with a collective pending) and
-nothing progressed for the hang timeout (states.progress_key). Ranks that all compute are not hung: nobody waits.
-A rank that finished does not stop the clock (it may have skipped a collective); one that failed does, since
-elastic then tears the group down. The clock starts once every rank wrote a status (a rank that never does is
-named after ``START_GRACE_S`` more).
+nothing progressed for the hang timeout (states). Ranks that all compute are not hung: nobody waits. A rank that
+finished does not stop the clock (it may have skipped a collective); one that failed does, since elastic then
+tears the group down.
 
-On a hang: ask every rank for its flight record and stacks (the beacon answers from a side thread), read the
-silent ones' stacks from outside with py-spy (outside_stacks.py), send faulthandler's signal only where py-spy
-could not and faulthandler would answer, ask RAS (--ras), then end every process of the job (SIGCONT, SIGTERM,
-SIGKILL after a grace period). Only processes proven to be this job's are signalled: a rank's pid with its
-recorded start time, and members of its family. A stop request (Ctrl+C, SIGTERM) ends them the same way.
+On a hang: ask every rank for its flight record and stacks, read the silent ones' from outside (py-spy, then
+faulthandler's signal), ask RAS (--ras), then end every process of the job, and only those proven the job's (a
+rank's pid with its start time, its family). A stop request (Ctrl+C, SIGTERM) ends them the same way.
 
-Across machines every watcher judges the whole job from the store and ends only its own ranks. A rank of ANOTHER
-machine that failed while the store still answers is an end elastic here does not act on
-(states.failed_elsewhere): the hang clock then runs on this machine's ranks. A machine that declares a hang
-announces it in the store and waits for the others to follow, so that their ranks failing on its teardown are
-not a new failure, nor its silent ranks a machine lost.
+Across machines every watcher judges the whole job from the store and ends only its own ranks; a failure on
+another machine that elastic here does not act on starts the hang clock on this machine's ranks.
 """
 
 from __future__ import annotations
