@@ -1,13 +1,8 @@
-"""Fault drills: one file per drill, this registry in help order. CLI words accept
-kebab-case (kill-rank) and snake_case (kill_rank).
+"""Fault drills: one file per drill, this registry in help order (CLI words: kill-rank or kill_rank).
 
-Each drill module defines SUMMARY, EXPECT (the pass condition in words) and
-``run(ctx: runner.DrillContext) -> records.drill.DrillOutcome`` (verdict included). The shared
-inject -> observe -> judge steps are in runner.py; a harness that serves one drill lives beside it
-(child_launcher.py for interrupt and kill_launcher; node_harness.py for the drills between machines,
-kill_node and partition); error texts are told apart in mechanisms.py.
-A new drill is one module here plus one registry line; ``register`` adds one from outside ddplab (a plug-in, a
-test), for the drills this process runs.
+Each drill module defines SUMMARY, EXPECT (the pass condition in words) and ``run(ctx) -> DrillOutcome``; the
+shared inject -> observe -> judge steps are runner.py's, the harnesses beside it (child_launcher.py,
+node_harness.py). A new drill is one module plus one registry line, or ``register`` from outside ddplab.
 """
 
 from __future__ import annotations

@@ -2,10 +2,8 @@
 
     ddplab launch --nproc-per-node 3 --hang-timeout 5 -m ddplab.drills.accelerate_job --fault stall
 
-Accelerate finds the job through torchrun's variables, calls init_process_group itself and wraps the model in
-DDP (`accelerator.prepare`); the loop is Accelerate's documented one (`accelerator.backward(loss)`). The model is
-workloads/ddp_train.py's MLP; each rank reads data of its own (the loader is not prepared, so that a rank can run
-out first). The faults are drills/faults.py's.
+Accelerate finds the job through torchrun's variables and wraps the model in DDP itself; the loop is its
+documented one. Each rank reads data of its own (the loader is not prepared, so that a rank can run out first).
 """
 
 from __future__ import annotations

@@ -27,21 +27,15 @@ EXIT_WAIT_S = 60.0
 
 
 def start(argv: list[str]) -> subprocess.Popen:
-    """A separate ddplab (or torchrun) process, so the drill can kill it like a user would.
-
-    It leads a new session, hence its own process group, which its ranks join: a terminal's
-    Ctrl+C meant for this drill does not reach it, and ``end`` can end all of it.
-    """
+    """A separate ddplab (or torchrun) process the drill can kill like a user would, leading a session of its own
+    (a Ctrl+C meant for this drill does not reach it, and ``end`` ends its whole group)."""
     return subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
 
 
 def end(child: subprocess.Popen) -> None:
-    """End a child launcher with everything in its process group (its ranks), then reap it.
-
-    Reaping matters: an unreaped launcher is a zombie whose pid still answers kill(pid, 0), so a
-    rank that armed its parent-death guard after the launcher died took it for alive and ran on.
-    """
+    """End a child launcher with everything in its process group, then reap it: an unreaped launcher's pid still
+    answers kill(pid, 0), and a rank's parent-death guard would take it for alive."""
     if child.returncode is None:  # not reaped yet: its pid, the group's id, cannot have been reused
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.pid, signal.SIGKILL)
@@ -70,11 +64,8 @@ def wait_for_run(path: Path, child: subprocess.Popen) -> RunDir | None:
 
 
 def signal_train(ctx: runner.DrillContext, sig: int, detected_by: str) -> DrillOutcome:
-    """Start `ddplab train` as a separate launcher, send it ``sig`` once its ranks run, and watch them go.
-
-    The drill's verdict is the caller's: what is measured here is when the ranks were gone after the
-    signal (``detect_s``), the launcher's exit code and report, and what was left.
-    """
+    """Start `ddplab train` as a separate launcher, send it ``sig`` once its ranks run, and measure when they were
+    gone, the launcher's exit and report, and what was left; the verdict is the caller's."""
     run_dir = RunDir.create(ctx.run_dir(ctx.name), f"drill-{ctx.name}").path
     child_dir, report = run_dir / "launcher", run_dir / "launcher-report.json"
     train = TrainConfig(launch=replace(ctx.config.launch, run_dir=str(child_dir), hang_timeout_s=None),

@@ -1,6 +1,5 @@
-"""desync: the victim switches to a different collective (broadcast of twice the size)
-while the others keep issuing all_reduce. Whatever the backend does (error, hang or, worst,
-silently wrong data), the ranks' flight records show which rank issued which operation.
+"""desync: the victim switches to a broadcast while the others keep issuing all_reduce. Whatever the backend does
+(error, hang or, worst, silently wrong data), the ranks' flight records show which rank issued which operation.
 """
 
 from __future__ import annotations

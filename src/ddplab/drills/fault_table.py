@@ -1,17 +1,9 @@
-"""The fault table: every way a rank can fail, crossed with the training code it fails in, each run for real
-through `ddplab launch` (the path a user's job takes), and judged against what is right: detected within the hang
-timeout + 5 s, the culprit rank and kind right (or no culprit where none is right), nothing left running, the exit
-code as documented.
+"""The fault table: every way a rank can fail (``CASES``, injected by the victim or from outside), crossed with the
+training code it fails in (``CODES``: plain DDP, DDP with no_sync, FSDP2, Lightning, Accelerate), each run for real
+through `ddplab launch` and judged against what is right: detected within the hang timeout + 5 s, the culprit rank
+and kind right, nothing left running, the exit code as documented. The victim is a middle rank where there is one.
 
     python scripts/fault_table.py --ranks 2,3,4 --repeat 3 --out docs/results/fault-table
-
-Two axes. The training code (``CODES``): the seed's DDP training (drills/script.py, plain, with gradient
-accumulation under no_sync, and with FSDP2's fully_shard), PyTorch Lightning's DDP strategy and Hugging Face
-Accelerate, each calling init_process_group and reducing gradients its own way. The fault (``CASES``): injected by
-the victim (drills/faults.py) or from outside (a signal to the victim, or to the launcher). A case names the codes
-it runs on: the faults users meet in training on every code, the faults that need a hand-written collective and
-the hostile cases on plain DDP. The victim is a middle rank where there is one (rank 1 of 3, rank 2 of 4), never
-always the last. tests/integration/test_fault_table.py runs a subset.
 """
 
 from __future__ import annotations
@@ -58,7 +50,7 @@ class Case:
     everyone: bool = False  # every rank is to blame (a command that fails at once everywhere)
     outcome: str = "failed"  # failed | hung | interrupted | succeeded | (none: the launcher was killed)
     # A rank that leaves while the others wait in a collective: gloo's waiting ranks fail at once (their sockets
-    # close), NCCL's wait on until ddplab declares the hang (measured on one H200, docs/fault-table.md).
+    # close), NCCL's wait on until ddplab declares the hang.
     or_hung: bool = False
     exit_code: int | None = 1
     script: tuple[str, ...] = ()  # more arguments for the script
@@ -291,8 +283,7 @@ def _judge_culprit(case: Case, record: Run, results: dict) -> None:
 
 
 def table(runs: list[Run]) -> str:
-    """The table in Markdown: one row per case, training code and rank count, with how many of its repetitions were
-    right."""
+    """The table in Markdown: one row per case, code and rank count, with how many of its repetitions were right."""
     lines = ["| fault | code | ranks (victim) | right | culprit named (kind) | detected after the fault (s) | left | "
              "exit |", "|---|---|---|---|---|---|---|---|"]
     for case in CASES:

@@ -1,15 +1,10 @@
 """The faults a drill injects into training code: one table for every code the fault table runs (plain DDP, DDP
 with gradient accumulation, FSDP2, Lightning, Accelerate), each fault at the point where users meet it.
 
-A training code calls the hooks at its own points: ``at_start`` first thing (before it imports torch),
-``before_init`` just before init_process_group, ``model_width`` when it builds its model, ``dataset`` for its
-data, ``watch_backward`` on its model, ``at_step`` at the top of every training step. The victim injects; the
-others run on. What is injected, and when, is said on stdout and in the rank's beacon (``announce``): the fault
-table measures detection from it, and the judge never reads it.
-
-Faults from outside the rank (SIGKILL, SIGSTOP, Ctrl+C, the launcher's death) are the fault table's to send
-(drills/fault_table.py); faults that need a hand-written collective (a skipped or mismatched call) are the DDP
-code's own (drills/script.py).
+A training code calls the hooks (``at_start``, ``before_init``, ``model_width``, ``dataset``, ``watch_backward``,
+``at_step``) at its own points; the victim injects, the others run on. ``announce`` says what and when on stdout
+and in the beacon: the fault table measures detection from it, the judge never reads it. Faults from outside the
+rank are fault_table.py's to send; hand-written collective faults are drills/script.py's.
 """
 
 from __future__ import annotations
@@ -85,8 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser, faults=tuple(FAULTS)) -> None
 
 
 def framework_job(prog: str, doc: str, argv: list[str] | None) -> tuple[argparse.Namespace, "Faults"]:
-    """The options of a training code written on a framework (Lightning, Accelerate): the faults' and the model's
-    size, parsed; its faults, with those due at start already injected."""
+    """A framework training code's parsed options and its faults, those due at start already injected."""
     parser = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
     add_arguments(parser)
     parser.add_argument("--steps", type=int, default=40)
@@ -179,16 +173,14 @@ class Faults:
         return 1 if self.fault == "loader_stall" else 0
 
     def dataset(self, batches: int, batch_size: int, features: int):
-        """This rank's data: ``batches`` batches of random samples (seeded by rank), with the victim's worker
-        stalling on the first sample of --fault-step where that is the fault."""
+        """This rank's data: ``batches`` batches of random samples seeded by rank, stalling as the fault says."""
         return _Samples(batches * batch_size, features, self.rank,
                         stall_at=self.fault_step * batch_size if self.mine("loader_stall") else None,
                         stall_s=self.stall_s,
                         pause_every=batch_size if self.mine("slow_loader") else None, pause_s=lambda: self._extra_s)
 
     def at_exit(self) -> None:
-        """The training code is done (its process group destroyed): the victim of a hang at exit stays, holding the
-        GIL, as a C destructor that deadlocks does."""
+        """The training code is done: the victim of a hang at exit stays, holding the GIL (a deadlocked destructor)."""
         if self.mine("exit_gil_hang"):
             announce(self.rank, f"hangs at exit holding the GIL for {self.stall_s} s")
             hold_the_gil(self.stall_s)
@@ -199,9 +191,8 @@ class Faults:
             announce(self.rank, f"its data ended after {step} steps (uneven inputs); it leaves its training loop")
 
     def watch_backward(self, model) -> None:
-        """A backward hook on the model's first layer with parameters (a gradient check, as users add them) that
-        raises inside backward() at --fault-step on the victim. A module hook, not a tensor hook: FSDP2 computes
-        gradients on parameters other than the ones it shows."""
+        """A backward hook on the model's first layer with parameters (a gradient check) that raises at --fault-step
+        on the victim. A module hook: FSDP2 computes gradients on parameters other than the ones it shows."""
         if not self.mine("backward_raise"):
             return
         self._backward_step = -1
@@ -217,8 +208,7 @@ class Faults:
     # ------------------------------------------------------------------------------------------ during training
 
     def at_step(self, step: int, device=None, cap: int | None = None) -> str | None:
-        """At the top of every training step. Returns "stop" where the victim leaves its training loop (and then
-        finishes its script)."""
+        """At the top of every training step; "stop" where the victim leaves its training loop."""
         self._backward_step = step
         if self.fault in SLOW_FAULTS and self.is_victim:
             self._slow_down(step, device)
@@ -280,9 +270,7 @@ class Faults:
         return None
 
     def _slow_down(self, step: int, device) -> None:
-        """Measure the victim's step (the median of its last STEP_SAMPLES before --fault-step), then from
-        --fault-step on make it slow_factor times as long: computing more (slow_compute) or through its data loader,
-        which sleeps before each batch (slow_loader, read by the dataset)."""
+        """Measure the victim's step (median of STEP_SAMPLES), then from --fault-step make it slow_factor as long."""
         now = time.perf_counter()
         if self._step_started is not None and step <= self.fault_step:
             self._steps_s = (self._steps_s + [now - self._step_started])[-STEP_SAMPLES:]
@@ -301,8 +289,7 @@ class Faults:
             self._queue_device_work(device)
 
     def _queue_device_work(self, device) -> None:
-        """Matrix multiplies worth the extra time, queued on the device without waiting for them (timed once, the
-        device synchronised, at --fault-step); on the host, computed as slow_compute does."""
+        """Matrix multiplies worth the extra time (timed once), queued on the device without waiting for them."""
         if device is None or device.type == "cpu":
             _compute_for(self._extra_s, device)
             return
@@ -364,8 +351,7 @@ class Faults:
 
 
 class _Samples:
-    """A map-style dataset of random samples (what a data pipeline yields), built lazily; torch is imported by the
-    time a DataLoader asks for one."""
+    """A map-style dataset of random samples, built lazily (torch is imported by the time a DataLoader asks)."""
 
     def __init__(self, length: int, features: int, seed: int, stall_at: int | None, stall_s: float,
                  pause_every: int | None = None, pause_s=lambda: 0.0):

@@ -1,8 +1,6 @@
 """interrupt: SIGINT to a running ddplab launcher (the report's Ctrl+C).
 
-The launcher is a separate `ddplab train` process; the drill sends it SIGINT once every
-rank is running, then measures how long the ranks take to disappear, whether the launcher
-still wrote its report, and what is left.
+The launcher is a separate `ddplab train` process, sent SIGINT once every rank runs (child_launcher.signal_train).
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """kill_launcher: SIGKILL the launcher, which can catch nothing.
 
 --launcher ddplab (default): every rank's parent-death guard fires; no rank survives.
---launcher torchrun: plain torchrun, for comparison. Its workers lead their own sessions
-and keep running with parent 1, holding device memory (docs/background.md §3). The drill then
+--launcher torchrun: plain torchrun, whose workers run on with parent 1, holding device memory; the drill then
 proves `ddplab clean` finds exactly those orphans, ends them, and the memory comes back.
-The torchrun harness is here because no other drill uses it; its worker is torchrun_victim.py.
 """
 
 from __future__ import annotations
@@ -74,8 +72,7 @@ def torchrun_orphans(ctx: runner.DrillContext) -> DrillOutcome:
                                        timeout=CLEAN_TIMEOUT_S)
                 survivors = [p for p in workers if alive(p)]
         finally:
-            # torchrun's workers lead sessions of their own: ending the agent's group misses them, so
-            # find them as the agent's descendants first (this drill started the agent).
+            # torchrun's workers lead sessions of their own: ending the agent's group misses them.
             strays = _descendants(agent) if agent.returncode is None else []
             child_launcher.end(agent)
             reaping.end_processes([p for p in workers if alive(p)])  # whatever the drill failed to clean

@@ -1,10 +1,8 @@
 """kill_node: one machine of a job across machines dies (SIGKILL of its launcher and all its ranks).
 
-Run `ddplab drill kill_node --nnodes N --rdzv-endpoint HOST:PORT ...` on every machine. The machine that
-holds the victim rank kills its own part of the job; the others' ranks lose their connections to it at
-once and fail, and their launcher names the machine that went silent while they failed, with its ranks
-(the job's store: supervision/states.silent_machines). Works on CPU and GPU alike; only ddplab's own processes are
-signalled.
+Run `ddplab drill kill_node --nnodes N --rdzv-endpoint HOST:PORT ...` on every machine. The victim's machine kills
+its own part of the job; the others' ranks fail at once, and their launcher names the machine that went silent,
+with its ranks (states.silent_machines). Only ddplab's own processes are signalled.
 """
 
 from __future__ import annotations

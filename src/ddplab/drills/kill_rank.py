@@ -1,8 +1,4 @@
-"""kill_rank: SIGKILL one rank while every rank is busy issuing collectives.
-
-Expected: the launcher notices the death and tears the others down; ddplab names the
-killed rank; nothing is left running and device memory comes back.
-"""
+"""kill_rank: SIGKILL one rank while every rank is busy issuing collectives."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """late_rank: one rank sleeps before init_process_group (the report's scenario B).
 
-gloo: the others' store wait times out after --timeout (measured: DistStoreError naming the
-missing key). NCCL: communicator creation is NOT bounded by the timeout (measured: still
-hanging at 150 s with timeout=20 s); ddplab's supervisor sees every other rank in init and
-the victim before it, names the victim and tears the group down.
+gloo: the others' store wait times out after --timeout (DistStoreError). NCCL: communicator creation is NOT bounded
+by the timeout; ddplab's supervisor sees every other rank in init and the victim before it, and names the victim.
 """
 
 from __future__ import annotations

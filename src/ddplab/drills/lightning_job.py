@@ -2,10 +2,8 @@
 
     ddplab launch --nproc-per-node 3 --hang-timeout 5 -m ddplab.drills.lightning_job --fault stall
 
-Lightning finds the job through torchrun's variables (its TorchElasticEnvironment), as under torchrun, and calls
-init_process_group and DDP itself. The model is workloads/ddp_train.py's MLP; each rank reads data of its own
-(no distributed sampler, so that a rank can run out first). The faults are drills/faults.py's, injected at the top
-of training_step, in a backward hook, in the data and in the model's width.
+Lightning finds the job through torchrun's variables and calls init_process_group and DDP itself. Each rank
+reads data of its own (no distributed sampler, so that a rank can run out first).
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
-"""The harness of the drills between machines (kill_node, partition): every machine of the job runs the same
-`ddplab drill NAME --nnodes N ...`, and each starts its part of one job as a separate launcher (`ddplab
-train`, as child_launcher.py does for one machine), so that a drill can kill or freeze a whole machine's
-launcher and ranks without killing itself.
+"""The harness of the drills between machines (kill_node, partition): every machine runs the same `ddplab drill
+NAME --nnodes N ...`, each starting its part of one job as a separate launcher (`ddplab train`), so that a drill
+can kill or freeze a whole machine's launcher and ranks without killing itself.
 
-In a job across real machines a drill can act only on its own processes. So the machine that holds the
-victim rank injects the fault into its own launcher and ranks (the processes it started: its child's
-process group, and the ranks that wrote pid files in the child's run directory), and the other machines,
-the survivors, observe what their own launcher made of it: its report must name the victim's machine and
-all of its ranks, and nothing of theirs may be left running. Nothing here touches a network interface.
-
-Times on a survivor are on its own clock: the fault "went in" no later than the victim's ranks were last
-heard through the job's store (their heartbeats, converted to this clock by cluster/status_store.py).
+A drill can act only on its own machine's processes: the machine that holds the victim rank injects into its own
+launcher and ranks, and the survivors check their launcher's report names the victim's machine and all of its
+ranks, within the timeout of when it was last heard (their own clock), with nothing of theirs left running.
 """
 
 from __future__ import annotations
@@ -43,8 +37,7 @@ SURVIVOR_MARGIN_S = 60.0  # on top of the victim's hold, for the survivors' laun
 
 @dataclass(frozen=True)
 class NodeFault:
-    """What the victim's machine does to its own launcher and ranks (``inject`` returns what, in words) and how
-    long it then keeps them that way before ending them (0: they are gone already)."""
+    """What the victim's machine does to its own launcher and ranks, and how long it holds them before ending them."""
 
     inject: Callable[[subprocess.Popen, list[int]], str]  # (the launcher, its rank pids) -> what was done
     hold_s: Callable[[runner.DrillContext], float]
@@ -100,9 +93,8 @@ def run(ctx: runner.DrillContext, fault: NodeFault) -> DrillOutcome:
 
 
 class _Phases:
-    """When each step of this machine's part of the drill ended, written beside its launcher as it goes: where the
-    time went when the machines fell out of step (a survivor that started the next drill 109 s after its launcher
-    had reported, tests/integration/test_node_drills_netns.py). Diagnostic only: a failed write is ignored."""
+    """When each step of this machine's part of the drill ended, written as it goes: where the time went when the
+    machines fell out of step. Diagnostic only: a failed write is ignored."""
 
     def __init__(self, path: Path):
         self.path, self.started, self.steps = path, time.time(), []
@@ -114,9 +106,8 @@ class _Phases:
 
 
 def stop_group(sig: int) -> Callable[[subprocess.Popen, list[int]], str]:
-    """Send ``sig`` to the child launcher's process group (it and the ranks it spawned: it leads a session of
-    its own, child_launcher.start) and to each rank by the pid it wrote in the child's run directory (the
-    evidence that it is ours)."""
+    """Send ``sig`` to the child launcher's process group and to each rank by the pid it wrote in the child's run
+    directory (the evidence that it is ours)."""
     def inject(launcher: subprocess.Popen, rank_pids: list[int]) -> str:
         if launcher.returncode is None:  # not reaped: its pid, the group's id, cannot have been reused
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -152,8 +143,8 @@ def _as_victim(ctx: runner.DrillContext, what: str, injected_at: float, gone_at:
 
 def _as_survivor(ctx: runner.DrillContext, report: Path, child_dir: Path, child_exit: int | None,
                  ranks: list[int], log: str, common: dict) -> DrillOutcome:
-    """A surviving machine: its launcher's report must name the victim's machine and every rank of it, within
-    the timeout (+ 5 s) of when that machine was last heard, and nothing of this machine may be left."""
+    """A surviving machine: its launcher's report must name the victim's machine and every rank of it in time, and
+    nothing of this machine may be left."""
     session = _session_of(report)
     local = read_states(RunDir.existing(child_dir)) if RunDir.existing(child_dir) else {}
     job = {**(dict(session.hang.snapshot) if session and session.hang else {}), **local}

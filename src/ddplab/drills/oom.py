@@ -1,10 +1,7 @@
 """oom: the victim allocates 1 GiB beyond its memory cap.
 
-On a device the cap is the allocator fraction (default here 0.25 of the device), and the
-allocator's error names it ("N GiB allowed"). On the host there is no allocator cap, so
-the victim caps its own address space (RLIMIT_AS) 256 MiB above what it uses and exceeds
-that. Expected: a clear out-of-memory error naming the cap, the others torn down, memory
-back, nothing left.
+On a device the cap is the allocator fraction, which the allocator's error names ("N GiB allowed"); on the host the
+victim caps its own address space (RLIMIT_AS) 256 MiB above what it uses and exceeds that.
 """
 
 from __future__ import annotations

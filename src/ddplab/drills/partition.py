@@ -1,13 +1,9 @@
 """partition: one machine of a job across machines stops answering, as when its link goes down.
 
-What the others see of a partition is a machine that says nothing more, while its connections stay open:
-their ranks wait inside a collective, their store never hears from it again. The drill makes exactly that
-without touching any network interface (it may run on a user's real machines, and in a real job a drill
-can act only on its own processes): the machine that holds the victim rank freezes its own launcher and
-ranks with SIGSTOP (their sockets stay open, unanswered), keeps them frozen for the hang timeout plus 5 s
-plus a little, then ends them with SIGKILL. The others' supervisors must declare the hang from the
-heartbeats that stopped and name that machine and its ranks. (The tests also pull a namespace's cable,
-tests/integration/test_node_drills_netns.py, which the drill itself never does.)
+To the others a partition is a machine that says nothing more while its connections stay open. The drill makes
+exactly that without touching a network interface (it may run on a user's machines): the victim's machine
+freezes its own launcher and ranks with SIGSTOP past the others' deadline, then SIGKILLs them. The others must
+declare the hang from the heartbeats that stopped and name that machine and its ranks.
 """
 
 from __future__ import annotations

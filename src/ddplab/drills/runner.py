@@ -1,16 +1,10 @@
 """Inject -> observe -> judge, shared by every drill; names no particular fault.
 
-A drill that runs its ranks under ddplab's own launcher and supervisor (``observe``) records what was
-injected and when, which mechanism detected it first and how long that took (``detect_s``), the culprit
-ranks ddplab names and the rank torchrun would blame, an excerpt of the real error text, processes left
-behind (must be none), device memory before and after (back to baseline on NVIDIA within 5 s), and a
-verdict by the common rule (``judge``). Ranks are named by their GLOBAL rank throughout.
-
-Every drill's ranks run drills/script.py, the seed's DDP training (workloads/ddp_train.py) broken on purpose,
-through the same path as the user's own script under `ddplab launch` (job/boot.py, supervision/job.py): one supervisor
-and one judge, so a drill that passes proves what users get. The fault goes in either from the victim rank itself (the
-script: late, stall, desync, oom) or from a controller thread in the launcher (kill_rank's kill, straggler's pauses),
-which says when it really went in through ``Injections``.
+``observe`` runs drills/script.py (DDP training broken on purpose) through the same path as the user's script
+under `ddplab launch`, so a drill that passes proves what users get, and records what went in and when, what
+detected it first and how fast, the culprits ddplab and torchrun name, an error excerpt, processes left behind
+and device memory before and after; ``judge`` is the common rule. The fault goes in from the victim rank itself
+(the script) or from a controller thread in the launcher, which says when through ``Injections``.
 """
 
 from __future__ import annotations
@@ -46,8 +40,7 @@ RUNNING_PHASES = ("running", "in-collective")
 
 @dataclass(frozen=True)
 class DrillContext:
-    """What one drill gets: the command's config, its own name (its runs go to <run dir>/<name>/), the
-    platform and placement checked once before the first drill, and who watches."""
+    """What one drill gets: the command's config, its name, the platform and placement checked once, the observer."""
 
     config: Any  # measurements.drill.DrillConfig (the measurement imports this runner: not imported back)
     name: str
@@ -69,17 +62,15 @@ class DrillContext:
         return self.placement.nproc
 
     def session_id(self, label: str) -> str | None:
-        """A job across machines: the rendezvous id of one launch of this drill (the same on every machine,
-        which runs the same drills in the same order), so that each launch meets its own, never a previous
-        launch's closing store on the same endpoint (rendezvous.meet). None on one machine."""
+        """Across machines, the rendezvous id of one launch of this drill (the same on every machine), so that it
+        never meets a previous launch's closing store on the same endpoint."""
         launch = self.config.launch
         if launch.nnodes < 2:
             return launch.rdzv_id
         return f"{launch.rdzv_id or 'drill'}-{self.name}-{label}"
 
     def run_dir(self, label: str) -> Path | None:
-        """A directory of its own for each launch of this drill (stall with a blocking-wait setting and straggler launch twice), because
-        one directory holds one run (basics/rundir.py); None: the launcher's default place."""
+        """A directory of its own for each launch of this drill (one directory holds one run); None: the default."""
         base = self.config.launch.run_dir
         return Path(base) / self.name / label if base else None
 
@@ -115,12 +106,8 @@ class Observation:
 def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None = None,
             controller: Controller | None = None, rank_env: dict[str, str] | None = None,
             stragglers: StragglerPlan | None = StragglerPlan(), **launch_overrides) -> Observation:
-    """Run the drill's script under ddplab's launcher and supervisor; measure and judge what happened.
-
-    ``settings`` override the script's options (drills/script.py: fault_step, steps, interval...),
-    ``launch_overrides`` the launch options (e.g. a memory cap), ``rank_env`` is set in every rank before init
-    (the blocking-wait switch), ``stragglers`` is the straggler watch's plan (on, as `ddplab launch` has it).
-    """
+    """Run the drill's script under ddplab's launcher and supervisor; measure and judge what happened. ``settings``
+    override the script's options, ``launch_overrides`` the launch's; ``rank_env`` is set in every rank."""
     from ..job.policy import plan
     from ..job.session import run_script
 
@@ -139,8 +126,7 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
         leaks = reaping.leaked(session.run.run_id, list(session.run.rank_pids().values()))
         memory_fields = memory.settle()
     record = session.record
-    # Only a fault that really went in has a time. A fallback (the start time) once let ranks that crashed
-    # before any fault pass as a detection of it, and judge() requires the time.
+    # Only a fault that really went in has a time: ranks that crashed before any fault detected nothing.
     what, inject_at = injected(injections, states, ctx.victim)
     culprits, why = ddplab_culprits(record)
     detected_by, detect_s, text = first_detection(session, inject_at)
@@ -164,8 +150,7 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
 
 
 def script_args(ctx: DrillContext, fault: str, overrides: dict) -> list[str]:
-    """The drill script's command line: the fault on the victim, after a few training steps, in a run far longer
-    than the drill waits (the fault ends it)."""
+    """The drill script's command line: the fault on the victim after a few steps, in a run the fault ends."""
     options = dict(fault=fault, victim=ctx.victim, fault_step=5, steps=100_000, interval=0.01,
                    late_s=ctx.timeout_s + 60, stall_s=3 * ctx.timeout_s + 60, timeout=ctx.timeout_s)
     options.update(overrides)
@@ -173,15 +158,12 @@ def script_args(ctx: DrillContext, fault: str, overrides: dict) -> list[str]:
 
 
 def job_states(session: Session) -> dict[int, RankState]:
-    """Every rank's last status this machine knows: the whole job's from its store where it spans machines
-    (a victim on another machine says there what went in, on this machine's clock), this machine's own
-    ranks from their files (written last, so the freshest)."""
+    """Every rank's last status this machine knows: the job's store's, overlaid by this machine's files (fresher)."""
     return {**session.job_states, **read_states(session.run)}
 
 
 def injected(injections: Injections, states: dict[int, RankState], victim: int) -> tuple[str | None, float | None]:
-    """(what, when) of the fault: the controller's record, else what the victim's script noted in its status
-    (drills/script.py); (None, None) when neither did, whatever the other ranks wrote."""
+    """(what, when) of the fault: the controller's record, else what the victim noted in its status."""
     if injections.at is not None:
         return injections.what, injections.at
     state = states.get(victim)
@@ -197,8 +179,8 @@ def _latencies(run: RunDir, rank: int) -> list[float] | None:
 
 
 def first_detection(session: Session, injected_at: float | None) -> tuple[str | None, float | None, str]:
-    """(mechanism, seconds after the injection, its error text): the earliest of ddplab's watcher declaring a
-    hang, a rank's own error, the launcher seeing a rank end and tearing the group down."""
+    """(mechanism, seconds after the injection, its error text) of the earliest sign: a hang declared, a rank's
+    error, a rank's end."""
     outcome = session.outcome
     signs = [(ev.error_at, classify(ev.error_text) or "rank exception", ev.error_text)
              for ev in outcome.evidence.values() if ev.error_at is not None and ev.error_text]
@@ -211,8 +193,7 @@ def first_detection(session: Session, injected_at: float | None) -> tuple[str | 
 
 def earliest(record: SessionRecord | None, signs: list[tuple[float, str, str]]) -> tuple[str | None, float | None,
                                                                                           str]:
-    """(mechanism, when, its text) of the first sign: ddplab's supervisor declaring a hang in ``record``, or one of
-    ``signs`` (when, mechanism, text); (None, None, "") when there is none."""
+    """(mechanism, when, text) of the first sign: a hang in ``record``, or one of ``signs``; else (None, None, "")."""
     hang = [(record.hang.declared_at, "ddplab supervisor", record.hang.reason)] if record and record.hang else []
     if not hang + signs:
         return None, None, ""
@@ -221,8 +202,7 @@ def earliest(record: SessionRecord | None, signs: list[tuple[float, str, str]]) 
 
 
 def ddplab_culprits(record: SessionRecord) -> tuple[list[int], str]:
-    """Whom ddplab blames: the judge's culprit (supervision/judge.py, the same as `ddplab launch`'s), or a
-    machine that vanished."""
+    """Whom ddplab blames: the judge's culprit, or a machine that vanished."""
     if record.machines_lost and not (record.hang and record.culprit):
         lost = record.machines_lost
         return lost.ranks, f"{', '.join(lost.machines)}: {lost.reason}"
@@ -256,10 +236,8 @@ def both_pass(*verdicts: Verdict) -> Verdict:
 # ---------------------------------------------------------------------------------------- helpers for harnesses
 
 def wait_for_ranks(run: RunDir, count: int, ended: Callable[[], bool] | None = None) -> dict[int, int]:
-    """Each rank's pid by global rank, once ``count`` ranks run (those that count collectives have finished a
-    few); {} on timeout or when a stop was requested. ``ended``: the launcher has exited; then the ranks it
-    started, however far they got (a survivor whose ranks failed on another machine's fault before this
-    harness saw them run: it waited 120 s for nothing, and the other machine gave up on the next drill)."""
+    """Each rank's pid by global rank, once ``count`` ranks run; {} on timeout or a stop request. Once ``ended()``
+    (the launcher exited) the ranks it started, however far they got, rather than waiting for nothing."""
     deadline = time.monotonic() + READY_TIMEOUT_S
     recorded = flight_recorder.records_every_group()
     while time.monotonic() < deadline and not interrupts.requested():
@@ -273,10 +251,9 @@ def wait_for_ranks(run: RunDir, count: int, ended: Callable[[], bool] | None = N
 
 
 def ranks_running(states: dict[int, RankState], count: int, recorded: bool) -> bool:
-    """``count`` ranks past init that have issued a few collectives (by their own count, or their flight
-    recorder's). ``recorded``: whether this torch records every group's collectives; one without gloo's
-    recorder (before 2.8) says only that the rank is in its process group, which is all we can wait for there.
-    Where it does, that is not enough: a rank that fails just after init would be 'running' for a moment."""
+    """``count`` ranks past init that have issued a few collectives (a rank failing just after init is 'running'
+    for a moment). Where this torch does not record every group (``recorded``), being in the group is all there
+    is to wait for."""
     return len(states) >= count and all(s.phase in RUNNING_PHASES and (
         _issued(s) >= READY_COLLECTIVES
         or (not recorded and s.progress is None and s.seq == 0 and bool(s.in_process_group)))
@@ -289,8 +266,7 @@ def _issued(state: RankState) -> int:
 
 
 class DeviceMemory:
-    """Device-wide used memory before a drill, and whether it comes back after (None where the platform
-    cannot read it: the host)."""
+    """Device-wide used memory before a drill, and whether it comes back after (None where it cannot be read)."""
 
     def __init__(self, platform: Platform):
         from ..platform import open_monitor
@@ -305,8 +281,7 @@ class DeviceMemory:
         self._monitor.close()
 
     def settle(self) -> dict:
-        """A drill outcome's memory fields: bytes used before and now, and seconds until back within slack of the
-        baseline (None if it never came back, or where nothing could be read)."""
+        """A drill outcome's memory fields: bytes used before and now, and seconds until back within slack."""
         used = back_s = None
         if self.before is not None:
             t0 = time.monotonic()

@@ -1,27 +1,14 @@
 """The seed's DDP training, broken on purpose: what every fault drill runs, through the same path as the user's own
-script under `ddplab launch` (job/boot.py and one supervisor). A drill that passes proves what a user's DDP job
-gets.
+script under `ddplab launch`, so a drill that passes proves what a user's DDP job gets.
 
     ddplab launch --nproc-per-node 3 --hang-timeout 10 -- -m ddplab.drills.script --fault stall --victim 1
 
-Each step is workloads/ddp_train.py's: zero_grad, forward, backward (where DDP's reducer, or FSDP2's hooks, reduce
-the gradients from C++), optimizer step, on batches from a DataLoader. ``--wrap fsdp2`` shards the model with
-fully_shard; ``--accumulate N`` accumulates N micro-batches per step, the first N-1 under DDP's no_sync.
-
-It reports nothing of itself to ddplab: the supervisor sees it as it sees any script (the beacon's view of the
-main thread, the flight recorder, its exit). It only says, for the drills' and the fault table's measurements,
-what it injected and when (drills/faults.py) and, at the end, the time of each step and of its whole training loop
-(ranks/<rank>/drill-result.json). Neither is evidence the judge reads.
-
-The faults are drills/faults.py's, and three that need a collective of the script's own:
-  skip_continue     the victim skips one step's gradient reduction (no_sync) and goes on: it ends one collective
-                    short, where the others wait
-  mismatch          every step every rank all_reduces a metric (as a loop that logs its loss does); at
-                    --fault-step the victim's is twice the size
-  desync            the same metric; at --fault-step the victim broadcasts it instead
-
-Placement (backend, device, memory cap) comes from DDPLAB_DRILL_PLACEMENT when a drill plans it; otherwise the
-accelerator's default backend, or gloo on the host, as a typical torchrun script would choose.
+Each step is workloads/ddp_train.py's (``--wrap fsdp2``: fully_shard; ``--accumulate N``: N-1 micro-batches under
+no_sync). It tells ddplab nothing of itself: it only says what it injected and when, and its step times
+(drill-result.json), for the measurements; the judge reads neither. The faults are faults.py's, and three that
+need a collective of its own: skip_continue (one step's reduction skipped: one collective short), mismatch (a
+metric all_reduce twice the size), desync (the metric broadcast instead). Placement comes from
+DDPLAB_DRILL_PLACEMENT when a drill plans it, else as a typical torchrun script would choose.
 """
 
 from __future__ import annotations

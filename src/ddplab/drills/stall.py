@@ -1,10 +1,8 @@
 """stall: one rank stops issuing collectives mid-run while the others wait in one.
 
-Run twice where the backend has a blocking-wait setting: with its default error handling
-(NCCL: the watchdog aborts the waiting ranks, measured about 80 s after a 20 s timeout)
-and with blocking wait (the wait raises a Python exception at the timeout). gloo's waits
-always block: once. ddplab's supervisor names the rank that
-entered fewer collectives, not the first rank to die (which torchrun blames).
+Run twice where the backend has a blocking-wait setting: with its default error handling (NCCL: the watchdog
+aborts the waiting ranks, long after the timeout) and with blocking wait; once with gloo, whose waits always block.
+ddplab names the rank that entered fewer collectives, not the first rank to die (which torchrun blames).
 """
 
 from __future__ import annotations
@@ -23,8 +21,7 @@ def run(ctx: runner.DrillContext) -> DrillOutcome:
     spec = ctx.platform.spec  # the vendor's knob only where its library runs (gloo on a device ignores it)
     knob = spec.blocking_wait_env if ctx.placement.backend == spec.backend else None
     default = runner.observe(ctx, "stall", "stall").outcome
-    # Without such a setting (gloo: its waits always block) the default run is the blocking-wait run, and a second
-    # one would repeat it (about 15 s of every CPU run of the lab)
+    # Without such a setting (gloo) the default run is the blocking-wait run: a second one would repeat it
     blocking = runner.observe(ctx, "stall-blocking-wait", "stall", rank_env={knob: "1"}).outcome if knob else default
     details = StallDetails(
         default_handling=StallHandling(default.detected_by, default.detect_s, default.culprit_ranks,

@@ -1,8 +1,6 @@
-"""straggler: the victim is paused (SIGSTOP/SIGCONT) for P ms of every second, a stand-in
-for network jitter. Run twice, without and with the pauses, under the straggler watch that
-`ddplab launch` runs (supervision/straggler_watch.py): it must name the victim in the run
-with the pauses and nobody in the other. Also measured: the latency p50 and p99 of every
-collective the OTHER ranks issued, and how much the pauses inflate them.
+"""straggler: the victim is paused (SIGSTOP/SIGCONT) for P ms of every second, a stand-in for network jitter. Run
+without and with the pauses under `ddplab launch`'s straggler watch, which must name the victim only with them;
+also measured: how much the pauses inflate the OTHER ranks' latency p50 and p99.
 """
 
 from __future__ import annotations
@@ -23,12 +21,12 @@ from . import runner
 SUMMARY = "pause one rank P ms every second; ddplab's straggler watch names it, the others' latency inflates"
 EXPECT = ("both runs complete, the straggler watch names the victim with the pauses and nobody without, the others' "
           "p99 grows with the pause, nothing is left")
-PAUSE_MS = 300  # a pause that lands while the victim waits inside a collective delays no arrival: 200 ms cost ~11 %
+PAUSE_MS = 300  # a pause while the victim waits inside a collective delays no arrival: 200 ms was too short
 BASELINE_STEPS = 150
 PAUSED_STEPS = 500  # enough pauses (about 8) for the rule's many waits
 WARMUP_COLLECTIVES = 5  # left out of the latencies compared
-# The ranks read their recorders every second or two here, where a user's job reads every 5 s or more: a small
-# buffer (200 entries, about 3 ms a read) keeps a read within the watch's budget at that pace, and the drill short.
+# The ranks read their recorders every second or two here: a small buffer keeps a read within the watch's budget
+# at that pace, and the drill short.
 WATCH = StragglerPlan(every_s=1.0)
 RANK_ENV = {"TORCH_FR_BUFFER_SIZE": "200"}
 

@@ -1,7 +1,6 @@
-"""A plain torchrun worker for the kill_launcher drill (--launcher torchrun): joins the
-group, holds some device memory, writes <ready-dir>/<local rank> once it has, and issues
-all_reduces until it is killed. It carries no ddplab marker on purpose: `ddplab clean`
-must recognise it from torchrun's own environment and its real parent (docs/processes.md).
+"""A plain torchrun worker for the kill_launcher drill: joins the group, holds device memory, says so in
+<ready-dir>/<local rank>, and issues all_reduces until killed. It carries no ddplab marker on purpose: `ddplab
+clean` must recognise it from torchrun's own environment and its real parent.
 """
 
 import argparse

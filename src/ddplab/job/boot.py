@@ -4,17 +4,11 @@
     python -u -m ddplab.job.boot -m module args...      as `python -u -m module args...`
     python -u -m ddplab.job.boot --no-python cmd args   arms the guard, then execs cmd
 
-In order: arm the parent-death guard (no orphans when the launcher is SIGKILLed); switch the
-flight recorder on unless the user set it, with torch's own dumps going into the job
-directory; arm faulthandler on fatal signals and on STACK_SIGNAL; start the beacon
-(heartbeat, progress, dumps on request); then run the user's code with ``sys.argv``,
-``sys.path[0]`` and ``__main__`` as python itself sets them (runpy.run_path would leave
-``sys.path[0]`` pointing at this package's caller and set argv[0] to an absolute path).
-
-When the user's code raises, the rank prints the traceback as python would, records it
-with its flight record and stacks, asks its peers for theirs (they are the ones waiting
-on it), and leaves through ``os._exit``: a failing rank that went through interpreter
-shutdown could hang in destroy_process_group and hide its own error.
+In order: arm the parent-death guard; switch the flight recorder on unless the user set it; arm faulthandler;
+start the beacon; then run the user's code with ``sys.argv``, ``sys.path[0]`` and ``__main__`` as python itself
+sets them (runpy.run_path would not). When the code raises, the rank prints the traceback as python would,
+records it, asks its peers (who wait on it) for their records, and leaves through ``os._exit``: interpreter
+shutdown could hang in destroy_process_group and hide its error.
 """
 
 from __future__ import annotations
@@ -43,8 +37,8 @@ from ..supervision.rank import RankLife, error_text
 from ..supervision.states import END_PHASES, is_waiting, read_states
 from ..supervision.watcher import request_dumps
 
-# How long a failing rank waits for its peers to block on it (it returns as soon as they do): 2 s was too short
-# on a loaded machine, where a peer computing for 1 s was dumped before it reached the collective it would wait in.
+# How long a failing rank waits for its peers to block on it (it returns as soon as they do): on a loaded machine
+# a peer still computing is dumped before it reaches the collective it would wait in.
 PEER_SETTLE_S = 5.0
 PEER_DUMP_WAIT_S = 3.0  # then, how long it waits for their records before leaving
 
@@ -68,8 +62,7 @@ def switch_on_flight_recorder(run: RunDir) -> str:
 
 
 def run_script(path: str, args: tuple[str, ...]) -> None:
-    """Run a file as `python path args` does: a fresh __main__ with __file__, argv as typed,
-    sys.path[0] the script's real directory."""
+    """Run a file as `python path args` does: a fresh __main__, argv as typed, sys.path[0] its real directory."""
     if not os.path.isfile(path):  # a directory or zip with __main__.py: runpy sets sys.path itself
         sys.argv = [path, *args]
         runpy.run_path(path, run_name="__main__")
@@ -89,8 +82,7 @@ def run_script(path: str, args: tuple[str, ...]) -> None:
 
 
 def run_module(name: str, args: tuple[str, ...]) -> None:
-    """Run a module as `python -m name args` does: sys.path[0] the working directory, argv[0]
-    the module's file (runpy sets it), a fresh __main__."""
+    """Run a module as `python -m name args` does: sys.path[0] the working directory, a fresh __main__."""
     sys.argv = [name, *args]
     sys.path[0] = os.getcwd()
     runpy.run_module(name, run_name="__main__", alter_sys=True)
@@ -158,8 +150,7 @@ class Rank(RankLife):
         self.beacon.close()
 
     def fail(self, exc: BaseException, status: int, ask_peers: bool = True) -> None:
-        # The launcher may already be stopping the group (another rank died first): let its
-        # SIGTERM wait until the evidence is written; os._exit follows within seconds.
+        # The launcher may already be stopping the group: its SIGTERM waits until the evidence is written.
         signal.signal(signal.SIGTERM, _note_late_sigterm)
         text = user_traceback(exc)
         if not isinstance(exc, SystemExit):
@@ -173,9 +164,8 @@ class Rank(RankLife):
         os._exit(status)
 
     def _tell_elastic(self, exc: BaseException) -> None:
-        """Elastic's error file too, so torchrun-style summaries show the real traceback: written by torch's own
-        handler in its format, then rewritten with the program's words withheld as in every file of ours (torch
-        writes the message as it is)."""
+        """Elastic's error file too, so torchrun-style summaries show the real traceback, written by torch's
+        handler, then rewritten with the program's words withheld."""
         path = os.environ.get("TORCHELASTIC_ERROR_FILE")
         if path and "torch" in sys.modules:
             with contextlib.suppress(Exception):
@@ -187,9 +177,8 @@ class Rank(RankLife):
                 write_text_atomic(path, json.dumps(redaction.redact_json(record)), durable=False)
 
     def _collect_peer_evidence(self, reason: str) -> None:
-        """Ask every rank of this job for its record and stacks, and wait (briefly) for the
-        ones still running: they are waiting on this rank, and go when it goes. First let them
-        reach the collective they will wait in, so that their records show it."""
+        """Ask every rank for its record and stacks and wait briefly for the ones still running (they wait on this
+        rank), first letting them reach the collective they will wait in, so that their records show it."""
         failed_at = time.time()  # settled: a heartbeat written after the failure shows the peer waiting on others
         self._wait_until(lambda: all(s.heartbeat > failed_at and is_waiting(s) for s in self._running_peers().values()),
                          PEER_SETTLE_S)

@@ -54,10 +54,8 @@ class Target:
 
 
 def check_torchrun_numbers(torchrun: dict[str, Any]) -> None:
-    """torchrun's numeric options that torch itself checks only once the job runs (an assert in the agent, or
-    nothing: 10000 ranks start spawning), refused here as every other command refuses them. A word for
-    --nproc-per-node (gpu, cpu, auto, ...) counts the machine's devices: job/torchrun_args.py checks that count
-    with the same rule once torch has counted them."""
+    """torchrun's numeric options that torch checks only once the job runs, or never, refused here as every other
+    command refuses them (a word for --nproc-per-node is checked once torch has counted it: torchrun_args.py)."""
     nproc = torchrun.get("nproc_per_node")
     if isinstance(nproc, str) and is_whole_number(nproc):
         nproc = int(nproc)
@@ -73,10 +71,9 @@ def check_torchrun_numbers(torchrun: dict[str, Any]) -> None:
             check_number(torchrun[name], flag, 0, high, integer=True)
 
 
-# The type of each torchrun option's value as torchrun's parser gives it (a switch is a boolean; None where the
-# option has no default), so a report read back refuses a string where the job ran with a number or a switch
-# (records/codec.py ``keys``). Options a newer torch adds are read as any JSON value; a test checks this table
-# against the installed torch's parser.
+# The type of each torchrun option's value as torchrun's parser gives it, so a report read back refuses a string
+# where the job ran with a number or a switch. Options a newer torch adds are any JSON value; a test checks this
+# table against the installed torch's parser.
 TORCHRUN_SWITCHES = ("standalone", "module", "no_python", "run_path", "virtual_local_rank")
 TORCHRUN_VALUE_TYPES: dict[str, Any] = {
     **{name: bool for name in TORCHRUN_SWITCHES},
@@ -95,14 +92,9 @@ TARGET_OPTIONS = ("module", "no_python")
 
 @dataclass(frozen=True, kw_only=True)
 class UserJobConfig:
-    """`ddplab launch`: the user's program, torchrun's options for it, and ddplab's supervision (its own name:
-    torch's ``LaunchConfig`` is elastic's launch configuration, which job/torchrun_args.py builds from this).
-
-    ``torchrun`` holds torchrun's options as its own parser reads them (commands/launch.py); the library
-    turns them into elastic's launch configuration (job/torchrun_args.py). In a report they are the options
-    the job ran with: the single-machine rendezvous ddplab chose (as torchrun's --standalone does) included.
-    ddplab's own options are this Config's spelled fields, added to torchrun's parser as a group.
-    """
+    """`ddplab launch`: the user's program, torchrun's options for it as its own parser reads them (in a report:
+    as the job ran, the rendezvous ddplab chose included), and ddplab's supervision (the spelled fields, added to
+    torchrun's parser as a group). Not torch's ``LaunchConfig``, which torchrun_args.py builds from this."""
 
     target: Target
     hang_timeout_s: float | None = option("--hang-timeout", default=DEFAULT_HANG_TIMEOUT_S, metavar="S", range=Range(

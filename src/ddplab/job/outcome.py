@@ -1,6 +1,4 @@
-"""The record of one supervised job of the user's: a LaunchRecord (records/launch.py) built from the job's outcome
-(supervision/job.py: how each rank ended, the hang, the judge's culprit, what was left); job/run.py is its kind,
-and records.make_report puts it in the envelope every ddplab command writes (command "launch")."""
+"""The LaunchRecord of one supervised job of the user's, built from the job's outcome."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """Placement policy: which device each rank uses, its memory cap, the backend and the sharing daemon.
 
-Pure decisions over a ``Platform`` and ``LaunchOptions``; no probing here, so every
-vendor's branch is unit-tested with hand-made platforms. Every choice carries its
-reason in words, because "why gloo and not NCCL?" is the user's first question; with
-several ranks on one device every option considered is kept with why it was chosen or
-rejected. The policy only decides: the session starts (and always stops) a daemon.
+Pure decisions over a ``Platform`` and ``LaunchOptions`` (no probing, so every vendor's branch is unit-tested with
+hand-made platforms). Every choice carries its reason in words ("why gloo and not NCCL?" is the user's first
+question), with every option considered where several ranks share a device. The session starts the daemon.
 """
 
 from __future__ import annotations
@@ -42,8 +40,7 @@ class _Choice:
 
 
 def plan(opts: LaunchOptions, platform: Platform, daemon_failure: str | None = None) -> Placement:
-    """Decide placement, backend and daemon. ``daemon_failure``: why the sharing daemon the first plan
-    chose could not be used (the session re-plans with it)."""
+    """Decide placement, backend and daemon; ``daemon_failure``: why the first plan's daemon could not be used."""
     daemon = _daemon_availability(opts, platform, daemon_failure)
     shared = _decide_sharing(opts, platform)
     indices = _device_indices(opts, platform, shared)
@@ -195,11 +192,9 @@ def _library_version(platform: Platform) -> tuple[str | None, str]:
 def _shared_with_library(opts: LaunchOptions, platform: Platform, daemon: _Daemon) -> _Choice:
     """The library allows several ranks per device. Fastest first (docs/shared-device.md): the vendor
     backend with the sharing daemon, gloo, the vendor backend alone (only when asked: it time-slices)."""
-    rule, lib, vendor_backend = platform.spec.multi_rank, platform.collective_library, platform.backend
-    version, which = _library_version(platform)
-    need = ".".join(str(p) for p in rule.min_version)
-    env_text = " ".join(f"{k}={v}" for k, v in rule.enable_env.items())
-    allows = f"{lib} {version} ({which}) >= {need} allows several ranks on one device with {env_text} (ddplab sets it)"
+    rule, vendor_backend = platform.spec.multi_rank, platform.backend
+    lib, need, env_text = _library_terms(platform)
+    allows = f"{lib} >= {need} allows several ranks on one device with {env_text} (ddplab sets it)"
     costs = rule.costs
     with_daemon = _setup(vendor_backend, daemon.kind, platform) if daemon.kind else \
         f"{vendor_backend} with {platform.sharing_daemon}"
@@ -237,12 +232,9 @@ def _shared_refused_by_library(opts: LaunchOptions, platform: Platform, daemon: 
                                insisted: str | None) -> _Choice:
     """The library refuses several ranks per device: gloo, under the sharing daemon when one can be had
     (gloo's host staging is faster there too: docs/background.md §2), or the vendor backend when forced."""
-    rule, lib, vendor_backend = platform.spec.multi_rank, platform.collective_library, platform.backend
-    version, which = _library_version(platform)
-    need = ".".join(str(p) for p in rule.min_version)
-    env_text = " ".join(f"{k}={v}" for k, v in rule.enable_env.items())
-    refusal = (f'{lib} {version} ({which}) refuses several ranks on one device ("{rule.refusal}"); '
-               f"it needs >= {need} with {env_text}")
+    rule, vendor_backend = platform.spec.multi_rank, platform.backend
+    lib, need, env_text = _library_terms(platform)
+    refusal = f'{lib} refuses several ranks on one device ("{rule.refusal}"); it needs >= {need} with {env_text}'
     if opts.backend == vendor_backend:
         forced = _single(vendor_backend, f"forced with --backend although {refusal}", insisted, platform,
                          warnings=(f"expected to fail: {refusal}",))
@@ -264,6 +256,14 @@ def _shared_refused_by_library(opts: LaunchOptions, platform: Platform, daemon: 
     gloo = _single("gloo", reason, None, platform,
                    warnings=(f"{daemon.why}; running gloo without it",) if daemon.failed else ())
     return replace(gloo, considered=(refused, *gloo.considered))
+
+
+def _library_terms(platform: Platform) -> tuple[str, str, str]:
+    """("<library> <version> (loaded)", the version several ranks per device need, the variables that allow it)."""
+    rule = platform.spec.multi_rank
+    version, which = _library_version(platform)
+    return (f"{platform.collective_library} {version} ({which})", ".".join(str(p) for p in rule.min_version),
+            " ".join(f"{k}={v}" for k, v in rule.enable_env.items()))
 
 
 def _setup(backend: str, daemon_kind: str | None, platform: Platform) -> str:
@@ -294,12 +294,8 @@ def _comparison(costs: SharedDeviceCosts | None) -> str:
 
 
 def require_fits(platform: Platform, placement: Placement, bytes_per_rank: int, what: str, reference: str, hint: str) -> None:
-    """Refuse, before any rank starts, buffers that the memory the ranks run on cannot hold.
-
-    On the host every rank draws on the host's available memory; on a device, the ranks
-    placed on it share its free memory and each is held to its allocator cap (job/policy.py).
-    A memory size nobody could read (None) is not judged.
-    """
+    """Refuse, before any rank starts, buffers that the memory the ranks run on cannot hold: the host's available
+    memory, or a device's free memory shared by its ranks, each held to its cap. A size not read is not judged."""
     from ..basics.sizes import human_bytes
 
     indices = placement.device_indices

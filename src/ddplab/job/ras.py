@@ -1,15 +1,9 @@
 """Asking the collective library's own health service (RAS) about a hung job: `ddplab launch --ras`.
 
-Off unless asked for: querying the service has crashed jobs on releases torch ships (the vendor's
-``RasService.caution``; docs/flight-recorder.md, "The collective library's RAS service"). What the service
-is, where it listens, the lines it speaks and the releases that have it are the vendor's data
-(platform/vendors.py); here are the decision whether and where to ask (``plan``: pure, made before the job
-starts, so a bad address is refused with nothing started) and the exchange itself (``RasPlan.ask``): connect,
-hello, JSON where the release speaks it, the verbose status, then read until the service closes the
-connection. Every step is bounded by a timeout; the answer is kept as the service wrote it.
-
-Each machine's launcher asks the service on its own machine (the address its ranks inherited): the service
-answers for every process of the job, so one answer per machine is enough.
+Off unless asked for: querying the service has crashed jobs on releases torch ships (``RasService.caution``).
+The service's facts are the vendor's data (platform/vendors.py); here are the decision whether and where to ask
+(``plan``: pure, before the job starts) and the exchange (``RasPlan.ask``), every step bounded by a timeout, the
+answer kept as the service wrote it. Each machine's launcher asks the service on its own machine.
 """
 
 from __future__ import annotations
@@ -75,8 +69,7 @@ class RasPlan:
 
 def plan(asked: bool, service: RasService | None, library: str | None, library_version: str | None,
          environ: Mapping[str, str]) -> RasPlan | None:
-    """None when --ras was not given (nothing ever connects); otherwise where the service listens, or why it
-    will not be asked. A malformed address in the service's variable is bad input (UsageError, exit 2)."""
+    """None without --ras; else where the service listens, or why it will not be asked (a bad address: UsageError)."""
     if not asked:
         return None
     if service is None:
@@ -104,8 +97,8 @@ def parse_address(text: str, service: RasService) -> tuple[str, int]:
 
 
 def exchange(p: RasPlan) -> RasAnswer:
-    """The conversation, every step bounded: the connection and each short reply within the handshake
-    timeout, the whole answer within ``answer_within_s`` of connecting."""
+    """The conversation: the connection and each short reply within the handshake timeout, the whole answer
+    within ``answer_within_s`` of connecting."""
     s = p.service
     started = time.monotonic()
     sent: list[str] = []

@@ -1,11 +1,6 @@
-"""`ddplab launch` as a library, in the measurement shape (measurements/__init__.py): one supervised job, from its
-UserJobConfig to its LaunchRecord (records/launch.py).
-
-Refuses bad input (UsageError, EnvironmentUnsupported) before anything starts: torchrun's options, the RAS
-address when --ras asks for it, a job directory that already holds a run. Then runs the job through torch's
-elastic launcher with the watcher and the sampler beside it (supervision/job.py, as every lab stage and
-drill), and names the culprits when it did not succeed. ``write_reports`` writes <job dir>/report.json and
-report.html (each atomically) from the report ``records.make_report`` makes of the record.
+"""`ddplab launch` as a library, in the measurement shape: one supervised job, from its UserJobConfig to its
+LaunchRecord. Bad input (torchrun's options, the RAS address, a job directory that holds a run) is refused before
+anything starts; ``write_reports`` writes <job dir>/report.json and report.html.
 """
 
 from __future__ import annotations
@@ -38,12 +33,10 @@ OUT_OPTION = "--out"
 
 
 def run(config: UserJobConfig, observer: "Observer | None" = None, platform: Platform | None = None) -> LaunchRecord:
-    """The job's record. The observer's console hears where the job directory is, before the job starts.
-    ``platform``: this machine as platform.detect() describes it (detected when not given): its device monitor
-    samples the ranks, and its collective library's RAS service is the one --ras asks."""
+    """The job's record; the observer's console hears where the job directory is first. ``platform``: this machine
+    (detected when not given), whose monitor samples the ranks and whose RAS service --ras asks."""
     request = resolve(config)
-    # The job's secrets (its program's arguments, the environment its ranks inherit) are withheld from every file
-    # of its directory and from the report; each rank learns the same ones from its own (job/boot.py).
+    # The job's secrets (its program's arguments, its ranks' environment) are withheld from its files and report.
     redaction.learn(request.target.args, {**os.environ, **request.worker_env})
     machine = platform or detect(with_memory=False)
     ras_plan = ras.plan(request.ras, machine.spec.ras, machine.collective_library, _library_version(machine),
@@ -93,6 +86,5 @@ def _say(console):
 
 
 def _library_version(machine: Platform) -> str | None:
-    """The collective library the ranks will load: the copy torch's calls bind to, else the one it was built
-    against."""
+    """The collective library the ranks will load: the copy torch binds to, else the one it was built against."""
     return machine.collective_loaded_version or machine.collective_built_version

@@ -1,11 +1,7 @@
-"""One multi-rank run of a workload: detect, plan, start the sharing daemon the plan chose
-(re-planning without it when it cannot be used), launch, sample, supervise. Shared by every
-measurement that starts ranks (train, storm, sweep, ceiling, contention, drills), so each one only
-says what its ranks do (a workload and its settings) and how to summarise what they return.
-
-What comes back is a ``Session``: the typed ``SessionRecord`` every measurement reports, plus
-what a measurement needs to summarise its ranks (each rank's ``RankReturn``) and the launch's live
-objects (the drills read the run directory and the failures).
+"""One multi-rank run of a workload: detect, plan, start the sharing daemon the plan chose (re-planning without
+it when it cannot be used), launch, sample, supervise. Shared by every measurement that starts ranks, so each one
+only says what its ranks do and how to summarise what they return (a ``Session``: the ``SessionRecord``, each
+rank's ``RankReturn`` and the launch's live objects).
 """
 
 from __future__ import annotations
@@ -47,11 +43,9 @@ class Session:
     outcome: JobOutcome
     record: SessionRecord
     ended_at: float  # wall time the launch returned
-    # Wall-clock (start, end) of each device query the sampler made: a benchmark checks its timed windows
-    # against them (timed_windows.overlaps).
+    # Wall-clock (start, end) of each device query the sampler made, for timed_windows.overlaps.
     device_queries: list[tuple[float, float]] = field(default_factory=list)
-    # A job across machines: every rank's last status as the job's store said (global rank -> RankState,
-    # heartbeats on this machine's clock); {} on one machine.
+    # Across machines: every rank's last status as the job's store said; {} on one machine.
     job_states: dict[int, Any] = field(default_factory=dict)
 
     @property
@@ -76,13 +70,9 @@ def prepare(opts: LaunchOptions, with_memory: bool = False) -> tuple[Platform, P
 
 def start_sharing_daemon(opts: LaunchOptions, platform: Platform, placement: Placement, run: RunDir,
                          make_daemon: Callable | None = None) -> tuple[Placement, Any]:
-    """Start the sharing daemon the placement chose, if any; returns (placement to run, daemon or None).
-
-    If the daemon cannot be used (it does not start, or refuses a test client), it is stopped
-    at once and the run is re-planned without it: the policy's reason and warning say why
-    (with --mps that is an error, exit 3). The caller stops a returned daemon in its finally.
-    ``make_daemon(vendor, run_dir)`` is the seam tests use to inject a daemon that fails.
-    """
+    """Start the sharing daemon the placement chose, if any; returns (placement to run, daemon or None), and the
+    caller stops a returned daemon. One that cannot be used is stopped at once and the run re-planned without it
+    (the policy says why). ``make_daemon(vendor, run_dir)``: the seam tests use to inject one that fails."""
     from ..platform import sharing_daemon as daemon_mod
     from .policy import plan
 
@@ -125,12 +115,9 @@ def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: 
                  sample_device_while_timing: bool = False, rank_env: dict[str, str] | None = None) -> Session:
     """Start the planned ranks running ``workload``; return the session once they are all gone.
 
-    The sampler keeps its device queries out of the ranks' timed windows unless
-    ``sample_device_while_timing`` (supervision/timed_windows.py). ``controller(run)``, if given, runs in a
-    launcher-side thread while the ranks run (fault drills inject kills and pauses from there).
-    ``make_daemon``: see start_sharing_daemon. ``rank_env``: variables every rank sets before init, on top of
-    the placement's (a drill's blocking-wait switch); the report's placement shows them.
-    """
+    The sampler keeps out of the ranks' timed windows unless ``sample_device_while_timing``. ``controller(run)``
+    runs in a launcher-side thread while the ranks run (drills inject from there). ``rank_env``: variables every
+    rank sets before init, on top of the placement's."""
     from .worker import RankJob, rank_main
 
     if opts.started_by == "torchrun":
@@ -149,10 +136,8 @@ def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, ob
                prepared: tuple[Platform, Placement] | None = None,
                controller: Callable[[RunDir], None] | None = None,
                rank_env: dict[str, str] | None = None, stragglers=None) -> Session:
-    """Start the planned ranks running ``python -m module args`` as `ddplab launch` runs a user's script (through
-    job/boot.py, under the same supervisor); the placement reaches the script in DDPLAB_DRILL_PLACEMENT. The fault
-    drills run their broken DDP training (drills/script.py) this way. ``stragglers``: the straggler watch's plan
-    (supervision/job.py StragglerPlan), as `ddplab launch` watches; None: not watched."""
+    """The planned ranks running ``python -m module args`` as `ddplab launch` runs a script, the placement in
+    DDPLAB_DRILL_PLACEMENT (the drills do). ``stragglers``: the straggler watch's plan; None: not watched."""
     import json
     import sys
 
@@ -171,8 +156,7 @@ def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, ob
 def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, sample: bool,
                 prepared: tuple[Platform, Placement] | None, controller, make_daemon,
                 sample_device_while_timing: bool, rank_env: dict[str, str] | None, stragglers=None) -> Session:
-    """The planned ranks running what ``entry(platform, placement)`` says (entrypoint, its arguments, variables the
-    ranks inherit, job.json), under the one supervisor (supervision/job.py)."""
+    """The planned ranks running what ``entry(platform, placement)`` says, under the one supervisor."""
     from ..report import terminal
     from ..platform import open_monitor
 
@@ -216,8 +200,7 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
 def lab_job(run: RunDir, nproc: int, rdzv: Rendezvous, hang_timeout_s: float | None, sampler,
             controller: Callable[[RunDir], None] | None, *, entrypoint, args: tuple, env: dict[str, str],
             description: dict, device_type: str) -> JobSpec:
-    """A lab run as a supervised job, meeting on loopback on one machine or through ddplab's rendezvous across
-    machines (supervision/meeting.py)."""
+    """A lab run as a supervised job, meeting on loopback, or through ddplab's rendezvous across machines."""
     from ..cluster.exposure import where_to_listen
     from ..supervision import elastic, meeting
 
@@ -251,10 +234,8 @@ def lab_job(run: RunDir, nproc: int, rdzv: Rendezvous, hang_timeout_s: float | N
 
 def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
                           prepared: tuple[Platform, Placement] | None, rank_env: dict[str, str] | None) -> Session:
-    """ddplab started as one of torchrun's workers: run the workload in this process as that rank
-    (worker.rank_of_torchrun). torchrun launched, rendezvoused and watches the ranks; there is no sampler,
-    supervisor or sharing daemon of ddplab's. Every rank gets every rank's return, so the session is the
-    whole job's wherever it is built; global rank 0 writes the report (commands/options.py)."""
+    """ddplab started as one of torchrun's workers (torchrun watches; no sampler, supervisor or daemon of ddplab's):
+    run the workload here as that rank. Every rank gets every rank's return; global rank 0 writes the report."""
     from ..platform import open_monitor
     from .worker import RankJob, rank_of_torchrun
 

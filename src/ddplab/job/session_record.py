@@ -1,6 +1,5 @@
-"""What a session reports about its run: the ``SessionRecord`` every multi-rank measurement carries, from the
-supervised job's outcome (supervision/job.py), the placement and the sampler: one entry per rank this launcher
-started, finished or not, with its identity, status, peaks, failure and result.
+"""The ``SessionRecord`` every multi-rank measurement carries, from the job's outcome, the placement and the
+sampler: one entry per rank this launcher started, finished or not.
 """
 
 from __future__ import annotations

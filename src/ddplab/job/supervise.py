@@ -1,16 +1,7 @@
-"""The user's own job as a supervised job (supervision/job.py): torch's elastic launcher runs every rank through the
-boot module, with the watcher and the sampler beside it, exactly as every lab stage and drill runs.
-
-What is the user's here: the program (job/boot.py runs it as `python script.py` would), torchrun's options as the
-user gave them (job/torchrun_args.py), and where the job meets. A job on one machine listens on loopback only, as
-every run of the lab: it meets through the lab's loopback rendezvous (supervision/meeting.one_machine) in place of
-torch's store on every interface, and its ranks get the collectives' socket variables pinned to loopback unless
-the user set them. A job across machines, or one whose endpoint the user put on another address, is launched as
-torchrun would (docs/exposure.md).
-
-The sampler (sampler.py) reads each rank's memory and CPU time every SAMPLE_INTERVAL_S through the pid files the
-ranks write. It queries the device whenever it samples: a user's script marks no timed windows for it to keep
-out of (timed_windows.py).
+"""The user's own job as a supervised job (supervision/job.py), run through the boot module exactly as every lab
+stage and drill runs. A job on one machine listens on loopback only, as every run of the lab; a job across
+machines, or on an endpoint the user put elsewhere, is launched as torchrun would. The sampler queries the device
+whenever it samples: a user's script marks no timed windows.
 """
 
 from __future__ import annotations
@@ -36,9 +27,8 @@ MAX_SAMPLES = 1000  # then the sampler halves its series and doubles its interva
 
 def run_user_job(request: LaunchRequest, run: RunDir, monitor: DeviceMonitor, ras: RasPlan | None = None,
                  device_type: str = "cpu", say=None) -> tuple[JobOutcome, RankSampler]:
-    """The job from start to end. ``ras``: the RAS service to ask on a declared hang (None: never).
-    ``device_type``: this machine's (platform.detect), whose collective library's socket variable is pinned to
-    loopback, with gloo's, for a one-machine job. ``say``: where the straggler watch's live lines go."""
+    """The job from start to end. ``ras``: the RAS service to ask on a hang (None: never); ``device_type``: whose
+    library's socket variable is pinned to loopback; ``say``: where the straggler watch's lines go."""
     exposure = where_the_job_listens(request, device_type)
     if request.rendezvous_theirs is None:
         meet = lambda: meeting.one_machine(exposure, otherwise=request.config.rdzv_backend)  # noqa: E731
@@ -66,9 +56,8 @@ def straggler_plan(request: LaunchRequest, say) -> StragglerPlan:
 
 
 def where_the_job_listens(request: LaunchRequest, device_type: str) -> Exposure:
-    """One machine: loopback only, as every run of the lab (exposure.where_to_listen over the environment the
-    ranks will see, so that a socket variable the user set is kept). Otherwise the user's rendezvous, as they
-    asked for it, with the reason (torchrun_args.why_rendezvous_is_theirs)."""
+    """One machine: loopback only (over the ranks' environment, so that a socket variable the user set is kept).
+    Otherwise the user's rendezvous, as they asked for it, with the reason."""
     theirs = request.rendezvous_theirs
     if theirs is None:
         return where_to_listen(1, request.loopback_endpoint, device_type, environ={**os.environ, **request.worker_env})
@@ -84,8 +73,7 @@ def _port_named(endpoint: str) -> int:
 
 
 def elastic_config(config, met: meeting.Meeting):
-    """elastic's configuration with the rendezvous ``met`` names: the same as asked when it is the user's own (no
-    loopback store here), the loopback handler and its socket otherwise."""
+    """elastic's configuration with the rendezvous ``met`` names (unchanged where it is the user's own)."""
     if met.backend == config.rdzv_backend and not met.configs:
         return config
     return dataclasses.replace(config, rdzv_backend=met.backend, rdzv_configs={**config.rdzv_configs, **met.configs})

@@ -1,12 +1,8 @@
-"""From `ddplab launch`'s request (job/config.UserJobConfig: torchrun's options as torchrun's own parser read them,
-commands/launch.py) to what torch's elastic launcher runs: checked, with torchrun's own meaning.
-
-Everything here means what it means to torchrun: --standalone (or a one-machine static rendezvous without a
-master port) becomes a c10d rendezvous on a free port of this machine, kept on loopback; torch's own
-``config_from_args`` builds elastic's launch configuration, with its side effect (OMP_NUM_THREADS for several
-ranks) handed to the ranks instead of this process. Whether the job is this machine alone, and so listens on
-loopback only (``why_rendezvous_is_theirs``), is decided here too, from the same configuration. Bad values are
-refused (UsageError, exit 2; EnvironmentUnsupported, exit 3) before anything starts.
+"""From `ddplab launch`'s request (torchrun's options as torchrun's own parser read them) to what torch's elastic
+launcher runs, checked, with torchrun's own meaning: --standalone becomes a c10d rendezvous on a free loopback
+port; torch's ``config_from_args`` builds the launch configuration, its OMP_NUM_THREADS handed to the ranks
+instead of this process. Whether the job is this machine alone, and so listens on loopback only, is decided here
+too. Bad values are refused (exit 2, or 3) before anything starts.
 """
 
 from __future__ import annotations
@@ -62,8 +58,7 @@ class LaunchRequest:
 
     @property
     def rendezvous_theirs(self) -> str | None:
-        """Why the job's rendezvous is the user's to expose (said in the report), or None: the job is this
-        machine alone, and its store is kept on loopback (``loopback_endpoint``)."""
+        """Why the job's rendezvous is the user's to expose, or None: this machine alone, its store on loopback."""
         return why_rendezvous_is_theirs(self.config)
 
     @property
@@ -72,10 +67,8 @@ class LaunchRequest:
         return f"{LOOPBACK_HOST}:{_endpoint(self.config)[1]}"
 
     def launch_config(self) -> UserJobConfig:
-        """The request as the report shows it: the options the job ran with, and what the ranks were handed,
-        with secrets withheld (basics/redaction.py): the program's arguments (``--api-key X``, ``hf_...``), and any
-        credential in torchrun's options (a rendezvous endpoint's ``user:password@``). The job itself runs
-        with ``target`` as typed."""
+        """The request as the report shows it, with secrets withheld from the program's arguments and torchrun's
+        options (a rendezvous endpoint's ``user:password@``); the job itself runs with ``target`` as typed."""
         from ..basics.redaction import redact, redact_argv, redact_text
 
         target = replace(self.target, args=tuple(redact_argv(self.target.args)))
@@ -114,8 +107,7 @@ def check_target(target: Target) -> None:
 
 
 def check_log_dir(log_dir: str | None) -> None:
-    """torchrun's --log-dir is a directory elastic creates when the ranks start: one it cannot create or write is
-    refused now, as ddplab's own outputs are (elastic would fail once the job directory exists)."""
+    """torchrun's --log-dir, which elastic creates only when the ranks start: refused now if it cannot be written."""
     if log_dir is not None:
         check_output_dir(check_path_text(log_dir, "--log-dir"), "--log-dir")
 
@@ -128,8 +120,7 @@ def _find_module(name: str):
 
 
 def standalone(options: dict) -> dict:
-    """torchrun's run(): --standalone (or a one-machine static rendezvous without a master port) becomes a
-    c10d rendezvous on a free port of this machine. Returns the options the job runs with."""
+    """torchrun's run(): --standalone (or a one-machine static rendezvous) becomes c10d on a free local port."""
     from torch.distributed.run import parse_min_max_nnodes
 
     one_machine_static = (options["rdzv_backend"] == "static" and not options["rdzv_endpoint"]
@@ -143,8 +134,8 @@ def standalone(options: dict) -> dict:
 
 
 def check_rendezvous_backend(backend: str) -> None:
-    """A rendezvous backend torch can create: one its elastic registry knows (out-of-tree plug-ins included)
-    or one torchrun itself names. torch finds out only once the agent runs, after the job directory exists."""
+    """A rendezvous backend torch's registry knows (plug-ins included) or torchrun names; torch itself finds out
+    only once the agent runs."""
     known = rendezvous_backends()
     if backend not in known:
         raise UsageError("invalid-rdzv-backend", f"--rdzv-backend {backend}: valid backends are "
@@ -152,8 +143,7 @@ def check_rendezvous_backend(backend: str) -> None:
 
 
 def rendezvous_backends() -> tuple[str, ...]:
-    """torch's elastic rendezvous registry (filled on import with torch's own and the ``torchrun.handlers``
-    entry points) and torchrun's names, sorted; not ddplab's own, which it registers when it launches a job."""
+    """torch's rendezvous registry and torchrun's names, sorted; not ddplab's own."""
     from torch.distributed.elastic.rendezvous import rendezvous_handler_registry
 
     from ..cluster.rendezvous import OWN_BACKENDS
@@ -163,10 +153,8 @@ def rendezvous_backends() -> tuple[str, ...]:
 
 
 def why_rendezvous_is_theirs(config) -> str | None:
-    """None when the job is this machine alone and nobody else need reach its store: one node at most, torch's
-    c10d or static rendezvous, an endpoint on loopback (as --standalone and the one-machine default name it).
-    Otherwise the reason, in words: several machines, an endpoint on another address, or another kind of
-    rendezvous; such a job is reached over the network as the user arranged (docs/exposure.md)."""
+    """None when the job is this machine alone (one node, torch's c10d or static rendezvous, a loopback endpoint);
+    otherwise why it is reached over the network as the user arranged, in words."""
     endpoint = config.rdzv_endpoint or "(none)"
     if config.max_nodes > 1:
         return (f"a job across machines (--nnodes up to {config.max_nodes}) is reached over the network: torch's "
@@ -223,9 +211,7 @@ def _nodes(nnodes: str, parse) -> tuple[int, int]:
 
 
 def elastic_config(options: dict, target: Target):
-    """torch's config_from_args over torchrun's options, with its side effects kept out of this process: the
-    OMP_NUM_THREADS it would set becomes part of the ranks' environment instead. torch reads its options as
-    attributes of one object, as its own parser returns them."""
+    """torch's config_from_args; the OMP_NUM_THREADS it would set goes to the ranks' environment, not ours."""
     from torch.distributed.run import config_from_args, parse_min_max_nnodes
 
     _nodes(options["nnodes"], parse_min_max_nnodes)
@@ -256,8 +242,7 @@ def elastic_config(options: dict, target: Target):
 
 
 def _check_counted_nproc(asked: str, counted: int) -> None:
-    """The processes torch counted for --nproc-per-node under the rule every command follows (validators.check_nproc,
-    which checked a number already): a word (cpu, gpu, auto) counts this machine's cores or devices."""
+    """The processes torch counted for a word (cpu, gpu, auto) in --nproc-per-node, under every command's rule."""
     try:
         check_nproc(counted, "--nproc-per-node")
     except UsageError as exc:

@@ -1,8 +1,5 @@
-"""The per-rank entry point the launcher starts: guard, set up the device and the
-process group, run one workload from the registry, return its result.
-
-``rank_main`` runs in a process spawned by torch.distributed.elastic; what it
-returns travels back to the launcher through elastic's return-value queue.
+"""The per-rank entry point the launcher starts (``rank_main``, in a process elastic spawned): guard, set up the
+device and the process group, run one workload from the registry, return its result through elastic.
 """
 
 from __future__ import annotations
@@ -62,14 +59,9 @@ def rank_main(job: RankJob) -> RankReturn:
 
 
 def rank_of_torchrun(job: RankJob, run: RunDir) -> dict[int, RankReturn]:
-    """This process is one of torchrun's ranks (ddplab started as each of its workers): run the job here, as
-    that rank, without a launcher of ddplab's. Returns what every rank of the job returned, by global rank:
-    gathered before the process group is destroyed, so that global rank 0 can write the job's report.
-    Raises whatever the workload raised; torchrun sees this rank fail.
-
-    torchrun's agent is this rank's launcher: its death ends the rank too (no orphan, unlike a plain
-    torchrun worker), and its SIGTERM (how torchrun stops its workers, on Ctrl+C too) ends it at once.
-    """
+    """This process is one of torchrun's ranks: run the job here, as that rank. Returns what every rank returned,
+    by global rank (gathered before the group is destroyed, for rank 0's report); raises what the workload raised.
+    torchrun's agent is this rank's launcher: its death, or its SIGTERM, ends the rank at once."""
     life = RankLife(run).arm(launcher_pid=os.getppid())
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     ignore_sigint()
@@ -93,8 +85,7 @@ def _as_rank(job: RankJob, life: RankLife, gather: bool) -> tuple[RankReturn, di
 
 def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: Beacon,
          gather: bool) -> tuple[RankReturn, dict[int, RankReturn]]:
-    """Device, process group, workload; with ``gather``, every rank's return shared with every rank (an
-    all_gather of small objects, before the group is destroyed)."""
+    """Device, process group, workload; with ``gather``, every rank's return shared with every rank."""
     placement = job.placement
     os.environ.update(placement.env)  # before torch.distributed creates any communicator
 
@@ -113,8 +104,7 @@ def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: Beac
 
     init_kwargs = {"backend": placement.backend, "timeout": timedelta(seconds=job.timeout_s)}
     if placement.backend == job.platform_backend and not runtime.host_only:
-        # Eager communicator creation, so that refusals ("Duplicate GPU detected")
-        # surface in init_process_group rather than at the first collective.
+        # Eager communicator creation: refusals ("Duplicate GPU detected") surface in init, not at the first collective.
         init_kwargs["device_id"] = runtime.device
     status.phase("in-init")
     dist.init_process_group(**init_kwargs)
@@ -124,18 +114,16 @@ def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: Beac
                      hostname=socket.gethostname(), device=str(runtime.device), backend=placement.backend,
                      memory_cap_applied=capped, result=result)
     returns = _gather(own, runtime.device) if gather else {}
-    # Only after success: destroying a communicator while peers wait inside a collective
-    # blocks (docs/background.md §3), which would hide this rank's own error from everyone.
+    # Only after success: destroying a communicator while peers wait inside a collective blocks, and would hide
+    # this rank's own error.
     settle_before_destroying_gloo()
     dist.destroy_process_group()
     return own, returns
 
 
 def settle_before_destroying_gloo() -> None:
-    """Before torch 2.8 a gloo group was destroyed holding the GIL, while its worker thread, freeing a finished
-    collective's tensor, waited for the GIL: both waited for ever (seen on 2.7.1: `ddplab storm` hung 9 of 30 times;
-    gdb: ~ProcessGroupGloo joins the thread in maybe_destroy_pyobj; fixed by pytorch PR 154976). A moment for that
-    thread to finish first: 0 of 30."""
+    """Before torch 2.8 destroying a gloo group held the GIL its worker thread waited for, freeing a finished
+    collective's tensor: a deadlock (fixed in torch 2.8). A moment for that thread to finish first avoids it."""
     import torch
     import torch.distributed as dist
 

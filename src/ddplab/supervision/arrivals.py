@@ -1,15 +1,10 @@
 """A rank's side of the straggler watch: when it arrived at each collective, read from its own flight recorder
-and published for the launcher (records/stragglers.py ``RankArrivals``: ranks/<rank>/arrivals.json, and the job's
-store across machines). The rule is the launcher's (stragglers.py).
+and published for the launcher (``RankArrivals``: arrivals.json, and the job's store across machines).
 
-Reading the recorder's entries costs as much as its whole buffer, however few are new, and holds the GIL: about
-45 ms for torch's 2000 entries on a busy 2-core machine (docs/RESULTS.md, Stragglers). So the rank reads it at a
-slow cadence, from the beacon's side thread, and slows down further where a read costs more: every ``every_s``
-(at least the launcher's ``ARRIVALS_ENV``, 5 s unless said), doubled until a read costs at most ``BUDGET`` of the
-rank's time. Reads fall on multiples of the cadence on the wall clock, so ranks on one machine read within a beat
-of each other and their buffers hold the same collectives even when a buffer holds only seconds of them.
-
-ddplab's bookkeeping never changes the fate of the job: a read or a write that fails is skipped, quietly.
+A read of the recorder costs its whole buffer, however few entries are new, and holds the GIL. So the rank reads
+from the beacon's side thread at a slow cadence (``ARRIVALS_ENV``, doubled until a read costs at most ``BUDGET``
+of its time), on multiples of it on the wall clock, so that ranks read within a beat of each other and their
+buffers hold the same collectives. A read or a write that fails is skipped, quietly.
 """
 
 from __future__ import annotations
@@ -29,17 +24,12 @@ from ..records.codec import to_json
 from ..records.stragglers import GroupArrivals, RankArrivals
 from ..basics.rundir import RunDir
 
-# Set by the launcher: the shortest read cadence in seconds (its own value where the launcher has one); absent: the
-# rank never reads.
-ARRIVALS_ENV = "DDPLAB_ARRIVALS"
+ARRIVALS_ENV = "DDPLAB_ARRIVALS"  # set by the launcher: the shortest read cadence in seconds; absent: never read
 DEFAULT_EVERY_S = 5.0
-# Of the rank's time spent reading its recorder, as the read measures itself. What a read cost the training loop was
-# about twice that on the 2-core machine (the GIL held, the other ranks waiting at the next collective, the
-# launcher's share of the CPU: docs/RESULTS.md, "Issue 29"), which this keeps under half of the 0.5 % allowed.
+# Of the rank's time spent reading its recorder, as the read measures itself: what a read costs the training loop
+# is about twice that (the GIL held, the others waiting), which this keeps under half of the 0.5 % allowed.
 BUDGET = 0.0015
-# For the cost benchmark only (scripts/bench/straggler_cost.py): another budget, so that reads come as often as asked
-# and what one costs the training loop can be measured.
-BUDGET_ENV = "DDPLAB_ARRIVALS_BUDGET"
+BUDGET_ENV = "DDPLAB_ARRIVALS_BUDGET"  # for the cost benchmark only: reads as often as asked
 MAX_EVERY_S = 320.0
 NAMING_EVERY_S = 40.0  # a straggler that starts right after a read is named at the next: within the minute
 # A read holds the GIL, so the beacon's heartbeat waits for it too: a rank whose reads take this long twice in a row
@@ -64,9 +54,8 @@ def from_environment(run: RunDir, rank: int, publish: Callable[[str], object] | 
 
 def cadence(base_s: float, cost_s: float, budget: float = BUDGET) -> float:
     """The read cadence: ``base_s`` doubled until a read of ``cost_s`` costs at most ``budget`` of the time, and past
-    NAMING_EVERY_S only until it costs at most twice that: a read measures its wall time, which a busy machine
-    stretches (the 2-core machine's 33 ms became 40-80 ms at a load of 5) far more than it stretches the read's work,
-    and a slower cadence delays the naming past the minute the watch allows itself."""
+    NAMING_EVERY_S only until it costs at most twice that: a busy machine stretches a read's wall time far more than
+    its work, and a slower cadence would delay the naming past the minute."""
     every = base_s
     while every < MAX_EVERY_S and cost_s > budget * every * (2 if every >= NAMING_EVERY_S else 1):
         every *= 2
@@ -102,8 +91,7 @@ class ArrivalLog:
         self._next = next_read(time.time(), self.every_s)
 
     def tick(self, now: float, in_process_group: bool) -> None:
-        """From the beacon's side thread, every beat: read, keep and publish when the cadence says so. Never
-        raises."""
+        """From the beacon's side thread, every beat: read, keep and publish when the cadence says so; never raises."""
         self._was_in_group = self._was_in_group or in_process_group
         if now < self._next or not in_process_group:
             return

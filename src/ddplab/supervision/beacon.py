@@ -1,28 +1,16 @@
-"""Each rank's beacon: its status, where the launcher's watcher reads it, for every kind of job.
+"""Each rank's beacon, for every kind of job: its status (``RankState``), where the launcher's watcher reads it.
 
-One writer for a lab stage, a drill and the user's own script under `ddplab launch`. It writes the rank's
-status (records/supervision.py ``RankState``) to ``<run dir>/ranks/<rank>/status.json`` (atomically: write,
-then rename) at every phase change, and a side thread rewrites it every ``HEARTBEAT_S`` with what it observes:
-  - where the main thread is (inside init_process_group, inside a collective, or in user code, with the
-    innermost frames), read from the side thread;
-  - the flight recorder's per-group status (last enqueued / started / completed collective), the progress a
-    user's script gives without knowing it;
-  - the collectives a lab workload counts itself (``enter_collective`` / ``leave_collective``), when it does.
-Every ``TICK_S`` the thread also looks for a dump request (a file the watcher or a failing rank writes) and
-answers it with the rank's full flight record and every thread's Python stack.
+It writes the status file atomically at every phase change, and a side thread rewrites it every ``HEARTBEAT_S``
+with where the main thread is, the flight recorder's per-group progress (what a user's script gives without
+knowing it) and a lab workload's own collective counts. Every ``TICK_S`` the thread also answers a dump request
+with the rank's flight record and every thread's stack.
 
-A thread, not a signal handler: the main thread may sit in a collective for ever, and a Python signal handler
-only runs when the main thread returns to the interpreter. This thread runs whenever the main thread releases
-the GIL, which waiting in a collective does. When something holds the GIL, faulthandler's signal (rank.py's
-STACK_SIGNAL) is the way in.
+A thread, not a signal handler: a Python handler runs only when the main thread returns to the interpreter, which
+it may never do inside a collective; the thread runs whenever the GIL is released. When something holds the GIL,
+faulthandler's signal (rank.py) is the way in. Across machines the record also goes to the job's store at every
+phase change and heartbeat (entering and leaving a collective stay local: the hot path).
 
-In a job across machines the same record also goes to the job's c10d store (cluster/status_store.py), at every
-phase change and every heartbeat; entering and leaving a collective stay local (the hot path of a 10,000-op
-storm).
-
-ddplab's own bookkeeping never changes the fate of the user's job: every write here that fails (a
-full disk, a directory removed) is noted once on the rank's stderr and in the beacon's state, and the job goes
-on; supervision of that rank is then degraded, never the rank itself.
+A write that fails is noted once on stderr and the job goes on: supervision is degraded, never the rank.
 """
 
 from __future__ import annotations
@@ -61,9 +49,7 @@ def _is_machinery(filename: str) -> bool:
 
 
 def in_distributed_api(filename: str, distributed_dir: str | None) -> bool:
-    """A frame of torch.distributed's API (init_process_group, all_reduce, barrier... and what they call), not of
-    elastic, which wraps a function entrypoint's whole run: its ``_wrap``, the outermost frame under
-    torch/distributed of every lab rank, was once taken for the call the rank was in."""
+    """A frame of torch.distributed's API, not elastic's (its ``_wrap`` wraps a function entrypoint's whole run)."""
     return bool(distributed_dir) and filename.startswith(distributed_dir) \
         and not filename.startswith(distributed_dir + "elastic" + os.sep)
 
@@ -75,8 +61,7 @@ def _names_the_call(code) -> bool:
 
 
 def progress_of(record: dict | None) -> dict[str, GroupProgress] | None:
-    """The per-group status of a flight record as integers. JSON dumps carry them as strings, pickle dumps as
-    integers; -1 means none yet."""
+    """The per-group status of a flight record as integers (JSON dumps carry strings); -1 means none yet."""
     if not record or not record.get("pg_status"):
         return None
     return {str(pg): GroupProgress(int(s.get("last_enqueued_collective", -1)),
@@ -92,17 +77,15 @@ def torch_distributed_dir() -> str | None:
 
 
 def locate(frame, distributed_dir: str | None) -> Where:
-    """Where a thread is: the outermost torch.distributed call it is inside (the API the user called:
-    init_process_group, all_reduce, barrier...), the user's line that called it, the innermost frames, and whether
-    it is inside an import."""
+    """Where a thread is: the outermost torch.distributed call it is inside (the one the user made), the user's line
+    that called it, the innermost frames, and whether it is inside an import."""
     frames, torch_call, call_site, inside, importing = [], None, None, False, False
     while frame is not None:
         code = frame.f_code
         importing = importing or code.co_filename.startswith(IMPORTLIB)
         where = f"{code.co_filename}:{frame.f_lineno} in {code.co_name}"
         if in_distributed_api(code.co_filename, distributed_dir) and code.co_name == "<module>":
-            # torch.distributed being imported: what ran inside it is its own import, not a call the user made
-            # (`import torch.distributed` took seconds on a loaded machine and was read as a wait in "<module>")
+            # torch.distributed being imported (seconds on a loaded machine): no call the user made
             torch_call, call_site, inside = None, None, False
         elif in_distributed_api(code.co_filename, distributed_dir):
             inside = True
@@ -117,8 +100,7 @@ def locate(frame, distributed_dir: str | None) -> Where:
 
 
 def _phase_raised_in(exc: BaseException, otherwise: str) -> str:
-    """in-init / in-collective when the traceback passes through torch.distributed, else running (or before-init
-    where the beacon saw no process group)."""
+    """in-init / in-collective where the traceback passes through torch.distributed, else running or before-init."""
     distributed = torch_distributed_dir()
     tb, call = exc.__traceback__, None
     while tb is not None:
@@ -143,8 +125,7 @@ def format_all_stacks() -> str:
 
 def _in_process_group() -> bool:
     """Whether the main thread has initialised the default process group. Never imports torch, and copes with
-    torch.distributed half imported: this thread can look while the main thread is still inside `import torch`
-    (seen on 2x H200: every rank wrote beacon-error.txt, docs/RESULTS.md)."""
+    torch.distributed half imported (this thread can look while the main thread is inside `import torch`)."""
     dist = sys.modules.get("torch.distributed")
     is_available = getattr(dist, "is_available", None)
     is_initialized = getattr(dist, "is_initialized", None)
@@ -211,9 +192,8 @@ class Beacon:
     # ---------------------------------------------------------------------------------------- the rank's words
 
     def phase(self, phase: str, **extra) -> None:
-        """A phase change (a handful per run) reaches the job's store at once. A final one (finished, failed)
-        carries what the beacon sees now: a script that ran for less than a heartbeat is judged on its last
-        collective, not on the one before."""
+        """A phase change reaches the job's store at once. A final one carries what the beacon sees now, so that a
+        script shorter than a heartbeat is judged on its last collective."""
         observed = self._observe() if phase in ("finished", "failed") else {}
         self.note(phase=phase, since=time.time(), **{**observed, **extra})
 
@@ -225,10 +205,9 @@ class Beacon:
         self._publish()
 
     def fail(self, error: str, exit_code: int | None = None, exc: BaseException | None = None) -> None:
-        """The rank is failing: its error, and the phase it failed in with when it entered that phase (a judge
-        tells a rank that waited there from one that arrived after the others had given up). For a rank that says
-        only "running" (a user's script), the phase is where ``exc`` was raised: inside init_process_group,
-        inside another torch.distributed call, or in its own code."""
+        """The rank is failing: its error, and the phase it failed in with when it entered it (the judge tells a
+        rank that waited there from one that arrived after the others gave up). For a user's script the phase is
+        where ``exc`` was raised."""
         from .states import phase_of
 
         observed = self._observe()
@@ -283,8 +262,7 @@ class Beacon:
                     self.dump(request_id)
                     next_beat = 0.0
                 if time.monotonic() >= next_beat:
-                    # observed under the lock: a final phase() written meanwhile must not be followed by this
-                    # beat's older progress (the judge reads the last write)
+                    # under the lock: a final phase() written meanwhile must not be followed by older progress
                     with self._lock:
                         self.state = replace(self.state, **self._observe())
                         self._write()
@@ -325,9 +303,7 @@ class Beacon:
         self._quietly(lambda: write_text_atomic(self.path, text, durable=False))
 
     def _publish(self) -> None:
-        """The current record to the job's store. The round trip happens outside the state lock, so a collective
-        entered meanwhile does not wait for the network; a store that went away is the publisher's to note,
-        never this rank's error."""
+        """The current record to the job's store, outside the state lock: a collective does not wait for the network."""
         if self._publisher is None:
             return
         with self._publish_lock:

@@ -1,11 +1,9 @@
 """One call into torch.distributed.elastic (torchrun's engine, used as a library) for every job: a lab workload
 (a function run in each rank) or a user's script (a program run through job/boot.py).
 
-SIGINT, SIGTERM and SIGHUP are ddplab's (basics/interrupts.py), during a launch too: elastic is asked to handle only
-SIGQUIT, a stop signal is raised as elastic's own SignalException so that elastic tears the ranks down, and every
-handler elastic installed is put back afterwards. Ranks start with SIGINT blocked (a terminal's Ctrl+C reaches
-the whole foreground process group; the launcher decides). What elastic says about each rank that failed is kept
-as plain values; when and how a rank really ended is exits.py's.
+SIGINT, SIGTERM and SIGHUP are ddplab's during a launch too: elastic handles only SIGQUIT, a stop signal is raised
+as elastic's own SignalException so that elastic tears the ranks down, and elastic's handlers are put back
+afterwards. Ranks start with SIGINT blocked (Ctrl+C reaches the whole process group; the launcher decides).
 """
 
 from __future__ import annotations
@@ -70,8 +68,7 @@ def launch_config(**kwargs):
 
 
 def run(config, entrypoint, args: tuple, run_dir: RunDir, env: dict[str, str]) -> ElasticOutcome:
-    """``entrypoint(*args)`` in every rank (a function, or a program path with its arguments) under ``config``,
-    with ``env`` set for the ranks to inherit."""
+    """``entrypoint(*args)`` (a function, or a program) in every rank under ``config``, the ranks inheriting ``env``."""
     from torch.distributed.elastic.multiprocessing import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import elastic_launch
@@ -86,9 +83,8 @@ def run(config, entrypoint, args: tuple, run_dir: RunDir, env: dict[str, str]) -
         return SignalException(f"{name} to the launcher", sigval=signal.SIGTERM)
 
     start = time.monotonic()
-    # environ_set: the ranks inherit ``env`` at exec, so it shows in /proc/<pid>/environ.
-    # handlers_restored: elastic installs handlers when it starts the ranks and never removes them; left in place,
-    # they turned the next Ctrl+C into a SignalException inside whatever ran after the launch.
+    # environ_set: the ranks inherit ``env`` at exec, so it shows in /proc/<pid>/environ. handlers_restored:
+    # elastic never removes its handlers, which would turn the next Ctrl+C into a SignalException after the launch.
     with _ranks_start_with_sigint_blocked(), environ_set({**env, ELASTIC_SIGNALS_ENV: ELASTIC_SIGNALS}), \
             interrupts.handlers_restored((signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)):
         try:
@@ -139,12 +135,8 @@ def _log_tail(run_dir: RunDir, local_rank: int, max_chars: int = 2000) -> str:
 
 
 def _end_unregistered_ranks(run_dir: RunDir, grace_s: float = 3.0) -> None:
-    """End ranks elastic started but never registered, and so never tears down.
-
-    A stop that lands while elastic is still starting the ranks aborts its start loop: the ranks already started
-    are left out of its process context. Evidence they are ours: children of this launcher that carry this run's
-    id (the launcher's own helpers, the guardian and the resource tracker, do not carry it or are told apart).
-    """
+    """End ranks elastic started but never registered (a stop during its start loop), and so never tears down:
+    children of this launcher carrying this run's id, other than multiprocessing's resource tracker."""
     ranks = []
     for child in psutil.Process().children():
         try:
@@ -162,21 +154,15 @@ def _end_unregistered_ranks(run_dir: RunDir, grace_s: float = 3.0) -> None:
 
 
 def _raise_if_disk_full(run_dir: RunDir) -> None:
-    """A rank that hits ENOSPC cannot write its error file either, and elastic then fails on the empty file with
-    a JSONDecodeError: name the full disk instead (exit 3)."""
+    """Name a full disk (exit 3): elastic fails on the empty error file of a rank that hit ENOSPC (JSONDecodeError)."""
     raise_if_full(run_dir.path, "the run directory: ranks' pid, status, log and error files")
 
 
 @contextlib.contextmanager
 def _ranks_start_with_sigint_blocked():
-    """Ranks start with SIGINT blocked, so a Ctrl+C that reaches them while they still import torch stays pending
-    until the rank ignores SIGINT (supervision/rank.py), instead of printing one KeyboardInterrupt traceback per
-    rank.
-
-    A child inherits the signal mask of the thread that starts it, through exec. Meanwhile a helper thread keeps
-    SIGINT deliverable to this process: Python runs the handler in the main thread whichever thread the kernel
-    handed the signal to.
-    """
+    """Ranks start with SIGINT blocked (a child inherits its starting thread's mask through exec), so a Ctrl+C
+    while they import torch stays pending until the rank ignores SIGINT. A helper thread keeps SIGINT deliverable
+    to this process meanwhile (Python runs the handler in the main thread whichever thread got it)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -196,14 +182,12 @@ def _ranks_start_with_sigint_blocked():
 
 
 def _quiet_elastic_logging() -> None:
-    # Elastic logs its agent's life and each rank's traceback; ddplab reports outcomes itself (DDPLAB_DEBUG=1 shows
-    # elastic's own log).
+    # Elastic logs its agent's life and each rank's traceback; ddplab reports outcomes itself (DDPLAB_DEBUG=1: shown).
     if not os.environ.get("DDPLAB_DEBUG"):
         for name in ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing"):
             logger = logging.getLogger(name)
             logger.setLevel(logging.CRITICAL)
-            # Elastic's module loggers set their own level (WARNING), so the parent's level does not hold them (a
-            # JSONDecodeError traceback hid a full disk): stop their records here.
+            # Elastic's module loggers set their own level, so the parent's does not hold them: stop them here.
             if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
                 logger.addHandler(logging.NullHandler())
             logger.propagate = False

@@ -1,9 +1,5 @@
-"""What each rank of a job left behind, gathered once the job ended, typed, for the judge (judge.py).
-
-Per rank: its last status (its beacon's file, or the job's store for a rank on another machine), its full
-flight record when it dumped one (ddplab's dump on request, else torch's own dump on a timeout), its uncaught
-exception (error.json), how its process ended (exits.py, with who ended it), and whether it answered the last
-dump request (then its numbers are where it was stuck).
+"""What each rank of a job left behind, gathered once the job ended, typed, for the judge: its last status, its
+flight record, its uncaught exception, how its process ended, and whether it answered the last dump request.
 """
 
 from __future__ import annotations
@@ -34,9 +30,7 @@ class RankEvidence:
     error: RankError | None = None  # its uncaught exception: type, message, traceback, when
     end: RankEnd | None = None  # how and when its process ended, as the launcher saw it
     answered: bool = False  # answered the last dump request: its numbers are where it was stuck
-    # where a SIGABRT came from, by the stacks faulthandler wrote as the rank aborted (``abort_site``): "own code"
-    # (the main thread's own call: os.abort, a C assert, a double free), "library" (a thread of the collective
-    # library's, or inside a torch.distributed call: NCCL's watchdog, gloo's transport), None: not known
+    # where a SIGABRT came from (``abort_site``): "own code", "library" (NCCL's watchdog, gloo's transport), None
     abort: str | None = None
 
     @property
@@ -90,8 +84,7 @@ class RankEvidence:
         return " <- ".join(frames[:depth]) if frames else "unknown"
 
     def user_line(self) -> str:
-        """The innermost frame of the rank's own code (not an installed package's: torch, Lightning...), where the
-        main thread is inside a library call."""
+        """The innermost frame of the rank's own code, not an installed package's (torch, Lightning...)."""
         frames = (self.status.where.frames if self.status and self.status.where else None) or []
         own = [f for f in frames if not any(d in f for d in _PACKAGE_DIRS)]
         return (own or frames or ["unknown"])[0]
@@ -121,16 +114,14 @@ class RankEvidence:
         return f"main thread in its own code at {self.location()}"
 
     def _after_its_script(self) -> str:
-        """A rank whose last status said its script was done. How its process ended, as the launcher saw it, wins
-        over that status: a rank that hung on its way out, or ran on after the hang was declared, can write "finished"
-        and then be ended by the teardown."""
+        """A rank whose last status said its script was done: how its process ended wins over that status (a rank
+        that hung on its way out can write "finished" and then be ended by the teardown)."""
         end = self.end
         if end is None or end.ok:
             return "finished its script and exited"
         if end.signal is None and end.exit_code is None:
             return "finished its script; its exit was not seen"
         return f"ended by {end.in_words()}, after its last status said its script was done"
-
 
     def _pending_call(self) -> str | None:
         """The first collective its flight recorder shows enqueued and not completed, in words."""
@@ -146,10 +137,8 @@ _FRAME_FILE = re.compile(r'^  File "([^"]*)"', re.M)
 
 
 def abort_site(path: Path) -> str | None:
-    """Where the rank's last SIGABRT came from, by the stacks faulthandler wrote at it: "own code" when the thread
-    that aborted is a Python thread outside torch.distributed (faulthandler names it "Current thread"), "library"
-    when it is a thread of the library's own (no Python frame, so not named) or was inside a torch.distributed call,
-    None without such stacks."""
+    """Where the rank's last SIGABRT came from, by faulthandler's stacks: "own code" for a Python thread outside
+    torch.distributed, "library" for a thread without Python frames or one inside torch.distributed, else None."""
     try:
         text = path.read_text(errors="replace")
     except OSError:
@@ -165,8 +154,7 @@ def abort_site(path: Path) -> str | None:
 
 
 def load_record(path: Path) -> dict | None:
-    """A flight-recorder dump: JSON (ddplab's and torch's *_json dumps) or pickle (torch's default dump
-    format). These files come from this job's own ranks."""
+    """A flight-recorder dump, JSON or pickle (torch's default), written by this job's own ranks."""
     try:
         data = path.read_bytes()
     except OSError:
@@ -197,11 +185,9 @@ def answered(run: RunDir, rank: int) -> str | None:
 def gather(run: RunDir, ranks: list[int], states: dict[int, RankState], ends: dict[int, RankEnd],
            request_id: str | None, answered_in_time: set[int] | None = None,
            until: float | None = None) -> dict[int, RankEvidence]:
-    """Every rank's evidence: ``states`` are the last statuses known (this machine's files, the job's store for
-    the others), ``ends`` how this machine's ranks ended. ``answered_in_time``: the ranks that answered a hang's
-    dump request while the watcher waited (a stopped rank resumed by the teardown may answer later, from where it
-    then was: that is no evidence of where it was stuck); None: whoever answered the last request. ``until``: when
-    a declared hang's teardown began; an error raised or a record dumped after it is the teardown's doing."""
+    """Every rank's evidence. ``answered_in_time``: the ranks that answered a hang's dump request while the watcher
+    waited (a rank resumed by the teardown answers from elsewhere); None: whoever answered the last request.
+    ``until``: when a hang's teardown began; an error or a record after it is the teardown's doing."""
     evidence = {}
     for rank in sorted(set(ranks) | set(states) | set(ends)):
         record = load_record(run.flight_file(rank)) or load_record(run.torch_dump_file(rank))

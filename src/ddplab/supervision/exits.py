@@ -1,19 +1,12 @@
 """How and when each rank's process ended, seen by its launcher the moment it happened.
 
-The order of deaths is evidence (judge.py): the first rank to end by a signal or a non-zero status while the
-others were healthy or waiting is the culprit, and ranks that fail after it with a connection error are its
-victims. With gloo those victims raise "Connection reset" within milliseconds of the death, so the death must
-be timed to the millisecond. Elastic's own record cannot do that: it polls every monitor interval and, for a rank
-that left no error file, stamps the failure with the poll's time in whole seconds (torch's ProcessFailure), which
-made ddplab name a victim 3 times of 3.
+The order of deaths is evidence (judge.py), and gloo's victims raise "Connection reset" within milliseconds of a
+death, so deaths must be timed to the millisecond; elastic stamps a failure without an error file with its poll's
+time in whole seconds. So a thread per rank waits in ``waitid(P_PID, pid, WEXITED | WNOWAIT)``: the kernel wakes
+it as the rank ends, and WNOWAIT leaves the child for elastic to reap. Where the rank is not our child (or was
+reaped first), the thread notes when it learnt of the end and leaves how to elastic's report.
 
-So a thread per rank waits in ``waitid(P_PID, pid, WEXITED | WNOWAIT)``: the kernel wakes it as the rank ends,
-and WNOWAIT leaves the child for elastic to reap as before. Ranks are the launcher's own children (elastic starts
-them), which is what waitid needs; where one is not (or elastic reaped it first), the thread notes the time it
-learnt of the end and leaves how it ended to elastic's report.
-
-Where the kernel's OOM killer ended a rank, its cgroup's ``memory.events`` counter ``oom_kill`` went up, and
-the kernel log (``/dev/kmsg``, readable by root) names the pid: ``oom_evidence`` reads both.
+An OOM kill is read from the cgroup's ``memory.events`` ``oom_kill`` counter and the kernel log (``oom_evidence``).
 """
 
 from __future__ import annotations
@@ -44,11 +37,8 @@ class Exit:
 
 
 class ExitWatch:
-    """Waits for each rank's pid to end; ``ends()`` gives what ended so far, by global rank.
-
-    ``follow(run, count)`` finds the ranks by the pid files they write first thing (supervision/rank.py), every
-    FIND_S until ``count`` of them are watched: a rank is watched within milliseconds of starting, long before it
-    can issue a collective, so no death goes untimed."""
+    """Waits for each rank's pid to end; ``ends()`` gives what ended so far, by global rank. ``follow`` finds the
+    ranks by their pid files every FIND_S: a rank is watched long before it can issue a collective."""
 
     FIND_S = 0.01
 

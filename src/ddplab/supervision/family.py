@@ -1,18 +1,10 @@
 """Teardown owns the whole process tree: a job's ranks and everything they started end with the job, on every
-path (success, failure, hang, Ctrl+C; SIGKILL of the launcher is the guardian's, guardian.py).
+path (SIGKILL of the launcher is the guardian's, which reads ``family.json``).
 
-What belongs to a job, by evidence the launcher holds itself (never "its parent is pid 1", docs/processes.md):
-  - its ranks: the processes elastic started, found by their pid files and start times;
-  - their descendants, however detached (a data-loader worker, a helper in a session of its own, the program a
-    --no-python wrapper runs): seen as descendants of a rank while the watcher polls, and kept by pid and start
-    time afterwards. The launcher is a child subreaper (PR_SET_CHILD_SUBREAPER, Linux >= 3.4) while the job
-    runs, so a rank's child whose rank died, or a double fork, is re-parented to the launcher rather than to
-    init, and stays in view;
-  - every process carrying the job's run id in its environment (inherited from the rank that started it).
-A process that escapes on purpose (a double fork into its own session with a scrubbed environment, between two
-polls) may go unseen; it is at least named afterwards where it still carries the run id (``ddplab clean`` too).
-
-The members are written to ``family.json`` for the guardian, which ends them if the launcher is SIGKILLed.
+A job's members, by evidence the launcher holds itself: its ranks (pid files and start times); their
+descendants, however detached, seen while the watcher polls and kept by pid and start time (the launcher is a
+child subreaper while the job runs, so orphans re-parent to it, not to init); and every process carrying the
+job's run id. A process that escapes on purpose between two polls may go unseen.
 """
 
 from __future__ import annotations
@@ -97,31 +89,30 @@ class Family:
         return [m for m in self.members.values() if m.alive()]
 
     def end(self, members: list[Member], grace_s: float) -> tuple[list[int], list[int], list[int]]:
-        """SIGCONT and SIGTERM ``members``, SIGKILL what is left after ``grace_s``: (terminated, killed, survived)
-        pids. Each is signalled only while it is still the process that was seen (start time)."""
+        """SIGCONT, SIGTERM, then SIGKILL after ``grace_s``, each only while still the same process: (terminated,
+        killed, survived)."""
         for m in members:
             if m.alive():
                 signal_quietly(m.pid, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
                 signal_quietly(m.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and any(m.alive() for m in members):
-            self.reap_adopted()
-            time.sleep(0.05)
+        self._wait_gone(members, grace_s)
         killed = [m for m in members if m.alive()]
         for m in killed:
             signal_quietly(m.pid, signal.SIGKILL)
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and any(m.alive() for m in killed):
-            self.reap_adopted()
-            time.sleep(0.05)
+        self._wait_gone(killed, grace_s)
         self.reap_adopted()
         survived = [m.pid for m in killed if m.alive()]  # e.g. in uninterruptible sleep, wedged on a device
         gone = {m.pid for m in killed} - set(survived)
         return sorted(m.pid for m in members if m not in killed), sorted(gone), sorted(survived)
 
+    def _wait_gone(self, members: list[Member], wait_s: float) -> None:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and any(m.alive() for m in members):
+            self.reap_adopted()
+            time.sleep(0.05)
+
     def reap_adopted(self) -> None:
-        """Collect the exit of processes re-parented to this launcher (it is their subreaper): only those, never
-        a child that elastic or subprocess owns (they reap their own)."""
+        """Collect the exit of processes re-parented to this launcher; never a child elastic or subprocess reaps."""
         for pid in list(self._adopted):
             try:
                 done, _ = os.waitpid(pid, os.WNOHANG)
@@ -132,8 +123,7 @@ class Family:
                 self._adopted.discard(pid)
 
     def take(self, pid: int) -> None:
-        """A process of the job: a rank, its descendant, one carrying the run id, or one proven the job's by other
-        evidence (a rank's own status file)."""
+        """A process proven the job's: a rank, its descendant, one carrying the run id, or by a rank's status file."""
         if pid in self.members or pid == self.launcher:
             return
         ticks = start_ticks(pid)
@@ -146,9 +136,8 @@ class Family:
         self.members[pid] = Member(pid, ticks, program)
 
     def _launchers_adopted(self) -> list[int]:
-        """Children of this launcher re-parented here (it is their subreaper): seen before as a rank's
-        descendant. Only those are ever reaped here: a child elastic started (a rank) is elastic's to reap, and
-        reaping it here would make elastic read its exit as a success."""
+        """Children re-parented to this launcher, seen before as a rank's descendant: only those are reaped here
+        (reaping a rank would make elastic read its exit as a success)."""
         children = proc_stat.children(self.launcher)
         if children is None:
             try:

@@ -1,12 +1,9 @@
-"""The flight records' rules: from every rank's flight-recorder progress and dumped entries, the ranks that never
-arrived at a collective the others entered (``behind``), the ranks that issued something else at one sequence
-number (``desync``, with torch's own analyzer where it works), and the ranks outside init_process_group while
-the others wait in it (``never_reached_init``). Pure functions over the judge's evidence (judge.py); each
-returns a ``Finding`` or None.
+"""The flight records' rules, pure functions over the judge's evidence, each a ``Finding`` or None: the ranks
+``behind`` a collective the others entered, a ``desync`` at one sequence number (with torch's own analyzer where
+it works), the ranks that ``never_reached_init``.
 
-A number is only held against a rank when it is where the rank stopped: it finished or failed (its last status
-is final), or it answered the dump request (it was stuck there). A rank that a signal ended has only an older
-heartbeat: a lower bound, never evidence.
+A number is held against a rank only where it stopped: it finished or failed, or it answered the dump request. A
+rank a signal ended has only an older heartbeat: a lower bound, never evidence.
 """
 
 from __future__ import annotations
@@ -87,8 +84,7 @@ def behind(ranks: dict[int, RankEvidence]) -> Finding | None:
             continue  # a rank whose number is only a lower bound may be further behind: no conclusion here
         # The laggards: a rank between them and the lead may only wait behind them.
         behind = sorted(r for r, progress in trusted.items() if progress == low)
-        # Launches are asynchronous on accelerators: the ranks ahead may have enqueued several
-        # collectives past the one the culprits never reached. Name that first one.
+        # Launches are asynchronous on accelerators: name the first collective the culprits never reached.
         missed = min(ranks[r].progress.get(pg, -1) for r in behind) + 1
         ahead = sorted(r for r, ev in members.items() if ev.progress.get(pg, -1) >= missed)
         call = _call_at(ranks, pg, missed) or {"pg": pg, "seq": missed, "op": None, "input_sizes": None,
@@ -112,10 +108,8 @@ def desync(ranks: dict[int, RankEvidence]) -> Finding | None:
 
 
 def novel_call(ranks: dict[int, RankEvidence]) -> Finding | None:
-    """Only one side of a collective survives (a peer died mid-call without a record, as gloo's receiver of a
-    message of a size it did not expect does): a last call the rank never issued before is the suspect. Weaker
-    than the order of deaths (judge.py asks it after): a rank that died on its own before the others called
-    something new explains their waiting there."""
+    """Only one side of a collective survives (a peer died mid-call without a record): a last call the rank never
+    issued before is the suspect. Weaker than the order of deaths, which the judge asks first."""
     for pg, by_rank in _records_by_group(ranks):
         verdict = _novel_last_call(ranks, by_rank, pg)
         if verdict:
@@ -171,8 +165,7 @@ def _novel_last_call(ranks: dict[int, RankEvidence], by_rank: dict[int, dict[int
 
 
 def never_reached_init(ranks: dict[int, RankEvidence]) -> Finding | None:
-    """Ranks without a process group while the others have one or wait in init_process_group
-    (with a lazily built communicator, the others wait in their first collective instead)."""
+    """Ranks without a process group while the others have one (then wait in their first collective) or wait in init."""
     in_init = sorted(r for r, ev in ranks.items() if ev.phase == "in-init")
     joined = sorted(r for r, ev in ranks.items() if r not in in_init and (ev.progress or ev.in_process_group))
     absent = sorted(r for r in ranks if r not in in_init and r not in joined and ranks[r].phase != "finished")
@@ -201,7 +194,7 @@ def from_torch_analyzer(ranks: dict[int, RankEvidence]) -> tuple[Finding | None,
     try:
         with _quiet("Flight Recorder"):
             from torch.distributed.flight_recorder.components.builder import build_db
-    except Exception as exc:  # torch 2.9 ships it pointing at a module the wheel lacks
+    except Exception as exc:  # some torch releases ship it pointing at a module the wheel lacks
         return None, {"tool": ANALYZER, "status": "unavailable", "error": f"{type(exc).__name__}: {exc}"}
     details = {f"rank{r}": {"host_name": f"rank{r}", "rank": r, "entries": copy.deepcopy(rec["entries"]),
                             "version": rec.get("version"), "pg_config": copy.deepcopy(rec.get("pg_config") or {})}
@@ -212,7 +205,7 @@ def from_torch_analyzer(ranks: dict[int, RankEvidence]) -> tuple[Finding | None,
     try:
         with _quiet("Flight Recorder"):
             db = build_db(details, args, str(next(iter(recorded.values())).get("version")))
-    except Exception as exc:  # e.g. KeyError on gloo dumps whose pg_config name is empty (torch 2.13)
+    except Exception as exc:  # e.g. KeyError on gloo dumps whose pg_config name is empty
         return None, {"tool": ANALYZER, "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
     failing = [c for c in db.collectives if not c.pass_check or c.missing_ranks]
     if not failing:
@@ -229,8 +222,7 @@ def _verdict_from_analyzer(found, ranks: dict[int, RankEvidence]) -> Finding | N
         missing = sorted(int(r) for r in found.missing_ranks)
         return Finding(missing, "behind", f"torch's analyzer: rank(s) {_list(missing)} did not join {describe(call)}",
                        call, [f"rank {r}: {ranks[r].state()}" for r in missing if r in ranks])
-    # A mismatch: torch's analyzer blames whichever rank it compared against first, so
-    # who is in the wrong is decided by ddplab's vote at the sequence number it found.
+    # A mismatch: torch's analyzer blames whichever rank it compared against first; ddplab's vote decides.
     by_rank = {r: collectives_by_seq(ev.record, pg) for r, ev in ranks.items() if ev.record}
     votes = {r: signature(calls[seq]) for r, calls in by_rank.items() if seq in calls}
     if len(set(votes.values())) > 1:
@@ -242,8 +234,7 @@ def _verdict_from_analyzer(found, ranks: dict[int, RankEvidence]) -> Finding | N
 
 @contextlib.contextmanager
 def _quiet(name: str):
-    """torch's analyzer logs every finding to stderr (and resets its logger's level when it
-    is imported); ddplab reports findings itself, so a filter drops the analyzer's records."""
+    """Drop the analyzer's log records (it resets its logger's level on import); ddplab reports findings itself."""
     logger = logging.getLogger(name)
     logger.addFilter(_drop)
     try:
@@ -259,8 +250,7 @@ def _drop(record: logging.LogRecord) -> bool:
 # ---------------------------------------------------------------- helpers
 
 def _is_new_to(calls: dict[int, dict], seq: int) -> bool:
-    """The call at ``seq`` differs from every earlier call in this record: of the same op with other sizes, or an
-    op the rank never issued before (a record with earlier calls to compare with)."""
+    """The call at ``seq`` differs from every earlier call in this record (which has some)."""
     sig = signature(calls[seq])
     earlier = [signature(e) for s, e in calls.items() if s < seq]
     return bool(earlier) and sig not in earlier

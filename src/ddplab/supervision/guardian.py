@@ -2,19 +2,13 @@
 
     python -m ddplab.supervision.guardian RUN_DIR RUN_ID
 
-The launcher starts it at the beginning of a job with a pipe on its stdin, and keeps the pipe's write end to
-itself (Python's pipes are close-on-exec, so no rank inherits it). The guardian blocks reading that pipe:
-  - "done" (the launcher finished and cleaned up itself): it exits at once, touching nothing;
-  - end of file without "done": only the kernel closing the pipe at the launcher's death ends it so. That is the
-    launcher evidence the project's safety rule asks for (docs/processes.md): it holds from any PID namespace.
-Then the ranks are already gone (their parent-death guard), and the guardian ends the rest of the job: the
-processes the watcher last listed in family.json (by pid AND start time), every process carrying the run id in
-its environment, and the daemons listed in daemons.json (a private sharing daemon: its own stop command first,
-then its processes). SIGTERM, then SIGKILL after a grace period. What it did goes to guardian.json.
+It blocks reading a pipe on its stdin whose write end only the launcher holds: "done" means the launcher cleaned
+up itself; end of file without it means the launcher died (evidence that holds from any PID namespace). Then it
+ends the rest of the job: the processes in family.json (by pid AND start time), every process carrying the run
+id, and the daemons in daemons.json (their stop command first); what it did goes to guardian.json.
 
-It ignores SIGINT, SIGTERM and SIGHUP (a terminal's Ctrl+C or hang-up reaches the whole process group, and the
-launcher must decide), and imports nothing but the standard library (and basics/proc_stat.py, which imports nothing
-else), to start in tens of milliseconds.
+It ignores SIGINT, SIGTERM and SIGHUP (the launcher decides), and imports only the standard library (and
+basics/proc_stat.py), to start in tens of milliseconds.
 """
 
 from __future__ import annotations

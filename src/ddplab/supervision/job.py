@@ -3,13 +3,9 @@
     meeting (where it listens) -> guardian -> sampler + watcher around elastic -> how each rank ended
     -> what was left (ended) -> evidence -> the judge's culprit
 
-``run_job`` takes what differs between them (what each rank runs, elastic's configuration, the variables the ranks
-inherit, how to meet) as a ``JobSpec`` and returns a ``JobOutcome``; the lab turns it into a SessionRecord
-(job/session.py), `ddplab launch` into a LaunchRecord (job/outcome.py), each with the same Hang and Culprit records
-from the same judge.
-
-elastic runs in the calling thread, which must be the launcher's main thread when it can: the ranks'
-PR_SET_PDEATHSIG fires when the thread that started them ends, so that thread must live as long as the launcher.
+``run_job`` takes what differs between them as a ``JobSpec`` and returns a ``JobOutcome``, which the lab and
+`ddplab launch` turn into their records. elastic runs in the calling thread, which should be the launcher's main
+thread: the ranks' PR_SET_PDEATHSIG fires when the thread that started them ends.
 """
 
 from __future__ import annotations
@@ -42,8 +38,7 @@ from .watcher import Watcher
 
 @dataclass(frozen=True)
 class StragglerPlan:
-    """Whether a job's stragglers are watched (supervision/straggler_watch.py), how often its ranks read their
-    recorders at most, and where the live lines go."""
+    """Whether a job's stragglers are watched, how often its ranks read their recorders at most, where lines go."""
 
     enabled: bool = True
     every_s: float = arrivals.DEFAULT_EVERY_S
@@ -118,8 +113,7 @@ class JobOutcome:
 
 
 def run_job(spec: JobSpec) -> JobOutcome:
-    """The job from start to end; nothing it started is left running when this returns (what could not be
-    ended is in ``left_running``)."""
+    """The job from start to end; nothing it started is left running (what could not be ended: ``left_running``)."""
     run = spec.run
     started = time.time()
     outcome = JobOutcome(run, started, started, listen=spec.exposure.record() if spec.exposure else None)
@@ -191,9 +185,8 @@ def _judge(outcome: JobOutcome, watcher: Watcher, spec: JobSpec) -> None:
 
 
 def _said_before_teardown(watcher: Watcher) -> dict[int, RankState]:
-    """For a declared hang, the statuses this machine's ranks wrote after its teardown began are replaced by the last
-    ones before it: a rank's SIGTERM handler may still run code (Lightning's calls a broadcast), which would make a
-    rank stuck in its own code look as if it had arrived at the collective the others waited in."""
+    """For a declared hang, the last statuses before the teardown began, where the ranks wrote later ones: a SIGTERM
+    handler may still run code (Lightning's calls a broadcast) and make a stuck rank look arrived."""
     hang = watcher.hang
     if hang is None or hang.ended_at is None:
         return {}
@@ -220,11 +213,9 @@ def judge_job(run: RunDir, watcher: Watcher, nproc: int, states: dict[int, RankS
 def rank_ends(watcher: Watcher, run: RunDir, failures: dict[int, elastic.ElasticFailure],
               states: dict[int, RankState] | None = None, succeeded: bool = False,
               stop_at: float | None = None) -> dict[int, RankEnd]:
-    """How each of this machine's ranks ended: the exit as it happened (exits.py), else elastic's report of it;
-    and whether the launcher ended it (this watcher signalled it, it is elastic's teardown (_teardown), or it was
-    ended by SIGTERM or SIGKILL after the launcher's stop signal at ``stop_at``: elastic's teardown of a stopped
-    job). ``succeeded``: elastic reported every rank of this machine done with status 0, which is then the status
-    of a rank whose exit was seen without one (elastic reaped it first: a launch said "exit None" under load)."""
+    """How each of this machine's ranks ended (the exit as seen, else elastic's report), and whether the launcher
+    ended it: this watcher signalled it, elastic's teardown (_teardown), or a signal after the stop at ``stop_at``.
+    ``succeeded``: status 0 for a rank whose exit was seen without one (elastic reaped it first)."""
     seen = watcher.exits.ends()
     ends = {}
     for rank in sorted(set(seen) | set(failures)):
@@ -247,20 +238,18 @@ def rank_ends(watcher: Watcher, run: RunDir, failures: dict[int, elastic.Elastic
     return out
 
 
-# A death's time is read by a thread of the launcher once it gets the GIL back: on a loaded machine two deaths
-# 50 ms apart were read in the wrong order (SIGKILL of rank 1, then elastic's SIGTERM of rank 0, read 0 first).
+# A death's time is read by a thread of the launcher once it gets the GIL back: on a loaded machine deaths close
+# together can be read in the wrong order.
 READ_SLACK_S = 0.5
 # elastic (and the watcher) send SIGKILL only after SIGTERM's grace (2 s here, 30 s elastic's default)
 SIGKILL_AFTER_SIGTERM_S = 1.0
 
 
 def _teardown(sig: str | None, at: float | None, others: dict, states: dict[int, RankState]) -> bool:
-    """Whether a rank that ended by ``sig`` was ended by elastic's teardown, which signals the ranks only once a
-    rank failed (ended by another signal or a non-zero status). SIGTERM: after another rank's failure, or up to
-    READ_SLACK_S before one that is not a victim's (a rank that lost its peer fails after the death that caused
-    it, never before: a SIGTERM from outside stays the rank's own). SIGKILL: after another rank's failure, or
-    SIGKILL_AFTER_SIGTERM_S after another rank's SIGTERM. A time not seen (None) is the teardown's once another
-    rank failed: elastic signals only then."""
+    """Whether a rank that ended by ``sig`` was ended by elastic's teardown, which signals only once a rank failed.
+    SIGTERM: after another rank's failure, or up to READ_SLACK_S before one that is not a victim's (a victim fails
+    after its cause, never before). SIGKILL: after a failure, or SIGKILL_AFTER_SIGTERM_S after another's SIGTERM.
+    A time not seen is the teardown's once another rank failed."""
     if sig not in ("SIGTERM", "SIGKILL"):
         return False
     causes = {r: e_at for r, (_, e_at, code, e_sig) in others.items() if e_at is not None
@@ -299,8 +288,7 @@ def _write_quietly(path, text: str) -> None:
 
 
 class Guardian:
-    """The guardian process (guardian.py) for one job: started before the ranks, told "done" when the launcher
-    ended everything itself; the launcher's death (SIGKILL) closes its pipe, and it ends what is left."""
+    """The guardian process for one job (guardian.py): told "done" when the launcher ended everything itself."""
 
     def __init__(self, run: RunDir):
         self.run = run

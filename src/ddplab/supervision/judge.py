@@ -1,29 +1,20 @@
 """One judge for every way a rank can fail: the evidence of a job that did not succeed in, the culprit out.
 
-Every multi-rank job ddplab supervises (a lab stage, a drill, the user's own script under `ddplab launch`) is
-judged here, by one ordered list of rules over the same evidence (evidence.py). The first rule that finds
-something names the culprit:
+Every multi-rank job ddplab supervises is judged here, by one ordered list of rules over the same evidence
+(evidence.py). The first rule that finds something names the culprit:
 
-  1. failed at start   ranks that failed on their own before their first collective (a SyntaxError, a command
-                       that exits at once, a library that refuses the device), with their error
+  1. failed at start   ranks that failed on their own before their first collective, with their error
   2. never started     ranks that never wrote a status, when no rank failed on its own
   3. desync            ranks that issued something else at one sequence number (flight records)
-  4. first to fail     the first rank to end by a signal or a non-zero status, or to raise, while the others were
-                       healthy or waiting: the order of deaths is the evidence. Ranks that fail after it with a
-                       connection error or a timeout are its victims; ranks the launcher stopped are never
-                       culprits. With it, the ranks that failed the same way within a second (one bug everywhere).
-                       It outweighs a call that is new to the ranks left (a rank that died before its peers'
-                       first broadcast is the culprit, not the peers that then waited in it)
-  4b. novel call       one side of a collective is lost (no rank failed on its own, or the first death is a
-                       SIGABRT its status cannot place, as gloo aborts the receiver of a message of the wrong
-                       size): the rank whose last call is unlike any of its earlier ones (flight records)
-  5. frozen            ranks whose heartbeat stopped while the others' went on (paused, GIL held, stuck in C) when a
-                       hang was declared, with the collective they never joined: it says why they never joined
-  6. waiting           (torch's own flight-recorder analyzer first, where it works) nobody failed on their own: the
-                       ranks gave up waiting, or a hang was declared. As the job stood then: the ranks that never
-                       arrived where the others wait (flight recorder, then the lab's own counters), outside init
-                       while the others wait in it, in their own code while the others wait in a collective; else no
-                       rank stands out.
+  4. first to fail     the first rank to end by a signal or a non-zero status, or to raise: the order of deaths is
+                       the evidence. Later timeouts and lost connections are its victims; ranks the launcher
+                       stopped are never culprits; ranks that failed the same way within a second are named with it
+  4b. novel call       one side of a collective is lost (no own failure, or a first death by a SIGABRT its status
+                       cannot place): the rank whose last call is unlike its earlier ones (flight records)
+  5. frozen            ranks whose heartbeat stopped while the others' went on when a hang was declared
+  6. waiting           (torch's flight-recorder analyzer first, where it works) the ranks that never arrived where
+                       the others wait, outside init while the others wait in it, or in their own code while the
+                       others wait in a collective; else no rank stands out.
 
 A job stopped by Ctrl+C or SIGTERM to its launcher has no culprit, unless a rank failed on its own before.
 """
@@ -58,8 +49,7 @@ def name_culprit(evidence: dict[int, RankEvidence], expected: list[int] | None =
                  hang: Hang | None = None, interrupted_at: float | None = None, local_count: int | None = None,
                  use_analyzer: bool = True, hosts: dict[int, str | None] | None = None,
                  local_ranks: set[int] | None = None) -> Culprit | None:
-    """The ranks that held the others up, why, the collective, and the evidence; None for a job stopped by its
-    launcher's Ctrl+C or SIGTERM where no rank had failed on its own before."""
+    """The ranks that held the others up, why, the collective and the evidence; None for a stopped job (module doc)."""
     own = own_failures(evidence)
     if interrupted_at is not None and not any(at <= interrupted_at for at, _ in own):
         return None
@@ -79,9 +69,8 @@ def name_culprit(evidence: dict[int, RankEvidence], expected: list[int] | None =
 # ---------------------------------------------------------------------------------------- failures of their own
 
 def own_failures(evidence: dict[int, RankEvidence]) -> list[tuple[float, int]]:
-    """(when, rank) of every rank that failed on its own, first first: it raised an error of its own (not a
-    timeout, not a lost peer), or its process ended by a signal or a non-zero status that the launcher did not
-    cause and no such error explains."""
+    """(when, rank) of every rank that failed on its own, first first: it raised an error of its own (not a timeout
+    or a lost peer), or ended by a signal or a non-zero status the launcher did not cause and no such error explains."""
     found = []
     for rank, ev in evidence.items():
         text, at = ev.error_text, ev.error_at
@@ -94,10 +83,8 @@ def own_failures(evidence: dict[int, RankEvidence]) -> list[tuple[float, int]]:
             continue
         if end.signal == "SIGABRT" and ev.abort != "own code" and (ev.phase in states.WAITING_PHASES
                                                                    or ev.abort == "library"):
-            # Ending a rank that waited in a collective, the library aborts it: NCCL's watchdog after a timeout,
-            # gloo when a peer sent a message of a size it did not expect (the receiver dies, not the sender). The
-            # rank's own fault where faulthandler saw its own code abort (os.abort, a C assert), or where its status
-            # says it was not waiting and nothing says the library did it.
+            # The library aborts a rank waiting in it (NCCL's watchdog; gloo's receiver of a message of the wrong
+            # size). The rank's own fault only where faulthandler saw its own code abort, or it was not waiting.
             continue
         found.append((end.at, rank))
     return sorted(found)
@@ -156,9 +143,8 @@ def _first_to_fail(evidence: dict[int, RankEvidence], own: list[tuple[float, int
 
 
 def _aborted_mid_call(evidence: dict[int, RankEvidence], own: list[tuple[float, int]]) -> Finding | None:
-    """The first death is a SIGABRT neither its status nor its stacks can place, and a surviving record shows a call
-    new to its rank: gloo aborts the receiver of a message of a size it did not expect, so there the sender's novel
-    call is the evidence (docs/fault-table.md, size mismatch). Any other death outweighs a novel call."""
+    """The first death is a SIGABRT its status and stacks cannot place: gloo aborts the receiver of a message of the
+    wrong size, so a sender's novel call is the evidence there. Any other death outweighs a novel call."""
     if not own:
         return None
     first = evidence[own[0][1]]
@@ -168,10 +154,8 @@ def _aborted_mid_call(evidence: dict[int, RankEvidence], own: list[tuple[float, 
 
 
 def _abort_caveat(evidence: dict[int, RankEvidence], first: RankEvidence, kind: str) -> str:
-    """A rank named for a SIGABRT its status cannot place (own_failures excuses one it saw waiting): the collective
-    library aborts a rank waiting in it that way too (gloo's receiver of a message of the wrong size), so the reader
-    is told, with the ranks whose flight records could have told a desync apart and are missing
-    (docs/fault-table.md, known limits)."""
+    """A rank named for a SIGABRT its status cannot place: the library aborts a rank waiting in it that way too, so
+    the reader is told, with the ranks whose missing flight records could have told a desync apart."""
     if kind != "died" or first.end is None or first.end.signal != "SIGABRT":
         return ""
     missing = sorted(r for r, ev in evidence.items() if ev is not first and ev.record is None)
@@ -201,10 +185,9 @@ def _signature(ev: RankEvidence) -> tuple:
 
 
 def _compared_with(evidence: dict[int, RankEvidence], ranks: list[int]) -> Finding | None:
-    """Ranks that failed the same way, each naming one other rank in its error: they compared themselves with it and
-    disagree (DDP checks every rank's parameters against rank 0's, and each rank that differs raises "... does not
-    match ... process 0"). Where two or more ranks name the same one it is the odd one out; where one rank of two
-    names the other, nothing tells which of the two is off."""
+    """Ranks that failed the same way, each naming one other rank in its error (DDP checks parameters against rank
+    0's: "... does not match ... process 0"): two or more naming one make it the odd one out; of two ranks,
+    nothing tells which is off."""
     named = set()
     for r in ranks:
         others = {int(n) for n in _NAMED_RANK.findall(evidence[r].error_text or "")} - {r}
@@ -262,14 +245,12 @@ def _never_started(evidence: dict[int, RankEvidence], expected: list[int] | None
 
 
 def _frozen(evidence: dict[int, RankEvidence], hang: Hang | None, local_ranks: set[int] | None) -> Finding | None:
-    """Ranks whose heartbeat had stopped when the hang was declared while the others' went on, with the collective
-    they never joined where the flight records say."""
+    """Ranks whose heartbeat had stopped when the hang was declared while the others' went on."""
     if hang is None or not hang.snapshot:
         return None
     snapshot = dict(hang.snapshot)
     # Only this machine's ranks: another machine's stop beating once their own launcher has torn them down, which
-    # it may do before this one declares the hang (seen under load: a stall on machine b named b's two ranks from
-    # machine a). A machine cut off is a MachineLoss, judged apart.
+    # may come before this one declares the hang. A machine cut off is a MachineLoss, judged apart.
     frozen = [r for r in states.frozen_ranks(snapshot, hang.declared_at, STALE_S)
               if local_ranks is None or r in local_ranks]
     if not frozen or len(frozen) == len(snapshot):  # all silent at once: nothing tells them apart here
@@ -312,8 +293,8 @@ def _waiting(evidence: dict[int, RankEvidence], expected: list[int] | None, hang
 
 
 def _library_aborts(evidence: dict[int, RankEvidence]) -> str:
-    """Words for ranks the collective library aborted while they waited in it (own_failures does not count them):
-    seen on one H200, gloo's `writev ... Bad address` on a device tensor's send, then SIGABRT (docs/RESULTS.md)."""
+    """Words for ranks the collective library aborted (SIGABRT) while they waited in it, as gloo does on a transport
+    error; own_failures does not count them."""
     aborted = sorted(r for r, ev in evidence.items()
                      if ev.end and ev.end.signal == "SIGABRT" and not ev.end.by_launcher and ev.error_text is None)
     if not aborted:

@@ -1,11 +1,6 @@
-"""Where a job's launcher meets its ranks (and, across machines, the other launchers): the rendezvous elastic is
-told to use, and where the run listens.
-
-A job on one machine listens on loopback only: ``one_machine`` binds the store's socket to 127.0.0.1 and names the
-rendezvous for it, for the lab's runs, the drills and `ddplab launch` alike. A job across machines that ddplab
-starts on every machine meets through ddplab's own rendezvous (``across_machines``: who hosts the store, waiting
-for it, exit 3 when nothing answers). A job whose rendezvous the user put elsewhere (`ddplab launch` with several
-nodes or a non-loopback endpoint) meets as the user asked: ``as_asked``. Each yields a ``Meeting``.
+"""Where a job's launcher meets its ranks (and, across machines, the other launchers), each way yielding a
+``Meeting``: ``one_machine`` on loopback only; ``across_machines`` through ddplab's own rendezvous (exit 3 when
+nothing answers); ``as_asked`` where the user put the rendezvous elsewhere (`ddplab launch`).
 """
 
 from __future__ import annotations
@@ -64,13 +59,9 @@ class Rendezvous:
 
 @contextlib.contextmanager
 def one_machine(exposure: Exposure, otherwise: str) -> Iterator[Meeting]:
-    """The one place a launcher on one machine keeps its rendezvous off the network (docs/exposure.md).
-
-    When this torch has the parts (``exposure.loopback_store``), a socket bound to 127.0.0.1 here, for as long as
-    the block runs, served by the ddplab-loopback handler (cluster/rendezvous.py); otherwise the backend ``otherwise``,
-    whose store listens on every interface, as ``exposure`` already says. ``CannotListen`` when the socket
-    cannot be bound, before anything starts.
-    """
+    """The one place a launcher on one machine keeps its rendezvous off the network: a socket bound to 127.0.0.1
+    for as long as the block runs, where this torch has the parts (``exposure.loopback_store``); otherwise the
+    backend ``otherwise``, listening on every interface. ``CannotListen`` before anything starts."""
     if not exposure.loopback_store:
         yield Meeting(otherwise, {}, exposure)
         return
@@ -87,8 +78,7 @@ def one_machine(exposure: Exposure, otherwise: str) -> Iterator[Meeting]:
 
 @contextlib.contextmanager
 def across_machines(exposure: Exposure, rdzv: Rendezvous) -> Iterator[Meeting]:
-    """Host the store or reach it (exit 3 when nothing answers), then meet through ddplab-c10d.
-    cluster.endpoint.StoreWaitStopped when a stop request came while waiting."""
+    """Host the store or reach it (exit 3 when nothing answers; StoreWaitStopped on a stop), then meet through it."""
     from ..cluster import rendezvous
 
     with rendezvous.meet(exposure.across, rdzv.store_wait_s or rdzv.join_timeout_s, session=rdzv.run_id) as met:
@@ -102,9 +92,8 @@ def as_asked(exposure: Exposure, backend: str) -> Iterator[Meeting]:
 
 
 def wait_for_last_words(wait_s: float = LAST_WORDS_S) -> None:
-    """A job across machines failed here: give the other machines' ranks a moment to report how they ended through
-    the job's store (kept serving meanwhile where this machine hosts it), so that every machine's watcher tells a
-    machine that failed from one that vanished (states.silent_machines). A stop request cuts it short."""
+    """A job across machines failed here: give the other machines' ranks a moment to report their end through the
+    store, so that a machine that failed is told from one that vanished. A stop request cuts it short."""
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline and not interrupts.requested():
         time.sleep(0.1)

@@ -1,15 +1,10 @@
-"""A rank's stacks read from outside its process, with py-spy, for the ranks that did not answer a hang's dump
-request: something holds their GIL (a C call that never releases it), they are stuck in C, stopped, or they exec'd
-another program. Nothing is asked of the rank: py-spy reads the interpreter's memory, so a rank whose own threads
-cannot run still shows the user's line it is on.
+"""A rank's stacks read from outside its process with py-spy (optional: ``ddplab[stacks]``), for the ranks that
+did not answer a hang's dump request (GIL held, stuck in C, stopped, exec'd): py-spy reads the interpreter's
+memory and asks nothing of the rank.
 
-py-spy is optional (``pip install 'ddplab[stacks]'``). Nothing of it runs before a hang is declared; then one
-``py-spy dump`` per rank, every rank at once, bounded by ``TIMEOUT_S`` in all. A running rank is read with
-``--native`` (py-spy attaches with ptrace for a moment and unwinds the C frames too); where that fails or takes too
-long (a platform py-spy cannot unwind on, a loaded machine, a process that is not Python) it is read again
-without. A stopped rank (SIGSTOP, a debugger) is read with ``--nonblocking``: without attaching, so it stays
-stopped where it stopped (py-spy's default suspend fails on a stopped process, and resuming it would move it on);
-no native frames then.
+After a hang is declared, one ``py-spy dump`` per rank, all at once, within ``TIMEOUT_S``: ``--native`` first,
+then without where that fails or is slow; a stopped rank with ``--nonblocking``, so that it stays where it
+stopped (py-spy's suspend fails on it, and resuming it would move it on).
 """
 
 from __future__ import annotations
@@ -26,8 +21,7 @@ from typing import Callable
 from ..basics.files import write_text_atomic
 
 TIMEOUT_S = 3.0  # for every rank's dump together: a hang declaration waits at most this long for them
-# Kept of TIMEOUT_S for reading a rank again without --native: unwinding C frames took 0.2-1.9 s a rank on the
-# loaded 2-core machine, Python frames alone 0.01-0.3 s (docs/RESULTS.md, scripts/py_spy_cost.py).
+# Kept of TIMEOUT_S for reading a rank again without --native, which reads far faster than unwinding C frames.
 PLAIN_RESERVE_S = 1.0
 MISSING = "py-spy not installed: pip install 'ddplab[stacks]' for stacks of ranks that hold the GIL"
 
@@ -59,9 +53,8 @@ def find() -> str | None:
 
 def take(targets: list[Target], file_of: Callable[[int], Path], timeout_s: float = TIMEOUT_S,
          native: bool = True) -> tuple[dict[int, Dump], str | None]:
-    """Every target's stacks, read at once: (rank -> its dump, None), or ({}, MISSING) where py-spy is not
-    installed. Each rank's output, or why there is none, is written to ``file_of(rank)``. ``native``: False reads
-    Python frames only (scripts/py_spy_cost.py measures both)."""
+    """Every target's stacks, read at once, each written to ``file_of(rank)``: (rank -> its dump, None), or
+    ({}, MISSING) without py-spy. ``native``: False reads Python frames only."""
     if not targets:
         return {}, None
     py_spy = find()

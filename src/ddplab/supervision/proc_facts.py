@@ -1,7 +1,4 @@
-"""What /proc says about a process, read once: its real parent, its start time in clock ticks, its pid inside its
-own PID namespace, its program (never its arguments), the launcher markers in its environment, and, for a ddplab
-rank, the run its run directory holds. supervision/procs.py decides from these facts which processes are orphans; the
-supervisor and the drills read start times too.
+"""What /proc says about a process, read once (``Facts``): procs.py decides from these which processes are orphans.
 """
 
 from __future__ import annotations
@@ -17,9 +14,8 @@ from ..basics.proc_stat import start_ticks
 from ..basics.rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_DIR_ENV, RUN_ID_ENV, RUN_ID_FILE
 
 TORCHRUN_MARKER = "TORCHELASTIC_RUN_ID"
-# What torch's elastic agent writes into every worker's environment besides the run id (LocalElasticAgent's
-# _start_workers; a test checks the installed torch): all of them together say an agent started the process, or
-# one of its workers did. A variable set by hand says nothing of the kind.
+# What torch's elastic agent writes into every worker's environment besides the run id (a test checks the installed
+# torch): all of them together say an agent started the process or one of its workers did.
 ELASTIC_WORKER_ENV = ("TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "GROUP_RANK", "ROLE_NAME",
                       "LOCAL_WORLD_SIZE")
 _ENV_KEPT = (RUN_ID_ENV, RUN_DIR_ENV, LAUNCHER_PID_ENV, LAUNCHER_START_ENV, TORCHRUN_MARKER, *ELASTIC_WORKER_ENV)
@@ -42,8 +38,7 @@ class Facts:
     user: str | None = None
     markers: Mapping[str, str] = field(default_factory=dict)
     same_clock: bool = True  # in our time namespace, so its recorded start times compare with ours
-    # The run id held by the run directory its DDPLAB_RUN_DIR names (rundir.RUN_ID_FILE, read through the process's
-    # own root); None: it names none, or there is no such file, or it cannot be read.
+    # The run id held by the run directory its DDPLAB_RUN_DIR names, read through its own root; None: not read.
     run_dir_holds: str | None = None
 
     @property
@@ -52,11 +47,8 @@ class Facts:
 
 
 def program_name(argv: Sequence[str]) -> str:
-    """The program, never its arguments: `python train.py --hf-token X` -> `python train.py`.
-
-    An interpreter's program is the script or module it runs (`python -m torch.distributed.run`);
-    the code of `python -c` is an argument and is dropped.
-    """
+    """The program, never its arguments: `python train.py --hf-token X` -> `python train.py`; an interpreter's is
+    the script or module it runs (the code of `python -c` is dropped)."""
     if not argv:
         return ""
     prog = os.path.basename(argv[0])
@@ -112,8 +104,7 @@ def snapshot() -> dict[int, Facts]:
 
 
 def run_dir_holds(pid: int, run_dir: str | None) -> str | None:
-    """The run id in ``run_dir``'s run-id file as process ``pid`` sees it (its root may be another mount
-    namespace's: /proc/PID/root), or None."""
+    """The run id in ``run_dir``'s run-id file as process ``pid`` sees it (through /proc/PID/root), or None."""
     if not run_dir or not os.path.isabs(run_dir):
         return None
     try:

@@ -1,31 +1,15 @@
-"""Which processes `ddplab clean` may end, and which it only shows.
+"""Which processes `ddplab clean` may end, and which it only shows (the rules and why: docs/processes.md).
 
-An orphan is a process that a launcher marked AND whose launcher is provably gone. The
-evidence is the process's real parent, read from /proc: never a pid carried in the
-environment (it belongs to the PID namespace that set it), never "the parent is pid 1"
-(containers run torchrun as pid 1; nohup/setsid jobs and services have parent 1). The rules
-and why each holds are in docs/processes.md; in short:
+An orphan is a process that a launcher marked, tied to a run it started, AND whose launcher is provably gone. The
+evidence is the real parent, read from /proc: never a pid carried in the environment (it belongs to another PID
+namespace), never "the parent is pid 1" (containers run torchrun as pid 1). A ddplab rank's launcher lives while a
+visible process has the identity (pid, start ticks) it wrote into the rank's environment; a torchrun worker's
+while its parent is an elastic agent, or while a launcher of its run that started before it may live (a helper a
+worker detached is re-parented to init while its agent lives). A dataloader worker shares its parent's verdict.
+No evidence: never an orphan.
 
-- a marker must tie the process to a run a launcher started: a placeholder run id (torchrun's
-  default `none`) ties it to none; a ddplab rank's run directory must hold its run id, and its
-  launcher must have started before it; a torchrun worker must carry everything elastic's
-  agent writes into a worker's environment. A variable set by hand is no evidence.
-- ddplab rank (DDPLAB_RUN_ID): its launcher wrote its identity into the rank's environment,
-  (pid in its own PID namespace, start time in clock ticks since boot), which reads the same
-  from every PID namespace. The launcher lives while the rank's parent, or any process we
-  can see, has that identity.
-- torchrun worker (TORCHELASTIC_RUN_ID): alive while its parent is an elastic agent; gone
-  when it was re-parented to the init of its PID namespace, that init cannot be a launcher
-  (it is neither torchrun nor a Python program), and no launcher of its run that started
-  before it lives: a helper a worker detached (`setsid nohup ...`) is re-parented to init
-  while its agent lives.
-- a process carrying its parent's marker (a dataloader worker) shares its parent's verdict.
-- no evidence (parent outside our PID namespace, unreadable, another time namespace, no
-  recorded launcher identity): never an orphan.
-
-Every other process holding device memory or a device node is an "other process on the
-device": shown with its program name only (arguments can carry secrets), never counted as
-an orphan, ended only when the user names it (`ddplab clean --pid N`).
+Every other process holding device memory or a device node is shown by program name only (arguments can carry
+secrets), and ended only when the user names it (`ddplab clean --pid N`).
 """
 
 from __future__ import annotations
@@ -123,11 +107,10 @@ def _ddplab_rank(p: Facts, parent: Facts, table: Mapping[int, Facts], run_id: st
     if not p.same_clock:
         return OrphanVerdict(False, f"ddplab rank of run {run_id} in another time namespace: start times do not "
                               "compare: no evidence", run_id)
-    if _has_identity(parent, launcher):
-        return OrphanVerdict(False, f"ddplab rank of run {run_id}; its launcher (pid {parent.pid}) is alive", run_id)
-    elsewhere = next((q for q in table.values() if _has_identity(q, launcher)), None)
-    if elsewhere is not None:
-        return OrphanVerdict(False, f"ddplab rank of run {run_id}; its launcher (pid {elsewhere.pid}) is alive", run_id)
+    alive = parent if _has_identity(parent, launcher) else next(
+        (q for q in table.values() if _has_identity(q, launcher)), None)
+    if alive is not None:
+        return OrphanVerdict(False, f"ddplab rank of run {run_id}; its launcher (pid {alive.pid}) is alive", run_id)
     return OrphanVerdict(True, f"ddplab rank of run {run_id}; its launcher (pid {launcher[0]} in its PID namespace) is "
                          f"gone: re-parented to pid {parent.pid} ({parent.program})", run_id)
 
@@ -160,14 +143,9 @@ def _torchrun_worker(p: Facts, parent: Facts, table: Mapping[int, Facts], run_id
 
 
 def _launcher_may_live(p: Facts, run_id: str, table: Mapping[int, Facts]) -> str | None:
-    """Why the launcher of ``p``'s torchrun run may still be alive (None: nothing says so), in words.
-
-    Only a launcher that started before ``p`` can be its ancestor (start ticks: a pid reused since, or a new
-    job that reuses the run id, as torchrun's default ``--rdzv-id none`` does, started later). Such a launcher
-    lives when it is the parent of a live process of the same run (the worker that detached ``p``, or one
-    restarted since), or when it is an elastic agent with no workers now (between restarts, or just after its
-    workers ended): its run cannot be told, so it may be ``p``'s. A process of the run whose parent is outside
-    this PID namespace has a launcher we cannot judge."""
+    """Why the launcher of ``p``'s torchrun run may still be alive (None: nothing says so), in words: a launcher
+    that started before ``p`` and is the parent of a live process of its run, or an elastic agent without workers
+    now (its run cannot be told), or a process of the run whose parent is outside this PID namespace."""
     children: dict[int, list[Facts]] = {}
     for q in table.values():
         children.setdefault(q.ppid, []).append(q)
@@ -213,8 +191,7 @@ def _may_be_launcher(p: Facts) -> bool:
 
 
 def survey(monitor: DeviceMonitor | None = None, device_node_globs: Sequence[str] = ()) -> Survey:
-    """Orphans (by the rules above) and the other processes holding the device. `env`, `run` and
-    `clean` all ask this one function."""
+    """Orphans and the other processes holding the device: what `env`, `run` and `clean` all ask."""
     device_mem = monitor.sample().process_mem_bytes if monitor else {}
     device_nodes = {os.path.realpath(p) for g in device_node_globs for p in glob.glob(g)}
     table = snapshot()
@@ -281,8 +258,7 @@ def describe(pid: int, found: Survey) -> Orphan | OtherProcess | None:
 
 
 def refuse_to_name(pid: int) -> str | None:
-    """Why ``pid`` may not be named for ending (None: it may). Pid 1, ddplab itself and its
-    ancestors are never ended: that would end this command or the machine's init."""
+    """Why ``pid`` may not be named for ending (None: it may): pid 1, ddplab itself and its ancestors."""
     if pid <= 1:
         return "the init process" if pid == 1 else "not a pid"
     me = psutil.Process()
@@ -297,11 +273,8 @@ def refuse_to_name(pid: int) -> str | None:
 
 
 def end(targets: Sequence[Orphan | OtherProcess], grace_s: float = 5.0) -> Ended:
-    """SIGTERM exactly these processes, SIGKILL what is left after ``grace_s``.
-
-    A pid is signalled only if it still has the start time it was listed with: a pid reused
-    since the listing is refused, not signalled.
-    """
+    """SIGTERM exactly these processes, SIGKILL what is left after ``grace_s``; a pid whose start time changed
+    since the listing (reused) is refused, not signalled."""
     procs, refused = [], []
     for t in targets:
         try:
@@ -323,9 +296,8 @@ def end(targets: Sequence[Orphan | OtherProcess], grace_s: float = 5.0) -> Ended
 
 
 def clean(pid: int | None, yes: bool, grace_s: float) -> CleanRecord:
-    """`ddplab clean` (lab/clean.py): survey the machine; with ``yes`` end the orphans (or the one process named by
-    ``pid``) and check the device gave their memory back. Refuses (UsageError) a pid that may not be named before
-    anything is surveyed."""
+    """`ddplab clean`: survey the machine; with ``yes`` end the orphans (or the process ``pid``) and check the device
+    gave their memory back. A pid that may not be named is refused (UsageError) first."""
     from ..errors import UsageError
     from ..platform import detect, open_monitor
 
@@ -374,8 +346,7 @@ def _named(pid: int | None, found: Survey) -> Orphan | OtherProcess | GoneProces
 
 
 def still_holding(monitor: DeviceMonitor, pids: Sequence[int], wait_s: float = 5.0) -> dict[int, int]:
-    """Device memory the device still reports for ``pids`` (pid -> bytes), waiting up to ``wait_s`` for it to
-    be given back (the driver frees it a little after the process is gone)."""
+    """Device memory still held by ``pids`` after up to ``wait_s`` (the driver frees it a little after the process)."""
     deadline = time.monotonic() + wait_s
     while True:
         mem = monitor.sample().process_mem_bytes

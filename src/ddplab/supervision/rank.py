@@ -3,9 +3,8 @@ the parent-death guard, the rank's directory and pid file, faulthandler, the bea
 its error recorded with its flight record and stacks before the rank leaves.
 
 Workers must not outlive the launcher (plain torchrun leaves orphans holding device memory when its agent is
-SIGKILLed, docs/background.md §3): ``guard_parent`` arms PR_SET_PDEATHSIG and a watcher thread first thing.
-What a rank starts itself (a data-loader worker, a helper in a session of its own) is the launcher's to end
-(supervision/family.py), and, if the launcher dies, its guardian's (supervision/guardian.py).
+SIGKILLed): ``guard_parent`` runs first thing. What a rank starts itself is the launcher's to end (family.py),
+and, if the launcher dies, its guardian's (guardian.py).
 """
 
 from __future__ import annotations
@@ -30,19 +29,15 @@ from .beacon import Beacon
 _PR_SET_PDEATHSIG = 1
 _PR_SET_PTRACER = 0x59616D61  # Yama's: who may read this process's memory besides its ancestors
 
-# faulthandler's on-demand stack signal. A real-time signal, because the common ones are taken in training
-# stacks: Lightning and SLURM use SIGUSR1 (requeue) and SIGUSR2, submitit SIGUSR2, torchrun forwards
-# TERM/INT/HUP/QUIT to the workers, and profilers use SIGPROF/SIGALRM/SIGVTALRM. SIGRTMIN itself and the next
-# two are kept clear of, since some C libraries take the first real-time signals for themselves.
+# faulthandler's on-demand stack signal: a real-time one, since training stacks take the common ones (SIGUSR1/2
+# for requeue, torchrun forwards TERM/INT/HUP/QUIT, profilers SIGPROF/SIGALRM), clear of the first real-time
+# signals, which some C libraries take for themselves.
 STACK_SIGNAL = signal.SIGRTMIN + 4
 
 
 def guard_parent(launcher_pid: int, poll_s: float = 0.25) -> None:
-    """Make sure this rank dies when the launcher dies, even by SIGKILL.
-
-    PR_SET_PDEATHSIG is immediate but tied to the parent *thread* (docs/background.md §3), so a watcher thread
-    also polls the parent and the launcher and kills this rank if either is gone.
-    """
+    """Make sure this rank dies when the launcher dies, even by SIGKILL. PR_SET_PDEATHSIG is immediate but tied to
+    the parent *thread*, so a watcher thread also polls the parent and the launcher."""
     parent = os.getppid()
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
@@ -72,21 +67,16 @@ def guard_parent(launcher_pid: int, poll_s: float = 0.25) -> None:
 
 
 def allow_stacks_from(launcher_pid: int) -> None:
-    """Let the launcher and its children (py-spy, supervision/outside_stacks.py) read this rank's stacks where Yama
-    restricts ptrace to ancestors (kernel.yama.ptrace_scope=1, Ubuntu's default): py-spy is the ranks' sibling, not
-    their parent. A kernel without Yama refuses the call, and needs nothing."""
+    """Let the launcher and its children (py-spy, the ranks' sibling) read this rank's stacks where Yama restricts
+    ptrace to ancestors (ptrace_scope=1, Ubuntu's default). A kernel without Yama refuses, and needs nothing."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PTRACER, launcher_pid, 0, 0, 0)
 
 
 def ignore_sigint() -> None:
-    """Ctrl+C is the launcher's to handle: it stops the ranks with SIGTERM, so a rank that also took the
-    terminal's SIGINT would only add a KeyboardInterrupt traceback per rank.
-
-    The launcher starts ranks with SIGINT blocked; one that arrived during start-up is pending, and setting
-    SIG_IGN discards it before the unblock.
-    """
+    """Ctrl+C is the launcher's to handle (it stops the ranks with SIGTERM): a rank taking it too would only add a
+    traceback. Ranks start with SIGINT blocked; SIG_IGN discards one pending from start-up before the unblock."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
@@ -106,8 +96,7 @@ class RankLife:
         self._fatal = None
 
     def arm(self, launcher_pid: int | None = None) -> "RankLife":
-        """The guard first (``launcher_pid``: the launcher's, else the one the run's variables name), then the
-        rank's own directory and pid file (the sampler and the watcher find the rank by it)."""
+        """The guard first, then the rank's own directory and pid file (the sampler and the watcher find it by it)."""
         if launcher_pid is None:
             launcher_pid = int(self.environ[LAUNCHER_PID_ENV])
         guard_parent(launcher_pid)
@@ -117,8 +106,7 @@ class RankLife:
         return self
 
     def catch_fatal_signals(self) -> None:
-        """faulthandler writes every thread's stack to fatal.txt on a fatal signal (SIGSEGV, SIGABRT...) and on
-        STACK_SIGNAL (the watcher's way in when something holds the GIL)."""
+        """faulthandler writes every thread's stack to fatal.txt on a fatal signal and on STACK_SIGNAL."""
         try:
             self._fatal = open(self.run.fatal_file(self.rank), "w")  # kept open: faulthandler writes to its fd
         except OSError:
@@ -138,9 +126,8 @@ class RankLife:
         return self.beacon
 
     def record_error(self, exc: BaseException, text: str, exit_code: int | None) -> None:
-        """The rank's error for the judge: error.json with its traceback, its status "failed", and its own
-        flight record and stacks. The program's words are withheld as a report withholds them (a token it was
-        given, quoted in its error message, is not copied)."""
+        """The rank's error for the judge: error.json, its status "failed", its flight record and stacks; the
+        program's words withheld (a token quoted in its error message is not copied)."""
         from ..records.codec import to_json
         from ..records.supervision import RankError
 
@@ -154,8 +141,7 @@ class RankLife:
             self.beacon.fail(f"{type(exc).__name__}: {error.message}"[-2000:], exit_code, exc)
 
     def _publisher(self):
-        """A publisher to the job's store (its own client connection), or None: one machine, or a store this rank
-        cannot reach (said on stderr; the rank's work does not depend on it)."""
+        """A publisher to the job's store, or None: one machine, or a store it cannot reach (said on stderr)."""
         address = self.environ.get(STATUS_STORE_ENV)
         if not address:
             return None

@@ -31,8 +31,7 @@ def run_processes(run_id: str) -> list[int]:
             if proc.pid == os.getpid() or proc.environ().get(RUN_ID_ENV) != run_id or \
                     proc.status() == psutil.STATUS_ZOMBIE:
                 continue
-            # multiprocessing's resource tracker is the launcher's own helper, started during the
-            # first launch and kept for the launcher's life; it exits with the launcher.
+            # multiprocessing's resource tracker is the launcher's own helper; it exits with the launcher.
             if proc.ppid() == os.getpid() and "multiprocessing.resource_tracker" in " ".join(proc.cmdline()):
                 continue
             found.append(proc.pid)

@@ -1,10 +1,8 @@
 """Watch the ranks while they run: the report's `watch -n 0.5 nvidia-smi`, kept as data.
 
-A thread in the launcher samples every ``interval_s``: each rank's host CPU time
-(user, system), RSS and context switches from psutil, and its device memory and
-utilisation from the platform's device monitor (the vendor's library). Ranks are found
-through the pid files they write into the run directory. Device queries keep out of the
-ranks' timed windows unless told otherwise (supervision/timed_windows.py says how, and why).
+A thread in the launcher samples every ``interval_s`` each rank's CPU times, RSS and context switches (psutil)
+and its device memory and utilisation (the platform's monitor), keeping device queries out of the ranks' timed
+windows unless told otherwise (timed_windows.py).
 """
 
 from __future__ import annotations
@@ -33,8 +31,8 @@ class RankSampler:
         self.interval_s = interval_s
         self.on_sample = on_sample
         self.enabled = enabled  # off: measure a benchmark without the sampler's own disturbance
-        # A job of unknown length (`ddplab launch`) keeps at most this many samples: past it, every other
-        # one is dropped and the interval doubles, so a day-long job's series stays as even and as small.
+        # A job of unknown length keeps at most this many samples: past it, every other one is dropped and the
+        # interval doubles, so a day-long job's series stays as even and as small.
         self.max_samples = max_samples
         self.gate = None if query_device_while_timing else SamplerGate(run)
         self.samples: list[Sample] = []

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 
@@ -11,9 +12,8 @@ from ..records.supervision import RankState
 from ..basics.rundir import RunDir
 from . import states as rules
 
-# One read of the job's store: a store cut off must not hold the watch up for long. The client's get() honours it;
-# its check() did not on a connection that froze (still blocked after 30 s, torch 2.13), which is why the wait that
-# holds a teardown (wait_acknowledged) reads on a thread of its own.
+# One read of the job's store: a store cut off must not hold the watch up for long. The client's check() does not
+# honour it on a frozen connection, so the wait that holds a teardown (wait_acknowledged) reads on its own thread.
 STORE_TIMEOUT_S = 3.0
 FILES = "this machine's status files"
 JOB_STORE = "the job's store"
@@ -65,9 +65,8 @@ class JobStore:
             self.reader.acknowledge_hang(machine)
 
     def wait_acknowledged(self, machines: set[str], wait_s: float) -> set[str]:
-        """Wait until every one of ``machines`` read the announcement, at most ``wait_s``; those that did. The store
-        is read on a thread of its own: a check() on a store whose connection froze blocks far past the client's
-        timeout (measured: over 30 s against a 3 s timeout, torch 2.13), and this wait holds the teardown."""
+        """Wait until every one of ``machines`` read the announcement, at most ``wait_s``; those that did. Read on a
+        thread of its own (see STORE_TIMEOUT_S): this wait holds the teardown."""
         seen: set[str] = set()
         deadline = time.monotonic() + wait_s
 
@@ -92,9 +91,23 @@ class JobStore:
             return None
 
 
+def listened(run: RunDir) -> dict | None:
+    """listen.json as the launcher wrote it (where the job listens); None before it is written."""
+    with contextlib.suppress(OSError, ValueError):
+        listen = json.loads(run.listen_file.read_text())
+        return listen if isinstance(listen, dict) else {}
+    return None
+
+
+def store_of(listen: dict | None) -> tuple[str, int] | None:
+    """(address, port) of the job's store where the job spans machines, else None."""
+    if listen and listen.get("across_machines") and listen.get("address") and isinstance(listen.get("port"), int):
+        return listen["address"], listen["port"]
+    return None
+
+
 def open_reader(address: str, port: int, job: str):
-    """A reader of the job's store (a client connection of the watcher's own), or None when the store cannot be
-    reached: the watcher then judges this machine's files, as on one machine."""
+    """A reader of the job's store on its own connection, or None: the watcher then judges this machine's files."""
     from ..cluster.status_store import JobStoreReader, open_store
 
     try:

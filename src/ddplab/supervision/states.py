@@ -1,14 +1,9 @@
-"""The state-based rules of supervision: what counts as progress, who waits, who is behind, as read from every
-rank's status (records/supervision.py ``RankState``: this machine's status files, or the whole job's from its
-store). Pure functions; the watcher (watcher.py) and the judge (judge.py) ask them.
+"""The state-based rules of supervision, pure functions the watcher and the judge ask: what counts as progress,
+who waits, who is behind, from every rank's status (``RankState``: this machine's files, or the job's store).
 
-A rank's phase is what it said (a lab workload says before-init, in-init, in-collective, timing, stalled), or,
-for a user's script that says nothing of itself, what its beacon saw (``phase_of``): inside
-init_process_group, inside another torch.distributed call or with a collective the flight recorder shows
-pending, or in its own code. Comparing collectives entered across ranks (``seq``: the lab's counters) names the
-rank that never arrived or fell behind, rather than the first rank to die (which is what torchrun blames); the
-flight recorder's counters do the same for a script (flight.py). Ranks are named by their GLOBAL rank
-everywhere; a machine's watcher expects its own block of ranks (``expected_ranks``).
+A rank's phase is what it said (a lab workload), or, for a user's script, what its beacon saw (``phase_of``).
+Comparing collectives entered across ranks (``seq``) names the rank that never arrived or fell behind, not the
+first rank to die (which torchrun blames). Ranks are named by their GLOBAL rank everywhere.
 """
 
 from __future__ import annotations
@@ -41,16 +36,13 @@ def phase_of(state: RankState) -> str:
     return "running"
 
 
-LAG_S = 2.0  # the generic recorder's "completed" trailed a returned call by up to about a second (torch 2.13)
+LAG_S = 2.0  # the generic recorder's "completed" can trail a returned call by up to about a second
 
 
 def pending(state: RankState) -> bool:
-    """A collective its flight recorder shows enqueued and not yet completed: the rank waits on others wherever its
-    main thread is. A collective issued from C++ (DDP's reducer inside backward(), FSDP's hooks, a communication
-    hook, a compiled model) leaves no torch.distributed frame on the main thread, only this count. The generic
-    recorder's (gloo's) "completed" can trail a returned call (platform/flight_recorder.py ``counts_lag``): there a
-    pending collective is a wait once its beacon saw it persist for LAG_S (``pending_since``); a status caught in
-    the lag, as a rank's last one can be, is no wait."""
+    """A collective its flight recorder shows enqueued and not completed: the rank waits on others wherever its main
+    thread is (one issued from C++, e.g. DDP's reducer, leaves no torch.distributed frame, only this count). Where
+    "completed" lags (``counts_lag``: gloo), it is a wait only once its beacon saw it persist for LAG_S."""
     if not any(p.enqueued > p.completed for p in (state.progress or {}).values()):
         return False
     if not counts_lag(state.recorder):
@@ -64,9 +56,7 @@ def is_waiting(state: RankState) -> bool:
 
 
 def importing(state: RankState) -> bool:
-    """Still loading its code: before init, its main thread inside an import (`import torch` takes seconds on a
-    busy machine). An import that loads modules is progress (``progress_key``); one that stopped loading them is
-    where the rank is stuck, and a rank whose heartbeat stopped is frozen, importing or not (``is_hung``)."""
+    """Still loading its code: before init, its main thread inside an import (`import torch` takes seconds)."""
     return phase_of(state) == "before-init" and state.where is not None and state.where.importing
 
 
@@ -75,13 +65,10 @@ def is_hung(states: dict[int, RankState], quiet_s: float, hang_timeout_s: float 
     """Nothing progressed for the hang timeout while a rank that still beats waits on others, or while every rank
     still running is frozen and idle.
 
-    A rank whose heartbeat stopped (SIGSTOP, the GIL held in a C call, a process that exec'd away) holds up whoever
-    waits for it, and is no hang while nobody does: ranks that all compute in long C calls are not hung. But frozen
-    ranks that used no CPU for the hang timeout are stuck (``active``: the ranks whose process ran or used CPU
-    within it; None: not known, all active), and where every rank still running is such a one, nobody is left to
-    wait: a rank that hangs at exit holding the GIL after the others finished. A frozen rank still importing its
-    code that is active is slow (a large library's dlopen holds the GIL for seconds): it holds the clock while
-    ``hold_for_imports``. A collective pending for the whole hang timeout is a wait on any backend (``pending``)."""
+    A frozen rank (SIGSTOP, the GIL held in a C call) holds up whoever waits for it, and is no hang while nobody
+    does (long C calls). Frozen ranks that used no CPU in the timeout (``active``: those that did; None: all) with
+    nobody left to wait are stuck, e.g. at exit holding the GIL. A frozen, active rank still importing is slow (a
+    dlopen holds the GIL for seconds): it holds the clock while ``hold_for_imports``."""
     if not hang_timeout_s or quiet_s < hang_timeout_s:
         return False
     running = {r: s for r, s in states.items() if s.phase not in END_PHASES}
@@ -117,17 +104,15 @@ def read_states(run: RunDir) -> dict[int, RankState]:
 
 
 def progress_key(states: dict[int, RankState]) -> tuple:
-    """What counts as progress: any rank's phase, its collectives entered or completed (counted by the rank, or by
-    its flight recorder) or the torch.distributed call it is in changing, a rank appearing, or a rank still
-    importing its code loading modules. Frames are not progress: a rank spinning in its own code moves its frames
-    for ever."""
+    """What counts as progress: a rank's phase, collectives entered or completed (its counts or its recorder's) or
+    torch.distributed call changing, a rank appearing, or a rank still importing loading modules. Not frames: a
+    rank spinning in its own code moves its frames for ever."""
     return tuple(sorted((r, s.phase, s.in_process_group, s.seq, s.done, s.torch_call, _flight(s),
                          _modules_loaded(s)) for r, s in states.items()))
 
 
 def expected_ranks(states: dict[int, RankState], local_count: int) -> list[int] | None:
-    """This machine's global ranks: its block of ``local_count``, located by its lowest rank that reported.
-    None while no rank has written a status (their global numbers are not known yet)."""
+    """This machine's global ranks: ``local_count`` from its lowest rank that reported; None before any did."""
     if not states:
         return None
     base = states[min(states)].node_base
@@ -136,8 +121,7 @@ def expected_ranks(states: dict[int, RankState], local_count: int) -> list[int] 
 
 def name_culprits(states: dict[int, RankState], local_count: int, now: float,
                   stale_s: float, expected: list[int] | None = None) -> tuple[list[int], str]:
-    """The ranks holding the others up, and why, from a snapshot of this machine's ranks' status (or of the
-    whole job's, read from its store: then ``expected`` is every rank of the job)."""
+    """The ranks holding the others up, and why, from a snapshot of the ranks' statuses."""
     return (_not_started(states, local_count, expected) or _frozen(states, now, stale_s)
             or _holding_up(states, waiting_phases=("in-collective",)))
 
@@ -154,19 +138,12 @@ def _frozen(states: dict[int, RankState], now: float, stale_s: float) -> tuple[l
 
 def name_culprits_after_exit(states: dict[int, RankState], local_count: int,
                              expected: list[int] | None = None) -> tuple[list[int], str]:
-    """The same judgement from the last status each rank wrote, once the ranks are gone (a drill reads them
-    after its run). Heartbeats say nothing then, since every rank stopped beating. A rank that failed is
-    judged in the phase it failed in where its status says (a rank torn down while it slept before init is
-    still the one that never reached it); otherwise it was inside the collective that raised: "failed"
-    stands where its status said "in-collective".
+    """The same judgement from each rank's last status, once the ranks are gone (heartbeats say nothing then). A
+    failed rank is judged in the phase it failed in; "failed" stands where its status said "in-collective".
 
-    Last words are not all from one moment: a rank that entered init or a collective only after another rank
-    had given up waiting there (its timeout ended the wait) arrived late, and failed there only because the
-    others were gone. So each rank is judged as it stood when the first wait was given up. Across machines
-    this is no corner case: a machine's elastic agent need not see a rank of another machine fail (it did not
-    when its machine hosted the rendezvous store), and a late rank left running there may sleep out its delay
-    (with no hang timeout: supervisor.py ends it after one), join, and fail "in init" like the rank that
-    waited for it."""
+    Last words are not from one moment: a rank that entered init or a collective only after another gave up
+    waiting there arrived late, and failed only because the others were gone. So each rank is judged as it stood
+    when the first wait was given up (across machines a late rank left running may join and fail "in init")."""
     states = {r: _before_failing(s) for r, s in _as_when_first_waiter_gave_up(states).items()}
     return (_not_started(states, local_count, expected)
             or _holding_up(states, waiting_phases=("in-collective", "failed")))
@@ -257,16 +234,9 @@ ALL_IN_ONE_COLLECTIVE = "every rank is inside the same collective (the library o
 
 
 def failed_elsewhere(job: dict[int, RankState], mine: dict[int, RankState]) -> list[int]:
-    """Ranks of other machines that failed while every rank of this machine (``mine``: their status files) is
-    still running: the one end of a job across machines that this machine's elastic agent does not act on.
-
-    Elastic ends a worker group only when one of its OWN ranks ends, or when its store stops answering. torch
-    2.13's agent, while its group is healthy, asks the rendezvous only whether nodes wait to join
-    (num_nodes_waiting); a failed peer node's agent closes the rendezvous, and nobody reads that. So while the
-    job's store still answers (this machine hosts it, or a third one does), a rank of another machine that
-    failed leaves this machine's ranks running until they end on their own (a late rank sleeps out its delay;
-    a rank hung for good never ends). Empty when a rank here ended too (elastic tears its group down) or none
-    of this machine's ranks wrote a status yet."""
+    """Ranks of other machines that failed while every rank of this machine (``mine``) still runs: elastic ends a
+    group only when one of its OWN ranks ends or its store stops answering, so a peer's failure would leave these
+    running. Empty when a rank here ended too (elastic tears its group down) or none wrote a status yet."""
     if not mine or any(s.phase in END_PHASES for s in mine.values()):
         return []
     return sorted(r for r, s in job.items() if r not in mine and s.phase == "failed")
@@ -275,12 +245,9 @@ def failed_elsewhere(job: dict[int, RankState], mine: dict[int, RankState]) -> l
 def name_culprits_after_failure(states: dict[int, RankState], local_count: int, now: float, stale_s: float,
                                 expected: list[int] | None = None, mine: set[int] | None = None,
                                 failed: list[int] = ()) -> tuple[list[int], str]:
-    """The culprits of a job where some ranks (``failed``, on other machines) failed and others still run: a
-    rank of this machine (``mine``; None: every rank) whose heartbeat stopped first, then the judgement of last
-    words (name_culprits_after_exit), the failed ranks by the phase they failed in, the running ones as they
-    stand. Only this machine's heartbeats count: the failed rank's launcher ends its other ranks, whose beats
-    stop without a last word, and a failed rank's beat stopped because it ended. Where last words cannot tell
-    the ranks apart (all inside one collective), the ranks that failed are named: they ended the wait."""
+    """The culprits where some ranks (``failed``, on other machines) failed and others still run: a rank of this
+    machine (``mine``; None: all) whose heartbeat stopped first (only ours count: the others' beats stopped as
+    their launcher ended them), then the last words; where those cannot tell the ranks apart, the failed ones."""
     here = states if mine is None else {r: s for r, s in states.items() if r in mine}
     frozen = _frozen(here, now, stale_s)
     if frozen:
@@ -294,13 +261,9 @@ def name_culprits_after_failure(states: dict[int, RankState], local_count: int, 
 def silent_machines(job: dict[int, RankState], store_machine: str | None = None) -> dict[str, list[int]]:
     """Machines of a job across machines that went silent when it failed: machine -> its global ranks.
 
-    When a machine vanishes (killed, powered off), the ranks of the others fail within moments (their
-    sockets to it close) and say so; the vanished machine's ranks never report an end. So a machine none
-    of whose ranks reported an end (finished or failed), while a rank elsewhere failed, is named. When the
-    job's store itself stopped answering (``store_machine``: the machine that hosted it), nobody could
-    report anything after that: the store's machine is named if its ranks reported no end.
-    Timing cannot tell these apart (a killed peer is noticed at once), the last words can.
-    """
+    A vanished machine's ranks never report an end, while the others' fail within moments and say so (timing
+    cannot tell them apart, last words can). Where the store stopped answering, its machine (``store_machine``)
+    is named if its ranks reported no end."""
     from ..cluster.topology import machines
 
     by_machine = machines({r: s.machine for r, s in job.items()})

@@ -1,11 +1,8 @@
-"""The launcher's straggler watch: a thread beside the watcher that reads when every rank arrived at its recent
-collectives (what supervision/arrivals.py publishes: this machine's files, or every rank's from the job's store
-across machines), applies the straggler rule (stragglers.py) as new collectives come in, and says when a rank
-becomes or stops being a straggler: a line on the terminal, the findings in <run dir>/stragglers.json and, across
-machines, in the job's store, where every machine sees them.
+"""The launcher's straggler watch: a thread that reads when every rank arrived at its recent collectives (what
+arrivals.py publishes), applies the straggler rule (stragglers.py) and says when a rank becomes or stops being a
+straggler: on the terminal, in stragglers.json and, across machines, in the job's store.
 
-It only watches. It never signals a rank or ends the job, and it runs on its own thread and its own store
-connection, so the hang rules (watcher.py) wait for none of it.
+It only watches, on its own thread and store connection, so the hang rules wait for none of it.
 """
 
 from __future__ import annotations
@@ -26,8 +23,8 @@ from . import sources, stragglers
 
 POLL_S = 1.0
 STORE_POLL_S = 5.0  # across machines: each poll of the store moves every rank's record over the network
-# What the watch remembers of the collectives it took: the ranks publish their last 90 s (arrivals.KEEP_S), so an
-# older one never comes back to be taken twice, and the rule's window (30 s, or 50 collectives) lies within it.
+# What the watch remembers of the collectives it took: longer than the ranks publish (arrivals.KEEP_S), so none is
+# taken twice, and the rule's window lies within it.
 HORIZON_S = 120.0
 BIN_S = 10.0  # the lateness chart's interval, doubled whenever it would have more than MAX_BINS
 MAX_BINS = 500
@@ -193,17 +190,12 @@ class StragglerWatch:
         return out
 
     def _from_store(self) -> dict[int, bytes] | None:
-        """Every rank's record that changed, from the job's store when the job spans machines (every
-        STORE_POLL_S); None: read this machine's files."""
+        """Every rank's changed record from the job's store, across machines; None: read this machine's files."""
         if self._reader is None:
-            try:
-                listen = json.loads(self.run.listen_file.read_text())
-            except (OSError, ValueError):
+            store = sources.store_of(sources.listened(self.run))
+            if store is None:
                 return None
-            if not (isinstance(listen, dict) and listen.get("across_machines") and listen.get("address")
-                    and isinstance(listen.get("port"), int)):
-                return None
-            self._reader = self._open_reader(listen["address"], listen["port"], self.job) or False
+            self._reader = self._open_reader(*store, self.job) or False
         if not self._reader:
             return None
         if time.monotonic() < self._next_store_read:

@@ -1,24 +1,16 @@
-"""The straggler rule: from when each rank arrived at the same collectives (its flight recorder's entries, as
-records/stragglers.py ``RankArrivals`` carry them), which rank makes the others wait, and how much that costs them.
-Pure: the launcher's straggler watch (straggler_watch.py) feeds it what the ranks published and says what it finds.
+"""The straggler rule, pure: from when each rank arrived at the same collectives (``RankArrivals``), which rank
+makes the others wait, and how much that costs them. The straggler watch (straggler_watch.py) feeds it.
 
-At one collective (a process group's sequence number, issued by every rank of the group):
-  - a rank's **lateness** is its arrival after the first rank's: how long the first one waited for it;
-  - the **last** rank made every other rank wait; what it alone cost them is its arrival after the next-latest
-    rank's (had it been as quick as that one, the collective would have started that much sooner).
-Arrivals are the ranks' enqueue times (``time_created_ns``, the rank's wall clock), or, where every rank's entry
-has a device time (the vendor's recorder with timing on), the device times with every rank's end taken as the
-same moment: a rank issues its collective on the host long before the device reaches it when the host runs ahead.
+At one collective, a rank's **lateness** is its arrival after the first rank's; the **last** rank alone cost the
+others its arrival after the next-latest rank's. Arrivals are enqueue times (the rank's wall clock), or, where
+every rank's entry has a device time, the device times with every rank's end taken as one moment (the host may
+run far ahead of the device).
 
-Over the collectives of the last ``WINDOW_S`` (per process group, ``n`` ranks in it; further back where that holds
-fewer than ``MIN_COLLECTIVES``: a job of one collective per second), a rank's **cost** is the
-time the others waited for it: its waits, merged where they overlap (collectives in flight together are waited for
-once), without its largest one (a one-off pause, a checkpoint on rank 0, a slow start is no straggler). It is
-**named** a straggler when that cost is at least ``COST_NAMED`` of the others' time, over at least
-``MIN_WAITS`` waits, and either it is last far more often than chance (``named_share(n)``: halfway between chance,
-1/n, and always), or it causes that share of all the ranks' cost (a rank paused now and then is last at few
-collectives, but for long). It stays named until its cost falls below ``COST_KEPT`` or both its shares fall below
-``kept_share(n)``. A window needs ``MIN_COLLECTIVES`` collectives compared before it changes anything.
+Over the last ``WINDOW_S`` of a group's collectives (at least ``MIN_COLLECTIVES``), a rank's **cost** is the time
+the others waited for it, overlapping waits merged, without its largest one (a one-off pause is no straggler). It
+is **named** when that cost is at least ``COST_NAMED`` of the others' time over ``MIN_WAITS`` waits, and it is
+last, or causes the waiting, at least ``named_share(n)`` of the time (a rank paused now and then is last rarely,
+but for long). It stays named until its cost falls below ``COST_KEPT`` or both shares below ``kept_share(n)``.
 """
 
 from __future__ import annotations
@@ -74,12 +66,8 @@ class Collective:
 
 
 def collectives_from(arrivals: dict[int, RankArrivals], taken=frozenset()) -> list[Collective]:
-    """Every collective that all ranks of its group (the ranks whose records hold that group) have published and
-    that is not in ``taken`` ((group, seq) pairs), oldest first. Where a rank's record of the group has device
-    times, only collectives every rank has a device time for are compared (the vendor's recorder adds it when its
-    watchdog sees the collective end): comparing one collective on enqueue times and the next on device times
-    would mix two clocks. Ranks on one machine share its clock; across machines enqueue times carry the machines'
-    clock offsets (device times do not)."""
+    """Every collective all ranks of its group published, not in ``taken`` ((group, seq)), oldest first; where a
+    group has device times, only those every rank has (enqueue and device times are two clocks)."""
     members: dict[str, list[int]] = {}
     for rank, a in sorted(arrivals.items()):
         for group in a.groups:
@@ -148,9 +136,8 @@ def window_of(collectives: list[Collective]) -> dict[int, RankWindow]:
 
 
 def _waits(lasts: list[Collective]) -> list[float]:
-    """The waits one rank caused, from the collectives it was last at: the intervals the others waited (from the
-    next-latest arrival to its own) that overlap are one wait (DDP's buckets, issued back to back, are waited for
-    together at the end of backward), worth the largest of them."""
+    """The waits one rank caused, from the collectives it was last at: overlapping intervals are one wait (DDP's
+    buckets are waited for together at the end of backward), worth the largest of them."""
     waits: list[float] = []
     end = None
     for c in sorted(lasts, key=lambda c: c.at[c.last_rank] - c.cost):
@@ -165,8 +152,7 @@ def _waits(lasts: list[Collective]) -> list[float]:
 
 
 def is_straggler(w: RankWindow, n: int, named: bool) -> bool:
-    """The rule (module docstring), with ``named``: whether the rank is named now (the thresholds to stay one are
-    lower than to become one, so a rank near them does not flap)."""
+    """The rule (module docstring); ``named``: whether the rank is named now (lower thresholds: no flapping)."""
     if w.collectives < MIN_COLLECTIVES:
         return named
     if w.cost_fraction < (COST_KEPT if named else COST_NAMED) or w.waits < MIN_WAITS:

@@ -1,22 +1,11 @@
-"""Timed windows that the launcher's sampler keeps out of.
+"""Timed windows that the launcher's sampler keeps out of: a device query landing inside a benchmark's window of a
+few milliseconds is the suspect for single sweep sizes that came out 5-15x slower than their neighbours.
 
-The sampler asks the vendor's management library (through platform/) for device memory
-and utilisation every 0.5 s from the launcher, while a benchmark's timed window lasts a few
-milliseconds. A query landing inside a window is the suspect for single sweep sizes that
-came out 5-15x slower than their neighbours (docs/metrics.md, "Steady sweep numbers").
-The two sides stay out of each other's way with one flag each, both in the run's status
-directory:
+  rank     marks its status "timing", waits while the sampler's flag exists, then times; then "running" again.
+  sampler  creates its flag, queries the device only if no rank's status says "timing", then removes the flag.
 
-  rank     marks its status "timing" (an atomic write), then waits while the sampler's
-           flag exists, then times; afterwards its status goes back to "running".
-  sampler  creates its flag, then queries the device only if no rank's status says
-           "timing"; it removes the flag afterwards, whether it queried or skipped.
-
-Each side raises its own flag before it reads the other's (Dekker's mutual exclusion,
-with files on one machine), so they cannot both go ahead: either the sampler sees a rank
-timing and skips that device query, or the rank sees the sampler querying and waits.
-Each side also notes the wall-clock times of its windows, so a report can show that no
-query overlapped a timed window rather than just claim it (``overlaps``).
+Each side raises its own flag before it reads the other's (Dekker's mutual exclusion, with files), so they cannot
+both go ahead. Both note their windows' wall-clock times, so a report can show no overlap (``overlaps``).
 """
 
 from __future__ import annotations
@@ -54,11 +43,8 @@ class SamplerGate:
 
 @contextmanager
 def timing(rank_status) -> Iterator[float]:
-    """Rank side: mark a timed window, wait out a device query in progress, then run the body.
-
-    Yields the seconds spent waiting for the sampler. ``rank_status`` is the rank's
-    supervision.beacon.Beacon (None outside a launched rank: nothing is marked or waited for).
-    """
+    """Rank side: mark a timed window, wait out a device query in progress, then run the body; yields the seconds
+    waited. ``rank_status``: the rank's Beacon (None outside a launched rank: nothing is marked or waited for)."""
     if rank_status is None:
         yield 0.0
         return

@@ -1,41 +1,17 @@
 """The launcher's side of supervision, for every job: watch every rank, declare a hang, collect the evidence, end
 the job's processes.
 
-Every ``POLL_S`` (every ``PROGRESSING_POLL_S`` while each poll sees progress) it reads every rank's status (this
-machine's status files; in a job across machines, every rank of the job from its store), starts watching each new
-rank's exit (exits.py), and takes the ranks' descendants into the job's family (family.py).
+A hang is declared when some rank waits (in init or a collective, said or seen, or with a collective pending) and
+nothing progressed for the hang timeout (states). Ranks that all compute are not hung: nobody waits. A rank that
+finished does not stop the clock (it may have skipped a collective); one that failed does, since elastic then
+tears the group down.
 
-A hang is declared when some rank waits (inside init_process_group or a collective, said or seen, or with a
-collective the flight recorder shows pending) and nothing has progressed for the hang timeout: no rank's phase,
-collectives entered or completed (its own counters or its flight recorder's), or torch.distributed call changed. A
-job whose ranks all compute or read data for a long time is not hung: nobody waits. A rank that finished while
-the others still wait does not stop the clock (a rank that skipped a collective leaves early); a rank that
-failed does, since elastic then tears the group down.
+On a hang: ask every rank for its flight record and stacks, read the silent ones' from outside (py-spy, then
+faulthandler's signal), ask RAS (--ras), then end every process of the job, and only those proven the job's (a
+rank's pid with its start time, its family). A stop request (Ctrl+C, SIGTERM) ends them the same way.
 
-On a hang: ask every rank for its flight record and stacks (the beacon answers from a side thread), read the stacks
-of the ranks that do not answer from outside with py-spy (something holds their GIL, they are stuck in C, stopped,
-or exec'd another program: outside_stacks.py), send faulthandler's signal to those py-spy could not read where
-faulthandler would answer it, ask the collective library's RAS service while every rank still lives (only with
---ras: job/ras.py), then end every process of the job (SIGCONT, SIGTERM, SIGKILL after a grace period). Only
-processes proven to be this job's are signalled: a rank's pid with the start time its own status gives, and
-members of its family.
-
-A stop request (Ctrl+C, SIGTERM to the launcher) ends every process of the job within the grace period, even
-ranks that ignore SIGTERM; elastic's own teardown runs beside it.
-
-Across machines (the lab's jobs and drills), every rank publishes its status to the job's store, so every
-machine's watcher judges the whole job and ends only its own ranks. When a rank ends here, elastic here handles
-it. One end it does not act on: a rank of ANOTHER machine that failed while the store still answers, as where
-this machine hosts it (states.failed_elsewhere). That job cannot complete, so the ranks here wait for nothing:
-the hang clock then runs on this machine's own ranks, from the moment the failure is seen. A hang one machine
-declares it announces in the store, and ends its ranks once the others read it; every other machine follows it at
-once, so that its ranks failing on the teardown are not a new failure and the declaring machine's silent ranks not a
-machine lost.
-
-The hang clock starts once every rank has written its first status (a rank that never writes one is named after
-``START_GRACE_S`` more). A rank still importing its code before init is slow, not hung, while its import moves
-(under load two ranks of one job reached init seconds apart): the moving frames are progress (states.progress_key).
-An import that stopped moving, and a rank whose heartbeat stopped, hold the clock no longer.
+Across machines every watcher judges the whole job from the store and ends only its own ranks; a failure on
+another machine that elastic here does not act on starts the hang clock on this machine's ranks.
 """
 
 from __future__ import annotations
@@ -61,10 +37,9 @@ from . import sources
 from .sources import JOB_STORE, Files, JobStore
 
 POLL_S = 0.25
-# While every poll sees progress, the next full read comes this much later (a stop request or a rank's end is
-# still seen at the next POLL_S): a poll cost the launcher 0.4 ms of CPU for 2 ranks, taken from the ranks on a busy
-# host. Once a poll sees no change the watch polls every POLL_S again; a hang is declared at most
-# PROGRESSING_POLL_S - POLL_S later than at a steady POLL_S (docs/RESULTS.md, "Issue 31").
+# While every poll sees progress, the next full read comes this much later (a stop request or a rank's end is still
+# seen at the next POLL_S): a poll's CPU is taken from the ranks on a busy host, and a hang is declared at most
+# PROGRESSING_POLL_S - POLL_S later.
 PROGRESSING_POLL_S = 0.5
 # How long a machine that declared a hang waits for the others to follow before it ends its ranks: several of their
 # polls with a store read each, under load; a machine that never answers (gone, cut off) costs this once.
@@ -126,9 +101,7 @@ class Watcher:
     # ---------------------------------------------------------------------------------------- after the job
 
     def leftovers(self) -> tuple[list[LeftProcess], list[LeftProcess]]:
-        """After the job: every process it started that still runs (its descendants, anything carrying its run id)
-        is ended. Returns (ended, survived), by program name only (proc_facts.program_name): arguments can carry
-        secrets."""
+        """After the job: end every process it started that still runs; (ended, survived), named by program only."""
         self.family.marked()
         left = self.family.alive()
         if not left:
@@ -138,8 +111,7 @@ class Watcher:
                 [LeftProcess(m.pid, m.program) for m in left if m.pid in survived])
 
     def machines_lost(self) -> MachineLoss | None:
-        """Other machines that went silent while the job failed (states.silent_machines), judged from the last view
-        of the job's store with this machine's own ranks as their status files say; None on one machine."""
+        """Other machines that went silent while the job failed (states.silent_machines); None on one machine."""
         source = self._job_source
         if source is None or not self.job_states:
             return None
@@ -161,8 +133,8 @@ class Watcher:
     # ---------------------------------------------------------------------------------------- the loop
 
     def _loop(self) -> None:
-        """Watch until stopped; a bug of ddplab's in one poll must not end supervision for the rest of the job: its
-        traceback goes to the run directory (watcher-error.txt) and the watch starts over."""
+        """Watch until stopped; a bug of ddplab's in one poll is written to watcher-error.txt and the watch starts
+        over, so it cannot end supervision for the rest of the job."""
         while not self._stop.is_set():
             try:
                 self._watch()
@@ -193,9 +165,8 @@ class Watcher:
                 continue  # watched for exits, the family and machines_lost only
             elsewhere = source.announced() if source.judged_from == JOB_STORE else None
             if elsewhere and elsewhere["machine"] not in (mine := self._machines()):
-                # Another machine declared the hang and is ending its ranks: this machine's ranks would fail on
-                # its teardown, and that machine's ranks, ended without a word, would look like a machine lost.
-                # It waits for this word before its teardown, so the statuses just read precede it.
+                # Another machine declared the hang and waits for this word before its teardown: follow it, so
+                # that neither side's ranks ending look like a failure or a machine lost.
                 for machine in mine:
                     source.acknowledge(machine)
                 self._declare(source, states, now, last_change or started, following=elsewhere)
@@ -247,10 +218,9 @@ class Watcher:
         self._cpu = {r: seen[1] for r, pid in self.run.rank_pids().items() if (seen := proc_stat.activity(pid))}
 
     def _active(self, states: dict[int, RankState], window_s: float) -> set[int]:
-        """The ranks whose process computes: its main thread running or in I/O now, or its CPU time over the quiet
-        window at least ACTIVE_SHARE of it; another machine's are taken as active: nothing here can tell. A rank
-        frozen in a long C call that computes is active; one stopped, or stuck holding the GIL on a lock or a sleep,
-        is not (its other threads waking for the GIL use about 1 % of a core)."""
+        """The ranks whose process computes: running or in I/O now, or CPU over the quiet window at least
+        ACTIVE_SHARE of it (a rank stuck holding the GIL on a lock still uses about 1 % of a core for its other
+        threads' wake-ups). Another machine's ranks are taken as active: nothing here can tell."""
         pids = self.run.rank_pids()
         active = {r for r in states if r not in pids or r not in self._cpu}
         for rank in set(states) & set(pids) & set(self._cpu):
@@ -301,18 +271,13 @@ class Watcher:
         return states
 
     def _source(self):
-        """Where the job's status is: the store named in listen.json (several machines), this machine's files (one
-        machine), or None while listen.json is not written."""
-        try:
-            listen = json.loads(self.run.listen_file.read_text())
-        except (OSError, ValueError):
-            # no listen.json: the ranks have not been started, unless their status files say otherwise
+        """The store named in listen.json (several machines), this machine's files, or None before ranks start."""
+        listen = sources.listened(self.run)
+        if listen is None:  # the ranks have not been started, unless their status files say otherwise
             return Files(self.run, self.local_count) if self.run.status_files() else None
-        across = listen.get("across_machines") if isinstance(listen, dict) else None
-        if not across or not listen.get("address") or not isinstance(listen.get("port"), int):
-            return Files(self.run, self.local_count)
-        reader = self._open_reader(listen["address"], listen["port"], self.job)
-        return JobStore(reader, listen["address"]) if reader is not None else Files(self.run, self.local_count)
+        store = sources.store_of(listen)
+        reader = self._open_reader(*store, self.job) if store else None
+        return JobStore(reader, store[0]) if reader is not None else Files(self.run, self.local_count)
 
     # ---------------------------------------------------------------------------------------- ending processes
 
@@ -328,13 +293,9 @@ class Watcher:
         return self.family.end(members, self.grace_s)
 
     def _settled(self, source, states: dict[int, RankState], now: float) -> tuple[dict[int, RankState], float]:
-        """The job's store read again one staleness window later, before a hang across machines is judged. A remote
-        beat is dated when this reader polls, not when the rank sent it (cluster/status_store.py), so of two ranks
-        that stopped at one moment one can look heard a poll or more later, and a machine that stopped just before
-        the declaration can look heard less than a staleness window ago: in CI under load a partitioned machine's
-        ranks were heard 0.88 s before a 3 s hang timeout ran out, none looked frozen, and no rank was named
-        (tests/integration/test_node_drills_netns.py). One window later every rank that had stopped by the
-        declaration looks stopped, while a live one beats."""
+        """The store read again one staleness window later, before a hang across machines is judged: a remote beat
+        is dated when this reader polls, so a machine that stopped just before the declaration can look heard less
+        than a window ago; one window later every rank that had stopped looks stopped, while a live one beats."""
         time.sleep(STALE_S + POLL_S)
         fresh = self._read(source)
         if not fresh:  # the store stopped answering: nothing newer, judge the declaration's snapshot
@@ -386,10 +347,8 @@ class Watcher:
                          followed=following["machine"] if following else None, ended_at=ended_at)
 
     def _announce(self, source, states: dict[int, RankState], why: str) -> None:
-        """Tell the other machines of the hang before the teardown, which their ranks would otherwise see first, and
-        wait until their watchers read it (at most FOLLOW_WAIT_S): a watcher polling every POLL_S took its ranks'
-        "connection closed by peer" for a failure of their own (seen between two network namespaces: the teardown
-        came 0.15 s after the announcement). A machine declaring at the same moment waits for no one of its own."""
+        """Tell the other machines of the hang and wait until their watchers read it (at most FOLLOW_WAIT_S): else
+        they take their ranks' "connection closed by peer" on the teardown for a failure of their own."""
         mine = self._machines()
         if not mine:
             return
@@ -399,12 +358,9 @@ class Watcher:
         source.wait_acknowledged({s.machine for s in states.values() if s.machine} - mine, FOLLOW_WAIT_S)
 
     def _stacks_of_the_silent(self, silent: dict[int, RankState]) -> tuple[dict[int, str], str | None, list[int]]:
-        """The stacks of the ranks that did not answer the dump request (something holds their GIL, they are stuck in
-        C, stopped, or exec'd another program): (rank -> py-spy's file, how py-spy went in words, the ranks sent
-        faulthandler's signal). py-spy reads them from outside and asks nothing of the rank. The signal goes only to a
-        rank py-spy could not read, and only where faulthandler would answer it (_stack_signal_reaches): it is no
-        bystander, since it ends a blocking system call early (a rank in a C sleep returned from it at once and ran
-        on, and its status no longer said where it had been stuck)."""
+        """The stacks of the ranks that did not answer: (rank -> py-spy's file, how py-spy went, the ranks signalled).
+        py-spy asks nothing of the rank; faulthandler's signal goes only where py-spy could not read and it would
+        answer, since it ends a blocking system call early and the rank runs on from where it was stuck."""
         if not silent:
             return {}, None, []
         targets = [outside_stacks.Target(r, s.pid, proc_stat.state(s.pid) in STOPPED)
@@ -440,10 +396,9 @@ def _is_ours(state: RankState) -> bool:
 
 
 def _stack_signal_reaches(state: RankState) -> bool:
-    """faulthandler in the rank would write its stacks on the stack signal: the pid is still that rank (its start
-    time), it is not stopped (T: SIGSTOP, t: a debugger; resumed, it would run on and no longer be where it stopped),
-    and it catches the signal. A rank that exec'd another program keeps its pid and start time but lost the handler:
-    the real-time signal's default action would end it, and the report would blame "signal 38"."""
+    """faulthandler in the rank would write its stacks on the stack signal: the pid is still that rank, it is not
+    stopped (resumed, it would no longer be where it stopped), and it catches the signal (a rank that exec'd away
+    lost the handler, and the signal's default action would end it)."""
     return (state.stack_signal is not None and _is_ours(state) and proc_stat.state(state.pid) not in STOPPED
             and proc_stat.catches(state.pid, state.stack_signal) is True)
 
