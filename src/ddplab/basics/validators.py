@@ -124,8 +124,20 @@ def require(ok: bool, reference: str, message: str) -> None:
 
 def is_endpoint(text: str) -> bool:
     """HOST:PORT with a port from 1 to 65535."""
+    return split_endpoint(text) is not None
+
+
+def split_endpoint(text: str) -> tuple[str, int] | None:
+    """(host, port) of HOST:PORT, NAME:PORT or [IPv6]:PORT with a port from 1 to 65535; None for anything else."""
     host, sep, port = text.rpartition(":")
-    return bool(sep and host and is_digits(port) and len(port) <= 5 and 1 <= int(port) <= 65535)
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    number = port_number(port)
+    return (host, number) if sep and host and 1 <= number <= 65535 else None
+
+
+def port_number(text: str) -> int:
+    """A port written with at most 5 of the digits 0-9, as a number; 0 for anything else (int() reads "٢٩٤٠٠")."""
+    return int(text) if is_digits(text) and len(text) <= 5 else 0
 
 
 def number_text(x: float) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
 from ..errors import EnvironmentUnsupported, UsageError, invalid_choice
-from ..basics.validators import is_digits
+from ..basics.validators import split_endpoint
 
 HOST_CHOICES = ("auto", "yes", "no")
 CONNECT_ATTEMPT_S = 2.0  # one TCP connect; a firewall that drops packets shows as this timeout
@@ -39,12 +39,11 @@ class Endpoint:
     @classmethod
     def parse(cls, text: str) -> Endpoint:
         """HOST:PORT, NAME:PORT or [IPv6]:PORT (port 1-65535), else exit 2."""
-        host, sep, port = text.strip().rpartition(":")
-        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-        if not (sep and host and is_digits(port) and len(port) <= 5 and 1 <= int(port) <= 65535):
+        found = split_endpoint(text.strip())
+        if found is None:
             raise UsageError("invalid-rdzv-endpoint",
                              f'--rdzv-endpoint "{text}" is not HOST:PORT (port 1-65535), e.g. node0:29400')
-        return cls(host, int(port))
+        return cls(*found)
 
     def __str__(self) -> str:
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"

@@ -17,7 +17,7 @@ from ..errors import UsageError
 from ..platform.collective_lib import version_tuple
 from ..platform.vendors import RasService
 from ..records.launch import RasAnswer
-from ..basics.validators import is_digits
+from ..basics.validators import split_endpoint
 
 MAX_ANSWER_BYTES = 1 << 20  # a job of thousands of processes answers in tens of kB; a report stays small
 
@@ -87,13 +87,12 @@ def plan(asked: bool, service: RasService | None, library: str | None, library_v
 
 def parse_address(text: str, service: RasService) -> tuple[str, int]:
     """host:port (an IPv6 host in brackets, e.g. [::1]:28028)."""
-    host, sep, port = text.strip().rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not sep or not host or not is_digits(port) or len(port) > 5 or not 0 < int(port) < 65536:
+    found = split_endpoint(text.strip())
+    if found is None:
         raise UsageError("invalid-ras-address", f"{service.address_env}={text!r}: --ras needs host:port there "
                                                 f"(port 1-65535), e.g. {service.default_address}",
                          hint=f"fix {service.address_env}, or leave it unset for {service.default_address}")
-    return host, int(port)
+    return found
 
 
 def exchange(p: RasPlan) -> RasAnswer:

@@ -24,7 +24,7 @@ from ..supervision.sampler import RankSampler
 from .session_record import session_record, torchrun_job_ranks
 from ..supervision.job import Guardian, JobOutcome, JobSpec, run_job
 from ..supervision.meeting import Rendezvous
-from ..basics.validators import is_digits
+from ..basics.validators import port_number
 
 
 @dataclass(frozen=True)
@@ -280,6 +280,6 @@ def _torchruns_store(nnodes: int) -> Listened:
 
     address, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT", "0")
     return Exposure(single_machine=nnodes == 1, loopback_store=False,
-                    store=f"{address}:{port} (torchrun's store)", store_port=int(port) if is_digits(port) and len(port) <= 5 else 0,
+                    store=f"{address}:{port} (torchrun's store)", store_port=port_number(port),
                     why_not=("torchrun started these ranks: its rendezvous store and the collectives' sockets are "
                              "where torchrun and the environment put them, not decided by ddplab.",)).record()

@@ -16,7 +16,7 @@ from ..basics.rundir import RunDir
 from ..supervision.sampler import RankSampler
 from ..supervision import meeting
 from ..supervision.job import JobOutcome, JobSpec, StragglerPlan, run_job
-from ..basics.validators import is_digits
+from ..basics.validators import port_number
 from .ras import RasPlan
 from .torchrun_args import LaunchRequest
 
@@ -69,7 +69,7 @@ def where_the_job_listens(request: LaunchRequest, device_type: str) -> Exposure:
 
 def _port_named(endpoint: str) -> int:
     port = (endpoint or "").rpartition(":")[2]
-    return int(port) if is_digits(port) and len(port) <= 5 else 0
+    return port_number(port)
 
 
 def elastic_config(config, met: meeting.Meeting):
