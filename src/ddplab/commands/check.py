@@ -3,15 +3,9 @@ calls it: a Nagios or Slurm status line, a node-problem-detector message, a Prom
 It runs a short storm, a sweep with exact data, the copy ceiling and one drill, and holds the results to a
 thresholds file, a good node's report or the built-in bounds.
 
-`ddplab check`: a node acceptance check, said in the language of the health-check runner that calls it.
-
-Nagios, node-problem-detector, Slurm, Prometheus' textfile collector and JUnit, from one run of the lab's
-measurements:
-
-env and leftovers -> a short storm -> a sweep of all_reduce, all_gather, reduce_scatter and all_to_all at a few
-sizes with exact data -> the copy ceiling -> one kill_rank drill (nothing left behind); with --nnodes, pairwise
-between machines. Held to a thresholds file per machine type, a good node's report (--baseline), or the
-built-in defaults. src/ddplab/check/ holds the logic; this module only reads the command line.
+`ddplab check`: env and leftovers -> a short storm -> a sweep of four collectives with exact data -> the copy
+ceiling -> one kill_rank drill; with --nnodes, pairwise. src/ddplab/check/ holds the logic; this module reads the
+command line.
 """
 
 from __future__ import annotations

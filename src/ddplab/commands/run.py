@@ -3,11 +3,8 @@ rank per device where there are several), the latency storm, the collective swee
 contention test and the fault drills, then check that nothing was left running. The report goes to report.json
 and report.html in the output directory.
 
-`ddplab run`: the main job, the whole lab in one command (lab/run.py runs it; lab/profiles.py says what runs).
-
-env -> shared-device train -> per-device train (2+ devices) -> storm -> sweep -> ceiling/contention ->
-drills -> leftover check -> report. Ctrl+C or SIGTERM stops the lab, still writes a report marked
-interrupted and exits 130. <out>/report.json and <out>/report.html hold everything.
+`ddplab run`: lab/run.py runs it; lab/profiles.py says what runs. Ctrl+C or SIGTERM stops the lab, still writes
+a report marked interrupted and exits 130.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 it, the latency of each operation (p50, p99), the device time and each rank's CPU cost, judged against a
 threshold for this setup.
 
-`ddplab storm`: the report's latency storm (10,000 x 4-byte all_reduce), measured properly
-(measurements/storm.py says how)."""
+`ddplab storm`: measurements/storm.py says how.
+"""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
-"""The catalog of every kind of report ddplab writes: the measurements (measurements/), and the other commands of
-the same shape (records.hooks.Kind): the lab itself (`run`), `launch` and `clean`; and the two read through records
-alone: a comparison's, whose record judges itself (`ddplab compare` reads reports through this catalog, so the
-catalog names only its records), and a check's, judged on the runners' scale by check/judge.py.
+"""The catalog of every kind of report ddplab writes: the measurements, `run`, `launch` and `clean` (records.hooks.Kind),
+and two read through records alone: a comparison's (its record judges itself) and a check's (check/judge.py).
 
-Everything that reads a report of any kind goes through here: which Config and results classes it holds
-(``types_for``, handed to records.Report.from_json: records name no command's types), its check rows, and the
-verdict judged again from its data (``judged``, by measurements/judging.py, as the lab judges its stages). It sits
-above the lab (scripts/import_graph.py) and imports none of it: a kind's module is imported by name when a report of
-that kind is read (a lab's report imports the lab), so reading a sweep's report loads the sweep's kind and records,
-never what runs a lab.
+Everything that reads a report goes through here: its Config and results classes (``types_for``), its check rows,
+and the verdict judged again from its data (``judged``). It imports nothing of the lab: a kind's module is imported
+by name when a report of that kind is read, so reading a sweep's report never loads what runs a lab.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Rows that `ddplab compare` lines up, from any source: nccl-tests text, a sweep, a storm, a train run.
 
-A ``TimedRow`` is keyed by (op, size_bytes, in_place). nccl-tests' importer (measurements/nccl_tests.py) and the sweep
-both produce the full ``SweepRow`` (records/sweep.py), whose ``timed_row()`` is its TimedRow; a storm
-becomes one row (op "storm", its pipelined mean) and a train run one (op "train", step p50).
-
-The hook: a results record that has ``timed_rows(config) -> list[TimedRow]`` can be compared, and compare
-needs no change for it (``timed_rows_of``). A record that holds other reports (the lab's RunRecord) gives
-its stages' rows, each prefixed with its stage name where that differs from the command (``stage_rows``).
+A ``TimedRow`` is keyed by (op, size_bytes, in_place); a storm becomes one row (op "storm"), a train run one (op
+"train"). Any results record with ``timed_rows(config)`` can be compared with no change to compare; the lab's gives
+its stages' rows, prefixed with the stage name where that differs from the command (``stage_rows``).
 """
 
 from __future__ import annotations

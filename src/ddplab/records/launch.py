@@ -1,10 +1,6 @@
-"""`ddplab launch`: one supervised job of the user's own, as reported in <job dir>/report.json.
-
-Everything a page about the job needs is here: how it ended and who noticed, each rank's exit and error, the
-culprit ranks with the collective and the evidence (with the collective library's own RAS answer when
---ras asked for it), where every rank's stacks and flight record are, each rank's memory and CPU time while
-it ran, and what was still running afterwards. The command line is the report's config
-(job/config.UserJobConfig.to_argv). ``figures`` draws it for report.html (report/page.py).
+"""`ddplab launch`: one supervised job of the user's own, as reported in <job dir>/report.json: how it ended and
+who noticed, each rank's exit and error, the culprit and its evidence, the stacks and flight records, each rank's
+memory and CPU time, and what was still running afterwards. The command line is the report's config.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""What one multi-rank run produced, as every measurement reports it: placement, each rank's outcome,
-the sampler's time series, the watcher's hang and the judge's culprit (records/supervision.py), and how the
-launch ended.
+"""What one multi-rank run produced, as every measurement reports it: placement, each rank's outcome, the sampler's
+time series, the hang and the culprit, and how the launch ended. ``SessionRecord`` is flattened into each
+measurement's ``results``, so its keys sit beside the measurement's own.
 
-``SessionRecord`` is flattened into each measurement's ``results`` (the JSON keys ``backend``, ``ranks``,
-``timeseries``... sit beside the measurement's own), so the JSON contract is kept.
-
-A session's record holds parts it cannot type itself (codec.py ``json_parts``, ``parts_typed``): the placement,
-written from records.placement.Placement, and its sharing daemon's account, wherever a session is reported (every
-report: ``report_parts``), and each rank's workload result, whose type depends on the measurement (its record's
-``json_parts``: ``session_parts``). Naming them here lets a report read back check them as strictly as the rest: a
-string where a rank wrote a number is refused, naming the field.
+The parts a session cannot type itself (the placement and its sharing daemon's account: ``report_parts``; each rank's
+workload result: ``session_parts``) are named here, so that a report read back checks them as strictly as the rest.
 """
 
 from __future__ import annotations
