@@ -147,9 +147,8 @@ def main(args, console) -> int:
 
 
 def runner_error(argv: list[str], exit_code: int, message: str) -> int | None:
-    """cli.py's hook for a check that ended without judging the node (bad usage, a machine that cannot run it, a
-    bug, a stop before it began): the textfile and the JUnit asked for say UNKNOWN and why, replacing an older
-    answer a collector would otherwise keep reading; and in a runner's language (`--format nagios|npd`) the runner
+    """cli.py's hook for a check that ended without judging the node: the textfile and the JUnit asked for say UNKNOWN
+    and why (replacing an older answer a collector would keep reading), and a runner's format (`--format nagios|npd`)
     gets its UNKNOWN line and exit code. None: ddplab's own exit code."""
     message = message[len("error: "):] if message.startswith("error: ") else message
     _write_not_judged(argv, message, exit_code)

@@ -42,8 +42,7 @@ def validate(args) -> lab.RunConfig:
 
 
 def check_out_dir(out: Path) -> None:
-    """Refuse at once an --out that holds a run (one report would overwrite the other) or that ddplab could not
-    write."""
+    """Refuse at once an --out that holds a run (one report would overwrite the other) or that is not writable."""
     from ..basics.files import check_output_dir
     from ..basics.rundir import check_unused
 
@@ -63,8 +62,7 @@ def main(args, console) -> int:
 
 
 def render(report, console) -> None:
-    """A lab's report as its run showed it: one line per stage (printed live by lab/run.py as each ends), then the
-    verdict table."""
+    """A lab's report as its run showed it: one line per stage, then the verdict table."""
     for stage in report.results.stages:
         console.print(terminal.stage_line(stage.verdict, stage.name, stage.summary, stage.duration_s))
     render_verdict(report, console)

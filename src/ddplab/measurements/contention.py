@@ -33,11 +33,8 @@ MIN_SECONDS, MAX_SECONDS = 0.1, 600.0
 
 @dataclass(frozen=True, kw_only=True)
 class ContentionConfig:
-    """K processes computing on one device vs one alone (the report's section 3.2).
-
-    The ranks always share one device, and the sharing daemon is off unless asked for (--mps): time
-    slicing is what contention measures, so unlike other commands it never takes the daemon by default.
-    """
+    """K processes computing on one device vs one alone. The sharing daemon is off unless asked for (--mps): time
+    slicing is what contention measures."""
 
     launch: LaunchOptions = nested(LaunchOptions, json={"flatten": True}, help={
         "placement": "Where the processes run. shared: all on device 0 (always so: per-device is refused); "
@@ -91,8 +88,7 @@ def run(config: ContentionConfig, observer: Observer = QUIET) -> ContentionRecor
 
 
 def memory_need(settings: ContentionSettings, host_only: bool) -> MemoryNeed:
-    """Two operands and a result per process, float32 on the host and bfloat16 on a device
-    (workloads/contention.py)."""
+    """Two operands and a result per process, float32 on the host and bfloat16 on a device."""
     three = 3 * settings.size ** 2 * (4 if host_only else 2)
     method = f"per rank: 3 matrices of {settings.size} x {settings.size}, {human_bytes(three)}"
     need = memory_plan.with_margin(three)

@@ -30,11 +30,8 @@ DEFAULT_REPEAT = 3  # pairs are compared with each other: the median of three, a
 
 @dataclass(frozen=True, kw_only=True)
 class PairwiseConfig:
-    """Every pair of machines, one rank on each: all_reduce at each size, the slowest pair flagged.
-
-    Runs on every machine of the job, as the other commands do across machines (--nnodes, --rdzv-endpoint);
-    one rank per machine is enough (the default), more ranks wait while their machine's lowest one tests.
-    """
+    """Every pair of machines, one rank on each: all_reduce at each size, the slowest pair flagged. Runs on every
+    machine of the job; more ranks than one per machine wait while their machine's lowest one tests."""
 
     launch: LaunchOptions = nested(lambda: LaunchOptions(nproc=1), json={"flatten": True})
     sizes: tuple[int, ...] = spelt(SizeRange(), default=DEFAULT_SIZES)

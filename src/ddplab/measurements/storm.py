@@ -182,8 +182,7 @@ def checks(record: StormRecord) -> list[Check]:
 
 
 def library_checks(record: StormRecord) -> list[Check]:
-    """The library engine's rows: which library it called and, beside torch, its own latency (informational),
-    its correctness and what torch adds."""
+    """The library engine: which library it called, its own latency, its correctness and what torch adds."""
     if record.library is None:
         return []
     rows = library_engine.library_checks(record.library)

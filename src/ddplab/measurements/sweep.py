@@ -226,8 +226,7 @@ def summarise(session: SessionRecord, results: list[SweepRankResult], settings: 
 
 def engine_rows(per_rank_rows: list[list[SweepRankRow]], n: int, dtype: str, device_queries,
                 ceiling: CopyCeiling | None) -> list[SweepRow]:
-    """One engine's rows over every rank, as nccl-tests prints them, each busbw also as a fraction of the copy
-    ceiling where one was measured."""
+    """One engine's rows over every rank, each busbw also as a fraction of the copy ceiling where one was measured."""
     rows = merge_rows(per_rank_rows, n, dtype, device_queries)
     if ceiling is None:
         return rows

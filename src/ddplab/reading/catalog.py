@@ -1,5 +1,5 @@
-"""The catalog of every kind of report ddplab writes: the measurements, `run`, `launch` and `clean` (records.hooks.Kind),
-and two read through records alone: a comparison's (its record judges itself) and a check's (check/judge.py).
+"""The catalog of every kind of report ddplab writes: the measurements, `run`, `launch` and `clean` (of the shape
+records.hooks.Kind), and two read through records alone: a comparison's (its record judges itself) and a check's.
 
 Everything that reads a report goes through here: its Config and results classes (``types_for``), its check rows,
 and the verdict judged again from its data (``judged``). It imports nothing of the lab: a kind's module is imported
@@ -88,9 +88,8 @@ def judged(report: Report) -> Report:
 # ------------------------------------------------------------------------------------------- a report file
 
 def read_report(path: str) -> Report:
-    """A report file, read (records/load.py caps and decodes it), every field checked (UsageError names the file
-    and the first bad field: exit 2) and judged again from its data: the verdicts it stored are not taken on
-    trust."""
+    """A report file, read, every field checked (UsageError names the file and the first bad field: exit 2) and judged
+    again from its data: the verdicts it stored are not taken on trust."""
     return parse_report(read_bytes(path), path)
 
 

@@ -36,16 +36,14 @@ class TimedRow:
 
 @dataclass(frozen=True)
 class BaselineRows:
-    """Another run's or nccl-tests' timings, drawn dashed beside a report's own lines (reading/baseline_overlay.py reads
-    them, report/page.py draws them)."""
+    """Another run's or nccl-tests' timings, drawn dashed beside a report's own lines."""
 
     label: str  # e.g. "nccl-tests all_reduce_perf.txt"
     rows: list[TimedRow]
 
 
 def timed_rows_of(report) -> list[TimedRow]:
-    """Every timing a report (records.Report) holds: its results record's ``timed_rows`` (hooks.HasTimedRows), or
-    none."""
+    """Every timing a report holds: its results record's ``timed_rows`` (hooks.HasTimedRows), or none."""
     return list(report.results.timed_rows(report.config)) if isinstance(report.results, HasTimedRows) else []
 
 

@@ -16,9 +16,8 @@ from ..errors import UsageError
 from .codec import RecordError
 
 HINT = "the file is not a ddplab report as this version writes it"
-# The largest report ddplab has written (docs/results: the full lab on two GPUs, 2.2 MB) fifteen times over;
-# a file beyond it is refused before it is read, so a huge one cannot exhaust memory (a 3 GB file once took
-# 3.1 GB before it was refused). nccl-tests output, the other input of `compare`, is far smaller.
+# The largest report ddplab has written (the full lab on two GPUs, 2.2 MB) fifteen times over: a file beyond it is
+# refused before it is read, so a huge one cannot exhaust memory. nccl-tests output is far smaller.
 MAX_INPUT_BYTES = 32 * 1024 * 1024
 
 

@@ -109,8 +109,7 @@ class Timeseries:
     device_queries_kept_out_of_timed_windows: bool = False
     device_queries: int = 0
     device_queries_skipped_while_timing: int = 0
-    # Wall time of the first sample's clock (t_s = 0): where a fault and its detection fall on the charts. Reports
-    # older reports have none.
+    # Wall time of the first sample's clock (t_s = 0): where a fault and its detection fall on the charts.
     started_at: float | None = field(default=None, metadata=OMIT)
 
     def memory(self) -> MemorySeries:

@@ -74,8 +74,7 @@ def write_page(report: Report, html_path: str | Path, baseline: BaselineRows | N
 def render_html(report: Report, baseline: BaselineRows | None = None, base_dir: Path | None = None,
                 trace_name: str = "") -> str:
     """The page of any report: a `ddplab run` report (its stages), or one command's report as one stage.
-    ``baseline``: records.compare.BaselineRows to draw beside this run; ``base_dir``: where the report's own files
-    are when their recorded paths are gone (a report moved to another machine); ``trace_name``: the trace-event
+    ``base_dir``: where the report's own files are when their recorded paths are gone; ``trace_name``: the trace-event
     file beside the page, linked from the hang timeline."""
     from .summary import summarise
 
