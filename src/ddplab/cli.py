@@ -79,8 +79,7 @@ def _main(argv: list[str]) -> int:
     if not args.command:
         parser.print_help()
         return ExitCode.USAGE
-    # Before any command imports torch (lazily, wherever it first needs it): its warning that numpy is missing is
-    # no finding for ddplab, which never uses numpy (basics/numpy_warning.py says why; exactly that message).
+    # Before any command imports torch: its warning that numpy is missing is no finding for ddplab (numpy_warning.py).
     numpy_warning.ignore_in_this_process()
 
     from .commands import options

@@ -24,8 +24,7 @@ from . import options
 
 SUMMARY = "node acceptance check for fleet runners: Nagios, node-problem-detector, Slurm, Prometheus, JUnit"
 OUTPUT_FORMATS = formats.FORMATS  # what --format may say (cli.py checks it, as every command's)
-# Options spelt out in full: a runner's error hook (runner_error) reads --format, --textfile-dir and --junit from a
-# command line argparse may have refused, and must read the same options argparse would have.
+# Options spelt out in full: runner_error reads --format, --junit... of a refused command line as argparse would.
 PARSER_OPTIONS = {"allow_abbrev": False}
 EXAMPLES = (  # shown by --help (commands.help_epilog)
     ("ddplab check", "check this node against the built-in bounds"),

@@ -136,7 +136,6 @@ class CompareRecord:
 
     @property
     def wrong(self) -> list[ComparedRow]:
-        """Rows where B's data was wrong."""
         return [r for r in self.rows if r.new_wrong]
 
     def spikes(self, min_size: int) -> list[ComparedRow]:

@@ -97,11 +97,9 @@ class LaunchRecord:
     timeseries: Timeseries | None = field(default=None, metadata=OMIT)
     # Where the job's rendezvous store and the ranks' collective sockets listened; None in reports before it.
     listen: Listened | None = field(default=None, metadata=OMIT)
-    # What the job's ranks started and left running when the job ended, which ddplab then ended (a data-loader
-    # worker, a helper in a session of its own): the job's whole process tree ends with it.
+    # What the ranks left running when the job ended, which ddplab then ended: the whole process tree ends with it.
     ended_after: list[LeftProcess] = field(default_factory=list, metadata=OMIT_DEFAULT)
-    # Which rank made the others wait while the job ran, from the ranks' flight recorders (supervision/stragglers.py);
-    # None in reports before it.
+    # Which rank made the others wait while the job ran, from the ranks' flight recorders; None in reports before it.
     stragglers: StragglerReport | None = field(default=None, metadata=OMIT)
     # Derived from the ranks and left_running, written for readers of the JSON.
     stacks: dict[int, str] = field(init=False, default_factory=dict)

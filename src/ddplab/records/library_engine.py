@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from .figures import LineChart, Series, Table
 
 TORCH, LIBRARY = "torch", "library"
-# A row of the library engine beside the torch engine's in one report: its op carries this prefix, so a report
-# of both engines compared with another lines up each engine with its own kind (records/compare.py).
+# A library-engine row's op carries this prefix, so that `compare` lines up each engine with its own kind.
 LIBRARY_PREFIX = "library:"
 
 

@@ -1,8 +1,7 @@
 """Reading a ddplab JSON report back from a file, the part records can do alone: the file (its size capped before it
 is read), its encoding, its JSON, and how a bad field is said. catalog.read_report then reads every field through
-the records (Report.from_json) with the catalog of report types, so a report from another machine, another
-version or anyone's editor is refused (exit 2, naming the file, the first bad field and what it must be) before
-anything renders or compares it, and judges it again from its data, not from the verdicts it stored.
+the records, so that a report from anywhere is refused (exit 2, naming the file and the first bad field) before
+anything renders or compares it.
 """
 
 from __future__ import annotations

@@ -74,7 +74,6 @@ class GatheredJob:
     rounds: list[list[int]] = field(default_factory=list)  # the groups run at the same time (pairwise rounds)
 
     def results_of(self, group: int) -> list[GroupResult]:
-        """The group's members' results, by rank."""
         return sorted((r for r in self.results if r.group == group), key=lambda r: r.rank)
 
 

@@ -45,8 +45,7 @@ class RunRecord:
     interrupted: bool = False  # the first lab reports could not be interrupted
     duration_s: float | None = None
     out: str = ""
-    # Kept beside the results, not in them (the report writes both at its top level): the machine the env stage
-    # found, and the config as planned (each stage's command line), the report's "config" (lab.config_as_run).
+    # Written at the report's top level, not in results: the machine the env stage found, the config as planned.
     platform: Any = field(default=None, metadata=SKIP, compare=False)
     ran_with: Any = field(default=None, metadata=SKIP, compare=False)
 

@@ -199,8 +199,7 @@ class RankOutcome:
     peaks: SamplerPeaks | None = field(default=None, metadata=flatten())
     world_size: int | None = field(default=None, metadata=OMIT)
     hostname: str | None = field(default=None, metadata=OMIT)
-    # its machine's address toward the rendezvous endpoint (a job across machines, where every machine may
-    # share one hostname); absent on one machine
+    # its machine's address toward the endpoint (machines may share one hostname); absent on one machine
     address: str | None = field(default=None, metadata=OMIT)
     backend: str | None = field(default=None, metadata=OMIT)
     memory_cap_applied: bool | None = field(default=None, metadata=OMIT)
@@ -230,8 +229,7 @@ class SessionRecord:
     listen: Listened | None = None  # where the run listened (cluster/exposure.py); reports before it have none
     interrupted: bool = False
     hang: Hang | None = None
-    # Who held the others up, when the run did not succeed (supervision/judge.py: the same judge as
-    # `ddplab launch`'s). Older reports have none.
+    # Who held the others up, when the run did not succeed (the same judge as `ddplab launch`'s).
     culprit: Culprit | None = field(default=None, metadata=OMIT)
     machines_lost: MachineLoss | None = field(default=None, metadata=OMIT)  # several machines: who vanished
     expected_failure: str | None = None

@@ -217,8 +217,7 @@ class SweepRecord:
     spikes: list[Spike] | None = None  # None: a report from before spikes were looked for
     spike_rule: str = ""
     sampler: SamplerRecord | None = None
-    # The library engine: which engine ``rows`` are (the library's when it ran alone), and, with both,
-    # the library's rows beside torch's and what torch adds per call at each size.
+    # Which engine ``rows`` are; with both, the library's rows beside torch's and what torch adds per call.
     engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)
     library: LibraryEngineRecord | None = field(default=None, metadata=OMIT)
     library_rows: list[SweepRow] | None = field(default=None, metadata=OMIT)
