@@ -61,8 +61,7 @@ def run(config: EnvConfig, observer: Observer = QUIET) -> EnvRecord:
 
 
 def plan_two_ranks(platform, placement: str) -> TwoRankPlan:
-    """Would two ranks work here in ``placement``: the placement policy's plan, its refusal, or why the
-    machine cannot have this placement at all."""
+    """Would two ranks work here in ``placement``: the policy's plan, its refusal, or why the machine cannot."""
     from ..job.policy import plan
 
     if placement == "per-device" and platform.device_count < PLAN_RANKS:

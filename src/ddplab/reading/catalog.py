@@ -46,8 +46,7 @@ def kind_of(command: str):
 
 
 def _judge_of(command: str):
-    """What judges a report of ``command``: its kind, its record's class (a comparison: ``CompareRecord.checks(record)``
-    is the record's own checks), or nothing (a check)."""
+    """What judges a report of ``command``: its kind, its record's class (a comparison), or nothing (a check)."""
     return types_for(command)[1] if command in SELF_JUDGED else kind_of(command)
 
 
@@ -69,8 +68,7 @@ def types_for(command: str, where: str = "$.command") -> tuple[type, type, type]
 
 
 def report_from_json(doc: Any, where: str = "$") -> Report:
-    """Any report ddplab wrote, rebuilt and validated through this catalog (not judged again: ``read_report``
-    reads a file and judges it)."""
+    """Any report ddplab wrote, rebuilt and validated through this catalog (not judged again: ``read_report``)."""
     return Report.from_json(doc, where, types_for)
 
 

@@ -177,8 +177,7 @@ class CompareRecord:
         ]
 
     def figures(self, stage: str) -> list[LineChart]:
-        """Per collective, time and bus bandwidth against size: A dashed (the baseline), B solid, each placement;
-        B's slower rows and spikes ringed."""
+        """Per collective, time and busbw against size: A dashed, B solid; B's slower rows and spikes ringed."""
         out: list[LineChart] = []
         for op in dict.fromkeys(r.op for r in self.rows if r.size_bytes):
             rows = [r for r in self.rows if r.op == op and r.size_bytes]

@@ -50,8 +50,7 @@ class RunRecord:
     ran_with: Any = field(default=None, metadata=SKIP, compare=False)
 
     def timed_rows(self, config=None) -> list:
-        """Every stage's comparable rows, prefixed with the stage's name where it differs from its command
-        (so two runs of one profile line up stage by stage)."""
+        """Every stage's comparable rows, prefixed with its name where that differs from its command (stage_rows)."""
         return [row for s in self.stages if s.report is not None for row in stage_rows(s.name, s.report)]
 
     def stage_verdicts(self) -> dict[str, Verdict]:

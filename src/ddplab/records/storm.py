@@ -95,8 +95,7 @@ class StormRecord:
         return rows
 
     def figures(self, stage: str) -> list:
-        """The per-op latency histogram (log bins), against the threshold; across machines, the storm inside
-        and between them."""
+        """The per-op latency histogram against the threshold; across machines, the storm inside and between them."""
         across = self.machines.figures(stage) if self.machines else []
         if self.summary is None or self.summary.per_op_histogram is None:
             return across

@@ -167,8 +167,7 @@ class SamplerRecord:
 
 @dataclass(frozen=True)
 class GroupSweepRow:
-    """One size of all_reduce on one group of ranks, merged as the sweep's own rows are (busbw for the group's
-    size): the group's keys (scope, machines, ranks) beside the row's."""
+    """One size of all_reduce on one group of ranks, merged as the sweep's rows are, beside the group's keys."""
 
     group: Group = field(metadata=flatten())
     row: SweepRow = field(metadata=flatten())

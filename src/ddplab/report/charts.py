@@ -239,8 +239,7 @@ SPAN_FILL = {"done": "#9ecae1", "pending": "#fdae6b", "culprit-last": "#d62728",
 
 
 def _lane_timeline(f: LaneTimeline) -> Markup:
-    """Ranks as lanes, each collective a bar from its enqueue to its end; the culprit's last entry and the
-    entries the others wait in stand out."""
+    """Ranks as lanes, each collective a bar from enqueue to end; the culprit's last entry and the stuck ones marked."""
     width, label_w, lane_h = 1180, 300, 38
     ends = [t for lane in f.lanes for s in lane.spans for t in (s.start_s, s.end_s)] + [m.x for m in f.marks]
     lo, hi = cs.domain(ends or [0.0, 1.0], False)

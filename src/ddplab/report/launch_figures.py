@@ -14,8 +14,7 @@ from ..records.launch import LaunchRecord
 
 
 def launch_figures(record: LaunchRecord, stage: str, base_dir: Path | None, trace_name: str) -> list:
-    """The job's figures: the hang timeline first, the culprit in words, then the record's own tables and
-    charts (records/launch.py), the charts with the launcher's moments marked."""
+    """The job's figures: the hang timeline, the culprit in words, then the record's tables and marked charts."""
     marks = moments(record)
     own = [replace(f, marks=[*f.marks, *marks]) if isinstance(f, LineChart) and f.x_label == "time since the launch"
            else f for f in record.figures(stage) if f.id != "launch-culprit"]

@@ -98,8 +98,7 @@ def render_html(report: Report, baseline: BaselineRows | None = None, base_dir: 
 
 
 def _stages_and_checks(report: Report) -> tuple[list[tuple], list[Check]]:
-    """(name, report, stage record) of each stage, and the verdict table's rows: a lab's own (judged again from
-    each stage's data when the report was read back: catalog.read_report), or one report's (records.core.rows_of)."""
+    """(name, report, stage record) of each stage, and the verdict table's rows: a lab's own, or one report's."""
     run = getattr(report.results, "stages", None)
     if run is not None:
         return [(s.name, s.report, s) for s in run], list(report.results.checks)
