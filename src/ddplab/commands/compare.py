@@ -1,7 +1,5 @@
 """Put two sets of collective timings side by side, nccl-tests text output or ddplab JSON reports,
 and exit 1 when B is slower than A beyond the tolerance or a stage's verdict got worse.
-
-`ddplab compare A B`: reading/comparison.py says how rows are matched and judged.
 """
 
 from __future__ import annotations

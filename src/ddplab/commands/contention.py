@@ -2,8 +2,6 @@
 alone, as aggregate efficiency and each process's slowdown. Without --mps the processes time-slice the device;
 unlike the other commands, contention never takes the sharing daemon unasked, because time slicing is what it
 measures.
-
-`ddplab contention`: measurements/contention.py says how.
 """
 
 from __future__ import annotations

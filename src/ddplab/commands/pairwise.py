@@ -1,10 +1,6 @@
 """Find a slow or broken machine in a job: every pair of machines runs all_reduce, one rank on each,
 in rounds of disjoint pairs; each pair's latency and bus bandwidth are compared with the others', and the machine
 every slow pair shares is named. Run it on every machine of the job, as the other commands across machines.
-
-`ddplab pairwise` (measurements/pairwise.py says how), on each machine:
-
-    ddplab pairwise --nnodes 3 --rdzv-endpoint node0:29400
 """
 
 from __future__ import annotations

@@ -3,8 +3,6 @@ factors (GB = 1e9) and column layout, so that the two outputs can be put side by
 at every size with exact data. Each size is measured -R times and reports the median with its spread; a size far
 off its neighbours is flagged as a spike (a warning). The exit code is 1 on wrong data, or on a bus bandwidth
 below --min-busbw.
-
-`ddplab sweep`: measurements/sweep.py says how.
 """
 
 from __future__ import annotations
