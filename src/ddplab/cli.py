@@ -1,15 +1,9 @@
-"""Command line: parse, validate, call one command, map errors to exit codes.
+"""Command line: parse, validate, call one command, map errors to exit codes (errors.ExitCode).
 
-Exit codes (errors.ExitCode): 0 pass/warn, 1 a check failed, 2 bad usage (nothing
-was started), 3 this machine cannot run it, 70 a bug in ddplab (the traceback is in a
-file), 130 interrupted (Ctrl+C, SIGTERM or SIGHUP). A command that speaks a health-check runner's
-language (`ddplab check --format nagios|npd`) says its errors in that language too, with that
-runner's exit code (its ``runner_error`` hook).
-
-A reader that leaves early (`ddplab ... | head -1`) changes nothing: the rest of standard output
-goes to /dev/null, and the command ends and exits as it would have (``stdout_reader_may_leave``).
-`--format json` (or `--json -`) puts the JSON report alone on standard output; what the command shows goes to
-standard error then.
+A command that speaks a health-check runner's language (`ddplab check --format nagios|npd`) says its errors in that
+language too, with that runner's exit code (its ``runner_error`` hook). A reader that leaves early (`| head -1`)
+changes nothing: the rest of standard output goes to /dev/null and the command ends as it would have. `--format
+json` (or `--json -`) puts the JSON report alone on standard output, and what the command shows on standard error.
 """
 
 from __future__ import annotations
@@ -85,8 +79,7 @@ def _main(argv: list[str]) -> int:
     if not args.command:
         parser.print_help()
         return ExitCode.USAGE
-    # Before any command imports torch (lazily, wherever it first needs it): its warning that numpy is missing is
-    # no finding for ddplab, which never uses numpy (basics/numpy_warning.py says why; exactly that message).
+    # Before any command imports torch: its warning that numpy is missing is no finding for ddplab (numpy_warning.py).
     numpy_warning.ignore_in_this_process()
 
     from .commands import options

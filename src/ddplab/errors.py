@@ -1,8 +1,6 @@
-"""Errors that reach the user, and the exit codes they map to.
-
-Only ``cli.py`` turns exceptions into exit codes. Everything else raises a
-``DdplabError`` subclass whose ``reference`` is a stable kebab-case name (as pip's
-diagnostic errors do), so users and tests can match on it.
+"""Errors that reach the user, and the exit codes they map to. Only ``cli.py`` turns exceptions into exit codes;
+everything else raises a ``DdplabError`` whose ``reference`` is a stable kebab-case name (as pip's diagnostic errors
+do), so users and tests can match on it.
 """
 
 from __future__ import annotations
@@ -32,8 +30,7 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130  # Ctrl+C
 
 
-# What each exit code means, as every command's --help says it (one epilog for all: commands.help_epilog) and as
-# the README lists them (a test holds the two together).
+# What each exit code means, as every --help says it and the README lists them (a test holds the two together).
 EXIT_CODE_MEANINGS = {
     ExitCode.PASS: "passed, or passed with warnings",
     ExitCode.CHECK_FAILED: "a check failed, or your job failed or hung",

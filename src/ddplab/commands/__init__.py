@@ -1,10 +1,8 @@
 """Command registry: CLI word -> module. Dict order is help order.
 
-A command module defines SUMMARY, add_arguments(parser), validate(args) (pure checks,
-raising UsageError before anything starts) and main(args, console) -> exit code.
-Command modules import torch only inside functions, so `ddplab --help` is instant.
-A command module also defines EXAMPLES, and the first paragraph of its docstring is for
-the user: commands/help.py makes every command's --help from them.
+A command module defines SUMMARY, EXAMPLES, add_arguments(parser), validate(args) (pure checks, raising UsageError
+before anything starts) and main(args, console) -> exit code; the first paragraph of its docstring is for the user
+(commands/help.py). Command modules import torch only inside functions, so `ddplab --help` is instant.
 """
 
 from __future__ import annotations

@@ -3,15 +3,9 @@ calls it: a Nagios or Slurm status line, a node-problem-detector message, a Prom
 It runs a short storm, a sweep with exact data, the copy ceiling and one drill, and holds the results to a
 thresholds file, a good node's report or the built-in bounds.
 
-`ddplab check`: a node acceptance check, said in the language of the health-check runner that calls it.
-
-Nagios, node-problem-detector, Slurm, Prometheus' textfile collector and JUnit, from one run of the lab's
-measurements:
-
-env and leftovers -> a short storm -> a sweep of all_reduce, all_gather, reduce_scatter and all_to_all at a few
-sizes with exact data -> the copy ceiling -> one kill_rank drill (nothing left behind); with --nnodes, pairwise
-between machines. Held to a thresholds file per machine type, a good node's report (--baseline), or the
-built-in defaults. src/ddplab/check/ holds the logic; this module only reads the command line.
+`ddplab check`: env and leftovers -> a short storm -> a sweep of four collectives with exact data -> the copy
+ceiling -> one kill_rank drill; with --nnodes, pairwise. src/ddplab/check/ holds the logic; this module reads the
+command line.
 """
 
 from __future__ import annotations
@@ -30,8 +24,7 @@ from . import options
 
 SUMMARY = "node acceptance check for fleet runners: Nagios, node-problem-detector, Slurm, Prometheus, JUnit"
 OUTPUT_FORMATS = formats.FORMATS  # what --format may say (cli.py checks it, as every command's)
-# Options spelt out in full: a runner's error hook (runner_error) reads --format, --textfile-dir and --junit from a
-# command line argparse may have refused, and must read the same options argparse would have.
+# Options spelt out in full: runner_error reads --format, --junit... of a refused command line as argparse would.
 PARSER_OPTIONS = {"allow_abbrev": False}
 EXAMPLES = (  # shown by --help (commands.help_epilog)
     ("ddplab check", "check this node against the built-in bounds"),
@@ -153,9 +146,8 @@ def main(args, console) -> int:
 
 
 def runner_error(argv: list[str], exit_code: int, message: str) -> int | None:
-    """cli.py's hook for a check that ended without judging the node (bad usage, a machine that cannot run it, a
-    bug, a stop before it began): the textfile and the JUnit asked for say UNKNOWN and why, replacing an older
-    answer a collector would otherwise keep reading; and in a runner's language (`--format nagios|npd`) the runner
+    """cli.py's hook for a check that ended without judging the node: the textfile and the JUnit asked for say UNKNOWN
+    and why (replacing an older answer a collector would keep reading), and a runner's format (`--format nagios|npd`)
     gets its UNKNOWN line and exit code. None: ddplab's own exit code."""
     message = message[len("error: "):] if message.startswith("error: ") else message
     _write_not_judged(argv, message, exit_code)

@@ -2,13 +2,8 @@
 exactly those (SIGTERM, then SIGKILL) and check that the device memory came back. Other processes on the device
 are listed beside them and never ended, unless you name one with --pid.
 
-`ddplab clean [--yes] [--pid N]`: list orphaned ranks (a launcher marked them and that
-launcher is provably gone) and, with --yes, end exactly those (SIGTERM, then SIGKILL) and
-check the device memory came back. Other processes on the device are listed beside them
-and never ended, unless the user names one with --pid.
-
-Never by name: the report's `ps | grep python | xargs kill -9` kills every Python
-process on the machine. See supervision/procs.py and docs/processes.md for the evidence an orphan needs.
+Never by name: the report's `ps | grep python | xargs kill -9` kills every Python process on the machine. See
+supervision/procs.py and docs/processes.md for the evidence an orphan needs.
 """
 
 from __future__ import annotations

@@ -1,15 +1,5 @@
 """Put two sets of collective timings side by side, nccl-tests text output or ddplab JSON reports,
 and exit 1 when B is slower than A beyond the tolerance or a stage's verdict got worse.
-
-`ddplab compare A B`: put two sets of collective timings side by side.
-
-Each of A and B is nccl-tests / rccl-tests / mccl-tests text output, or a ddplab JSON
-report (`ddplab sweep --json`, `ddplab storm --json`, `ddplab run`'s report, ...). Rows are
-matched on (collective, size, in-place); B is "new": a row where B's time is worse than
-A's by more than --tolerance counts as a regression and the exit code is 1, as does a stage or a
-row of A that B lacks (reading/comparison.py says when a row B's tool never times only warns). A size of B far
-off its own neighbours (measurements/spikes.py) is reported as a spike, apart from the regressions: a
-finding to explain (WARN), not a slowdown of the whole stack (reading/comparison.py says how).
 """
 
 from __future__ import annotations

@@ -2,10 +2,7 @@
 alone, as aggregate efficiency and each process's slowdown. Without --mps the processes time-slice the device;
 unlike the other commands, contention never takes the sharing daemon unasked, because time slicing is what it
 measures.
-
-`ddplab contention`: the time-slicing tax of the report's section 3.2: K processes computing on one device
-vs one alone (measurements/contention.py says how). Without `--mps` the processes time-slice: unlike other
-commands, contention never takes the sharing daemon by default, because time slicing is what it measures."""
+"""
 
 from __future__ import annotations
 

@@ -2,11 +2,8 @@
 desynchronised or out-of-memory rank, a lost machine), measure how the stack reacts, and show that ddplab's
 supervision names the right rank and leaves nothing behind.
 
-`ddplab drill NAME`: reproduce a fault on purpose, measure how the stack reacts, and show
-that ddplab's supervision names the right rank and leaves nothing behind.
-
-NAME is one of the drills in ddplab.drills (kill-rank and kill_rank both work), or
-`all`, or `short` (the set `ddplab run` uses: kill_rank, kill_launcher, late_rank, stall).
+`ddplab drill NAME`: NAME is one of the drills in ddplab.drills (kill-rank and kill_rank both work), `all`, or
+`short` (the set `ddplab run` uses).
 """
 
 from __future__ import annotations

@@ -2,9 +2,7 @@
 version built in and the one actually loaded), free memory, the backends, how two ranks would share one device
 and why, where a run listens, the watchdog settings, a whitelisted environment with secrets withheld, and any
 orphaned ranks left by earlier jobs.
-
-`ddplab env`: the doctor. What this machine is, what will work on it, and why
-(measurements/env.py says what it reports)."""
+"""
 
 from __future__ import annotations
 

@@ -3,26 +3,14 @@ hangs, name the rank that holds the others up and the collective, save every ran
 and leave nothing running. Every torchrun option works; ddplab's own options come before the script, as
 torchrun's do.
 
-`ddplab launch`: run your own training script as torchrun would, and supervise it.
-
     ddplab launch --nproc-per-node 2 --hang-timeout 60 -- train.py --lr 0.1
 
-Every torchrun option works (ddplab parses them with torchrun's own parser). Each rank
-starts through ddplab's boot module (parent-death guard, heartbeat, flight recorder on,
-stacks and flight records on request). When a rank raises, or when a rank waits and no
-rank progresses for --hang-timeout seconds, ddplab collects every rank's stack and flight
-record (and, with --ras, the collective library's RAS answer), names the culprit ranks and
-the collective, tears the ranks down and writes <job dir>/report.json and report.html.
-Exit code: 0 when the job succeeded, 1 when it failed or hung, 2 for bad input (nothing
-started; a --out that already holds a run included), 3 when this machine cannot run it.
+Each rank starts through ddplab's boot module (parent-death guard, heartbeat, flight recorder). On a failure or a hang
+ddplab collects every rank's stack and flight record, names the culprit and writes <job dir>/report.json and .html.
 
-How ddplab's options are kept apart from torchrun's: they are added to the parser that
-``torch.distributed.run.get_args_parser()`` builds, as their own argument group, and taken
-out of the namespace before torchrun's options are kept. Like torchrun's options they must
-come before the script: everything from the script on belongs to the script (``--`` may
-mark the spot). Their names must never be torchrun's: a test checks the installed torch for
-a clash. Everything else (nnodes, rendezvous, --standalone, -m, --no-python, log options,
-PET_* environment defaults) means what it means to torchrun (job/torchrun_args.py).
+ddplab's options are added to ``torch.distributed.run.get_args_parser()``'s parser as their own group and taken out
+of the namespace before torchrun's are kept; like torchrun's they come before the script, and a test checks the
+installed torch for a name clash. Everything else means what it means to torchrun (job/torchrun_args.py).
 """
 
 from __future__ import annotations

@@ -35,8 +35,7 @@ def _vendors():
 
 def add_config_arguments(parser: argparse.ArgumentParser, config_cls: type, *,
                          json: str | None = "also write the JSON report here") -> None:
-    """The Config's options, and the output options (``add_output_arguments``; ``json``: --json's help) unless
-    None."""
+    """The Config's options, and the output options unless ``json`` (--json's help) is None."""
     cli_options.add_arguments(parser, config_cls)
     if json:
         add_output_arguments(parser, json)
@@ -56,8 +55,7 @@ def add_json_argument(parser: argparse.ArgumentParser, help: str) -> None:
 
 
 def json_on_stdout(args) -> bool:
-    """Whether standard output carries the JSON report alone (--format json, or --json -): then what the command
-    shows goes to standard error."""
+    """Whether standard output carries the JSON report alone (--format json, or --json -)."""
     return getattr(args, "format", "text") == "json" or getattr(args, "json", None) == STDOUT
 
 
@@ -75,9 +73,8 @@ def check_output_options(args, formats: tuple[str, ...] = OUTPUT_FORMATS) -> Non
 
 
 def finish(report, render, args, console, run_dir: str | os.PathLike | None = None) -> int:
-    """How a command that shows one report ends: the report in its run directory (``run_dir``/report.json, always,
-    where the command has one), the --json copy, the JSON on standard output for --format json; then what it shows,
-    where its report is, and its exit code (terminal.finish)."""
+    """How a command that shows one report ends: the report in its run directory (where it has one), the --json copy,
+    the JSON on standard output for --format json; then terminal.finish."""
     from ..errors import printable
     from ..basics.rundir import REPORT_FILE
 
@@ -128,8 +125,7 @@ def writes_the_report(config, environ: Mapping[str, str] = os.environ) -> bool:
 
 
 def measurement_command(measurement, render):
-    """The add_arguments, config_from_args, validate and main of a command that runs one measurement (its Config's
-    options and --json; ``render`` shows its report)."""
+    """The add_arguments, config_from_args, validate and main of a command that runs one measurement."""
     def add_arguments(parser: argparse.ArgumentParser) -> None:
         add_config_arguments(parser, measurement.Config)
 
@@ -143,8 +139,7 @@ def measurement_command(measurement, render):
 
 
 def run_measurement(measurement, config, render, args, console) -> int:
-    """What a measurement command does once its Config is built: run it, report (into its run directory too),
-    render, exit code."""
+    """Run a measurement command's Config, report (into its run directory too), render, exit code."""
     from .. import measurements
     from ..job.session import Observer
 

@@ -1,11 +1,6 @@
 """Find a slow or broken machine in a job: every pair of machines runs all_reduce, one rank on each,
 in rounds of disjoint pairs; each pair's latency and bus bandwidth are compared with the others', and the machine
 every slow pair shares is named. Run it on every machine of the job, as the other commands across machines.
-
-`ddplab pairwise`: every pair of machines of a job, one rank on each, to find a slow or broken one
-(measurements/pairwise.py says how). Run it on every machine, as the other commands across machines:
-
-    ddplab pairwise --nnodes 3 --rdzv-endpoint node0:29400        (on each of the three machines)
 """
 
 from __future__ import annotations

@@ -3,11 +3,9 @@ week's), after checking every field it uses: a file that is not a ddplab report 
 run or nccl-tests output dashed beside this report's lines; a launch report also gets its flight records as a
 trace-event file beside the page.
 
-`ddplab report report.json [--out report.html] [--baseline FILE]`: render the HTML page again from the
-JSON alone (a report from another machine, or last week's), after reading every field it uses through the
-records (records/load.py): a file that is not a ddplab report exits 2. ``--baseline`` draws another run or
-nccl-tests output (read as `ddplab compare` reads its A side) dashed beside this report's lines. A `ddplab
-launch` report also gets its flight records as a trace-event file beside the page (<page>.trace.json)."""
+`ddplab report`: the document is read through the records (records/load.py); --baseline is read as `ddplab
+compare` reads its A side.
+"""
 
 from __future__ import annotations
 

@@ -3,11 +3,8 @@ rank per device where there are several), the latency storm, the collective swee
 contention test and the fault drills, then check that nothing was left running. The report goes to report.json
 and report.html in the output directory.
 
-`ddplab run`: the main job, the whole lab in one command (lab/run.py runs it; lab/profiles.py says what runs).
-
-env -> shared-device train -> per-device train (2+ devices) -> storm -> sweep -> ceiling/contention ->
-drills -> leftover check -> report. Ctrl+C or SIGTERM stops the lab, still writes a report marked
-interrupted and exits 130. <out>/report.json and <out>/report.html hold everything.
+`ddplab run`: lab/run.py runs it; lab/profiles.py says what runs. Ctrl+C or SIGTERM stops the lab, still writes
+a report marked interrupted and exits 130.
 """
 
 from __future__ import annotations
@@ -45,8 +42,7 @@ def validate(args) -> lab.RunConfig:
 
 
 def check_out_dir(out: Path) -> None:
-    """Refuse at once an --out that holds a run (one report would overwrite the other) or that ddplab could not
-    write."""
+    """Refuse at once an --out that holds a run (one report would overwrite the other) or that is not writable."""
     from ..basics.files import check_output_dir
     from ..basics.rundir import check_unused
 
@@ -66,8 +62,7 @@ def main(args, console) -> int:
 
 
 def render(report, console) -> None:
-    """A lab's report as its run showed it: one line per stage (printed live by lab/run.py as each ends), then the
-    verdict table."""
+    """A lab's report as its run showed it: one line per stage, then the verdict table."""
     for stage in report.results.stages:
         console.print(terminal.stage_line(stage.verdict, stage.name, stage.summary, stage.duration_s))
     render_verdict(report, console)

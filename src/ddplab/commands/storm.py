@@ -1,9 +1,7 @@
 """Run the latency storm: many tiny all_reduces in a row, with the mean latency as the lab report defines
 it, the latency of each operation (p50, p99), the device time and each rank's CPU cost, judged against a
 threshold for this setup.
-
-`ddplab storm`: the report's latency storm (10,000 x 4-byte all_reduce), measured properly
-(measurements/storm.py says how)."""
+"""
 
 from __future__ import annotations
 

@@ -3,13 +3,6 @@ factors (GB = 1e9) and column layout, so that the two outputs can be put side by
 at every size with exact data. Each size is measured -R times and reports the median with its spread; a size far
 off its neighbours is flagged as a spike (a warning). The exit code is 1 on wrong data, or on a bus bandwidth
 below --min-busbw.
-
-`ddplab sweep`: nccl-tests from Python. Same sizes (-b/-e/-f), byte counts, bus factors
-(GB = 1e9) and column layout, so the two outputs can be put side by side; a correctness
-check at every size with exact data; nonzero exit on wrong data or busbw below --min-busbw.
-Each size is measured -R times and reports the median repetition with its spread; a size
-far off its neighbours is flagged as a spike (measurements/spikes.py), a WARN and never a silent number
-(measurements/sweep.py says how).
 """
 
 from __future__ import annotations

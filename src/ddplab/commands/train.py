@@ -1,8 +1,7 @@
 """Run DDP with several ranks, on one shared device or one rank per device, and prove that the gradients
 were synchronised: each rank's gradient must equal a reference computed from every rank's batch, and the
 parameters must be identical on every rank at the end.
-
-`ddplab train`: the report's DDP experiment, with proof of synchronisation (measurements/train.py says how)."""
+"""
 
 from __future__ import annotations
 

@@ -3,23 +3,15 @@
     NAME        the command word and the report's "command"
     SUMMARY     one line for --help and the docs
     Config      a frozen dataclass, validated on construction, whose fields make the command's options
-                (basics/cli_options.py)
     Record      the frozen results record (records/), flattened into the report's "results"
     run(config, observer=QUIET) -> Record       refuses (DdplabError) before it starts anything
     checks(record) -> list[Check]               the ONE rule: the report's verdict is the worst of these
     summary(record) -> str                      one line for the terminal and the lab's stage table
-    config_as_run(config, record) -> Config     optional (records.hooks.ChoosesAtRun): the config with what was
-                                                chosen at run time filled in (sweep: -R per device), as the
-                                                report writes it
+    config_as_run(config, record) -> Config     optional: the config with what was chosen at run time (sweep: -R)
 
-The commands that are not a lab stage but write a report have the same shape (catalog.OTHER_KINDS): the lab
-itself (`run`), `launch`, `clean` and `compare`. Every report is made by one function,
-``make_report(kind, config, record)`` (records/core.py), and read back through the kind's Config and Record
-(reading/catalog.py, the catalog of every report's types).
-
-Commands are arguments -> Config -> run -> render (commands/); the lab runs a profile's Configs
-(lab/run.py, lab/profiles.py). A new measurement is one module here plus one registry line; ``register`` adds
-one from outside (a plug-in, or a test) without touching commands, checks, the HTML report or compare.
+`run`, `launch`, `clean` and `compare` write reports of the same shape (catalog.OTHER_KINDS). A new measurement is one
+module here plus one registry line; ``register`` adds one from outside (a plug-in, a test) without touching commands,
+checks, the HTML report or compare.
 """
 
 from __future__ import annotations

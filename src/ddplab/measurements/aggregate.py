@@ -1,18 +1,11 @@
-"""Reports across machines, launcher side: what the ranks gathered (workloads/machines.py) becomes the
-records every machine's report carries (records/machines.py), and the rules that judge them.
+"""Reports across machines, launcher side: what the ranks gathered becomes the records every machine's report
+carries (records/machines.py), and the rules that judge them: every rank and its machine; the storm and all_reduce
+on groups of ranks (the whole job, each machine alone, one rank per machine), merged as the measurement's own; and
+machine pairs.
 
-- Every rank and its machine (``job_machines``).
-- The storm and all_reduce repeated on groups of ranks: the whole job, each machine alone (what stays
-  inside a machine: shared memory, the device links), one rank per machine (what crosses the network).
-  A group's numbers are merged as the measurement's own are: the storm's mean over the group's ranks,
-  the sweep's rows through the sweep's own ``merge_row`` (busbw with the group's size).
-- Machine pairs (``pair_results``, ``judge_pairs``): the slowest pair against the others.
-
-One rule finds what is slow, for machines and for pairs (``slow_ones``): a value is slow when it is
-worse than the median of the others by ``SLOW_FACTOR``. Against the median of the *others*, so that one
-slow machine among two or three cannot hide by moving the median it is judged against. On the host CPU
-the finding is informational, as a sweep's spikes are (spikes.HOST_NOTE); a broken pair or wrong data
-fails everywhere.
+One rule finds what is slow (``slow_ones``): worse than the median of the *others* by ``SLOW_FACTOR``, so that one
+slow machine among two or three cannot hide by moving the median. On the host CPU the finding is informational, as a
+sweep's spikes are; a broken pair or wrong data fails everywhere.
 """
 
 from __future__ import annotations

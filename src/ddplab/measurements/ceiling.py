@@ -1,10 +1,8 @@
 """The loopback ceiling of the report's section 3.2: how fast this device copies memory.
 
-One rank on device 0 copies S bytes device-to-device (reported as copy rate S/t, bytes counted once, and
-as memory traffic 2S/t, read + written) and host<->device through pinned memory (workloads/ceiling.py).
-"If loopback bandwidth is far below memory bandwidth, the copy path is broken": a shared-device sweep
-states its busbw as a fraction of this copy rate. The number is informational; only a run that did not
-finish fails.
+One rank copies S bytes device-to-device (S/t, and memory traffic 2S/t) and host<->device through pinned memory.
+"If loopback bandwidth is far below memory bandwidth, the copy path is broken": a shared-device sweep states its
+busbw as a fraction of this. Informational; only a run that did not finish fails.
 """
 
 from __future__ import annotations

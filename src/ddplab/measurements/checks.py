@@ -24,9 +24,8 @@ def setup_warnings(session) -> list[Check]:
 
 
 def peak_host_rss(session, exact: str | None = None) -> list[Check]:
-    """The stage's peak host RSS (informational): each rank's largest resident set as the launcher's sampler saw
-    it (every 0.5 s, supervision/sampler.py), and ``exact``: what the stage measured itself, where it did (the sweep's
-    per-size peaks). No row where nothing was seen (a run shorter than one sampling interval)."""
+    """The stage's peak host RSS (informational): each rank's largest resident set as the sampler saw it, and
+    ``exact``, what the stage measured itself where it did. No row where nothing was seen."""
     from ..basics.sizes import human_bytes
 
     peaks = {r.rank: r.peaks.peak_rss_bytes for r in session.ranks if r.peaks and r.peaks.peak_rss_bytes}

@@ -1,17 +1,11 @@
 """The time-slicing tax of the report's section 3.2: K processes computing on one device vs one alone.
 
-K processes run the same compute kernel (a square matmul, bf16 on accelerators, fp32 on the host) on one
-device, for a fixed window, after one process ran it alone (workloads/contention.py). Reported: aggregate
-efficiency (sum of the K rates / the ideal aggregate) and each process's slowdown (solo rate / its own
-rate together). The ideal aggregate depends on what the K processes share:
-  device  one accelerator: time slicing can at best keep it as busy as one process did,
-          so the ideal is the solo rate (the report's section 3.2).
-  cores   the host CPU: K processes of T threads each run side by side on C usable cores,
-          so the ideal is min(K x T, C) / min(T, C) x the solo rate (min(K, C) x solo for
-          single-threaded ranks); "195.8% of one process alone" on 2 cores meant nothing.
-On the host the number is informational: the cores are shared with whatever else the machine runs.
-``judge`` is the one rule for the efficiency row. `--mps` runs the same with a private MPS daemon
-(measured on H200: 93% without, 99% with); without it the processes time-slice (ContentionConfig).
+K processes run the same matmul (bf16 on accelerators, fp32 on the host) for a fixed window, after one ran it alone.
+Reported: aggregate efficiency (sum of the K rates / the ideal aggregate) and each process's slowdown. The ideal
+depends on what the K processes share:
+  device  one accelerator: time slicing can at best keep it as busy as one process did: the solo rate.
+  cores   the host CPU: K processes of T threads on C usable cores: min(K x T, C) / min(T, C) x the solo rate.
+On the host the number is informational (shared cores). `--mps` runs the same with a private MPS daemon.
 """
 
 from __future__ import annotations
@@ -39,11 +33,8 @@ MIN_SECONDS, MAX_SECONDS = 0.1, 600.0
 
 @dataclass(frozen=True, kw_only=True)
 class ContentionConfig:
-    """K processes computing on one device vs one alone (the report's section 3.2).
-
-    The ranks always share one device, and the sharing daemon is off unless asked for (--mps): time
-    slicing is what contention measures, so unlike other commands it never takes the daemon by default.
-    """
+    """K processes computing on one device vs one alone. The sharing daemon is off unless asked for (--mps): time
+    slicing is what contention measures."""
 
     launch: LaunchOptions = nested(LaunchOptions, json={"flatten": True}, help={
         "placement": "Where the processes run. shared: all on device 0 (always so: per-device is refused); "
@@ -97,8 +88,7 @@ def run(config: ContentionConfig, observer: Observer = QUIET) -> ContentionRecor
 
 
 def memory_need(settings: ContentionSettings, host_only: bool) -> MemoryNeed:
-    """Two operands and a result per process, float32 on the host and bfloat16 on a device
-    (workloads/contention.py)."""
+    """Two operands and a result per process, float32 on the host and bfloat16 on a device."""
     three = 3 * settings.size ** 2 * (4 if host_only else 2)
     method = f"per rank: 3 matrices of {settings.size} x {settings.size}, {human_bytes(three)}"
     need = memory_plan.with_margin(three)

@@ -28,11 +28,8 @@ TIMEOUT_S = 10.0
 
 @dataclass(frozen=True, kw_only=True)
 class DrillConfig:
-    """Fault drills: which ones, the victim, and where their ranks start.
-
-    ``--timeout`` is both the process-group timeout and ddplab's hang timeout, because every drill is judged
-    against it (detected within timeout + 5 s); ``--hang-timeout`` can only make the supervisor quicker.
-    """
+    """Fault drills: which ones, the victim, and where their ranks start. ``--timeout`` is both the process-group
+    timeout and the hang timeout, because every drill is judged against it; ``--hang-timeout`` can only be quicker."""
 
     launch: LaunchOptions = nested(lambda: LaunchOptions(timeout_s=TIMEOUT_S), json={"flatten": True}, help={
         "timeout_s": "Process-group timeout and ddplab's hang timeout, in seconds: every drill is judged against it.",

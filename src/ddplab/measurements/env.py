@@ -1,11 +1,9 @@
 """The doctor, and the lab's first stage: what this machine is, what will work on it, and why.
 
-Describes the platform and versions (the collective library BUILT into torch and the one LOADED), devices and
-free memory, available backends, the placement policy's plan for two ranks on one device and one per device
-(nothing is started), where a one-machine run listens, the sharing daemon (MPS), the vendor's watchdog knobs,
-a whitelisted environment (secrets redacted), orphaned ranks (a launcher marked them and it is provably gone)
-and, apart from them, the other processes on the device (docs/processes.md); and whether the library engine
-can run here: the vendor's binding importable, and calling the copy of the library torch's calls bind to.
+The platform and versions (the collective library BUILT into torch and the one LOADED), devices and free memory,
+backends, the placement plan for two ranks on one device and one per device (nothing is started), where a run
+listens, the sharing daemon, the watchdog knobs, a whitelisted environment, orphaned ranks and the other processes
+on the device, and whether the library engine can run here.
 """
 
 from __future__ import annotations
@@ -63,8 +61,7 @@ def run(config: EnvConfig, observer: Observer = QUIET) -> EnvRecord:
 
 
 def plan_two_ranks(platform, placement: str) -> TwoRankPlan:
-    """Would two ranks work here in ``placement``: the placement policy's plan, its refusal, or why the
-    machine cannot have this placement at all."""
+    """Would two ranks work here in ``placement``: the policy's plan, its refusal, or why the machine cannot."""
     from ..job.policy import plan
 
     if placement == "per-device" and platform.device_count < PLAN_RANKS:

@@ -44,12 +44,9 @@ def _measurement(command: str):
 
 
 def judged_by(kind, report: Report) -> Report:
-    """``report`` with its verdicts derived again from its data by ``kind`` (a module of records.hooks.Kind's shape,
-    or None: a report of no kind keeps what it recorded), by the one rule that made them (records.make_report:
-    the worst of its kind's checks); a lab's stage by stage first (each stage's report judged again, the leftover
-    check from the processes it lists). catalog.judged finds the kind of any report (a stored PASS never
-    stands beside data that fails). A stage that ran nothing keeps what it recorded: why it could not run is all
-    the data it has. A check's report (judged on the runners' scale by check/judge.py) keeps its verdict."""
+    """``report`` with its verdicts derived again from its data by ``kind`` (None: it keeps what it recorded), by the
+    rule that made them (the worst of its kind's checks), a lab's stage by stage first, so a stored PASS never stands
+    beside data that fails. A stage that ran nothing, and a check's report (the runners' scale), keep theirs."""
     results = report.results
     if isinstance(results, RunRecord):
         stages = [_judged_stage(s) for s in results.stages]

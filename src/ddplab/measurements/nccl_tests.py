@@ -1,10 +1,6 @@
-"""Read nccl-tests text output (and its forks rccl-tests and mccl-tests, which print the
-same table) into rows ddplab can put beside its own.
-
-Robust to what real logs contain: NCCL/MCCL INFO and WARN lines interleaved with the
-table, `#` headers, tables with or without the redop/root columns, N/A cells, and
-several collectives in one file. Sizes, times (us) and GB/s are taken as printed, into the
-sweep's own row (records.sweep.SweepRow), so both line up in `ddplab compare`.
+"""Read nccl-tests text output (and rccl-tests' and mccl-tests', the same table) into the sweep's own rows, so
+both line up in `ddplab compare`. Robust to what real logs contain: INFO and WARN lines inside the table, `#`
+headers, tables with or without the redop/root columns, N/A cells, several collectives in one file.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Machine pairs: find the slow or broken machine of a job across machines.
 
-Every pair of machines is tested once, one rank on each (its machine's lowest), in rounds of disjoint
-pairs that run at the same time (cluster/topology.pairwise_plan: M - 1 rounds for M machines, M when M is
-odd). Each pair runs all_reduce at every size as the sweep does (warmup, -R repetitions of -n iterations,
-the median repetition, exact data checked), so its smallest size gives its latency and its largest its
-busbw. The finding (aggregate.judge_pairs) names the slowest pair, the pairs slower than the others by
-the stated rule, the broken ones, and the machine every flagged pair shares.
+Every pair of machines is tested once, one rank on each, in rounds of disjoint pairs (cluster/topology.pairwise_plan).
+Each pair runs all_reduce at every size as the sweep does: its smallest size gives its latency, its largest its
+busbw. The finding (aggregate.judge_pairs) names the slow and broken pairs and the machine every flagged pair shares.
 """
 
 from __future__ import annotations
@@ -33,11 +30,8 @@ DEFAULT_REPEAT = 3  # pairs are compared with each other: the median of three, a
 
 @dataclass(frozen=True, kw_only=True)
 class PairwiseConfig:
-    """Every pair of machines, one rank on each: all_reduce at each size, the slowest pair flagged.
-
-    Runs on every machine of the job, as the other commands do across machines (--nnodes, --rdzv-endpoint);
-    one rank per machine is enough (the default), more ranks wait while their machine's lowest one tests.
-    """
+    """Every pair of machines, one rank on each: all_reduce at each size, the slowest pair flagged. Runs on every
+    machine of the job; more ranks than one per machine wait while their machine's lowest one tests."""
 
     launch: LaunchOptions = nested(lambda: LaunchOptions(nproc=1), json={"flatten": True})
     sizes: tuple[int, ...] = spelt(SizeRange(), default=DEFAULT_SIZES)

@@ -1,23 +1,14 @@
-"""A size far off its neighbours: one sweep row much slower than the sizes either side of it.
-
-A spike is a finding to explain, never a number to average away: on 2x H200 single sizes
-came out 5-15x slower than nccl-tests while their neighbours matched (docs/metrics.md,
-"Steady sweep numbers"). The rule, per (op, placement) series ordered by size:
+"""A size far off its neighbours: one sweep row much slower than the sizes either side of it, a finding to explain,
+never a number to average away (docs/metrics.md). Per (op, placement) series ordered by size:
 
 - a size is a spike when its time is more than FACTOR x the time of BOTH neighbours;
-- the smallest size has only a larger neighbour and is compared with it alone;
-- the largest size has only a smaller neighbour, whose time is first scaled up by the
-  size ratio: a bandwidth-bound time grows in proportion to size, so with -f 4 the last
-  size of a smooth curve takes 4x its neighbour and must not be flagged.
+- the smallest size is compared with its larger neighbour alone;
+- the largest size with its smaller neighbour scaled up by the size ratio: a bandwidth-bound time grows with size,
+  so with -f 4 the last size of a smooth curve takes 4x its neighbour and must not be flagged.
 
-Inside the curve no scaling is needed: a smooth curve never takes longer than its
-larger neighbour, so it can never be more than 2x both. Pure: rows in, findings out
-(records.sweep.Spike).
-
-``judge`` is the one rule for what a spike does to a verdict (the sweep's and its check
-row's): WARN on an accelerator; on the host CPU the spikes are listed and printed but
-informational, because gloo on shared cores is disturbed by whatever else the machine
-runs (on a 2-core machine under load, repetitions of one size varied 4x).
+Inside the curve no scaling is needed: a smooth curve never takes longer than its larger neighbour.
+``judge``: WARN on an accelerator; informational on the host CPU, where gloo on shared cores is disturbed by
+whatever else the machine runs.
 """
 
 from __future__ import annotations

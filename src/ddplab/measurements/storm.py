@@ -1,14 +1,10 @@
 """The report's latency storm (10,000 x 4-byte all_reduce), measured properly.
 
-Mean latency as the report defines it (wall time of N calls / N) but synchronised, the report's own
-unsynchronised number beside it, the per-op distribution from a separate blocking pass, device-side
-time from events (so dispatch overhead is visible), every rank's CPU user/system time and context
-switches during the storm, and device utilisation from the 0.5 s sampler. Judged against a threshold
-chosen per setup (THRESHOLDS), or the user's.
-
-Through the torch engine (default), the collective library alone (``--engine library``), or both back to back,
-with what the framework adds per call (platform/library_engine.py). The numbers and the threshold are the engine's own;
-with both, torch's are judged as always and the library's stand beside them (its correctness judged too).
+Mean latency as the report defines it (wall time of N calls / N) but synchronised, the unsynchronised number beside
+it, the per-op distribution from a separate blocking pass, device time from events (dispatch overhead shows), each
+rank's CPU time and context switches, and device utilisation. Judged against a threshold per setup (THRESHOLDS).
+With ``--engine library`` or ``both``, the numbers are the engine's own; with both, torch's are judged as always and
+the library's stand beside them.
 """
 
 from __future__ import annotations
@@ -186,8 +182,7 @@ def checks(record: StormRecord) -> list[Check]:
 
 
 def library_checks(record: StormRecord) -> list[Check]:
-    """The library engine's rows: which library it called and, beside torch, its own latency (informational),
-    its correctness and what torch adds."""
+    """The library engine: which library it called, its own latency, its correctness and what torch adds."""
     if record.library is None:
         return []
     rows = library_engine.library_checks(record.library)

@@ -1,19 +1,11 @@
-"""nccl-tests from Python: the same sizes (-b/-e/-f), byte counts, bus factors (GB = 1e9) and columns,
-so the two outputs can be put side by side; a correctness check at every size with exact data.
+"""nccl-tests from Python: the same sizes (-b/-e/-f), byte counts, bus factors (GB = 1e9) and columns, so the two
+outputs can be put side by side; a correctness check at every size with exact data.
 
-Each size is measured -R times; the row reports the median repetition with its spread, its time averaged
-over ranks (nccl-tests -a 1) and algbw/busbw derived from it. A size far off its neighbours is a spike
-(measurements/spikes.py): a WARN finding, never a silent number. Whether the launcher's sampler queried the device
-during a timed repetition is recorded per repetition (supervision/timed_windows.py).
-
-Through the torch engine (default), the collective library alone (``--engine library``: the same rows, so
-`ddplab compare` lines it up with nccl-tests or a torch sweep), or both, each size's repetitions alternating
-between them, with what the framework adds per call at each size (platform/library_engine.py).
-
-Memory (platform/memory_plan.py): a sweep is refused before it starts only when not even its smallest size fits (exit
-2); the ranks plan every size against the machine as it is then and skip, together, a size it cannot hold: a SKIP
-row that says needed vs available, never a rank run into the OOM killer. Between sizes the ranks free what the
-last size left cached, so host RSS does not climb from size to size.
+Each size is measured -R times; the row reports the median repetition, averaged over ranks (nccl-tests -a 1). A size
+far off its neighbours is a spike (spikes.py): a WARN finding, never a silent number. The engine is torch, the
+collective library alone (the same rows, so `compare` lines it up), or both, with what torch adds per call.
+Memory: refused up front only when not even the smallest size fits (exit 2); the ranks plan every size and skip,
+together, one they cannot hold (a SKIP row, never the OOM killer), freeing each size's cache before the next.
 """
 
 from __future__ import annotations
@@ -145,8 +137,7 @@ def smallest_need(config: SweepConfig, placement: Placement) -> MemoryNeed:
 
 
 def needs_at(config: SweepConfig, size: int, world: int, route: memory_plan.Route) -> list[MemoryNeed]:
-    """What each collective of ``config`` needs per rank at ``size``, in each placement it runs, as the ranks will
-    plan it (workloads/memory.py)."""
+    """What each collective of ``config`` needs per rank at ``size``, in each placement, as the ranks plan it."""
     import torch
 
     elem = torch.tensor([], dtype=torch_dtype(config.dtype)).element_size()
@@ -166,10 +157,8 @@ class HostBound:
 
 
 def host_sizes_that_fit(config: SweepConfig, memory: MachineMemory) -> HostBound:
-    """On the host CPU (gloo, every tensor in host memory): ``config``'s sizes up to the last whose most demanding
-    collective all of this machine's ranks can hold in ``memory``, judged as the ranks judge each size when they
-    run it (memory_plan.judge). A plan made before the run, so that the run can say its sizes up front; the ranks
-    still plan every size against the machine as it is then."""
+    """On the host CPU: ``config``'s sizes up to the last whose most demanding collective this machine's ranks can
+    hold in ``memory``, planned before the run so it can say its sizes up front (the ranks still plan each size)."""
     route = memory_plan.Route.of("gloo", host_only=True)
     ranks = config.launch.nproc
     kept: list[int] = []
@@ -237,8 +226,7 @@ def summarise(session: SessionRecord, results: list[SweepRankResult], settings: 
 
 def engine_rows(per_rank_rows: list[list[SweepRankRow]], n: int, dtype: str, device_queries,
                 ceiling: CopyCeiling | None) -> list[SweepRow]:
-    """One engine's rows over every rank, as nccl-tests prints them, each busbw also as a fraction of the copy
-    ceiling where one was measured."""
+    """One engine's rows over every rank, each busbw also as a fraction of the copy ceiling where one was measured."""
     rows = merge_rows(per_rank_rows, n, dtype, device_queries)
     if ceiling is None:
         return rows
@@ -301,8 +289,7 @@ def memory_check(record: SweepRecord) -> list[Check]:
 
 
 def measured_rss(rows: list[SweepRow]) -> str | None:
-    """Per size, as the ranks measured it: the largest peak, and the RSS at the sizes' starts (flat when every
-    size was freed)."""
+    """The largest peak RSS, and the RSS at the sizes' starts (flat when every size was freed)."""
     measured = [r for r in rows if r.peak_rss_bytes is not None]
     if not measured:
         return None
@@ -315,8 +302,7 @@ def measured_rss(rows: list[SweepRow]) -> str | None:
 
 
 def library_checks(record: SweepRecord) -> list[Check]:
-    """The library engine's rows: which library it called and, beside torch, its correctness at every size and
-    what torch adds per call."""
+    """The library engine: which library it called, its correctness beside torch and what torch adds per call."""
     if record.library is None:
         return []
     rows = library_engine.library_checks(record.library)

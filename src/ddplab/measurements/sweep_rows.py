@@ -58,8 +58,7 @@ def memory_measured(same: tuple[SweepRankRow, ...]) -> dict:
 
 @dataclass(frozen=True)
 class MergedRepetition:
-    """One repetition over every rank: time averaged, the slowest rank, and whether a device query of the
-    sampler overlapped any rank's window."""
+    """One repetition over every rank: mean time, the slowest rank, whether a sampler query overlapped it."""
 
     time_us: float
     time_us_max_rank: float
@@ -77,7 +76,6 @@ def merge_repetitions(per_rank, device_queries=()) -> list[MergedRepetition]:
 
 
 def median_repetition(repetitions: list[MergedRepetition]) -> MergedRepetition:
-    """The median repetition by time; for an even count the lower middle one, so the row's
-    numbers always come from one repetition that was measured."""
+    """The median repetition by time (the lower middle for an even count): always one that was measured."""
     ordered = sorted(repetitions, key=lambda x: x.time_us)
     return ordered[(len(ordered) - 1) // 2]

@@ -1,10 +1,8 @@
 """The report's DDP experiment, run for real through elastic, with proof that gradients were synchronised.
 
-N ranks on one device (pseudo-DDP, each with an allocator cap) or one per device; the placement policy
-picks the backend and says why. Every rank proves synchronisation against a single-process reference
-(workloads/ddp_train.py says how); here the ranks' proofs are combined: parameters bit-identical across
-every rank of the job, every rank's gradient equal to the reference, and the negative control telling
-synchronised from unsynchronised gradients. Step time p50/p99 over all ranks' steps.
+N ranks on one device (each with an allocator cap) or one per device. Each rank proves synchronisation against a
+single-process reference (workloads/ddp_train.py); here the proofs are combined: parameters bit-identical on every
+rank, every gradient equal to the reference, and the negative control. Step time p50/p99 over all ranks' steps.
 """
 
 from __future__ import annotations

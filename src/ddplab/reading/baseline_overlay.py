@@ -1,7 +1,4 @@
-"""A baseline to draw beside a report's own lines: another ddplab run or nccl-tests output, read as `ddplab
-compare` reads it (comparison.load_input). report/page.py draws it dashed on the charts that offer an
-``Overlay`` (records/figures.py).
-"""
+"""A baseline to draw dashed beside a report's own lines: another ddplab run or nccl-tests output."""
 
 from __future__ import annotations
 

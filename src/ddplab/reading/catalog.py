@@ -1,14 +1,9 @@
-"""The catalog of every kind of report ddplab writes: the measurements (measurements/), and the other commands of
-the same shape (records.hooks.Kind): the lab itself (`run`), `launch` and `clean`; and the two read through records
-alone: a comparison's, whose record judges itself (`ddplab compare` reads reports through this catalog, so the
-catalog names only its records), and a check's, judged on the runners' scale by check/judge.py.
+"""The catalog of every kind of report ddplab writes: the measurements, `run`, `launch` and `clean` (of the shape
+records.hooks.Kind), and two read through records alone: a comparison's (its record judges itself) and a check's.
 
-Everything that reads a report of any kind goes through here: which Config and results classes it holds
-(``types_for``, handed to records.Report.from_json: records name no command's types), its check rows, and the
-verdict judged again from its data (``judged``, by measurements/judging.py, as the lab judges its stages). It sits
-above the lab (scripts/import_graph.py) and imports none of it: a kind's module is imported by name when a report of
-that kind is read (a lab's report imports the lab), so reading a sweep's report loads the sweep's kind and records,
-never what runs a lab.
+Everything that reads a report goes through here: its Config and results classes (``types_for``), its check rows,
+and the verdict judged again from its data (``judged``). It imports nothing of the lab: a kind's module is imported
+by name when a report of that kind is read, so reading a sweep's report never loads what runs a lab.
 """
 
 from __future__ import annotations
@@ -51,8 +46,7 @@ def kind_of(command: str):
 
 
 def _judge_of(command: str):
-    """What judges a report of ``command``: its kind, its record's class (a comparison: ``CompareRecord.checks(record)``
-    is the record's own checks), or nothing (a check)."""
+    """What judges a report of ``command``: its kind, its record's class (a comparison), or nothing (a check)."""
     return types_for(command)[1] if command in SELF_JUDGED else kind_of(command)
 
 
@@ -74,8 +68,7 @@ def types_for(command: str, where: str = "$.command") -> tuple[type, type, type]
 
 
 def report_from_json(doc: Any, where: str = "$") -> Report:
-    """Any report ddplab wrote, rebuilt and validated through this catalog (not judged again: ``read_report``
-    reads a file and judges it)."""
+    """Any report ddplab wrote, rebuilt and validated through this catalog (not judged again: ``read_report``)."""
     return Report.from_json(doc, where, types_for)
 
 
@@ -93,9 +86,8 @@ def judged(report: Report) -> Report:
 # ------------------------------------------------------------------------------------------- a report file
 
 def read_report(path: str) -> Report:
-    """A report file, read (records/load.py caps and decodes it), every field checked (UsageError names the file
-    and the first bad field: exit 2) and judged again from its data: the verdicts it stored are not taken on
-    trust."""
+    """A report file, read, every field checked (UsageError names the file and the first bad field: exit 2) and judged
+    again from its data: the verdicts it stored are not taken on trust."""
     return parse_report(read_bytes(path), path)
 
 

@@ -1,18 +1,13 @@
-"""What `ddplab compare` does, as a library: read two inputs, line up their timings, judge B against A.
+"""What `ddplab compare` does, as a library: read two inputs, line up their timings, judge B ("new") against A.
 
-An input is nccl-tests / rccl-tests / mccl-tests text (measurements/nccl_tests.py: sweep rows) or any ddplab JSON
-report, read and checked through the records (reading/catalog.py). A report's timings are whatever its results record
-gives through ``timed_rows(config)`` (records/compare.py), so a new measurement needs no change here; a lab
-report gives its stages' rows, prefixed with the stage's name. Rows are matched on (op, size, in-place);
-B is "new". A row of B slower than A beyond the tolerance is a regression; a size of B far off its own
-neighbours (measurements/spikes.py) is a spike instead: a finding to explain (WARN), not a slowdown of the whole stack.
-Two lab reports also compare their stages' verdicts: one that got worse fails the comparison.
+An input is nccl-tests-style text (sweep rows) or any ddplab JSON report, read through the records; a report's
+timings are its record's ``timed_rows(config)``, so a new measurement needs no change here. Rows match on (op, size,
+in-place). A row of B slower than A beyond the tolerance is a regression; a size of B far off its own neighbours is
+a spike instead (WARN). Two lab reports also compare their stages' verdicts.
 
-What A timed and B did not is never passed over ("1 rows compared ... PASS" over a B that lacked
-most stages): a stage A ran that B's lab report lacks fails, and so does a row of A, at a size the verdict
-judges, that B did not time, where B's kind of input times that collective and placement. Only a series B's
-tool never times at all (nccl-tests' out-of-place all_reduce against torch's, which is in place only) is a
-warning, named like the rest.
+What A timed and B did not is never passed over: a stage B lacks fails, and so does a row B did not time where B's
+kind of input times that collective and placement; only a series B's tool never times (nccl-tests' out-of-place
+all_reduce against torch's in-place one) is a warning.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""Typed records: what crosses a module boundary (a rank's result, a session's outcome, a measurement's
-results, a check row, a whole report), as frozen dataclasses with one JSON codec (codec.py).
-
-The HTML report, `compare` and the terminal read records, never raw dicts. Records import nothing of the
-platform, the lab or the reports (scripts/import_graph.py): which Config and results classes a command's report
-holds is the lab's knowledge (catalog.types_for), handed to ``core.Report.from_json``, so that any report
-ddplab wrote is rebuilt and validated (a crafted file is refused before anything renders it).
+"""Typed records: what crosses a module boundary, as frozen dataclasses with one JSON codec (codec.py). The HTML
+report, `compare` and the terminal read records, never raw dicts. Records import nothing of the platform, the lab or
+the reports: which classes a report holds is handed to ``core.Report.from_json`` (catalog.types_for), so any report
+ddplab wrote is rebuilt and validated, and a crafted file is refused before anything renders it.
 """
 
 from __future__ import annotations

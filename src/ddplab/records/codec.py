@@ -1,35 +1,25 @@
 """Frozen dataclasses <-> JSON, validated on the way in.
 
-``to_json(obj)`` turns a record into plain JSON values; ``from_json(cls, data)`` builds the record back and
-checks every field it reads: a missing required key or a value of the wrong type raises ``RecordError``
-naming the path (``$.results.ranks[1].pid``), what was expected and what was found. That is how `ddplab report`
-and `ddplab compare` refuse a crafted or damaged document before rendering anything.
+``to_json(obj)`` turns a record into plain JSON values; ``from_json(cls, data)`` builds it back and checks every field
+it reads: a missing key or a wrong type raises ``RecordError`` naming the path (``$.results.ranks[1].pid``), what was
+expected and what was found, so `ddplab report` and `compare` refuse a crafted or damaged document before rendering.
 
 Field metadata understood here (``dataclasses.field(metadata=...)``):
-  ``flatten``   - a nested dataclass whose keys are written into the parent object (today's flat JSON);
-                  keys the parent already wrote win; an Optional one reads back as None when none of its
-                  keys are there (a run that failed). A ``dict`` or ``Any`` field with ``flatten`` holds,
-                  when read back, the object's remaining keys (an open-ended part, e.g. a workload's
-                  per-rank result inside a rank's entry).
+  ``flatten``   - a nested dataclass whose keys are written into the parent object (keys the parent wrote win); an
+                  Optional one reads back as None when none of its keys are there. A ``dict`` or ``Any`` field with
+                  ``flatten`` reads back the object's remaining keys (an open-ended part).
   ``omit_none`` - leave the key out when the value is None.
-  ``omit_default`` - leave the key out when the value is the field's default (an option added later whose
-                  default keeps earlier documents' keys exactly as they were, e.g. ``engine: torch``).
+  ``omit_default`` - leave the key out at the field's default (an option added later keeps earlier documents' keys).
   ``json_name`` - the key in JSON when it differs from the field name.
   ``skip``      - never written (e.g. the platform, which the report envelope writes at its top level).
-  ``omit_with`` - the name of another field: this one is written (null included) exactly when that one is
-                  not None (a sweep row's bandwidths exist when the row was timed, null or not).
-  ``expect``    - (what it must be, predicate): a value read back must also pass the predicate; a value
-                  of the wrong type or failing it is refused as "must be <what it must be>".
-  ``keys``      - an open object (``dict[str, ...]``) whose known keys have types of their own: {key: type};
-                  a known key is read through its type, any other through the dict's value type.
-A record that refuses its values on construction (a Config's validation) is a RecordError at its path.
-A value the document holds for a field the record derives (``init=False``) is not read, but must have its type.
-An open part (an ``Any`` field) that only the record holding it can type (a rank's workload result) is checked
-through the type that record's ``json_parts()`` names, {(class, field): type}, key by key (a key it lacks is no
-error: earlier reports lacked today's), and keeps its JSON value.
-Unknown keys are ignored when reading, so a newer ddplab's report still loads; keys added since schema 1 have
-defaults, and a class with a ``json_upgrade(data) -> data`` static method rewrites what earlier versions spelt
-differently, so an older report still loads too.
+  ``omit_with`` - another field's name: this one is written (null included) exactly when that one is not None.
+  ``expect``    - (what it must be, predicate): a value read back must also pass the predicate.
+  ``keys``      - an open ``dict[str, ...]`` whose known keys have types of their own: {key: type}.
+A record that refuses its values on construction is a RecordError at its path. A derived field (``init=False``) is
+not read, but must have its type. An open part only its holder can type is checked through its holder's
+``json_parts()``, {(class, field): type}, key by key (a missing key is no error), and keeps its JSON value.
+Unknown keys are ignored, so a newer ddplab's report still loads; keys added since schema 1 have defaults, and a
+``json_upgrade(data) -> data`` static method rewrites what earlier versions spelt differently.
 """
 
 from __future__ import annotations

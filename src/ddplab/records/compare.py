@@ -1,12 +1,8 @@
 """Rows that `ddplab compare` lines up, from any source: nccl-tests text, a sweep, a storm, a train run.
 
-A ``TimedRow`` is keyed by (op, size_bytes, in_place). nccl-tests' importer (measurements/nccl_tests.py) and the sweep
-both produce the full ``SweepRow`` (records/sweep.py), whose ``timed_row()`` is its TimedRow; a storm
-becomes one row (op "storm", its pipelined mean) and a train run one (op "train", step p50).
-
-The hook: a results record that has ``timed_rows(config) -> list[TimedRow]`` can be compared, and compare
-needs no change for it (``timed_rows_of``). A record that holds other reports (the lab's RunRecord) gives
-its stages' rows, each prefixed with its stage name where that differs from the command (``stage_rows``).
+A ``TimedRow`` is keyed by (op, size_bytes, in_place); a storm becomes one row (op "storm"), a train run one (op
+"train"). Any results record with ``timed_rows(config)`` can be compared with no change to compare; the lab's gives
+its stages' rows, prefixed with the stage name where that differs from the command (``stage_rows``).
 """
 
 from __future__ import annotations
@@ -40,16 +36,14 @@ class TimedRow:
 
 @dataclass(frozen=True)
 class BaselineRows:
-    """Another run's or nccl-tests' timings, drawn dashed beside a report's own lines (reading/baseline_overlay.py reads
-    them, report/page.py draws them)."""
+    """Another run's or nccl-tests' timings, drawn dashed beside a report's own lines."""
 
     label: str  # e.g. "nccl-tests all_reduce_perf.txt"
     rows: list[TimedRow]
 
 
 def timed_rows_of(report) -> list[TimedRow]:
-    """Every timing a report (records.Report) holds: its results record's ``timed_rows`` (hooks.HasTimedRows), or
-    none."""
+    """Every timing a report holds: its results record's ``timed_rows`` (hooks.HasTimedRows), or none."""
     return list(report.results.timed_rows(report.config)) if isinstance(report.results, HasTimedRows) else []
 
 
@@ -142,7 +136,6 @@ class CompareRecord:
 
     @property
     def wrong(self) -> list[ComparedRow]:
-        """Rows where B's data was wrong."""
         return [r for r in self.rows if r.new_wrong]
 
     def spikes(self, min_size: int) -> list[ComparedRow]:
@@ -184,8 +177,7 @@ class CompareRecord:
         ]
 
     def figures(self, stage: str) -> list[LineChart]:
-        """Per collective, time and bus bandwidth against size: A dashed (the baseline), B solid, each placement;
-        B's slower rows and spikes ringed."""
+        """Per collective, time and busbw against size: A dashed, B solid; B's slower rows and spikes ringed."""
         out: list[LineChart] = []
         for op in dict.fromkeys(r.op for r in self.rows if r.size_bytes):
             rows = [r for r in self.rows if r.op == op and r.size_bytes]

@@ -1,16 +1,10 @@
 """The launch options every multi-rank command shares: ``LaunchOptions``, a frozen dataclass validated on
-construction. Each measurement's own Config lives beside it (``measurements/<name>.py``), the lab's in lab/run.py,
-`ddplab launch`'s in job/config.py, `clean`'s in lab/clean.py.
+construction (each measurement's own Config lives beside it).
 
-Validation here is pure (no probing, no I/O): ranges and names, through basics/validators.py. Checks that need the
-machine (is this backend available? are there enough devices?) live in ``job/policy.py`` and in each measurement's
-``run`` before it starts anything; the names of device types and backends are the vendor table's, which this
-module does not import: the command line checks them (cli_options.Vocabulary), and the platform again when it
-resolves the device. All of them raise ``UsageError`` before any process starts.
-
-Each field says how the command line spells it (basics/cli_options.py): the commands' options are made from the fields,
-their docstrings are the help, and ``to_argv`` gives the command line back (the lab writes it beside every stage,
-so a stage can be reproduced alone; a test parses it back with the command's own parser).
+Validation here is pure (ranges and names, no I/O); checks that need the machine live in ``job/policy.py`` and in
+each measurement's ``run``; the vendor table's names are checked by the command line and again by the platform. All
+raise ``UsageError`` before any process starts. The commands' options are made from the fields, their docstrings are
+the help, and ``to_argv`` gives the command line back, so a lab stage can be reproduced alone.
 """
 
 from __future__ import annotations

@@ -41,11 +41,8 @@ class ContentionRankResult:
 
 @dataclass(frozen=True, kw_only=True)
 class Efficiency:
-    """The K processes together against the ideal aggregate (measurements/contention.py says which ideal).
-
-    Reports written before the ideal had a basis carry only the first three keys; they were all measured
-    against the solo rate, so they read back with basis "device" (and are judged as on a device).
-    """
+    """The K processes together against the ideal aggregate (measurements/contention.py says which ideal). Reports
+    from before the ideal had a basis were all measured against the solo rate: they read back with basis "device"."""
 
     aggregate_tflops: float
     efficiency: float | None  # None: the ideal is unknown (usable cores unknown on the host)

@@ -31,9 +31,7 @@ _TYPES_FOR: contextvars.ContextVar = contextvars.ContextVar("ddplab_report_types
 
 
 class Verdict(str, enum.Enum):
-    """ddplab's one vocabulary, the same word in the terminal, the page, the JSON and `check`'s records: PASS (held
-    to a threshold and met it), WARN, FAIL, SKIP (could not run here: recorded, not judged) and INFO (a number
-    recorded and shown, held to nothing)."""
+    """ddplab's one vocabulary, the same word in the terminal, the page, the JSON and `check`'s records."""
 
     PASS = "pass"
     WARN = "warn"
@@ -76,9 +74,8 @@ class Check:
 
 @dataclass(frozen=True)
 class Report:
-    """The JSON document of one command: its config, the platform, the results record and the verdict; and the
-    check rows that verdict is the worst of, as the lab judged them (``checks``: derived, never written; None
-    where nobody judged the report, e.g. one read back and not judged again)."""
+    """The JSON document of one command: config, platform, results and verdict; and the check rows the verdict is the
+    worst of (``checks``: never written; None where nobody judged the report, e.g. one read back)."""
 
     command: str
     config: Any
@@ -103,8 +100,7 @@ class Report:
 
     @classmethod
     def from_json(cls, data: Any, where: str = "$", types_for=None) -> "Report":
-        """Read and validate a report written by any ddplab command (RecordError names the first bad field), with
-        the catalog ``types_for`` (catalog.report_from_json hands it the lab's)."""
+        """Read and validate a report of any command with ``types_for`` (RecordError names the first bad field)."""
         types_for = types_for or _TYPES_FOR.get()
         if types_for is None:
             raise TypeError("Report.from_json needs the catalog of report types: use catalog.report_from_json")
@@ -134,10 +130,8 @@ class Report:
 
 
 def make_report(kind, config: Any, record: Any) -> Report:
-    """The report of one run of a kind (records.hooks.Kind: a measurement, the lab, a launch, a clean, a
-    comparison): its config as it ran, the machine, its record, and the one verdict rule, the worst of the kind's
-    checks. Every report ddplab writes is made here, and a report read back is judged again by the same rule
-    (catalog.judged)."""
+    """The report of one run of a kind: its config as it ran, the machine, its record and the one verdict rule, the
+    worst of the kind's checks. Every report is made here; one read back is judged by the same rule (catalog.judged)."""
     if isinstance(kind, ChoosesAtRun):
         config = kind.config_as_run(config, record)
     checks = tuple(kind.checks(record))
@@ -169,9 +163,8 @@ def rows_of(report: Report) -> list[Check]:
 
 
 def _with_envelope(results: Any, **parts: Any) -> Any:
-    """A record that keeps its machine (``platform``) or what it was judged with (``config``: a comparison's
-    tolerance) beside its results, in a field the envelope writes at its top level, gets it back, so that its
-    checks judge the same record that was written."""
+    """Give a record back what the envelope writes at its top level (``platform``, a comparison's ``config``), so
+    that its checks judge the same record that was written."""
     if not dataclasses.is_dataclass(results):
         return results
     names = {f.name for f in dataclasses.fields(results)}

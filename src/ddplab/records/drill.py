@@ -1,10 +1,6 @@
 """The fault drills' records: what the ranks of a drill run and return, what each drill found, and the drills
-as reported (measurements/drill.py).
-
-A ``DrillOutcome`` carries what every drill measures (the fault injected, the first detection, the culprits
-ddplab and torchrun name, what was left running, device memory) and, in ``details``, the few numbers only
-one drill has (stall's two runs, straggler's latencies...). ``details`` is written beside the rest; read
-back it is an open object, since nothing reads those numbers by name but the terminal, which shows them all.
+as reported. A ``DrillOutcome`` carries what every drill measures and, in ``details``, the few numbers only one drill
+has; read back ``details`` is an open object, since only the terminal reads those numbers, and it shows them all.
 """
 
 from __future__ import annotations

@@ -37,8 +37,7 @@ class TwoRankPlan:
     nproc: int
     will_work: bool
     reason: str
-    # The policy's refusal (a DdplabError's reference): a warning, unlike a machine that simply has too few
-    # devices for the placement.
+    # The policy's refusal (a DdplabError's reference): a warning, unlike a machine with too few devices.
     error: str | None = field(default=None, metadata=OMIT)
     planned: PlannedSetup | None = field(default=None, metadata=flatten())
 
@@ -61,8 +60,7 @@ class EnvRecord:
     per_device: TwoRankPlan
     listen: Listened | None = None  # reports before runs were pinned to loopback have none
     survey: Survey = field(default_factory=lambda: Survey([], []), metadata=flatten())
-    # Whether the library engine can run here: the vendor's binding, importable or why not, and
-    # whether its calls reach the copy of the collective library torch's calls bind to. Reports before it: none.
+    # Whether the library engine can run here (the binding, and which library copy its calls reach); older: none.
     library_binding: BindingStatus | None = None
     # The machine described: written at the report's top level, not inside results.
     platform: Any = field(default=None, metadata=SKIP, compare=False)

@@ -1,10 +1,6 @@
-"""Charts a record offers for the HTML report, as data: the report draws them (report/page.py) without
-knowing which measurement they came from, so a new measurement adds a chart without touching the HTML.
-
-A record's ``figures(stage)`` returns these; ``section`` is the heading they appear under, ``id`` the
-element id (tests and users find a chart by it; the report makes repeated ids unique). An axis says what its
-values are (``x_unit``/``y_unit``: report/scales.py's BYTES, MICROSECONDS, SECONDS, GBPS, MIB, COUNT, PLAIN), so
-its ticks read in that unit.
+"""Charts a record offers for the HTML report, as data, so a new measurement adds a chart without touching the
+HTML. ``section`` is the heading a figure appears under, ``id`` its element id (tests and users find a chart by it);
+an axis names its unit (report/scales.py), so its ticks read in that unit.
 """
 
 from __future__ import annotations

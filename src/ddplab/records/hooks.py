@@ -1,20 +1,15 @@
-"""What a results record may offer beyond its data, declared (``typing.Protocol``) rather than looked up by name:
-the HTML report, `compare`, the lab and the verdict test a record with ``isinstance`` against these, so a record
-that offers one says so by having its method, and a typo in its name is a type error, not a silent miss.
+"""What a results record may offer beyond its data, declared (``typing.Protocol``) rather than looked up by name, so
+that a typo in a method's name is a type error, not a silent miss.
 
-    Drawn         figures(stage) -> the charts and tables report.html draws (records/figures.py)
-    HasTimedRows  timed_rows(config) -> the rows `ddplab compare` lines up (records/compare.py)
+    Drawn         figures(stage) -> the charts and tables report.html draws
+    HasTimedRows  timed_rows(config) -> the rows `ddplab compare` lines up
     StartsRuns    run_ids() -> the run ids it started (the lab's leftover check looks for their processes)
-    Staged        stage_verdicts() -> each stage's verdict (a lab's, a check's: compared stage by stage)
-    InSession     session: the SessionRecord of the ranks it ran (its run id, its platform)
-    OnMachine     platform: the machine it ran on, kept beside its results (written at the report's top)
+    Staged        stage_verdicts() -> each stage's verdict (compared stage by stage)
+    InSession     session: the SessionRecord of the ranks it ran
+    OnMachine     platform: the machine it ran on (written at the report's top)
     Interruptible interrupted: whether a stop signal cut it short
 
-And what makes a report (``core.make_report``) may ask of the module it is given, a kind (measurements/__init__.py):
-
-    Kind          NAME, SUMMARY, Config, Record, run(config, observer), checks(record), summary(record)
-    ChoosesAtRun  config_as_run(config, record) -> the config with what was chosen when it ran (sweep: -R for the
-                  device; the lab: its stages' command lines; a launch: the rendezvous it chose)
+And what ``core.make_report`` may ask of a kind (measurements/__init__.py): ``Kind`` and ``ChoosesAtRun``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""`ddplab launch`: one supervised job of the user's own, as reported in <job dir>/report.json.
-
-Everything a page about the job needs is here: how it ended and who noticed, each rank's exit and error, the
-culprit ranks with the collective and the evidence (with the collective library's own RAS answer when
---ras asked for it), where every rank's stacks and flight record are, each rank's memory and CPU time while
-it ran, and what was still running afterwards. The command line is the report's config
-(job/config.UserJobConfig.to_argv). ``figures`` draws it for report.html (report/page.py).
+"""`ddplab launch`: one supervised job of the user's own, as reported in <job dir>/report.json: how it ended and
+who noticed, each rank's exit and error, the culprit and its evidence, the stacks and flight records, each rank's
+memory and CPU time, and what was still running afterwards. The command line is the report's config.
 """
 
 from __future__ import annotations
@@ -101,11 +97,9 @@ class LaunchRecord:
     timeseries: Timeseries | None = field(default=None, metadata=OMIT)
     # Where the job's rendezvous store and the ranks' collective sockets listened; None in reports before it.
     listen: Listened | None = field(default=None, metadata=OMIT)
-    # What the job's ranks started and left running when the job ended, which ddplab then ended (a data-loader
-    # worker, a helper in a session of its own): the job's whole process tree ends with it.
+    # What the ranks left running when the job ended, which ddplab then ended: the whole process tree ends with it.
     ended_after: list[LeftProcess] = field(default_factory=list, metadata=OMIT_DEFAULT)
-    # Which rank made the others wait while the job ran, from the ranks' flight recorders (supervision/stragglers.py);
-    # None in reports before it.
+    # Which rank made the others wait while the job ran, from the ranks' flight recorders; None in reports before it.
     stragglers: StragglerReport | None = field(default=None, metadata=OMIT)
     # Derived from the ranks and left_running, written for readers of the JSON.
     stacks: dict[int, str] = field(init=False, default_factory=dict)

@@ -1,12 +1,6 @@
-"""The engines a storm or a sweep times a collective through, as records.
-
-- ``BindingStatus``: whether the vendor's binding imports here and which copy of the collective library its
-  calls reach (``ddplab env``, and every report the library engine ran in).
-- ``LibraryEngineRecord``: what the library engine called, written beside its rows.
-- ``AddedCost``: one size timed by both engines, and what the framework adds per call (``--engine both``).
-
-The engine names (engines.ENGINES) are "torch" (torch.distributed, the report's own method), "library" (the
-collective library called through the vendor's binding, on the same buffers) and "both".
+"""The engines a storm or a sweep times a collective through, as records: ``BindingStatus`` (whether the vendor's
+binding imports here and which copy of the library its calls reach), ``LibraryEngineRecord`` (what the library engine
+called) and ``AddedCost`` (what torch adds per call at one size, with ``--engine both``).
 """
 
 from __future__ import annotations
@@ -16,8 +10,7 @@ from dataclasses import dataclass, field
 from .figures import LineChart, Series, Table
 
 TORCH, LIBRARY = "torch", "library"
-# A row of the library engine beside the torch engine's in one report: its op carries this prefix, so a report
-# of both engines compared with another lines up each engine with its own kind (records/compare.py).
+# A library-engine row's op carries this prefix, so that `compare` lines up each engine with its own kind.
 LIBRARY_PREFIX = "library:"
 
 

@@ -1,8 +1,7 @@
 """Reading a ddplab JSON report back from a file, the part records can do alone: the file (its size capped before it
 is read), its encoding, its JSON, and how a bad field is said. catalog.read_report then reads every field through
-the records (Report.from_json) with the catalog of report types, so a report from another machine, another
-version or anyone's editor is refused (exit 2, naming the file, the first bad field and what it must be) before
-anything renders or compares it, and judges it again from its data, not from the verdicts it stored.
+the records, so that a report from anywhere is refused (exit 2, naming the file and the first bad field) before
+anything renders or compares it.
 """
 
 from __future__ import annotations
@@ -16,9 +15,8 @@ from ..errors import UsageError
 from .codec import RecordError
 
 HINT = "the file is not a ddplab report as this version writes it"
-# The largest report ddplab has written (docs/results: the full lab on two GPUs, 2.2 MB) fifteen times over;
-# a file beyond it is refused before it is read, so a huge one cannot exhaust memory (a 3 GB file once took
-# 3.1 GB before it was refused). nccl-tests output, the other input of `compare`, is far smaller.
+# The largest report ddplab has written (the full lab on two GPUs, 2.2 MB) fifteen times over: a file beyond it is
+# refused before it is read, so a huge one cannot exhaust memory. nccl-tests output is far smaller.
 MAX_INPUT_BYTES = 32 * 1024 * 1024
 
 

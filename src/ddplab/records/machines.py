@@ -1,15 +1,10 @@
-"""A job across machines, as its reports show it: every rank and its machine, the groups of ranks a
-measurement was repeated on (the whole job, each machine, one rank per machine, a machine pair), and the
-findings about machine pairs (docs/metrics.md, "Across machines").
+"""A job across machines, as its reports show it: every rank and its machine, the groups of ranks a measurement
+was repeated on, and the findings about machine pairs (docs/metrics.md, "Across machines").
 
-Each launcher only gets its own ranks back from elastic, so the ranks gather what the report needs from
-each other before they end (workloads/machines.py): every machine's report then carries every rank of the
-job. A machine is named by its address toward the rendezvous endpoint where the launcher knows it
-(``DDPLAB_NODE_ADDR``: network namespaces and containers may share one hostname), else by its hostname.
-
-The rank side hands the launcher a ``GatheredJob`` inside its workload's result, in a field the codec
-never writes (``skip``): the launcher turns it into the records below (measurements/aggregate.py), written once per
-report instead of once per rank.
+Each launcher gets only its own ranks back from elastic, so the ranks gather from each other before they end and
+every machine's report carries every rank. A machine is named by its address toward the endpoint where known
+(network namespaces and containers may share one hostname), else by its hostname. The rank side's ``GatheredJob`` is
+never written per rank (``skip``): the launcher turns it into the records below, once per report.
 """
 
 from __future__ import annotations
@@ -79,7 +74,6 @@ class GatheredJob:
     rounds: list[list[int]] = field(default_factory=list)  # the groups run at the same time (pairwise rounds)
 
     def results_of(self, group: int) -> list[GroupResult]:
-        """The group's members' results, by rank."""
         return sorted((r for r in self.results if r.group == group), key=lambda r: r.rank)
 
 

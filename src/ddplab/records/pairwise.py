@@ -25,10 +25,7 @@ class PairwiseRankResult:
 
 @dataclass(frozen=True)
 class PairwiseRecord:
-    """Every machine pair: its all_reduce rows, its latency and busbw, and the finding over all pairs.
-
-    ``machines``, ``finding`` are None when the ranks did not finish (nothing was gathered).
-    """
+    """Every machine pair: its all_reduce rows, latency and busbw, and the finding (None: the ranks did not finish)."""
 
     session: SessionRecord = field(metadata=flatten())
     method: str

@@ -45,14 +45,12 @@ class RunRecord:
     interrupted: bool = False  # the first lab reports could not be interrupted
     duration_s: float | None = None
     out: str = ""
-    # Kept beside the results, not in them (the report writes both at its top level): the machine the env stage
-    # found, and the config as planned (each stage's command line), the report's "config" (lab.config_as_run).
+    # Written at the report's top level, not in results: the machine the env stage found, the config as planned.
     platform: Any = field(default=None, metadata=SKIP, compare=False)
     ran_with: Any = field(default=None, metadata=SKIP, compare=False)
 
     def timed_rows(self, config=None) -> list:
-        """Every stage's comparable rows, prefixed with the stage's name where it differs from its command
-        (so two runs of one profile line up stage by stage)."""
+        """Every stage's comparable rows, prefixed with its name where that differs from its command (stage_rows)."""
         return [row for s in self.stages if s.report is not None for row in stage_rows(s.name, s.report)]
 
     def stage_verdicts(self) -> dict[str, Verdict]:

@@ -1,15 +1,9 @@
-"""What one multi-rank run produced, as every measurement reports it: placement, each rank's outcome,
-the sampler's time series, the watcher's hang and the judge's culprit (records/supervision.py), and how the
-launch ended.
+"""What one multi-rank run produced, as every measurement reports it: placement, each rank's outcome, the sampler's
+time series, the hang and the culprit, and how the launch ended. ``SessionRecord`` is flattened into each
+measurement's ``results``, so its keys sit beside the measurement's own.
 
-``SessionRecord`` is flattened into each measurement's ``results`` (the JSON keys ``backend``, ``ranks``,
-``timeseries``... sit beside the measurement's own), so the JSON contract is kept.
-
-A session's record holds parts it cannot type itself (codec.py ``json_parts``, ``parts_typed``): the placement,
-written from records.placement.Placement, and its sharing daemon's account, wherever a session is reported (every
-report: ``report_parts``), and each rank's workload result, whose type depends on the measurement (its record's
-``json_parts``: ``session_parts``). Naming them here lets a report read back check them as strictly as the rest: a
-string where a rank wrote a number is refused, naming the field.
+The parts a session cannot type itself (the placement and its sharing daemon's account: ``report_parts``; each rank's
+workload result: ``session_parts``) are named here, so that a report read back checks them as strictly as the rest.
 """
 
 from __future__ import annotations
@@ -115,8 +109,7 @@ class Timeseries:
     device_queries_kept_out_of_timed_windows: bool = False
     device_queries: int = 0
     device_queries_skipped_while_timing: int = 0
-    # Wall time of the first sample's clock (t_s = 0): where a fault and its detection fall on the charts. Reports
-    # older reports have none.
+    # Wall time of the first sample's clock (t_s = 0): where a fault and its detection fall on the charts.
     started_at: float | None = field(default=None, metadata=OMIT)
 
     def memory(self) -> MemorySeries:
@@ -206,8 +199,7 @@ class RankOutcome:
     peaks: SamplerPeaks | None = field(default=None, metadata=flatten())
     world_size: int | None = field(default=None, metadata=OMIT)
     hostname: str | None = field(default=None, metadata=OMIT)
-    # its machine's address toward the rendezvous endpoint (a job across machines, where every machine may
-    # share one hostname); absent on one machine
+    # its machine's address toward the endpoint (machines may share one hostname); absent on one machine
     address: str | None = field(default=None, metadata=OMIT)
     backend: str | None = field(default=None, metadata=OMIT)
     memory_cap_applied: bool | None = field(default=None, metadata=OMIT)
@@ -237,8 +229,7 @@ class SessionRecord:
     listen: Listened | None = None  # where the run listened (cluster/exposure.py); reports before it have none
     interrupted: bool = False
     hang: Hang | None = None
-    # Who held the others up, when the run did not succeed (supervision/judge.py: the same judge as
-    # `ddplab launch`'s). Older reports have none.
+    # Who held the others up, when the run did not succeed (the same judge as `ddplab launch`'s).
     culprit: Culprit | None = field(default=None, metadata=OMIT)
     machines_lost: MachineLoss | None = field(default=None, metadata=OMIT)  # several machines: who vanished
     expected_failure: str | None = None

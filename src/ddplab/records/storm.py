@@ -75,8 +75,7 @@ class StormRecord:
     within_threshold: bool
     machines: StormMachines | None = field(default=None, metadata=OMIT)  # several launchers
     summary: StormSummary | None = field(default=None, metadata=flatten())
-    # The library engine: which engine the numbers above are (the library's when it ran alone), and,
-    # with both, the library's own numbers beside torch's and what torch adds per call.
+    # Which engine the numbers above are; with both, the library's own numbers and what torch adds per call.
     engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)
     library: LibraryEngineRecord | None = field(default=None, metadata=OMIT)
     library_summary: StormSummary | None = field(default=None, metadata=OMIT)
@@ -96,8 +95,7 @@ class StormRecord:
         return rows
 
     def figures(self, stage: str) -> list:
-        """The per-op latency histogram (log bins), against the threshold; across machines, the storm inside
-        and between them."""
+        """The per-op latency histogram against the threshold; across machines, the storm inside and between them."""
         across = self.machines.figures(stage) if self.machines else []
         if self.summary is None or self.summary.per_op_histogram is None:
             return across

@@ -28,8 +28,7 @@ class GroupArrivals:
 
 @dataclass(frozen=True)
 class RankArrivals:
-    """What one rank publishes (ranks/<rank>/arrivals.json, and the job's store across machines): the collectives
-    of its last minute or so, read from its own flight recorder at a slow cadence."""
+    """What one rank publishes: the collectives of its last minute or so, from its own flight recorder."""
 
     rank: int
     host: str | None
@@ -44,8 +43,8 @@ class RankArrivals:
 
 
 def arrivals_from_json(data: Any) -> RankArrivals:
-    """What a rank wrote, read back: its few fields through the codec, its lists of thousands of numbers checked by
-    their types here (the codec's check of each element cost the launcher about 17 ms per rank per read)."""
+    """What a rank wrote, read back: its few fields through the codec, its lists of thousands of numbers checked here
+    (the codec's check of each element costs the launcher too much on every read)."""
     if not isinstance(data, dict) or not isinstance(data.get("groups"), dict):
         raise RecordError("$.groups", "an object of process groups", data)
     groups = {}

@@ -35,13 +35,10 @@ class GroupProgress:
 
 @dataclass(frozen=True, kw_only=True)
 class RankState:
-    """One rank's status: its file on its machine (<run dir>/ranks/<rank>/status.json) and, in a job across
-    machines, its record in the job's store (supervision/beacon.py writes both; cluster/status_store.py reads
-    the store from any machine).
-
-    Progress is told two ways, both optional: the collectives a lab workload counts itself (``seq`` entered,
-    ``done`` completed), and what the flight recorder says of every process group (``progress``), which is all a
-    user's script gives. ``where`` is the main thread's location, read from a side thread."""
+    """One rank's status: its status.json on its machine and, across machines, its record in the job's store
+    (supervision/beacon.py writes both). Progress is told by the collectives a lab workload counts (``seq``, ``done``)
+    and by the flight recorder's counters per process group (``progress``: all a user's script gives); ``where`` is the
+    main thread's location, read from a side thread."""
 
     rank: int
     local_rank: int | None = None  # reports before ranks were numbered per machine have none
@@ -172,8 +169,7 @@ class Culprit:
 
     @classmethod
     def from_earlier_hang(cls, hang: dict) -> dict | None:
-        """Older reports, from before one supervisor served every job, kept the lab's culprit inside its hang
-        record: as this record, in JSON."""
+        """Older reports kept the lab's culprit inside its hang record: as this record, in JSON."""
         if not isinstance(hang, dict) or "culprit_ranks" not in hang:
             return None
         return {"ranks": hang["culprit_ranks"], "kind": "named by an earlier ddplab", "reason": hang.get("reason", ""),
@@ -203,9 +199,8 @@ class RasAnswer:
 
 @dataclass(frozen=True, kw_only=True)
 class Hang:
-    """What the watcher did when it declared a hang: no rank progressed for the hang timeout while a rank waited
-    (supervision/watcher.py). Who is to blame is the judge's (``Culprit``), from this and every other piece of
-    evidence."""
+    """What the watcher did when it declared a hang: no rank progressed for the hang timeout while a rank waited.
+    Who is to blame is the judge's (``Culprit``)."""
 
     declared_at: float
     last_progress_at: float

@@ -24,8 +24,7 @@ TIMED = {"omit_with": "time_us"}
 
 @dataclass(frozen=True)
 class SweepSettings:
-    """What every rank of a sweep runs (rank side of measurements.sweep.SweepConfig, with what the launcher
-    resolved)."""
+    """What every rank of a sweep runs: the SweepConfig, with what the launcher resolved."""
 
     ops: tuple[str, ...]
     sizes: tuple[int, ...]
@@ -93,11 +92,8 @@ class SweepRankResult:
 
 @dataclass(frozen=True)
 class SweepRow:
-    """One nccl-tests row: a size of one collective in one placement, timed and checked, or why not.
-
-    The sweep writes it (time averaged over ranks, median repetition) and measurements/nccl_tests.py reads it from
-    nccl-tests' text; ``timed_row()`` is what `ddplab compare` lines up.
-    """
+    """One nccl-tests row: a size of one collective in one placement, timed and checked, or why not; the sweep writes
+    it and measurements/nccl_tests.py reads it from nccl-tests' text."""
 
     op: str  # ddplab's collective name; "" when an nccl-tests table named none
     dtype: str
@@ -155,8 +151,7 @@ class Spike:
 
 @dataclass(frozen=True)
 class SamplerRecord:
-    """Whether the launcher's sampler ran, whether it kept out of timed windows, and whether it did
-    (supervision/timed_windows.py): each repetition's window against each device query."""
+    """Whether the launcher's sampler ran, whether it meant to keep out of timed windows, and whether it did."""
 
     on: bool
     device_queries_kept_out_of_timed_windows: bool
@@ -172,8 +167,7 @@ class SamplerRecord:
 
 @dataclass(frozen=True)
 class GroupSweepRow:
-    """One size of all_reduce on one group of ranks, merged as the sweep's own rows are (busbw for the group's
-    size): the group's keys (scope, machines, ranks) beside the row's."""
+    """One size of all_reduce on one group of ranks, merged as the sweep's rows are, beside the group's keys."""
 
     group: Group = field(metadata=flatten())
     row: SweepRow = field(metadata=flatten())
@@ -206,10 +200,7 @@ class SweepMachines:
 
 @dataclass(frozen=True)
 class SweepRecord:
-    """The sweep as reported: the session, every row, the correctness totals, spikes and the sampler.
-
-    Fields with defaults are the ones reports of earlier versions lack (they still load in `ddplab compare`).
-    """
+    """The sweep as reported. Fields with defaults are the ones reports of earlier versions lack."""
 
     session: SessionRecord = field(metadata=flatten())
     mode: str
@@ -225,8 +216,7 @@ class SweepRecord:
     spikes: list[Spike] | None = None  # None: a report from before spikes were looked for
     spike_rule: str = ""
     sampler: SamplerRecord | None = None
-    # The library engine: which engine ``rows`` are (the library's when it ran alone), and, with both,
-    # the library's rows beside torch's and what torch adds per call at each size.
+    # Which engine ``rows`` are; with both, the library's rows beside torch's and what torch adds per call.
     engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)
     library: LibraryEngineRecord | None = field(default=None, metadata=OMIT)
     library_rows: list[SweepRow] | None = field(default=None, metadata=OMIT)
@@ -260,10 +250,9 @@ class SweepRecord:
         return rows + [replace(t, op=LIBRARY_PREFIX + t.op) for t in library]
 
     def figures(self, stage: str) -> list[LineChart]:
-        """Per collective, the two plots nccl-tests' numbers are read from: time against message size (log-log:
-        small messages are read there) and bus bandwidth (algbw at one rank) against size (log x), each with
-        out-of-place and in-place lines and the spikes ringed; busbw with the device copy ceiling where the ranks
-        share a device. Each offers a baseline overlay (reading/baseline_overlay.py) under the op `compare` gives it."""
+        """Per collective, the two plots nccl-tests' numbers are read from: time against size (log-log) and busbw (algbw
+        at one rank) against size, out-of-place and in-place, spikes ringed, the copy ceiling where the ranks share a
+        device; each offers a baseline overlay under the op `compare` gives it."""
         timed = [r for r in self.rows if r.size_bytes and r.time_us]
         if not timed:
             return []

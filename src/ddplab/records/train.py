@@ -83,11 +83,8 @@ class TrainRankResult:
 
 @dataclass(frozen=True)
 class TrainRecord:
-    """The DDP experiment as reported: the session, the synchronisation proofs over all ranks, step times.
-
-    The proofs are None when the run did not complete (nothing was proven either way);
-    ``local_grad_differs`` is also None with one rank (no negative control possible).
-    """
+    """The DDP experiment as reported. The proofs are None when the run did not complete (nothing was proven either
+    way); ``local_grad_differs`` is also None with one rank (no negative control possible)."""
 
     session: SessionRecord = field(metadata=flatten())
     params_identical: bool | None

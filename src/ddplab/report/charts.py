@@ -1,10 +1,8 @@
-"""The figures a record offers (records/figures.py), drawn as inline SVG: readable without JavaScript, offline.
+"""The figures a record offers, drawn as inline SVG: readable without JavaScript, offline.
 
-Every axis has labelled ticks in its unit (scales.py); numeric tick labels carry the class ``tick-x`` or
-``tick-y`` and category labels ``tick-cat`` (tests count them). Lines of a baseline (another run, nccl-tests)
-are dashed; spikes are ringed; marks (a fault, its detection, p50 and p99, a threshold) are vertical lines
-with their label. Markup is built only with ``h()``: this module's own literal SVG, every value in it escaped
-by MarkupSafe (the library the page's autoescape uses), and the one place a drawing is marked safe.
+Every axis has labelled ticks in its unit (scales.py), classed ``tick-x``, ``tick-y`` or ``tick-cat`` (tests count
+them). Baseline lines are dashed, spikes ringed, marks are labelled vertical lines. Markup is built only with ``h()``:
+every value escaped by MarkupSafe (as the page's autoescape is), the one place a drawing is marked safe.
 """
 
 from __future__ import annotations
@@ -241,8 +239,7 @@ SPAN_FILL = {"done": "#9ecae1", "pending": "#fdae6b", "culprit-last": "#d62728",
 
 
 def _lane_timeline(f: LaneTimeline) -> Markup:
-    """Ranks as lanes, each collective a bar from its enqueue to its end; the culprit's last entry and the
-    entries the others wait in stand out."""
+    """Ranks as lanes, each collective a bar from enqueue to end; the culprit's last entry and the stuck ones marked."""
     width, label_w, lane_h = 1180, 300, 38
     ends = [t for lane in f.lanes for s in lane.spans for t in (s.start_s, s.end_s)] + [m.x for m in f.marks]
     lo, hi = cs.domain(ends or [0.0, 1.0], False)

@@ -1,26 +1,16 @@
-"""A `ddplab launch` job's collectives as a timeline: every rank's flight-recorder entries, from the flight
-records the report names (``ranks[].flight_record``), display-free.
+"""A `ddplab launch` job's collectives as a timeline, from the flight records the report names
+(``ranks[].flight_record``), display-free: ``trace_events`` (a Chrome trace-event document for Perfetto: a process
+per rank, a thread per process group, each collective an "X" event, the hang an instant event; microseconds from the
+first entry) and ``lane_timeline`` (report.html's last entries per rank, the culprit's last and the stuck ones marked).
 
-Two readers share one reading of the records:
-- ``trace_events``: a Chrome trace-event document (opens in Perfetto or chrome://tracing): one process per
-  rank, one thread per process group, each collective an "X" event from its enqueue to its end, the hang and
-  its last progress as instant ("i") events; ``ts``/``dur`` in microseconds from the first recorded entry.
-- ``lane_timeline``: the same for report.html (records/figures.py LaneTimeline), the last entries of each rank,
-  with the culprit's last entry and the entries the other ranks are stuck in highlighted.
+Whether an entry completed is what the rank's own record says (NCCL's entries carry times, gloo's stay "scheduled"):
+its state, else its group's ``last_completed_collective`` in ``pg_status``, else ``retired``. A collective the rank
+was waiting in when the hang was declared is drawn waiting up to the declaration, even where a later dump has it
+completed. An entry ends at its completion time, else (completed) the next entry's enqueue, else (pending) the dump
+or the declaration; each event says which.
 
-What a recorder keeps differs by backend: NCCL's entries carry when a collective started and completed; gloo's
-(torch 2.13) stay "scheduled" with no times. Whether an entry completed is what the rank's own record says of it:
-its state "completed", else its group's ``last_completed_collective`` in the record's ``pg_status`` (the backend's
-own count; a collective, not a point-to-point call), else ``retired``. A collective the rank was waiting in when
-the hang was declared (its status then: past its group's completed count, up to its enqueued one) is drawn
-waiting up to the declaration, even where a record dumped later has it completed: the rank ran on after the hang.
-An entry's end is therefore, in this order: its completion time; for a completed entry, the next entry's enqueue
-(it completed before then); for one still pending, when the record was dumped (or the hang declared). Each
-event says which.
-
-The paths in a report are absolute on the machine that ran the job; a report moved elsewhere (a bug report, a
-test fixture) finds its files relative to its own directory instead. Flight records are read as JSON only
-(ddplab's beacon writes JSON), never unpickled: a report's directory may come from anywhere.
+A report moved elsewhere finds its files relative to its own directory. Flight records are read as JSON only, never
+unpickled: a report's directory may come from anywhere.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""What report.html draws for a `ddplab launch` job, and the units of the sampler's charts, display-free.
-
-The job's page leads with its collectives per rank (flight_timeline.py: the hang as a timeline, the culprit
-named), then the culprit table, the ranks, where the job listened, and each rank's memory and CPU time with
-the moments the launcher saw marked (the last progress, the hang or the failure). Those moments are wall-clock
-times; the sampler's series count seconds from its own start, so they are marked only where the record says
-when that was (a ``started_at`` on the time series; reports without it get the charts unmarked).
+"""What report.html draws for a `ddplab launch` job, display-free: its collectives per rank, the culprit table, the
+ranks, where it listened, and each rank's memory and CPU time with the launcher's moments marked (the last progress,
+the hang or the failure), only where the time series says when it started (``started_at``).
 """
 
 from __future__ import annotations
@@ -18,8 +14,7 @@ from ..records.launch import LaunchRecord
 
 
 def launch_figures(record: LaunchRecord, stage: str, base_dir: Path | None, trace_name: str) -> list:
-    """The job's figures: the hang timeline first, the culprit in words, then the record's own tables and
-    charts (records/launch.py), the charts with the launcher's moments marked."""
+    """The job's figures: the hang timeline, the culprit in words, then the record's tables and marked charts."""
     marks = moments(record)
     own = [replace(f, marks=[*f.marks, *marks]) if isinstance(f, LineChart) and f.x_label == "time since the launch"
            else f for f in record.figures(stage) if f.id != "launch-culprit"]

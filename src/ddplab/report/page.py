@@ -1,19 +1,12 @@
 """A report (records.Report) -> one self-contained HTML page (inline CSS and SVG, no script runs, works
-offline). Rendered from the records alone, so `ddplab report report.json` can rebuild any report later.
+offline), rendered from the records alone so `ddplab report report.json` can rebuild any report later.
 
-The first screen is the answer (summary.py): the overall verdict, the checks that failed or warned with
-their next step, the key figures as large numbers; then every check by stage, collapsed; then the charts the
-records offer (records/figures.py, drawn by charts.py: time and bus bandwidth against message size per
-collective, the storm's latency distribution, per-rank memory and CPU time, the drills, a hung job's
-collectives per rank); then the stages. A baseline (another run, nccl-tests) is drawn dashed beside this
-run's lines (``overlay``). Beside a `ddplab launch` page, ``write_page`` writes the job's flight
-records as a Chrome trace-event file (flight_timeline.py).
+The first screen is the answer (summary.py): the verdict, the checks that failed or warned with their next step, the
+key figures; then every check by stage, collapsed; then the charts the records offer (charts.py), a baseline drawn
+dashed beside them; then the stages. Beside a `ddplab launch` page goes the job's trace-event file.
 
-The page is Jinja2 templates (templates/: page.html, its first screen, the checks, page.css) rendered with
-autoescape on, the one place a value from the document is escaped: the templates mark nothing safe, and the
-charts come drawn as MarkupSafe markup (charts.py: every value in them escaped by the same library).
-tests/unit/test_html_report.py holds both. `ddplab report` reads the document through the records first
-(catalog.read_report), so the numbers here are numbers.
+The page is Jinja2 templates (templates/) with autoescape on, the one place a value from the document is escaped:
+the templates mark nothing safe, and the charts come as MarkupSafe markup escaped by the same library.
 """
 
 from __future__ import annotations
@@ -53,10 +46,9 @@ def trace_path(html_path: Path) -> Path:
 
 def write_page(report: Report, html_path: str | Path, baseline: BaselineRows | None = None,
                base_dir: Path | None = None) -> list[Path]:
-    """report.html and, for a job with flight records, its trace-event file beside it; each written atomically
-    (the trace first, so the page never links to a file that is not there). ``base_dir``: the report.json's
-    directory, where its own files are looked for when their recorded paths are gone (default: the page's).
-    Returns the files written."""
+    """report.html and, for a job with flight records, its trace-event file beside it, each atomic (the trace first,
+    so the page never links to a missing file). ``base_dir``: where the report's own files are looked for when their
+    recorded paths are gone (default: the page's directory). Returns the files written."""
     from ..basics.files import write_text_atomic
     from ..records.launch import LaunchRecord
 
@@ -82,8 +74,7 @@ def write_page(report: Report, html_path: str | Path, baseline: BaselineRows | N
 def render_html(report: Report, baseline: BaselineRows | None = None, base_dir: Path | None = None,
                 trace_name: str = "") -> str:
     """The page of any report: a `ddplab run` report (its stages), or one command's report as one stage.
-    ``baseline``: records.compare.BaselineRows to draw beside this run; ``base_dir``: where the report's own files
-    are when their recorded paths are gone (a report moved to another machine); ``trace_name``: the trace-event
+    ``base_dir``: where the report's own files are when their recorded paths are gone; ``trace_name``: the trace-event
     file beside the page, linked from the hang timeline."""
     from .summary import summarise
 
@@ -107,8 +98,7 @@ def render_html(report: Report, baseline: BaselineRows | None = None, base_dir: 
 
 
 def _stages_and_checks(report: Report) -> tuple[list[tuple], list[Check]]:
-    """(name, report, stage record) of each stage, and the verdict table's rows: a lab's own (judged again from
-    each stage's data when the report was read back: catalog.read_report), or one report's (records.core.rows_of)."""
+    """(name, report, stage record) of each stage, and the verdict table's rows: a lab's own, or one report's."""
     run = getattr(report.results, "stages", None)
     if run is not None:
         return [(s.name, s.report, s) for s in run], list(report.results.checks)
@@ -131,11 +121,8 @@ def _figures(stages: list[tuple], base_dir: Path | None, trace_name: str) -> lis
 
 
 def overlay(figures: list, baseline: BaselineRows | None) -> tuple[list, int]:
-    """The figures with the baseline's lines added where they have its op; and how many charts got one.
-
-    A chart names the op as `compare` names it in its report ("sweep-shared:all_reduce" for a lab stage whose
-    name is not its command) and the bare op ("all_reduce"): a baseline of the same kind of report lines up stage
-    by stage; nccl-tests output, which knows no stages, lines up by the bare op."""
+    """The figures with the baseline's lines added where they have its op, and how many charts got one. A baseline
+    report lines up stage by stage ("sweep-shared:all_reduce"); nccl-tests output, which has no stages, by bare op."""
     if baseline is None:
         return figures, 0
     out, drawn = [], 0

@@ -1,11 +1,8 @@
 """The line at the foot of the terminal while `ddplab run` or `ddplab check` goes through its stages: which stage of
 how many is running, and since when.
 
-Drawn by the launcher, never inside a rank, and only when a stage starts and when it ends: rich's Progress with its
-refresh thread off, so nothing of it runs while a stage's ranks time their windows (a clock that ticked would need
-that thread; the line says when the stage started instead). Shown only where a person watches: a terminal that is
-standard output. A log, a pipe, `--format json` (whose console is standard error) and a runner's format get none
-of it, and the line goes when the run ends (transient), leaving the stage lines and the verdict.
+Drawn by the launcher only when a stage starts and ends (rich's Progress with its refresh thread off, so nothing of
+it runs while ranks time their windows), and only on a terminal that is standard output; transient.
 """
 
 from __future__ import annotations

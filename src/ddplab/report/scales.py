@@ -1,9 +1,6 @@
-"""Axes for the report's charts, display-free: where the ticks go and how their labels read.
-
-A chart a collective engineer reads needs ticks to read values off: at least three labelled ticks per axis
-(a decade axis over one decade gets 1-2-5 steps), message sizes in binary units as nccl-tests sizes are powers
-of two (8 B, 1 KiB, 64 MiB), times in the unit that keeps them short (ns, us, ms, s). The HTML drawing
-(charts.py) maps values to pixels with ``Scale`` and writes the labels these functions make.
+"""Axes for the report's charts, display-free: where the ticks go and how their labels read. At least three labelled
+ticks per axis, so values can be read off; sizes in binary units, as nccl-tests' sizes are powers of two; times in the
+unit that keeps them short. charts.py maps values to pixels with ``Scale`` and writes these labels.
 """
 
 from __future__ import annotations

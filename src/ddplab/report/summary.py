@@ -1,17 +1,10 @@
-"""The first screen of a report, as data: the answer before the details (the pattern of Chrome's Lighthouse
-report: the score, then the failing audits, the passed ones collapsed).
+"""The first screen of a report, as data: the answer before the details (as Chrome's Lighthouse report does): the
+verdict and its counts, the checks that need attention with their next step, the key figures, then every check by
+stage, collapsed.
 
-- the overall verdict and how many checks said what;
-- the checks that need attention (FAIL, then WARN), each with its next step;
-- the key figures a collective engineer looks for first: the small-message latency, the peak bus bandwidth and
-  its share of the copy ceiling, what torch adds over the library, how fast the drills' faults were seen, what
-  was left running (a `ddplab launch` job: its outcome, the culprit, when the hang was declared);
-- every check by stage, to be shown collapsed.
-
-A check row is shown as its verdict says (records.Verdict: PASS, WARN, FAIL, SKIP, INFO), the same word as in
-the terminal and the JSON; a row of a report written before INFO existed ("pass", held to "informational") is
-INFO too. A key figure never contradicts a row: the "processes left running" card is as bad as the worst row
-about orphaned processes beside it. page.py draws this (templates/first_screen.html, checks.html).
+A row is shown as its verdict says, the same word as in the terminal and the JSON (a row written before INFO existed
+is INFO too). A key figure never contradicts a row: the "processes left running" card is as bad as the worst row
+about orphaned processes.
 """
 
 from __future__ import annotations

@@ -183,13 +183,9 @@ def footer(console, session, verdict, summary: str) -> None:
 
 
 def finish(report, render, console, files=(), to_stdout: bool = False) -> int:
-    """What every command ends with: write the report (to each of ``files``, then to standard output if
-    ``to_stdout``), show it, map its verdict to an exit code; a command that a stop signal reached exits 130,
-    whatever it judged (its report says it was interrupted).
-
-    Written first: a verdict is printed only once its report is safely stored, never a PASS
-    followed by a write error.
-    """
+    """What every command ends with: write the report (to each of ``files``, then standard output if ``to_stdout``),
+    show it, map its verdict to an exit code (130 when a stop signal reached it). Written first: a verdict is printed
+    only once its report is stored, never a PASS followed by a write error."""
     from ..basics.files import STDOUT, write_json
 
     doc = report.to_json()
