@@ -40,6 +40,18 @@ def test_ranks_stuck_in_init_together_are_still_the_library_or_the_link():
     assert culprits == [0, 1] and "same collective" in why
 
 
+def test_ranks_all_silent_at_once_are_not_all_frozen_culprits():
+    """Every heartbeat stale at the declaration (a machine, or the watcher, stalled): the silence tells nobody apart,
+    and the ranks' own places do: two wait in the collective, the third never came."""
+    states = {0: _state(0, 0, "in-collective", seq=11, done=10, heartbeat=NOW - 5),
+              1: _state(1, 1, "in-collective", seq=11, done=10, heartbeat=NOW - 5),
+              2: _state(2, 2, "stalled", seq=10, done=10, heartbeat=NOW - 5)}
+    culprits, why = name_culprits(states, local_count=3, now=NOW, stale_s=2)
+    assert culprits == [2] and "heartbeat" not in why
+    states[0] = replace(states[0], heartbeat=NOW)  # one still beats: the silent ones stand out
+    assert name_culprits(states, local_count=3, now=NOW, stale_s=2)[0] == [1, 2]
+
+
 def test_after_exit_old_heartbeats_are_no_evidence_and_a_failed_waiter_was_waiting():
     # what a drill reads once its ranks are gone: rank 0 raised inside the all_reduce it waited in, rank 1
     # stalled without entering it; both stopped beating long ago

@@ -122,8 +122,16 @@ def expected_ranks(states: dict[int, RankState], local_count: int) -> list[int] 
 def name_culprits(states: dict[int, RankState], local_count: int, now: float,
                   stale_s: float, expected: list[int] | None = None) -> tuple[list[int], str]:
     """The ranks holding the others up, and why, from a snapshot of the ranks' statuses."""
-    return (_not_started(states, local_count, expected) or _frozen(states, now, stale_s)
+    return (_not_started(states, local_count, expected) or _frozen_among_beating(states, now, stale_s)
             or _holding_up(states, waiting_phases=("in-collective",)))
+
+
+def _frozen_among_beating(states: dict[int, RankState], now: float, stale_s: float) -> tuple[list[int], str] | None:
+    """The frozen ranks while others still beat (the judge's rule too): when every rank is silent at once, the silence
+    tells nobody apart (the whole machine stalled, or the watcher itself was starved between its read and its
+    verdict, as once in CI under load: all three ranks of a stall drill named)."""
+    found = _frozen(states, now, stale_s)
+    return found if found and len(found[0]) < len(states) else None
 
 
 def frozen_ranks(states: dict[int, RankState], now: float, stale_s: float) -> list[int]:
