@@ -251,9 +251,8 @@ def _frozen(evidence: dict[int, RankEvidence], hang: Hang | None, local_ranks: s
     snapshot = dict(hang.snapshot)
     # Only this machine's ranks: another machine's stop beating once their own launcher has torn them down, which
     # may come before this one declares the hang. A machine cut off is a MachineLoss, judged apart.
-    frozen = [r for r in states.frozen_ranks(snapshot, hang.declared_at, STALE_S)
-              if local_ranks is None or r in local_ranks]
-    if not frozen or len(frozen) == len(snapshot):  # all silent at once: nothing tells them apart here
+    frozen = states.frozen_while_others_beat(snapshot, hang.declared_at, STALE_S, local_ranks)
+    if not frozen:
         return None
     return Finding(frozen, "frozen", f"rank(s) {_list(frozen)}: heartbeat stopped for more than {STALE_S:.0f} s "
                    "when the hang was declared (paused: SIGSTOP, a debugger; a machine cut off; or something "

@@ -127,11 +127,17 @@ def name_culprits(states: dict[int, RankState], local_count: int, now: float,
 
 
 def _frozen_among_beating(states: dict[int, RankState], now: float, stale_s: float) -> tuple[list[int], str] | None:
-    """The frozen ranks while others still beat (the judge's rule too): when every rank is silent at once, the silence
-    tells nobody apart (the whole machine stalled, or the watcher itself was starved between its read and its
-    verdict, as once in CI under load: all three ranks of a stall drill named)."""
-    found = _frozen(states, now, stale_s)
-    return found if found and len(found[0]) < len(states) else None
+    frozen = frozen_while_others_beat(states, now, stale_s)
+    return (frozen, f"heartbeat stopped for more than {stale_s:.0f} s (process paused or wedged)") if frozen else None
+
+
+def frozen_while_others_beat(states: dict[int, RankState], now: float, stale_s: float,
+                             among: set[int] | None = None) -> list[int]:
+    """The frozen ranks (of ``among``, None: all) while others still beat: when every rank is silent at once, the
+    silence tells nobody apart (the whole machine stalled, or the watcher itself was starved between its read and
+    its verdict, as once in CI under load: all three ranks of a stall drill named)."""
+    frozen = [r for r in frozen_ranks(states, now, stale_s) if among is None or r in among]
+    return frozen if len(frozen) < len(states) else []
 
 
 def frozen_ranks(states: dict[int, RankState], now: float, stale_s: float) -> list[int]:
