@@ -39,7 +39,8 @@ def _passed(shared, name):
     """One shared drill's record, passed: what the command's exit 0 meant when it ran this drill alone."""
     proc, drills = shared
     d = drills[name.replace("_", "-")]
-    assert d["verdict"] == "pass", (name, d["culprit_reason"], d["detected_by"], d["detect_s"], proc.stdout[-3000:])
+    assert d["verdict"] == "pass", (name, d.get("failed_because"), d["culprit_reason"], d["detected_by"],
+                                    d["detect_s"], proc.stdout[-3000:])
     return d
 
 

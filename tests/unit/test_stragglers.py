@@ -102,6 +102,19 @@ def test_a_one_off_wait_is_no_straggler():
     assert stragglers.Rule().judge(collectives) == []
 
 
+def test_a_few_milliseconds_a_step_over_a_fraction_of_a_second_name_nobody_until_they_add_up():
+    """A fast loop's first window (50 collectives in 0.7 s on a busy 2-core machine) where rank 1 was 2 ms late a
+    step: 14 % of the others' time, but 0.1 s in all, which scheduling alone gives. Kept up, it is a straggler."""
+    times = _steps(2, 400, step_s=0.014, jitter_s=0.0)
+    for j in range(400):
+        times[1][j] += 0.002
+    collectives = stragglers.collectives_from(_made_up(times))
+    early = stragglers.window_of(collectives[:50])[1]
+    assert early.cost_fraction > stragglers.COST_NAMED and early.cost_s < stragglers.MIN_COST_S
+    assert stragglers.Rule().judge(collectives[:50]) == []
+    assert [(c.rank, c.named) for c in stragglers.Rule().judge(collectives)] == [(1, True)]
+
+
 def test_a_rank_paused_now_and_then_is_named_by_the_waiting_it_causes():
     """Paused 200 ms once a second (the lab's straggler drill): last at no more collectives than chance says, but
     the cause of nearly all the waiting, in many waits."""

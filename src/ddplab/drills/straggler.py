@@ -22,8 +22,11 @@ SUMMARY = "pause one rank P ms every second; ddplab's straggler watch names it, 
 EXPECT = ("both runs complete, the straggler watch names the victim with the pauses and nobody without, the others' "
           "p99 grows with the pause, nothing is left")
 PAUSE_MS = 300  # a pause while the victim waits inside a collective delays no arrival: 200 ms was too short
-BASELINE_STEPS = 150
-PAUSED_STEPS = 500  # enough pauses (about 8) for the rule's many waits
+# 40 ms of host work a step (the other drills' 10 ms): on a busy 2-core machine, waking from that sleep a few
+# milliseconds late is 10 % of a 14 ms step, and the watch named a healthy rank so, in either run.
+STEP_SLEEP_S = 0.04
+BASELINE_STEPS = 80  # about 3.5 s: 50 collectives, the least the rule judges, and more
+PAUSED_STEPS = 200  # about 12 s with the pauses: enough of them (about 10) for the rule's many waits
 WARMUP_COLLECTIVES = 5  # left out of the latencies compared
 # The ranks read their recorders every second or two here: a small buffer keeps a read within the watch's budget
 # at that pace, and the drill short.
@@ -62,9 +65,9 @@ def named(report: StragglerReport | None) -> list[int]:
 
 def run(ctx: runner.DrillContext) -> DrillOutcome:
     hang = max(ctx.timeout_s, 2 * PAUSE_MS / 1000 + 2)  # a pause is not a hang
-    base = runner.observe(ctx, "straggler-baseline", "none", settings={"steps": BASELINE_STEPS, "fault_step": -1},
+    base = runner.observe(ctx, "straggler-baseline", "none", settings=_loop(BASELINE_STEPS),
                           hang_timeout_s=hang, rank_env=RANK_ENV, stragglers=WATCH)
-    paused = runner.observe(ctx, "straggler", "none", settings={"steps": PAUSED_STEPS, "fault_step": -1},
+    paused = runner.observe(ctx, "straggler", "none", settings=_loop(PAUSED_STEPS),
                             hang_timeout_s=hang, rank_env=RANK_ENV, stragglers=WATCH,
                             controller=pauser(ctx.victim, ctx.local_count))
     found, baseline_found = paused.session.outcome.stragglers, base.session.outcome.stragglers
@@ -73,17 +76,31 @@ def run(ctx: runner.DrillContext) -> DrillOutcome:
     completed = base.outcome.session.completed and paused.outcome.session.completed
     finding = next((f for f in (found.findings if found else []) if f.rank == ctx.victim), None)
     injected_at = paused.outcome.injected.at if paused.outcome.injected else None
-    ok = (paused.outcome.fault_went_in and completed and not leaked and (p.p99 or 0) > (b.p99 or 0)
-          and named(found) == [ctx.victim] and named(baseline_found) == [])
+    unmet = [why for missed, why in (
+        (not paused.outcome.fault_went_in, "no pause went in"),
+        (not completed, "a run did not complete"),
+        (bool(leaked), f"processes left: {leaked}"),
+        ((p.p99 or 0) <= (b.p99 or 0), f"the others' p99 did not grow ({b.p99} us without pauses, {p.p99} us with)"),
+        (named(found) != [ctx.victim], f"the run with pauses named {named(found)}, not [{ctx.victim}]"),
+        (named(baseline_found) != [], f"the run without pauses named {_lines(baseline_found)}"),
+    ) if missed]
     return replace(paused.outcome, detected_by="ddplab straggler watch" if finding else None,
                    detect_s=round(finding.since - injected_at, 2) if finding and injected_at else None,
                    culprit_ranks=named(found), culprit_reason=finding.line() if finding else
                    (found.summary() if found else "not watched"), leaked_pids=leaked,
-                   verdict=Verdict.PASS if ok else Verdict.FAIL,
+                   verdict=Verdict.FAIL if unmet else Verdict.PASS,
                    details=StragglerDetails(pause_ms_per_s=PAUSE_MS, others_latency_us=LatencyComparison(b, p),
                                             inflation=Inflation(*(_ratio(p, b, k) for k in ("p50", "p99", "max"))),
                                             stragglers_named=named(found), baseline_named=named(baseline_found),
-                                            stragglers=found))
+                                            stragglers=found, failed_because=unmet or None))
+
+
+def _loop(steps: int) -> dict:
+    return {"steps": steps, "fault_step": -1, "interval": STEP_SLEEP_S}
+
+
+def _lines(report: StragglerReport | None) -> str:
+    return "; ".join(f.line() for f in report.findings) if report else ""
 
 
 def _ratio(paused: Distribution, baseline: Distribution, key: str) -> float | None:

@@ -122,6 +122,7 @@ class StragglerDetails:
     stragglers_named: list[int] | None = field(default=None, metadata=OMIT)  # in the run with the pauses
     baseline_named: list[int] | None = field(default=None, metadata=OMIT)  # in the run without
     stragglers: StragglerReport | None = field(default=None, metadata=OMIT)  # the paused run's, with its evidence
+    failed_because: list[str] | None = field(default=None, metadata=OMIT)  # each pass condition not met
 
 
 @dataclass(frozen=True)

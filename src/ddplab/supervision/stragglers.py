@@ -8,9 +8,9 @@ run far ahead of the device).
 
 Over the last ``WINDOW_S`` of a group's collectives (at least ``MIN_COLLECTIVES``), a rank's **cost** is the time
 the others waited for it, overlapping waits merged, without its largest one (a one-off pause is no straggler). It
-is **named** when that cost is at least ``COST_NAMED`` of the others' time over ``MIN_WAITS`` waits, and it is
-last, or causes the waiting, at least ``named_share(n)`` of the time (a rank paused now and then is last rarely,
-but for long). It stays named until its cost falls below ``COST_KEPT`` or both shares below ``kept_share(n)``.
+is **named** when that cost is at least ``COST_NAMED`` of the others' time and ``MIN_COST_S`` in all, over
+``MIN_WAITS`` waits, and it is last, or causes the waiting, at least ``named_share(n)`` of the time (a rank paused
+now and then is last rarely, but for long). It stays named until its cost falls below ``COST_KEPT`` or both shares below ``kept_share(n)``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ WINDOW_S = 30.0
 MIN_COLLECTIVES = 50
 COST_NAMED = 0.10  # of the others' time
 COST_KEPT = 0.05
+# A window of a fast loop's first 50 collectives can span under a second, where a few milliseconds of scheduling per
+# step are 10 %: a healthy rank on a 2-core machine running other jobs was named so (the straggler drill's run
+# without pauses, 71 ms over 0.7 s). A rank must have cost the others this much before it is named.
+MIN_COST_S = 0.25
 MIN_WAITS = 5
 EVIDENCE_ROWS = 5
 
@@ -156,6 +160,8 @@ def is_straggler(w: RankWindow, n: int, named: bool) -> bool:
     if w.collectives < MIN_COLLECTIVES:
         return named
     if w.cost_fraction < (COST_KEPT if named else COST_NAMED) or w.waits < MIN_WAITS:
+        return False
+    if not named and w.cost_s < MIN_COST_S:
         return False
     share = kept_share(n) if named else named_share(n)
     return w.last_share >= share or w.wait_share >= share
