@@ -18,10 +18,19 @@ def _run(tmp_path, *args):
     return proc, (load_json(out) if out.exists() else None)
 
 
-def test_sweep_every_collective_checked_and_correct(tmp_path):
-    proc, doc = _run(tmp_path, "sweep", "--nproc", "2", "--ops", "all", "-b", "4", "-e", "4K", "-f", "32",
-                     "-n", "3", "-w", "1")  # 4, 128 and 4096 B
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """Every collective at 4, 128 and 4096 B, under a busbw floor no host reaches: one sweep for the tests of its
+    rows, of the floor, and of `compare` (a healthy sweep's exit 0: test_sweep_three_ranks_blocking)."""
+    folder = tmp_path_factory.mktemp("sweep")
+    proc, doc = _run(folder, "sweep", "--nproc", "2", "--ops", "all", "-b", "4", "-e", "4K", "-f", "32", "-n", "3",
+                     "-w", "1", "--min-busbw", "100000")
+    assert doc is not None, proc.stdout + proc.stderr
+    return proc, doc, folder / "out.json"
+
+
+def test_sweep_every_collective_checked_and_correct(sweep):
+    proc, doc, _ = sweep
     r = doc["results"]
     rows = r["rows"]
     assert {row["op"] for row in rows} == {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
@@ -41,9 +50,9 @@ def test_sweep_every_collective_checked_and_correct(tmp_path):
     assert processes_with_env("DDPLAB_RUN_ID", r["run_id"]) == []
 
 
-def test_sweep_min_busbw_floor_fails_with_exit_1(tmp_path):
-    proc, doc = _run(tmp_path, "sweep", "--nproc", "2", "-b", "1K", "-e", "4K", "-n", "2", "--min-busbw", "100000")
-    assert proc.returncode == 1
+def test_sweep_min_busbw_floor_fails_with_exit_1(sweep):
+    proc, doc, _ = sweep  # every row correct (above): the floor alone fails it
+    assert proc.returncode == 1, proc.stdout + proc.stderr
     assert doc["verdict"] == "fail" and doc["results"]["avg_busbw_gbps"] < 100000
 
 
@@ -111,27 +120,25 @@ def test_ceiling_on_host(golden_run):
     assert d["gbps"] > 0 and d["rw_gbps"] == pytest.approx(2 * d["gbps"])
 
 
-def test_compare_fixture_with_a_sweep(tmp_path):
-    proc, _ = _run(tmp_path, "sweep", "--nproc", "2", "-b", "4", "-e", "1K", "-f", "4", "-n", "2")
-    assert proc.returncode == 0
-    sweep_json = tmp_path / "out.json"
+def test_compare_fixture_with_a_sweep(sweep, tmp_path):
+    sweep_json = sweep[2]
     # gloo on 2 cores is far more than the largest tolerance (10000%) slower than NVLink: judge no size that B
-    # timed. The fixture's sizes from 4K to 4G, which B never timed, are judged: missing from B, a failure.
-    proc = run_cli("compare", str(FIXTURE), str(sweep_json), "--tolerance", "10000%", "--min-size", "2K", cwd=tmp_path)
+    # timed. The fixture's sizes from 16K to 4G, which B never timed, are judged: missing from B, a failure.
+    proc = run_cli("compare", str(FIXTURE), str(sweep_json), "--tolerance", "10000%", "--min-size", "8K", cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "5 rows compared" in proc.stdout  # 4, 16, 64, 256, 1024 bytes, in-place
-    assert ("all_reduce in-place at 4K, 16K, 64K, 256K, 1M, 4M, 16M, 64M bytes and 3 more size(s): missing from B"
+    assert "2 rows compared" in proc.stdout  # 4 and 4096 bytes, in-place: the sizes both timed
+    assert ("all_reduce in-place at 16K, 64K, 256K, 1M, 4M, 16M, 64M, 256M bytes and 2 more size(s): missing from B"
             in proc.stdout)
-    assert "22 row(s) and 0 stage(s) of A missing from B: FAIL" in proc.stdout
+    assert "20 row(s) and 0 stage(s) of A missing from B: FAIL" in proc.stdout
     # nccl-tests cut to the sizes B timed: nothing judged is missing (the out-of-place rows, which torch's
     # all_reduce has not, are below --min-size).
-    trimmed = tmp_path / "all_reduce_to_1K.txt"
+    trimmed = tmp_path / "all_reduce_to_4K.txt"
     trimmed.write_text("".join(line for line in FIXTURE.read_text().splitlines(keepends=True)
-                               if not line.split() or line.startswith("#") or int(line.split()[0]) <= 1024))
-    proc = run_cli("compare", str(trimmed), str(sweep_json), "--tolerance", "10000%", "--min-size", "2K",
+                               if not line.split() or line.startswith("#") or int(line.split()[0]) <= 4096))
+    proc = run_cli("compare", str(trimmed), str(sweep_json), "--tolerance", "10000%", "--min-size", "8K",
                    cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "5 rows compared" in proc.stdout and "missing" not in proc.stdout
+    assert "2 rows compared" in proc.stdout and "missing" not in proc.stdout
     proc = run_cli("compare", str(FIXTURE), str(sweep_json), cwd=tmp_path)  # gloo on 2 cores vs NVLink
     assert proc.returncode == 1 and "<- slower" in proc.stdout
     proc = run_cli("compare", str(sweep_json), str(sweep_json), cwd=tmp_path)

@@ -23,22 +23,47 @@ LAUNCHER = Path(__file__).resolve().parent / "ras_launcher.py"
 HANG_TIMEOUT_S = 4
 
 
-def hang_job(tmp_path: Path, server: FakeRas, *ddplab: str, version: str = "2.29.7") -> tuple[int, dict, str]:
-    out = tmp_path / "job"
-    done = subprocess.run([sys.executable, str(LAUNCHER), version, "--nproc-per-node", "2", "--hang-timeout",
-                           str(HANG_TIMEOUT_S), "--out", str(out), *ddplab, "--",
-                           str(ROOT / "examples" / "user_deadlock.py"), "--steps", "6"],
-                          capture_output=True, text=True, timeout=180, cwd=tmp_path,
-                          env=dict(os.environ, PYTHONUNBUFFERED="1", NCCL_RAS_ADDR=server.address))
+# Each test's job: its service's behaviour and whether ddplab is asked to query it. The three jobs run side by side
+# (each hung job mostly waits out its hang timeout), each with its own service on its own port.
+JOBS = {"answers": ("answers", "--ras"), "silent": ("silent", "--ras"), "no flag": ("answers",)}
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory):
+    """name -> (the launcher's exit code, its report, its page, the service as the job left it)."""
+    out = tmp_path_factory.mktemp("ras")
+    with FakeRas("answers") as answers, FakeRas("silent") as silent, FakeRas("answers") as unasked:
+        servers = {"answers": answers, "silent": silent, "no flag": unasked}
+        started = {name: _start_hang_job(out / name.replace(" ", "-"), servers[name], *flags)
+                   for name, (_, *flags) in JOBS.items()}
+        done = {name: _finish(*job) for name, job in started.items()}
+    return {name: (*done[name], servers[name]) for name in JOBS}
+
+
+def _start_hang_job(folder: Path, server: FakeRas, *ddplab: str) -> tuple[subprocess.Popen, Path]:
+    folder.mkdir()
+    job = subprocess.Popen([sys.executable, str(LAUNCHER), "2.29.7", "--nproc-per-node", "2", "--hang-timeout",
+                            str(HANG_TIMEOUT_S), "--out", str(folder / "job"), *ddplab, "--",
+                            str(ROOT / "examples" / "user_deadlock.py"), "--steps", "6"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=folder,
+                           env=dict(os.environ, PYTHONUNBUFFERED="1", NCCL_RAS_ADDR=server.address))
+    return job, folder / "job"
+
+
+def _finish(job: subprocess.Popen, out: Path) -> tuple[int, dict, str]:
+    try:
+        output, _ = job.communicate(timeout=180)
+    finally:
+        job.kill()  # only where it outlived the wait: the assertions below say so
+        job.wait()
     doc = load_json(out / "report.json")
     assert processes_with_env("DDPLAB_RUN_ID", doc["results"]["run_id"]) == []
-    assert doc["results"]["outcome"] == "hung" and doc["results"]["culprit"]["ranks"] == [1], done.stdout[-3000:]
-    return done.returncode, doc, (out / "report.html").read_text()
+    assert doc["results"]["outcome"] == "hung" and doc["results"]["culprit"]["ranks"] == [1], output[-3000:]
+    return job.returncode, doc, (out / "report.html").read_text()
 
 
-def test_the_services_answer_lands_in_the_report_and_its_page(tmp_path):
-    with FakeRas("answers") as server:
-        rc, doc, page = hang_job(tmp_path, server, "--ras")
+def test_the_services_answer_lands_in_the_report_and_its_page(jobs):
+    rc, doc, page, server = jobs["answers"]
     assert rc == 1 and doc["config"]["ras"] is True
     ras = doc["results"]["hang"]["ras"]
     assert (ras["service"], ras["status"], ras["format"], ras["address"]) == ("NCCL RAS", "answered", "json",
@@ -49,9 +74,8 @@ def test_the_services_answer_lands_in_the_report_and_its_page(tmp_path):
     assert str(markupsafe.escape(ANSWER.strip())) in page and "<b>&amp;</b>" not in page  # escaped, once
 
 
-def test_a_service_that_never_answers_holds_the_teardown_up_only_briefly(tmp_path):
-    with FakeRas("silent") as server:
-        rc, doc, _ = hang_job(tmp_path, server, "--ras")
+def test_a_service_that_never_answers_holds_the_teardown_up_only_briefly(jobs):
+    rc, doc, _, _ = jobs["silent"]
     results = doc["results"]
     ras = results["hang"]["ras"]
     assert rc == 1 and (ras["status"], ras["answer"]) == ("no answer", "")
@@ -62,9 +86,8 @@ def test_a_service_that_never_answers_holds_the_teardown_up_only_briefly(tmp_pat
     assert results["detected_at"] - started <= HANG_TIMEOUT_S + 5
 
 
-def test_without_the_flag_nothing_connects(tmp_path):
-    with FakeRas("answers") as server:
-        rc, doc, _ = hang_job(tmp_path, server)
+def test_without_the_flag_nothing_connects(jobs):
+    rc, doc, _, server = jobs["no flag"]
     assert rc == 1 and doc["config"]["ras"] is False
     assert "ras" not in doc["results"]["hang"]
     assert (server.connections, server.lines) == (0, [])

@@ -43,6 +43,22 @@ def test_quick_profile_runs_every_stage_and_writes_both_files(quick_run):
     assert '"PATH"' not in text and '"HOME"' not in text
 
 
+def test_the_labs_drills_name_the_killed_rank_and_leave_nothing(quick_run):
+    """The quick profile's drills, kill_rank and kill_launcher (tests/integration/test_drills_cpu.py runs the others
+    through `ddplab drill`, the same runner)."""
+    _, out = quick_run
+    stage = next(s for s in load_json(out / "report.json")["results"]["stages"] if s["name"] == "drills")
+    drills = {d["drill"]: d for d in stage["report"]["results"]["drills"]}
+    assert list(drills) == ["kill_rank", "kill_launcher"]
+    kill = drills["kill_rank"]
+    assert kill["verdict"] == "pass" and kill["detected_by"] in ("launcher (a rank ended)", "peer connection lost")
+    assert 1 in kill["culprit_ranks"] and kill["leaked_pids"] == [] and kill["error_excerpt"]
+    assert kill["detect_s"] <= stage["report"]["config"]["timeout_s"] + 5
+    launcher = drills["kill_launcher"]
+    assert launcher["verdict"] == "pass" and launcher["detected_by"].startswith("parent-death guard")
+    assert launcher["leaked_pids"] == []
+
+
 def test_secrets_in_the_environment_stay_out_of_both_report_files(quick_run):
     _, out = quick_run
     json_text, html_text = (out / "report.json").read_text(), (out / "report.html").read_text()
