@@ -225,9 +225,8 @@ class Rendezvous:
 
     nnodes: int = 1
     endpoint: str = "127.0.0.1:0"  # one machine: the loopback store (rendezvous.py) on a free port
-    join_timeout_s: float = 120.0
+    join_timeout_s: float = 120.0  # several machines: also how long to wait for the store to answer
     host: str = "auto"  # several machines: host the store here? auto (the endpoint is one of our addresses), yes, no
-    store_wait_s: float | None = None  # several machines: how long to wait for the store to answer; None: join timeout
     job_id: str | None = None  # several machines: the job's name (--rdzv-id); None: the endpoint's
 
     @classmethod
@@ -252,7 +251,7 @@ def meet(exposure: Exposure, backend: str, rdzv: Rendezvous | None = None) -> It
     if exposure.across is not None:
         from . import rendezvous
 
-        with host_or_reach(exposure.across, rdzv.store_wait_s or rdzv.join_timeout_s, session=rdzv.run_id) as met:
+        with host_or_reach(exposure.across, rdzv.join_timeout_s, session=rdzv.run_id) as met:
             yield Meeting(rendezvous.register_across_machines(), dict(met.rdzv_configs),
                           exposure.meeting_through(met.store), local_addr=met.store.node_address,
                           across_machines=True)

@@ -56,7 +56,8 @@ def run_user_job(request: LaunchRequest, run: RunDir, monitor: DeviceMonitor, ra
                           max_samples=MAX_SAMPLES)
     spec = job_spec(run, request.config, where_the_job_listens(request, device_type), entrypoint=request.python,
                     args=("-u", "-m", BOOT_MODULE, *request.target.boot_argv()), env=request.worker_env,
-                    hang_timeout_s=request.hang_timeout_s, expected=expected_ranks(request),
+                    hang_timeout_s=request.hang_timeout_s,
+                    expected=list(range(request.nproc_per_node)) if request.single_node else [],  # known beforehand
                     description={"target": redact_argv(request.target.boot_argv()), "torchrun": request.torchrun},
                     sampler=sampler, ras=ras, stragglers=straggler_plan(request, say))
     return run_job(spec), sampler
@@ -78,8 +79,3 @@ def where_the_job_listens(request: LaunchRequest, device_type: str) -> Exposure:
     if theirs is not None:
         return placed_by_user(request.config, theirs)
     return where_to_listen(1, request.loopback_endpoint, device_type, environ={**os.environ, **request.worker_env})
-
-
-def expected_ranks(request: LaunchRequest) -> list[int]:
-    """The global ranks this machine starts, when that is known without asking the rendezvous."""
-    return list(range(request.nproc_per_node)) if request.single_node else []
