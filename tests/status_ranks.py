@@ -25,7 +25,7 @@ def loopback_store():
     """A real TCPStore server on a socket bound to 127.0.0.1 (as cluster/rendezvous.py serves one); its port."""
     from torch.distributed import TCPStore
 
-    from ddplab.cluster.rendezvous import bind_loopback
+    from ddplab.cluster.exposure import bind_loopback
 
     listener = bind_loopback()
     port = listener.getsockname()[1]

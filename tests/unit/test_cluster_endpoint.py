@@ -9,14 +9,13 @@ import pytest
 from ddplab.cluster.endpoint import (
     Endpoint,
     NetworkFacts,
-    StoreAddressInUse,
     StoreWaitStopped,
-    bind_store_socket,
     decide,
     gather_facts,
     plan_store,
     wait_for_store,
 )
+from ddplab.cluster.exposure import StoreAddressInUse, bind_store_socket
 from ddplab.errors import EnvironmentUnsupported, ExitCode, UsageError
 
 # Two "machines" as in docs/background.md section 6: each sees only its own addresses.

@@ -69,7 +69,7 @@ def _train(argv):
 
 
 def test_rdzv_host_travels_from_the_command_line_to_the_launchs_rendezvous():
-    from ddplab.supervision.meeting import Rendezvous
+    from ddplab.cluster.exposure import Rendezvous
 
     opts = _train(["--nnodes", "2", "--rdzv-endpoint", "10.9.0.1:29400", "--rdzv-host", "no"]).launch
     assert Rendezvous.from_options(opts) == Rendezvous(nnodes=2, endpoint="10.9.0.1:29400", host="no")

@@ -8,6 +8,7 @@ import pytest
 from torch.distributed import TCPStore
 
 from ddplab.cluster import rendezvous
+from ddplab.cluster.exposure import bind_loopback
 from tests.conftest import connections
 
 
@@ -19,7 +20,7 @@ def _listening_ports() -> set[tuple[str, int]]:
 @pytest.mark.parametrize("legacy", [True, False], ids=["legacy", "libuv"])
 def test_the_store_serves_on_the_loopback_socket_it_is_handed_and_nowhere_else(legacy):
     before = _listening_ports()
-    listener = rendezvous.bind_loopback()
+    listener = bind_loopback()
     port = listener.getsockname()[1]
     server = rendezvous.serve_on(os.dup(listener.fileno()), "127.0.0.1", port, timedelta(seconds=10), legacy=legacy)
     try:
@@ -45,7 +46,7 @@ def test_the_libuv_store_is_used_from_the_first_release_measured_to_take_a_socke
 
 
 def test_this_torch_chooses_by_its_own_version():
-    listener = rendezvous.bind_loopback()
+    listener = bind_loopback()
     port = listener.getsockname()[1]
     server = rendezvous.serve_on(os.dup(listener.fileno()), "127.0.0.1", port, timedelta(seconds=10))
     try:

@@ -6,7 +6,7 @@ machine hosts it and every launcher times out. Here ``decide`` (pure) works from
 addresses: HOST resolves to one of them -> this machine hosts the store, bound to that address only
 (``--rdzv-host yes|no`` overrides); the interface that routes to the endpoint is the one the collective
 libraries' sockets are pinned to. ``gather_facts`` reads what it needs from this machine. The launcher then
-either binds the store's socket (``bind_store_socket``) or waits, bounded, until the store answers
+either binds the store's socket (exposure.py) or waits, bounded, until the store answers
 (``wait_for_store``), else exits 3 naming the endpoint, the addresses tried and the port to open.
 """
 
@@ -231,31 +231,6 @@ def plan_store(endpoint: str, host_override: str = "auto",
     """``decide`` over this machine's facts."""
     parsed = Endpoint.parse(endpoint)
     return decide(parsed, gather(parsed), host_override)
-
-
-class StoreAddressInUse(Exception):
-    """The endpoint's port is taken on this machine: with --rdzv-host auto, another launcher here hosts it."""
-
-
-def bind_store_socket(plan: StorePlan) -> socket.socket:
-    """The listening socket the store will serve on: the plan's one address, never every interface. Raises
-    StoreAddressInUse when the port is taken (the caller decides what that means), else EnvironmentUnsupported."""
-    address, port = plan.bind_address, plan.endpoint.port
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as TCPStore's own server does
-        sock.bind((address, port))
-        sock.listen(socket.SOMAXCONN)
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            raise StoreAddressInUse(f"{Endpoint(address, port)} is already in use on this machine") from exc
-        raise EnvironmentUnsupported(
-            "rdzv-store-cannot-listen",
-            f"cannot host the rendezvous store on {Endpoint(address, port)} ({plan.decided_by}): {exc.strerror}",
-            hint=f"use a free port in --rdzv-endpoint, or --rdzv-host no if another machine hosts {plan.endpoint}")
-    return sock
 
 
 @dataclass

@@ -2,7 +2,7 @@
 address for a job across machines.
 
 torch's TCPStore listens on every interface whatever host it is given, and elastic's c10d rendezvous starts two of
-them. On one machine the launcher binds a socket to 127.0.0.1 itself, the agent's TCPStore serves on it
+them. On one machine the launcher binds a socket to 127.0.0.1 itself (exposure.py), the agent's TCPStore serves on it
 (``master_listen_fd``), and the ranks reuse the agent's store (``use_agent_store``) rather than rank 0 hosting
 another one (docs/exposure.md). Across machines (``ddplab-c10d``) torch's own dynamic rendezvous runs over a store
 that the machine holding the endpoint's address hosts on that address only; every machine's ranks reuse it.
@@ -15,10 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import time
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Iterator
 
 from torch.distributed import PrefixStore, TCPStore
 from torch.distributed.elastic.rendezvous import (
@@ -29,12 +26,7 @@ from torch.distributed.elastic.rendezvous import (
     rendezvous_handler_registry,
 )
 
-from ..basics import interrupts
 from ..basics.env_vars import environ_set
-from ..errors import EnvironmentUnsupported
-
-if TYPE_CHECKING:
-    from .endpoint import StorePlan
 
 BACKEND_NAME = "ddplab-loopback"
 ACROSS_MACHINES_BACKEND = "ddplab-c10d"
@@ -53,21 +45,7 @@ _NO_SHARED_STORE_ENV = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
 # the job's last words after elastic let go of its handler (launch.py waits for them when a job fails).
 _HOSTED: dict[int, TCPStore] = {}
 SESSION_KEY_ROOT = "ddplab/session"
-_SESSION_POLL_S = 0.5  # how often a joining machine asks the store whether it serves this launch's session
 LIBUV_LISTEN_FD_SINCE = (2, 9)  # the oldest torch measured whose libuv store serves a socket it is handed
-
-
-def bind_loopback(port: int = 0) -> socket.socket:
-    """A listening TCP socket on 127.0.0.1 (port 0: a free one). The caller closes it."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as TCPStore's own server does
-        sock.bind((LOOPBACK_HOST, port))
-        sock.listen(socket.SOMAXCONN)
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 class LoopbackRendezvous(RendezvousHandler):
@@ -219,7 +197,7 @@ def across_machines_handler(params: RendezvousParameters) -> AcrossMachinesRende
     if listen_fd is not None:
         own_fd = os.dup(int(listen_fd))  # the store closes what it is given; the launcher closes the original
         store = serve_on(own_fd, store_host, port, timeout)
-        _HOSTED[int(listen_fd)] = store  # served until meet() ends, not only while elastic holds the handler
+        _HOSTED[int(listen_fd)] = store  # served until the launcher leaves the meeting, not only while elastic holds it
         store.set(session_key(params.run_id), "open")  # the other machines wait for this launch's, not an earlier
     else:
         store = TCPStore(store_host, port, None, False, timeout)
@@ -233,77 +211,11 @@ def register_across_machines() -> str:
     return ACROSS_MACHINES_BACKEND
 
 
-@dataclass(frozen=True)
-class StoreMeeting:
-    """How this machine takes part in the job's rendezvous, once the store's host is settled."""
-
-    store: "StorePlan"
-    rdzv_configs: dict
-
-
 def session_key(session: str) -> str:
     """The key the hosting launcher sets in its store as soon as it serves ``session`` (a rendezvous run id)."""
     return f"{SESSION_KEY_ROOT}/{session}"
 
 
-@contextlib.contextmanager
-def meet(store: "StorePlan", wait_s: float, session: str | None = None) -> Iterator[StoreMeeting]:
-    """Host the store (bind its socket) or wait, bounded, until it answers; exit 3 when it cannot,
-    ``StoreWaitStopped`` when Ctrl+C or SIGTERM ends the wait.
-
-    ``session`` (the rendezvous run id, new for every launch): a machine that reaches the store also waits until it
-    serves that session, else launches in a row on one endpoint meet the previous launch's closing store. With
-    ``--rdzv-host auto`` a taken port on this machine's own address means another launcher here hosts it: this one
-    joins as a client. The bound socket is closed when the block ends (the store serves on its own duplicate).
-    """
-    from .endpoint import StoreAddressInUse, bind_store_socket, wait_for_store
-
-    listener = None
-    if store.hosts_store:
-        try:
-            listener = bind_store_socket(store)
-        except StoreAddressInUse as exc:
-            if store.forced:
-                raise EnvironmentUnsupported("rdzv-store-cannot-listen", f"--rdzv-host yes, but {exc}: this machine "
-                                             "cannot host the store there",
-                                             hint="choose a free port for --rdzv-endpoint on every machine") from exc
-            store = store.as_client(f"{store.decided_by}, but {exc}: another launcher on this machine hosts it")
-    try:
-        if listener is not None:
-            yield StoreMeeting(store, {LISTEN_FD_KEY: listener.fileno(), STORE_HOST_KEY: store.bind_address})
-        else:
-            answered = wait_for_store(store, wait_s, stop_requested=interrupts.requested)
-            if session is not None:
-                _wait_for_session(store, answered.address, session, wait_s - answered.waited_s)
-            yield StoreMeeting(store, {STORE_HOST_KEY: answered.address})
-    finally:
-        if listener is not None:
-            _HOSTED.pop(listener.fileno(), None)  # the store stops serving once nothing else holds it
-            listener.close()
-
-
-def _wait_for_session(store: "StorePlan", address: str, session: str, wait_s: float) -> None:
-    """Until the store at ``address`` serves ``session`` (its host set the session's key); a store that goes
-    away meanwhile (an earlier launch's, closing) is reached again. Exit 3 when it never does."""
-    from .endpoint import StoreWaitStopped
-
-    deadline = time.monotonic() + max(wait_s, _SESSION_POLL_S)
-    client = None
-    while True:
-        stop = interrupts.requested()
-        if stop:
-            raise StoreWaitStopped(f"{stop} while waiting for the store at {store.endpoint} to serve this job")
-        try:
-            client = client or TCPStore(address, store.endpoint.port, None, False, timedelta(seconds=5))
-            if client.check([session_key(session)]):
-                return
-        except Exception:  # noqa: BLE001 - the store closed (an earlier launch's) or is not up yet: reach it again
-            client = None
-        if time.monotonic() >= deadline:
-            raise EnvironmentUnsupported(
-                "rdzv-session-not-found",
-                f"the rendezvous store at {store.endpoint} answers, but not for this job ({session}) after "
-                f"{max(wait_s, _SESSION_POLL_S):.0f} s: the machine that hosts it runs another job or another step",
-                hint="run the same ddplab command (the same drills, in the same order) on every machine, with the "
-                     "same --rdzv-endpoint and --rdzv-id")
-        time.sleep(_SESSION_POLL_S)
+def stop_hosting(listen_fd: int) -> None:
+    """The launcher leaves the meeting: the store it hosted on ``listen_fd`` stops once nothing else holds it."""
+    _HOSTED.pop(listen_fd, None)

@@ -17,14 +17,13 @@ from ..records.config import LaunchOptions
 from ..basics.observer import QUIET, Observer  # noqa: F401 - every run's watcher; commands import it from here
 from ..platform import Platform
 from ..records.placement import Placement
-from ..records.listen import Listened
 from ..records.session import RankReturn, SessionRecord
 from ..basics.rundir import PLACEMENT_ENV, RunDir
 from ..supervision.sampler import RankSampler
 from .session_record import session_record, torchrun_job_ranks
-from ..supervision.job import Guardian, JobOutcome, JobSpec, run_job
-from ..supervision.meeting import Rendezvous
-from ..basics.validators import port_number
+from ..supervision.job import Guardian, JobOutcome, run_job
+from ..cluster.exposure import Rendezvous, torchruns_store, where_to_listen
+from .supervise import BOOT_MODULE, job_spec
 
 
 @dataclass(frozen=True)
@@ -141,8 +140,6 @@ def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, ob
     import json
     import sys
 
-    from .supervise import BOOT_MODULE
-
     def entry(platform: Platform, placement: Placement) -> tuple:
         plan = {"backend": placement.backend, "device_type": placement.device_type,
                 "devices": list(placement.device_indices), "memory_fraction": placement.memory_fraction}
@@ -174,15 +171,18 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
             if daemon is not None:
                 console.print(f"sharing daemon: {daemon.describe()}")
         entrypoint, args, env, description = entry(platform, placement)
+        # the lab's ranks import torch without numpy on a fresh system Python: no stray warning (a user's job is theirs)
+        env = {**env, "PYTHONWARNINGS": numpy_warning.for_ranks(os.environ.get("PYTHONWARNINGS"))}
         monitor = open_monitor(platform.spec)
         rdzv = Rendezvous.from_options(opts)
         with terminal.live_ranks(console if observer.live else None) as update:
             sampler = RankSampler(run, monitor, on_sample=update, enabled=sample,
                                   query_device_while_timing=sample_device_while_timing)
-            spec = lab_job(run, placement.nproc, rdzv, opts.hang_timeout_s, sampler, controller,
-                           entrypoint=entrypoint, args=args, env=env, description=description,
-                           device_type=placement.device_type)
-            outcome = run_job(replace(spec, guardian=False, stragglers=stragglers))
+            exposure = where_to_listen(rdzv.nnodes, rdzv.endpoint, placement.device_type, rdzv_host=rdzv.host)
+            outcome = run_job(job_spec(run, lab_config(run, placement.nproc, rdzv), exposure, entrypoint=entrypoint,
+                                       args=args, env=env, rdzv=rdzv, hang_timeout_s=opts.hang_timeout_s,
+                                       job_id=rdzv.run_id or "", description=description, sampler=sampler,
+                                       controller=controller, guardian=False, stragglers=stragglers))
             ended_at = time.time()
     finally:
         if monitor is not None:
@@ -197,39 +197,20 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
                    dict(outcome.job_states))
 
 
-def lab_job(run: RunDir, nproc: int, rdzv: Rendezvous, hang_timeout_s: float | None, sampler,
-            controller: Callable[[RunDir], None] | None, *, entrypoint, args: tuple, env: dict[str, str],
-            description: dict, device_type: str) -> JobSpec:
-    """A lab run as a supervised job, meeting on loopback, or through ddplab's rendezvous across machines."""
-    from ..cluster.exposure import where_to_listen
-    from ..supervision import elastic, meeting
+def lab_config(run: RunDir, nproc: int, rdzv: Rendezvous):
+    """torch's LaunchConfig for a lab run: torch's c10d rendezvous as the lab's options name it, which the meeting
+    replaces with ddplab's own (job/supervise.job_spec); every rank's output in the run's logs."""
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
 
-    exposure = where_to_listen(rdzv.nnodes, rdzv.endpoint, device_type, rdzv_host=rdzv.host)
-    if exposure.across is not None:
-        meet = lambda: meeting.across_machines(exposure, rdzv)  # noqa: E731
-    else:
-        meet = lambda: meeting.one_machine(exposure, otherwise="c10d")  # noqa: E731
+    from ..supervision import elastic
 
-    def config(met: meeting.Meeting):
-        from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
-
-        return elastic.launch_config(
-            min_nodes=rdzv.nnodes, max_nodes=rdzv.nnodes, nproc_per_node=nproc, run_id=rdzv.run_id or run.run_id,
-            rdzv_backend=met.backend, rdzv_endpoint=rdzv.endpoint,
-            rdzv_configs={"join_timeout": rdzv.join_timeout_s, "timeout": rdzv.join_timeout_s, **met.configs},
-            local_addr=met.local_addr,  # how the rendezvous names this machine (torch: its fully qualified hostname)
-            max_restarts=0, monitor_interval=0.1, start_method="spawn",
-            logs_specs=DefaultLogsSpecs(log_dir=str(run.logs_dir), redirects=Std.ALL, tee=Std.NONE),
-            shutdown_timeout=5, signals_to_handle=elastic.ELASTIC_SIGNALS)
-
-    # the lab's ranks import torch without numpy on a fresh system Python: no stray warning (a user's job is theirs)
-    env = {**env, "PYTHONWARNINGS": numpy_warning.for_ranks(os.environ.get("PYTHONWARNINGS"))}
-    if nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
-        # What torchrun does: N ranks each spinning up all-core thread pools overload the host.
-        env["OMP_NUM_THREADS"] = "1"
-    return JobSpec(run=run, nproc=nproc, entrypoint=entrypoint, args=args, meeting=meet, make_config=config,
-                   env=env, hang_timeout_s=hang_timeout_s, job_id=rdzv.run_id or "", description=description,
-                   sampler=sampler, controller=controller, exposure=exposure)
+    return elastic.launch_config(
+        min_nodes=rdzv.nnodes, max_nodes=rdzv.nnodes, nproc_per_node=nproc, run_id=rdzv.run_id or run.run_id,
+        rdzv_backend="c10d", rdzv_endpoint=rdzv.endpoint,
+        rdzv_configs={"join_timeout": rdzv.join_timeout_s, "timeout": rdzv.join_timeout_s},
+        max_restarts=0, monitor_interval=0.1, start_method="spawn",
+        logs_specs=DefaultLogsSpecs(log_dir=str(run.logs_dir), redirects=Std.ALL, tee=Std.NONE),
+        shutdown_timeout=5, signals_to_handle=elastic.ELASTIC_SIGNALS)
 
 
 def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
@@ -254,7 +235,7 @@ def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
     except Exception as exc:  # noqa: BLE001 - this rank's failure is the report's (torchrun sees it too)
         outcome.failures = {rank: _failed_here(exc)}
     outcome.duration_s = time.monotonic() - start
-    outcome.listen = _torchruns_store(opts.nnodes)
+    outcome.listen = torchruns_store(opts.nnodes).record()
     monitor = open_monitor(platform.spec)
     try:
         sampler = RankSampler(run, monitor, enabled=False)  # torchrun's workers are not sampled
@@ -272,14 +253,3 @@ def _failed_here(exc: BaseException):
 
     return ElasticFailure(local_rank=int(os.environ.get("LOCAL_RANK", "0")), pid=os.getpid(), exitcode=1, signal=None,
                           message="".join(traceback.format_exception(exc)), timestamp=time.time())
-
-
-def _torchruns_store(nnodes: int) -> Listened:
-    """Where this job listened: torchrun's rendezvous and store, not ddplab's (nothing of it was decided here)."""
-    from ..cluster.exposure import Exposure
-
-    address, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT", "0")
-    return Exposure(single_machine=nnodes == 1, loopback_store=False,
-                    store=f"{address}:{port} (torchrun's store)", store_port=port_number(port),
-                    why_not=("torchrun started these ranks: its rendezvous store and the collectives' sockets are "
-                             "where torchrun and the environment put them, not decided by ddplab.",)).record()

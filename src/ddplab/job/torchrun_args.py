@@ -19,6 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ..basics.files import check_output_dir
+from ..cluster.exposure import LOOPBACK_HOST
 from ..basics.validators import MAX_NODES, MAX_NPROC, check_nproc, check_path_text, is_digits
 from .config import LAUNCH_USAGE, Target, UserJobConfig
 from ..errors import EnvironmentUnsupported, UsageError
@@ -31,7 +32,6 @@ DEFAULT_C10D_PORT = 29400  # torch's c10d rendezvous, for an endpoint named with
 STORE_HOSTING_BACKENDS = ("c10d", "static")
 # The backends torchrun names in its help and accepts whatever the registry of the installed torch holds.
 TORCHRUN_BACKENDS = ("c10d", "static", "etcd", "etcd-v2")
-LOOPBACK_HOST = "127.0.0.1"
 
 
 @dataclass(frozen=True)

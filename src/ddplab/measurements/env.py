@@ -41,8 +41,7 @@ PLACEMENTS = {"shared_device": ("shared", "2 ranks, one device"),
 
 def run(config: EnvConfig, observer: Observer = QUIET) -> EnvRecord:
     """Probe the machine and plan, without starting anything; EnvironmentUnsupported for a device it lacks."""
-    from ..cluster.exposure import where_to_listen
-    from ..supervision.meeting import Rendezvous
+    from ..cluster.exposure import Rendezvous, where_to_listen
     from ..platform import describe, gather_probe
     from ..platform.library_binding import binding_status
 

@@ -1,7 +1,6 @@
 """Supervision of every multi-rank job ddplab runs (a lab stage, a drill, the user's own script under
 `ddplab launch`): one package, so that a drill that passes proves what a user's job gets.
 
-- ``meeting``   where the launcher meets its ranks (loopback on one machine; ddplab's rendezvous across machines)
 - ``elastic``   the one call into torch.distributed.elastic (torchrun's engine), with ddplab owning Ctrl+C
 - ``rank``      a rank's life around its code: parent-death guard, faulthandler, beacon, its error recorded
 - ``beacon``    the side thread in each rank: status, heartbeat, where the main thread is, dumps on request

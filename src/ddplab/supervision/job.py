@@ -22,18 +22,23 @@ from typing import Any, Callable, ContextManager
 
 from ..basics import interrupts
 from ..cluster.endpoint import StoreWaitStopped
+from ..cluster.exposure import CannotListen, Meeting
 from ..basics.files import write_text_atomic
 from ..basics.proc_stat import start_ticks
 from ..records.listen import Listened
 from ..records.stragglers import StragglerReport
 from ..records.supervision import Culprit, Hang, LeftProcess, MachineLoss, RankEnd, RankState
 from ..basics.rundir import RunDir
-from . import arrivals, elastic, judge, meeting as meet
+from . import arrivals, elastic, judge
 from .evidence import RankEvidence, gather
 from .family import set_child_subreaper
 from .states import read_states
 from .straggler_watch import StragglerWatch
 from .watcher import Watcher
+
+# A job across machines that failed: how long the other machines may still report their ranks' end through the
+# job's store (their ranks fail within moments of a peer's failure).
+LAST_WORDS_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -54,8 +59,8 @@ class JobSpec:
     nproc: int  # ranks this machine starts
     entrypoint: Any  # a function (the lab's worker.rank_main) or the interpreter that runs job/boot.py
     args: tuple  # what the entrypoint gets: (RankJob,) or the boot module's command line
-    meeting: Callable[[], ContextManager[meet.Meeting]]  # meeting.one_machine / across_machines / as_asked
-    make_config: Callable[[meet.Meeting], Any]  # torch's LaunchConfig for that meeting
+    meeting: Callable[[], ContextManager[Meeting]]  # where it listens: cluster/exposure.meet
+    make_config: Callable[[Meeting], Any]  # torch's LaunchConfig for that meeting
     env: dict[str, str] = field(default_factory=dict)  # what every rank inherits, besides the run's markers
     hang_timeout_s: float | None = None
     job_id: str = ""  # the rendezvous' run id: the status keys of this launch in the job's store
@@ -139,10 +144,10 @@ def run_job(spec: JobSpec) -> JobOutcome:
                 result = elastic.run(spec.make_config(meeting), spec.entrypoint, spec.args, run, env)
                 outcome.ended_at = time.time()
                 if not result.ok and meeting.across_machines:
-                    meet.wait_for_last_words()
+                    _wait_for_last_words()
             _take(outcome, result)
             outcome.ended_after, outcome.left_running = watcher.leftovers()
-    except meet.CannotListen as exc:  # nothing started, nothing listened: a report that says so
+    except CannotListen as exc:  # nothing started, nothing listened: a report that says so
         outcome.launcher_error, outcome.listen, outcome.ended_at = str(exc), None, time.time()
     except StoreWaitStopped as exc:
         outcome.launcher_error, outcome.interrupted, outcome.ended_at = f"interrupted: {exc}", True, time.time()
@@ -153,6 +158,14 @@ def run_job(spec: JobSpec) -> JobOutcome:
     _judge(outcome, watcher, spec)
     outcome.stragglers = stragglers.report() if stragglers else None
     return outcome
+
+
+def _wait_for_last_words(wait_s: float = LAST_WORDS_S) -> None:
+    """A job across machines failed here: give the other machines' ranks a moment to report their end through the
+    store, so that a machine that failed is told from one that vanished. A stop request cuts it short."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and not interrupts.requested():
+        time.sleep(0.1)
 
 
 def _take(outcome: JobOutcome, result: elastic.ElasticOutcome) -> None:
