@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 from . import __version__, commands
-from .basics import interrupts, numpy_warning, redaction, torch_floor
+from .basics import interrupts, numpy_warning, redaction
 from .basics.cli_options import sentence
 from .commands import help as command_help
 from .errors import DdplabError, ExitCode, invalid_choice, printable
@@ -92,7 +92,9 @@ def _main(argv: list[str]) -> int:
     try:
         options.check_output_options(args, getattr(module, "OUTPUT_FORMATS", options.OUTPUT_FORMATS))
         if args.command not in commands.WITHOUT_TORCH:  # a torch older than the floor: one sentence, exit 3
-            torch_floor.require_supported()
+            from .basics.torch_floor import require_supported
+
+            require_supported()
         module.validate(args)
         if json_path and json_path != STDOUT:  # written at the end: refuse now what could not be written then
             check_output_file(json_path, "--json")

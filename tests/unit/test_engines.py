@@ -15,6 +15,7 @@ from rich.console import Console
 
 from ddplab.reading import comparison
 from ddplab.platform import library_engine
+from ddplab.records import library_engine as engine_rows
 from ddplab import measurements
 from ddplab.lab import profiles
 from ddplab.cli import main
@@ -384,8 +385,8 @@ def test_the_binding_line_says_whether_it_calls_the_copy_torch_binds():
     other = dataclasses.replace(STATUS, same_library_as_framework=False)
     assert "the copy torch's calls bind to" in same.describe() and "NOT" not in same.describe()
     assert "NOT the copy torch's calls bind to" in other.describe()
-    assert library_engine.binding_check(LibraryEngineRecord(other, {}, "m")).verdict == Verdict.WARN
-    assert library_engine.binding_check(LibraryEngineRecord(same, {}, "m")).verdict == Verdict.PASS
+    assert engine_rows.binding_check(LibraryEngineRecord(other, {}, "m")).verdict == Verdict.WARN
+    assert engine_rows.binding_check(LibraryEngineRecord(same, {}, "m")).verdict == Verdict.PASS
 
 
 # --- the lab ----------------------------------------------------------------------------------------------------

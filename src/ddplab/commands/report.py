@@ -32,23 +32,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def validate(args) -> None:
-    from ..reading.baseline_overlay import load_baseline
     from ..reading.catalog import read_report
 
     read_report(args.report)
     if args.baseline:
+        from ..reading.baseline_overlay import load_baseline
+
         load_baseline(args.baseline)
 
 
 def main(args, console) -> int:
-    from ..reading.baseline_overlay import load_baseline
     from ..report.terminal import stopped_exit_code
     from ..errors import printable
     from ..report.page import write_page
     from ..reading.catalog import read_report
 
     report = read_report(args.report)
-    baseline = load_baseline(args.baseline) if args.baseline else None
+    baseline = None
+    if args.baseline:  # a baseline's reader, only for a page that draws one
+        from ..reading.baseline_overlay import load_baseline
+
+        baseline = load_baseline(args.baseline)
     out = Path(args.out) if args.out else Path(args.report).with_suffix(".html")
     for path in write_page(report, out, baseline=baseline, base_dir=Path(args.report).parent):
         console.print(f"wrote {printable(str(path))}", markup=False, highlight=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from rich.markup import escape
 
 from .. import collectives
-from ..platform import library_engine
+from ..records import library_engine
 from ..measurements import spikes
 from ..report import terminal
 from ..measurements import sweep

@@ -11,14 +11,15 @@ sweep's spikes are; a broken pair or wrong data fails everywhere.
 from __future__ import annotations
 
 import statistics
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from . import spikes
-from ..cluster import topology
 from ..records import Check, Verdict
 from ..records.machines import INTRA, GatheredJob, Group, GroupLatency, JobMachines, PairFinding, PairResult, \
     StormMachines
-from ..records.sweep import GroupSweepRow, SweepMachines, SweepRankRow, SweepRow
+
+if TYPE_CHECKING:  # a sweep's records: imported where a sweep's are built, so that judging a storm needs none
+    from ..records.sweep import GroupSweepRow, SweepMachines, SweepRankRow, SweepRow
 
 SLOW_FACTOR = 2.0
 GROUPS_METHOD = ("after the whole-job measurement, the same one on each group of ranks, one group at a time "
@@ -32,7 +33,7 @@ PAIR_RULE = (f"a pair is slow when its busbw at the largest size is below 1/{SLO
              f"its all_reduce raised or gave wrong data; a machine in every flagged pair, while a pair without it is "
              f"fine, is the suspect")
 
-Merge = Callable[[tuple[SweepRankRow, ...], int], SweepRow]  # (each member's row for one size, group size) -> row
+Merge = Callable[[tuple["SweepRankRow", ...], int], "SweepRow"]  # (each member's row for one size, group size) -> row
 
 
 def gathered(results: Iterable) -> GatheredJob | None:
@@ -41,6 +42,8 @@ def gathered(results: Iterable) -> GatheredJob | None:
 
 
 def job_machines(job: GatheredJob) -> JobMachines:
+    from ..cluster import topology
+
     return JobMachines(job.places, topology.machines({p.rank: p.machine for p in job.places}))
 
 
@@ -80,6 +83,8 @@ def storm_checks(machines: StormMachines | None, host_only: bool) -> list[Check]
 
 def group_rows(job: GatheredJob, merge: Merge) -> list[tuple[int, GroupSweepRow]]:
     """Each group's rows, merged over its members (group index, row), groups in the order they ran."""
+    from ..records.sweep import GroupSweepRow
+
     out = []
     for index, group in enumerate(job.groups):
         per_rank = [r.result for r in job.results_of(index)]
@@ -88,6 +93,8 @@ def group_rows(job: GatheredJob, merge: Merge) -> list[tuple[int, GroupSweepRow]
 
 
 def sweep_machines(results: Iterable, merge: Merge) -> SweepMachines | None:
+    from ..records.sweep import SweepMachines
+
     job = gathered(results)
     if job is None:
         return None

@@ -7,11 +7,14 @@ catalog.judged judges any report read back: neither needs the other, nor anythin
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from .. import measurements
 from ..records import Check, Report, Verdict
 from ..records.core import rows_of
-from ..records.run import RunRecord, StageRecord
+
+if TYPE_CHECKING:
+    from ..records.run import StageRecord
 
 LEFTOVERS = "leftovers"  # the lab's last stage: what its stages left running
 
@@ -48,7 +51,7 @@ def judged_by(kind, report: Report) -> Report:
     rule that made them (the worst of its kind's checks), a lab's stage by stage first, so a stored PASS never stands
     beside data that fails. A stage that ran nothing, and a check's report (the runners' scale), keep theirs."""
     results = report.results
-    if isinstance(results, RunRecord):
+    if report.command == "run":
         stages = [_judged_stage(s) for s in results.stages]
         results = replace(results, stages=stages, checks=[c for s in stages for c in stage_checks(s)])
     checks = tuple(kind.checks(results)) if kind is not None else ()

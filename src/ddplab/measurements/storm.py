@@ -11,19 +11,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from typing import TYPE_CHECKING
+
 from . import aggregate
 from . import checks as common_checks
-from ..platform import library_engine, memory_plan
 from ..basics.cli_options import Range, argv_of, check_fields, nested, option, switch
-from ..collectives.common import one_buffer
 from ..records.config import LaunchOptions
 from ..records.placement import Placement
-from ..records import Check, Verdict
+from ..records import Check, Verdict, library_engine
 from ..records.library_engine import LIBRARY, AddedCost, added_cost
-from ..records.memory import MemoryNeed
 from ..records.session import Distribution, Histogram
 from ..records.storm import StormRankResult, StormRecord, StormSettings, StormSummary
 from ..basics.observer import QUIET, Observer
+
+if TYPE_CHECKING:
+    from ..records.memory import MemoryNeed
 
 NAME = "storm"
 SUMMARY = "latency storm: N tiny all_reduces, mean/p50/p99 latency, CPU cost, device time"
@@ -80,11 +82,13 @@ THRESHOLDS = {
 
 def run(config: StormConfig, observer: Observer = QUIET) -> StormRecord:
     from ..job.session import prepare, run_workload, Workload
+    from ..platform import memory_plan
+    from ..platform.library_engine import prepare_library
 
     prepared = prepare(config.launch, with_memory=True)
     memory_plan.require_fits(*prepared, memory_need(config, prepared[1]), f"--bytes {config.bytes}", "storm-too-large",
                              hint="lower --bytes")
-    library = library_engine.prepare_library(config.engine, *prepared)
+    library = prepare_library(config.engine, *prepared)
     settings = StormSettings(iters=config.iters, bytes=config.bytes, warmup=config.warmup,
                              per_op_iters=config.per_op_iters, engine=config.engine,
                              shared_device=prepared[1].shared_device)
@@ -96,6 +100,9 @@ def run(config: StormConfig, observer: Observer = QUIET) -> StormRecord:
 def memory_need(config: StormConfig, placement: Placement) -> MemoryNeed:
     """One float32 buffer of --bytes per rank, all_reduced one call at a time (platform/memory_plan.py), through the
     backend the placement chose (gloo stages a device buffer through pinned host memory)."""
+    from ..collectives.common import one_buffer
+    from ..platform import memory_plan
+
     count = max(1, config.bytes // 4)
     route = memory_plan.Route.of(placement.backend if config.engine != LIBRARY else LIBRARY, placement.host_only)
     return memory_plan.collective_need("all_reduce", one_buffer(count, placement.nproc, True), 4, route,

@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 from . import aggregate
 from . import checks as common_checks
 from .. import collectives
-from ..platform import library_engine, memory_plan
+from ..platform import memory_plan
+from ..platform.library_engine import prepare_library, row_costs
 from . import spikes
 from ..basics.cli_options import Range, argv_of, check_fields, nested, option, spelt, switch
 from ..collectives.common import DTYPES, torch_dtype
@@ -24,7 +25,7 @@ from ..errors import invalid_choice
 from ..basics.sizes import SizeRange, human_bytes
 from ..basics.validators import require
 from ..records.placement import Placement
-from ..records import Check, Verdict
+from ..records import Check, Verdict, library_engine
 from ..records.library_engine import LIBRARY, LibraryEngineRecord
 from ..records.memory import MachineMemory, MemoryFit, MemoryNeed, MemoryShare
 from ..records.session import SessionRecord, Timeseries
@@ -119,7 +120,7 @@ def run(config: SweepConfig, observer: Observer = QUIET) -> SweepRecord:
     smallest = min(config.sizes)
     memory_plan.require_fits(*prepared, smallest_need(config, prepared[1]), f"-b {smallest} B (the smallest size)",
                              "sweep-too-large", hint="lower -b/--minbytes and -e/--maxbytes, or -n in pipelined mode")
-    library = library_engine.prepare_library(config.engine, *prepared)
+    library = prepare_library(config.engine, *prepared)
     settings = settings_for(config, prepared[1])
     session = run_workload(Workload("sweep", settings), config.launch, "sweep", observer, sample=config.sample,
                            prepared=prepared, sample_device_while_timing=config.sample_while_timing)
@@ -221,7 +222,7 @@ def summarise(session: SessionRecord, results: list[SweepRankResult], settings: 
         return record
     theirs = engine_rows([r.library_rows or [] for r in results], session.world_size, settings.dtype,
                          device_queries, ceiling)
-    return replace(record, library_rows=theirs, added_cost=library_engine.row_costs(rows, theirs, settings.mode))
+    return replace(record, library_rows=theirs, added_cost=row_costs(rows, theirs, settings.mode))
 
 
 def engine_rows(per_rank_rows: list[list[SweepRankRow]], n: int, dtype: str, device_queries,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import catalog
-from ..measurements import nccl_tests, spikes
+from ..measurements import spikes
 from ..errors import UsageError
 from ..records import Check, Report, Verdict
 from ..records import load as report_files
@@ -64,6 +64,8 @@ def load_input(path: str) -> Input:
     if b"\0" in data:
         raise UsageError("unreadable-input", f"{path} is a binary file: neither a ddplab JSON report nor "
                                              f"nccl-tests output")
+    from ..measurements import nccl_tests  # its table's records: for nccl-tests output alone
+
     table = nccl_tests.parse(data.decode("utf-8", errors="replace"))
     if not table.rows:
         raise UsageError("unreadable-input", f"{path}: neither a ddplab JSON report nor nccl-tests output "

@@ -10,10 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .codec import OMIT, SKIP, flatten
-from .core import Check, Verdict
+from .core import ORPHANS_CHECK, Check, Verdict
 
-
-ORPHANS_CHECK = "orphaned processes"  # the row that counts them, wherever a survey is judged (env, clean, check)
 
 @dataclass(frozen=True)
 class Orphan:

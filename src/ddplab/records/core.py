@@ -24,6 +24,7 @@ from .hooks import ChoosesAtRun, InSession, OnMachine
 from .session import report_parts
 
 SCHEMA_VERSION = 1
+ORPHANS_CHECK = "orphaned processes"  # the row that counts them, wherever a survey is judged (env, clean, check)
 # The catalog a report is read with: types_for(command, where) -> (Config class, results class, platform class).
 # Records name no command's types (the lab's registry does: catalog.types_for); a report nested in another
 # (a lab's stage) is read with its parent's catalog.

@@ -1,17 +1,27 @@
 """The engines a storm or a sweep times a collective through, as records: ``BindingStatus`` (whether the vendor's
 binding imports here and which copy of the library its calls reach), ``LibraryEngineRecord`` (what the library engine
-called) and ``AddedCost`` (what torch adds per call at one size, with ``--engine both``).
+called) and ``AddedCost`` (what torch adds per call at one size, with ``--engine both``); the --engine option and
+the rows that judge them. Whether the library engine can run here is the launcher's (platform/library_engine.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..basics.cli_options import option
+from .core import Check, Verdict
 from .figures import LineChart, Series, Table
 
-TORCH, LIBRARY = "torch", "library"
+TORCH, LIBRARY, BOTH = "torch", "library", "both"
+ENGINES = (TORCH, LIBRARY, BOTH)
 # A library-engine row's op carries this prefix, so that `compare` lines up each engine with its own kind.
 LIBRARY_PREFIX = "library:"
+
+
+def engine_option():
+    """The ``engine`` field of the storm's and the sweep's Config (--engine), written into a report only when it
+    is not torch, so that a torch report keeps its keys. Its docstring, the help, is each Config's."""
+    return option("--engine", default=TORCH, choices=ENGINES, json={"omit_default": True})
 
 
 @dataclass(frozen=True)
@@ -93,3 +103,54 @@ def added_cost_figures(stage: str, rows: list[AddedCost], what: str) -> list:
                       [Series(label, points) for label, points in sorted(series.items())], log_x=True, log_y=True,
                       x_unit="bytes", y_unit="us")
     return [chart, table]
+
+
+def label(record) -> str:
+    """Who made a record's calls: the process group's backend, or the library engine's binding beside it."""
+    backend = record.session.backend
+    if record.engine != LIBRARY:
+        return backend
+    name = record.library.binding.name if record.library is not None else "its binding"
+    return f"library engine {name} (process group {backend})"
+
+
+def library_checks(library: LibraryEngineRecord) -> list[Check]:
+    """Which library the engine called, and a warning for the setup it ran in, if any."""
+    rows = [binding_check(library)]
+    if library.warnings:
+        rows.append(Check("library engine setup", Verdict.WARN, "; ".join(library.warnings), "none",
+                          "the library engine ran, but not in the setup this machine does best",
+                          "let ddplab use the sharing daemon (no --no-mps), or give each rank its own device"))
+    return rows
+
+
+def binding_check(library: LibraryEngineRecord) -> Check:
+    """Which library the engine's calls reached: a copy other than torch's makes the comparison one of two
+    libraries, not of the framework's cost."""
+    status = library.binding
+    other = status.same_library_as_framework is False
+    return Check("library engine", Verdict.WARN if other else Verdict.PASS, status.describe(),
+                 "the copy torch's calls bind to", library.method,
+                 "load one copy of the library (check LD_PRELOAD and `ddplab env`)" if other else "none")
+
+
+def added_cost_check(rows: list[AddedCost]) -> list[Check]:
+    """Informational: what torch adds per call, at the smallest and at the largest size timed (the first row of
+    each, in the record's order); every row is in the table."""
+    if not rows:
+        return []
+    smallest = next(r for r in rows if r.size_bytes == min(x.size_bytes for x in rows))
+    largest = next(r for r in rows if r.size_bytes == max(x.size_bytes for x in rows))
+    value = _cost_text(smallest)
+    if largest.size_bytes != smallest.size_bytes:
+        value += f"; {_cost_text(largest)}"
+    if len(rows) > 2:
+        value += f" ({len(rows)} rows: the added-cost table)"
+    return [Check("framework's added cost per call", Verdict.INFO, value, "informational",
+                  "torch engine time - library engine time, back to back on the same buffers: what the framework "
+                  "adds to each call", "none")]
+
+
+def _cost_text(r: AddedCost) -> str:
+    return (f"{r.op} {r.size_bytes} B ({r.timing}): torch {r.torch_us:.2f} us, library {r.library_us:.2f} us, "
+            f"torch adds {r.added_us:+.2f} us ({100 * r.share:.0f} %)")

@@ -50,13 +50,12 @@ def write_page(report: Report, html_path: str | Path, baseline: BaselineRows | N
     so the page never links to a missing file). ``base_dir``: where the report's own files are looked for when their
     recorded paths are gone (default: the page's directory). Returns the files written."""
     from ..basics.files import write_text_atomic
-    from ..records.launch import LaunchRecord
 
     html_path = Path(html_path)
     base_dir = base_dir if base_dir is not None else html_path.parent
     written = []
     trace_name = ""
-    if isinstance(report.results, LaunchRecord):
+    if report.command == "launch":
         from .. import __version__
         from .flight_timeline import trace_events
 
@@ -106,12 +105,10 @@ def _stages_and_checks(report: Report) -> tuple[list[tuple], list[Check]]:
 
 
 def _figures(stages: list[tuple], base_dir: Path | None, trace_name: str) -> list:
-    from ..records.launch import LaunchRecord
-
     out = []
     for name, rep, _ in stages:
         results = rep.results if rep is not None else None
-        if isinstance(results, LaunchRecord):
+        if rep is not None and rep.command == "launch":
             from .launch_figures import launch_figures  # a job's flight records: read for a launch report alone
 
             out.extend(launch_figures(results, name, base_dir, trace_name))

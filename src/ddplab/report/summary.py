@@ -11,16 +11,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from . import scales as cs
 from ..records import Check, Report, Verdict
-from ..records.ceiling import CeilingRecord
-from ..records.clean import ORPHANS_CHECK
-from ..records.drill import DrillRecord
-from ..records.launch import LaunchRecord
-from ..records.run import StageRecord
-from ..records.storm import StormRecord
-from ..records.sweep import SweepRecord
+from ..records.core import ORPHANS_CHECK
+
+if TYPE_CHECKING:
+    from ..records.run import StageRecord
+    from ..records.sweep import SweepRecord
 
 INFO = str(Verdict.INFO)
 ORDER = ("fail", "warn", "pass", INFO, "skip")
@@ -117,12 +116,13 @@ def key_figures(stages: list[tuple[str, Report | None, StageRecord | None]]) -> 
     return out + ([left] if left else [])
 
 
-def _of(results, kind) -> list:
-    return [(name, r, rep) for name, r, rep in results if isinstance(r, kind)]
+def _of(results, command: str) -> list:
+    """The stages whose report a command wrote (its kind's record): a page imports no record it does not show."""
+    return [(name, r, rep) for name, r, rep in results if rep.command == command]
 
 
 def _latency(results) -> list[KeyFigure]:
-    storms = [(name, r, rep) for name, r, rep in _of(results, StormRecord) if r.summary is not None
+    storms = [(name, r, rep) for name, r, rep in _of(results, "storm") if r.summary is not None
               and r.session.completed]
     if not storms:
         return []
@@ -145,12 +145,12 @@ def _bandwidth(results) -> list[KeyFigure]:
     """The peak busbw of every sweep; and, for ranks sharing one device, the peak against the device copy
     ceiling, which bounds it there (docs/metrics.md). Between devices the links bound it, not the copy."""
     out = []
-    peak = _peak(_of(results, SweepRecord))
+    peak = _peak(_of(results, "sweep"))
     if peak:
         name, row, _ = peak
         out.append(KeyFigure("peak bus bandwidth", f"{cs.number_label(row.busbw_gbps)} GB/s",
                              f"{_row_words(row)}, stage {name}; nccl-tests' busbw, GB = 1e9"))
-    shared = _peak([(n, r, rep) for n, r, rep in _of(results, SweepRecord) if r.session.shared_device])
+    shared = _peak([(n, r, rep) for n, r, rep in _of(results, "sweep") if r.session.shared_device])
     if shared:
         name, row, sweep = shared
         ceiling, where = _ceiling(results, sweep)
@@ -170,7 +170,7 @@ def _peak(sweeps: list) -> tuple | None:
 def _ceiling(results, sweep: SweepRecord) -> tuple[float | None, str]:
     if sweep.ceiling is not None:
         return sweep.ceiling.gbps, "timed beside this sweep"
-    for name, r, _ in _of(results, CeilingRecord):
+    for name, r, _ in _of(results, "ceiling"):
         if r.device_copy is not None:
             return r.device_copy.gbps, f"stage {name}"
     return None, ""
@@ -181,7 +181,7 @@ def _row_words(row) -> str:
 
 
 def _added_cost(results) -> list[KeyFigure]:
-    for name, r, _ in [*_of(results, StormRecord), *_of(results, SweepRecord)]:
+    for name, r, _ in [*_of(results, "storm"), *_of(results, "sweep")]:
         rows = sorted(r.added_cost or [], key=lambda a: a.size_bytes)
         if rows:
             a = rows[0]
@@ -195,7 +195,7 @@ def _added_cost(results) -> list[KeyFigure]:
 
 def _drills(results) -> list[KeyFigure]:
     out = []
-    for name, r, _ in _of(results, DrillRecord):
+    for name, r, _ in _of(results, "drill"):
         seen = [d for d in r.drills if d.detect_s is not None]
         if not r.drills:
             continue
@@ -209,7 +209,7 @@ def _drills(results) -> list[KeyFigure]:
 
 def _launch(results) -> list[KeyFigure]:
     out = []
-    for _, r, _ in _of(results, LaunchRecord):
+    for _, r, _ in _of(results, "launch"):
         out.append(KeyFigure("the job", r.outcome.upper(), f"ran {cs.duration_label(r.duration_s)}"
                              + (f"; noticed by {r.detected_by}" if r.detected_by else ""),
                              "pass" if r.succeeded else "fail"))
