@@ -66,15 +66,8 @@ def catches(pid: int | str, signum: int) -> bool | None:
     return None
 
 
-def _has_children_files() -> bool:
-    try:
-        return os.path.exists(f"/proc/self/task/{os.getpid()}/children")
-    except OSError:
-        return False
-
-
 # Linux >= 3.5 built with CONFIG_PROC_CHILDREN (Debian's, Ubuntu's, RHEL's kernels are)
-HAS_CHILDREN_FILES = _has_children_files()
+HAS_CHILDREN_FILES = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 
 
 def children(pid: int) -> list[int] | None:

@@ -14,10 +14,12 @@ stage, a drill, `ddplab launch`: one supervisor, ddplab/supervision/):
         ranks/<rank>/py-spy.txt      the stacks py-spy read from outside a rank that did not answer a hang's request
         ranks/<rank>/flight.json     the rank's flight record, dumped on request
         ranks/<rank>/answered        the id of the last dump request the rank answered
+        ranks/<rank>/arrivals.json   when the rank arrived at its recent collectives (supervision/arrivals.py)
         ranks/sampler-querying-device  the sampler's flag while it queries the device (supervision/timed_windows.py)
         dump-request.json            {"id", "reason", "by"}: every rank dumps when the id changes
         family.json                  every process the job started, as the watcher last saw them (the guardian's)
         daemons.json                 daemons the launcher started for the job, and how to stop them (the guardian's)
+        stragglers.json              the straggler watch's findings as they stand (supervision/straggler_watch.py)
         fr/torch_rank_<rank>         torch's own flight-recorder dumps (e.g. on a collective timeout)
         logs/<elastic run id>_*/attempt_0/<local_rank>/{stdout,stderr}.log, error.json
         mps/pipe, mps/log            a private sharing daemon's directories (platform/sharing_daemon.py)
@@ -35,6 +37,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ..errors import UsageError
 from .files import create_exclusive, make_directory
@@ -56,6 +59,16 @@ REPORT_FILE = "report.json"
 # What marks a directory as a run's, besides RUN_ID_FILE: runs from before it existed.
 EARLIER_RUN_MARKERS = ("job.json", REPORT_FILE, "pids")
 SAMPLER_FLAG = "sampler-querying-device"  # no .json suffix: status readers never take it for a rank
+
+
+def _at(*parts: str) -> property:
+    """A path inside the run directory."""
+    return property(lambda self: self.path.joinpath(*parts))
+
+
+def _in_rank_dir(name: str) -> Callable[["RunDir", int], Path]:
+    """A file inside one rank's directory."""
+    return lambda self, rank: self.rank_dir(rank) / name
 
 
 @dataclass(frozen=True)
@@ -92,93 +105,39 @@ class RunDir:
         return {RUN_ID_ENV: self.run_id, RUN_DIR_ENV: str(self.path), LAUNCHER_PID_ENV: str(launcher_pid),
                 LAUNCHER_START_ENV: str(launcher_start_ticks or "")}
 
-    # ---------------------------------------------------------------- paths
-    @property
-    def job_file(self) -> Path:
-        return self.path / "job.json"
+    # ---------------------------------------------------------------- paths (the module docstring's layout)
+    job_file = _at("job.json")
+    listen_file = _at("listen.json")  # written before the ranks start
+    logs_dir = _at("logs")
+    ranks_dir = _at("ranks")
+    sampler_flag = _at("ranks", SAMPLER_FLAG)  # beside the ranks' directories, which the ranks read anyway
+    sharing_daemon_dir = _at("mps")
+    family_file = _at("family.json")
+    daemons_file = _at("daemons.json")
+    dump_request_file = _at("dump-request.json")
+    report_file = _at(REPORT_FILE)
+    page_file = _at("report.html")
+    stragglers_file = _at("stragglers.json")
 
-    @property
-    def listen_file(self) -> Path:
-        """Where the rendezvous store listens (cluster/exposure.py's record), written before the ranks start."""
-        return self.path / "listen.json"
-
-    @property
-    def logs_dir(self) -> Path:
-        return self.path / "logs"
-
-    @property
-    def ranks_dir(self) -> Path:
-        return self.path / "ranks"
-
-    @property
-    def sampler_flag(self) -> Path:
-        return self.ranks_dir / SAMPLER_FLAG  # beside the ranks' directories, which the ranks read anyway
-
-    @property
-    def sharing_daemon_dir(self) -> Path:
-        return self.path / "mps"
-
-    @property
-    def family_file(self) -> Path:
-        return self.path / "family.json"
-
-    @property
-    def daemons_file(self) -> Path:
-        return self.path / "daemons.json"
-
-    @property
-    def dump_request_file(self) -> Path:
-        return self.path / "dump-request.json"
+    status_file = _in_rank_dir("status.json")
+    error_file = _in_rank_dir("error.json")
+    stack_file = _in_rank_dir("stacks.txt")
+    fatal_file = _in_rank_dir("fatal.txt")
+    py_spy_file = _in_rank_dir("py-spy.txt")
+    flight_file = _in_rank_dir("flight.json")
+    answered_file = _in_rank_dir("answered")
+    arrivals_file = _in_rank_dir("arrivals.json")
 
     @property
     def torch_dump_prefix(self) -> str:
         """torch's own flight-recorder dumps (it appends the rank)."""
         return str(self.path / "fr" / "torch_rank_")
 
-    @property
-    def report_file(self) -> Path:
-        return self.path / REPORT_FILE
-
-    @property
-    def page_file(self) -> Path:
-        """The report as a page (report/page.py), beside report.json."""
-        return self.path / "report.html"
-
     def rank_dir(self, rank: int) -> Path:
         return self.ranks_dir / str(rank)
 
     def pid_file(self, rank: int) -> Path:
         return self.path / "pids" / str(rank)
-
-    def status_file(self, rank: int) -> Path:
-        return self.rank_dir(rank) / "status.json"
-
-    def error_file(self, rank: int) -> Path:
-        return self.rank_dir(rank) / "error.json"
-
-    def stack_file(self, rank: int) -> Path:
-        return self.rank_dir(rank) / "stacks.txt"
-
-    def fatal_file(self, rank: int) -> Path:
-        return self.rank_dir(rank) / "fatal.txt"
-
-    def py_spy_file(self, rank: int) -> Path:
-        return self.rank_dir(rank) / "py-spy.txt"
-
-    def flight_file(self, rank: int) -> Path:
-        return self.rank_dir(rank) / "flight.json"
-
-    def answered_file(self, rank: int) -> Path:
-        return self.rank_dir(rank) / "answered"
-
-    def arrivals_file(self, rank: int) -> Path:
-        """When the rank arrived at its recent collectives (supervision/arrivals.py), for the straggler watch."""
-        return self.rank_dir(rank) / "arrivals.json"
-
-    @property
-    def stragglers_file(self) -> Path:
-        """The straggler watch's findings as they stand (supervision/straggler_watch.py)."""
-        return self.path / "stragglers.json"
 
     def torch_dump_file(self, rank: int) -> Path:
         return Path(f"{self.torch_dump_prefix}{rank}")

@@ -1,20 +1,6 @@
-"""Expectations as data: a TOML file of bounds per machine type, read with tomllib (tomli on Python 3.10).
-
-    [[machine]]                  # the first entry that matches the node is used: specific ones first
-    device = "NVIDIA H200*"      # device model as `ddplab env` names it; shell wildcards (* ? [..]), any case
-    count = 8                    # devices on the node, or "*" (default)
-    library = "NCCL 2.2*"        # collective library and loaded version, e.g. "NCCL 2.28.9", or "*" (default)
-
-    [[machine.busbw]]            # a floor on nccl-tests' busbw (GB/s, GB = 1e9)
-    op = "all_reduce"            # all_reduce, all_gather, reduce_scatter, all_to_all, or "*" (each of them)
-    size = "256M"                # a size the check's sweep runs, or "largest" (default): every placement measured
-    warning = 300.0              # below it: WARNING
-    critical = 150.0             # below it: CRITICAL (at least one of the two)
-
-    [[machine.latency]]          # a ceiling on the storm's 4-byte all_reduce (us)
-    quantile = "mean"            # mean (pipelined, the storm's number), p50, p90, p99 or max (blocking, per op)
-    warning = 60.0               # above it: WARNING
-    critical = 200.0             # above it: CRITICAL
+"""Expectations as data: a TOML file of bounds per machine type (examples/fleet/thresholds.toml shows every key),
+read with tomllib (tomli on Python 3.10). The first [[machine]] entry that matches the node is used; its busbw
+entries are floors (GB/s), its latency entries ceilings (us), each with a warning and a critical bound.
 
 A file ddplab cannot use is refused before anything starts (exit 2), naming the file, the key and what is valid.
 """

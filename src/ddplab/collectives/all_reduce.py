@@ -1,8 +1,7 @@
 """all_reduce: every rank ends with the sum of all ranks' buffers.
 
-S = count * elem bytes; busbw = algbw * 2(n-1)/n (each element needs n-1 additions and
-n copies spread over n links; nccl-tests all_reduce.cu). torch's all_reduce works in
-place only, so there is no out-of-place row.
+S = count * elem bytes; busbw = algbw * 2(n-1)/n (each element needs n-1 additions and n copies spread over n
+links; nccl-tests all_reduce.cu). torch's all_reduce works in place only, so there is no out-of-place row.
 """
 
 from .common import Collective, LibraryCall, Prepared, count_wrong, one_buffer, reduce_values

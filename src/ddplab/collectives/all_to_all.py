@@ -1,10 +1,10 @@
 """all_to_all: rank r sends its chunk j to rank j and receives every rank's chunk r.
 
-S = count * elem bytes of one rank's buffer (n chunks of count/n); busbw = algbw *
-(n-1)/n (nccl-tests alltoall.cu). Out of place only (torch's all_to_all_single).
+S = count * elem bytes of one rank's buffer (n chunks of count/n); busbw = algbw * (n-1)/n (nccl-tests
+alltoall.cu). Out of place only (torch's all_to_all_single).
 """
 
-from .common import Buffers, Collective, LibraryCall, Prepared, count_wrong, ident_values
+from .common import Collective, LibraryCall, Prepared, count_wrong, ident_values, two_buffers
 
 
 def _prepare(count, n, rank, dtype, device, in_place):
@@ -22,8 +22,8 @@ def _prepare(count, n, rank, dtype, device, in_place):
     def expected():
         return torch.cat([ident_values(j, rank, per, dtype, device) for j in range(n)])
 
-    # The library engine sends chunk j to rank j and receives rank j's chunk, every pair in one
-    # group, as nccl-tests' alltoall does.
+    # The library engine sends chunk j to rank j and receives rank j's chunk, every pair in one group, as
+    # nccl-tests' alltoall does.
     exchange = tuple(call for j in range(n) for call in (
         LibraryCall("send", per, send=inp[j * per:(j + 1) * per], peer=j),
         LibraryCall("recv", per, recv=out[j * per:(j + 1) * per], peer=j)))
@@ -32,9 +32,5 @@ def _prepare(count, n, rank, dtype, device, in_place):
                     wrong=lambda: count_wrong(out, expected()), output=out, library=exchange)
 
 
-def _buffers(count, n, in_place):
-    return Buffers(send=count, recv=count, aliased=False)
-
-
 SPEC = Collective("all_to_all", chunked=True, bus_factor=lambda n: (n - 1) / n, placements=(False,),
-                  prepare=_prepare, buffers=_buffers, nccl_tests="alltoall")
+                  prepare=_prepare, buffers=two_buffers, nccl_tests="alltoall")

@@ -1,7 +1,7 @@
 """broadcast from rank 0: every rank ends with rank 0's buffer.
 
-S = count * elem bytes; busbw = algbw * 1 (the root's link carries everything;
-nccl-tests broadcast.cu). torch broadcasts in place only.
+S = count * elem bytes; busbw = algbw * 1 (the root's link carries everything; nccl-tests broadcast.cu). torch
+broadcasts in place only.
 """
 
 from .common import Collective, LibraryCall, Prepared, count_wrong, ident_values, one_buffer

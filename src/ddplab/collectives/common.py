@@ -75,6 +75,11 @@ def one_buffer(count: int, n: int, in_place: bool) -> Buffers:
     return Buffers(count, count, aliased=True, one_tensor=True)
 
 
+def two_buffers(count: int, n: int, in_place: bool) -> Buffers:
+    """all_to_all, send_recv: a send buffer and a receive buffer of the same size."""
+    return Buffers(count, count, aliased=False)
+
+
 @dataclass(frozen=True)
 class Prepared:
     """Buffers for one (size, placement) on one rank."""

@@ -1,7 +1,7 @@
 """reduce to rank 0: rank 0 ends with the sum of all ranks' buffers.
 
-S = count * elem bytes; busbw = algbw * 1 (the root's link is the bottleneck;
-nccl-tests reduce.cu). torch reduces in place only; only the root's result is checked.
+S = count * elem bytes; busbw = algbw * 1 (the root's link is the bottleneck; nccl-tests reduce.cu). torch reduces
+in place only; only the root's result is checked.
 """
 
 from .common import Collective, LibraryCall, Prepared, count_wrong, one_buffer, reduce_values

@@ -1,9 +1,8 @@
 """reduce_scatter: rank r ends with the sum over ranks of everyone's chunk r.
 
-S = count * elem bytes of the input buffer (each rank receives count/n); busbw =
-algbw * (n-1)/n (nccl-tests reduce_scatter.cu). In place, rank r's output is chunk r
-of its input buffer. gloo all-reduces a clone of the whole input and keeps it until the call is waited for
-(memory_plan.gloo_copies).
+S = count * elem bytes of the input buffer (each rank receives count/n); busbw = algbw * (n-1)/n (nccl-tests
+reduce_scatter.cu). In place, rank r's output is chunk r of its input buffer. gloo all-reduces a clone of the whole
+input and keeps it until the call is waited for (memory_plan.gloo_copies).
 """
 
 from .common import GLOO_COPIES_INPUT, Buffers, Collective, LibraryCall, Prepared, count_wrong, reduce_values

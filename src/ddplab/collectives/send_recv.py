@@ -4,7 +4,7 @@ S = count * elem bytes; busbw = algbw (nccl-tests sendrecv.cu). One batch_isend_
 neighbour's send before posting its receive. Needs at least 2 ranks.
 """
 
-from .common import Buffers, Collective, LibraryCall, Prepared, count_wrong, ident_values
+from .common import Collective, LibraryCall, Prepared, count_wrong, ident_values, two_buffers
 
 
 def _prepare(count, n, rank, dtype, device, in_place):
@@ -34,9 +34,5 @@ def _prepare(count, n, rank, dtype, device, in_place):
                     library=pair)
 
 
-def _buffers(count, n, in_place):
-    return Buffers(send=count, recv=count, aliased=False)
-
-
 SPEC = Collective("send_recv", chunked=False, bus_factor=lambda n: 1.0, placements=(False,), prepare=_prepare,
-                  buffers=_buffers, min_ranks=2, staged_ok=False, nccl_tests="sendrecv")
+                  buffers=two_buffers, min_ranks=2, staged_ok=False, nccl_tests="sendrecv")

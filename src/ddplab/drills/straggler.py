@@ -21,9 +21,9 @@ from . import runner
 SUMMARY = "pause one rank P ms every second; ddplab's straggler watch names it, the others' latency inflates"
 EXPECT = ("both runs complete, the straggler watch names the victim with the pauses and nobody without, the others' "
           "p99 grows with the pause, nothing is left")
-PAUSE_MS = 300  # a pause while the victim waits inside a collective delays no arrival: 200 ms was too short
-# 40 ms of host work a step (the other drills' 10 ms): on a busy 2-core machine, waking from that sleep a few
-# milliseconds late is 10 % of a 14 ms step, and the watch named a healthy rank so, in either run.
+PAUSE_MS = 300  # a pause while the victim waits inside a collective delays no arrival (docs/RESULTS.md)
+# 4 times the other drills' host work a step: a few milliseconds of late wake-ups on a busy machine stay a small
+# share of a step, where they made the watch name a healthy rank.
 STEP_SLEEP_S = 0.04
 BASELINE_STEPS = 80  # about 3.5 s: 50 collectives, the least the rule judges, and more
 PAUSED_STEPS = 200  # about 12 s with the pauses: enough of them (about 10) for the rule's many waits

@@ -163,12 +163,11 @@ def cgroup_limits(self_cgroup: str, root: Path) -> list[CgroupLimit]:
 
 
 def _v2_limits(root: Path, path: str) -> list[CgroupLimit]:
-    out, seen = [], set()
+    out = []
     here = root / path.strip("/")
     for directory in (here, *here.parents):
-        if directory in seen or not str(directory).startswith(str(root)):
+        if not str(directory).startswith(str(root)):
             continue
-        seen.add(directory)
         limit = _read_int(directory / "memory.max")
         usage = _read_int(directory / "memory.current")
         if limit is None or usage is None or limit >= UNLIMITED:

@@ -122,20 +122,16 @@ def expected_ranks(states: dict[int, RankState], local_count: int) -> list[int] 
 def name_culprits(states: dict[int, RankState], local_count: int, now: float,
                   stale_s: float, expected: list[int] | None = None) -> tuple[list[int], str]:
     """The ranks holding the others up, and why, from a snapshot of the ranks' statuses."""
-    return (_not_started(states, local_count, expected) or _frozen_among_beating(states, now, stale_s)
+    return (_not_started(states, local_count, expected)
+            or _frozen(frozen_while_others_beat(states, now, stale_s), stale_s)
             or _holding_up(states, waiting_phases=("in-collective",)))
-
-
-def _frozen_among_beating(states: dict[int, RankState], now: float, stale_s: float) -> tuple[list[int], str] | None:
-    frozen = frozen_while_others_beat(states, now, stale_s)
-    return (frozen, f"heartbeat stopped for more than {stale_s:.0f} s (process paused or wedged)") if frozen else None
 
 
 def frozen_while_others_beat(states: dict[int, RankState], now: float, stale_s: float,
                              among: set[int] | None = None) -> list[int]:
     """The frozen ranks (of ``among``, None: all) while others still beat: when every rank is silent at once, the
     silence tells nobody apart (the whole machine stalled, or the watcher itself was starved between its read and
-    its verdict, as once in CI under load: all three ranks of a stall drill named)."""
+    its verdict)."""
     frozen = [r for r in frozen_ranks(states, now, stale_s) if among is None or r in among]
     return frozen if len(frozen) < len(states) else []
 
@@ -145,8 +141,7 @@ def frozen_ranks(states: dict[int, RankState], now: float, stale_s: float) -> li
     return sorted(r for r, s in states.items() if s.phase not in END_PHASES and now - s.heartbeat > stale_s)
 
 
-def _frozen(states: dict[int, RankState], now: float, stale_s: float) -> tuple[list[int], str] | None:
-    frozen = frozen_ranks(states, now, stale_s)
+def _frozen(frozen: list[int], stale_s: float) -> tuple[list[int], str] | None:
     return (frozen, f"heartbeat stopped for more than {stale_s:.0f} s (process paused or wedged)") if frozen else None
 
 
@@ -263,7 +258,7 @@ def name_culprits_after_failure(states: dict[int, RankState], local_count: int, 
     machine (``mine``; None: all) whose heartbeat stopped first (only ours count: the others' beats stopped as
     their launcher ended them), then the last words; where those cannot tell the ranks apart, the failed ones."""
     here = states if mine is None else {r: s for r, s in states.items() if r in mine}
-    frozen = _frozen(here, now, stale_s)
+    frozen = _frozen(frozen_ranks(here, now, stale_s), stale_s)
     if frozen:
         return frozen
     culprits, why = name_culprits_after_exit(states, local_count, expected)

@@ -26,8 +26,7 @@ MIN_COLLECTIVES = 50
 COST_NAMED = 0.10  # of the others' time
 COST_KEPT = 0.05
 # A window of a fast loop's first 50 collectives can span under a second, where a few milliseconds of scheduling per
-# step are 10 %: a healthy rank on a 2-core machine running other jobs was named so (the straggler drill's run
-# without pauses, 71 ms over 0.7 s). A rank must have cost the others this much before it is named.
+# step are a large share and name a healthy rank (docs/RESULTS.md). A rank must have cost the others this much first.
 MIN_COST_S = 0.25
 MIN_WAITS = 5
 EVIDENCE_ROWS = 5
