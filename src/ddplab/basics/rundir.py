@@ -5,7 +5,7 @@ stage, a drill, `ddplab launch`: one supervisor, ddplab/supervision/):
     <run_dir>/
         run-id                       written first, atomically: a directory holding it is in use
         job.json                     what every rank was asked to do (for people to read)
-        listen.json                  where the rendezvous store listens (supervision/meeting.py, cluster/exposure.py)
+        listen.json                  where the rendezvous store listens (cluster/exposure.py)
         pids/<rank>                  each rank's pid, written by the rank itself (the sampler reads it)
         ranks/<rank>/status.json     heartbeat: phase, progress, main thread location (supervision/beacon.py)
         ranks/<rank>/error.json      the rank's uncaught exception, with its traceback

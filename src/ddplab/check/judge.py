@@ -144,7 +144,8 @@ def _reading(stage: StageRecord, check) -> Reading | None:
     return Reading(summary.mean_us, "us", critical=results.threshold_us)
 
 
-def _rules(stages, machine: MachineType | None, metrics, expectations: Expectations) -> tuple[list[NodeCheck], list[str]]:
+def _rules(stages, machine: MachineType | None, metrics,
+           expectations: Expectations) -> tuple[list[NodeCheck], list[str]]:
     rows: list[NodeCheck] = []
     sources = [BUILT_IN]
     busbw_bounded = False

@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> None:
 
     data = faults.dataset(faults.batches(args.steps), args.batch, args.width)
     loader = DataLoader(data, batch_size=args.batch, num_workers=faults.loader_workers())
-    trainer = L.Trainer(accelerator="cpu", devices=int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
-                        num_nodes=int(os.environ.get("WORLD_SIZE", "1")) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    trainer = L.Trainer(accelerator="cpu", devices=local, num_nodes=int(os.environ.get("WORLD_SIZE", "1")) // local,
                         strategy="ddp", max_steps=args.steps, max_epochs=1, logger=False,
                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                         use_distributed_sampler=False)

@@ -58,7 +58,9 @@ def switch_on_flight_recorder(run: RunDir) -> str:
     os.environ.update(flight_recorder.recorder_environment(os.environ, run.torch_dump_prefix, torch_version()))
     if os.environ.get(ARRIVALS_ENV):  # the straggler watch compares device times where the recorder keeps them
         os.environ.update(flight_recorder.timing_environment(os.environ))
-    return f"set by the user ({user})" if user else f"switched on by ddplab ({flight_recorder.DEFAULT_BUFFER_ENTRIES} entries)"
+    if user:
+        return f"set by the user ({user})"
+    return f"switched on by ddplab ({flight_recorder.DEFAULT_BUFFER_ENTRIES} entries)"
 
 
 def run_script(path: str, args: tuple[str, ...]) -> None:

@@ -293,7 +293,8 @@ def _comparison(costs: SharedDeviceCosts | None) -> str:
             f"{_us(costs.without_daemon_us)} without the daemon, measured on {costs.measured_on})")
 
 
-def require_fits(platform: Platform, placement: Placement, bytes_per_rank: int, what: str, reference: str, hint: str) -> None:
+def require_fits(platform: Platform, placement: Placement, bytes_per_rank: int, what: str, reference: str,
+                 hint: str) -> None:
     """Refuse, before any rank starts, buffers that the memory the ranks run on cannot hold: the host's available
     memory, or a device's free memory shared by its ranks, each held to its cap. A size not read is not judged."""
     from ..basics.sizes import human_bytes

@@ -129,7 +129,8 @@ class LaunchRecord:
             Check("nothing left running", Verdict.PASS if not left else Verdict.FAIL,
                   f"{left} process(es)" + "".join(f"; {p.pid} {p.cmdline[:60]}" for p in self.left_running[:3])
                   + (f"; ddplab ended {len(self.ended_after)} the job's ranks had left running: "
-                     + ", ".join(f"{p.pid} {p.cmdline[:40]}" for p in self.ended_after[:3]) if self.ended_after else ""),
+                     + ", ".join(f"{p.pid} {p.cmdline[:40]}" for p in self.ended_after[:3])
+                     if self.ended_after else ""),
                   "0 processes", "every process the job started is gone",
                   "none" if not left else "`ddplab clean` lists them once their launcher is gone"),
         ]

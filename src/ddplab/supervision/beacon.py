@@ -216,8 +216,8 @@ class Beacon:
             failed_in, entered = phase_of(now), self.state.since
             if self.state.phase == "running" and exc is not None:
                 failed_in = _phase_raised_in(exc, failed_in)
-        self.phase("failed", error=redact_text(error), failed_at=time.time(), failed_in=failed_in, failed_in_since=entered,
-                   exit_code=exit_code)
+        self.phase("failed", error=redact_text(error), failed_at=time.time(), failed_in=failed_in,
+                   failed_in_since=entered, exit_code=exit_code)
 
     def enter_collective(self, op: str, numel: int) -> int:
         with self._lock:

@@ -10,7 +10,8 @@ Over the last ``WINDOW_S`` of a group's collectives (at least ``MIN_COLLECTIVES`
 the others waited for it, overlapping waits merged, without its largest one (a one-off pause is no straggler). It
 is **named** when that cost is at least ``COST_NAMED`` of the others' time and ``MIN_COST_S`` in all, over
 ``MIN_WAITS`` waits, and it is last, or causes the waiting, at least ``named_share(n)`` of the time (a rank paused
-now and then is last rarely, but for long). It stays named until its cost falls below ``COST_KEPT`` or both shares below ``kept_share(n)``.
+now and then is last rarely, but for long). It stays named until its cost falls below ``COST_KEPT`` or both shares
+below ``kept_share(n)``.
 """
 
 from __future__ import annotations
