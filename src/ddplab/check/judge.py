@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, replace
 
 from ..basics.interrupts import DEADLINE
-from ..measurements.judging import stage_checks
+from ..measurements import stage_checks
 from ..records import Verdict
 from ..records.hooks import InSession, Interruptible
 from ..records.clean import ORPHANS_CHECK

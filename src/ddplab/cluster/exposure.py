@@ -149,7 +149,7 @@ def where_to_listen(nnodes: int, endpoint: str, device_type: str, environ: Mappi
                     rdzv_host: str = "auto") -> Exposure:
     """``plan`` (one machine) or ``across_machines`` over this machine's facts; ``environ``: what the ranks will
     see (a socket variable set there is the user's, and kept)."""
-    from ..platform.detect import loopback_interface
+    from ..platform.probe import loopback_interface
     from ..platform.vendors import VENDORS, socket_interface_envs
 
     variables = socket_interface_envs(VENDORS[device_type])

@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import measurements
 from ..errors import DdplabError, UsageError
-from ..measurements.judging import judged_by, report_checks as measurement_report_checks
+from ..measurements import judged_by, report_checks as measurement_report_checks
 from ..records import Check, RecordError, Report
 from ..records.load import HINT, field_message, parse_json, read_bytes, show
 
@@ -79,7 +79,7 @@ def report_checks(report: Report) -> list[Check]:
 
 
 def judged(report: Report) -> Report:
-    """``report`` with its verdict derived again from its data by its kind (measurements.judging.judged_by)."""
+    """``report`` with its verdict derived again from its data by its kind (measurements.judged_by)."""
     return judged_by(_judge_of(report.command), report)
 
 
