@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from ..basics.interrupts import DEADLINE
 from ..measurements import stage_checks
 from ..records import Verdict
-from ..records.hooks import InSession, Interruptible
+from ..records.core import InSession, Interruptible
 from ..records.clean import ORPHANS_CHECK
 from ..records.run import StageRecord
 from . import rules

@@ -25,7 +25,7 @@ from ..measurements import LEFTOVERS, stage_checks
 from ..basics.observer import QUIET, Observer
 from .profiles import Machine, Stage, host_note, kinds, stages
 from ..records import Check, Report, Verdict, make_report
-from ..records.hooks import InSession, Interruptible, StartsRuns
+from ..records.core import InSession, Interruptible, StartsRuns
 from ..records.run import RunRecord, StagePlan, StageRecord
 from ..report.progress import StageProgress
 from ..report.terminal import escape

@@ -1,4 +1,4 @@
-"""The library: one module per measurement, each the same shape (records.hooks.Kind).
+"""The library: one module per measurement, each the same shape (records.core.Kind).
 
     NAME        the command word and the report's "command"
     SUMMARY     one line for --help and the docs
@@ -13,10 +13,8 @@
 module here plus one registry line; ``register`` adds one from outside (a plug-in, a test) without touching commands,
 checks, the HTML report or compare.
 
-A report is judged again from its data by its kind (``judged_by``), so that a stored PASS never stands beside data
-that fails: a measurement's by its ``checks(record)``, a lab's stage by stage, by the one rule that made its verdict
-(records.make_report: the worst of its kind's checks). The lab judges its stages with it as they end (lab/run.py), and
-catalog.judged judges any report read back: neither needs the other, nor anything that runs a measurement.
+``judged_by`` judges a report again from its data by its kind's ``checks``, a lab's stage by stage, so that a stored
+PASS never stands beside data that fails: the lab as its stages end (lab/run.py), catalog.judged any report read back.
 """
 
 from __future__ import annotations
@@ -119,5 +117,4 @@ def _judged_stage(stage: StageRecord) -> StageRecord:
 verdict = verdict_of
 report = make_report  # the JSON document of one measurement: its config, the platform, the record, its checks
 
-__all__ = ["Check", "LEFTOVERS", "MEASUREMENTS", "get", "judged_by", "make_report", "platform_of", "register", "report",
-           "report_checks", "stage_checks", "verdict"]
+__all__ = ["Check", "MEASUREMENTS", "get", "make_report", "platform_of", "register", "report", "verdict"]

@@ -1,9 +1,8 @@
 """Check rows every measurement shares: each measurement's own rows are in its ``checks(record)``
 (measurements/<name>.py); the lab adds its rows for stages that could not run and for leftovers (lab/run.py).
 
-And the rule for a finding across sizes or machines: one machine is slow when it is worse than the median of the
-*others* by ``SLOW_FACTOR`` (so that it cannot hide by moving the median among two or three); on the host CPU a
-finding is informational.
+And the rule for a finding: slow is worse than the median of the *others* by ``SLOW_FACTOR`` (so that one slow
+machine of two or three cannot hide by moving the median); on the host CPU a finding is informational.
 """
 
 from __future__ import annotations

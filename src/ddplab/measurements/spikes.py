@@ -13,10 +13,9 @@ CPU, where gloo on shared cores is disturbed by whatever else the machine runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Protocol
+from typing import Iterable, Protocol
 
-if TYPE_CHECKING:
-    from ..records.sweep import Spike
+from ..records.compare import Neighbour, Spike
 
 FACTOR = 2.0
 FINDING = "a size far off its neighbours is a finding to explain"
@@ -35,8 +34,6 @@ class SizedTiming(Protocol):
 
 def find_spikes(rows: Iterable[SizedTiming], factor: float = FACTOR) -> list[Spike]:
     """Rows without a time (skipped, failed, N/A) are ignored."""
-    from ..records.sweep import Neighbour, Spike
-
     spikes = []
     for series in _series(rows).values():
         for i, row in enumerate(series):

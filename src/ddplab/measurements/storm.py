@@ -192,8 +192,6 @@ def checks(record: StormRecord) -> list[Check]:
 
 
 def storm_checks(machines: StormMachines | None, host_only: bool) -> list[Check]:
-    """Across machines (a job the ranks gathered from several launchers): each group's latency, and a machine slower
-    than the others."""
     if machines is None or not machines.latency:
         return []
     rows = [Check("latency inside and between machines", Verdict.INFO,

@@ -31,6 +31,3 @@ def detect(device_request: str | None = None, with_memory: bool = True):
     from .probe import describe, gather_probe
 
     return describe(gather_probe(with_memory=with_memory), device_request)
-
-
-__all__ = ["detect", *_HOMES]

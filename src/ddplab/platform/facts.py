@@ -1,7 +1,5 @@
-"""What a report says about the machine it ran on: the ``Platform`` ddplab decided (probe.py decides it), its
-devices and the collective library's mapped copies. Kept apart from probing, so that reading a report back needs
-the vendor table and nothing that asks the machine.
-"""
+"""What a report says about the machine it ran on: the ``Platform`` ddplab decided (probe.py), its devices, the
+collective library's mapped copies. Apart from the probe, so that reading a report asks nothing of the machine."""
 
 from __future__ import annotations
 
