@@ -68,7 +68,7 @@ def with_value(doc: dict, places: list[Field], value) -> dict:
 
 
 def dotted(field: Field) -> str:
-    """The records' spelling of a field (records/load.py): results.stages[*].name."""
+    """The records' spelling of a field (reading/catalog.py): results.stages[*].name."""
     text = ""
     for p in field:
         text += f"[{p}]" if p == "*" or isinstance(p, int) else (f".{p}" if text else p)

@@ -93,8 +93,7 @@ def test_non_finite_and_absurd_numbers_exit_2_before_anything_starts(nothing_sta
 @pytest.mark.parametrize("argv, reference, message, available", TOO_LARGE_FOR_MEMORY, ids=_argv_id)
 def test_buffers_larger_than_the_memory_exit_2_before_anything_starts(nothing_starts, capsys, monkeypatch, argv,
                                                                       reference, message, available):
-    # the module, not the function of the same name that ddplab.platform exports
-    probe_module = importlib.import_module("ddplab.platform.detect")
+    probe_module = importlib.import_module("ddplab.platform.probe")
     monkeypatch.setattr(probe_module, "host_memory", lambda: (32 * GiB, 1 * GiB))
     assert _exit(argv) == 2
     err = capsys.readouterr().err

@@ -6,7 +6,7 @@ import pytest
 from ddplab.reading import catalog, comparison
 from ddplab.records import Check, Verdict, make_report
 from ddplab.records.compare import CompareConfig, CompareRecord, ComparedRow
-from ddplab.records.hooks import ChoosesAtRun, Kind
+from ddplab.records.core import ChoosesAtRun, Kind
 
 
 KINDS = [name for name in catalog.kinds() if catalog.kind_of(name) is not None]

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from ddplab.measurements import aggregate
+from ddplab.measurements import aggregate, checks, storm
 from ddplab import measurements
 from ddplab.report.page import render_html
 from ddplab.cluster.topology import comparison_groups, pair_groups
@@ -129,7 +129,7 @@ def test_the_storm_s_groups_are_averaged_over_their_members_and_every_rank_is_li
 def test_a_machine_twice_as_slow_inside_as_the_others_is_a_finding(host_only, verdict):
     job = storm_job({0: {0: 400, 1: 400, 2: 400, 3: 400}, 1: {0: 50, 1: 50}, 2: {2: 101, 3: 101},
                      3: {0: 300, 2: 300}})
-    rows = aggregate.storm_checks(aggregate.storm_machines([storm_rank(job)], 4), host_only)
+    rows = storm.storm_checks(aggregate.storm_machines([storm_rank(job)], 4), host_only)
     assert rows[0].check == "latency inside and between machines" and rows[0].verdict == Verdict.INFO
     assert f"{INTRA} {B} 101.0 us" in rows[0].value
     alike = rows[1]
@@ -138,10 +138,10 @@ def test_a_machine_twice_as_slow_inside_as_the_others_is_a_finding(host_only, ve
 
 
 def test_exactly_twice_the_others_is_not_yet_slow():
-    assert aggregate.slow_ones({"a": 50, "b": 100}, higher_is_worse=True) == []
-    assert aggregate.slow_ones({"a": 50, "b": 100.1}, higher_is_worse=True) == ["b"]
-    assert aggregate.slow_ones({"a": 10, "b": 4.9}, higher_is_worse=False) == ["b"]
-    assert aggregate.slow_ones({"a": 10}, higher_is_worse=False) == []
+    assert checks.slow_ones({"a": 50, "b": 100}, higher_is_worse=True) == []
+    assert checks.slow_ones({"a": 50, "b": 100.1}, higher_is_worse=True) == ["b"]
+    assert checks.slow_ones({"a": 10, "b": 4.9}, higher_is_worse=False) == ["b"]
+    assert checks.slow_ones({"a": 10}, higher_is_worse=False) == []
 
 
 def test_a_storm_record_across_machines_reads_back_and_a_single_machine_one_writes_no_new_key():

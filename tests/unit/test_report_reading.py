@@ -13,7 +13,7 @@ from ddplab.job.config import TORCHRUN_VALUE_TYPES
 from ddplab.errors import UsageError, printable
 from ddplab.records import Verdict
 from ddplab.reading.catalog import read_report, report_from_document as report_from_json
-from ddplab.records.load import MAX_INPUT_BYTES, read_bytes
+from ddplab.reading.catalog import MAX_INPUT_BYTES, read_bytes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RUN = json.loads((FIXTURES / "report-quick-cpu.json").read_text())

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from ddplab.reading import comparison
 from ddplab.measurements import spikes
+from ddplab.measurements.checks import finding_verdict
 from ddplab.supervision import timed_windows
 from ddplab.commands import compare as compare_cmd
 from ddplab.commands import sweep as sweep_cmd
@@ -161,7 +162,7 @@ def test_on_the_host_spikes_are_listed_but_informational():
     assert measurements_verdict(r) == Verdict.PASS and "informational" in sweep.summary(r)
     row, = spike_rows(r)
     assert row.verdict == Verdict.INFO and "16 B" in row.value
-    assert spikes.judge(r.spikes, host_only=False) == Verdict.WARN
+    assert finding_verdict(r.spikes, host_only=False) == Verdict.WARN
 
 
 def test_the_check_row_for_spikes_warns_with_the_finding():

@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass, replace
 
 from ..basics.interrupts import DEADLINE
-from ..measurements.judging import stage_checks
+from ..measurements import stage_checks
 from ..records import Verdict
-from ..records.hooks import InSession, Interruptible
+from ..records.core import InSession, Interruptible
 from ..records.clean import ORPHANS_CHECK
 from ..records.run import StageRecord
 from . import rules

@@ -6,7 +6,7 @@ report judged again (--from-report) or held up as a baseline gives the same numb
 
 from __future__ import annotations
 
-from ..measurements.judging import LEFTOVERS
+from ..measurements import LEFTOVERS
 from ..records.run import StageRecord
 from .record import Busbw, Latency, MachineType, Metrics
 

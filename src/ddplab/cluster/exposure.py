@@ -25,7 +25,7 @@ from ..basics import interrupts
 from ..basics.validators import port_number
 from ..errors import EnvironmentUnsupported
 from ..records.codec import to_json
-from ..records.listen import Listened, SocketPin
+from ..records.session import Listened, SocketPin
 
 if TYPE_CHECKING:
     from .endpoint import StorePlan
@@ -88,7 +88,7 @@ class Exposure:
         return f"NOT loopback only: {where}. " + " ".join(self.why_not)
 
     def record(self) -> Listened:
-        """What the reports keep (records/listen.py)."""
+        """What the reports keep (records/session.py)."""
         return Listened(loopback_only=self.loopback_only, single_machine=self.single_machine, store=self.store,
                         sockets=list(self.sockets), why_not=list(self.why_not), summary=self.summary(),
                         address=self.address, port=self.store_port,
@@ -149,7 +149,7 @@ def where_to_listen(nnodes: int, endpoint: str, device_type: str, environ: Mappi
                     rdzv_host: str = "auto") -> Exposure:
     """``plan`` (one machine) or ``across_machines`` over this machine's facts; ``environ``: what the ranks will
     see (a socket variable set there is the user's, and kept)."""
-    from ..platform.detect import loopback_interface
+    from ..platform.probe import loopback_interface
     from ..platform.vendors import VENDORS, socket_interface_envs
 
     variables = socket_interface_envs(VENDORS[device_type])

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Mapping
 from ..basics import cli_options
 from ..report import terminal
 from ..errors import UsageError, invalid_choice
-from ..records.hooks import InSession
+from ..records.core import InSession
 from ..basics.files import STDOUT
 
 if TYPE_CHECKING:
@@ -76,9 +76,12 @@ def finish(report, render, args, console, run_dir: str | os.PathLike | None = No
     """How a command that shows one report ends: the report in its run directory (where it has one), the --json copy,
     the JSON on standard output for --format json; then terminal.finish."""
     from ..errors import printable
-    from ..basics.rundir import REPORT_FILE
 
-    record = Path(run_dir) / REPORT_FILE if run_dir else None
+    record = None
+    if run_dir:  # the run directory's layout, only for a command that has one
+        from ..basics.rundir import REPORT_FILE
+
+        record = Path(run_dir) / REPORT_FILE
     files = [path for path in (record, getattr(args, "json", None)) if path and str(path) != STDOUT]
     code = terminal.finish(report, render, console, files=files, to_stdout=json_on_stdout(args))
     if record is not None:

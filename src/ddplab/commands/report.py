@@ -3,7 +3,7 @@ week's), after checking every field it uses: a file that is not a ddplab report 
 run or nccl-tests output dashed beside this report's lines; a launch report also gets its flight records as a
 trace-event file beside the page.
 
-`ddplab report`: the document is read through the records (records/load.py); --baseline is read as `ddplab
+`ddplab report`: the document is read through the records (reading/catalog.py); --baseline is read as `ddplab
 compare` reads its A side.
 """
 

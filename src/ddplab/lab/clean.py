@@ -41,7 +41,7 @@ class CleanConfig:
 
 
 Config, Record = CleanConfig, CleanRecord
-checks, summary = CleanRecord.checks, CleanRecord.summary  # the kind's hooks (records.hooks) are the record's own
+checks, summary = CleanRecord.checks, CleanRecord.summary  # the kind's hooks (records.core) are the record's own
 
 
 def run(config: CleanConfig, observer: "Observer | None" = None) -> CleanRecord:

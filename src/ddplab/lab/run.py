@@ -21,11 +21,11 @@ from ..basics.cli_options import Range, check_fields, option
 from ..records.config import DEVICES, SECONDS
 from ..errors import DdplabError, ExitCode, UsageError, invalid_choice
 from ..basics.files import DiskFull
-from ..measurements.judging import LEFTOVERS, stage_checks
+from ..measurements import LEFTOVERS, stage_checks
 from ..basics.observer import QUIET, Observer
 from .profiles import Machine, Stage, host_note, kinds, stages
 from ..records import Check, Report, Verdict, make_report
-from ..records.hooks import InSession, Interruptible, StartsRuns
+from ..records.core import InSession, Interruptible, StartsRuns
 from ..records.run import RunRecord, StagePlan, StageRecord
 from ..report.progress import StageProgress
 from ..report.terminal import escape

@@ -3,9 +3,7 @@ carries (records/machines.py), and the rules that judge them: every rank and its
 on groups of ranks (the whole job, each machine alone, one rank per machine), merged as the measurement's own; and
 machine pairs.
 
-One rule finds what is slow (``slow_ones``): worse than the median of the *others* by ``SLOW_FACTOR``, so that one
-slow machine among two or three cannot hide by moving the median. On the host CPU the finding is informational, as a
-sweep's spikes are; a broken pair or wrong data fails everywhere.
+What is slow is judged by one rule (checks.slow_ones); a broken pair or wrong data fails everywhere.
 """
 
 from __future__ import annotations
@@ -13,21 +11,19 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-from . import spikes
 from ..records import Check, Verdict
+from .checks import SLOW_FACTOR, finding_verdict, machines_alike, rule_text, slow_ones
 from ..records.machines import INTRA, GatheredJob, Group, GroupLatency, JobMachines, PairFinding, PairResult, \
     StormMachines
 
 if TYPE_CHECKING:  # a sweep's records: imported where a sweep's are built, so that judging a storm needs none
     from ..records.sweep import GroupSweepRow, SweepMachines, SweepRankRow, SweepRow
 
-SLOW_FACTOR = 2.0
 GROUPS_METHOD = ("after the whole-job measurement, the same one on each group of ranks, one group at a time "
                  "while the other ranks wait: the whole job, each machine alone, one rank per machine (its lowest)")
 STORM_METHOD = f"{GROUPS_METHOD}; pipelined mean over the storm's iterations, averaged over the group's ranks"
 SWEEP_METHOD = (f"{GROUPS_METHOD}; all_reduce at the sweep's sizes, timed and checked as the sweep's rows, "
                 f"busbw with the group's size")
-SLOW_RULE = f"slow: worse than {SLOW_FACTOR:g}x the median of the others"
 PAIR_RULE = (f"a pair is slow when its busbw at the largest size is below 1/{SLOW_FACTOR:g} of the median of the "
              f"other pairs', or its all_reduce time at the smallest size above {SLOW_FACTOR:g}x theirs; broken when "
              f"its all_reduce raised or gave wrong data; a machine in every flagged pair, while a pair without it is "
@@ -67,18 +63,6 @@ def storm_machines(results: Iterable, size_bytes: int) -> StormMachines | None:
     return StormMachines(job_machines(job), latency, STORM_METHOD)
 
 
-def storm_checks(machines: StormMachines | None, host_only: bool) -> list[Check]:
-    if machines is None or not machines.latency:
-        return []
-    rows = [Check("latency inside and between machines", Verdict.INFO,
-                  "; ".join(f"{g.group.label} {g.mean_us:.1f} us" for g in machines.latency), "informational",
-                  machines.method, "none")]
-    inside = {g.group.machines[0]: g.mean_us for g in machines.latency if g.group.scope == INTRA}
-    if len(inside) >= 2:
-        rows.append(_machines_alike("latency inside each machine", inside, "us", True, host_only))
-    return rows
-
-
 # ---------------------------------------------------------------------------------------------- sweep
 
 def group_rows(job: GatheredJob, merge: Merge) -> list[tuple[int, GroupSweepRow]]:
@@ -113,7 +97,7 @@ def sweep_checks(machines: SweepMachines | None, host_only: bool) -> list[Check]
     inside = {g.group.machines[0]: peaks[g.group.label] for g in machines.rows
               if g.group.scope == INTRA and g.group.label in peaks}
     if len(inside) >= 2:
-        rows.append(_machines_alike("bus bandwidth inside each machine", inside, "GB/s", False, host_only))
+        rows.append(machines_alike("bus bandwidth inside each machine", inside, "GB/s", False, host_only))
     return rows
 
 
@@ -191,36 +175,3 @@ def suspects(pairs: Sequence[PairResult], flagged: set[str]) -> list[str]:
         if mine == flagged and others - flagged:
             out.append(m)
     return out
-
-
-# ---------------------------------------------------------------------------------------------- the rule
-
-def slow_ones(values: dict[str, float], higher_is_worse: bool, factor: float = SLOW_FACTOR) -> list[str]:
-    """Names whose value is worse than ``factor`` x the median of the others' (two values or more)."""
-    if len(values) < 2:
-        return []
-    out = []
-    for name, value in values.items():
-        typical = statistics.median(v for other, v in values.items() if other != name)
-        if (value > factor * typical) if higher_is_worse else (value * factor < typical):
-            out.append(name)
-    return out
-
-
-# A slow machine or pair is judged as a spike is: WARN, but informational on the host CPU (its cores are shared).
-finding_verdict = spikes.judge
-
-
-def rule_text(rule: str, host_only: bool) -> str:
-    return f"{rule}; {spikes.HOST_NOTE}" if host_only else rule
-
-
-def _machines_alike(what: str, values: dict[str, float], unit: str, higher_is_worse: bool, host_only: bool) -> Check:
-    slow = slow_ones(values, higher_is_worse)
-    shown = "; ".join(f"{m} {v:.2f} {unit}" for m, v in values.items())
-    return Check(f"no machine slower than the others ({what})", finding_verdict(bool(slow), host_only),
-                 (f"slow: {', '.join(slow)}; " if slow else "") + shown, rule_text(SLOW_RULE, host_only),
-                 "each machine's own group of ranks, measured alone: one machine much worse than the others is a "
-                 "finding about that machine (its device links, its load, its settings)",
-                 "none" if not slow else f"look at {', '.join(slow)}: its device links and what else runs there; "
-                                         f"`ddplab sweep` on it alone")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import checks as common_checks
+from .checks import did_not_complete, peak_host_rss
 from ..platform import memory_plan
 from ..basics.cli_options import Range, argv_of, check_fields, option
 from ..records.config import DEVICES, LaunchOptions
@@ -84,8 +84,8 @@ def memory_need(config: CeilingConfig, host_only: bool) -> MemoryNeed:
 
 
 def checks(record: CeilingRecord) -> list[Check]:
-    rss = common_checks.peak_host_rss(record.session)
-    incomplete = common_checks.did_not_complete(record.session, NAME)
+    rss = peak_host_rss(record.session)
+    incomplete = did_not_complete(record.session, NAME)
     if incomplete:
         return incomplete + rss
     d = record.device_copy

@@ -1,10 +1,19 @@
 """Check rows every measurement shares: each measurement's own rows are in its ``checks(record)``
 (measurements/<name>.py); the lab adds its rows for stages that could not run and for leftovers (lab/run.py).
+
+And the rule for a finding: slow is worse than the median of the *others* by ``SLOW_FACTOR`` (so that one slow
+machine of two or three cannot hide by moving the median); on the host CPU a finding is informational.
 """
 
 from __future__ import annotations
 
+import statistics
+
 from ..records import Check, Verdict
+
+HOST_NOTE = "informational on the host CPU: its cores are shared with everything else the machine runs"
+SLOW_FACTOR = 2.0
+SLOW_RULE = f"slow: worse than {SLOW_FACTOR:g}x the median of the others"
 
 
 def did_not_complete(session, command: str) -> list[Check]:
@@ -42,3 +51,40 @@ def peak_host_rss(session, exact: str | None = None) -> list[Check]:
     return [Check("peak host RSS", Verdict.INFO, "; ".join(parts), "informational",
                   "the most host memory a rank held resident: what this stage needs of the machine",
                   "a size that cannot fit is skipped before it is allocated (memory planning, memory_plan.py)")]
+
+
+# ---------------------------------------------------------------------------------------------- findings
+
+def slow_ones(values: dict[str, float], higher_is_worse: bool, factor: float = SLOW_FACTOR) -> list[str]:
+    """Names whose value is worse than ``factor`` x the median of the others' (two values or more)."""
+    if len(values) < 2:
+        return []
+    out = []
+    for name, value in values.items():
+        typical = statistics.median(v for other, v in values.items() if other != name)
+        if (value > factor * typical) if higher_is_worse else (value * factor < typical):
+            out.append(name)
+    return out
+
+
+def finding_verdict(found, host_only: bool) -> Verdict:
+    """A finding (a size far off its neighbours, a slow machine or pair): WARN on an accelerator; on the host CPU
+    nothing is held against it (HOST_NOTE): INFO."""
+    if host_only:
+        return Verdict.INFO
+    return Verdict.WARN if found else Verdict.PASS
+
+
+def rule_text(rule: str, host_only: bool) -> str:
+    return f"{rule}; {HOST_NOTE}" if host_only else rule
+
+
+def machines_alike(what: str, values: dict[str, float], unit: str, higher_is_worse: bool, host_only: bool) -> Check:
+    slow = slow_ones(values, higher_is_worse)
+    shown = "; ".join(f"{m} {v:.2f} {unit}" for m, v in values.items())
+    return Check(f"no machine slower than the others ({what})", finding_verdict(bool(slow), host_only),
+                 (f"slow: {', '.join(slow)}; " if slow else "") + shown, rule_text(SLOW_RULE, host_only),
+                 "each machine's own group of ranks, measured alone: one machine much worse than the others is a "
+                 "finding about that machine (its device links, its load, its settings)",
+                 "none" if not slow else f"look at {', '.join(slow)}: its device links and what else runs there; "
+                                         f"`ddplab sweep` on it alone")

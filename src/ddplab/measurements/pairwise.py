@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import aggregate
-from . import checks as common_checks
+from .checks import did_not_complete, finding_verdict, rule_text, setup_warnings
 from ..basics.cli_options import Range, argv_of, check_fields, nested, option, spelt
 from ..records.config import LaunchOptions
 from ..basics.sizes import SizeRange
@@ -87,24 +87,24 @@ def record_of(session: SessionRecord, results: list[PairwiseRankResult]) -> Pair
 
 
 def checks(record: PairwiseRecord) -> list[Check]:
-    incomplete = common_checks.did_not_complete(record.session, NAME)
+    incomplete = did_not_complete(record.session, NAME)
     if incomplete:
         return incomplete
     rows = [aggregate.correct_on_every_group(record.rows)] if record.rows else []
-    return [*rows, pairs_check(record), *common_checks.setup_warnings(record.session)]
+    return [*rows, pairs_check(record), *setup_warnings(record.session)]
 
 
 def pairs_check(record: PairwiseRecord) -> Check:
     """The finding as a check row: FAIL for a broken pair, WARN for a slow one (informational on the host)."""
     f = record.finding
     host_only = record.session.host_only
-    threshold = aggregate.rule_text(aggregate.PAIR_RULE, host_only)
+    threshold = rule_text(aggregate.PAIR_RULE, host_only)
     if not record.pairs or f is None:
         machines = ", ".join(record.machines.machines) if record.machines else "unknown"
         return Check("slowest machine pair", Verdict.SKIP, f"no pair: every rank is on one machine ({machines})",
                      threshold, "pairs need two machines or more", "run one launcher on each machine, each with its "
                                                                     "own address toward the endpoint")
-    verdict = Verdict.FAIL if f.broken else aggregate.finding_verdict(bool(f.slow), host_only)
+    verdict = Verdict.FAIL if f.broken else finding_verdict(bool(f.slow), host_only)
     return Check("slowest machine pair", verdict, finding_text(record), threshold,
                  f"{len(record.pairs)} pair(s) of {len(record.machines.machines) if record.machines else '?'} "
                  f"machines, one rank on each",

@@ -7,24 +7,20 @@ never a number to average away (docs/metrics.md). Per (op, placement) series ord
   so with -f 4 the last size of a smooth curve takes 4x its neighbour and must not be flagged.
 
 Inside the curve no scaling is needed: a smooth curve never takes longer than its larger neighbour.
-``judge``: WARN on an accelerator; informational on the host CPU, where gloo on shared cores is disturbed by
-whatever else the machine runs.
+A spike is judged as any finding is (checks.finding_verdict): WARN on an accelerator; informational on the host
+CPU, where gloo on shared cores is disturbed by whatever else the machine runs.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Protocol
+from typing import Iterable, Protocol
 
-from ..records import Verdict
-
-if TYPE_CHECKING:
-    from ..records.sweep import Spike
+from ..records.compare import Neighbour, Spike
 
 FACTOR = 2.0
 FINDING = "a size far off its neighbours is a finding to explain"
 RULE = (f"more than {FACTOR:g}x the time of both neighbours (same op and placement); the largest size against its "
         f"smaller neighbour scaled by the size ratio")
-HOST_NOTE = "informational on the host CPU: its cores are shared with everything else the machine runs"
 
 
 class SizedTiming(Protocol):
@@ -38,8 +34,6 @@ class SizedTiming(Protocol):
 
 def find_spikes(rows: Iterable[SizedTiming], factor: float = FACTOR) -> list[Spike]:
     """Rows without a time (skipped, failed, N/A) are ignored."""
-    from ..records.sweep import Neighbour, Spike
-
     spikes = []
     for series in _series(rows).values():
         for i, row in enumerate(series):
@@ -52,13 +46,6 @@ def find_spikes(rows: Iterable[SizedTiming], factor: float = FACTOR) -> list[Spi
                                     neighbours=[Neighbour(n.size_bytes, n.time_us) for n, _ in bounds],
                                     factor=round(ratio, 2)))
     return spikes
-
-
-def judge(found: list[Spike], host_only: bool) -> Verdict:
-    """WARN for a spike on an accelerator; on the host CPU nothing is held against the series (HOST_NOTE): INFO."""
-    if host_only:
-        return Verdict.INFO
-    return Verdict.WARN if found else Verdict.PASS
 
 
 def _series(rows: Iterable[SizedTiming]) -> dict[tuple, list[SizedTiming]]:

@@ -13,18 +13,19 @@ from dataclasses import dataclass, field, replace
 
 from typing import TYPE_CHECKING
 
-from . import aggregate
-from . import checks as common_checks
+from .checks import did_not_complete, machines_alike, peak_host_rss, setup_warnings
 from ..basics.cli_options import Range, argv_of, check_fields, nested, option, switch
 from ..records.config import LaunchOptions
 from ..records.placement import Placement
 from ..records import Check, Verdict, library_engine
 from ..records.library_engine import LIBRARY, AddedCost, added_cost
+from ..records.machines import INTRA
 from ..records.session import Distribution, Histogram
 from ..records.storm import StormRankResult, StormRecord, StormSettings, StormSummary
-from ..basics.observer import QUIET, Observer
 
 if TYPE_CHECKING:
+    from ..basics.observer import Observer
+    from ..records.machines import StormMachines
     from ..records.memory import MemoryNeed
 
 NAME = "storm"
@@ -80,8 +81,8 @@ THRESHOLDS = {
 }
 
 
-def run(config: StormConfig, observer: Observer = QUIET) -> StormRecord:
-    from ..job.session import prepare, run_workload, Workload
+def run(config: StormConfig, observer: Observer | None = None) -> StormRecord:
+    from ..job.session import QUIET, prepare, run_workload, Workload
     from ..platform import memory_plan
     from ..platform.library_engine import prepare_library
 
@@ -92,7 +93,7 @@ def run(config: StormConfig, observer: Observer = QUIET) -> StormRecord:
     settings = StormSettings(iters=config.iters, bytes=config.bytes, warmup=config.warmup,
                              per_op_iters=config.per_op_iters, engine=config.engine,
                              shared_device=prepared[1].shared_device)
-    session = run_workload(Workload("storm", settings), config.launch, "storm", observer, sample=config.sample,
+    session = run_workload(Workload("storm", settings), config.launch, "storm", observer or QUIET, sample=config.sample,
                            prepared=prepared)
     return summarise_storm(session.record, session.placement, session.results, config, library)
 
@@ -112,6 +113,8 @@ def memory_need(config: StormConfig, placement: Placement) -> MemoryNeed:
 def summarise_storm(session, placement: Placement, results: list[StormRankResult], config: StormConfig,
                     library=None) -> StormRecord:
     """The storm as reported, from each finished rank's result (none when the ranks did not finish)."""
+    from .aggregate import storm_machines
+
     threshold, why = threshold_for(placement, config.threshold_us, config.engine)
     ran = dict(engine=config.engine, library=library)
     if not results:
@@ -120,7 +123,7 @@ def summarise_storm(session, placement: Placement, results: list[StormRankResult
     summary = summarise(results, session.timeseries)
     record = StormRecord(session=session, correct=all(r.correct for r in results), threshold_us=threshold,
                          threshold_reason=why, within_threshold=summary.mean_us <= threshold, summary=summary,
-                         machines=aggregate.storm_machines(results, config.bytes), **ran)
+                         machines=storm_machines(results, config.bytes), **ran)
     if config.engine != library_engine.BOTH:
         return record
     theirs = [r.library for r in results]
@@ -170,8 +173,8 @@ def summarise(results: list[StormRankResult], timeseries) -> StormSummary:
 
 
 def checks(record: StormRecord) -> list[Check]:
-    rss = common_checks.peak_host_rss(record.session)
-    incomplete = common_checks.did_not_complete(record.session, NAME)
+    rss = peak_host_rss(record.session)
+    incomplete = did_not_complete(record.session, NAME)
     if incomplete:
         return incomplete + rss
     s, ok = record.summary, record.within_threshold
@@ -184,8 +187,20 @@ def checks(record: StormRecord) -> list[Check]:
         Check("all_reduce result correct", Verdict.PASS if record.correct else Verdict.FAIL, str(record.correct),
               "true", "a final all_reduce of known values summed right on every rank",
               "none" if record.correct else "the backend returns wrong sums: report it with this JSON"),
-        *library_checks(record), *aggregate.storm_checks(record.machines, record.session.host_only), *rss,
-        *common_checks.setup_warnings(record.session)]
+        *library_checks(record), *storm_checks(record.machines, record.session.host_only), *rss,
+        *setup_warnings(record.session)]
+
+
+def storm_checks(machines: StormMachines | None, host_only: bool) -> list[Check]:
+    if machines is None or not machines.latency:
+        return []
+    rows = [Check("latency inside and between machines", Verdict.INFO,
+                  "; ".join(f"{g.group.label} {g.mean_us:.1f} us" for g in machines.latency), "informational",
+                  machines.method, "none")]
+    inside = {g.group.machines[0]: g.mean_us for g in machines.latency if g.group.scope == INTRA}
+    if len(inside) >= 2:
+        rows.append(machines_alike("latency inside each machine", inside, "us", True, host_only))
+    return rows
 
 
 def library_checks(record: StormRecord) -> list[Check]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from . import aggregate
-from . import checks as common_checks
+from .checks import HOST_NOTE, did_not_complete, finding_verdict, peak_host_rss, rule_text, setup_warnings
 from .. import collectives
 from ..platform import memory_plan
 from ..platform.library_engine import prepare_library, row_costs
@@ -212,7 +212,7 @@ def summarise(session: SessionRecord, results: list[SweepRankResult], settings: 
         min_busbw_gbps=min_busbw,
         ceiling=ceiling,
         spikes=spikes.find_spikes(rows),
-        spike_rule=aggregate.rule_text(spikes.RULE, host_only),
+        spike_rule=rule_text(spikes.RULE, host_only),
         sampler=sampler_record(session.timeseries, rows, device_queries),
         engine=settings.engine,
         library=library,
@@ -260,15 +260,15 @@ def sampler_record(timeseries: Timeseries, rows: list[SweepRow], queries: list[t
 # ---------------------------------------------------------------------------------------------- verdict
 
 def checks(record: SweepRecord) -> list[Check]:
-    rss = common_checks.peak_host_rss(record.session, measured_rss(record.rows))
-    incomplete = common_checks.did_not_complete(record.session, NAME)
+    rss = peak_host_rss(record.session, measured_rss(record.rows))
+    incomplete = did_not_complete(record.session, NAME)
     if incomplete:
         return incomplete + rss
     rows = [correctness_check(record), *memory_check(record), *peak_bandwidth_check(record), *floor_check(record)]
     if record.spikes is not None:  # reports written before spikes were looked for have no such row
         rows.append(spike_check(record))
     return [*rows, *library_checks(record), *aggregate.sweep_checks(record.machines, record.host_only), *rss,
-            *common_checks.setup_warnings(record.session)]
+            *setup_warnings(record.session)]
 
 
 def _row_name(row: SweepRow) -> str:
@@ -358,7 +358,7 @@ def spike_check(record: SweepRecord) -> Check:
     found = record.spikes or []
     value = "; ".join(f"{x.op} {x.size_bytes} B {'in' if x.in_place else 'out'}-place {x.time_us:.1f} us = "
                       f"{x.factor:.1f}x its neighbours" for x in found) or "none"
-    return Check("no size far off its neighbours", spikes.judge(found, record.host_only), value, record.spike_rule,
+    return Check("no size far off its neighbours", finding_verdict(found, record.host_only), value, record.spike_rule,
                  f"{spikes.FINDING}; each size is the median of {record.repeat} repetition(s)",
                  "none" if not found else "measure again with more repetitions (-R) and look at the spread in the "
                                           "JSON; `--no-sample` or `--sample-while-timing` tell whether the launcher's "
@@ -377,7 +377,7 @@ def summary(record: SweepRecord) -> str:
     if record.spikes:
         text += f", {len(record.spikes)} spike(s): {spikes.FINDING}"
         if record.host_only:
-            text += f" ({spikes.HOST_NOTE.split(':')[0]})"
+            text += f" ({HOST_NOTE.split(':')[0]})"
     if record.min_busbw_gbps is not None:
         text += f" (floor {record.min_busbw_gbps} GB/s)"
     if record.added_cost:

@@ -3,21 +3,31 @@
 `grep -rn cuda src/ddplab` matches only files in this package. Everything else asks
 for a ``Platform`` (what the machine is), a ``DeviceRuntime`` (device operations in a
 rank) or a ``DeviceMonitor`` (memory per process), and stays vendor-neutral.
+
+Each name is imported from its module when first asked for (PEP 562), so that reading a report's ``Platform``
+(facts.py) loads neither the probe nor the device monitor.
 """
 
-from .detect import DeviceInfo, Platform, Probe, describe, gather_probe, validate_device_request, whitelisted_environ
-from .device_monitor import DeviceMonitor, DeviceSample, open_monitor
-from .runtime import DeviceRuntime
-from .vendors import HOST_CPU, KNOWN_BACKENDS, VENDORS, Vendor
+import importlib
+
+_HOMES = {
+    "DeviceInfo": "facts", "Platform": "facts",
+    "Probe": "probe", "describe": "probe", "gather_probe": "probe", "validate_device_request": "probe",
+    "whitelisted_environ": "probe",
+    "DeviceMonitor": "device_monitor", "DeviceSample": "device_monitor", "open_monitor": "device_monitor",
+    "DeviceRuntime": "runtime",
+    "HOST_CPU": "vendors", "KNOWN_BACKENDS": "vendors", "VENDORS": "vendors", "Vendor": "vendors",
+}
 
 
-def detect(device_request: str | None = None, with_memory: bool = True) -> Platform:
-    """Probe this machine and decide its platform."""
+def __getattr__(name: str):
+    if name not in _HOMES:  # a submodule not imported yet: AttributeError lets `from . import it` load it
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+
+
+def detect(device_request: str | None = None, with_memory: bool = True):
+    """Probe this machine and decide its platform (a ``Platform``)."""
+    from .probe import describe, gather_probe
+
     return describe(gather_probe(with_memory=with_memory), device_request)
-
-
-__all__ = [
-    "DeviceInfo", "DeviceMonitor", "DeviceRuntime", "DeviceSample", "HOST_CPU", "KNOWN_BACKENDS",
-    "Platform", "Probe", "VENDORS", "Vendor", "describe", "detect", "gather_probe", "open_monitor",
-    "validate_device_request", "whitelisted_environ",
-]

@@ -15,15 +15,10 @@ import ctypes
 import os
 from dataclasses import dataclass
 
+from .facts import LoadedLibrary
+
 RTLD_DEFAULT = None  # dlsym's pseudo-handle for the global scope (a null pointer)
 _VERSION_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int))
-
-
-@dataclass(frozen=True)
-class LoadedLibrary:
-    path: str
-    version: str | None  # "2.30.7"; None when the library could not be asked
-    bound_via: str | None = None  # how calls reach this copy; None: this copy is mapped but not bound
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from ..collectives.common import LibraryCall
 from ..errors import EnvironmentUnsupported, UsageError
 from ..records.library_engine import BindingStatus
 from .collective_lib import same_file, version_tuple
-from .detect import Platform
+from .facts import Platform
 from .library_calls import check_call
 from .nccl4py import Nccl4pyAdapter
 from .vendors import BindingSpec

@@ -243,7 +243,7 @@ def read_machine(runtime=None, environ: Mapping[str, str] = os.environ,
                  cgroup_root: Path = Path("/sys/fs/cgroup")) -> MachineMemory:
     """This machine's numbers now; with a rank's ``runtime`` (platform.DeviceRuntime), its device's too."""
     if host_memory is None:
-        from .detect import host_memory
+        from .probe import host_memory
     try:
         total, available = host_memory()
     except Exception:  # noqa: BLE001 - no reading is "not judged", never a crash

@@ -19,10 +19,9 @@ from . import catalog
 from ..measurements import spikes
 from ..errors import UsageError
 from ..records import Check, Report, Verdict
-from ..records import load as report_files
 from ..records.compare import (CompareConfig, CompareRecord, ComparedRow, MissingRow, TimedRow, VerdictChange,
                               timed_rows_of)
-from ..records.hooks import Staged
+from ..records.core import Staged
 
 if TYPE_CHECKING:
     from ..job.session import Observer
@@ -54,8 +53,8 @@ class Input:
 def load_input(path: str) -> Input:
     """Read one input. A file that is neither a ddplab report nor nccl-tests output (binary, empty, broken
     JSON, a report of the wrong shape) is a UsageError naming the file and what is wrong with it."""
-    data = report_files.read_bytes(path)
-    if report_files.looks_like_json(data):
+    data = catalog.read_bytes(path)
+    if catalog.looks_like_json(data):
         report = catalog.parse_report(data, path)
         rows = timed_rows_of(report)
         if not rows:

@@ -2,7 +2,8 @@
 
 A ``TimedRow`` is keyed by (op, size_bytes, in_place); a storm becomes one row (op "storm"), a train run one (op
 "train"). Any results record with ``timed_rows(config)`` can be compared with no change to compare; the lab's gives
-its stages' rows, prefixed with the stage name where that differs from the command (``stage_rows``).
+its stages' rows, prefixed with the stage name where that differs from the command (``stage_rows``). ``Spike``: a
+size far off its neighbours (measurements/spikes.py).
 """
 
 from __future__ import annotations
@@ -12,22 +13,30 @@ from dataclasses import dataclass, field, replace
 from ..basics.cli_options import option
 from ..basics.sizes import human, parse_size
 from ..basics.validators import parse_tolerance, percent_text
-from .codec import OMIT, OMIT_DEFAULT, SKIP
+from .codec import OMIT_DEFAULT, SKIP
 from .core import Check, Verdict
 from .figures import Highlight, LineChart, Series
-from .hooks import HasTimedRows
+from .core import HasTimedRows, TimedRow
 
 MAX_TOLERANCE_PCT = 10_000  # B a hundred times slower than A: beyond that a tolerance means nothing
 
 
 @dataclass(frozen=True)
-class TimedRow:
+class Neighbour:
+    size_bytes: int
+    time_us: float
+
+
+@dataclass(frozen=True)
+class Spike:
+    """A size far off its neighbours (measurements/spikes.py): a finding to explain, never a number to average away."""
+
     op: str
     size_bytes: int
     in_place: bool
     time_us: float
-    busbw_gbps: float | None = None
-    num_wrong: int | None = field(default=None, metadata=OMIT)
+    neighbours: list[Neighbour]
+    factor: float  # its time over the longest time its neighbours make plausible
 
     @property
     def key(self) -> tuple[str, int, bool]:
@@ -43,7 +52,7 @@ class BaselineRows:
 
 
 def timed_rows_of(report) -> list[TimedRow]:
-    """Every timing a report holds: its results record's ``timed_rows`` (hooks.HasTimedRows), or none."""
+    """Every timing a report holds: its results record's ``timed_rows`` (core.HasTimedRows), or none."""
     return list(report.results.timed_rows(report.config)) if isinstance(report.results, HasTimedRows) else []
 
 

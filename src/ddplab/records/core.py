@@ -4,6 +4,19 @@ The envelope's top-level keys are a public contract (users' CI parses them):
     schema_version, command, config, platform, results, verdict
 plus informative extras (ddplab_version, created_utc, argv). Bump SCHEMA_VERSION when a key changes meaning or
 disappears; adding keys does not bump it.
+
+What a results record may offer beyond its data, declared (``typing.Protocol``) rather than looked up by name, so
+that a typo in a method's name is a type error, not a silent miss.
+
+    Drawn         figures(stage) -> the charts and tables report.html draws
+    HasTimedRows  timed_rows(config) -> the rows `ddplab compare` lines up (TimedRow)
+    StartsRuns    run_ids() -> the run ids it started (the lab's leftover check looks for their processes)
+    Staged        stage_verdicts() -> each stage's verdict (compared stage by stage)
+    InSession     session: the SessionRecord of the ranks it ran
+    OnMachine     platform: the machine it ran on (written at the report's top)
+    Interruptible interrupted: whether a stop signal cut it short
+
+And what ``make_report`` may ask of a kind (measurements/__init__.py): ``Kind`` and ``ChoosesAtRun``.
 """
 
 from __future__ import annotations
@@ -14,13 +27,12 @@ import datetime
 import enum
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Protocol, runtime_checkable
 
 from .. import __version__
 from ..errors import ExitCode
 from ..basics.redaction import redact_argv
-from .codec import MISSING, RecordError, from_json, parts_typed, setting, to_json
-from .hooks import ChoosesAtRun, InSession, OnMachine
+from .codec import MISSING, OMIT, RecordError, from_json, parts_typed, setting, to_json
 from .session import report_parts
 
 SCHEMA_VERSION = 1
@@ -29,6 +41,74 @@ ORPHANS_CHECK = "orphaned processes"  # the row that counts them, wherever a sur
 # Records name no command's types (the lab's registry does: catalog.types_for); a report nested in another
 # (a lab's stage) is read with its parent's catalog.
 _TYPES_FOR: contextvars.ContextVar = contextvars.ContextVar("ddplab_report_types", default=None)
+
+
+@runtime_checkable
+class Drawn(Protocol):
+    def figures(self, stage: str) -> list: ...
+
+
+@dataclass(frozen=True)
+class TimedRow:
+    op: str
+    size_bytes: int
+    in_place: bool
+    time_us: float
+    busbw_gbps: float | None = None
+    num_wrong: int | None = field(default=None, metadata=OMIT)
+
+    @property
+    def key(self) -> tuple[str, int, bool]:
+        return self.op, self.size_bytes, self.in_place
+
+
+@runtime_checkable
+class HasTimedRows(Protocol):
+    def timed_rows(self, config: Any) -> list: ...
+
+
+@runtime_checkable
+class StartsRuns(Protocol):
+    def run_ids(self) -> Iterable[str]: ...
+
+
+@runtime_checkable
+class Staged(Protocol):
+    def stage_verdicts(self) -> dict: ...
+
+
+@runtime_checkable
+class InSession(Protocol):
+    session: Any
+
+
+@runtime_checkable
+class OnMachine(Protocol):
+    platform: Any
+
+
+@runtime_checkable
+class Interruptible(Protocol):
+    interrupted: bool
+
+
+@runtime_checkable
+class Kind(Protocol):
+    NAME: str
+    SUMMARY: str
+    Config: type
+    Record: type
+
+    def run(self, config: Any, observer: Any = None) -> Any: ...
+
+    def checks(self, record: Any) -> list: ...
+
+    def summary(self, record: Any) -> str: ...
+
+
+@runtime_checkable
+class ChoosesAtRun(Protocol):
+    def config_as_run(self, config: Any, record: Any) -> Any: ...
 
 
 class Verdict(str, enum.Enum):

@@ -9,7 +9,7 @@ from typing import Any
 from .clean import Survey
 from .codec import OMIT, SKIP, flatten
 from .library_engine import BindingStatus
-from .listen import Listened
+from .session import Listened
 from .placement import Option
 
 

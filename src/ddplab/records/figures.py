@@ -1,6 +1,6 @@
 """Charts a record offers for the HTML report, as data, so a new measurement adds a chart without touching the
 HTML. ``section`` is the heading a figure appears under, ``id`` its element id (tests and users find a chart by it);
-an axis names its unit (report/scales.py), so its ticks read in that unit.
+an axis names its unit (report/charts.py), so its ticks read in that unit.
 """
 
 from __future__ import annotations

@@ -11,8 +11,7 @@ from typing import Any, ClassVar
 from .codec import OMIT, OMIT_DEFAULT, SKIP
 from .core import Check, Verdict
 from .figures import Figure, Table
-from .listen import Listened
-from .session import Timeseries
+from .session import Listened, Timeseries
 from .stragglers import StragglerReport
 from .supervision import (CollectiveCall, Culprit, GroupProgress, Hang, LeftProcess, RankError, RankState, RasAnswer,
                           Where)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from .codec import OMIT, flatten
-from .compare import TimedRow
+from .core import TimedRow
 from .figures import BarChart
 from .machines import GATHERED, GatheredJob, JobMachines, PairFinding, PairResult, pairs_table
 from .session import SessionRecord, session_parts

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from .codec import OMIT, OMIT_DEFAULT, flatten
-from .compare import TimedRow
+from .core import TimedRow
 from .library_engine import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import HistogramChart, Mark
 from .machines import GATHERED, GatheredJob, StormMachines

@@ -9,9 +9,10 @@ from functools import partial
 from ..errors import UsageError
 from .ceiling import CopyRate
 from .codec import OMIT, OMIT_DEFAULT, flatten
-from .compare import TimedRow
+from .compare import Spike
 from .library_engine import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import Highlight, LineChart, Overlay, Series
+from .core import TimedRow
 from .machines import GATHERED, GatheredJob, Group, JobMachines
 from .memory import MemoryFit, MemoryShare
 from .session import SessionRecord, session_parts
@@ -125,28 +126,6 @@ class SweepRow:
         if not self.time_us or self.size_bytes is None or self.in_place is None:
             return None
         return TimedRow(self.op, self.size_bytes, self.in_place, self.time_us, self.busbw_gbps, self.num_wrong)
-
-
-@dataclass(frozen=True)
-class Neighbour:
-    size_bytes: int
-    time_us: float
-
-
-@dataclass(frozen=True)
-class Spike:
-    """A size far off its neighbours (measurements/spikes.py): a finding to explain, never a number to average away."""
-
-    op: str
-    size_bytes: int
-    in_place: bool
-    time_us: float
-    neighbours: list[Neighbour]
-    factor: float  # its time over the longest time its neighbours make plausible
-
-    @property
-    def key(self) -> tuple[str, int, bool]:
-        return self.op, self.size_bytes, self.in_place
 
 
 @dataclass(frozen=True)

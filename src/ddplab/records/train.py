@@ -9,7 +9,7 @@ from functools import partial
 from ..basics.cli_options import Range, argv_of, check_fields, nested, option
 from .codec import OMIT, flatten
 from .config import LaunchOptions
-from .compare import TimedRow
+from .core import TimedRow
 from .figures import LineChart
 from .machines import GATHERED, GatheredJob, JobMachines
 from .session import Distribution, SessionRecord, session_parts

@@ -15,14 +15,17 @@ import functools
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from ..records import Check, Report
-from ..records.compare import BaselineRows
 from ..records.core import rows_of
 from ..records.figures import LineChart, Series
-from ..records.hooks import Drawn, Interruptible
+from ..records.core import Drawn, Interruptible
+
+if TYPE_CHECKING:  # a baseline's records: read only for --baseline (reading/baseline_overlay.py)
+    from ..records.compare import BaselineRows
 
 
 # ------------------------------------------------------------------------------------------------ templates

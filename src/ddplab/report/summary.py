@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from . import scales as cs
+from .charts import duration_label, number_label, size_label
 from ..records import Check, Report, Verdict
 from ..records.core import ORPHANS_CHECK
 
@@ -131,13 +131,13 @@ def _latency(results) -> list[KeyFigure]:
     p99 = r.summary.per_op_us.p99
     detail = f"stage {name} ({r.session.backend}): back-to-back mean"
     if p99 is not None:
-        detail += f"; one at a time p99 {cs.duration_label(p99 * 1e-6)}"
-    detail += f"; threshold {cs.duration_label(r.threshold_us * 1e-6)}"
-    others = [f"{n} {cs.duration_label(o.summary.mean_us * 1e-6)}" for n, o, _ in storms[1:]]
+        detail += f"; one at a time p99 {duration_label(p99 * 1e-6)}"
+    detail += f"; threshold {duration_label(r.threshold_us * 1e-6)}"
+    others = [f"{n} {duration_label(o.summary.mean_us * 1e-6)}" for n, o, _ in storms[1:]]
     if others:
         detail += "; also " + ", ".join(others)
-    label = "all_reduce latency" + (f", {cs.size_label(size)}" if size else "")
-    return [KeyFigure(label, cs.duration_label(r.summary.mean_us * 1e-6), detail,
+    label = "all_reduce latency" + (f", {size_label(size)}" if size else "")
+    return [KeyFigure(label, duration_label(r.summary.mean_us * 1e-6), detail,
                       "pass" if r.within_threshold else "fail")]
 
 
@@ -148,7 +148,7 @@ def _bandwidth(results) -> list[KeyFigure]:
     peak = _peak(_of(results, "sweep"))
     if peak:
         name, row, _ = peak
-        out.append(KeyFigure("peak bus bandwidth", f"{cs.number_label(row.busbw_gbps)} GB/s",
+        out.append(KeyFigure("peak bus bandwidth", f"{number_label(row.busbw_gbps)} GB/s",
                              f"{_row_words(row)}, stage {name}; nccl-tests' busbw, GB = 1e9"))
     shared = _peak([(n, r, rep) for n, r, rep in _of(results, "sweep") if r.session.shared_device])
     if shared:
@@ -156,8 +156,8 @@ def _bandwidth(results) -> list[KeyFigure]:
         ceiling, where = _ceiling(results, sweep)
         if ceiling:
             out.append(KeyFigure("shared device: busbw / copy ceiling", _percent(100 * row.busbw_gbps / ceiling),
-                                 f"{cs.number_label(row.busbw_gbps)} GB/s ({_row_words(row)}, stage {name}) against "
-                                 f"the device copy ceiling {cs.number_label(ceiling)} GB/s ({where})"))
+                                 f"{number_label(row.busbw_gbps)} GB/s ({_row_words(row)}, stage {name}) against "
+                                 f"the device copy ceiling {number_label(ceiling)} GB/s ({where})"))
     return out
 
 
@@ -177,7 +177,7 @@ def _ceiling(results, sweep: SweepRecord) -> tuple[float | None, str]:
 
 
 def _row_words(row) -> str:
-    return f"{row.op} {cs.size_label(row.size_bytes)} {'in-place' if row.in_place else 'out-of-place'}"
+    return f"{row.op} {size_label(row.size_bytes)} {'in-place' if row.in_place else 'out-of-place'}"
 
 
 def _added_cost(results) -> list[KeyFigure]:
@@ -185,11 +185,11 @@ def _added_cost(results) -> list[KeyFigure]:
         rows = sorted(r.added_cost or [], key=lambda a: a.size_bytes)
         if rows:
             a = rows[0]
-            detail = (f"{a.op} {cs.size_label(a.size_bytes)}, {a.timing}: torch "
-                      f"{cs.duration_label(a.torch_us * 1e-6)} vs the library alone "
-                      f"{cs.duration_label(a.library_us * 1e-6)} ({100 * a.share:.0f} % of torch's time), stage {name}")
+            detail = (f"{a.op} {size_label(a.size_bytes)}, {a.timing}: torch "
+                      f"{duration_label(a.torch_us * 1e-6)} vs the library alone "
+                      f"{duration_label(a.library_us * 1e-6)} ({100 * a.share:.0f} % of torch's time), stage {name}")
             sign = "+" if a.added_us >= 0 else "-"
-            return [KeyFigure("what torch adds per call", sign + cs.duration_label(abs(a.added_us) * 1e-6), detail)]
+            return [KeyFigure("what torch adds per call", sign + duration_label(abs(a.added_us) * 1e-6), detail)]
     return []
 
 
@@ -199,9 +199,9 @@ def _drills(results) -> list[KeyFigure]:
         seen = [d for d in r.drills if d.detect_s is not None]
         if not r.drills:
             continue
-        parts = [f"{d.drill} {cs.duration_label(d.detect_s)}" if d.detect_s is not None else f"{d.drill} not detected"
+        parts = [f"{d.drill} {duration_label(d.detect_s)}" if d.detect_s is not None else f"{d.drill} not detected"
                  for d in r.drills]
-        value = cs.duration_label(max(d.detect_s for d in seen)) if seen else "none seen"
+        value = duration_label(max(d.detect_s for d in seen)) if seen else "none seen"
         tone = "pass" if all(d.verdict is Verdict.PASS for d in r.drills) else "fail"
         out.append(KeyFigure("slowest fault detection", value, f"stage {name}: " + ", ".join(parts), tone))
     return out
@@ -210,15 +210,15 @@ def _drills(results) -> list[KeyFigure]:
 def _launch(results) -> list[KeyFigure]:
     out = []
     for _, r, _ in _of(results, "launch"):
-        out.append(KeyFigure("the job", r.outcome.upper(), f"ran {cs.duration_label(r.duration_s)}"
+        out.append(KeyFigure("the job", r.outcome.upper(), f"ran {duration_label(r.duration_s)}"
                              + (f"; noticed by {r.detected_by}" if r.detected_by else ""),
                              "pass" if r.succeeded else "fail"))
         if r.culprit:
             out.append(KeyFigure("culprit", "rank " + ", ".join(str(k) for k in r.culprit.ranks), r.culprit.reason,
                                  "fail"))
         if r.hang:
-            out.append(KeyFigure("hang declared after", cs.duration_label(r.hang.no_progress_s),
-                                 f"without progress (hang timeout {cs.duration_label(r.hang.hang_timeout_s)}); "
+            out.append(KeyFigure("hang declared after", duration_label(r.hang.no_progress_s),
+                                 f"without progress (hang timeout {duration_label(r.hang.hang_timeout_s)}); "
                                  f"ranks waiting: {', '.join(str(k) for k in r.hang.waiting_ranks) or 'none'}"))
         left = len(r.left_running)
         out.append(KeyFigure(LEFT_RUNNING, str(left), "processes carrying the job's run id after it "

@@ -25,7 +25,7 @@ from ..cluster.endpoint import StoreWaitStopped
 from ..cluster.exposure import CannotListen, Meeting
 from ..basics.files import write_text_atomic
 from ..basics.proc_stat import start_ticks
-from ..records.listen import Listened
+from ..records.session import Listened
 from ..records.stragglers import StragglerReport
 from ..records.supervision import Culprit, Hang, LeftProcess, MachineLoss, RankEnd, RankState
 from ..basics.rundir import RunDir

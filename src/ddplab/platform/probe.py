@@ -16,15 +16,8 @@ from dataclasses import dataclass, field
 
 from ..errors import EnvironmentUnsupported, invalid_choice
 from . import collective_lib, device_monitor
-from .vendors import HOST_CPU, KNOWN_BACKENDS, PLUGIN_ORDER, VENDORS, KnobReading, Vendor, env_whitelisted, read_knobs
-
-
-@dataclass(frozen=True)
-class DeviceInfo:
-    index: int
-    name: str
-    total_bytes: int | None = None
-    free_bytes: int | None = None
+from .facts import DeviceInfo, LoadedLibrary, Platform
+from .vendors import HOST_CPU, KNOWN_BACKENDS, PLUGIN_ORDER, VENDORS, Vendor, env_whitelisted, read_knobs
 
 
 @dataclass(frozen=True)
@@ -42,7 +35,7 @@ class Probe:
     collective_built_version: str | None = None
     collective_loaded_version: str | None = None  # of the copy calls bind to
     collective_loaded_path: str | None = None  # the copy calls bind to
-    collective_loaded_copies: tuple[collective_lib.LoadedLibrary, ...] = ()  # every mapped copy
+    collective_loaded_copies: tuple[LoadedLibrary, ...] = ()  # every mapped copy
     management_tool_path: str | None = None
     driver_version: str | None = None
     sharing_daemon_running: bool | None = None  # None: this vendor has no such daemon
@@ -51,48 +44,6 @@ class Probe:
     host_memory: tuple[int, int] | None = None  # (total, available) bytes
     hostname: str = ""
     python_version: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Platform:
-    """What ddplab decided this machine is. Serialised into every report."""
-
-    device_type: str
-    vendor: str
-    plugin_module: str | None
-    plugin_version: str | None
-    torch_version: str
-    backend: str  # the vendor's collective backend for this device
-    backend_available: bool
-    torch_default_backend: str | None
-    collective_library: str | None
-    collective_built_version: str | None
-    collective_loaded_version: str | None
-    collective_loaded_path: str | None
-    collective_loaded_copies: tuple[collective_lib.LoadedLibrary, ...] = ()  # reports before it: none
-    device_count: int
-    devices: tuple[DeviceInfo, ...]
-    management_tool: str | None
-    management_tool_path: str | None
-    driver_version: str | None
-    sharing_daemon: str | None
-    sharing_daemon_running: bool | None
-    sharing_daemon_control_path: str | None = None
-    per_process_memory_api: str | None
-    visible_devices_env: str | None
-    backends_available: dict[str, bool]
-    knobs: tuple[KnobReading, ...]
-    environ: dict[str, str]
-    hostname: str
-    python_version: str
-
-    @property
-    def spec(self) -> Vendor:
-        return VENDORS[self.device_type]
-
-    @property
-    def host_only(self) -> bool:
-        return self.device_type == HOST_CPU.device_type
 
 
 def describe(probe: Probe, device_request: str | None = None) -> Platform:
