@@ -13,10 +13,11 @@ lab: setup
 	"$(PYTHON)" -m ddplab run
 
 # Two test processes: many multi-process tests wait on timeouts with a core idle, so two at once keep the two
-# cores about 80 % busy (the suite took 527-590 s on the 2-core machine on 2026-12-02; most of its CPU is torch's
-# import, about 1.7 s per launcher and per rank). Three at once were no faster (670 s). Units of work are
-# tests/conftest.py's (pytest_xdist_make_scheduler): a module each, those that make or end orphans together, and
-# those that read the golden commands' runs together.
+# cores 75-94 % busy (the suite took 446.5 s on the 2-core machine on 2026-12-06; most of its CPU is torch's import,
+# about 1.5 s per process, and DDP's first wrap of a model, which imports torch._dynamo: 1.7 s more per rank).
+# Three at once were no faster (670 s, 2026-12-02). Units of work are tests/conftest.py's
+# (pytest_xdist_make_scheduler): a module each, those that make or end orphans together, and those that read the
+# golden commands' runs together.
 test: setup
 	bash scripts/setup-browser.sh
 	"$(PYTHON)" -m pytest -q -n 2
