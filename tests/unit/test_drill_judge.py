@@ -21,20 +21,34 @@ def _outcome(**kw):
     return DrillOutcome(**base)
 
 
+def _judged(**kw) -> tuple[Verdict, list[str] | None]:
+    out = judge(_outcome(**kw), victim=1, timeout_s=10)
+    return out.verdict, out.failed_because
+
+
 def test_judge_passes_a_fault_that_went_in_and_was_caught():
-    assert judge(_outcome(), victim=1, timeout_s=10) is Verdict.PASS
+    assert _judged() == (Verdict.PASS, None)
 
 
 def test_judge_fails_a_drill_whose_fault_was_never_injected():
     # what `drill kill_rank --timeout inf` produced: ranks crashed at init, both blamed, "detected" at once
-    not_injected = _outcome(injected=Injection(None, 1, None), detected_by="rank exception", culprit_ranks=[0, 1])
-    assert judge(not_injected, victim=1, timeout_s=10) is Verdict.FAIL
-    assert judge(_outcome(injected=None), victim=1, timeout_s=10) is Verdict.FAIL
+    assert _judged(injected=Injection(None, 1, None), detected_by="rank exception", culprit_ranks=[0, 1]) == \
+        (Verdict.FAIL, ["the fault never went in"])
+    assert _judged(injected=None) == (Verdict.FAIL, ["the fault never went in"])
 
 
 def test_judge_fails_when_measured_memory_never_came_back():
-    assert judge(_outcome(device_mem_before_bytes=1 << 30), victim=1, timeout_s=10) is Verdict.FAIL
-    assert judge(_outcome(device_mem_before_bytes=1 << 30, memory_back_s=0.3), victim=1, timeout_s=10) is Verdict.PASS
+    assert _judged(device_mem_before_bytes=1 << 30) == (Verdict.FAIL, ["the device memory never came back"])
+    assert _judged(device_mem_before_bytes=1 << 30, memory_back_s=0.3) == (Verdict.PASS, None)
+
+
+def test_a_failed_drill_says_each_condition_it_missed():
+    """What the terminal's "failed because" row and the JSON's failed_because say, one reason per condition."""
+    assert _judged(detected_by=None, culprit_ranks=[], leaked_pids=[4242]) == (Verdict.FAIL, [
+        "nothing detected it", "the victim, rank 1, was not named (named: nobody)",
+        "processes left running: [4242]"])
+    assert _judged(detect_s=15.5, culprit_ranks=[0]) == (Verdict.FAIL, [
+        "detected after 15.5 s, later than the timeout + 5 s", "the victim, rank 1, was not named (named: [0])"])
 
 
 def _state(rank, **kw):
@@ -99,3 +113,30 @@ def test_drills_between_machines_skip_on_one_machine_without_starting_anything(t
         outcome = get(name).run(DrillContext(config, name, platform=None, placement=None, observer=None))
         assert outcome.verdict is Verdict.SKIP and "--nnodes 2 or more" in outcome.culprit_reason
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_terminal_says_why_a_drill_failed():
+    import re
+
+    from rich.console import Console
+
+    from ddplab.commands.drill import render_one
+
+    console = Console(record=True, width=200, highlight=False)
+    render_one(judge(_outcome(detected_by=None), victim=1, timeout_s=10), console)
+    assert re.search(r"failed because +│ nothing detected it", console.export_text())
+    console = Console(record=True, width=200, highlight=False)
+    render_one(judge(_outcome(), victim=1, timeout_s=10), console)
+    assert "failed because" not in console.export_text()
+
+
+def test_a_failed_drills_check_row_says_what_it_missed():
+    """The row the lab's verdict table, its page and `ddplab check` show for each drill."""
+    from ddplab.measurements.drill import checks
+    from ddplab.records.drill import DrillRecord
+
+    failed, passed = (judge(_outcome(**kw), victim=1, timeout_s=10) for kw in ({"leaked_pids": [7]}, {}))
+    rows = checks(DrillRecord("gloo", "host", True, [failed, passed]))
+    assert [(r.verdict, r.meaning) for r in rows] == [
+        (Verdict.FAIL, "it missed: processes left running: [7]"),
+        (Verdict.PASS, "the stack reacted to the fault as it must")]

@@ -53,6 +53,8 @@ def render_one(o: DrillOutcome, console) -> None:
     # The drill's own numbers, whatever they are (an open part when read back from JSON).
     rows += [(key.replace("_", " "), _short(terminal.text_of(value)))
              for key, value in (to_json(o.details) or {}).items()]
+    if o.failed_because:
+        rows.append(("failed because", "; ".join(o.failed_because)))
     console.print(terminal.kv_table(f"drill {o.drill}", rows))
     console.print(f"verdict: {terminal.verdict_text(o.verdict)} - expected: {escape(o.expect)}")
 

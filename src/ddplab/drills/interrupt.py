@@ -6,9 +6,7 @@ The launcher is a separate `ddplab train` process, sent SIGINT once every rank r
 from __future__ import annotations
 
 import signal
-from dataclasses import replace
 
-from ..records.core import Verdict
 from ..records.drill import DrillOutcome
 from . import child_launcher, runner
 
@@ -18,6 +16,7 @@ EXPECT = "every rank gone within timeout + 5 s, the launcher still writes a repo
 
 def run(ctx: runner.DrillContext) -> DrillOutcome:
     out = child_launcher.signal_train(ctx, signal.SIGINT, "launcher teardown")
-    ok = (out.fault_went_in and runner.detected_within(out.detect_s, ctx.timeout_s) and not out.leaked_pids
-          and out.details.report_written)
-    return replace(out, verdict=Verdict.PASS if ok else Verdict.FAIL)
+    return runner.judged(out, [runner.went_in(out), runner.detected_in_time(out.detected_by, out.detect_s,
+                                                                             ctx.timeout_s),
+                               runner.nothing_left(out.leaked_pids),
+                               (out.details.report_written, "the launcher wrote no report")])

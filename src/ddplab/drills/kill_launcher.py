@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -21,7 +20,6 @@ import psutil
 from ..basics import interrupts
 from ..supervision import proc_facts, reaping
 from ..basics.proc_stat import alive
-from ..records.core import Verdict
 from ..records.drill import DrillOutcome, Injection, TorchrunDetails
 from ..basics.rundir import RunDir
 from . import child_launcher, runner
@@ -36,12 +34,13 @@ CLEAN_TIMEOUT_S = 120
 def run(ctx: runner.DrillContext) -> DrillOutcome:
     if ctx.config.launcher == "torchrun":
         out = torchrun_orphans(ctx)
-        ok = (out.details.orphans_after_kill and out.details.cleaned and not out.leaked_pids
-              and (out.device_mem_before_bytes is None or out.memory_back_s is not None))
-    else:
-        out = child_launcher.signal_train(ctx, signal.SIGKILL, "parent-death guard in every rank")
-        ok = out.fault_went_in and out.detect_s is not None and not out.leaked_pids
-    return replace(out, verdict=Verdict.PASS if ok else Verdict.FAIL)
+        return runner.judged(out, [
+            (bool(out.details.orphans_after_kill), "torchrun left no orphans to compare with"),
+            (out.details.cleaned, "ddplab clean did not end the orphans"), runner.nothing_left(out.leaked_pids),
+            runner.memory_back(out)])
+    out = child_launcher.signal_train(ctx, signal.SIGKILL, "parent-death guard in every rank")
+    return runner.judged(out, [runner.went_in(out), (out.detect_s is not None, "no rank was seen to go"),
+                               runner.nothing_left(out.leaked_pids)])
 
 
 def torchrun_orphans(ctx: runner.DrillContext) -> DrillOutcome:

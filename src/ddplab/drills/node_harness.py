@@ -130,15 +130,16 @@ def _hold(seconds: float) -> None:
 def _as_victim(ctx: runner.DrillContext, what: str, injected_at: float, gone_at: float | None,
                child_exit: int | None, ranks: list[int], common: dict) -> DrillOutcome:
     """The victim's machine: the fault went in, and nothing of its part was left (the others judge the rest)."""
-    ok = gone_at is not None and not common["leaked_pids"]
-    return DrillOutcome(
-        **common, verdict=Verdict.PASS if ok else Verdict.FAIL,
+    outcome = DrillOutcome(
+        **common,
         injected=Injection(what=what, rank=ctx.victim, at=injected_at),
         detected_by="not judged here: this machine was the victim (the other machines name it)",
         culprit_reason=f"this machine held the victim rank {ctx.victim} (its ranks {ranks}); its launcher and "
                        f"ranks were gone {round(gone_at - injected_at, 2) if gone_at else 'never'} s after",
         details=NodeDetails(role="victim", machine=None, machine_ranks=ranks, launcher_exit_code=child_exit,
                             report_written=False))
+    return runner.judged(outcome, [(gone_at is not None, "this machine's launcher and ranks were never gone"),
+                                   runner.nothing_left(common["leaked_pids"])])
 
 
 def _as_survivor(ctx: runner.DrillContext, report: Path, child_dir: Path, child_exit: int | None,
@@ -155,11 +156,8 @@ def _as_survivor(ctx: runner.DrillContext, report: Path, child_dir: Path, child_
         (s.failed_at, classify(s.error) or "rank exception", s.error or "") for s in local.values() if s.failed_at])
     culprits, reason, hosts = _named(session)
     detect_s = round(detected_at - last_heard, 2) if detected_at and last_heard else None
-    ok = (last_heard is not None and detected_by is not None and runner.detected_within(detect_s, ctx.timeout_s)
-          and machine is not None and sorted(culprits) == machine_ranks
-          and all(hosts.get(r) == machine for r in culprits) and not common["leaked_pids"])
-    return DrillOutcome(
-        **common, verdict=Verdict.PASS if ok else Verdict.FAIL,
+    outcome = DrillOutcome(
+        **common,
         injected=Injection(what=f"machine {machine or '?'} (ranks {machine_ranks}) stopped answering: the drill "
                                 f"there injected it" if machine else None, rank=ctx.victim, at=last_heard),
         detected_by=detected_by, detect_s=detect_s, error_excerpt=excerpt(text or log),
@@ -167,6 +165,14 @@ def _as_survivor(ctx: runner.DrillContext, report: Path, child_dir: Path, child_
         torchrun_root_cause_rank=session.torchrun_root_cause_rank if session else None, session=session,
         details=NodeDetails(role="survivor", machine=machine, machine_ranks=machine_ranks,
                             launcher_exit_code=child_exit, report_written=session is not None))
+    return runner.judged(outcome, [
+        (last_heard is not None, "the victim's machine was never heard from"),
+        runner.detected_in_time(detected_by, detect_s, ctx.timeout_s),
+        (machine is not None, "no machine was found to hold the victim"),
+        (sorted(culprits) == machine_ranks and all(hosts.get(r) == machine for r in culprits),
+         f"named {culprits} on {sorted(set(hosts.values())) or 'no machine'}, not that machine's ranks "
+         f"{machine_ranks} on {machine}"),
+        runner.nothing_left(common["leaked_pids"])])
 
 
 def _session_of(report: Path) -> SessionRecord | None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..records.core import Verdict
 from ..records.drill import DrillOutcome, OomDetails
 from . import runner
 from .mechanisms import OUT_OF_MEMORY, classify, excerpt
@@ -23,8 +22,9 @@ def run(ctx: runner.DrillContext) -> DrillOutcome:
     victim = seen.states.get(ctx.victim)
     error = (victim.error if victim else None) or ""
     details = OomDetails(victim_error=excerpt(error), victim_error_names_cap=names_cap(error))
-    verdict = seen.outcome.verdict if details.victim_error_names_cap else Verdict.FAIL
-    return replace(seen.outcome, verdict=verdict, details=details)
+    missed = [*(seen.outcome.failed_because or []),
+              *([] if details.victim_error_names_cap else ["the victim's error did not name its memory cap"])]
+    return runner.with_missed(replace(seen.outcome, details=details), missed)
 
 
 def names_cap(error: str) -> bool:

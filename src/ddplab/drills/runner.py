@@ -146,7 +146,7 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
         latencies={r: _latencies(session.run, r) for r in sorted(states)},
         interrupted=record.interrupted or bool(interrupts.requested()),
     )
-    return Observation(replace(outcome, verdict=judge(outcome, ctx.victim, ctx.timeout_s)), session, states)
+    return Observation(judge(outcome, ctx.victim, ctx.timeout_s), session, states)
 
 
 def script_args(ctx: DrillContext, fault: str, overrides: dict) -> list[str]:
@@ -213,24 +213,53 @@ def ddplab_culprits(record: SessionRecord) -> tuple[list[int], str]:
 
 # ---------------------------------------------------------------------------------------- judge
 
-def judge(outcome: DrillOutcome, victim: int, timeout_s: float) -> Verdict:
+def judge(outcome: DrillOutcome, victim: int, timeout_s: float) -> DrillOutcome:
     """The common rule. pass: the fault went in, was detected within timeout + 5 s, the victim was named,
     nothing leaked, and device memory came back where it was measured."""
-    memory_measured = outcome.device_mem_before_bytes is not None
-    ok = (outcome.fault_went_in
-          and outcome.detected_by is not None and detected_within(outcome.detect_s, timeout_s)
-          and victim in outcome.culprit_ranks
-          and not outcome.leaked_pids
-          and (not memory_measured or outcome.memory_back_s is not None))
-    return Verdict.PASS if ok else Verdict.FAIL
+    return judged(outcome, [
+        went_in(outcome),
+        detected_in_time(outcome.detected_by, outcome.detect_s, timeout_s),
+        (victim in outcome.culprit_ranks, f"the victim, rank {victim}, was not named (named: "
+                                          f"{outcome.culprit_ranks or 'nobody'})"),
+        nothing_left(outcome.leaked_pids),
+        memory_back(outcome),
+    ])
+
+
+def judged(outcome: DrillOutcome, conditions: list[tuple[bool, str]]) -> DrillOutcome:
+    """``outcome`` passed where every condition held; else failed, with what each missed one says
+    (``conditions``: whether it held, and what it means that it did not)."""
+    return with_missed(outcome, [why for held, why in conditions if not held])
+
+
+def with_missed(outcome: DrillOutcome, missed: list[str]) -> DrillOutcome:
+    """``outcome`` failed, for each reason in ``missed``, or passed where there is none."""
+    return replace(outcome, verdict=Verdict.FAIL if missed else Verdict.PASS, failed_because=missed or None)
+
+
+def went_in(outcome: DrillOutcome) -> tuple[bool, str]:
+    return outcome.fault_went_in, "the fault never went in"
+
+
+def detected_in_time(detected_by: str | None, detect_s: float | None, timeout_s: float) -> tuple[bool, str]:
+    if detected_by is None:
+        return False, "nothing detected it"
+    return (detected_within(detect_s, timeout_s),
+            f"detected after {detect_s} s, later than the timeout + {DETECT_SLACK_S:g} s")
+
+
+def nothing_left(leaked_pids: list[int]) -> tuple[bool, str]:
+    return not leaked_pids, f"processes left running: {leaked_pids}"
+
+
+def memory_back(outcome: DrillOutcome) -> tuple[bool, str]:
+    """Where the device memory was measured, it came back."""
+    return (outcome.device_mem_before_bytes is None or outcome.memory_back_s is not None,
+            "the device memory never came back")
 
 
 def detected_within(detect_s: float | None, timeout_s: float) -> bool:
     return detect_s is not None and detect_s <= timeout_s + DETECT_SLACK_S
-
-
-def both_pass(*verdicts: Verdict) -> Verdict:
-    return Verdict.PASS if all(v is Verdict.PASS for v in verdicts) else Verdict.FAIL
 
 
 # ---------------------------------------------------------------------------------------- helpers for harnesses

@@ -31,8 +31,11 @@ def run(ctx: runner.DrillContext) -> DrillOutcome:
                                            blocking_wait_env=f"{knob}=1" if knob
                                            else _no_knob(ctx.placement.backend)))
     # The default run's outcome stands for the drill; the blocking-wait run's is in the details.
-    return replace(default, details=details, leaked_pids=sorted(set(default.leaked_pids) | set(blocking.leaked_pids)),
-                   verdict=runner.both_pass(default.verdict, blocking.verdict))
+    missed = [*(default.failed_because or []),
+              *(f"under blocking wait: {why}" for why in (blocking.failed_because or []) if blocking is not default)]
+    return runner.with_missed(replace(default, details=details,
+                                      leaked_pids=sorted(set(default.leaked_pids) | set(blocking.leaked_pids))),
+                              missed)
 
 
 def _no_knob(backend: str) -> str:

@@ -10,7 +10,6 @@ import signal
 import time
 from dataclasses import replace
 
-from ..records.core import Verdict
 from ..records.drill import DrillOutcome, Inflation, LatencyComparison, StragglerDetails
 from ..records.session import Distribution
 from ..records.stragglers import StragglerReport
@@ -76,23 +75,19 @@ def run(ctx: runner.DrillContext) -> DrillOutcome:
     completed = base.outcome.session.completed and paused.outcome.session.completed
     finding = next((f for f in (found.findings if found else []) if f.rank == ctx.victim), None)
     injected_at = paused.outcome.injected.at if paused.outcome.injected else None
-    unmet = [why for missed, why in (
-        (not paused.outcome.fault_went_in, "no pause went in"),
-        (not completed, "a run did not complete"),
-        (bool(leaked), f"processes left: {leaked}"),
-        ((p.p99 or 0) <= (b.p99 or 0), f"the others' p99 did not grow ({b.p99} us without pauses, {p.p99} us with)"),
-        (named(found) != [ctx.victim], f"the run with pauses named {named(found)}, not [{ctx.victim}]"),
-        (named(baseline_found) != [], f"the run without pauses named {_lines(baseline_found)}"),
-    ) if missed]
-    return replace(paused.outcome, detected_by="ddplab straggler watch" if finding else None,
-                   detect_s=round(finding.since - injected_at, 2) if finding and injected_at else None,
-                   culprit_ranks=named(found), culprit_reason=finding.line() if finding else
-                   (found.summary() if found else "not watched"), leaked_pids=leaked,
-                   verdict=Verdict.FAIL if unmet else Verdict.PASS,
-                   details=StragglerDetails(pause_ms_per_s=PAUSE_MS, others_latency_us=LatencyComparison(b, p),
-                                            inflation=Inflation(*(_ratio(p, b, k) for k in ("p50", "p99", "max"))),
-                                            stragglers_named=named(found), baseline_named=named(baseline_found),
-                                            stragglers=found, failed_because=unmet or None))
+    outcome = replace(paused.outcome, detected_by="ddplab straggler watch" if finding else None,
+                      detect_s=round(finding.since - injected_at, 2) if finding and injected_at else None,
+                      culprit_ranks=named(found), culprit_reason=finding.line() if finding else
+                      (found.summary() if found else "not watched"), leaked_pids=leaked,
+                      details=StragglerDetails(pause_ms_per_s=PAUSE_MS, others_latency_us=LatencyComparison(b, p),
+                                               inflation=Inflation(*(_ratio(p, b, k) for k in ("p50", "p99", "max"))),
+                                               stragglers_named=named(found), baseline_named=named(baseline_found),
+                                               stragglers=found))
+    return runner.judged(outcome, [
+        runner.went_in(paused.outcome), (completed, "a run did not complete"), runner.nothing_left(leaked),
+        ((p.p99 or 0) > (b.p99 or 0), f"the others' p99 did not grow ({b.p99} us without pauses, {p.p99} us with)"),
+        (named(found) == [ctx.victim], f"the run with pauses named {named(found)}, not [{ctx.victim}]"),
+        (named(baseline_found) == [], f"the run without pauses named {_lines(baseline_found)}")])
 
 
 def _loop(steps: int) -> dict:

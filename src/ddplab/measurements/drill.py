@@ -138,7 +138,9 @@ def detection(outcome: DrillOutcome) -> str:
 
 
 def checks(record: DrillRecord) -> list[Check]:
-    rows = [Check(f"drill {o.drill}", o.verdict, one_line(o), o.expect, "the stack reacted to the fault as it must",
+    rows = [Check(f"drill {o.drill}", o.verdict, one_line(o), o.expect,
+                  f"it missed: {'; '.join(o.failed_because)}" if o.failed_because
+                  else "the stack reacted to the fault as it must",
                   "none" if o.verdict is Verdict.PASS else "see the drill's error excerpt and run directory")
             for o in record.drills]
     if record.interrupted:

@@ -37,6 +37,7 @@ class DrillOutcome:
     drill: str
     verdict: Verdict = Verdict.FAIL  # a drill nobody judged fails
     expect: str = ""  # the pass condition, in words
+    failed_because: list[str] | None = field(default=None, metadata=OMIT)  # each part of it this run missed
     injected: Injection | None = None
     detected_by: str | None = None  # the mechanism that saw the fault first
     detect_s: float | None = None  # from the injection to that detection
@@ -122,7 +123,6 @@ class StragglerDetails:
     stragglers_named: list[int] | None = field(default=None, metadata=OMIT)  # in the run with the pauses
     baseline_named: list[int] | None = field(default=None, metadata=OMIT)  # in the run without
     stragglers: StragglerReport | None = field(default=None, metadata=OMIT)  # the paused run's, with its evidence
-    failed_because: list[str] | None = field(default=None, metadata=OMIT)  # each pass condition not met
 
 
 @dataclass(frozen=True)

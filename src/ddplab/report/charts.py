@@ -1,8 +1,9 @@
 """The figures a record offers, drawn as inline SVG: readable without JavaScript, offline.
 
 Every axis has labelled ticks in its unit (the axes, at the end: display-free), classed ``tick-x``, ``tick-y`` or
-``tick-cat`` (tests count them). Baseline lines are dashed, spikes ringed, marks are labelled vertical lines. Markup is built only with ``h()``:
-every value escaped by MarkupSafe (as the page's autoescape is), the one place a drawing is marked safe.
+``tick-cat`` (tests count them). Baseline lines are dashed, spikes ringed, marks are labelled vertical lines.
+Markup is built only with ``h()``: every value escaped by MarkupSafe (as the page's autoescape is), the one place a
+drawing is marked safe.
 """
 
 from __future__ import annotations
