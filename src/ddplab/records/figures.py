@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class _Figure:
-    """What every figure has: its element ``id``, the ``section`` it appears under, its caption."""
-
     id: str
     section: str
     caption: str
