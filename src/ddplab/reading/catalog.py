@@ -105,7 +105,6 @@ def parse_report(data: bytes, path: str) -> Report:
 
 
 def report_from_document(doc: Any, path: str) -> Report:
-    """The report a parsed document holds, checked and judged again."""
     if not isinstance(doc, dict):
         raise UsageError("invalid-report", f"{path}: field (document) must be a JSON object (a ddplab report), "
                                            f"but it is {show(doc)}", hint=HINT)

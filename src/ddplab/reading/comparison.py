@@ -33,8 +33,6 @@ Config, Record = CompareConfig, CompareRecord
 
 @dataclass(frozen=True)
 class Input:
-    """One side of a comparison."""
-
     path: str
     kind: str  # "ddplab" or "nccl-tests"
     rows: list[TimedRow]
