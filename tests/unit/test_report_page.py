@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ddplab.report import charts as cs
-from ddplab.reading.baseline_overlay import load_baseline
+from ddplab.reading.comparison import load_baseline
 from ddplab.report.page import render_html, write_page
 from ddplab.reading.catalog import parse_report, read_report
 from ddplab.report.summary import INFO, shown_verdict

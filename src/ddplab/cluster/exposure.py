@@ -88,7 +88,6 @@ class Exposure:
         return f"NOT loopback only: {where}. " + " ".join(self.why_not)
 
     def record(self) -> Listened:
-        """What the reports keep (records/session.py)."""
         return Listened(loopback_only=self.loopback_only, single_machine=self.single_machine, store=self.store,
                         sockets=list(self.sockets), why_not=list(self.why_not), summary=self.summary(),
                         address=self.address, port=self.store_port,

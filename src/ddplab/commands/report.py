@@ -36,7 +36,7 @@ def validate(args) -> None:
 
     read_report(args.report)
     if args.baseline:
-        from ..reading.baseline_overlay import load_baseline
+        from ..reading.comparison import load_baseline
 
         load_baseline(args.baseline)
 
@@ -50,7 +50,7 @@ def main(args, console) -> int:
     report = read_report(args.report)
     baseline = None
     if args.baseline:  # a baseline's reader, only for a page that draws one
-        from ..reading.baseline_overlay import load_baseline
+        from ..reading.comparison import load_baseline
 
         baseline = load_baseline(args.baseline)
     out = Path(args.out) if args.out else Path(args.report).with_suffix(".html")

@@ -49,12 +49,10 @@ class Session:
 
     @property
     def returns(self) -> list[RankReturn]:
-        """What each rank that finished sent back, by global rank."""
         return [self.outcome.return_values[r] for r in sorted(self.outcome.return_values)]
 
     @property
     def results(self) -> list[Any]:
-        """Each finished rank's workload result, by global rank."""
         return [r.result for r in self.returns]
 
 

@@ -51,7 +51,6 @@ def register(module) -> None:
 
 
 def get(name: str):
-    """The measurement named."""
     if name in _registered:
         return _registered[name]
     if name not in MEASUREMENTS:

@@ -12,7 +12,7 @@ import statistics
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from ..records import Check, Verdict
-from .checks import SLOW_FACTOR, finding_verdict, machines_alike, rule_text, slow_ones
+from .checks import SLOW_FACTOR, machines_alike, slow_ones
 from ..records.machines import INTRA, GatheredJob, Group, GroupLatency, JobMachines, PairFinding, PairResult, \
     StormMachines
 

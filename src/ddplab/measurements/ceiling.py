@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .checks import did_not_complete, peak_host_rss
+from .checks import run_checks
 from ..platform import memory_plan
 from ..basics.cli_options import Range, argv_of, check_fields, option
 from ..records.config import DEVICES, LaunchOptions
@@ -84,14 +84,11 @@ def memory_need(config: CeilingConfig, host_only: bool) -> MemoryNeed:
 
 
 def checks(record: CeilingRecord) -> list[Check]:
-    rss = peak_host_rss(record.session)
-    incomplete = did_not_complete(record.session, NAME)
-    if incomplete:
-        return incomplete + rss
     d = record.device_copy
-    return [Check("device copy bandwidth", Verdict.INFO, f"{d.gbps:.0f} GB/s ({d.rw_gbps:.0f} GB/s read+write)",
-                  "informational", "the loopback ceiling: shared-device busbw cannot exceed it",
-                  "far below the datasheet's memory bandwidth: the copy path is broken"), *rss]
+    return run_checks(record.session, NAME, lambda: [
+        Check("device copy bandwidth", Verdict.INFO, f"{d.gbps:.0f} GB/s ({d.rw_gbps:.0f} GB/s read+write)",
+              "informational", "the loopback ceiling: shared-device busbw cannot exceed it",
+              "far below the datasheet's memory bandwidth: the copy path is broken")], warnings=False)
 
 
 def summary(record: CeilingRecord) -> str:

@@ -24,6 +24,15 @@ def did_not_complete(session, command: str) -> list[Check]:
                   "the ranks did not finish", "read the rank errors in the run directory")]
 
 
+def run_checks(session, command: str, own, exact: str | None = None, warnings: bool = True) -> list[Check]:
+    """A measurement's rows: ``own()``, asked only when every rank finished (else the one row that says they did
+    not), then the peak host RSS (``exact``: see ``peak_host_rss``) and the placement's warnings."""
+    rss = peak_host_rss(session, exact)
+    if not session.completed:
+        return did_not_complete(session, command) + rss
+    return [*own(), *rss, *(setup_warnings(session) if warnings else [])]
+
+
 def setup_warnings(session) -> list[Check]:
     """A WARN row for what the placement policy warned about (e.g. ranks time-slicing a device)."""
     if not session.warnings:

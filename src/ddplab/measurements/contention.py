@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .checks import did_not_complete, peak_host_rss, setup_warnings
+from .checks import run_checks
 from ..platform import memory_plan
 from ..basics.cli_options import Range, argv_of, check_fields, nested, option
 from ..records.config import LaunchOptions
@@ -168,11 +168,7 @@ def judge(e: Efficiency) -> Judgement:
 
 
 def checks(record: ContentionRecord) -> list[Check]:
-    rss = peak_host_rss(record.session)
-    incomplete = did_not_complete(record.session, NAME)
-    if incomplete:
-        return incomplete + rss
-    return [efficiency_check(record), *rss, *setup_warnings(record.session)]
+    return run_checks(record.session, NAME, lambda: [efficiency_check(record)])
 
 
 def efficiency_check(record: ContentionRecord) -> Check:

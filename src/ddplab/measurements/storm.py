@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from typing import TYPE_CHECKING
 
-from .checks import did_not_complete, machines_alike, peak_host_rss, setup_warnings
+from .checks import machines_alike, run_checks
 from ..basics.cli_options import Range, argv_of, check_fields, nested, option, switch
 from ..records.config import LaunchOptions
 from ..records.placement import Placement
@@ -173,10 +173,10 @@ def summarise(results: list[StormRankResult], timeseries) -> StormSummary:
 
 
 def checks(record: StormRecord) -> list[Check]:
-    rss = peak_host_rss(record.session)
-    incomplete = did_not_complete(record.session, NAME)
-    if incomplete:
-        return incomplete + rss
+    return run_checks(record.session, NAME, lambda: own_checks(record))
+
+
+def own_checks(record: StormRecord) -> list[Check]:
     s, ok = record.summary, record.within_threshold
     return [
         Check("mean all_reduce latency", Verdict.PASS if ok else Verdict.FAIL,
@@ -187,8 +187,7 @@ def checks(record: StormRecord) -> list[Check]:
         Check("all_reduce result correct", Verdict.PASS if record.correct else Verdict.FAIL, str(record.correct),
               "true", "a final all_reduce of known values summed right on every rank",
               "none" if record.correct else "the backend returns wrong sums: report it with this JSON"),
-        *library_checks(record), *storm_checks(record.machines, record.session.host_only), *rss,
-        *setup_warnings(record.session)]
+        *library_checks(record), *storm_checks(record.machines, record.session.host_only)]
 
 
 def storm_checks(machines: StormMachines | None, host_only: bool) -> list[Check]:

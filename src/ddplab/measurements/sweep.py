@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from . import aggregate
-from .checks import HOST_NOTE, did_not_complete, finding_verdict, peak_host_rss, rule_text, setup_warnings
+from .checks import HOST_NOTE, finding_verdict, rule_text, run_checks
 from .. import collectives
 from ..platform import memory_plan
 from ..platform.library_engine import prepare_library, row_costs
@@ -242,7 +242,6 @@ def time_method(settings: SweepSettings) -> str:
 
 
 def sampler_record(timeseries: Timeseries, rows: list[SweepRow], queries: list[tuple[float, float]]) -> SamplerRecord:
-    """Whether the launcher's sampler ran, whether it kept out of timed windows, and whether it did."""
     repetitions = [q for r in rows for q in (r.repeat_sampler_queried or [])]
     return SamplerRecord(
         on=timeseries.enabled,
@@ -260,15 +259,14 @@ def sampler_record(timeseries: Timeseries, rows: list[SweepRow], queries: list[t
 # ---------------------------------------------------------------------------------------------- verdict
 
 def checks(record: SweepRecord) -> list[Check]:
-    rss = peak_host_rss(record.session, measured_rss(record.rows))
-    incomplete = did_not_complete(record.session, NAME)
-    if incomplete:
-        return incomplete + rss
+    return run_checks(record.session, NAME, lambda: own_checks(record), exact=measured_rss(record.rows))
+
+
+def own_checks(record: SweepRecord) -> list[Check]:
     rows = [correctness_check(record), *memory_check(record), *peak_bandwidth_check(record), *floor_check(record)]
     if record.spikes is not None:  # reports written before spikes were looked for have no such row
         rows.append(spike_check(record))
-    return [*rows, *library_checks(record), *aggregate.sweep_checks(record.machines, record.host_only), *rss,
-            *setup_warnings(record.session)]
+    return [*rows, *library_checks(record), *aggregate.sweep_checks(record.machines, record.host_only)]
 
 
 def _row_name(row: SweepRow) -> str:

@@ -8,7 +8,7 @@ rank, every gradient equal to the reference, and the negative control. Step time
 from __future__ import annotations
 
 from . import aggregate
-from .checks import did_not_complete, peak_host_rss, setup_warnings
+from .checks import run_checks
 from ..job.policy import require_fits
 from ..records import Check, Verdict
 from ..records.session import Distribution, SessionRecord
@@ -64,12 +64,8 @@ def record_of(session: SessionRecord, results: list[TrainRankResult]) -> TrainRe
 
 
 def checks(record: TrainRecord) -> list[Check]:
-    rss = peak_host_rss(record.session)
-    incomplete = did_not_complete(record.session, NAME)
-    if incomplete:
-        return incomplete + rss
-    return [synchronised(record), negative_control(record), step_time(record), *rss,
-            *setup_warnings(record.session)]
+    return run_checks(record.session, NAME, lambda: [synchronised(record), negative_control(record),
+                                                      step_time(record)])
 
 
 def synchronised(record: TrainRecord) -> Check:

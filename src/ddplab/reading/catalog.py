@@ -89,8 +89,8 @@ def judged(report: Report) -> Report:
 # ------------------------------------------------------------------------------------------- a report file
 
 HINT = "the file is not a ddplab report as this version writes it"
-# The largest report ddplab has written (the full lab on two GPUs, 2.2 MB) fifteen times over: a file beyond it is
-# refused before it is read, so a huge one cannot exhaust memory. nccl-tests output is far smaller.
+# Many times the largest report ddplab has written (docs/RESULTS.md): a file beyond it is refused before it is read,
+# so a huge one cannot exhaust memory. nccl-tests output is far smaller.
 MAX_INPUT_BYTES = 32 * 1024 * 1024
 
 
@@ -105,7 +105,6 @@ def parse_report(data: bytes, path: str) -> Report:
 
 
 def report_from_document(doc: Any, path: str) -> Report:
-    """The report a parsed document holds, checked and judged again."""
     if not isinstance(doc, dict):
         raise UsageError("invalid-report", f"{path}: field (document) must be a JSON object (a ddplab report), "
                                            f"but it is {show(doc)}", hint=HINT)

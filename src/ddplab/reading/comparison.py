@@ -19,8 +19,8 @@ from . import catalog
 from ..measurements import spikes
 from ..errors import UsageError
 from ..records import Check, Report, Verdict
-from ..records.compare import (CompareConfig, CompareRecord, ComparedRow, MissingRow, TimedRow, VerdictChange,
-                              timed_rows_of)
+from ..records.compare import (BaselineRows, CompareConfig, CompareRecord, ComparedRow, MissingRow, TimedRow,
+                              VerdictChange, timed_rows_of)
 from ..records.core import Staged
 
 if TYPE_CHECKING:
@@ -33,8 +33,6 @@ Config, Record = CompareConfig, CompareRecord
 
 @dataclass(frozen=True)
 class Input:
-    """One side of a comparison."""
-
     path: str
     kind: str  # "ddplab" or "nccl-tests"
     rows: list[TimedRow]
@@ -70,6 +68,12 @@ def load_input(path: str) -> Input:
         raise UsageError("unreadable-input", f"{path}: neither a ddplab JSON report nor nccl-tests output "
                                              f"(no table rows found)")
     return Input(path, "nccl-tests", [t for t in (r.timed_row() for r in table.rows) if t is not None], None)
+
+
+def load_baseline(path: str) -> BaselineRows:
+    """A baseline the report page draws dashed beside its own lines, read as `compare` reads its A side."""
+    found = load_input(path)
+    return BaselineRows(found.label, found.rows)
 
 
 def run(config: CompareConfig, observer: "Observer | None" = None) -> CompareRecord:

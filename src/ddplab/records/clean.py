@@ -90,8 +90,6 @@ class Ended:
 
 @dataclass(frozen=True)
 class CleanRecord:
-    """`ddplab clean`: what was found, the process named (--pid), and what --yes ended."""
-
     survey: Survey = field(metadata=flatten())
     named: Orphan | OtherProcess | GoneProcess | None = None
     ended: Ended | None = None

@@ -20,8 +20,6 @@ class ContentionSettings:
 
 @dataclass(frozen=True)
 class MatmulRate:
-    """Matmuls finished in one fixed window, and the rate they make."""
-
     matmuls: int
     elapsed_s: float
     tflops: float
@@ -58,8 +56,6 @@ class Efficiency:
 
 @dataclass(frozen=True)
 class ContentionSummary:
-    """What the ranks measured, over all of them."""
-
     method: str
     matrix: int
     dtype: str

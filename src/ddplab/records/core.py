@@ -175,7 +175,6 @@ class Report:
         object.__setattr__(self, "argv", tuple(redact_argv(self.argv)))
 
     def to_json(self) -> dict:
-        """schema_version first, then every field in its order; the check rows (``checks``) are never written."""
         written = [f.name for f in dataclasses.fields(self) if f.name not in ("schema_version", "checks")]
         return {"schema_version": self.schema_version, **{name: to_json(getattr(self, name)) for name in written}}
 
@@ -221,7 +220,6 @@ def make_report(kind, config: Any, record: Any) -> Report:
 
 
 def verdict_of(kind, record: Any) -> Verdict:
-    """The one rule: a report's verdict is the worst of its kind's checks of its record."""
     return Verdict.worst(c.verdict for c in kind.checks(record))
 
 

@@ -53,8 +53,6 @@ class TwoRankPlan:
 
 @dataclass(frozen=True)
 class EnvRecord:
-    """`ddplab env`: the plans for two ranks, where runs listen, and the processes on the device."""
-
     plugin_errors: dict[str, str]  # plug-in module -> why it failed to import
     shared_device: TwoRankPlan
     per_device: TwoRankPlan

@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class _Figure:
-    """What every figure has: its element ``id``, the ``section`` it appears under, its caption."""
-
     id: str
     section: str
     caption: str
@@ -52,8 +50,9 @@ class Highlight:
 
 @dataclass(frozen=True)
 class Overlay:
-    """Which baseline rows a chart can show beside its own (reading/baseline_overlay.py): the op as `compare` names it
-    in this report ("sweep-shared:all_reduce"), the bare op for nccl-tests, placement, and the number drawn."""
+    """Which baseline rows a chart can show beside its own (reading/comparison.py load_baseline): the op as
+    `compare` names it in this report ("sweep-shared:all_reduce"), the bare op for nccl-tests, placement, and the
+    number drawn."""
 
     op: str
     bare_op: str

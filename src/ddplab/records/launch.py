@@ -30,7 +30,6 @@ class JobHost:
     torch: str | None
 
     def machine_line(self) -> str:
-        """The report page's line about the machine (report/page.py)."""
         return f"{self.host}: python {self.python}, torch {self.torch or 'unknown'}"
 
 
@@ -76,8 +75,6 @@ class JobRank:
 
 @dataclass(frozen=True)
 class LaunchRecord:
-    """`ddplab launch`: how the job ended, who noticed, each rank, the culprit, and what was left running."""
-
     platform_type: ClassVar[type] = JobHost  # what the report's "platform" holds (records.Report.from_json)
 
     outcome: str  # succeeded | failed | hung | interrupted | launcher-error

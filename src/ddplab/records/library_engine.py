@@ -139,8 +139,7 @@ def added_cost_check(rows: list[AddedCost]) -> list[Check]:
     each, in the record's order); every row is in the table."""
     if not rows:
         return []
-    smallest = next(r for r in rows if r.size_bytes == min(x.size_bytes for x in rows))
-    largest = next(r for r in rows if r.size_bytes == max(x.size_bytes for x in rows))
+    smallest, largest = min(rows, key=lambda r: r.size_bytes), max(rows, key=lambda r: r.size_bytes)
     value = _cost_text(smallest)
     if largest.size_bytes != smallest.size_bytes:
         value += f"; {_cost_text(largest)}"

@@ -26,8 +26,6 @@ GATHERED = SKIP
 
 @dataclass(frozen=True)
 class RankPlace:
-    """One rank of the job and the machine it ran on."""
-
     rank: int
     local_rank: int
     machine: str  # the address toward the endpoint, else the hostname
@@ -44,7 +42,6 @@ class Group:
 
     @property
     def label(self) -> str:
-        """How tables and charts name the group: the scope and its machine(s)."""
         if self.scope == INTRA:
             return f"{INTRA} {self.machines[0]}"
         if self.scope == PAIR:

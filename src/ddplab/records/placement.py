@@ -49,5 +49,4 @@ class Placement:
         return node_base + local_rank
 
     def device_label(self, local_rank: int) -> str:
-        """How torch names the rank's device: "cpu" or "<type>:<index>"."""
         return self.device_type if self.host_only else f"{self.device_type}:{self.device_indices[local_rank]}"

@@ -119,8 +119,6 @@ class Sample:
 
 @dataclass(frozen=True)
 class MemorySeries:
-    """Each rank's memory over time, as the report's memory chart draws it."""
-
     what: str  # "device memory", or "host RSS" where no rank's device memory was sampled
     by_rank: dict[int, list[tuple[float, int]]]  # rank -> (seconds since the launch, bytes)
 
@@ -140,7 +138,6 @@ class Timeseries:
     started_at: float | None = field(default=None, metadata=OMIT)
 
     def memory(self) -> MemorySeries:
-        """Device memory per rank over time; host RSS where no device memory was seen."""
         device = any(r.device_mem_bytes for s in self.samples for r in s.ranks)
         by_rank: dict[int, list[tuple[float, int]]] = {}
         for sample in self.samples:
@@ -151,7 +148,6 @@ class Timeseries:
         return MemorySeries("device memory" if device else "host RSS", by_rank)
 
     def cpu_seconds(self) -> dict[int, list[tuple[float, float]]]:
-        """Host CPU time (user + system) each rank had used, over time."""
         by_rank: dict[int, list[tuple[float, float]]] = {}
         for sample in self.samples:
             for r in sample.ranks:
@@ -215,8 +211,6 @@ class RankReturn:
 
 @dataclass(frozen=True, kw_only=True)
 class RankOutcome:
-    """One rank this launcher started, finished or not."""
-
     rank: int
     local_rank: int | None = None  # None only in the first reports, which did not record it
     pid: int | None
@@ -277,7 +271,6 @@ class SessionRecord:
 
     @property
     def host_only(self) -> bool:
-        """The ranks ran on the host CPU (from the placement the report carries)."""
         return bool(isinstance(self.placement, dict) and self.placement.get("host_only"))
 
     def failure_reason(self) -> str:

@@ -48,8 +48,6 @@ class StormRankResult:
 
 @dataclass(frozen=True, kw_only=True)
 class StormSummary:
-    """The storm over every rank (measurements/storm.py)."""
-
     method: str
     mean_us: float
     mean_us_max_rank: float

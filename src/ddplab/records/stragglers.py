@@ -140,7 +140,6 @@ class StragglerReport:
     watch_cpu_s: float | None = None  # the launcher's CPU time spent applying the rule
 
     def summary(self) -> str:
-        """One line for the terminal and the report."""
         if self.status != WATCHED:
             return f"stragglers: not watched ({self.why})" if self.why else "stragglers: not watched"
         stopped = f"; watched until {self.why}" if self.why else ""

@@ -79,8 +79,6 @@ class CopyCeiling(CopyRate):
 
 @dataclass(frozen=True)
 class SweepRankResult:
-    """One rank's sweep (workloads/sweep.py)."""
-
     rows: list[SweepRankRow]
     ceiling: CopyCeiling | None  # rank 0 on a shared device, else None
     # --engine both: the library engine's row of each size, timed right after torch's (``rows`` are torch's)
@@ -122,7 +120,6 @@ class SweepRow:
     peak_rss_bytes: int | None = field(default=None, metadata=OMIT)
 
     def timed_row(self) -> TimedRow | None:
-        """The row as compare lines it up; None for a row without a time (skipped, failed, N/A)."""
         if not self.time_us or self.size_bytes is None or self.in_place is None:
             return None
         return TimedRow(self.op, self.size_bytes, self.in_place, self.time_us, self.busbw_gbps, self.num_wrong)

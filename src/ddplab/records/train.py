@@ -24,8 +24,6 @@ MAX_SEED = 2**32 - 1  # the batch generator's seed is seed * 1_000_003 + ..., wh
 
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig:
-    """The report's DDP experiment."""
-
     launch: LaunchOptions = nested(LaunchOptions)
     steps: int = option("--steps", default=20, range=Range(1, MAX_STEPS))
     """Optimizer steps per rank."""
@@ -97,7 +95,6 @@ class TrainRecord:
     json_parts = partial(session_parts, TrainRankResult)  # placement, ranks' results: checked when read back
 
     def timed_rows(self, config=None) -> list[TimedRow]:
-        """The run as one comparable row: op "train", its step time p50."""
         if not self.session.completed or not self.step_time_us.n:
             return []
         return [TimedRow("train", 0, True, self.step_time_us.p50)]

@@ -24,7 +24,7 @@ from ..records.core import rows_of
 from ..records.figures import LineChart, Series
 from ..records.core import Drawn, Interruptible
 
-if TYPE_CHECKING:  # a baseline's records: read only for --baseline (reading/baseline_overlay.py)
+if TYPE_CHECKING:  # a baseline's records: read only for --baseline (reading/comparison.py)
     from ..records.compare import BaselineRows
 
 
