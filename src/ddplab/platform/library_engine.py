@@ -13,7 +13,7 @@ import importlib
 from typing import Callable, Mapping
 
 from ..errors import EnvironmentUnsupported
-from ..records.library_engine import BOTH, LIBRARY, LibraryEngineRecord, added_cost
+from ..records.library_engine import BOTH, LIBRARY, AddedCost, LibraryEngineRecord, added_cost
 
 METHOD = ("the collective library called directly through the vendor's binding (platform/library_binding.py), "
           "its communicator made through the job's own c10d store, on the buffers torch's engine uses, with the "
