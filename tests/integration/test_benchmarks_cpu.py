@@ -5,6 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from ddplab.measurements import sweep as sweep_kind
+from ddplab.reading.catalog import read_report
+from ddplab.records import Verdict
 from tests.conftest import load_json, processes_with_env, run_cli
 
 pytestmark = pytest.mark.slow
@@ -51,9 +54,13 @@ def test_sweep_every_collective_checked_and_correct(sweep):
 
 
 def test_sweep_min_busbw_floor_fails_with_exit_1(sweep):
-    proc, doc, _ = sweep  # every row correct (above): the floor alone fails it
+    proc, doc, path = sweep
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert doc["verdict"] == "fail" and doc["results"]["avg_busbw_gbps"] < 100000
+    # the floor alone fails it: no other check of the report, judged again from its data, fails
+    report = read_report(str(path))
+    assert {(c.check, c.verdict) for c in sweep_kind.checks(report.results) if c.verdict is Verdict.FAIL} == \
+        {("average bus bandwidth", Verdict.FAIL)}
 
 
 def test_sweep_three_ranks_blocking(tmp_path):

@@ -34,10 +34,19 @@ def jobs(tmp_path_factory):
     out = tmp_path_factory.mktemp("ras")
     with FakeRas("answers") as answers, FakeRas("silent") as silent, FakeRas("answers") as unasked:
         servers = {"answers": answers, "silent": silent, "no flag": unasked}
-        started = {name: _start_hang_job(out / name.replace(" ", "-"), servers[name], *flags)
-                   for name, (_, *flags) in JOBS.items()}
-        done = {name: _finish(*job) for name, job in started.items()}
-    return {name: (*done[name], servers[name]) for name in JOBS}
+        started: dict[str, tuple[subprocess.Popen, Path]] = {}
+        outputs: dict[str, str] = {}
+        try:
+            for name, (_, *flags) in JOBS.items():
+                started[name] = _start_hang_job(out / name.replace(" ", "-"), servers[name], *flags)
+            for name, (job, _) in started.items():
+                outputs[name] = job.communicate(timeout=180)[0]
+        finally:  # every job started, however the waits above ended (a launcher's ranks follow it: parent-death)
+            for job, _ in started.values():
+                job.kill()
+                job.wait()
+    return {name: (*_judged(job, report_dir, outputs[name]), servers[name])
+            for name, (job, report_dir) in started.items()}
 
 
 def _start_hang_job(folder: Path, server: FakeRas, *ddplab: str) -> tuple[subprocess.Popen, Path]:
@@ -50,12 +59,8 @@ def _start_hang_job(folder: Path, server: FakeRas, *ddplab: str) -> tuple[subpro
     return job, folder / "job"
 
 
-def _finish(job: subprocess.Popen, out: Path) -> tuple[int, dict, str]:
-    try:
-        output, _ = job.communicate(timeout=180)
-    finally:
-        job.kill()  # only where it outlived the wait: the assertions below say so
-        job.wait()
+def _judged(job: subprocess.Popen, out: Path, output: str) -> tuple[int, dict, str]:
+    """What every job must show: declared hung, rank 1 named, nothing of it left."""
     doc = load_json(out / "report.json")
     assert processes_with_env("DDPLAB_RUN_ID", doc["results"]["run_id"]) == []
     assert doc["results"]["outcome"] == "hung" and doc["results"]["culprit"]["ranks"] == [1], output[-3000:]

@@ -75,3 +75,12 @@ def test_real_probe_of_this_machine_is_consistent():
     assert p.backend_available
     assert p.device_count >= 1
     assert p.backends_available["gloo"] is True
+
+
+def test_detect_probes_the_machine_the_package_names(monkeypatch):
+    """A fake machine put in the package's place is the one detect() describes, as for its other callers."""
+    import ddplab.platform
+
+    monkeypatch.setattr(ddplab.platform, "gather_probe", lambda with_memory=True: fakes.musa(2))
+    platform = ddplab.platform.detect()
+    assert (platform.device_type, platform.device_count) == ("musa", 2)

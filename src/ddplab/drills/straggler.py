@@ -12,14 +12,15 @@ from dataclasses import replace
 
 from ..records.drill import DrillOutcome, Inflation, LatencyComparison, StragglerDetails
 from ..records.session import Distribution
-from ..records.stragglers import StragglerReport
+from ..records.stragglers import WATCHED, StragglerReport
 from ..basics.rundir import RunDir
 from ..supervision.job import StragglerPlan
+from ..supervision.stragglers import MIN_COLLECTIVES
 from . import runner
 
 SUMMARY = "pause one rank P ms every second; ddplab's straggler watch names it, the others' latency inflates"
-EXPECT = ("both runs complete, the straggler watch names the victim with the pauses and nobody without, the others' "
-          "p99 grows with the pause, nothing is left")
+EXPECT = ("both runs complete, the straggler watch names the victim with the pauses and nobody without (having judged "
+          "that run), the others' p99 grows with the pause, nothing is left")
 PAUSE_MS = 300  # a pause while the victim waits inside a collective delays no arrival (docs/RESULTS.md)
 # 4 times the other drills' host work a step: a few milliseconds of late wake-ups on a busy machine stay a small
 # share of a step, where they made the watch name a healthy rank.
@@ -87,7 +88,14 @@ def run(ctx: runner.DrillContext) -> DrillOutcome:
         runner.went_in(paused.outcome), (completed, "a run did not complete"), runner.nothing_left(leaked),
         ((p.p99 or 0) > (b.p99 or 0), f"the others' p99 did not grow ({b.p99} us without pauses, {p.p99} us with)"),
         (named(found) == [ctx.victim], f"the run with pauses named {named(found)}, not [{ctx.victim}]"),
+        (judged_enough(baseline_found), "the run without pauses was not judged: "
+                                        + (baseline_found.summary() if baseline_found else "no report")),
         (named(baseline_found) == [], f"the run without pauses named {_lines(baseline_found)}")])
+
+
+def judged_enough(report: StragglerReport | None) -> bool:
+    """The watch compared at least the collectives its rule judges: "nobody named" then means something."""
+    return report is not None and report.status == WATCHED and (report.collectives or 0) >= MIN_COLLECTIVES
 
 
 def _loop(steps: int) -> dict:

@@ -9,6 +9,7 @@ Each name is imported from its module when first asked for (PEP 562), so that re
 """
 
 import importlib
+import sys
 
 _HOMES = {
     "DeviceInfo": "facts", "Platform": "facts",
@@ -27,7 +28,8 @@ def __getattr__(name: str):
 
 
 def detect(device_request: str | None = None, with_memory: bool = True):
-    """Probe this machine and decide its platform (a ``Platform``)."""
-    from .probe import describe, gather_probe
+    """Probe this machine and decide its platform (a ``Platform``). The probe is the package's ``gather_probe``,
+    asked through the package, so that a fake machine put in its place (tests/unit/fakes.py) is the one probed."""
+    from .probe import describe
 
-    return describe(gather_probe(with_memory=with_memory), device_request)
+    return describe(sys.modules[__name__].gather_probe(with_memory=with_memory), device_request)
