@@ -244,7 +244,7 @@ def went_in(outcome: DrillOutcome) -> tuple[bool, str]:
 def detected_in_time(detected_by: str | None, detect_s: float | None, timeout_s: float) -> tuple[bool, str]:
     if detected_by is None:
         return False, "nothing detected it"
-    return (detected_within(detect_s, timeout_s),
+    return (detect_s is not None and detect_s <= timeout_s + DETECT_SLACK_S,
             f"detected after {detect_s} s, later than the timeout + {DETECT_SLACK_S:g} s")
 
 
@@ -256,10 +256,6 @@ def memory_back(outcome: DrillOutcome) -> tuple[bool, str]:
     """Where the device memory was measured, it came back."""
     return (outcome.device_mem_before_bytes is None or outcome.memory_back_s is not None,
             "the device memory never came back")
-
-
-def detected_within(detect_s: float | None, timeout_s: float) -> bool:
-    return detect_s is not None and detect_s <= timeout_s + DETECT_SLACK_S
 
 
 # ---------------------------------------------------------------------------------------- helpers for harnesses
