@@ -101,7 +101,7 @@ class Exposure:
 def plan(nnodes: int, endpoint: str, socket_variables: tuple[str, ...], environ: Mapping[str, str],
          loopback_interface: str, store_unsupported: str | None) -> Exposure:
     """Decide where a run listens, from facts only (tests call this directly)."""
-    port = int(endpoint.rpartition(":")[2] or 0)
+    port = port_number(endpoint.rpartition(":")[2])
     if nnodes > 1:
         return Exposure(False, False, f"{endpoint} (torch's c10d store: every interface)", port, (),
                         ("A job across machines is reached over the network: torch's c10d rendezvous store "

@@ -33,7 +33,6 @@ ACROSS_MACHINES_BACKEND = "ddplab-c10d"
 # Registered in elastic's registry when ddplab launches a job, for its own launches only: never a choice for a
 # user's --rdzv-backend (job/torchrun_args.py), even in a process that ran a job before.
 OWN_BACKENDS = (BACKEND_NAME, ACROSS_MACHINES_BACKEND)
-LOOPBACK_HOST = "127.0.0.1"
 LISTEN_FD_KEY = "listen_fd"  # rendezvous config entry: the socket the launcher bound
 STORE_HOST_KEY = "store_host"  # rendezvous config entry: the store's address as this machine reaches it
 _DEFAULT_TIMEOUT_S = 600.0
@@ -51,9 +50,10 @@ LIBUV_LISTEN_FD_SINCE = (2, 9)  # the oldest torch measured whose libuv store se
 class LoopbackRendezvous(RendezvousHandler):
     """This machine is the whole job (group rank 0 of 1): the handler only owns the store."""
 
-    def __init__(self, run_id: str, store: TCPStore):
+    def __init__(self, run_id: str, store: TCPStore, host: str):
         self._run_id = run_id
         self._store: TCPStore | None = store
+        self._host = host  # the loopback address the launcher bound the store's socket to
         self._closed = False
 
     def get_backend(self) -> str:
@@ -68,7 +68,7 @@ class LoopbackRendezvous(RendezvousHandler):
         if self._store is None:
             raise RuntimeError(f"rendezvous {self._run_id} was shut down")
         return RendezvousInfo(PrefixStore(self._run_id, self._store), 0, 1,
-                              RendezvousStoreInfo(LOOPBACK_HOST, self._store.port))
+                              RendezvousStoreInfo(self._host, self._store.port))
 
     def is_closed(self) -> bool:
         return self._closed
@@ -96,13 +96,14 @@ def create_handler(params: RendezvousParameters) -> LoopbackRendezvous:
     timeout = timedelta(seconds=float(params.get("timeout", _DEFAULT_TIMEOUT_S)))
     # The store closes the descriptor it is given, so it gets its own copy; the launcher closes the original.
     own_fd = os.dup(int(listen_fd))
-    store = serve_on(own_fd, LOOPBACK_HOST, _port_of(own_fd), timeout)
-    return LoopbackRendezvous(params.run_id, store)
+    host, port = _address_of(own_fd)
+    return LoopbackRendezvous(params.run_id, serve_on(own_fd, host, port, timeout), host)
 
 
-def _port_of(fd: int) -> int:
+def _address_of(fd: int) -> tuple[str, int]:
     with socket.fromfd(fd, socket.AF_INET, socket.SOCK_STREAM) as sock:  # a duplicate, closed here
-        return sock.getsockname()[1]
+        host, port = sock.getsockname()
+        return host, port
 
 
 def serve_on(listen_fd: int, host: str, port: int, timeout: timedelta, legacy: bool | None = None) -> TCPStore:

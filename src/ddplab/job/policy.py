@@ -262,8 +262,7 @@ def _library_terms(platform: Platform) -> tuple[str, str, str]:
     """("<library> <version> (loaded)", the version several ranks per device need, the variables that allow it)."""
     rule = platform.spec.multi_rank
     version, which = _library_version(platform)
-    return (f"{platform.collective_library} {version} ({which})", ".".join(str(p) for p in rule.min_version),
-            " ".join(f"{k}={v}" for k, v in rule.enable_env.items()))
+    return f"{platform.collective_library} {version} ({which})", rule.version_needed, rule.switch
 
 
 def _setup(backend: str, daemon_kind: str | None, platform: Platform) -> str:

@@ -127,12 +127,10 @@ def shared_device_env(platform: Platform, shared_device: bool, placement_env: Ma
         return env  # one rank per device, or a vendor whose rule is unknown: run it and report what happens
     version = platform.collective_loaded_version or platform.collective_built_version
     if (version_tuple(version) or (0,)) < rule.min_version:
-        need = ".".join(str(p) for p in rule.min_version)
-        switch = " ".join(f"{k}={v}" for k, v in rule.enable_env.items())
         raise EnvironmentUnsupported(
             "library-refuses-shared-device",
             f'{platform.collective_library} {version or "(version unknown)"} refuses several ranks on one device '
-            f'("{rule.refusal}"); it needs >= {need} with {switch}',
+            f'("{rule.refusal}"); it needs >= {rule.version_needed} with {rule.switch}',
             hint="give each rank its own device (--per-device), or load a newer library")
     return {**rule.enable_env, **env}
 

@@ -40,6 +40,15 @@ class MultiRankRule:
     sharing_daemon: str | None = None  # e.g. MPS: without it ranks time-slice
     costs: SharedDeviceCosts | None = None  # measured, when known
 
+    @property
+    def version_needed(self) -> str:
+        return ".".join(str(p) for p in self.min_version or ())
+
+    @property
+    def switch(self) -> str:
+        """The settings that allow it, as a shell would set them."""
+        return " ".join(f"{k}={v}" for k, v in self.enable_env.items())
+
 
 @dataclass(frozen=True)
 class BindingSpec:

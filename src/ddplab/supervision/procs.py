@@ -107,8 +107,7 @@ def _ddplab_rank(p: Facts, parent: Facts, table: Mapping[int, Facts], run_id: st
     if not p.same_clock:
         return OrphanVerdict(False, f"ddplab rank of run {run_id} in another time namespace: start times do not "
                               "compare: no evidence", run_id)
-    alive = parent if _has_identity(parent, launcher) else next(
-        (q for q in table.values() if _has_identity(q, launcher)), None)
+    alive = next((q for q in (parent, *table.values()) if _has_identity(q, launcher)), None)  # the parent first
     if alive is not None:
         return OrphanVerdict(False, f"ddplab rank of run {run_id}; its launcher (pid {alive.pid}) is alive", run_id)
     return OrphanVerdict(True, f"ddplab rank of run {run_id}; its launcher (pid {launcher[0]} in its PID namespace) is "
