@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# NCCL 2.30.7 onto the device machine in five calls (../shared/reference/measured.md, "How NCCL 2.30.7 was loaded"):
-# each call carries one .nccl/partN (xz of libnccl.so.2, split at 42 MB: five parts beside the 22 MB tree) and stashes it in /tmp/nccl, which the
+# NCCL 2.30.7 onto the device machine in six calls (../shared/reference/measured.md, "How NCCL 2.30.7 was loaded"):
+# each call carries one .nccl/partN (xz of libnccl.so.2, split at 34 MB: six parts beside the 25 MB tree) and stashes it in /tmp/nccl, which the
 # machine keeps while it stays warm; the last call joins and decompresses them and checks the sha256 in .nccl/sha.
 #   bash scripts/device/nccl_carry.sh stash          # whatever .nccl/part* this call carried
 #   bash scripts/device/nccl_carry.sh assemble       # -> /tmp/nccl/libnccl.so.2, or exit 1
