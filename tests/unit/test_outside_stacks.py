@@ -15,7 +15,7 @@ from ddplab.basics import proc_stat
 from ddplab.records.supervision import RankState
 from ddplab.basics.rundir import RunDir
 from ddplab.supervision import outside_stacks
-from ddplab.supervision.outside_stacks import Target
+from ddplab.supervision.outside_stacks import SilentRank
 from ddplab.supervision.rank import STACK_SIGNAL
 from ddplab.supervision.watcher import Watcher
 
@@ -59,7 +59,7 @@ def started():
 @needs_py_spy
 def test_a_process_holding_the_gil_is_read_from_outside_at_its_line(tmp_path, started):
     proc = started(HOLDS_THE_GIL)
-    dumps, missing = outside_stacks.take([Target(1, proc.pid, stopped=False)], lambda r: tmp_path / f"{r}.txt")
+    dumps, missing = outside_stacks.take([SilentRank(1, proc.pid, stopped=False)], lambda r: tmp_path / f"{r}.txt")
     assert missing is None and dumps[1].taken and dumps[1].words.startswith("py-spy --native, ")
     text = (tmp_path / "1.txt").read_text()
     assert text.startswith(f"# rank 1, pid {proc.pid}, at ") and "hold_the_gil (<string>:" in text
@@ -71,7 +71,7 @@ def test_a_stopped_process_is_read_without_attaching_and_stays_stopped(tmp_path,
     proc = started(HOLDS_THE_GIL)
     os.kill(proc.pid, signal.SIGSTOP)
     assert _wait_for_state(proc.pid, "T")
-    dumps, _ = outside_stacks.take([Target(1, proc.pid, stopped=True)], lambda r: tmp_path / f"{r}.txt")
+    dumps, _ = outside_stacks.take([SilentRank(1, proc.pid, stopped=True)], lambda r: tmp_path / f"{r}.txt")
     assert dumps[1].taken and "stopped: read without attaching" in dumps[1].words
     assert "hold_the_gil (<string>:" in (tmp_path / "1.txt").read_text()
     assert proc_stat.state(proc.pid) == "T"
@@ -79,7 +79,7 @@ def test_a_stopped_process_is_read_without_attaching_and_stays_stopped(tmp_path,
 
 def test_without_py_spy_one_line_says_how_to_get_it(tmp_path, monkeypatch):
     monkeypatch.setattr(outside_stacks, "find", lambda: None)
-    dumps, missing = outside_stacks.take([Target(1, os.getpid(), stopped=False)], lambda r: tmp_path / f"{r}.txt")
+    dumps, missing = outside_stacks.take([SilentRank(1, os.getpid(), stopped=False)], lambda r: tmp_path / f"{r}.txt")
     assert (dumps, missing) == ({}, "py-spy not installed: pip install 'ddplab[stacks]' for stacks of ranks that "
                                     "hold the GIL")
     assert list(tmp_path.iterdir()) == []

@@ -27,7 +27,7 @@ MISSING = "py-spy not installed: pip install 'ddplab[stacks]' for stacks of rank
 
 
 @dataclass(frozen=True)
-class Target:
+class SilentRank:
     rank: int
     pid: int
     stopped: bool  # SIGSTOP or a debugger (state T or t): read without attaching
@@ -51,7 +51,7 @@ def find() -> str | None:
     return shutil.which("py-spy")
 
 
-def take(targets: list[Target], file_of: Callable[[int], Path], timeout_s: float = TIMEOUT_S,
+def take(targets: list[SilentRank], file_of: Callable[[int], Path], timeout_s: float = TIMEOUT_S,
          native: bool = True) -> tuple[dict[int, Dump], str | None]:
     """Every target's stacks, read at once, each written to ``file_of(rank)``: (rank -> its dump, None), or
     ({}, MISSING) without py-spy. ``native``: False reads Python frames only."""
@@ -73,7 +73,7 @@ def in_words(dumps: dict[int, Dump]) -> str:
     return "; ".join(f"rank {r}: {dumps[r].words}" for r in sorted(dumps))
 
 
-def _dump(py_spy: str, target: Target, path: Path, deadline: float, native_frames: bool) -> Dump:
+def _dump(py_spy: str, target: SilentRank, path: Path, deadline: float, native_frames: bool) -> Dump:
     if target.stopped:
         return _run(py_spy, target, path, deadline, ["--nonblocking"],
                     " (stopped: read without attaching, no native frames)")
@@ -85,7 +85,7 @@ def _dump(py_spy: str, target: Target, path: Path, deadline: float, native_frame
     return _run(py_spy, target, path, deadline, [], f" (no native frames: with --native, {native.words})")
 
 
-def _run(py_spy: str, target: Target, path: Path, deadline: float, options: list[str], note: str = "") -> Dump:
+def _run(py_spy: str, target: SilentRank, path: Path, deadline: float, options: list[str], note: str = "") -> Dump:
     command = [py_spy, "dump", "--pid", str(target.pid), *options]
     started = time.monotonic()
     try:
@@ -103,7 +103,7 @@ def _run(py_spy: str, target: Target, path: Path, deadline: float, options: list
     return _written(target, path, command, failed, done.stderr + done.stdout, False)
 
 
-def _written(target: Target, path: Path, command: list[str], words: str, text: str, taken: bool) -> Dump:
+def _written(target: SilentRank, path: Path, command: list[str], words: str, text: str, taken: bool) -> Dump:
     header = f"# rank {target.rank}, pid {target.pid}, at {time.time():.3f}: {' '.join(['py-spy', *command[1:]])}\n"
     try:
         write_text_atomic(path, f"{header}# {words}\n{text}", durable=False, make_parents=True)

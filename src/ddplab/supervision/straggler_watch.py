@@ -43,7 +43,7 @@ class StragglerWatch:
         self._reader = None  # the job's store, across machines
         self._rule = stragglers.Rule()
         self._seen: dict[tuple[str, int], float] = {}  # the collectives taken, when they began
-        self._recent: list[stragglers.Collective] = []
+        self._recent: list[stragglers.CollectiveArrivals] = []
         self._reads: dict[int, float] = {}  # rank -> read_at of the record last used
         self._files: dict[int, tuple] = {}  # rank -> ((mtime, size), bytes) of its file as last read
         self._store_values: dict[int, bytes] = {}  # rank -> its record in the job's store as last read
@@ -110,7 +110,7 @@ class StragglerWatch:
         if changes:
             self._publish_findings()
 
-    def _take(self, new: list[stragglers.Collective]) -> None:
+    def _take(self, new: list[stragglers.CollectiveArrivals]) -> None:
         for c in new:
             self._seen[(c.group, c.seq)] = c.first
             self._bin(c)
@@ -121,7 +121,7 @@ class StragglerWatch:
                               key=lambda c: (c.first, c.group, c.seq))
         self._seen = {k: t for k, t in self._seen.items() if t >= horizon}
 
-    def _bin(self, c: stragglers.Collective) -> None:
+    def _bin(self, c: stragglers.CollectiveArrivals) -> None:
         index = int(max(0.0, c.first - self.started_at) // self._bin_s)
         ranks = self._bins.setdefault(index, {})
         for r in c.at:

@@ -45,7 +45,7 @@ def kept_share(n: int) -> float:
 
 
 @dataclass(frozen=True)
-class Collective:
+class CollectiveArrivals:
     """One collective every rank of its group issued, with each rank's arrival (seconds)."""
 
     group: str
@@ -57,7 +57,7 @@ class Collective:
     cost: float  # what the last rank alone cost the others: its arrival after the next-latest's
 
     @classmethod
-    def of(cls, group: str, seq: int, at: dict[int, float], basis: str) -> "Collective":
+    def of(cls, group: str, seq: int, at: dict[int, float], basis: str) -> "CollectiveArrivals":
         ordered = sorted(at, key=lambda r: (at[r], r))
         return cls(group, seq, at, basis, at[ordered[0]], ordered[-1], at[ordered[-1]] - at[ordered[-2]])
 
@@ -69,7 +69,7 @@ class Collective:
                           {r: round(1000 * self.lateness(r), 3) for r in sorted(self.at)})
 
 
-def collectives_from(arrivals: dict[int, RankArrivals], taken=frozenset()) -> list[Collective]:
+def collectives_from(arrivals: dict[int, RankArrivals], taken=frozenset()) -> list[CollectiveArrivals]:
     """Every collective all ranks of its group published, not in ``taken`` ((group, seq)), oldest first; where a
     group has device times, only those every rank has (enqueue and device times are two clocks)."""
     members: dict[str, list[int]] = {}
@@ -89,11 +89,11 @@ def collectives_from(arrivals: dict[int, RankArrivals], taken=frozenset()) -> li
             created = {r: by_rank[r][seq][0] for r in ranks}
             device = {r: by_rank[r][seq][1] for r in ranks}
             if not timed:
-                out.append(Collective.of(group, seq, created, ENQUEUE))
+                out.append(CollectiveArrivals.of(group, seq, created, ENQUEUE))
             elif all(d is not None for d in device.values()):
                 # the ends are one moment on every rank: each arrived its device time before it
                 end = max(created.values()) + max(device.values())
-                out.append(Collective.of(group, seq, {r: end - device[r] for r in ranks}, DEVICE))
+                out.append(CollectiveArrivals.of(group, seq, {r: end - device[r] for r in ranks}, DEVICE))
     return sorted(out, key=lambda c: (c.first, c.group, c.seq))
 
 
@@ -121,13 +121,13 @@ class RankWindow:
     span_s: float
 
 
-def window_of(collectives: list[Collective]) -> dict[int, RankWindow]:
+def window_of(collectives: list[CollectiveArrivals]) -> dict[int, RankWindow]:
     """Each rank's shares and cost over ``collectives`` (one group's, in one window)."""
     if not collectives:
         return {}
     ranks = sorted(collectives[0].at)
     span = max(max(c.at.values()) for c in collectives) - min(c.first for c in collectives)
-    lasts: dict[int, list[Collective]] = {r: [] for r in ranks}
+    lasts: dict[int, list[CollectiveArrivals]] = {r: [] for r in ranks}
     for c in collectives:
         lasts[c.last_rank].append(c)
     waits = {r: _waits(lasts[r]) for r in ranks}
@@ -139,7 +139,7 @@ def window_of(collectives: list[Collective]) -> dict[int, RankWindow]:
             for r in ranks}
 
 
-def _waits(lasts: list[Collective]) -> list[float]:
+def _waits(lasts: list[CollectiveArrivals]) -> list[float]:
     """The waits one rank caused, from the collectives it was last at: overlapping intervals are one wait (DDP's
     buckets are waited for together at the end of backward), worth the largest of them."""
     waits: list[float] = []
@@ -201,7 +201,7 @@ class Rule:
     window_s: float = WINDOW_S
     named: dict[str, int] = field(default_factory=dict)  # group -> its straggler
 
-    def judge(self, collectives: list[Collective]) -> list[Change]:
+    def judge(self, collectives: list[CollectiveArrivals]) -> list[Change]:
         """The changes the newest window of ``collectives`` (every group's, oldest first) brings."""
         changes = []
         for group in sorted({c.group for c in collectives}):
@@ -228,7 +228,7 @@ class Rule:
 
     @staticmethod
     def _change(group: str, rank: int, named: bool, windows: dict[int, RankWindow],
-                recent: list[Collective]) -> Change:
+                recent: list[CollectiveArrivals]) -> Change:
         lasts = sorted((c for c in recent if c.last_rank == rank), key=lambda c: -c.cost)
         rows = [c.row() for c in lasts[1:EVIDENCE_ROWS + 1]]  # the costliest it was counted for: not its largest
         seqs = [c.seq for c in recent]

@@ -363,7 +363,7 @@ class Watcher:
         answer, since it ends a blocking system call early and the rank runs on from where it was stuck."""
         if not silent:
             return {}, None, []
-        targets = [outside_stacks.Target(r, s.pid, proc_stat.state(s.pid) in STOPPED)
+        targets = [outside_stacks.SilentRank(r, s.pid, proc_stat.state(s.pid) in STOPPED)
                    for r, s in silent.items() if _is_ours(s)]
         dumps, missing = outside_stacks.take(targets, self.run.py_spy_file)
         signalled = sorted(r for r, s in silent.items()
