@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ddplab.basics import proc_stat
 from ddplab.supervision import outside_stacks
-from ddplab.supervision.outside_stacks import Target
+from ddplab.supervision.outside_stacks import SilentRank
 
 RANK = """
 import ctypes, os, sys, torch, torch.distributed as dist
@@ -76,7 +76,7 @@ def main() -> None:
             for how in ("sleep", "compute"):
                 procs = start(n, how, workdir)
                 try:
-                    targets = [Target(r, p.pid, stopped=False) for r, p in enumerate(procs)]
+                    targets = [SilentRank(r, p.pid, stopped=False) for r, p in enumerate(procs)]
                     for native in (True, False):
                         for _ in range(args.repeat):
                             out["runs"].append({"ranks": n, "holding": how, "native": native,
@@ -84,7 +84,7 @@ def main() -> None:
                     if how == "sleep":
                         os.kill(procs[0].pid, signal.SIGSTOP)
                         time.sleep(0.2)
-                        stopped = timed_take([Target(0, procs[0].pid, stopped=True)], workdir, False)
+                        stopped = timed_take([SilentRank(0, procs[0].pid, stopped=True)], workdir, False)
                         out["runs"].append({"ranks": 1, "holding": "sleep, then SIGSTOP", "native": False,
                                             **stopped, "state_after": proc_stat.state(procs[0].pid)})
                         os.kill(procs[0].pid, signal.SIGCONT)
