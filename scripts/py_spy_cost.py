@@ -52,7 +52,7 @@ def start(n: int, how: str, workdir: Path) -> list[subprocess.Popen]:
     return procs
 
 
-def timed_take(targets: list[Target], workdir: Path, native: bool) -> dict:
+def timed_take(targets: list[SilentRank], workdir: Path, native: bool) -> dict:
     started = time.monotonic()
     dumps, missing = outside_stacks.take(targets, lambda r: workdir / f"py-spy-{r}.txt", native=native)
     took = time.monotonic() - started
