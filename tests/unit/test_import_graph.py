@@ -60,3 +60,16 @@ def test_a_circle_and_an_upward_import_are_found(graph_script):
     assert graph_script.circles(toy) == [["ddplab.lab.run", "ddplab.records.core"]]
     assert graph_script.upward(toy) == [("ddplab.records.core", "ddplab.lab.run")]
     assert graph_script.upward({"ddplab.errors": {"ddplab.cli"}, "ddplab.cli": set()}) == [("ddplab.errors", "ddplab.cli")]
+
+
+def test_no_two_classes_share_a_name():
+    """One name, one thing: a reader who meets a class name knows which it is without its import line."""
+    import ast
+    from collections import defaultdict
+
+    where = defaultdict(list)
+    for path in sorted((SCRIPT.parents[1] / "src" / "ddplab").rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                where[node.name].append(path.name)
+    assert {name: files for name, files in where.items() if len(files) > 1} == {}
