@@ -98,7 +98,6 @@ class Value:
 
     flags: tuple[str, ...] = ()
     choices: tuple[str, ...] | Vocabulary | None = None
-    what: str | None = None  # the noun in "unknown model ..." (default: the field's name)
     range: Range | None = None
     parse: Callable[[str, str], Any] | None = None  # (text, flag) -> value, UsageError when it is not one
     show: Callable[[Any], str] = argv_text  # value -> its text on the command line and in the help
@@ -149,7 +148,7 @@ class Value:
         else:
             value = raw
         if isinstance(self.choices, Vocabulary):
-            check_choice(value, self.what or slot.name, names_of(self.choices))
+            check_choice(value, slot.name, names_of(self.choices))
         return value
 
     def argv(self, value, default) -> list[str]:
@@ -161,7 +160,7 @@ class Value:
     def check(self, value, slot: Slot) -> None:
         for v in (value if self.repeat else (value,)):
             if isinstance(self.choices, tuple):
-                check_choice(v, self.what or slot.name, self.choices)
+                check_choice(v, slot.name, self.choices)
             if self.range is not None:
                 self.range.check(v, self.flag_of(slot), slot.scalar is int)
 
