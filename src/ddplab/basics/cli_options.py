@@ -309,14 +309,9 @@ def field_docs(cls: type) -> dict[str, str]:
 def slots(cls: type) -> tuple[tuple[dataclasses.Field, Any, Slot], ...]:
     """(field, spelling, slot) of every field of ``cls`` the command line spells, in field order."""
     docs, hints = field_docs(cls), _hints(cls)
-    out = []
-    for f in dataclasses.fields(cls):
-        spelling = f.metadata.get(KEY)
-        if spelling is None or not f.init:
-            continue
-        out.append((f, spelling, Slot(f.name, f.name, default_of(f), docs.get(f.name, ""), _scalar(hints[f.name]),
-                                      _optional(hints[f.name]))))
-    return tuple(out)
+    return tuple((f, f.metadata[KEY], Slot(f.name, f.name, default_of(f), docs.get(f.name, ""),
+                                          _scalar(hints[f.name]), _optional(hints[f.name])))
+                 for f in dataclasses.fields(cls) if f.metadata.get(KEY) is not None and f.init)
 
 
 def default_of(f: dataclasses.Field) -> Any:
