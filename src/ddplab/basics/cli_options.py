@@ -421,7 +421,6 @@ def argv_of(config, base=None) -> list[str]:
 
 
 def options_of(cls: type) -> list[str]:
-    """Every option string the command line has for ``cls``."""
     parser = argparse.ArgumentParser(add_help=False)
     add_arguments(parser, cls)
     return [s for a in parser._actions for s in a.option_strings]

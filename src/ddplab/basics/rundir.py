@@ -62,12 +62,10 @@ SAMPLER_FLAG = "sampler-querying-device"  # no .json suffix: status readers neve
 
 
 def _at(*parts: str) -> property:
-    """A path inside the run directory."""
     return property(lambda self: self.path.joinpath(*parts))
 
 
 def _in_rank_dir(name: str) -> Callable[["RunDir", int], Path]:
-    """A file inside one rank's directory."""
     return lambda self, rank: self.rank_dir(rank) / name
 
 

@@ -100,7 +100,6 @@ class DeviceRuntime:
         return empty is not None
 
     def new_event(self):
-        """A device timing event, or None on the host."""
         if self.host_only:
             return None
         return self.module.Event(enable_timing=True)
