@@ -14,7 +14,7 @@ from ddplab.cluster.launcher_env import (
     detect,
 )
 from ddplab.cluster.launchers import Asked, mistakes, resolve
-from ddplab.cluster.slurm_lists import expand_hostlist, expand_tasks_per_node
+from ddplab.cluster.launcher_env import expand_hostlist, expand_tasks_per_node
 from ddplab.records.config import LaunchOptions
 from ddplab.errors import UsageError
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from torch.distributed import HashStore, TCPStore
 
-from ddplab.cluster.status_store import JobStoreReader, StatusPublisher, status_key, world_size_key
+from ddplab.cluster.status_store import JobStoreReader, StatusPublisher, status_prefix
 from ddplab.records.supervision import RankState
 from ddplab.basics.rundir import RunDir
 from ddplab.supervision.beacon import HEARTBEAT_S, Beacon
@@ -47,12 +47,12 @@ def test_a_rank_writes_its_file_and_publishes_phase_changes_at_once_and_collecti
     run = RunDir.create(tmp_path / "run", "train")
     writer = RankStatus(run, 3, 1, world_size=4, node_rank=1, address="10.9.0.2",
                         publisher=StatusPublisher(store, 3, job="ddplab-10.9.0.1:29400-1"))
-    key = status_key(3, "ddplab-10.9.0.1:29400-1")
+    key = f"{status_prefix('ddplab-10.9.0.1:29400-1')}/3"
     first = json.loads(store.get(key))
     assert {k: first[k] for k in ("rank", "local_rank", "node_rank", "world_size", "address", "phase")} == \
         {"rank": 3, "local_rank": 1, "node_rank": 1, "world_size": 4, "address": "10.9.0.2", "phase": "before-init"}
     assert first["host"] == socket.gethostname() and first["pid"] > 0
-    assert store.get(world_size_key("ddplab-10.9.0.1:29400-1")) == b"4"
+    assert store.get(f"{status_prefix('ddplab-10.9.0.1:29400-1')}/world_size") == b"4"
     writer.phase("running")
     assert json.loads(store.get(key))["phase"] == "running"
     writer.enter_collective("all_reduce", 10)
@@ -116,8 +116,8 @@ def test_another_launch_on_the_same_store_is_never_read_as_this_one():
 
 def test_a_value_that_is_not_a_rank_record_is_skipped():
     store = HashStore()
-    store.set(status_key(0), "not json")
-    store.set(status_key(1), json.dumps({"rank": 7, "pid": 1, "phase": "running"}))
+    store.set(f"{status_prefix()}/0", "not json")
+    store.set(f"{status_prefix()}/1", json.dumps({"rank": 7, "pid": 1, "phase": "running"}))
     assert {r: v.status for r, v in JobStoreReader(store, world_size=2).read().items()} == {0: None, 1: None}
 
 
@@ -149,7 +149,7 @@ def test_an_elastic_worker_publishes_where_the_launcher_said_with_elastics_ident
            "DDPLAB_STATUS_STORE": f"127.0.0.1:{loopback_store}"}
     rank_status(RunDir.create(tmp_path / "run", "train"), 3, 1, 4, environ=env).close()
     client = TCPStore("127.0.0.1", loopback_store, None, False, timedelta(seconds=30))
-    assert not client.check([status_key(3, "ddplab-job")])  # an earlier attempt's key is never written or read
+    assert not client.check([f"{status_prefix('ddplab-job')}/3"])  # an earlier attempt's key is never written or read
     views = JobStoreReader(client, job="ddplab-job", restart_count=2).read()
     assert sorted(views) == [0, 1, 2, 3] and views[3].host == "10.9.0.2"
     s = views[3].status

@@ -279,7 +279,7 @@ def test_a_rank_whose_reads_take_too_long_stops_reading_and_says_why(tmp_path, m
 def test_across_machines_the_watch_reads_every_rank_from_the_jobs_store_and_writes_its_findings_there(tmp_path):
     from torch.distributed import HashStore
 
-    from ddplab.cluster.status_store import JobStoreReader, StatusPublisher, stragglers_key
+    from ddplab.cluster.status_store import JobStoreReader, StatusPublisher, status_prefix
     from ddplab.records.supervision import RankState
 
     store = HashStore()
@@ -294,4 +294,4 @@ def test_across_machines_the_watch_reads_every_rank_from_the_jobs_store_and_writ
                            open_reader=lambda address, port, job: JobStoreReader(store, job=job))
     watch.update()
     assert len(said) == 1 and "rank 1" in said[0]
-    assert [f["rank"] for f in json.loads(store.get(stragglers_key("job1")))["findings"]] == [1]
+    assert [f["rank"] for f in json.loads(store.get(f"{status_prefix('job1')}/stragglers"))["findings"]] == [1]

@@ -98,7 +98,6 @@ class Value:
 
     flags: tuple[str, ...] = ()
     choices: tuple[str, ...] | Vocabulary | None = None
-    what: str | None = None  # the noun in "unknown model ..." (default: the field's name)
     range: Range | None = None
     parse: Callable[[str, str], Any] | None = None  # (text, flag) -> value, UsageError when it is not one
     show: Callable[[Any], str] = argv_text  # value -> its text on the command line and in the help
@@ -149,7 +148,7 @@ class Value:
         else:
             value = raw
         if isinstance(self.choices, Vocabulary):
-            check_choice(value, self.what or slot.name, names_of(self.choices))
+            check_choice(value, slot.name, names_of(self.choices))
         return value
 
     def argv(self, value, default) -> list[str]:
@@ -161,7 +160,7 @@ class Value:
     def check(self, value, slot: Slot) -> None:
         for v in (value if self.repeat else (value,)):
             if isinstance(self.choices, tuple):
-                check_choice(v, self.what or slot.name, self.choices)
+                check_choice(v, slot.name, self.choices)
             if self.range is not None:
                 self.range.check(v, self.flag_of(slot), slot.scalar is int)
 
@@ -310,14 +309,9 @@ def field_docs(cls: type) -> dict[str, str]:
 def slots(cls: type) -> tuple[tuple[dataclasses.Field, Any, Slot], ...]:
     """(field, spelling, slot) of every field of ``cls`` the command line spells, in field order."""
     docs, hints = field_docs(cls), _hints(cls)
-    out = []
-    for f in dataclasses.fields(cls):
-        spelling = f.metadata.get(KEY)
-        if spelling is None or not f.init:
-            continue
-        out.append((f, spelling, Slot(f.name, f.name, default_of(f), docs.get(f.name, ""), _scalar(hints[f.name]),
-                                      _optional(hints[f.name]))))
-    return tuple(out)
+    return tuple((f, f.metadata[KEY], Slot(f.name, f.name, default_of(f), docs.get(f.name, ""),
+                                          _scalar(hints[f.name]), _optional(hints[f.name])))
+                 for f in dataclasses.fields(cls) if f.metadata.get(KEY) is not None and f.init)
 
 
 def default_of(f: dataclasses.Field) -> Any:
@@ -427,7 +421,6 @@ def argv_of(config, base=None) -> list[str]:
 
 
 def options_of(cls: type) -> list[str]:
-    """Every option string the command line has for ``cls``."""
     parser = argparse.ArgumentParser(add_help=False)
     add_arguments(parser, cls)
     return [s for a in parser._actions for s in a.option_strings]

@@ -62,12 +62,10 @@ SAMPLER_FLAG = "sampler-querying-device"  # no .json suffix: status readers neve
 
 
 def _at(*parts: str) -> property:
-    """A path inside the run directory."""
     return property(lambda self: self.path.joinpath(*parts))
 
 
 def _in_rank_dir(name: str) -> Callable[["RunDir", int], Path]:
-    """A file inside one rank's directory."""
     return lambda self, rank: self.rank_dir(rank) / name
 
 
@@ -78,8 +76,7 @@ class RunDir:
 
     @classmethod
     def create(cls, base: str | os.PathLike | None, label: str, option: str = "--run-dir") -> "RunDir":
-        """A fresh run directory: ``base`` if given (refused when it already holds a run), else a new one under
-        ./ddplab-runs named by the run id. ``option`` names ``base`` in refusals."""
+        """A fresh run directory (``claim_new``), with the directories its ranks write into."""
         path, run_id = claim_new(base, label, option)
         for sub in ("pids", "ranks", "fr"):
             make_directory(path / sub, option)
@@ -169,28 +166,18 @@ class RunDir:
         return sorted(self.path.glob(f"logs/*/attempt_*/{local_rank}/std*.log"))
 
 
-def new_run_id(label: str) -> str:
-    """label-YYYYmmdd-HHMMSS-xxxxxx: readable, sortable, and unique even within one second."""
-    return f"{label}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
-
-
 def claim_new(base: str | os.PathLike | None, label: str, option: str) -> tuple[Path, str]:
-    """A directory for a new run and the run's id: ``base`` if given (refused when it holds a run; ``option`` names
-    it), else ./ddplab-runs/<label>-<time>-<suffix>, named by the run id."""
-    run_id = new_run_id(label)
+    """A directory for a new run and the run's id (label-YYYYmmdd-HHMMSS-xxxxxx: readable, sortable, and unique
+    even within one second): ``base`` if given, else ./ddplab-runs/<run id>. It is refused (exit 2; ``option`` names
+    it) if it holds a run: two launchers sharing one overwrite each other's files. The claim file is created
+    atomically, so of two racing runs exactly one gets it."""
+    run_id = f"{label}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
     path = Path(base) if base else Path(DEFAULT_RUNS_DIR) / run_id
-    claim_directory(path, run_id, option)
-    return path, run_id
-
-
-def claim_directory(path: Path, run_id: str, option: str) -> None:
-    """Make ``path`` the directory of run ``run_id`` alone, or refuse it (exit 2) if it holds a run: two launchers
-    sharing one overwrite each other's files. The claim file is created atomically, so of two racing runs exactly
-    one gets it."""
     make_directory(path, option)
     check_unused(path, option)
     if not create_exclusive(path / RUN_ID_FILE, f"{run_id}\n"):  # another run took it since the check
         raise _in_use(path, option, run_in(path) or "(another run)")
+    return path, run_id
 
 
 def check_unused(path: Path, option: str) -> None:

@@ -16,7 +16,7 @@ import errno
 import ipaddress
 import socket
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Callable, Mapping, Sequence
 
 from ..errors import EnvironmentUnsupported, UsageError, invalid_choice
@@ -87,10 +87,7 @@ class StorePlan:
         return replace(self, hosts_store=False, bind_address=None, decided_by=reason)
 
     def to_dict(self) -> dict:
-        return {"endpoint": str(self.endpoint), "hosts_store": self.hosts_store, "bind_address": self.bind_address,
-                "connect_addresses": list(self.connect_addresses), "interface": self.interface,
-                "node_address": self.node_address, "decided_by": self.decided_by, "notes": list(self.notes),
-                "forced": self.forced}
+        return {**asdict(self), "endpoint": str(self.endpoint)}
 
 
 def decide(endpoint: Endpoint, facts: NetworkFacts, host_override: str = "auto") -> StorePlan:

@@ -96,14 +96,9 @@ def create_handler(params: RendezvousParameters) -> LoopbackRendezvous:
     timeout = timedelta(seconds=float(params.get("timeout", _DEFAULT_TIMEOUT_S)))
     # The store closes the descriptor it is given, so it gets its own copy; the launcher closes the original.
     own_fd = os.dup(int(listen_fd))
-    host, port = _address_of(own_fd)
-    return LoopbackRendezvous(params.run_id, serve_on(own_fd, host, port, timeout), host)
-
-
-def _address_of(fd: int) -> tuple[str, int]:
-    with socket.fromfd(fd, socket.AF_INET, socket.SOCK_STREAM) as sock:  # a duplicate, closed here
+    with socket.fromfd(own_fd, socket.AF_INET, socket.SOCK_STREAM) as sock:  # a duplicate, closed here
         host, port = sock.getsockname()
-        return host, port
+    return LoopbackRendezvous(params.run_id, serve_on(own_fd, host, port, timeout), host)
 
 
 def serve_on(listen_fd: int, host: str, port: int, timeout: timedelta, legacy: bool | None = None) -> TCPStore:

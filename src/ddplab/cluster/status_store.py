@@ -11,8 +11,8 @@ that local time in the heartbeat, so one judge works for files and for the store
 
 Keys live under ``ddplab/status/<job>/attempt_<restart>/`` (``status_prefix``), ``<job>`` being the rendezvous
 run id (new for every launch), so neither an earlier launch on the same endpoint nor an elastic restart is read
-as this one: ``<global rank>``, ``hang`` (the first hang a machine's watcher declared), ``arrivals/<global rank>``
-and ``stragglers``.
+as this one: ``<global rank>``, ``world_size``, ``hang`` (the first hang a machine's watcher declared),
+``arrivals/<global rank>`` and ``stragglers``.
 """
 
 from __future__ import annotations
@@ -37,29 +37,6 @@ def status_prefix(job: str = "", restart_count: int = 0) -> str:
     return f"{KEY_ROOT}/{job}/attempt_{restart_count}" if job else f"{KEY_ROOT}/attempt_{restart_count}"
 
 
-def status_key(rank: int, job: str = "", restart_count: int = 0) -> str:
-    return f"{status_prefix(job, restart_count)}/{rank}"
-
-
-def world_size_key(job: str = "", restart_count: int = 0) -> str:
-    """Every rank writes the job's world size here too, for a reader that has not been told it."""
-    return f"{status_prefix(job, restart_count)}/world_size"
-
-
-def hang_key(job: str = "", restart_count: int = 0) -> str:
-    """The first machine whose watcher declares a hang writes it here, so that the others follow at once
-    (supervision/watcher.py) instead of reading their ranks' ends, caused by its teardown, as a machine lost."""
-    return f"{status_prefix(job, restart_count)}/hang"
-
-
-def arrivals_key(rank: int, job: str = "", restart_count: int = 0) -> str:
-    return f"{status_prefix(job, restart_count)}/arrivals/{rank}"
-
-
-def stragglers_key(job: str = "", restart_count: int = 0) -> str:
-    return f"{status_prefix(job, restart_count)}/stragglers"
-
-
 def open_store(host: str, port: int, timeout_s: float = CONNECT_TIMEOUT_S):
     """A client connection of its own to the job's store (not the process group's)."""
     from torch.distributed import TCPStore
@@ -67,20 +44,16 @@ def open_store(host: str, port: int, timeout_s: float = CONNECT_TIMEOUT_S):
     return TCPStore(host, port, None, False, timedelta(seconds=timeout_s))
 
 
-def parse_address(text: str) -> tuple[str, int]:
-    """HOST:PORT or [IPv6]:PORT, as the launcher hands it to its ranks and supervisor."""
-    host, _, port = text.rpartition(":")
-    return host.strip("[]"), int(port)
-
-
 class StatusPublisher:
     """Writer side, inside a rank: one rank's RankState under its key in the job's store."""
 
     def __init__(self, store, rank: int, job: str = "", restart_count: int = 0):
         self._store = store
-        self._key = status_key(rank, job, restart_count)
-        self._arrivals_key = arrivals_key(rank, job, restart_count)
-        self._world_size_key = world_size_key(job, restart_count)
+        prefix = status_prefix(job, restart_count)
+        self._key = f"{prefix}/{rank}"
+        self._arrivals_key = f"{prefix}/arrivals/{rank}"
+        # Every rank writes the job's world size too, for a reader that has not been told it.
+        self._world_size_key = f"{prefix}/world_size"
         self._lock = threading.Lock()  # the rank's heartbeat thread and its main thread both publish
         self._world_size_written = False
         self.publishes = 0
@@ -131,8 +104,10 @@ class JobStoreReader:
     def __init__(self, store, world_size: int | None = None, job: str = "", restart_count: int = 0,
                  clock: Callable[[], float] = time.monotonic):
         self._store = store
-        self._job = job
-        self._restart_count = restart_count
+        self._prefix = status_prefix(job, restart_count)
+        # The first machine whose watcher declares a hang writes it here, so that the others follow at once
+        # (supervision/watcher.py) instead of reading their ranks' ends, caused by its teardown, as a machine lost.
+        self._hang_key = f"{self._prefix}/hang"
         self._clock = clock
         self.world_size = world_size
         self._last_beat: dict[int, int | None] = {}
@@ -162,24 +137,22 @@ class JobStoreReader:
 
     def announce_hang(self, machine: str, reason: str) -> None:
         """This machine's watcher declared a hang: said once, before it ends its ranks."""
-        self._store.set(hang_key(self._job, self._restart_count), json.dumps({"machine": machine, "reason": reason}))
+        self._store.set(self._hang_key, json.dumps({"machine": machine, "reason": reason}))
 
     def acknowledge_hang(self, machine: str) -> None:
         """This machine's watcher read the announced hang and follows it: the declaring machine may end its ranks."""
-        self._store.set(f"{hang_key(self._job, self._restart_count)}/seen/{machine}", "1")
+        self._store.set(f"{self._hang_key}/seen/{machine}", "1")
 
     def acknowledged_hang(self, machines: set[str]) -> set[str]:
         """Which of ``machines`` acknowledged the announced hang."""
-        prefix = f"{hang_key(self._job, self._restart_count)}/seen/"
-        return {m for m in machines if self._store.check([prefix + m])}
+        return {m for m in machines if self._store.check([f"{self._hang_key}/seen/{m}"])}
 
     def announced_hang(self) -> dict | None:
         """A hang some machine's watcher declared ({"machine", "reason"}), or None."""
-        key = hang_key(self._job, self._restart_count)
-        if not self._store.check([key]):
+        if not self._store.check([self._hang_key]):
             return None
         try:
-            value = json.loads(self._store.get(key))
+            value = json.loads(self._store.get(self._hang_key))
         except ValueError:
             return None
         return value if isinstance(value, dict) and isinstance(value.get("machine"), str) else None
@@ -188,26 +161,26 @@ class JobStoreReader:
         """Every rank's published arrivals that are there, as the ranks wrote them, by global rank."""
         if not self.world_size:
             return {}
-        keys = {r: arrivals_key(r, self._job, self._restart_count) for r in range(self.world_size)}
+        keys = {r: f"{self._prefix}/arrivals/{r}" for r in range(self.world_size)}
         present = {r: k for r, k in keys.items() if self._store.check([k])}
         return dict(zip(present, self._store.multi_get(list(present.values())))) if present else {}
 
     def write_stragglers(self, text: str) -> None:
         """The straggler watch's findings as they stand, for every machine of the job."""
-        self._store.set(stragglers_key(self._job, self._restart_count), text)
+        self._store.set(f"{self._prefix}/stragglers", text)
 
     def _fetch(self) -> dict[int, RankState]:
         """One round trip when every rank has published; one check per rank otherwise (a get on a missing key
         would wait for the store's timeout)."""
         if self.world_size is None:
-            key = world_size_key(self._job, self._restart_count)
+            key = f"{self._prefix}/world_size"
             if not self._store.check([key]):
                 return {}
             try:
                 self.world_size = int(self._store.get(key))
             except ValueError:
                 return {}
-        keys = [status_key(r, self._job, self._restart_count) for r in range(self.world_size)]
+        keys = [f"{self._prefix}/{r}" for r in range(self.world_size)]
         if self._store.check(keys):
             return _decoded(dict(zip(range(self.world_size), self._store.multi_get(keys))))
         present = {r: k for r, k in enumerate(keys) if self._store.check([k])}

@@ -13,11 +13,9 @@ import sys
 
 _HOMES = {
     "DeviceInfo": "facts", "Platform": "facts",
-    "Probe": "probe", "describe": "probe", "gather_probe": "probe", "validate_device_request": "probe",
-    "whitelisted_environ": "probe",
+    "Probe": "probe", "describe": "probe", "gather_probe": "probe", "whitelisted_environ": "probe",
     "DeviceMonitor": "device_monitor", "DeviceSample": "device_monitor", "open_monitor": "device_monitor",
-    "DeviceRuntime": "runtime",
-    "HOST_CPU": "vendors", "KNOWN_BACKENDS": "vendors", "VENDORS": "vendors", "Vendor": "vendors",
+    "DeviceRuntime": "runtime", "VENDORS": "vendors",
 }
 
 

@@ -97,7 +97,7 @@ def find_copies(library_names: tuple[str, ...], version_symbol: str | None,
     """Every mapped copy of the library (file name starting with one of ``library_names``), with its own version,
     and the one calls bind to. ``linked_by``: the framework libraries that link it, asked first for their scope."""
     paths = mapped_paths(maps_file)
-    copy_paths = [p for p in paths if _file_name(p).startswith(library_names)]
+    copy_paths = [p for p in paths if os.path.basename(p).startswith(library_names)]
     linker = _linker()
     binding = _resolve_binding(linker, version_symbol, paths, copy_paths, linked_by) if linker else None
     copies = [LoadedLibrary(p, _copy_version(linker, p, version_symbol)) for p in copy_paths]
@@ -123,8 +123,8 @@ def _resolve_binding(linker: _Linker, symbol: str | None, paths: list[str], copy
     if address:
         return _defined_in(linker, address), address, "global scope (LD_PRELOAD / RTLD_GLOBAL first)"
     # Only shared objects are asked: dlopen would open any other mapped file (device nodes too).
-    objects = [p for p in paths if ".so" in _file_name(p) and p not in copy_paths]
-    named = [p for p in objects if linked_by and _file_name(p).startswith(linked_by)]
+    objects = [p for p in paths if ".so" in os.path.basename(p) and p not in copy_paths]
+    named = [p for p in objects if linked_by and os.path.basename(p).startswith(linked_by)]
     others = [p for p in objects if p not in named]
     for framework in named + others:
         address = linker.in_local_scope(framework, symbol)
@@ -158,10 +158,6 @@ def _linker() -> _Linker | None:
     with contextlib.suppress(OSError, AttributeError):  # not a glibc-like system: nothing can be asked
         return _Linker()
     return None
-
-
-def _file_name(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
 
 
 def same_file(a: str | None, b: str | None) -> bool | None:

@@ -81,7 +81,6 @@ def open_monitor(vendor: Vendor) -> DeviceMonitor:
 
 @contextlib.contextmanager
 def _nvml_session():
-    """pynvml, initialised for the block and shut down after it."""
     import pynvml
 
     pynvml.nvmlInit()

@@ -22,8 +22,10 @@ from typing import Callable, Mapping
 from .. import collectives
 from ..collectives.common import GLOO_COPIES_INPUT, GLOO_COPIES_OUTPUT, Buffers, index_bytes
 from ..records.memory import MachineMemory, MemoryFit, MemoryNeed
-from ..basics.sizes import human_bytes as _h
+from ..basics.sizes import human_bytes as _h, parse_size
 
+# Host bytes this machine's ranks may add (K/M/G suffixes), to plan as if the machine had only that much free;
+# unset: no budget. A value that is not a size is a UsageError (exit 2).
 BUDGET_ENV = "DDPLAB_HOST_MEMORY_BUDGET"
 # ProcessGroupGloo runs calls on its worker threads (2 by default): at most this many hold gloo's own buffers.
 GLOO_RUNNING_CALLS = 2
@@ -208,17 +210,6 @@ def _number(path: Path, line: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def parse_budget(environ: Mapping[str, str]) -> int | None:
-    """DDPLAB_HOST_MEMORY_BUDGET: host bytes this machine's ranks may add (K/M/G suffixes), to plan as if the
-    machine had only that much free; unset: no budget. A value that is not a size is a UsageError (exit 2)."""
-    text = environ.get(BUDGET_ENV, "").strip()
-    if not text:
-        return None
-    from ..basics.sizes import parse_size
-
-    return parse_size(text, BUDGET_ENV)
-
-
 def host_headroom(total: int | None, available: int | None, cgroups: list[CgroupLimit],
                   budget: int | None = None) -> tuple[int | None, str]:
     """The host bytes the ranks may add, and in words which bound it: the tightest of MemAvailable and every
@@ -252,7 +243,8 @@ def read_machine(runtime=None, environ: Mapping[str, str] = os.environ,
         cgroups = cgroup_limits(proc_self_cgroup.read_text(), cgroup_root)
     except OSError:
         cgroups = []
-    room, source = host_headroom(total, available, cgroups, parse_budget(environ))
+    budget = environ.get(BUDGET_ENV, "").strip()
+    room, source = host_headroom(total, available, cgroups, parse_size(budget, BUDGET_ENV) if budget else None)
     free = cap = None
     if runtime is not None and not runtime.host_only:
         info = runtime.memory_info()

@@ -91,20 +91,15 @@ class DeviceRuntime:
             empty_device()
         if not host:
             return False
-        empty = _host_cache_emptier(self.torch)
+        # The pinned host allocator's empty-cache call: torch.accelerator.empty_host_cache where this torch has it,
+        # else the private torch._C._host_emptyCache (torch 2.11 has it).
+        empty = (getattr(getattr(self.torch, "accelerator", None), "empty_host_cache", None)
+                 or getattr(self.torch._C, "_host_emptyCache", None))
         if empty is not None:
             empty()
         return empty is not None
 
     def new_event(self):
-        """A device timing event, or None on the host."""
         if self.host_only:
             return None
         return self.module.Event(enable_timing=True)
-
-
-def _host_cache_emptier(torch):
-    """The pinned host allocator's empty-cache call: torch.accelerator.empty_host_cache where this torch has it,
-    else the private torch._C._host_emptyCache (torch 2.11 has it)."""
-    accelerator = getattr(torch, "accelerator", None)
-    return getattr(accelerator, "empty_host_cache", None) or getattr(torch._C, "_host_emptyCache", None)

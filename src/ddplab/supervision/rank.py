@@ -145,11 +145,12 @@ class RankLife:
         address = self.environ.get(STATUS_STORE_ENV)
         if not address:
             return None
-        from ..cluster.status_store import StatusPublisher, open_store, parse_address
+        from ..basics.validators import split_endpoint
+        from ..cluster.status_store import StatusPublisher, open_store
 
         restart = self.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
         try:
-            store = open_store(*parse_address(address))
+            store = open_store(*split_endpoint(address))
         except Exception as exc:  # noqa: BLE001 - any failure to connect leaves the files as the only status
             print(f"ddplab: rank {self.rank} cannot publish its status to the job's store at {address}: {exc}",
                   file=sys.stderr)
