@@ -19,9 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..supervision import reaping
+from .runner import DETECT_SLACK_S, READY_COLLECTIVES
 
-DETECT_SLACK_S = 5.0
-READY_COLLECTIVES = 3
 FAULT_AT = re.compile(r"\[rank (\d+)\] injecting fault: .* at (\d+\.\d+)")
 HELPER_PID = re.compile(r"started pid (\d+)")
 

@@ -122,15 +122,15 @@ def compute_holding_the_gil(seconds: float) -> None:
 class Faults:
     """One rank's side of a fault: the victim injects it at the hooks the training code calls."""
 
-    def __init__(self, args: argparse.Namespace, rank: int | None = None, world_size: int | None = None):
+    def __init__(self, args: argparse.Namespace):
         self.fault, self.fault_step = args.fault, args.fault_step
         self.late_s, self.stall_s = args.late_s, args.stall_s
         self.ignore_sigterm = args.ignore_sigterm
-        self.rank = int(os.environ.get("RANK", "0")) if rank is None else rank
-        self.world_size = int(os.environ.get("WORLD_SIZE", "1")) if world_size is None else world_size
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
         self.victim = args.victim
         self.is_victim = self.rank == args.victim
-        self.slow_factor = getattr(args, "slow_factor", 1.5)
+        self.slow_factor = args.slow_factor
         self._step_started: float | None = None
         self._steps_s: list[float] = []
         self._extra_s = 0.0  # what a slow fault adds to each step, once measured
@@ -354,7 +354,7 @@ class _Samples:
     """A map-style dataset of random samples, built lazily (torch is imported by the time a DataLoader asks)."""
 
     def __init__(self, length: int, features: int, seed: int, stall_at: int | None, stall_s: float,
-                 pause_every: int | None = None, pause_s=lambda: 0.0):
+                 pause_every: int | None, pause_s):
         self.length, self.features, self.seed = length, features, seed
         self.stall_at, self.stall_s = stall_at, stall_s
         self.pause_every, self.pause_s = pause_every, pause_s  # a sleep before every batch (its first sample)
