@@ -18,8 +18,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..basics.rundir import RunDir
 from ..supervision import reaping
-from .runner import DETECT_SLACK_S, READY_COLLECTIVES
+from .child_launcher import wait_for_run
+from .runner import DETECT_SLACK_S, wait_for_ranks
 
 FAULT_AT = re.compile(r"\[rank (\d+)\] injecting fault: .* at (\d+\.\d+)")
 HELPER_PID = re.compile(r"started pid (\d+)")
@@ -190,33 +192,17 @@ def job_name(case: Case, code: str, nproc: int) -> str:
 
 
 def _inject_outside(case: Case, proc: subprocess.Popen, job: Path, victim: int, nproc: int) -> float | None:
-    """Wait until every rank issued a few collectives, then signal the victim or the launcher."""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        if _all_running(job, nproc):
-            break
-        time.sleep(0.05)
-    else:
+    """Wait until every rank issued a few collectives (as a drill waits), then signal the victim or the launcher."""
+    run = wait_for_run(job, proc)
+    pids = wait_for_ranks(run, nproc, ended=lambda: proc.poll() is not None) if run else {}
+    if not pids or proc.poll() is not None:
         return None
     at = time.time()
     if case.outside.startswith("launcher-"):
         os.kill(proc.pid, getattr(signal, case.outside.removeprefix("launcher-")))
     else:
-        pid = int((job / "pids" / str(victim)).read_text())
-        os.kill(pid, getattr(signal, case.outside))
+        os.kill(pids[victim], getattr(signal, case.outside))
     return at
-
-
-def _all_running(job: Path, nproc: int) -> bool:
-    for rank in range(nproc):
-        try:
-            state = json.loads((job / "ranks" / str(rank) / "status.json").read_text())
-        except (OSError, ValueError):
-            return False
-        progress = state.get("progress") or {}
-        if max((p.get("enqueued", 0) for p in progress.values()), default=0) < READY_COLLECTIVES:
-            return False
-    return True
 
 
 def _judge(case: Case, record: Run, job: Path, output: str) -> None:
@@ -226,11 +212,8 @@ def _judge(case: Case, record: Run, job: Path, output: str) -> None:
     if record.fault_at is None:
         record.failures.append("the fault never went in")
     helpers = [int(p) for p in HELPER_PID.findall(output)]
-    try:
-        run_id = (job / "run-id").read_text().strip()
-    except OSError:
-        run_id = None
-    record.left_running = reaping.leaked(run_id, helpers)  # alive 3 s (LEAK_WAIT_S) after the launcher ended
+    run = RunDir.existing(job)
+    record.left_running = reaping.leaked(run.run_id if run else None, helpers)  # alive 3 s (LEAK_WAIT_S) after the launcher ended
     if record.left_running:
         record.failures.append(f"left running: {record.left_running}")
     if record.exit_code != case.exit_code:
