@@ -1,7 +1,7 @@
 """The faults a drill injects into training code: one table for every code the fault table runs (plain DDP, DDP
 with gradient accumulation, FSDP2, Lightning, Accelerate), each fault at the point where users meet it.
 
-A training code calls the hooks (``at_start``, ``before_init``, ``model_width``, ``dataset``, ``watch_backward``,
+A training code calls the hooks (``at_start``, ``before_init``, ``model_width``, ``loader``, ``watch_backward``,
 ``at_step``) at its own points; the victim injects, the others run on. ``announce`` says what and when on stdout
 and in the beacon: the fault table measures detection from it, the judge never reads it. Faults from outside the
 rank are fault_table.py's to send; hand-written collective faults are drills/script.py's.
@@ -164,20 +164,18 @@ class Faults:
             return width + 8
         return width
 
-    def batches(self, steps: int) -> int:
-        """How many batches this rank's data holds: fewer on the victim of uneven inputs."""
-        return self.fault_step if self.mine("uneven") else steps
+    def loader(self, steps: int, batch_size: int, features: int, per_step: int = 1):
+        """This rank's DataLoader: ``per_step`` batches a step of random samples seeded by rank, fewer on the victim
+        of uneven inputs, stalling as the fault says; one worker where a worker is to stall (a process of the rank's
+        own), none otherwise."""
+        from torch.utils.data import DataLoader
 
-    def loader_workers(self) -> int:
-        """DataLoader workers: one where a worker is to stall (a process of the rank's own), none otherwise."""
-        return 1 if self.fault == "loader_stall" else 0
-
-    def dataset(self, batches: int, batch_size: int, features: int):
-        """This rank's data: ``batches`` batches of random samples seeded by rank, stalling as the fault says."""
-        return _Samples(batches * batch_size, features, self.rank,
+        batches = (self.fault_step if self.mine("uneven") else steps) * per_step
+        data = _Samples(batches * batch_size, features, self.rank,
                         stall_at=self.fault_step * batch_size if self.mine("loader_stall") else None,
                         stall_s=self.stall_s,
                         pause_every=batch_size if self.mine("slow_loader") else None, pause_s=lambda: self._extra_s)
+        return DataLoader(data, batch_size=batch_size, num_workers=1 if self.fault == "loader_stall" else 0)
 
     def at_exit(self) -> None:
         """The training code is done: the victim of a hang at exit stays, holding the GIL (a deadlocked destructor)."""

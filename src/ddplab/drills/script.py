@@ -87,7 +87,6 @@ def main(argv: list[str] | None = None) -> None:
     faults.at_start()
     import torch
     import torch.distributed as dist
-    from torch.utils.data import DataLoader
 
     from ddplab.workloads.ddp_train import Trainer, build_model
 
@@ -98,8 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     model, features = build_model("mlp", faults.model_width(args.width))
     trainer = Trainer(model, device, wrap=args.wrap, device_ids=None if device.type == "cpu" else [device.index])
     faults.watch_backward(trainer.module)
-    data = faults.dataset(faults.batches(args.steps) * args.accumulate, args.batch, features)
-    batches = iter(DataLoader(data, batch_size=args.batch, num_workers=faults.loader_workers()))
+    batches = iter(faults.loader(args.steps, args.batch, features, per_step=args.accumulate))
     step_times_us = []
     loop_started = time.perf_counter()
     deadline = time.monotonic() + args.seconds if args.seconds else None
