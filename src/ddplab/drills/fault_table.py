@@ -158,7 +158,7 @@ class Run:
 def run_case(case: Case, nproc: int, out: Path, hang_timeout_s: float = 5.0, code: str = "ddp") -> Run:
     """``case`` in training code ``code`` with ``nproc`` ranks, once, through `python -m ddplab launch`; judged."""
     victim = victim_of(nproc) if case.victim is None else case.victim
-    job = out / job_name(case, code, nproc)
+    job = out / (f"{case.name}-{nproc}" if code == "ddp" else f"{code}-{case.name}-{nproc}")
     command = [sys.executable, "-m", "ddplab", "launch", "--nproc-per-node", str(nproc), "--hang-timeout",
                str(hang_timeout_s), "--out", str(job)]
     if case.no_python:
@@ -185,10 +185,6 @@ def run_case(case: Case, nproc: int, out: Path, hang_timeout_s: float = 5.0, cod
     record.exit_code = proc.returncode
     _judge(case, record, job, output)
     return record
-
-
-def job_name(case: Case, code: str, nproc: int) -> str:
-    return f"{case.name}-{nproc}" if code == "ddp" else f"{code}-{case.name}-{nproc}"
 
 
 def _inject_outside(case: Case, proc: subprocess.Popen, job: Path, victim: int, nproc: int) -> float | None:
