@@ -16,7 +16,6 @@ def main(argv: list[str] | None = None) -> None:
     args, faults = fault_table.framework_job("ddplab.drills.accelerate_job", __doc__, argv)
     import torch
     from accelerate import Accelerator
-    from torch.utils.data import DataLoader
 
     from ddplab.workloads.ddp_train import build_model
 
@@ -25,8 +24,7 @@ def main(argv: list[str] | None = None) -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.001)
     model, optimizer = accelerator.prepare(model, optimizer)
     faults.watch_backward(model)
-    data = faults.dataset(faults.batches(args.steps), args.batch, args.width)
-    loader = DataLoader(data, batch_size=args.batch, num_workers=faults.loader_workers())
+    loader = faults.loader(args.steps, args.batch, args.width)
     steps = 0
     for x, _ in loader:
         if faults.at_step(steps, accelerator.device) == "stop":

@@ -18,10 +18,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..basics.rundir import RunDir
 from ..supervision import reaping
+from .child_launcher import wait_for_run
+from .runner import DETECT_SLACK_S, wait_for_ranks
 
-DETECT_SLACK_S = 5.0
-READY_COLLECTIVES = 3
 FAULT_AT = re.compile(r"\[rank (\d+)\] injecting fault: .* at (\d+\.\d+)")
 HELPER_PID = re.compile(r"started pid (\d+)")
 
@@ -157,7 +158,7 @@ class Run:
 def run_case(case: Case, nproc: int, out: Path, hang_timeout_s: float = 5.0, code: str = "ddp") -> Run:
     """``case`` in training code ``code`` with ``nproc`` ranks, once, through `python -m ddplab launch`; judged."""
     victim = victim_of(nproc) if case.victim is None else case.victim
-    job = out / job_name(case, code, nproc)
+    job = out / (f"{case.name}-{nproc}" if code == "ddp" else f"{code}-{case.name}-{nproc}")
     command = [sys.executable, "-m", "ddplab", "launch", "--nproc-per-node", str(nproc), "--hang-timeout",
                str(hang_timeout_s), "--out", str(job)]
     if case.no_python:
@@ -186,38 +187,18 @@ def run_case(case: Case, nproc: int, out: Path, hang_timeout_s: float = 5.0, cod
     return record
 
 
-def job_name(case: Case, code: str, nproc: int) -> str:
-    return f"{case.name}-{nproc}" if code == "ddp" else f"{code}-{case.name}-{nproc}"
-
-
 def _inject_outside(case: Case, proc: subprocess.Popen, job: Path, victim: int, nproc: int) -> float | None:
-    """Wait until every rank issued a few collectives, then signal the victim or the launcher."""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        if _all_running(job, nproc):
-            break
-        time.sleep(0.05)
-    else:
+    """Wait until every rank issued a few collectives (as a drill waits), then signal the victim or the launcher."""
+    run = wait_for_run(job, proc)
+    pids = wait_for_ranks(run, nproc, ended=lambda: proc.poll() is not None) if run else {}
+    if not pids or proc.poll() is not None:
         return None
     at = time.time()
     if case.outside.startswith("launcher-"):
         os.kill(proc.pid, getattr(signal, case.outside.removeprefix("launcher-")))
     else:
-        pid = int((job / "pids" / str(victim)).read_text())
-        os.kill(pid, getattr(signal, case.outside))
+        os.kill(pids[victim], getattr(signal, case.outside))
     return at
-
-
-def _all_running(job: Path, nproc: int) -> bool:
-    for rank in range(nproc):
-        try:
-            state = json.loads((job / "ranks" / str(rank) / "status.json").read_text())
-        except (OSError, ValueError):
-            return False
-        progress = state.get("progress") or {}
-        if max((p.get("enqueued", 0) for p in progress.values()), default=0) < READY_COLLECTIVES:
-            return False
-    return True
 
 
 def _judge(case: Case, record: Run, job: Path, output: str) -> None:
@@ -227,11 +208,8 @@ def _judge(case: Case, record: Run, job: Path, output: str) -> None:
     if record.fault_at is None:
         record.failures.append("the fault never went in")
     helpers = [int(p) for p in HELPER_PID.findall(output)]
-    try:
-        run_id = (job / "run-id").read_text().strip()
-    except OSError:
-        run_id = None
-    record.left_running = reaping.leaked(run_id, helpers)  # alive 3 s (LEAK_WAIT_S) after the launcher ended
+    run = RunDir.existing(job)
+    record.left_running = reaping.leaked(run.run_id if run else None, helpers)  # alive 3 s (LEAK_WAIT_S) after the launcher ended
     if record.left_running:
         record.failures.append(f"left running: {record.left_running}")
     if record.exit_code != case.exit_code:

@@ -1,7 +1,7 @@
 """The faults a drill injects into training code: one table for every code the fault table runs (plain DDP, DDP
 with gradient accumulation, FSDP2, Lightning, Accelerate), each fault at the point where users meet it.
 
-A training code calls the hooks (``at_start``, ``before_init``, ``model_width``, ``dataset``, ``watch_backward``,
+A training code calls the hooks (``at_start``, ``before_init``, ``model_width``, ``loader``, ``watch_backward``,
 ``at_step``) at its own points; the victim injects, the others run on. ``announce`` says what and when on stdout
 and in the beacon: the fault table measures detection from it, the judge never reads it. Faults from outside the
 rank are fault_table.py's to send; hand-written collective faults are drills/script.py's.
@@ -122,15 +122,15 @@ def compute_holding_the_gil(seconds: float) -> None:
 class Faults:
     """One rank's side of a fault: the victim injects it at the hooks the training code calls."""
 
-    def __init__(self, args: argparse.Namespace, rank: int | None = None, world_size: int | None = None):
+    def __init__(self, args: argparse.Namespace):
         self.fault, self.fault_step = args.fault, args.fault_step
         self.late_s, self.stall_s = args.late_s, args.stall_s
         self.ignore_sigterm = args.ignore_sigterm
-        self.rank = int(os.environ.get("RANK", "0")) if rank is None else rank
-        self.world_size = int(os.environ.get("WORLD_SIZE", "1")) if world_size is None else world_size
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
         self.victim = args.victim
         self.is_victim = self.rank == args.victim
-        self.slow_factor = getattr(args, "slow_factor", 1.5)
+        self.slow_factor = args.slow_factor
         self._step_started: float | None = None
         self._steps_s: list[float] = []
         self._extra_s = 0.0  # what a slow fault adds to each step, once measured
@@ -164,20 +164,18 @@ class Faults:
             return width + 8
         return width
 
-    def batches(self, steps: int) -> int:
-        """How many batches this rank's data holds: fewer on the victim of uneven inputs."""
-        return self.fault_step if self.mine("uneven") else steps
+    def loader(self, steps: int, batch_size: int, features: int, per_step: int = 1):
+        """This rank's DataLoader: ``per_step`` batches a step of random samples seeded by rank, fewer on the victim
+        of uneven inputs, stalling as the fault says; one worker where a worker is to stall (a process of the rank's
+        own), none otherwise."""
+        from torch.utils.data import DataLoader
 
-    def loader_workers(self) -> int:
-        """DataLoader workers: one where a worker is to stall (a process of the rank's own), none otherwise."""
-        return 1 if self.fault == "loader_stall" else 0
-
-    def dataset(self, batches: int, batch_size: int, features: int):
-        """This rank's data: ``batches`` batches of random samples seeded by rank, stalling as the fault says."""
-        return _Samples(batches * batch_size, features, self.rank,
+        batches = (self.fault_step if self.mine("uneven") else steps) * per_step
+        data = _Samples(batches * batch_size, features, self.rank,
                         stall_at=self.fault_step * batch_size if self.mine("loader_stall") else None,
                         stall_s=self.stall_s,
                         pause_every=batch_size if self.mine("slow_loader") else None, pause_s=lambda: self._extra_s)
+        return DataLoader(data, batch_size=batch_size, num_workers=1 if self.fault == "loader_stall" else 0)
 
     def at_exit(self) -> None:
         """The training code is done: the victim of a hang at exit stays, holding the GIL (a deadlocked destructor)."""
@@ -354,7 +352,7 @@ class _Samples:
     """A map-style dataset of random samples, built lazily (torch is imported by the time a DataLoader asks)."""
 
     def __init__(self, length: int, features: int, seed: int, stall_at: int | None, stall_s: float,
-                 pause_every: int | None = None, pause_s=lambda: 0.0):
+                 pause_every: int | None, pause_s):
         self.length, self.features, self.seed = length, features, seed
         self.stall_at, self.stall_s = stall_at, stall_s
         self.pause_every, self.pause_s = pause_every, pause_s  # a sleep before every batch (its first sample)

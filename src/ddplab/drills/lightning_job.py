@@ -16,7 +16,6 @@ from . import faults as fault_table
 def main(argv: list[str] | None = None) -> None:
     args, faults = fault_table.framework_job("ddplab.drills.lightning_job", __doc__, argv)
     import lightning as L
-    from torch.utils.data import DataLoader
 
     from ddplab.workloads.ddp_train import build_model
 
@@ -40,8 +39,7 @@ def main(argv: list[str] | None = None) -> None:
 
             return torch.optim.SGD(self.parameters(), lr=0.001)
 
-    data = faults.dataset(faults.batches(args.steps), args.batch, args.width)
-    loader = DataLoader(data, batch_size=args.batch, num_workers=faults.loader_workers())
+    loader = faults.loader(args.steps, args.batch, args.width)
     local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     trainer = L.Trainer(accelerator="cpu", devices=local, num_nodes=int(os.environ.get("WORLD_SIZE", "1")) // local,
                         strategy="ddp", max_steps=args.steps, max_epochs=1, logger=False,

@@ -6,22 +6,17 @@ from __future__ import annotations
 
 import re
 
-WATCHDOG = "watchdog abort"
-STORE_TIMEOUT = "store timeout"
-GLOO_TIMEOUT = "collective timeout (gloo)"
-BLOCKING_WAIT = "blocking-wait exception"
 OUT_OF_MEMORY = "out-of-memory error"
-PEER_LOST = "peer connection lost"
 
 # The first words of a rank's error, mapped to the mechanism that raised it (first match wins).
 MECHANISMS = (
-    (re.compile(r"Watchdog caught collective operation timeout|SIGABRT", re.I), WATCHDOG),
+    (re.compile(r"Watchdog caught collective operation timeout|SIGABRT", re.I), "watchdog abort"),
     (re.compile(r"DistStoreError|wait timeout after|waiting for clients|client socket has timed out", re.I),
-     STORE_TIMEOUT),
-    (re.compile(r"Timed out waiting .* for (recv|send)|operation to complete", re.I), GLOO_TIMEOUT),
-    (re.compile(r"DistBackendError|ncclSystemError|ncclRemoteError|Blocking wait", re.I), BLOCKING_WAIT),
+     "store timeout"),
+    (re.compile(r"Timed out waiting .* for (recv|send)|operation to complete", re.I), "collective timeout (gloo)"),
+    (re.compile(r"DistBackendError|ncclSystemError|ncclRemoteError|Blocking wait", re.I), "blocking-wait exception"),
     (re.compile(r"out of memory|OutOfMemoryError|can't allocate memory|MemoryError", re.I), OUT_OF_MEMORY),
-    (re.compile(r"Connection closed by peer|Connection reset|Broken pipe", re.I), PEER_LOST),
+    (re.compile(r"Connection closed by peer|Connection reset|Broken pipe", re.I), "peer connection lost"),
 )
 
 

@@ -98,7 +98,7 @@ class Observation:
 
     outcome: DrillOutcome
     session: Session
-    states: dict[int, RankState]  # each rank's last status: this machine's, or the whole job's (job_states)
+    states: dict[int, RankState]  # each rank's last status: this machine's, or the whole job's
 
 
 # ---------------------------------------------------------------------------------------- inject and observe
@@ -122,7 +122,8 @@ def observe(ctx: DrillContext, label: str, fault: str, *, settings: dict | None 
                              prepared=(ctx.platform, placement), rank_env=rank_env,
                              controller=(lambda run: controller(run, injections)) if controller else None,
                              stragglers=stragglers)
-        states = job_states(session)
+        # every rank's last status this machine knows: the job's store's, overlaid by this machine's files (fresher)
+        states = {**session.job_states, **read_states(session.run)}
         leaks = reaping.leaked(session.run.run_id, list(session.run.rank_pids().values()))
         memory_fields = memory.settle()
     record = session.record
@@ -155,11 +156,6 @@ def script_args(ctx: DrillContext, fault: str, overrides: dict) -> list[str]:
                    late_s=ctx.timeout_s + 60, stall_s=3 * ctx.timeout_s + 60, timeout=ctx.timeout_s)
     options.update(overrides)
     return [word for key, value in options.items() for word in (f"--{key.replace('_', '-')}", str(value))]
-
-
-def job_states(session: Session) -> dict[int, RankState]:
-    """Every rank's last status this machine knows: the job's store's, overlaid by this machine's files (fresher)."""
-    return {**session.job_states, **read_states(session.run)}
 
 
 def injected(injections: Injections, states: dict[int, RankState], victim: int) -> tuple[str | None, float | None]:

@@ -19,8 +19,11 @@ import json
 import os
 import time
 from datetime import timedelta
+from pathlib import Path
 
-from ..basics.rundir import PLACEMENT_ENV
+from ..basics.files import write_text_atomic
+from ..basics.rundir import PLACEMENT_ENV, RUN_DIR_ENV
+from ..errors import DdplabError
 from . import faults as fault_table
 
 COLLECTIVE_FAULTS = ("skip_continue", "mismatch", "desync")
@@ -47,16 +50,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def _write(name: str, value) -> None:
     """A file for the drill's measurements in its rank's directory; a drill run outside ddplab has none."""
-    run_dir = os.environ.get("DDPLAB_RUN_DIR")
+    run_dir = os.environ.get(RUN_DIR_ENV)
     if not run_dir:
         return
-    folder = os.path.join(run_dir, "ranks", os.environ.get("RANK", "0"))
-    with contextlib.suppress(OSError):
-        os.makedirs(folder, exist_ok=True)
-        tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
-        with open(tmp, "w") as f:
-            json.dump(value, f)
-        os.replace(tmp, os.path.join(folder, name))
+    with contextlib.suppress(DdplabError):
+        write_text_atomic(Path(run_dir, "ranks", os.environ.get("RANK", "0"), name), json.dumps(value),
+                          durable=False, make_parents=True)
 
 
 def _device_and_backend():
@@ -88,7 +87,6 @@ def main(argv: list[str] | None = None) -> None:
     faults.at_start()
     import torch
     import torch.distributed as dist
-    from torch.utils.data import DataLoader
 
     from ddplab.workloads.ddp_train import Trainer, build_model
 
@@ -99,8 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     model, features = build_model("mlp", faults.model_width(args.width))
     trainer = Trainer(model, device, wrap=args.wrap, device_ids=None if device.type == "cpu" else [device.index])
     faults.watch_backward(trainer.module)
-    data = faults.dataset(faults.batches(args.steps) * args.accumulate, args.batch, features)
-    batches = iter(DataLoader(data, batch_size=args.batch, num_workers=faults.loader_workers()))
+    batches = iter(faults.loader(args.steps, args.batch, features, per_step=args.accumulate))
     step_times_us = []
     loop_started = time.perf_counter()
     deadline = time.monotonic() + args.seconds if args.seconds else None

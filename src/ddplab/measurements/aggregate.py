@@ -43,12 +43,6 @@ def job_machines(job: GatheredJob) -> JobMachines:
     return JobMachines(job.places, topology.machines({p.rank: p.machine for p in job.places}))
 
 
-def job_of(results: Iterable) -> JobMachines | None:
-    """Every rank and its machine; None for a job on one launcher (its ranks are in ``ranks`` already)."""
-    job = gathered(results)
-    return None if job is None else job_machines(job)
-
-
 # ---------------------------------------------------------------------------------------------- storm
 
 def storm_machines(results: Iterable, size_bytes: int) -> StormMachines | None:

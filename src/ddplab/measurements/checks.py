@@ -64,14 +64,14 @@ def peak_host_rss(session, exact: str | None = None) -> list[Check]:
 
 # ---------------------------------------------------------------------------------------------- findings
 
-def slow_ones(values: dict[str, float], higher_is_worse: bool, factor: float = SLOW_FACTOR) -> list[str]:
-    """Names whose value is worse than ``factor`` x the median of the others' (two values or more)."""
+def slow_ones(values: dict[str, float], higher_is_worse: bool) -> list[str]:
+    """Names whose value is worse than SLOW_FACTOR x the median of the others' (two values or more)."""
     if len(values) < 2:
         return []
     out = []
     for name, value in values.items():
         typical = statistics.median(v for other, v in values.items() if other != name)
-        if (value > factor * typical) if higher_is_worse else (value * factor < typical):
+        if (value > SLOW_FACTOR * typical) if higher_is_worse else (value * SLOW_FACTOR < typical):
             out.append(name)
     return out
 

@@ -32,7 +32,7 @@ class SizedTiming(Protocol):
     time_us: float | None
 
 
-def find_spikes(rows: Iterable[SizedTiming], factor: float = FACTOR) -> list[Spike]:
+def find_spikes(rows: Iterable[SizedTiming]) -> list[Spike]:
     """Rows without a time (skipped, failed, N/A) are ignored."""
     spikes = []
     for series in _series(rows).values():
@@ -41,7 +41,7 @@ def find_spikes(rows: Iterable[SizedTiming], factor: float = FACTOR) -> list[Spi
             if not bounds:
                 continue
             ratio = min(row.time_us / expected for _, expected in bounds)
-            if ratio > factor:
+            if ratio > FACTOR:
                 spikes.append(Spike(op=row.op, size_bytes=row.size_bytes, in_place=row.in_place, time_us=row.time_us,
                                     neighbours=[Neighbour(n.size_bytes, n.time_us) for n, _ in bounds],
                                     factor=round(ratio, 2)))

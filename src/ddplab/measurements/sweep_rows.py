@@ -13,8 +13,6 @@ from ..records.sweep import SweepRankRow, SweepRow
 
 def merge_rows(per_rank_rows: list[list[SweepRankRow]], n: int, dtype: str,
                device_queries: list[tuple[float, float]] = ()) -> list[SweepRow]:
-    """Average time over ranks (nccl-tests -a 1) per repetition, report the median repetition
-    with the spread, sum wrong elements, derive algbw and busbw from the median."""
     return [merge_row(same, n, dtype, device_queries) for same in zip(*per_rank_rows)]
 
 

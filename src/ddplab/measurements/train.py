@@ -49,7 +49,7 @@ def memory_per_rank(config: TrainConfig) -> int:
 
 def record_of(session: SessionRecord, results: list[TrainRankResult]) -> TrainRecord:
     """Combine the ranks' proofs; nothing is proven (None) when the run did not complete."""
-    completed = session.completed
+    completed, job = session.completed, aggregate.gathered(results)
     return TrainRecord(
         session=session,
         # every rank's digest as gathered by each rank: covers ranks on other machines too
@@ -59,7 +59,7 @@ def record_of(session: SessionRecord, results: list[TrainRankResult]) -> TrainRe
                             if completed and session.world_size > 1 else None),
         step_time_us=Distribution.of([t for r in results for t in r.step_times_us]),
         step_time_method=TIMING_METHOD,
-        machines=aggregate.job_of(results),
+        machines=None if job is None else aggregate.job_machines(job),  # None: one launcher, its ranks are listed
     )
 
 

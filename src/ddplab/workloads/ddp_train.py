@@ -46,8 +46,7 @@ class Trainer:
     are reduced inside backward(), from C++ (DDP's reducer, FSDP's hooks): no torch.distributed call of the
     rank's own is on its stack while it waits there."""
 
-    def __init__(self, model, device, wrap: str = "ddp", device_ids: list[int] | None = None,
-                 lr: float = LEARNING_RATE):
+    def __init__(self, model, device, wrap: str = "ddp", device_ids: list[int] | None = None):
         import torch
         import torch.distributed as dist
 
@@ -69,7 +68,7 @@ class Trainer:
 
             self.wrapped = DDP(self.module, device_ids=device_ids)
         self.wrap = wrap
-        self.optimizer = torch.optim.SGD(self.wrapped.parameters(), lr=lr)
+        self.optimizer = torch.optim.SGD(self.wrapped.parameters(), lr=LEARNING_RATE)
 
     def backward(self, x, sync: bool = True):
         """Forward and backward of one (micro-)batch; ``sync=False`` accumulates without reducing (DDP's no_sync,

@@ -54,14 +54,21 @@ def job_places(ctx) -> GatheredJob | None:
     return GatheredJob(gather_places(ctx))
 
 
+def in_comparison_groups(ctx, measure: Measure) -> GatheredJob | None:
+    """``measure`` again on each comparison group, one group at a time (None on one launcher)."""
+    if not several_launchers(ctx.world_size):
+        return None
+    places = gather_places(ctx)
+    return run_in_groups(ctx, places, [[g] for g in comparison_groups(_hosts(places))], measure)
+
+
 def storm_groups(ctx, settings: StormSettings) -> GatheredJob | None:
     """The storm's pipelined mean again on each comparison group (None on one launcher)."""
     if not several_launchers(ctx.world_size):
-        return None
+        return None  # before the buffer: a storm's may be large
     import torch
     import torch.distributed as dist
 
-    places = gather_places(ctx)
     buf = torch.zeros(max(1, settings.bytes // 4), dtype=torch.float32, device=ctx.device)
 
     def measure(handle, group: Group) -> float:
@@ -74,16 +81,12 @@ def storm_groups(ctx, settings: StormSettings) -> GatheredJob | None:
         dist.barrier(group=handle)
         return pipelined_us(op, ctx.runtime, settings.iters)
 
-    return run_in_groups(ctx, places, [[g] for g in comparison_groups(_hosts(places))], measure)
+    return in_comparison_groups(ctx, measure)
 
 
 def sweep_groups(ctx, settings: SweepSettings) -> GatheredJob | None:
     """all_reduce at the sweep's sizes again on each comparison group (None on one launcher)."""
-    if not several_launchers(ctx.world_size):
-        return None
-    places = gather_places(ctx)
-    return run_in_groups(ctx, places, [[g] for g in comparison_groups(_hosts(places))],
-                         lambda handle, group: all_reduce_rows(ctx, handle, group, settings))
+    return in_comparison_groups(ctx, lambda handle, group: all_reduce_rows(ctx, handle, group, settings))
 
 
 def pair_rounds(ctx, settings: SweepSettings) -> GatheredJob:

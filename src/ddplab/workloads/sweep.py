@@ -19,7 +19,7 @@ from ..records.sweep import CopyCeiling, Repetition, SweepRankResult, SweepRankR
 from .ceiling import copy_rate
 from .common import barrier, timed_repetition
 from .machines import sweep_groups
-from .memory import SizePlan, SizePlanner
+from .memory import SizePlanner
 
 SUMMARY = "nccl-tests-style sweep of collectives over message sizes"
 CEILING_ITERS = 10
@@ -58,7 +58,8 @@ def run(ctx) -> SweepRankResult:
                             else _one_size(ctx, engines, spec, row, dtype, s))
                 peak = planner.rss.peak()
                 for own, done in zip(rows, measured):
-                    own.append(_with_memory(done, plan, peak))
+                    own.append(replace(done, host_need_bytes=plan.host_need_bytes,
+                                       start_rss_bytes=plan.start_rss_bytes, peak_rss_bytes=peak))
                 planner.free()
     close_all(engines)
     ceiling = None
@@ -68,11 +69,6 @@ def run(ctx) -> SweepRankResult:
     # across machines: all_reduce again inside and between them
     return SweepRankResult(rows=first, ceiling=ceiling, library_rows=others[0] if others else None,
                            machines=sweep_groups(ctx, s))
-
-
-def _with_memory(row: SweepRankRow, plan: SizePlan, peak_rss: int | None) -> SweepRankRow:
-    return replace(row, host_need_bytes=plan.host_need_bytes, start_rss_bytes=plan.start_rss_bytes,
-                   peak_rss_bytes=peak_rss)
 
 
 def _one_size(ctx, engines, spec, row: SweepRankRow, dtype, s: SweepSettings) -> list[SweepRankRow]:
