@@ -28,6 +28,7 @@ from .proc_facts import ELASTIC_WORKER_ENV, INTERPRETERS, TORCHRUN_MARKER, Facts
 from ..records.clean import CleanRecord, Ended, GoneProcess, Orphan, OtherProcess, Survey
 from ..basics.rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_DIR_ENV, RUN_ID_ENV
 from ..basics.validators import is_digits
+from .reaping import terminate_then_kill
 
 # Launcher marker variable -> which launcher set it. ddplab's comes first: its ranks may carry both.
 MARKERS = ((RUN_ID_ENV, "ddplab"), (TORCHRUN_MARKER, "torchrun"))
@@ -284,14 +285,9 @@ def end(targets: Sequence[Orphan | OtherProcess], grace_s: float = 5.0) -> Ended
             procs.append(p)
         except psutil.NoSuchProcess:
             continue
-    for p in procs:
-        _send(p, "terminate")
-    gone, alive = psutil.wait_procs(procs, timeout=grace_s)
-    for p in alive:
-        _send(p, "kill")
-    gone2, still = psutil.wait_procs(alive, timeout=grace_s)
-    return Ended(terminated=sorted(p.pid for p in gone), killed=sorted(p.pid for p in gone2),
-                 survived=sorted(p.pid for p in still), refused=sorted(refused))
+    terminated, killed, survived = terminate_then_kill(procs, grace_s)
+    return Ended(terminated=sorted(p.pid for p in terminated), killed=sorted(p.pid for p in killed),
+                 survived=sorted(p.pid for p in survived), refused=sorted(refused))
 
 
 def clean(pid: int | None, yes: bool, grace_s: float) -> CleanRecord:
@@ -354,7 +350,3 @@ def still_holding(monitor: DeviceMonitor, pids: Sequence[int], wait_s: float = 5
             return held
         time.sleep(0.2)
 
-
-def _send(proc: psutil.Process, how: str) -> None:
-    with contextlib.suppress(psutil.NoSuchProcess):
-        getattr(proc, how)()
