@@ -117,16 +117,9 @@ def main(argv: list[str]) -> int:
         signal.signal(sig, signal.SIG_IGN)
     run_dir, run_id = Path(argv[0]), argv[1]
     said = b""
-    while True:
-        try:
-            chunk = os.read(0, 64)
-        except InterruptedError:
-            continue
-        except OSError:
-            chunk = b""
-        if not chunk:
-            break
-        said += chunk
+    with contextlib.suppress(OSError):  # a read that fails: the launcher is gone, as at end of file
+        while chunk := os.read(0, 64):
+            said += chunk
     if said.strip() == DONE:
         return 0
     report = sweep(run_dir, run_id)

@@ -242,10 +242,6 @@ def _holds_device_node(pid: int, device_nodes: set[str]) -> bool:
     return False
 
 
-def find_orphans(monitor: DeviceMonitor | None = None, device_node_globs: Sequence[str] = ()) -> list[Orphan]:
-    return survey(monitor, device_node_globs).orphans
-
-
 def describe(pid: int, found: Survey) -> Orphan | OtherProcess | None:
     """The process the user named (`clean --pid`), as the survey saw it or read now; None if gone."""
     for entry in (*found.orphans, *found.other_processes):
@@ -305,7 +301,8 @@ def clean(pid: int | None, yes: bool, grace_s: float) -> CleanRecord:
     monitor = open_monitor(platform.spec)
     try:
         found = survey(monitor, platform.spec.device_node_globs)
-        record = CleanRecord(survey=found, named=_named(pid, found), platform=platform)
+        named = None if pid is None else describe(pid, found) or GoneProcess(pid)
+        record = CleanRecord(survey=found, named=named, platform=platform)
         targets = record.targets
         if not (yes and targets):
             return record
@@ -332,12 +329,6 @@ def _stop_leftover_daemons(targets, vendor) -> None:
         except psutil.Error:
             continue
         sharing_daemon.stop_leftover(vendor, environ)
-
-
-def _named(pid: int | None, found: Survey) -> Orphan | OtherProcess | GoneProcess | None:
-    if pid is None:
-        return None
-    return describe(pid, found) or GoneProcess(pid)
 
 
 def still_holding(monitor: DeviceMonitor, pids: Sequence[int], wait_s: float = 5.0) -> dict[int, int]:

@@ -63,22 +63,17 @@ class RankSampler:
                 self.samples.append(sample)
                 if self.on_sample:
                     self.on_sample(sample)
-                self._thin()
+                if self.max_samples and len(self.samples) > self.max_samples:
+                    self.samples = self.samples[::2]
+                    self.interval_s *= 2
             self._stop.wait(self.interval_s)
-
-    def _thin(self) -> None:
-        if self.max_samples and len(self.samples) > self.max_samples:
-            self.samples = self.samples[::2]
-            self.interval_s *= 2
 
     def sample_once(self) -> Sample:
         device = self._query_device()
         ranks = []
         for rank, pid in sorted(self.run.rank_pids().items()):
-            proc = self._procs.get(pid) or self._procs.setdefault(pid, _process(pid))
-            if proc is None:
-                continue
             try:
+                proc = self._procs.get(pid) or self._procs.setdefault(pid, psutil.Process(pid))
                 with proc.oneshot():
                     cpu = proc.cpu_times()
                     ctx = proc.num_ctx_switches()
@@ -133,10 +128,3 @@ class RankSampler:
                                            peak_rss_bytes=max(cur.peak_rss_bytes or 0, r.rss_bytes),
                                            cpu_user_s=r.cpu_user_s, cpu_system_s=r.cpu_system_s)
         return out
-
-
-def _process(pid: int) -> psutil.Process | None:
-    try:
-        return psutil.Process(pid)
-    except psutil.NoSuchProcess:
-        return None
