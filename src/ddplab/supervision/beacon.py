@@ -127,11 +127,10 @@ def _in_process_group() -> bool:
     """Whether the main thread has initialised the default process group. Never imports torch, and copes with
     torch.distributed half imported (this thread can look while the main thread is inside `import torch`)."""
     dist = sys.modules.get("torch.distributed")
-    is_available = getattr(dist, "is_available", None)
-    is_initialized = getattr(dist, "is_initialized", None)
-    if is_available is None or is_initialized is None:
+    try:
+        return bool(dist.is_available() and dist.is_initialized())
+    except AttributeError:  # not imported, or not all of it yet
         return False
-    return bool(is_available() and is_initialized())
 
 
 _current: "Beacon | None" = None
