@@ -77,10 +77,15 @@ def end(processes: dict[int, int | None], grace_s: float = GRACE_S,
     it is the same process; ``tick`` runs while it waits. (terminated, killed, survived): a survivor is, e.g., in
     uninterruptible sleep, wedged on a device."""
     live = {p: t for p, t in processes.items() if still(p, t)}
-    _signal(live, signal.SIGCONT, signal.SIGTERM)
+    for pid in live:
+        for sig in (signal.SIGCONT, signal.SIGTERM):
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
     _wait_gone(live, grace_s, tick)
     killed = {p: t for p, t in live.items() if still(p, t)}
-    _signal(killed, signal.SIGKILL)
+    for pid in killed:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
     _wait_gone(killed, grace_s, tick)
     survived = [p for p, t in killed.items() if still(p, t)]
     return sorted(set(live) - set(killed)), sorted(set(killed) - set(survived)), sorted(survived)
@@ -89,13 +94,6 @@ def end(processes: dict[int, int | None], grace_s: float = GRACE_S,
 def _ended(processes: dict[int, int | None]) -> dict[str, list[int]]:
     terminated, killed, survived = end(processes)
     return {"terminated": terminated, "killed": sorted(killed + survived)}
-
-
-def _signal(processes: dict[int, int | None], *signals: int) -> None:
-    for pid in processes:
-        for sig in signals:
-            with contextlib.suppress(OSError):
-                os.kill(pid, sig)
 
 
 def _wait_gone(processes: dict[int, int | None], wait_s: float, tick) -> None:
