@@ -187,7 +187,7 @@ def test_a_helper_a_worker_detached_is_no_orphan_while_its_agent_lives(tmp_path)
         agent.wait()
         _kill(worker)
         assert _wait_for(lambda: not _alive(worker), 10)
-        orphans = {o.pid: o for o in procs.find_orphans()}
+        orphans = {o.pid: o for o in procs.survey().orphans}
         assert helper in orphans, "the helper of a run whose agent and worker are gone should be an orphan"
         assert "no launcher of its run is alive" in orphans[helper].reason
         proc = run_cli("clean", "--pid", str(helper), "--yes", "--json", str(tmp_path / "end.json"))
@@ -231,7 +231,7 @@ def test_a_nohup_gpu_job_is_another_process_never_an_orphan(tmp_path):
     try:
         assert psutil.Process(job).ppid() == 1
         monitor, nodes = FakeDeviceMonitor({job: 1_717_986_918}), (str(tmp_path / "accel*"),)  # 1.6 GiB
-        assert job not in {o.pid for o in procs.find_orphans(monitor, nodes)}
+        assert job not in {o.pid for o in procs.survey(monitor, nodes).orphans}
         others = {o.pid: o for o in procs.survey(monitor, nodes).other_processes}
         entry = others[job]
         assert (entry.program, entry.user, entry.device_mem_bytes, entry.holds_device_node) == \
@@ -306,11 +306,11 @@ def test_a_pid_reused_since_it_was_listed_is_refused():
 def test_a_ddplab_rank_is_an_orphan_once_its_launcher_is_gone(tmp_path):
     launcher, rank = _fake_ddplab_run(tmp_path, "train-launcher-test")
     try:
-        assert rank not in {o.pid for o in procs.find_orphans()}, "its launcher is alive"
+        assert rank not in {o.pid for o in procs.survey().orphans}, "its launcher is alive"
         os.kill(launcher.pid, signal.SIGKILL)
         launcher.wait()
         assert _wait_for(lambda: psutil.Process(rank).ppid() != launcher.pid, 10)
-        orphan = {o.pid: o for o in procs.find_orphans()}[rank]
+        orphan = {o.pid: o for o in procs.survey().orphans}[rank]
         assert orphan.run_id == "train-launcher-test" and "gone" in orphan.reason
     finally:
         _kill(launcher.pid, rank)

@@ -211,14 +211,13 @@ def test_compare_with_only_a_spike_warns_and_exits_0(tmp_path):
 def test_the_gate_skips_a_device_query_while_a_rank_is_timing(tmp_path):
     run = RunDir.create(str(tmp_path / "run"), "t")
     status = Beacon(run, 0, 0).start()
-    gate = timed_windows.SamplerGate(run)
-    with gate.device_query() as clear:
+    with timed_windows.device_query(run) as clear:
         assert clear  # the rank is "before-init"
-        assert gate.flag.exists()  # raised while the query runs
-    assert not gate.flag.exists()
+        assert run.sampler_flag.exists()  # raised while the query runs
+    assert not run.sampler_flag.exists()
     with timed_windows.timing(status):
         assert json.loads(status.path.read_text())["phase"] == "timing"
-        with gate.device_query() as clear:
+        with timed_windows.device_query(run) as clear:
             assert not clear
     assert json.loads(status.path.read_text())["phase"] == "running"
 

@@ -95,20 +95,16 @@ class ArrivalLog:
         self._was_in_group = self._was_in_group or in_process_group
         if now < self._next or not in_process_group:
             return
-        self._read_quietly(now)
+        with contextlib.suppress(Exception):  # noqa: BLE001 - the straggler watch loses a read; the rank goes on
+            self._read_and_publish(now)
         if self._next != math.inf:
             self._next = next_read(time.time(), self.every_s)
 
     def last_read(self) -> None:
         """One more read as the rank ends (its script finished), so that a job's last seconds are judged too."""
         if self._was_in_group and self._next != math.inf:
-            self._read_quietly(time.time())
-
-    def _read_quietly(self, now: float) -> None:
-        try:
-            self._read_and_publish(now)
-        except Exception:  # noqa: BLE001 - the straggler watch loses a read; the rank goes on
-            pass
+            with contextlib.suppress(Exception):  # noqa: BLE001 - as in tick
+                self._read_and_publish(time.time())
 
     def _read_and_publish(self, now: float) -> None:
         started = time.perf_counter()

@@ -33,6 +33,7 @@ from ..records.codec import to_json
 from ..records.supervision import GroupProgress, RankState, Where
 from ..basics.rundir import RunDir
 from . import arrivals
+from .evidence import requested
 
 HEARTBEAT_S = 0.5
 TICK_S = 0.1
@@ -127,11 +128,10 @@ def _in_process_group() -> bool:
     """Whether the main thread has initialised the default process group. Never imports torch, and copes with
     torch.distributed half imported (this thread can look while the main thread is inside `import torch`)."""
     dist = sys.modules.get("torch.distributed")
-    is_available = getattr(dist, "is_available", None)
-    is_initialized = getattr(dist, "is_initialized", None)
-    if is_available is None or is_initialized is None:
+    try:
+        return bool(dist.is_available() and dist.is_initialized())
+    except AttributeError:  # not imported, or not all of it yet
         return False
-    return bool(is_available() and is_initialized())
 
 
 _current: "Beacon | None" = None
@@ -288,13 +288,8 @@ class Beacon:
                 "progress": progress, "recorder": (seen or {}).get("recorder"), "pending_since": self._pending_since}
 
     def _pending_request(self) -> str | None:
-        try:
-            request = json.loads(self.run.dump_request_file.read_text())
-        except (OSError, ValueError):
-            return None
-        if isinstance(request, dict) and request.get("id") and request["id"] != self._answered:
-            return str(request["id"])
-        return None
+        request_id = requested(self.run)
+        return request_id if request_id != self._answered else None
 
     def _write(self) -> None:
         self.state = replace(self.state, heartbeat=time.time(), beat=(self.state.beat or 0) + 1)

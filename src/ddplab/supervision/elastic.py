@@ -23,8 +23,9 @@ import psutil
 from ..basics import interrupts
 from ..basics.env_vars import environ_set
 from ..basics.files import raise_if_full
-from ..basics.rundir import RUN_ID_ENV, RunDir
+from ..basics.rundir import RunDir
 from .exits import signal_name
+from .reaping import run_processes, terminate_then_kill
 
 # Elastic keeps this one; the stop signals are ddplab's (see the module docstring).
 ELASTIC_SIGNALS = "SIGQUIT"
@@ -137,20 +138,9 @@ def _log_tail(run_dir: RunDir, local_rank: int, max_chars: int = 2000) -> str:
 def _end_unregistered_ranks(run_dir: RunDir, grace_s: float = 3.0) -> None:
     """End ranks elastic started but never registered (a stop during its start loop), and so never tears down:
     children of this launcher carrying this run's id, other than multiprocessing's resource tracker."""
-    ranks = []
-    for child in psutil.Process().children():
-        try:
-            if child.environ().get(RUN_ID_ENV) == run_dir.run_id and \
-                    "multiprocessing.resource_tracker" not in " ".join(child.cmdline()):
-                ranks.append(child)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    for rank in ranks:
-        rank.terminate()  # SIGTERM, as elastic's teardown: quiet, nothing handles it while starting
-    _, alive = psutil.wait_procs(ranks, timeout=grace_s)
-    for rank in alive:
-        rank.kill()
-    psutil.wait_procs(alive, timeout=grace_s)
+    ours = set(run_processes(run_dir.run_id))
+    # SIGTERM, as elastic's teardown: quiet, nothing handles it while starting
+    terminate_then_kill([c for c in psutil.Process().children() if c.pid in ours], grace_s)
 
 
 def _raise_if_disk_full(run_dir: RunDir) -> None:

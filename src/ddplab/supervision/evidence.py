@@ -175,6 +175,15 @@ def read_error(run: RunDir, rank: int) -> RankError | None:
         return None
 
 
+def requested(run: RunDir) -> str | None:
+    """The id of the last dump request (watcher.request_dumps), or None."""
+    try:
+        request = json.loads(run.dump_request_file.read_text())
+    except (OSError, ValueError):
+        return None
+    return str(request["id"]) if isinstance(request, dict) and request.get("id") else None
+
+
 def answered(run: RunDir, rank: int) -> str | None:
     try:
         return run.answered_file(rank).read_text().strip() or None

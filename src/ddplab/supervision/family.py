@@ -13,9 +13,7 @@ import contextlib
 import ctypes
 import json
 import os
-import signal
 import sys
-import time
 from dataclasses import dataclass
 
 import psutil
@@ -24,7 +22,8 @@ from ..basics.files import write_text_atomic
 from .proc_facts import program_name
 from ..basics import proc_stat
 from ..basics.proc_stat import start_ticks, still
-from .reaping import run_processes, signal_quietly
+from . import guardian
+from .reaping import run_processes
 from ..basics.rundir import RunDir
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -72,7 +71,7 @@ class Family:
             self.take(pid)
             if pid not in self.members or not self.members[pid].alive():
                 continue  # ended, or its pid reused by another process: not the rank's children
-            for child in _descendants(pid):
+            for child in _children(pid, recursive=True):
                 self.take(child)
                 self._descendants.add(child)
         for pid in self._launchers_adopted():
@@ -89,27 +88,10 @@ class Family:
         return [m for m in self.members.values() if m.alive()]
 
     def end(self, members: list[Member], grace_s: float) -> tuple[list[int], list[int], list[int]]:
-        """SIGCONT, SIGTERM, then SIGKILL after ``grace_s``, each only while still the same process: (terminated,
-        killed, survived)."""
-        for m in members:
-            if m.alive():
-                signal_quietly(m.pid, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
-                signal_quietly(m.pid, signal.SIGTERM)
-        self._wait_gone(members, grace_s)
-        killed = [m for m in members if m.alive()]
-        for m in killed:
-            signal_quietly(m.pid, signal.SIGKILL)
-        self._wait_gone(killed, grace_s)
+        """guardian.end, collecting meanwhile the exits of the processes re-parented to this launcher."""
+        ended = guardian.end({m.pid: m.ticks for m in members}, grace_s, tick=self.reap_adopted)
         self.reap_adopted()
-        survived = [m.pid for m in killed if m.alive()]  # e.g. in uninterruptible sleep, wedged on a device
-        gone = {m.pid for m in killed} - set(survived)
-        return sorted(m.pid for m in members if m not in killed), sorted(gone), sorted(survived)
-
-    def _wait_gone(self, members: list[Member], wait_s: float) -> None:
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline and any(m.alive() for m in members):
-            self.reap_adopted()
-            time.sleep(0.05)
+        return ended
 
     def reap_adopted(self) -> None:
         """Collect the exit of processes re-parented to this launcher; never a child elastic or subprocess reaps."""
@@ -138,13 +120,7 @@ class Family:
     def _launchers_adopted(self) -> list[int]:
         """Children re-parented to this launcher, seen before as a rank's descendant: only those are reaped here
         (reaping a rank would make elastic read its exit as a success)."""
-        children = proc_stat.children(self.launcher)
-        if children is None:
-            try:
-                children = [c.pid for c in psutil.Process(self.launcher).children()]
-            except psutil.Error:
-                return []
-        adopted = [c for c in children if c in self._descendants and c not in self.rank_pids]
+        adopted = [c for c in _children(self.launcher) if c in self._descendants and c not in self.rank_pids]
         self._adopted |= set(adopted)
         return adopted
 
@@ -155,11 +131,12 @@ class Family:
             self._written = set(self.members)
 
 
-def _descendants(pid: int) -> list[int]:
-    found = proc_stat.descendants(pid)
+def _children(pid: int, recursive: bool = False) -> list[int]:
+    """proc_stat's few reads where the kernel has them, else psutil's scan of every process."""
+    found = (proc_stat.descendants if recursive else proc_stat.children)(pid)
     if found is not None:
         return found
     try:
-        return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+        return [c.pid for c in psutil.Process(pid).children(recursive=recursive)]
     except psutil.Error:
         return []

@@ -235,16 +235,12 @@ def _verdict_from_analyzer(found, ranks: dict[int, RankEvidence]) -> Finding | N
 @contextlib.contextmanager
 def _quiet(name: str):
     """Drop the analyzer's log records (it resets its logger's level on import); ddplab reports findings itself."""
-    logger = logging.getLogger(name)
-    logger.addFilter(_drop)
+    logger, drop = logging.getLogger(name), lambda record: False
+    logger.addFilter(drop)
     try:
         yield
     finally:
-        logger.removeFilter(_drop)
-
-
-def _drop(record: logging.LogRecord) -> bool:
-    return False
+        logger.removeFilter(drop)
 
 
 # ---------------------------------------------------------------- helpers

@@ -66,34 +66,48 @@ def stop_daemons(run_dir: Path) -> list[dict]:
                 entry["stopped"] = True
             except (OSError, subprocess.SubprocessError) as exc:
                 entry["stopped"] = f"{type(exc).__name__}: {exc}"
-        entry["ended"] = end({int(p): t for p, t in daemon.get("pids") or []})
+        entry["ended"] = _ended({int(p): t for p, t in daemon.get("pids") or []})
         done.append(entry)
     return done
 
 
-def end(processes: dict[int, int | None]) -> dict[str, list[int]]:
-    """SIGCONT + SIGTERM, then SIGKILL after the grace period; each only while it is the same process."""
+def end(processes: dict[int, int | None], grace_s: float = GRACE_S,
+        tick=lambda: None) -> tuple[list[int], list[int], list[int]]:
+    """SIGCONT + SIGTERM (a stopped process cannot act on SIGTERM), then SIGKILL after ``grace_s``, each only while
+    it is the same process; ``tick`` runs while it waits. (terminated, killed, survived): a survivor is, e.g., in
+    uninterruptible sleep, wedged on a device."""
     live = {p: t for p, t in processes.items() if still(p, t)}
     for pid in live:
         for sig in (signal.SIGCONT, signal.SIGTERM):
             with contextlib.suppress(OSError):
                 os.kill(pid, sig)
-    deadline = time.monotonic() + GRACE_S
-    while time.monotonic() < deadline and any(still(p, t) for p, t in live.items()):
-        time.sleep(0.05)
-    killed = [p for p, t in live.items() if still(p, t)]
+    _wait_gone(live, grace_s, tick)
+    killed = {p: t for p, t in live.items() if still(p, t)}
     for pid in killed:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-    return {"terminated": sorted(set(live) - set(killed)), "killed": sorted(killed)}
+    _wait_gone(killed, grace_s, tick)
+    survived = [p for p, t in killed.items() if still(p, t)]
+    return sorted(set(live) - set(killed)), sorted(set(killed) - set(survived)), sorted(survived)
+
+
+def _ended(processes: dict[int, int | None]) -> dict[str, list[int]]:
+    terminated, killed, survived = end(processes)
+    return {"terminated": terminated, "killed": sorted(killed + survived)}
+
+
+def _wait_gone(processes: dict[int, int | None], wait_s: float, tick) -> None:
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and any(still(p, t) for p, t in processes.items()):
+        tick()
+        time.sleep(0.05)
 
 
 def sweep(run_dir: Path, run_id: str) -> dict:
     time.sleep(SETTLE_S)
     daemons = stop_daemons(run_dir)
     family = {int(m["pid"]): m.get("ticks") for m in _read_json(run_dir / "family.json") or []}
-    ended = end({**family, **marked(run_id)})
-    return {"at": time.time(), "daemons": daemons, **ended}
+    return {"at": time.time(), "daemons": daemons, **_ended({**family, **marked(run_id)})}
 
 
 def main(argv: list[str]) -> int:
@@ -101,16 +115,9 @@ def main(argv: list[str]) -> int:
         signal.signal(sig, signal.SIG_IGN)
     run_dir, run_id = Path(argv[0]), argv[1]
     said = b""
-    while True:
-        try:
-            chunk = os.read(0, 64)
-        except InterruptedError:
-            continue
-        except OSError:
-            chunk = b""
-        if not chunk:
-            break
-        said += chunk
+    with contextlib.suppress(OSError):  # a read that fails: the launcher is gone, as at end of file
+        while chunk := os.read(0, 64):
+            said += chunk
     if said.strip() == DONE:
         return 0
     report = sweep(run_dir, run_id)

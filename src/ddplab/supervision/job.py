@@ -30,7 +30,7 @@ from ..records.stragglers import StragglerReport
 from ..records.supervision import Culprit, Hang, LeftProcess, MachineLoss, RankEnd, RankState
 from ..basics.rundir import RunDir
 from . import arrivals, elastic, judge
-from .evidence import RankEvidence, gather
+from .evidence import RankEvidence, gather, requested
 from .family import set_child_subreaper
 from .states import read_states
 from .straggler_watch import StragglerWatch
@@ -190,7 +190,7 @@ def _judge(outcome: JobOutcome, watcher: Watcher, spec: JobSpec) -> None:
         outcome.machines_lost = watcher.machines_lost()
     if outcome.ok or (outcome.launcher_error and not outcome.interrupted and not outcome.states):
         outcome.evidence = gather(outcome.run, spec.expected or [], outcome.states, outcome.ends,
-                                  _read_request(outcome.run))
+                                  requested(outcome.run))
         return
     interrupted_at = (stop_at or outcome.ended_at) if outcome.interrupted else None
     outcome.evidence, outcome.culprit = judge_job(outcome.run, watcher, spec.nproc, outcome.states, outcome.ends,
@@ -215,7 +215,7 @@ def judge_job(run: RunDir, watcher: Watcher, nproc: int, states: dict[int, RankS
         expected = list(range(max(sizes))) if sizes else None
     in_time = set(watcher.hang.answered) if watcher.hang else None
     until = watcher.hang.ended_at if watcher.hang else None
-    evidence = gather(run, expected or [], states, ends, _read_request(run), in_time, until)
+    evidence = gather(run, expected or [], states, ends, requested(run), in_time, until)
     hosts = {r: s.machine for r, s in states.items()} if watcher.job_states else None
     local = set(read_states(run)) | set(ends)
     culprit = judge.name_culprit(evidence, expected, hang=watcher.hang, interrupted_at=interrupted_at,
@@ -286,13 +286,6 @@ def _after_the_stop(sig: str | None, at: float | None, stop_at: float | None) ->
 def _lost_its_peer(state: RankState | None) -> bool:
     """The rank's own error says it lost a peer or gave up waiting: a victim of another's failure, not a cause."""
     return state is not None and judge.gave_up_or_lost_peer(state.error)
-
-
-def _read_request(run: RunDir) -> str | None:
-    try:
-        return json.loads(run.dump_request_file.read_text()).get("id")
-    except (OSError, ValueError, AttributeError):
-        return None
 
 
 def _write_quietly(path, text: str) -> None:

@@ -28,6 +28,7 @@ from .proc_facts import ELASTIC_WORKER_ENV, INTERPRETERS, TORCHRUN_MARKER, Facts
 from ..records.clean import CleanRecord, Ended, GoneProcess, Orphan, OtherProcess, Survey
 from ..basics.rundir import LAUNCHER_PID_ENV, LAUNCHER_START_ENV, RUN_DIR_ENV, RUN_ID_ENV
 from ..basics.validators import is_digits
+from .reaping import terminate_then_kill
 
 # Launcher marker variable -> which launcher set it. ddplab's comes first: its ranks may carry both.
 MARKERS = ((RUN_ID_ENV, "ddplab"), (TORCHRUN_MARKER, "torchrun"))
@@ -241,10 +242,6 @@ def _holds_device_node(pid: int, device_nodes: set[str]) -> bool:
     return False
 
 
-def find_orphans(monitor: DeviceMonitor | None = None, device_node_globs: Sequence[str] = ()) -> list[Orphan]:
-    return survey(monitor, device_node_globs).orphans
-
-
 def describe(pid: int, found: Survey) -> Orphan | OtherProcess | None:
     """The process the user named (`clean --pid`), as the survey saw it or read now; None if gone."""
     for entry in (*found.orphans, *found.other_processes):
@@ -284,14 +281,9 @@ def end(targets: Sequence[Orphan | OtherProcess], grace_s: float = 5.0) -> Ended
             procs.append(p)
         except psutil.NoSuchProcess:
             continue
-    for p in procs:
-        _send(p, "terminate")
-    gone, alive = psutil.wait_procs(procs, timeout=grace_s)
-    for p in alive:
-        _send(p, "kill")
-    gone2, still = psutil.wait_procs(alive, timeout=grace_s)
-    return Ended(terminated=sorted(p.pid for p in gone), killed=sorted(p.pid for p in gone2),
-                 survived=sorted(p.pid for p in still), refused=sorted(refused))
+    terminated, killed, survived = terminate_then_kill(procs, grace_s)
+    return Ended(terminated=sorted(p.pid for p in terminated), killed=sorted(p.pid for p in killed),
+                 survived=sorted(p.pid for p in survived), refused=sorted(refused))
 
 
 def clean(pid: int | None, yes: bool, grace_s: float) -> CleanRecord:
@@ -309,7 +301,8 @@ def clean(pid: int | None, yes: bool, grace_s: float) -> CleanRecord:
     monitor = open_monitor(platform.spec)
     try:
         found = survey(monitor, platform.spec.device_node_globs)
-        record = CleanRecord(survey=found, named=_named(pid, found), platform=platform)
+        named = None if pid is None else describe(pid, found) or GoneProcess(pid)
+        record = CleanRecord(survey=found, named=named, platform=platform)
         targets = record.targets
         if not (yes and targets):
             return record
@@ -338,12 +331,6 @@ def _stop_leftover_daemons(targets, vendor) -> None:
         sharing_daemon.stop_leftover(vendor, environ)
 
 
-def _named(pid: int | None, found: Survey) -> Orphan | OtherProcess | GoneProcess | None:
-    if pid is None:
-        return None
-    return describe(pid, found) or GoneProcess(pid)
-
-
 def still_holding(monitor: DeviceMonitor, pids: Sequence[int], wait_s: float = 5.0) -> dict[int, int]:
     """Device memory still held by ``pids`` after up to ``wait_s`` (the driver frees it a little after the process)."""
     deadline = time.monotonic() + wait_s
@@ -354,7 +341,3 @@ def still_holding(monitor: DeviceMonitor, pids: Sequence[int], wait_s: float = 5
             return held
         time.sleep(0.2)
 
-
-def _send(proc: psutil.Process, how: str) -> None:
-    with contextlib.suppress(psutil.NoSuchProcess):
-        getattr(proc, how)()

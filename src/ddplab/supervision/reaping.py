@@ -63,6 +63,19 @@ def end_processes(pids: Sequence[int], wait_s: float = 5.0) -> None:
     psutil.wait_procs(procs, timeout=wait_s)
 
 
+def terminate_then_kill(procs: list[psutil.Process], grace_s: float) -> tuple[list, list, list]:
+    """SIGTERM, then SIGKILL what is left after ``grace_s``: (ended by SIGTERM, by SIGKILL, survived)."""
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.terminate()
+    terminated, alive = psutil.wait_procs(procs, timeout=grace_s)
+    for proc in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
+    killed, survived = psutil.wait_procs(alive, timeout=grace_s)
+    return terminated, killed, survived
+
+
 def wait_gone(pids: Sequence[int], timeout_s: float, stop=lambda: False) -> float | None:
     """Wall time when every one of ``pids`` is gone; None after ``timeout_s`` or when ``stop()`` says so."""
     deadline = time.monotonic() + timeout_s

@@ -16,7 +16,7 @@ import psutil
 from ..records.session import RankSample, Sample, SamplerPeaks, Timeseries
 from ..basics.rundir import RunDir
 from ..platform import DeviceMonitor, DeviceSample
-from .timed_windows import SamplerGate
+from .timed_windows import device_query
 
 METHOD = ("every {interval}s in the launcher: psutil cpu_times/memory_info/num_ctx_switches per rank pid; "
           "device memory and utilisation per pid from {api}")
@@ -34,7 +34,7 @@ class RankSampler:
         # A job of unknown length keeps at most this many samples: past it, every other one is dropped and the
         # interval doubles, so a day-long job's series stays as even and as small.
         self.max_samples = max_samples
-        self.gate = None if query_device_while_timing else SamplerGate(run)
+        self.keep_out_of_timed_windows = not query_device_while_timing
         self.samples: list[Sample] = []
         self.device_queries: list[tuple[float, float]] = []  # wall-clock (start, end) of each device query
         self.device_queries_skipped = 0  # skipped because a rank was timing
@@ -63,22 +63,17 @@ class RankSampler:
                 self.samples.append(sample)
                 if self.on_sample:
                     self.on_sample(sample)
-                self._thin()
+                if self.max_samples and len(self.samples) > self.max_samples:
+                    self.samples = self.samples[::2]
+                    self.interval_s *= 2
             self._stop.wait(self.interval_s)
-
-    def _thin(self) -> None:
-        if self.max_samples and len(self.samples) > self.max_samples:
-            self.samples = self.samples[::2]
-            self.interval_s *= 2
 
     def sample_once(self) -> Sample:
         device = self._query_device()
         ranks = []
         for rank, pid in sorted(self.run.rank_pids().items()):
-            proc = self._procs.get(pid) or self._procs.setdefault(pid, _process(pid))
-            if proc is None:
-                continue
             try:
+                proc = self._procs.get(pid) or self._procs.setdefault(pid, psutil.Process(pid))
                 with proc.oneshot():
                     cpu = proc.cpu_times()
                     ctx = proc.num_ctx_switches()
@@ -93,9 +88,9 @@ class RankSampler:
                       device_used_bytes=dict(device.device_used_bytes), device_util_pct=dict(device.device_util_pct))
 
     def _query_device(self) -> DeviceSample:
-        if self.gate is None:
+        if not self.keep_out_of_timed_windows:
             return self._timed_query()
-        with self.gate.device_query() as clear:
+        with device_query(self.run) as clear:
             if clear:
                 return self._timed_query()
         self.device_queries_skipped += 1
@@ -114,7 +109,7 @@ class RankSampler:
             interval_s=self.interval_s,
             method=METHOD.format(interval=self.interval_s, api=self.monitor.api or "nowhere (no vendor API)"),
             samples=list(self.samples),
-            device_queries_kept_out_of_timed_windows=self.enabled and self.gate is not None,
+            device_queries_kept_out_of_timed_windows=self.enabled and self.keep_out_of_timed_windows,
             device_queries=len(self.device_queries),
             device_queries_skipped_while_timing=self.device_queries_skipped,
             started_at=self._started_at if self.enabled else None,
@@ -133,10 +128,3 @@ class RankSampler:
                                            peak_rss_bytes=max(cur.peak_rss_bytes or 0, r.rss_bytes),
                                            cpu_user_s=r.cpu_user_s, cpu_system_s=r.cpu_system_s)
         return out
-
-
-def _process(pid: int) -> psutil.Process | None:
-    try:
-        return psutil.Process(pid)
-    except psutil.NoSuchProcess:
-        return None

@@ -45,7 +45,7 @@ class StragglerWatch:
         self._seen: dict[tuple[str, int], float] = {}  # the collectives taken, when they began
         self._recent: list[stragglers.CollectiveArrivals] = []
         self._reads: dict[int, float] = {}  # rank -> read_at of the record last used
-        self._files: dict[int, tuple] = {}  # rank -> ((mtime, size), bytes) of its file as last read
+        self._files: dict[int, tuple[int, int]] = {}  # rank -> (mtime, size) of its file as last read
         self._store_values: dict[int, bytes] = {}  # rank -> its record in the job's store as last read
         self._next_store_read = 0.0
         self._last: dict[int, RankArrivals] = {}
@@ -123,19 +123,13 @@ class StragglerWatch:
 
     def _bin(self, c: stragglers.CollectiveArrivals) -> None:
         index = int(max(0.0, c.first - self.started_at) // self._bin_s)
-        ranks = self._bins.setdefault(index, {})
         for r in c.at:
-            acc = ranks.setdefault(r, [0.0, 0])
-            acc[0] += c.lateness(r)
-            acc[1] += 1
+            _add(self._bins, index, r, c.lateness(r), 1)
         if len(self._bins) > MAX_BINS:  # a long job: coarser intervals, the same memory
             merged: dict[int, dict[int, list[float]]] = {}
             for i, by_rank in self._bins.items():
-                into = merged.setdefault(i // 2, {})
                 for r, (total, count) in by_rank.items():
-                    acc = into.setdefault(r, [0.0, 0])
-                    acc[0] += total
-                    acc[1] += count
+                    _add(merged, i // 2, r, total, count)
             self._bins, self._bin_s = merged, 2 * self._bin_s
 
     def _note(self, change: stragglers.Change, now: float) -> None:
@@ -174,11 +168,10 @@ class StragglerWatch:
                 path = self.run.arrivals_file(rank)
                 with contextlib.suppress(OSError):
                     stat = path.stat()
-                    seen = self._files.get(rank)
-                    if seen is not None and seen[0] == (stat.st_mtime_ns, stat.st_size):
+                    if self._files.get(rank) == (stat.st_mtime_ns, stat.st_size):
                         continue
                     raw[rank] = path.read_bytes()
-                    self._files[rank] = ((stat.st_mtime_ns, stat.st_size), raw[rank])
+                    self._files[rank] = (stat.st_mtime_ns, stat.st_size)
         out = {}
         for rank, text in raw.items():
             try:
@@ -246,3 +239,9 @@ class StragglerWatch:
                 every_s=max(a.every_s for a in reads), read_cost_s=max(a.read_cost_s for a in reads),
                 findings=list(self.findings), lateness=[LatenessSeries(r, p) for r, p in sorted(series.items())],
                 window_s=self._rule.window_s, started_at=self.started_at, watch_cpu_s=round(self.cpu_s, 3))
+
+
+def _add(bins: dict[int, dict[int, list[float]]], index: int, rank: int, total: float, count: int) -> None:
+    acc = bins.setdefault(index, {}).setdefault(rank, [0.0, 0])
+    acc[0] += total
+    acc[1] += count

@@ -23,22 +23,15 @@ MAX_WAIT_S = 2.0  # a rank never waits longer for the sampler; it then times any
 POLL_S = 0.0005
 
 
-class SamplerGate:
-    """Launcher side: lets a device query through only while no rank is timing."""
-
-    def __init__(self, run: RunDir):
-        self.run = run
-        self.flag = run.sampler_flag  # beside the ranks' directories (basics/rundir.py)
-
-    @contextmanager
-    def device_query(self) -> Iterator[bool]:
-        """Yields True when the device may be queried now, False when a rank is timing."""
-        self.flag.parent.mkdir(parents=True, exist_ok=True)
-        self.flag.touch()
-        try:
-            yield not any(s.phase == TIMING_PHASE for s in read_states(self.run).values())
-        finally:
-            self.flag.unlink(missing_ok=True)
+@contextmanager
+def device_query(run: RunDir) -> Iterator[bool]:
+    """Launcher side: yields True when the device may be queried now, False when a rank is timing."""
+    run.sampler_flag.parent.mkdir(parents=True, exist_ok=True)  # beside the ranks' directories (basics/rundir.py)
+    run.sampler_flag.touch()
+    try:
+        yield not any(s.phase == TIMING_PHASE for s in read_states(run).values())
+    finally:
+        run.sampler_flag.unlink(missing_ok=True)
 
 
 @contextmanager
