@@ -112,7 +112,7 @@ def _figures(stages: list[tuple], base_dir: Path | None, trace_name: str) -> lis
     for name, rep, _ in stages:
         results = rep.results if rep is not None else None
         if rep is not None and rep.command == "launch":
-            from .launch_figures import launch_figures  # a job's flight records: read for a launch report alone
+            from .flight_timeline import launch_figures  # a job's flight records: read for a launch report alone
 
             out.extend(launch_figures(results, name, base_dir, trace_name))
         elif isinstance(results, Drawn):
