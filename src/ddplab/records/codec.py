@@ -54,11 +54,8 @@ class RecordError(ValueError):
         super().__init__(f"{path}: expected {expected}, got {self.got}")
 
 
-def flatten() -> dict:
-    return {"flatten": True}
-
-
 # The field metadata most records use (see the module's docstring).
+FLATTEN = {"flatten": True}
 OMIT = {"omit_none": True}
 OMIT_DEFAULT = {"omit_default": True}
 SKIP = {"skip": True}
