@@ -271,7 +271,7 @@ def test_a_rank_without_a_flight_record_keeps_its_lane_and_says_why(moved_hang):
 def test_the_launcher_s_moments_are_marked_only_where_the_series_says_when_it_started():
     from types import SimpleNamespace
 
-    from ddplab.report.launch_figures import moments
+    from ddplab.report.flight_timeline import moments
 
     hang = SimpleNamespace(last_progress_at=1000.5, declared_at=1005.5)
     unanchored = SimpleNamespace(timeseries=SimpleNamespace(), hang=hang, detected_at=1005.5)

@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from ddplab.reading import catalog
 from ddplab import commands
 from ddplab.report import terminal
-from ddplab.measurements import env as env_measurement
+from ddplab.measurements import env as env_measurement, report_checks
 from ddplab.records import Report, Verdict
 from ddplab.records.env import TwoRankPlan
 from ddplab.reading.catalog import report_from_json
@@ -33,12 +32,12 @@ def terminal_text(report: Report) -> str:
     console = Console(file=out, width=200, highlight=False, color_system=None)
     commands.render(report, console)
     if report.command != "run":
-        console.print(terminal.check_table(report.command, catalog.report_checks(report)))
+        console.print(terminal.check_table(report.command, report_checks(report)))
     else:
         for stage in report.results.stages:
             if stage.report is not None:
                 commands.render(stage.report, console)
-                console.print(terminal.check_table(stage.name, catalog.report_checks(stage.report)))
+                console.print(terminal.check_table(stage.name, report_checks(stage.report)))
     return out.getvalue()
 
 
@@ -99,6 +98,6 @@ def test_a_placement_this_machine_cannot_have_is_skipped_with_why():
 def test_a_stored_lab_report_judged_again_skips_the_placement_it_could_not_have():
     doc = json.loads((FIXTURES / "report-quick-cpu.json").read_text())
     env_report = report_from_json(next(s for s in doc["results"]["stages"] if s["name"] == "env")["report"])
-    rows = {c.check: c for c in catalog.report_checks(env_report)}
+    rows = {c.check: c for c in report_checks(env_report)}
     assert rows["2 ranks, one per device"].verdict is Verdict.SKIP
     assert rows["2 ranks, one device"].verdict is Verdict.PASS  # what was planned is still judged

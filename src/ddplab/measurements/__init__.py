@@ -75,8 +75,8 @@ def stage_checks(stage: StageRecord) -> list[Check]:
 
 
 def report_checks(report: Report) -> list[Check]:
-    """The check rows of a stage's report: its measurement's ``checks(record)``; the record's own where it names
-    no measurement (records.core.rows_of). catalog.report_checks does this for a report of any kind."""
+    """The check rows of a report: its measurement's ``checks(record)``; the record's own where it names no
+    measurement (records.core.rows_of: the lab's, a job's, a clean's, a comparison's, a check's)."""
     measurement = _measurement(report.command)
     if measurement is not None:
         return measurement.checks(report.results)

@@ -1,8 +1,8 @@
 """The catalog of every kind of report ddplab writes: the measurements, `run`, `launch` and `clean` (of the shape
 records.core.Kind), and two read through records alone: a comparison's (its record judges itself) and a check's.
 
-Everything that reads a report goes through here: its Config and results classes (``types_for``), its check rows,
-and the verdict judged again from its data (``judged``); a report file is read with its size capped first, its
+Everything that reads a report goes through here: its Config and results classes (``types_for``), and the verdict
+judged again from its data with its check rows (``judged``); a report file is read with its size capped first, its
 encoding and JSON checked, a bad field said in the document's own spelling. It imports nothing of the lab: a kind's
 module is imported by name when a report of that kind is read, so reading a sweep's report never loads what runs a lab.
 """
@@ -17,8 +17,8 @@ from typing import Any
 
 from .. import measurements
 from ..errors import DdplabError, UsageError
-from ..measurements import judged_by, report_checks as measurement_report_checks
-from ..records import Check, RecordError, Report
+from ..measurements import judged_by
+from ..records import RecordError, Report
 
 # What else writes a report in a measurement's shape: the lab, the user's job, the orphan sweep.
 OTHER_KINDS: dict[str, str] = {
@@ -48,11 +48,6 @@ def kind_of(command: str):
     return None
 
 
-def _judge_of(command: str):
-    """What judges a report of ``command``: its kind, its record's class (a comparison), or nothing (a check)."""
-    return types_for(command)[1] if command in SELF_JUDGED else kind_of(command)
-
-
 def types_for(command: str, where: str = "$.command") -> tuple[type, type, type]:
     """(Config class, results class, platform class) of a command's report; RecordError for a command ddplab
     never wrote. The platform is the probed machine's, or what the record says it holds (a job's launcher host)."""
@@ -75,15 +70,11 @@ def report_from_json(doc: Any, where: str = "$") -> Report:
     return Report.from_json(doc, where, types_for)
 
 
-def report_checks(report: Report) -> list[Check]:
-    """The check rows of a report of any kind: its kind's ``checks(record)``, or the record's own (a check's)."""
-    judge = _judge_of(report.command)
-    return judge.checks(report.results) if judge is not None else measurement_report_checks(report)
-
-
 def judged(report: Report) -> Report:
-    """``report`` with its verdict derived again from its data by its kind (measurements.judged_by)."""
-    return judged_by(_judge_of(report.command), report)
+    """``report`` with its verdict derived again from its data (measurements.judged_by) by what judges its kind: the
+    kind, its record's class (a comparison), or nothing (a check)."""
+    command = report.command
+    return judged_by(types_for(command)[1] if command in SELF_JUDGED else kind_of(command), report)
 
 
 # ------------------------------------------------------------------------------------------- a report file

@@ -13,22 +13,19 @@ all_reduce against torch's in-place one) is a warning.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from . import catalog
 from ..measurements import spikes
 from ..errors import UsageError
-from ..records import Check, Report, Verdict
+from ..records import Report, Verdict
 from ..records.compare import (BaselineRows, CompareConfig, CompareRecord, ComparedRow, MissingRow, TimedRow,
                               VerdictChange, timed_rows_of)
 from ..records.core import Staged
 
-if TYPE_CHECKING:
-    from ..job.session import Observer
-
 NAME = "compare"
 SUMMARY = "side by side: nccl-tests text or ddplab JSON, with regressions beyond a tolerance"
 Config, Record = CompareConfig, CompareRecord
+checks = CompareRecord.checks  # the kind's hook (records.make_report) is the record's own
 
 
 @dataclass(frozen=True)
@@ -74,21 +71,6 @@ def load_baseline(path: str) -> BaselineRows:
     """A baseline the report page draws dashed beside its own lines, read as `compare` reads its A side."""
     found = load_input(path)
     return BaselineRows(found.label, found.rows)
-
-
-def run(config: CompareConfig, observer: "Observer | None" = None) -> CompareRecord:
-    """B against A, each read from its file (``load_input``; `ddplab compare` keeps the inputs to label them)."""
-    return compare(config, load_input(config.old), load_input(config.new))
-
-
-def checks(record: CompareRecord) -> list[Check]:
-    return record.checks()
-
-
-def summary(record: CompareRecord) -> str:
-    return (f"{len(record.rows)} rows compared, {len(record.regressions)} slower, {len(record.wrong)} with wrong "
-            f"data, {len(record.verdict_changes)} verdict(s) worse, {len(record.missing_rows)} row(s) and "
-            f"{len(record.missing_stages)} stage(s) of A missing from B")
 
 
 def compare(config: CompareConfig, old: Input, new: Input) -> CompareRecord:

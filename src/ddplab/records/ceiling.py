@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from .codec import OMIT, flatten
+from .codec import FLATTEN, OMIT
 from .session import SessionRecord, session_parts
 
 
@@ -50,7 +50,7 @@ class CeilingRecord:
     """The ceiling as reported: the session and, when its rank finished, the copy rates. No ``timed_rows``:
     `compare` lines up collectives, storms and train runs, not copies."""
 
-    session: SessionRecord = field(metadata=flatten())
+    session: SessionRecord = field(metadata=FLATTEN)
     device_copy: DeviceCopy | None = field(default=None, metadata=OMIT)
     host_to_device: CopyRate | None = field(default=None, metadata=OMIT)
     device_to_host: CopyRate | None = field(default=None, metadata=OMIT)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .codec import OMIT, SKIP, flatten
+from .codec import FLATTEN, OMIT, SKIP
 from .core import ORPHANS_CHECK, Check, Verdict
 
 
@@ -90,7 +90,7 @@ class Ended:
 
 @dataclass(frozen=True)
 class CleanRecord:
-    survey: Survey = field(metadata=flatten())
+    survey: Survey = field(metadata=FLATTEN)
     named: Orphan | OtherProcess | GoneProcess | None = None
     ended: Ended | None = None
     memory_returned: bool | None = None  # None: nothing ended, or no per-process device memory here

@@ -54,11 +54,8 @@ class RecordError(ValueError):
         super().__init__(f"{path}: expected {expected}, got {self.got}")
 
 
-def flatten() -> dict:
-    return {"flatten": True}
-
-
 # The field metadata most records use (see the module's docstring).
+FLATTEN = {"flatten": True}
 OMIT = {"omit_none": True}
 OMIT_DEFAULT = {"omit_default": True}
 SKIP = {"skip": True}
@@ -75,7 +72,19 @@ def to_json(obj: Any) -> Any:
         if hasattr(obj, "to_json"):  # a record that writes itself (core.Report: its parts' types vary)
             return obj.to_json()
         out: dict = {}
-        _write_fields(obj, out)
+        for f in dataclasses.fields(obj):
+            meta = f.metadata
+            value = getattr(obj, f.name)
+            if meta.get("skip") or (value is None and meta.get("omit_none")) \
+                    or (meta.get("omit_default") and value == default_of(f)) \
+                    or ("omit_with" in meta and getattr(obj, meta["omit_with"]) is None):
+                continue
+            if meta.get("flatten"):
+                # Keys already written win: a flattened record never overwrites its parent's own fields.
+                for k, v in (to_json(value) or {}).items():
+                    out.setdefault(k, v)
+            else:
+                out[meta.get("json_name", f.name)] = to_json(value)
         return out
     if isinstance(obj, dict):
         return {str(k): to_json(v) for k, v in obj.items()}
@@ -84,26 +93,6 @@ def to_json(obj: Any) -> Any:
     if hasattr(obj, "__fspath__"):
         return str(obj)
     raise TypeError(f"cannot write {type(obj).__name__} as JSON")
-
-
-def _write_fields(obj: Any, out: dict) -> None:
-    for f in dataclasses.fields(obj):
-        meta = f.metadata
-        if meta.get("skip"):
-            continue
-        value = getattr(obj, f.name)
-        if meta.get("flatten"):
-            # Keys already written win: a flattened record never overwrites its parent's own fields.
-            for k, v in (to_json(value) or {}).items():
-                out.setdefault(k, v)
-            continue
-        if value is None and meta.get("omit_none"):
-            continue
-        if meta.get("omit_default") and value == default_of(f):
-            continue
-        if "omit_with" in meta and getattr(obj, meta["omit_with"]) is None:
-            continue
-        out[meta.get("json_name", f.name)] = to_json(value)
 
 
 # ---------------------------------------------------------------------------------------- reading

@@ -14,9 +14,8 @@ from ..basics.cli_options import option
 from ..basics.sizes import human, parse_size
 from ..basics.validators import parse_tolerance, percent_text
 from .codec import OMIT_DEFAULT, SKIP
-from .core import Check, Verdict
+from .core import Check, HasTimedRows, TimedRow, Verdict
 from .figures import Highlight, LineChart, Series
-from .core import HasTimedRows, TimedRow
 
 MAX_TOLERANCE_PCT = 10_000  # B a hundred times slower than A: beyond that a tolerance means nothing
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from .codec import flatten
+from .codec import FLATTEN
 from .session import SessionRecord, session_parts
 
 
@@ -62,7 +62,7 @@ class ContentionSummary:
     seconds: float
     solo_tflops: float
     together_tflops: list[float]
-    against_ideal: Efficiency = field(metadata=flatten())
+    against_ideal: Efficiency = field(metadata=FLATTEN)
 
 
 @dataclass(frozen=True)
@@ -70,8 +70,8 @@ class ContentionRecord:
     """Contention as reported: the session and, when the ranks finished, the summary. No ``timed_rows``:
     `compare` lines up collectives, storms and train runs, not compute rates."""
 
-    session: SessionRecord = field(metadata=flatten())
-    summary: ContentionSummary | None = field(default=None, metadata=flatten())
+    session: SessionRecord = field(metadata=FLATTEN)
+    summary: ContentionSummary | None = field(default=None, metadata=FLATTEN)
 
     json_parts = partial(session_parts, ContentionRankResult)  # placement, ranks' results: checked when read back
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .codec import OMIT, SKIP, flatten
+from .codec import FLATTEN, OMIT, SKIP
 from .core import Verdict
 from .figures import Timeline, TimelineRow
 from .session import Distribution, SessionRecord
@@ -57,7 +57,7 @@ class DrillOutcome:
     run_dir: str | None = field(default=None, metadata=OMIT)  # drills that start a launcher of their own
     run_id: str | None = field(default=None, metadata=OMIT)
     error: str | None = field(default=None, metadata=OMIT)  # the drill itself crashed
-    details: Any = field(default=None, metadata=flatten())  # one drill's own numbers (the classes below)
+    details: Any = field(default=None, metadata=FLATTEN)  # one drill's own numbers (the classes below)
 
     @property
     def fault_went_in(self) -> bool:

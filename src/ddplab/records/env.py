@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .clean import Survey
-from .codec import OMIT, SKIP, flatten
+from .codec import FLATTEN, OMIT, SKIP
 from .library_engine import BindingStatus
 from .session import Listened
 from .placement import Option
@@ -39,7 +39,7 @@ class TwoRankPlan:
     reason: str
     # The policy's refusal (a DdplabError's reference): a warning, unlike a machine with too few devices.
     error: str | None = field(default=None, metadata=OMIT)
-    planned: PlannedSetup | None = field(default=None, metadata=flatten())
+    planned: PlannedSetup | None = field(default=None, metadata=FLATTEN)
 
     @property
     def applicable(self) -> bool:
@@ -57,7 +57,7 @@ class EnvRecord:
     shared_device: TwoRankPlan
     per_device: TwoRankPlan
     listen: Listened | None = None  # reports before runs were pinned to loopback have none
-    survey: Survey = field(default_factory=lambda: Survey([], []), metadata=flatten())
+    survey: Survey = field(default_factory=lambda: Survey([], []), metadata=FLATTEN)
     # Whether the library engine can run here (the binding, and which library copy its calls reach); older: none.
     library_binding: BindingStatus | None = None
     # The machine described: written at the report's top level, not inside results.

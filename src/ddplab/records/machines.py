@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .codec import OMIT, SKIP, flatten
+from .codec import FLATTEN, OMIT, SKIP
 from .figures import BarChart, Table
 
 # The scopes a group of ranks can have (cluster/topology.py makes them).
@@ -95,7 +95,7 @@ class JobMachines:
 class GroupLatency:
     """The storm's pipelined mean on one group of ranks (every member's mean, averaged)."""
 
-    group: Group = field(metadata=flatten())
+    group: Group = field(metadata=FLATTEN)
     bytes: int
     mean_us: float
     mean_us_max_rank: float
@@ -105,7 +105,7 @@ class GroupLatency:
 class StormMachines:
     """The storm across machines: where every rank ran, and the storm again inside and between machines."""
 
-    job: JobMachines = field(metadata=flatten())
+    job: JobMachines = field(metadata=FLATTEN)
     latency: list[GroupLatency]
     method: str
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from .codec import OMIT, flatten
+from .codec import FLATTEN, OMIT
 from .core import TimedRow
 from .figures import BarChart
 from .machines import GATHERED, GatheredJob, JobMachines, PairFinding, PairResult, pairs_table
@@ -27,7 +27,7 @@ class PairwiseRankResult:
 class PairwiseRecord:
     """Every machine pair: its all_reduce rows, latency and busbw, and the finding (None: the ranks did not finish)."""
 
-    session: SessionRecord = field(metadata=flatten())
+    session: SessionRecord = field(metadata=FLATTEN)
     method: str
     rows: list[GroupSweepRow]  # every pair's all_reduce at every size
     pairs: list[PairResult]

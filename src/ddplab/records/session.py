@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from .codec import OMIT, SKIP, flatten
+from .codec import FLATTEN, OMIT, SKIP
 from .figures import LineChart, Series
 from .placement import Placement
 from .supervision import Culprit, Hang, MachineLoss, RankState
@@ -217,7 +217,7 @@ class RankOutcome:
     device: str | None
     peak_mem_bytes: int | None
     status: str | None = None  # finished | failed | stopped by launcher (None: the first reports)
-    peaks: SamplerPeaks | None = field(default=None, metadata=flatten())
+    peaks: SamplerPeaks | None = field(default=None, metadata=FLATTEN)
     world_size: int | None = field(default=None, metadata=OMIT)
     hostname: str | None = field(default=None, metadata=OMIT)
     # its machine's address toward the endpoint (machines may share one hostname); absent on one machine
@@ -226,7 +226,7 @@ class RankOutcome:
     memory_cap_applied: bool | None = field(default=None, metadata=OMIT)
     failure: FailureRecord | None = field(default=None, metadata=OMIT)
     # The workload's per-rank result, its keys beside the rest (an open object when read back).
-    result: Any = field(default=None, metadata=flatten())
+    result: Any = field(default=None, metadata=FLATTEN)
 
 
 @dataclass(frozen=True, kw_only=True)

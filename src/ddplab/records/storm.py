@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from .codec import OMIT, OMIT_DEFAULT, flatten
+from .codec import FLATTEN, OMIT, OMIT_DEFAULT
 from .core import TimedRow
 from .library_engine import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import HistogramChart, Mark
@@ -66,13 +66,13 @@ class StormSummary:
 class StormRecord:
     """The storm as reported: the session, and (when it completed) the storm's numbers and its threshold."""
 
-    session: SessionRecord = field(metadata=flatten())
+    session: SessionRecord = field(metadata=FLATTEN)
     correct: bool
     threshold_us: float
     threshold_reason: str
     within_threshold: bool
     machines: StormMachines | None = field(default=None, metadata=OMIT)  # several launchers
-    summary: StormSummary | None = field(default=None, metadata=flatten())
+    summary: StormSummary | None = field(default=None, metadata=FLATTEN)
     # Which engine the numbers above are; with both, the library's own numbers and what torch adds per call.
     engine: str = field(default=TORCH, metadata=OMIT_DEFAULT)
     library: LibraryEngineRecord | None = field(default=None, metadata=OMIT)

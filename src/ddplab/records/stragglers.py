@@ -164,9 +164,7 @@ class StragglerReport:
                 f"the first rank, at the collectives every rank issued ({self.basis})", "time since the launch",
                 "lateness", [Series(f"rank {s.rank}", list(s.points)) for s in self.lateness], x_unit="s",
                 y_unit="s", marks=marks))
-        rows = [["summary", self.summary()]]
-        for f in self.findings:
-            rows.append([f.who(), "\n".join(f.evidence)])
+        rows = [["summary", self.summary()], *([f.who(), "\n".join(f.evidence)] for f in self.findings)]
         return [*charts, Table("stragglers", "Stragglers", f"{stage}: the rule is in docs/supervision.md "
                                                           "(Stragglers)", ["rank", "evidence"], rows)]
 

@@ -8,7 +8,7 @@ from functools import partial
 
 from ..errors import UsageError
 from .ceiling import CopyRate
-from .codec import OMIT, OMIT_DEFAULT, flatten
+from .codec import FLATTEN, OMIT, OMIT_DEFAULT
 from .compare import Spike
 from .library_engine import LIBRARY_PREFIX, TORCH, AddedCost, LibraryEngineRecord, added_cost_figures
 from .figures import Highlight, LineChart, Overlay, Series
@@ -145,15 +145,15 @@ class SamplerRecord:
 class GroupSweepRow:
     """One size of all_reduce on one group of ranks, merged as the sweep's rows are, beside the group's keys."""
 
-    group: Group = field(metadata=flatten())
-    row: SweepRow = field(metadata=flatten())
+    group: Group = field(metadata=FLATTEN)
+    row: SweepRow = field(metadata=FLATTEN)
 
 
 @dataclass(frozen=True)
 class SweepMachines:
     """The sweep across machines: where every rank ran, and all_reduce again inside and between machines."""
 
-    job: JobMachines = field(metadata=flatten())
+    job: JobMachines = field(metadata=FLATTEN)
     rows: list[GroupSweepRow]
     method: str
 
@@ -178,7 +178,7 @@ class SweepMachines:
 class SweepRecord:
     """The sweep as reported. Fields with defaults are the ones reports of earlier versions lack."""
 
-    session: SessionRecord = field(metadata=flatten())
+    session: SessionRecord = field(metadata=FLATTEN)
     mode: str
     dtype: str
     rows: list[SweepRow]

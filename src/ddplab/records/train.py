@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from ..basics.cli_options import Range, argv_of, check_fields, nested, option
-from .codec import OMIT, flatten
+from .codec import FLATTEN, OMIT
 from .config import LaunchOptions
 from .core import TimedRow
 from .figures import LineChart
@@ -84,7 +84,7 @@ class TrainRecord:
     """The DDP experiment as reported. The proofs are None when the run did not complete (nothing was proven either
     way); ``local_grad_differs`` is also None with one rank (no negative control possible)."""
 
-    session: SessionRecord = field(metadata=flatten())
+    session: SessionRecord = field(metadata=FLATTEN)
     params_identical: bool | None
     grad_matches_reference: bool | None
     local_grad_differs: bool | None

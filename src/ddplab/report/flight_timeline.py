@@ -1,7 +1,8 @@
-"""A `ddplab launch` job's collectives as a timeline, from the flight records the report names
-(``ranks[].flight_record``), display-free: ``trace_events`` (a Chrome trace-event document for Perfetto: a process
-per rank, a thread per process group, each collective an "X" event, the hang an instant event; microseconds from the
-first entry) and ``lane_timeline`` (report.html's last entries per rank, the culprit's last and the stuck ones marked).
+"""What report.html draws for a `ddplab launch` job (``launch_figures``), display-free, and its collectives as a
+timeline, from the flight records the report names (``ranks[].flight_record``): ``trace_events`` (a Chrome
+trace-event document for Perfetto: a process per rank, a thread per process group, each collective an "X" event, the
+hang an instant event; microseconds from the first entry) and ``lane_timeline`` (report.html's last entries per rank,
+the culprit's last and the stuck ones marked).
 
 Whether an entry completed is what the rank's own record says (NCCL's entries carry times, gloo's stay "scheduled"):
 its state, else its group's ``last_completed_collective`` in ``pg_status``, else ``retired``. A collective the rank
@@ -17,10 +18,10 @@ from __future__ import annotations
 
 import json
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..records.figures import Lane, LaneTimeline, Mark, Span
+from ..records.figures import Lane, LaneTimeline, LineChart, Mark, Span
 from ..records.launch import LaunchRecord
 
 MAX_RECORD_BYTES = 64 * 2 ** 20  # a 2000-entry record is well under 1 MiB
@@ -165,6 +166,24 @@ def launcher_moments(record: LaunchRecord) -> list[tuple[str, float, str]]:
         return [("last progress", record.hang.last_progress_at, "event"),
                 ("hang declared", record.hang.declared_at, "detected")]
     return [("failure seen", record.detected_at, "detected")] if record.detected_at else []
+
+
+def launch_figures(record: LaunchRecord, stage: str, base_dir: Path | None, trace_name: str) -> list:
+    """The job's figures: the hang timeline, the culprit in words, then the record's tables and its charts with the
+    launcher's moments marked, where the sampler's series says when it started (``started_at``)."""
+    marks = moments(record)
+    own = [replace(f, marks=[*f.marks, *marks]) if isinstance(f, LineChart) and f.x_label == "time since the launch"
+           else f for f in record.figures(stage) if f.id != "launch-culprit"]
+    timeline = lane_timeline(record, base_dir, trace_name)
+    return ([timeline] if timeline else []) + [record.culprit_table(stage)] + own
+
+
+def moments(record: LaunchRecord) -> list[Mark]:
+    """The launcher's moments in seconds of the sampler's series, where the series says when it started."""
+    started = getattr(record.timeseries, "started_at", None) if record.timeseries else None
+    if not isinstance(started, (int, float)):
+        return []
+    return [Mark(label, at - started, kind) for label, at, kind in launcher_moments(record)]
 
 
 def lane_timeline(record: LaunchRecord, base_dir: Path | None, trace_name: str = "") -> LaneTimeline | None:

@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from ..records import Check, Report
-from ..records.core import rows_of
+from ..records.core import Drawn, Interruptible, rows_of
 from ..records.figures import LineChart, Series
-from ..records.core import Drawn, Interruptible
 
 if TYPE_CHECKING:  # a baseline's records: read only for --baseline (reading/comparison.py)
     from ..records.compare import BaselineRows
@@ -42,11 +41,6 @@ def environment() -> Environment:
 
 # ------------------------------------------------------------------------------------------------ files
 
-def trace_path(html_path: Path) -> Path:
-    """Where a page's trace-event file goes: report.html -> report.trace.json."""
-    return html_path.with_name(html_path.stem + ".trace.json")
-
-
 def write_page(report: Report, html_path: str | Path, baseline: BaselineRows | None = None,
                base_dir: Path | None = None) -> list[Path]:
     """report.html and, for a job with flight records, its trace-event file beside it, each atomic (the trace first,
@@ -63,9 +57,9 @@ def write_page(report: Report, html_path: str | Path, baseline: BaselineRows | N
         from .flight_timeline import trace_events
 
         trace = trace_events(report.results, base_dir, __version__)
-        if trace is not None:
-            written.append(write_text_atomic(trace_path(html_path), json.dumps(trace, indent=1)))
-            trace_name = trace_path(html_path).name
+        if trace is not None:  # report.html -> report.trace.json
+            trace_name = html_path.stem + ".trace.json"
+            written.append(write_text_atomic(html_path.with_name(trace_name), json.dumps(trace, indent=1)))
     page = render_html(report, baseline=baseline, base_dir=base_dir, trace_name=trace_name)
     written.insert(0, write_text_atomic(html_path, page))
     return written
@@ -112,7 +106,7 @@ def _figures(stages: list[tuple], base_dir: Path | None, trace_name: str) -> lis
     for name, rep, _ in stages:
         results = rep.results if rep is not None else None
         if rep is not None and rep.command == "launch":
-            from .launch_figures import launch_figures  # a job's flight records: read for a launch report alone
+            from .flight_timeline import launch_figures  # a job's flight records: read for a launch report alone
 
             out.extend(launch_figures(results, name, base_dir, trace_name))
         elif isinstance(results, Drawn):

@@ -28,22 +28,17 @@ class StageProgress:
 
     def __init__(self, console: Console | None, total: int, done: int = 0):
         self.total, self.done = total, done
-        self._progress = None
-        self._task = None
-        if shown(console):
-            # stdout only: what is printed through the console goes above the line; standard error stays its own
-            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), console=console,
-                                      auto_refresh=False, transient=True, redirect_stderr=False)
+        # stdout only: what is printed through the console goes above the line; standard error stays its own
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), console=console, auto_refresh=False,
+                                  transient=True, redirect_stderr=False, disable=not shown(console))
+        self._task = self._progress.add_task("", total=total, completed=done)
 
     def __enter__(self) -> "StageProgress":
-        if self._progress is not None:
-            self._progress.start()
-            self._task = self._progress.add_task("", total=self.total, completed=self.done)
+        self._progress.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._progress is not None:
-            self._progress.stop()
+        self._progress.stop()
 
     @contextmanager
     def stage(self, name: str):
@@ -56,5 +51,4 @@ class StageProgress:
             self._draw(f"{self.done} of {self.total} stages done", advance=1)
 
     def _draw(self, description: str, advance: int = 0) -> None:
-        if self._progress is not None:
-            self._progress.update(self._task, description=description, advance=advance, refresh=True)
+        self._progress.update(self._task, description=description, advance=advance, refresh=True)
