@@ -209,7 +209,8 @@ def _judge(case: Case, record: Run, job: Path, output: str) -> None:
         record.failures.append("the fault never went in")
     helpers = [int(p) for p in HELPER_PID.findall(output)]
     run = RunDir.existing(job)
-    record.left_running = reaping.leaked(run.run_id if run else None, helpers)  # alive 3 s (LEAK_WAIT_S) after the launcher ended
+    # alive 3 s (LEAK_WAIT_S) after the launcher ended
+    record.left_running = reaping.leaked(run.run_id if run else None, helpers)
     if record.left_running:
         record.failures.append(f"left running: {record.left_running}")
     if record.exit_code != case.exit_code:
