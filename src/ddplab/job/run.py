@@ -14,12 +14,13 @@ from ..basics import redaction
 from ..errors import printable
 from ..basics.files import withhold_in_place, write_text_atomic
 from ..platform import Platform, detect, open_monitor
-from ..records import Check, Report
+from ..records import Report
 from ..records.launch import LaunchRecord
 from ..basics.rundir import RunDir
 from . import ras
 from .config import UserJobConfig
 from .outcome import build_record
+from .policy import library_version
 from .supervise import run_user_job
 from .torchrun_args import resolve
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 NAME = "launch"  # run ids read launch-<date>-<time>-<hex>, as the default directory's name does
 SUMMARY = "run your own training script as torchrun would, and name the rank that fails or hangs it"
 Config, Record = UserJobConfig, LaunchRecord
+checks, summary = LaunchRecord.checks, LaunchRecord.summary  # the kind's hooks (records.core) are the record's own
 OUT_OPTION = "--out"
 
 
@@ -39,7 +41,7 @@ def run(config: UserJobConfig, observer: "Observer | None" = None, platform: Pla
     # The job's secrets (its program's arguments, its ranks' environment) are withheld from its files and report.
     redaction.learn(request.target.args, {**os.environ, **request.worker_env})
     machine = platform or detect(with_memory=False)
-    ras_plan = ras.plan(request.ras, machine.spec.ras, machine.collective_library, _library_version(machine),
+    ras_plan = ras.plan(request.ras, machine.spec.ras, machine.collective_library, library_version(machine)[0],
                         {**os.environ, **request.worker_env})  # what the ranks will see
     job = RunDir.create(request.out, NAME, option=OUT_OPTION)
     console = observer.console if observer is not None else None
@@ -61,14 +63,6 @@ def config_as_run(config: UserJobConfig, record: LaunchRecord) -> UserJobConfig:
     return record.ran_with or config
 
 
-def checks(record: LaunchRecord) -> list[Check]:
-    return record.checks()
-
-
-def summary(record: LaunchRecord) -> str:
-    return record.summary()
-
-
 def write_reports(report: Report) -> None:
     """<job dir>/report.json and report.html (and the hang's timeline as a trace-event file beside the page)."""
     from ..report.page import write_page
@@ -83,8 +77,3 @@ def _say(console):
     if console is None:
         return None
     return lambda line: console.print(printable(line), markup=False, highlight=False)
-
-
-def _library_version(machine: Platform) -> str | None:
-    """The collective library the ranks will load: the copy torch binds to, else the one it was built against."""
-    return machine.collective_loaded_version or machine.collective_built_version
