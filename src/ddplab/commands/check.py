@@ -117,13 +117,15 @@ def _require_prometheus_client() -> None:
 
 
 def main(args, console) -> int:
+    from rich.console import Console
+
     from ..check import runner
     from ..check.formats import junit, nagios, npd, prometheus, text
     from ..report.terminal import stopped_exit_code
     from ..basics.files import write_json
 
     config = config_from_args(args)
-    progress = console if args.format == "text" else _stderr_console()
+    progress = console if args.format == "text" else Console(file=sys.stderr, highlight=False, width=160)
     report = runner.run(config, progress, expectations_of(config))
     record = report.results
     doc = report.to_json()
@@ -195,9 +197,3 @@ def option_value(argv: list[str], flag: str) -> str | None:
         elif arg.startswith(f"{flag}="):
             found = arg.split("=", 1)[1]
     return found
-
-
-def _stderr_console():
-    from rich.console import Console
-
-    return Console(file=sys.stderr, highlight=False, width=160)

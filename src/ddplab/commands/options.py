@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from ..basics import cli_options
 from ..report import terminal
-from ..errors import UsageError, invalid_choice
+from ..errors import UsageError, invalid_choice, printable
 from ..records.core import InSession
 from ..basics.files import STDOUT
 
@@ -75,8 +75,6 @@ def check_output_options(args, formats: tuple[str, ...] = OUTPUT_FORMATS) -> Non
 def finish(report, render, args, console, run_dir: str | os.PathLike | None = None) -> int:
     """How a command that shows one report ends: the report in its run directory (where it has one), the --json copy,
     the JSON on standard output for --format json; then terminal.finish."""
-    from ..errors import printable
-
     record = None
     if run_dir:  # the run directory's layout, only for a command that has one
         from ..basics.rundir import REPORT_FILE

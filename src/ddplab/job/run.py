@@ -45,12 +45,14 @@ def run(config: UserJobConfig, observer: "Observer | None" = None, platform: Pla
                         {**os.environ, **request.worker_env})  # what the ranks will see
     job = RunDir.create(request.out, NAME, option=OUT_OPTION)
     console = observer.console if observer is not None else None
-    if console is not None:  # printable: the path is the user's words
-        console.print(printable(f"ddplab launch: job directory {job.path}"), markup=False, highlight=False)
+    # What the job's console shows (the straggler watch's lines too, from its thread while the ranks print theirs);
+    # printable: the path and the lines hold the user's words.
+    say = None if console is None else lambda line: console.print(printable(line), markup=False, highlight=False)
+    if say is not None:
+        say(f"ddplab launch: job directory {job.path}")
     monitor = open_monitor(machine.spec)
     try:
-        outcome, sampler = run_user_job(request, job, monitor, ras_plan, device_type=machine.device_type,
-                                        say=_say(console))
+        outcome, sampler = run_user_job(request, job, monitor, ras_plan, device_type=machine.device_type, say=say)
     finally:
         monitor.close()
     for log in job.path.rglob("*.log"):  # what the ranks printed, where --log-dir put it inside the job directory
@@ -70,10 +72,3 @@ def write_reports(report: Report) -> None:
     job = RunDir(Path(report.results.job_dir), report.results.run_id)
     write_text_atomic(job.report_file, json.dumps(report.to_json(), default=str))
     write_page(report, job.page_file)
-
-
-def _say(console):
-    """The straggler watch's live lines, on the console (from the watch's thread while the ranks print theirs)."""
-    if console is None:
-        return None
-    return lambda line: console.print(printable(line), markup=False, highlight=False)

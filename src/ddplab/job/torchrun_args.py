@@ -134,22 +134,17 @@ def standalone(options: dict) -> dict:
 
 
 def check_rendezvous_backend(backend: str) -> None:
-    """A rendezvous backend torch's registry knows (plug-ins included) or torchrun names; torch itself finds out
-    only once the agent runs."""
-    known = rendezvous_backends()
-    if backend not in known:
-        raise UsageError("invalid-rdzv-backend", f"--rdzv-backend {backend}: valid backends are "
-                                                 f"{', '.join(known)}")
-
-
-def rendezvous_backends() -> tuple[str, ...]:
-    """torch's rendezvous registry and torchrun's names, sorted; not ddplab's own."""
+    """A rendezvous backend torch's registry knows (plug-ins included) or torchrun names, not ddplab's own; torch
+    itself finds out only once the agent runs."""
     from torch.distributed.elastic.rendezvous import rendezvous_handler_registry
 
     from ..cluster.rendezvous import OWN_BACKENDS
 
     registered = getattr(rendezvous_handler_registry, "_registry", {})  # no public listing in torch
-    return tuple(sorted((set(registered) - set(OWN_BACKENDS)) | set(TORCHRUN_BACKENDS)))
+    known = sorted((set(registered) - set(OWN_BACKENDS)) | set(TORCHRUN_BACKENDS))
+    if backend not in known:
+        raise UsageError("invalid-rdzv-backend", f"--rdzv-backend {backend}: valid backends are "
+                                                 f"{', '.join(known)}")
 
 
 def why_rendezvous_is_theirs(config) -> str | None:
