@@ -17,7 +17,7 @@ from ..records.config import LaunchOptions
 from ..basics.observer import QUIET, Observer  # noqa: F401 - every run's watcher; commands import it from here
 from ..platform import Platform
 from ..records.placement import Placement
-from ..records.session import RankReturn, SessionRecord
+from ..records.session import SessionRecord
 from ..basics.rundir import PLACEMENT_ENV, RunDir
 from ..supervision.sampler import RankSampler
 from .session_record import session_record, torchrun_job_ranks
@@ -48,12 +48,9 @@ class Session:
     job_states: dict[int, Any] = field(default_factory=dict)
 
     @property
-    def returns(self) -> list[RankReturn]:
-        return [self.outcome.return_values[r] for r in sorted(self.outcome.return_values)]
-
-    @property
     def results(self) -> list[Any]:
-        return [r.result for r in self.returns]
+        """What each rank's workload returned, by global rank."""
+        return [self.outcome.return_values[r].result for r in sorted(self.outcome.return_values)]
 
 
 def prepare(opts: LaunchOptions, with_memory: bool = False) -> tuple[Platform, Placement]:
