@@ -34,7 +34,7 @@ EXAMPLES = (  # shown by --help (commands.help_epilog)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, CheckConfig, json=None)
+    cli_options.add_arguments(parser, CheckConfig)
     # What goes where: the runner's language on stdout, and the files its collectors read (not the check's Config).
     parser.add_argument("--format", default="text", metavar="|".join(formats.FORMATS),
                         help=cli_options.help_text(

@@ -34,19 +34,14 @@ def _vendors():
 
 
 def add_config_arguments(parser: argparse.ArgumentParser, config_cls: type, *,
-                         json: str | None = "also write the JSON report here") -> None:
-    """The Config's options, and the output options unless ``json`` (--json's help) is None."""
+                         json: str = "also write the JSON report here") -> None:
+    """The Config's options, then --format text|json and --json PATH (``json``: its help): what goes to standard
+    output, and a copy of the report elsewhere."""
     cli_options.add_arguments(parser, config_cls)
-    if json:
-        add_output_arguments(parser, json)
-
-
-def add_output_arguments(parser: argparse.ArgumentParser, json_help: str) -> None:
-    """--format text|json and --json PATH: what goes to standard output, and a copy of the report elsewhere."""
     parser.add_argument("--format", default="text", metavar="|".join(OUTPUT_FORMATS), help=cli_options.help_text(
         "what goes to standard output: text, the result as a person reads it, or json, the JSON report alone (what "
         "the command shows then goes to standard error)", "text"))
-    add_json_argument(parser, json_help)
+    add_json_argument(parser, json)
 
 
 def add_json_argument(parser: argparse.ArgumentParser, help: str) -> None:
