@@ -56,10 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args, environ=os.environ) -> CheckConfig:
     from ..cluster import launchers
-    from ..errors import UsageError, invalid_choice
+    from ..errors import UsageError
 
-    if args.format not in formats.FORMATS:
-        raise invalid_choice("format", args.format, formats.FORMATS)
     given = cli_options.values_given(CheckConfig, args)
     where = launchers.resolve(launchers.detect(environ), launchers.Asked(
         nproc=None, nnodes=given.get("nnodes"), rdzv_endpoint=given.get("rdzv_endpoint"),
