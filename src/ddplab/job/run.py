@@ -5,6 +5,7 @@ anything starts; ``write_reports`` writes <job dir>/report.json and report.html.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -50,11 +51,8 @@ def run(config: UserJobConfig, observer: "Observer | None" = None, platform: Pla
     say = None if console is None else lambda line: console.print(printable(line), markup=False, highlight=False)
     if say is not None:
         say(f"ddplab launch: job directory {job.path}")
-    monitor = open_monitor(machine.spec)
-    try:
+    with contextlib.closing(open_monitor(machine.spec)) as monitor:
         outcome, sampler = run_user_job(request, job, monitor, ras_plan, device_type=machine.device_type, say=say)
-    finally:
-        monitor.close()
     for log in job.path.rglob("*.log"):  # what the ranks printed, where --log-dir put it inside the job directory
         withhold_in_place(log)
     return build_record(outcome, sampler.timeseries(), ran_with=request.launch_config())

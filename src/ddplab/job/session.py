@@ -154,11 +154,12 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
 
     platform, placement = prepared or prepare(opts)
     run = RunDir.create(opts.run_dir, label)
-    monitor = daemon = None
     console = observer.console
-    guardian = Guardian(run).__enter__()  # before the daemon: nothing the run starts outlives a SIGKILLed ddplab
-    try:
+    with contextlib.ExitStack() as cleanup:  # on the way out: the monitor closed, the daemon stopped, the guardian
+        cleanup.enter_context(Guardian(run))  # before the daemon: nothing the run starts outlives a SIGKILLed ddplab
         placement, daemon = start_sharing_daemon(opts, platform, placement, run, make_daemon)
+        if daemon is not None:  # never left behind, least of all one a crashed rank may have poisoned
+            cleanup.callback(daemon.stop)
         if rank_env:
             placement = replace(placement, env={**placement.env, **rank_env})
         if console is not None:
@@ -168,7 +169,7 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
         entrypoint, args, env, description = entry(platform, placement)
         # the lab's ranks import torch without numpy on a fresh system Python: no stray warning (a user's job is theirs)
         env = {**env, "PYTHONWARNINGS": numpy_warning.for_ranks(os.environ.get("PYTHONWARNINGS"))}
-        monitor = open_monitor(platform.spec)
+        monitor = cleanup.enter_context(contextlib.closing(open_monitor(platform.spec)))
         rdzv = Rendezvous.from_options(opts)
         with terminal.live_ranks(console if observer.live else None) as update:
             sampler = RankSampler(run, monitor, on_sample=update, enabled=sample,
@@ -179,12 +180,6 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
                                        job_id=rdzv.run_id or "", description=description, sampler=sampler,
                                        controller=controller, guardian=False, stragglers=stragglers))
             ended_at = time.time()
-    finally:
-        if monitor is not None:
-            monitor.close()
-        if daemon is not None:
-            daemon.stop()  # never leave a daemon behind, least of all one a crashed rank may have poisoned
-        guardian.__exit__(None, None, None)
     record = replace(session_record(placement, run, outcome, sampler, daemon.record() if daemon else None,
                              outcome.hang, opts.nnodes), platform=platform, culprit=outcome.culprit,
                      machines_lost=None if outcome.ok else outcome.machines_lost)
@@ -231,11 +226,8 @@ def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
         outcome.failures = {rank: _failed_here(exc)}
     outcome.duration_s = time.monotonic() - start
     outcome.listen = torchruns_store(opts.nnodes).record()
-    monitor = open_monitor(platform.spec)
-    try:
+    with contextlib.closing(open_monitor(platform.spec)) as monitor:
         sampler = RankSampler(run, monitor, enabled=False)  # torchrun's workers are not sampled
-    finally:
-        monitor.close()
     record = replace(session_record(placement, run, outcome, sampler, None, None, opts.nnodes), platform=platform,
                      ranks=torchrun_job_ranks(placement, outcome))
     return Session(platform, placement, run, outcome, record, time.time())
