@@ -149,7 +149,7 @@ def runner_error(argv: list[str], exit_code: int, message: str) -> int | None:
     """cli.py's hook for a check that ended without judging the node: the textfile and the JUnit asked for say UNKNOWN
     and why (replacing an older answer a collector would keep reading), and a runner's format (`--format nagios|npd`)
     gets its UNKNOWN line and exit code. None: ddplab's own exit code."""
-    message = message[len("error: "):] if message.startswith("error: ") else message
+    message = message.removeprefix("error: ")
     _write_not_judged(argv, message, exit_code)
     fmt = option_value(argv, "--format")
     if fmt not in formats.RUNNER_FORMATS:
@@ -158,7 +158,7 @@ def runner_error(argv: list[str], exit_code: int, message: str) -> int | None:
 
     print((nagios if fmt == "nagios" else npd).unknown(message))
     sys.stdout.flush()
-    return formats.error_exit_code(fmt, exit_code)
+    return formats.UNKNOWN_EXIT[fmt]  # bad usage, cannot run here, a bug, a stop: no verdict on the node
 
 
 def _write_not_judged(argv: list[str], message: str, exit_code: int) -> None:
