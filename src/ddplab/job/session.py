@@ -97,7 +97,7 @@ def _tell_the_guardian(run: RunDir, daemon) -> None:
 
     from ..basics.files import write_text_atomic
 
-    entry = daemon.guardian_entry() if hasattr(daemon, "guardian_entry") else None
+    entry = daemon.guardian_entry()
     if entry is not None:
         with contextlib.suppress(Exception):  # the daemon is stopped in the launcher's finally all the same
             write_text_atomic(run.daemons_file, json.dumps([entry]))
@@ -105,25 +105,20 @@ def _tell_the_guardian(run: RunDir, daemon) -> None:
 
 def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: Observer = QUIET,
                  sample: bool = True, prepared: tuple[Platform, Placement] | None = None,
-                 controller: Callable[[RunDir], None] | None = None, make_daemon: Callable | None = None,
-                 sample_device_while_timing: bool = False, rank_env: dict[str, str] | None = None) -> Session:
-    """Start the planned ranks running ``workload``; return the session once they are all gone.
-
-    The sampler keeps out of the ranks' timed windows unless ``sample_device_while_timing``. ``controller(run)``
-    runs in a launcher-side thread while the ranks run (drills inject from there). ``rank_env``: variables every
-    rank sets before init, on top of the placement's."""
+                 sample_device_while_timing: bool = False) -> Session:
+    """Start the planned ranks running ``workload``; return the session once they are all gone. The sampler keeps
+    out of the ranks' timed windows unless ``sample_device_while_timing``."""
     from .worker import RankJob, rank_main
 
     if opts.started_by == "torchrun":
-        return _run_as_torchrun_rank(workload, opts, label, prepared, rank_env)
+        return _run_as_torchrun_rank(workload, opts, label, prepared)
 
     def entry(platform: Platform, placement: Placement) -> tuple:
         job = RankJob(workload=workload.name, settings=workload.settings, placement=placement,
                       timeout_s=opts.timeout_s, platform_backend=platform.backend)
         return rank_main, (job,), {}, job.describe()
 
-    return _supervised(entry, opts, label, observer, sample, prepared, controller, make_daemon,
-                       sample_device_while_timing, rank_env)
+    return _supervised(entry, opts, label, observer, sample, prepared, None, sample_device_while_timing, None)
 
 
 def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, observer: Observer = QUIET,
@@ -131,7 +126,9 @@ def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, ob
                controller: Callable[[RunDir], None] | None = None,
                rank_env: dict[str, str] | None = None, stragglers=None) -> Session:
     """The planned ranks running ``python -m module args`` as `ddplab launch` runs a script, the placement in
-    DDPLAB_DRILL_PLACEMENT (the drills do). ``stragglers``: the straggler watch's plan; None: not watched."""
+    DDPLAB_DRILL_PLACEMENT (the drills do). ``controller(run)`` runs in a launcher-side thread while the ranks run
+    (drills inject from there); ``rank_env``: variables every rank sets before init, on top of the placement's;
+    ``stragglers``: the straggler watch's plan, None: not watched."""
     import json
     import sys
 
@@ -142,11 +139,11 @@ def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, ob
         return sys.executable, ("-u", "-m", BOOT_MODULE, "-m", module, *args), env, \
             {"script": ["-m", module, *args], "placement": plan}
 
-    return _supervised(entry, opts, label, observer, True, prepared, controller, None, True, rank_env, stragglers)
+    return _supervised(entry, opts, label, observer, True, prepared, controller, True, rank_env, stragglers)
 
 
 def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, sample: bool,
-                prepared: tuple[Platform, Placement] | None, controller, make_daemon,
+                prepared: tuple[Platform, Placement] | None, controller,
                 sample_device_while_timing: bool, rank_env: dict[str, str] | None, stragglers=None) -> Session:
     """The planned ranks running what ``entry(platform, placement)`` says, under the one supervisor."""
     from ..report import terminal
@@ -157,7 +154,7 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
     console = observer.console
     with contextlib.ExitStack() as cleanup:  # on the way out: the monitor closed, the daemon stopped, the guardian
         cleanup.enter_context(Guardian(run))  # before the daemon: nothing the run starts outlives a SIGKILLed ddplab
-        placement, daemon = start_sharing_daemon(opts, platform, placement, run, make_daemon)
+        placement, daemon = start_sharing_daemon(opts, platform, placement, run)
         if daemon is not None:  # never left behind, least of all one a crashed rank may have poisoned
             cleanup.callback(daemon.stop)
         if rank_env:
@@ -204,15 +201,13 @@ def lab_config(run: RunDir, nproc: int, rdzv: Rendezvous):
 
 
 def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
-                          prepared: tuple[Platform, Placement] | None, rank_env: dict[str, str] | None) -> Session:
+                          prepared: tuple[Platform, Placement] | None) -> Session:
     """ddplab started as one of torchrun's workers (torchrun watches; no sampler, supervisor or daemon of ddplab's):
     run the workload here as that rank. Every rank gets every rank's return; global rank 0 writes the report."""
     from ..platform import open_monitor
     from .worker import RankJob, rank_of_torchrun
 
     platform, placement = prepared or prepare(opts)
-    if rank_env:
-        placement = replace(placement, env={**placement.env, **rank_env})
     rank = int(os.environ["RANK"])
     # Every rank is a process of its own here: one run directory each (one directory holds one run).
     run = RunDir.create(os.path.join(opts.run_dir, f"rank{rank}") if opts.run_dir else None, label)
