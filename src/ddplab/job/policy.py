@@ -184,8 +184,8 @@ def _single(backend: str, reason: str, daemon_kind: str | None, platform: Platfo
 
 
 def library_version(platform: Platform) -> tuple[str | None, str]:
-    """The collective library the ranks will load: the copy torch binds to, else the one it was built against; and
-    which of the two it is, in words."""
+    """The version of the collective library the ranks will load: the copy torch binds to, else the one it was built
+    against; and which of the two it is, in words."""
     if platform.collective_loaded_version:
         return platform.collective_loaded_version, "loaded"
     return platform.collective_built_version, "built-in (loaded version unknown)"
