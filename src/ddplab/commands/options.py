@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Mapping
 
 from ..basics import cli_options
 from ..report import terminal
-from ..errors import UsageError, invalid_choice, printable
+from ..errors import UsageError, printable
 from ..records.core import InSession
 from ..basics.files import STDOUT
+from ..basics.validators import check_choice
 
 if TYPE_CHECKING:
     from ..records.config import LaunchOptions
@@ -60,8 +61,7 @@ def check_output_options(args, formats: tuple[str, ...] = OUTPUT_FORMATS) -> Non
     fmt = getattr(args, "format", None)
     if fmt is None:
         return
-    if fmt not in formats:
-        raise invalid_choice("format", fmt, formats)
+    check_choice(fmt, "format", formats)
     if getattr(args, "json", None) == STDOUT and fmt != "text":
         raise UsageError("stdout-taken", f"--json - and --format {fmt} would both write to standard output; give "
                                          "--json a file, or use --format json alone")
