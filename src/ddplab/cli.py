@@ -65,8 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     redaction.learn(argv, os.environ)  # withheld wherever they appear again: files, reports, the terminal's record
     if argv and not argv[0].startswith("-") and argv[0] not in commands.COMMANDS:
-        err = invalid_choice("command", argv[0], commands.COMMANDS)
-        print(err.render(), file=sys.stderr)
+        print(invalid_choice("command", argv[0], commands.COMMANDS).render(), file=sys.stderr)
         return ExitCode.USAGE
     parser = build_parser(argv[0] if argv and argv[0] in commands.COMMANDS else None)
     try:

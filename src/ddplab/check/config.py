@@ -71,6 +71,7 @@ class CheckConfig:
     """Faults put in on purpose (tests; hidden option): INJECTIONS."""
     stages: list[StagePlan] = field(default_factory=list)
     """Filled in once the machine is known (the env stage): each stage's command line."""
+    profile = "check"  # not a field: the lab's word for what ran (lab.run_stages records it)
 
     def __post_init__(self):
         check_fields(self)
@@ -85,11 +86,6 @@ class CheckConfig:
         if self.from_report and "leftover" in self.inject:
             raise UsageError("invalid-inject", "--inject leftover starts a real process for the check to find; with "
                                                "--from-report nothing runs: give slow:OP or wrong:OP")
-
-    @property
-    def profile(self) -> str:
-        """The lab's word for what ran (lab.run_stages records it)."""
-        return "check"
 
     def across(self) -> LaunchOptions | None:
         """The job's launch options across machines (pairwise), or None on one machine."""

@@ -15,6 +15,7 @@ says so in its report (``injected``) and in its status line.
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -80,43 +81,26 @@ def _fault(row, kind: str):
                    repeat_us=[t * SLOWDOWN for t in row.repeat_us] if row.repeat_us else row.repeat_us)
 
 
-class Leftover:
-    """A real orphaned rank for the check's environment survey to find (context manager: ended on exit)."""
+@contextlib.contextmanager
+def leftover(run_id: str, run_dir: Path):
+    """A real orphaned rank for the check's environment survey to find, ended on exit; yields the words the report
+    says it in."""
+    import psutil
 
-    def __init__(self, run_id: str, run_dir: Path):
-        self.run_id, self.run_dir = run_id, run_dir
-        self.pid: int | None = None
-        self._proc = None
-
-    def __enter__(self) -> "Leftover":
-        import psutil
-
-        # its run directory holds its run id, as a real run's does (supervision/procs.py ties a marker to a run by it)
-        write_text_atomic(self.run_dir / RUN_ID_FILE, self.run_id + "\n", make_parents=True)
-        done = subprocess.run([sys.executable, "-c", _LAUNCHER, self.run_id, str(LEFTOVER_LIFE_S),
-                               str(self.run_dir.resolve())],
-                              capture_output=True, text=True, timeout=60, check=True)
-        self.pid = int(done.stdout.strip())
-        self._proc = psutil.Process(self.pid)  # remembers its start time: never kills a reused pid
-        return self
-
-    def __exit__(self, *exc) -> None:
-        import os
-
-        import psutil
-
-        if self._proc is None:
-            return
-        try:
-            self._proc.kill()
-        except psutil.NoSuchProcess:
-            return
-        # Re-parented to this process (a subreaper, or the init of a PID namespace), it is ours to reap.
-        try:
-            os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            with contextlib.suppress(psutil.NoSuchProcess, psutil.TimeoutExpired):
-                self._proc.wait(timeout=5)
-
-    def describe(self) -> str:
-        return f"leftover: pid {self.pid}, a rank of run {self.run_id} whose launcher exited"
+    # its run directory holds its run id, as a real run's does (supervision/procs.py ties a marker to a run by it)
+    write_text_atomic(run_dir / RUN_ID_FILE, run_id + "\n", make_parents=True)
+    done = subprocess.run([sys.executable, "-c", _LAUNCHER, run_id, str(LEFTOVER_LIFE_S), str(run_dir.resolve())],
+                          capture_output=True, text=True, timeout=60, check=True)
+    pid = int(done.stdout.strip())
+    proc = psutil.Process(pid)  # remembers its start time: never kills a reused pid
+    try:
+        yield f"leftover: pid {pid}, a rank of run {run_id} whose launcher exited"
+    finally:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
+            # Re-parented to this process (a subreaper, or the init of a PID namespace), it is ours to reap.
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                with contextlib.suppress(psutil.TimeoutExpired):
+                    proc.wait(timeout=5)

@@ -25,7 +25,7 @@ from ..records.run import StageRecord
 from . import rules
 from .baseline import Baseline
 from .metrics import machine_type, metrics_of, stage_of
-from .record import CheckRecord, MachineType, Metrics, NodeCheck, Reading, Status
+from .record import PROBLEMS_ORDER, CheckRecord, MachineType, Metrics, NodeCheck, Reading, Status, problems
 from .thresholds import Thresholds
 
 BUILT_IN = "built-in defaults: exact data, nothing left behind, every measurement's own checks, busbw as a " \
@@ -64,7 +64,7 @@ def judge(stages: list[StageRecord], platform, expectations: Expectations, *, st
         checks.insert(0, _stopped_row(stop, stages, duration_s, deadline_s))
     checks = _unique_keys(checks)
     status = Status.worst(c.status for c in checks)
-    return CheckRecord(status=status, summary=summary_line(status, checks), machine=machine, expectations=sources,
+    return CheckRecord(status=status, summary=summary_line(checks), machine=machine, expectations=sources,
                        node_checks=checks, metrics=metrics,
                        finished_unix=round(time.time() if finished_unix is None else finished_unix, 3),
                        stages=stages, interrupted=stop is not None, stopped_by=stop.by if stop else None,
@@ -77,7 +77,7 @@ def not_judged(message: str, next_step: str) -> CheckRecord:
     it began): UNKNOWN, saying why, so that the runners' files say so instead of keeping an older answer."""
     row = NodeCheck("check.ran", "check", "ran", Status.UNKNOWN, message, "the check runs",
                     "a check that could not run says nothing about the node", next_step)
-    return CheckRecord(status=Status.UNKNOWN, summary=summary_line(Status.UNKNOWN, [row]), machine=None,
+    return CheckRecord(status=Status.UNKNOWN, summary=summary_line([row]), machine=None,
                        expectations=[], node_checks=[row], metrics=Metrics(), finished_unix=round(time.time(), 3))
 
 
@@ -178,16 +178,14 @@ def _rules(stages, machine: MachineType | None, metrics,
     return rows, sources
 
 
-def summary_line(status: Status, checks: list[NodeCheck], most: int = 3) -> str:
-    """The status and the worst findings, one line: what a runner shows an operator first."""
-    problems = sorted((c for c in checks if c.status is not Status.OK),
-                      key=lambda c: [Status.CRITICAL, Status.UNKNOWN, Status.WARNING].index(c.status))
-    if not problems:
+def summary_line(checks: list[NodeCheck], most: int = 3) -> str:
+    """How many checks are not OK and the worst findings, one line: what a runner shows an operator first."""
+    found = problems(checks)
+    if not found:
         return f"{len(checks)} checks passed"
-    counts = ", ".join(f"{n} {s.name.lower()}" for s in (Status.CRITICAL, Status.UNKNOWN, Status.WARNING)
-                       if (n := sum(c.status is s for c in problems)))
-    shown = "; ".join(c.message for c in problems[:most])
-    more = f"; and {len(problems) - most} more" if len(problems) > most else ""
+    counts = ", ".join(f"{n} {s.name.lower()}" for s in PROBLEMS_ORDER if (n := sum(c.status is s for c in found)))
+    shown = "; ".join(c.message for c in found[:most])
+    more = f"; and {len(found) - most} more" if len(found) > most else ""
     return f"{counts} of {len(checks)} checks: {shown}{more}"
 
 

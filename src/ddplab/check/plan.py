@@ -64,26 +64,23 @@ def stages(machine: Machine, nproc: int, out: Path, deadline_s: float, across: L
     kind = kind_of(machine)
     host = "host" if machine.host_only else "accelerator"
 
-    def launch(name: str, **kw) -> LaunchOptions:
-        options = dict(device=machine.device, run_dir=str(out / name), hang_timeout_s=deadline_s)
-        if kind == "per-device":
-            options.update(nproc=machine.device_count, placement="per-device")
-        else:
-            options.update(nproc=nproc)
-        return LaunchOptions(**{**options, **kw})
+    ranks = dict(nproc=machine.device_count, placement="per-device") if kind == "per-device" else dict(nproc=nproc)
+
+    def launch(name: str) -> LaunchOptions:
+        return LaunchOptions(device=machine.device, run_dir=str(out / name), hang_timeout_s=deadline_s, **ranks)
 
     plan: list[Stage] = []
     if across is not None and across.nnodes > 1:
         plan.append(Stage("pairwise", "pairwise", PairwiseConfig(
             launch=replace(across, device=machine.device, run_dir=str(out / "pairwise"), hang_timeout_s=deadline_s),
             sizes=tuple(size_range(*PAIRWISE_SIZES[host])))))
-    plan.append(Stage("storm", "storm", StormConfig(launch=launch("storm"), iters=STORM_ITERS)))
-    plan.append(Stage("sweep", "sweep", SweepConfig(launch=launch("sweep"), ops=OPS, sizes=sweep_sizes(kind),
-                                                        **(HOST_SWEEP if kind == "host" else {}))))
     device_bytes, host_bytes = CEILING_BYTES[host]
-    plan.append(Stage("ceiling", "ceiling", CeilingConfig(device=machine.device, run_dir=str(out / "ceiling"),
-                                                              bytes=device_bytes, host_bytes=host_bytes, iters=10)))
-    plan.append(Stage("drill", "drill", DrillConfig(
-        launch=LaunchOptions(device=machine.device, run_dir=str(out / "drill"), timeout_s=DRILL_TIMEOUT_S[host]),
-        drills=("kill_rank",))))
-    return plan
+    return plan + [
+        Stage("storm", "storm", StormConfig(launch=launch("storm"), iters=STORM_ITERS)),
+        Stage("sweep", "sweep", SweepConfig(launch=launch("sweep"), ops=OPS, sizes=sweep_sizes(kind),
+                                            **(HOST_SWEEP if kind == "host" else {}))),
+        Stage("ceiling", "ceiling", CeilingConfig(device=machine.device, run_dir=str(out / "ceiling"),
+                                                  bytes=device_bytes, host_bytes=host_bytes, iters=10)),
+        Stage("drill", "drill", DrillConfig(
+            launch=LaunchOptions(device=machine.device, run_dir=str(out / "drill"), timeout_s=DRILL_TIMEOUT_S[host]),
+            drills=("kill_rank",)))]

@@ -52,6 +52,7 @@ class Status(str, enum.Enum):
 
 _CODES = {Status.OK: 0, Status.WARNING: 1, Status.CRITICAL: 2, Status.UNKNOWN: 3}
 _SEVERITY = [Status.OK, Status.WARNING, Status.UNKNOWN, Status.CRITICAL]
+PROBLEMS_ORDER = (Status.CRITICAL, Status.UNKNOWN, Status.WARNING)  # how a runner lists what is not OK
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,11 @@ class NodeCheck:
 
     def as_check(self) -> Check:
         return Check(self.name, self.shown, self.value, self.threshold, self.rule, self.next_step, stage=self.stage)
+
+
+def problems(checks: list[NodeCheck]) -> list[NodeCheck]:
+    """The checks that are not OK, worst first (in their order within a status)."""
+    return sorted((c for c in checks if c.status is not Status.OK), key=lambda c: PROBLEMS_ORDER.index(c.status))
 
 
 @dataclass(frozen=True)
@@ -193,9 +199,7 @@ class CheckRecord:
         return [c.as_check() for c in self.node_checks]
 
     def problems(self) -> list[NodeCheck]:
-        """The checks that are not OK, worst first (in their order within a status)."""
-        order = [Status.CRITICAL, Status.UNKNOWN, Status.WARNING]
-        return sorted((c for c in self.node_checks if c.status is not Status.OK), key=lambda c: order.index(c.status))
+        return problems(self.node_checks)
 
     def timed_rows(self, config=None) -> list:
         """The stages' comparable rows, as a lab report's: `ddplab compare` lines two checks up."""

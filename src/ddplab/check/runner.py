@@ -23,7 +23,7 @@ from ..records import Report
 from . import COMMAND, plan
 from .config import CheckConfig
 from .record import CheckRecord
-from .inject import Leftover, apply_row_faults, wants_leftover
+from .inject import apply_row_faults, leftover, wants_leftover
 from .judge import Expectations, Stop, judge
 
 
@@ -32,9 +32,9 @@ def run(config: CheckConfig, console, expectations: Expectations) -> Report:
         return judge_report(config, expectations)
     out = lab.claim_out_dir(config.out, COMMAND)
     started = time.monotonic()
-    leftover = Leftover(f"check-injected-{out.name}", out / "injected-leftover") \
-        if wants_leftover(config.inject) else None
-    with leftover or contextlib.nullcontext():
+    planted = leftover(f"check-injected-{out.name}", out / "injected-leftover") \
+        if wants_leftover(config.inject) else contextlib.nullcontext()
+    with planted as described:
         records = []
         with interrupts.deadline(seconds_left(config.deadline_s)):
             env_stage = Stage("env", "env", measurements.get("env").Config(device=config.device))
@@ -44,7 +44,7 @@ def run(config: CheckConfig, console, expectations: Expectations) -> Report:
                                                                  out, config.stage_deadline_s, config.across())
             ran = lab.run_stages(config, stages, out, console, platform, records, started, first=[env_stage],
                                  write=False)
-        injected = _injected(config, leftover)
+        injected = _injected(config, described)
         stop = None
         if ran.results.interrupted:
             done = {s.name for s in ran.results.stages}
@@ -105,5 +105,6 @@ def report_time(report: Report, path: str) -> float:
         return os.path.getmtime(path)
 
 
-def _injected(config: CheckConfig, leftover: Leftover | None) -> list[str]:
-    return [leftover.describe() if spec == "leftover" and leftover is not None else spec for spec in config.inject]
+def _injected(config: CheckConfig, leftover: str | None) -> list[str]:
+    """The faults as the report says them: the leftover process planted, by its pid and run."""
+    return [leftover if spec == "leftover" and leftover is not None else spec for spec in config.inject]

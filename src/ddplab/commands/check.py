@@ -34,7 +34,7 @@ EXAMPLES = (  # shown by --help (commands.help_epilog)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, CheckConfig, json=None)
+    cli_options.add_arguments(parser, CheckConfig)
     # What goes where: the runner's language on stdout, and the files its collectors read (not the check's Config).
     parser.add_argument("--format", default="text", metavar="|".join(formats.FORMATS),
                         help=cli_options.help_text(
@@ -56,10 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args, environ=os.environ) -> CheckConfig:
     from ..cluster import launchers
-    from ..errors import UsageError, invalid_choice
+    from ..errors import UsageError
 
-    if args.format not in formats.FORMATS:
-        raise invalid_choice("format", args.format, formats.FORMATS)
     given = cli_options.values_given(CheckConfig, args)
     where = launchers.resolve(launchers.detect(environ), launchers.Asked(
         nproc=None, nnodes=given.get("nnodes"), rdzv_endpoint=given.get("rdzv_endpoint"),
@@ -117,13 +115,15 @@ def _require_prometheus_client() -> None:
 
 
 def main(args, console) -> int:
+    from rich.console import Console
+
     from ..check import runner
     from ..check.formats import junit, nagios, npd, prometheus, text
     from ..report.terminal import stopped_exit_code
     from ..basics.files import write_json
 
     config = config_from_args(args)
-    progress = console if args.format == "text" else _stderr_console()
+    progress = console if args.format == "text" else Console(file=sys.stderr, highlight=False, width=160)
     report = runner.run(config, progress, expectations_of(config))
     record = report.results
     doc = report.to_json()
@@ -149,7 +149,7 @@ def runner_error(argv: list[str], exit_code: int, message: str) -> int | None:
     """cli.py's hook for a check that ended without judging the node: the textfile and the JUnit asked for say UNKNOWN
     and why (replacing an older answer a collector would keep reading), and a runner's format (`--format nagios|npd`)
     gets its UNKNOWN line and exit code. None: ddplab's own exit code."""
-    message = message[len("error: "):] if message.startswith("error: ") else message
+    message = message.removeprefix("error: ")
     _write_not_judged(argv, message, exit_code)
     fmt = option_value(argv, "--format")
     if fmt not in formats.RUNNER_FORMATS:
@@ -158,7 +158,7 @@ def runner_error(argv: list[str], exit_code: int, message: str) -> int | None:
 
     print((nagios if fmt == "nagios" else npd).unknown(message))
     sys.stdout.flush()
-    return formats.error_exit_code(fmt, exit_code)
+    return formats.UNKNOWN_EXIT[fmt]  # bad usage, cannot run here, a bug, a stop: no verdict on the node
 
 
 def _write_not_judged(argv: list[str], message: str, exit_code: int) -> None:
@@ -195,9 +195,3 @@ def option_value(argv: list[str], flag: str) -> str | None:
         elif arg.startswith(f"{flag}="):
             found = arg.split("=", 1)[1]
     return found
-
-
-def _stderr_console():
-    from rich.console import Console
-
-    return Console(file=sys.stderr, highlight=False, width=160)

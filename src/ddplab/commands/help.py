@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import re
 
+from ..errors import EXIT_CODE_MEANINGS
+
 
 def description(module) -> str:
     """The first paragraph of the command module's docstring, on one line."""
@@ -26,15 +28,8 @@ def examples(lines) -> str:
     return "examples:\n" + "\n".join(f"  {command}\n      # {what}" for command, what in lines)
 
 
-def _exit_codes() -> str:
-    from ..errors import EXIT_CODE_MEANINGS
-
-    codes = "\n".join(f"  {int(code):<4} {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items())
-    return (f"exit codes:\n{codes}\n"
-            "  `ddplab check --format nagios` and `--format npd` answer in the runner's own codes (see --format).")
-
-
-EXIT_CODES = _exit_codes()
+EXIT_CODES = ("exit codes:\n" + "".join(f"  {int(code):<4} {meaning}\n" for code, meaning in EXIT_CODE_MEANINGS.items())
+              + "  `ddplab check --format nagios` and `--format npd` answer in the runner's own codes (see --format).")
 
 
 class HelpFormatter(argparse.HelpFormatter):

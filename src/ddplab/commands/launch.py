@@ -129,12 +129,8 @@ def _nproc_words(parser: argparse.ArgumentParser) -> list[str]:
     return [w.strip() for w in inner.split(",") if w.strip() and w.strip() != "int"]
 
 
-def config_from_args(args) -> UserJobConfig:
-    return parse(args.launch_argv)
-
-
 def validate(args) -> None:
-    args.config = config_from_args(args)
+    args.config = parse(args.launch_argv)
 
 
 def main(args, console) -> int:

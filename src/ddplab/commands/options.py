@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Mapping
 
 from ..basics import cli_options
 from ..report import terminal
-from ..errors import UsageError, invalid_choice
+from ..errors import UsageError, printable
 from ..records.core import InSession
 from ..basics.files import STDOUT
+from ..basics.validators import check_choice
 
 if TYPE_CHECKING:
     from ..records.config import LaunchOptions
@@ -34,19 +35,14 @@ def _vendors():
 
 
 def add_config_arguments(parser: argparse.ArgumentParser, config_cls: type, *,
-                         json: str | None = "also write the JSON report here") -> None:
-    """The Config's options, and the output options unless ``json`` (--json's help) is None."""
+                         json: str = "also write the JSON report here") -> None:
+    """The Config's options, then --format text|json and --json PATH (``json``: its help): what goes to standard
+    output, and a copy of the report elsewhere."""
     cli_options.add_arguments(parser, config_cls)
-    if json:
-        add_output_arguments(parser, json)
-
-
-def add_output_arguments(parser: argparse.ArgumentParser, json_help: str) -> None:
-    """--format text|json and --json PATH: what goes to standard output, and a copy of the report elsewhere."""
     parser.add_argument("--format", default="text", metavar="|".join(OUTPUT_FORMATS), help=cli_options.help_text(
         "what goes to standard output: text, the result as a person reads it, or json, the JSON report alone (what "
         "the command shows then goes to standard error)", "text"))
-    add_json_argument(parser, json_help)
+    add_json_argument(parser, json)
 
 
 def add_json_argument(parser: argparse.ArgumentParser, help: str) -> None:
@@ -65,8 +61,7 @@ def check_output_options(args, formats: tuple[str, ...] = OUTPUT_FORMATS) -> Non
     fmt = getattr(args, "format", None)
     if fmt is None:
         return
-    if fmt not in formats:
-        raise invalid_choice("format", fmt, formats)
+    check_choice(fmt, "format", formats)
     if getattr(args, "json", None) == STDOUT and fmt != "text":
         raise UsageError("stdout-taken", f"--json - and --format {fmt} would both write to standard output; give "
                                          "--json a file, or use --format json alone")
@@ -75,8 +70,6 @@ def check_output_options(args, formats: tuple[str, ...] = OUTPUT_FORMATS) -> Non
 def finish(report, render, args, console, run_dir: str | os.PathLike | None = None) -> int:
     """How a command that shows one report ends: the report in its run directory (where it has one), the --json copy,
     the JSON on standard output for --format json; then terminal.finish."""
-    from ..errors import printable
-
     record = None
     if run_dir:  # the run directory's layout, only for a command that has one
         from ..basics.rundir import REPORT_FILE

@@ -27,7 +27,7 @@ EXAMPLES = (  # shown by --help (commands.help_epilog)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_config_arguments(parser, lab.RunConfig, json="also write the JSON report here")
+    options.add_config_arguments(parser, lab.RunConfig)
 
 
 def config_from_args(args) -> lab.RunConfig:

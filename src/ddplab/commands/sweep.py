@@ -26,8 +26,6 @@ EXAMPLES = (  # shown by --help (commands.help_epilog)
 )
 
 
-# ---------------------------------------------------------------------------------------------- rendering
-
 def render(report: Report, console) -> None:
     r: SweepRecord = report.results
     terminal.failures(r.session, console)

@@ -152,8 +152,9 @@ class Rank(RankLife):
         self.beacon.close()
 
     def fail(self, exc: BaseException, status: int, ask_peers: bool = True) -> None:
-        # The launcher may already be stopping the group: its SIGTERM waits until the evidence is written.
-        signal.signal(signal.SIGTERM, _note_late_sigterm)
+        # The launcher may already be stopping the group: its SIGTERM waits until the evidence is written, and the
+        # rank leaves right after.
+        signal.signal(signal.SIGTERM, lambda signum, frame: None)
         text = user_traceback(exc)
         if not isinstance(exc, SystemExit):
             sys.stderr.write(text)
@@ -208,10 +209,6 @@ class Rank(RankLife):
             return self.run.answered_file(rank).stat().st_mtime >= when
         except OSError:
             return False
-
-
-def _note_late_sigterm(signum, frame) -> None:
-    """SIGTERM while a failing rank writes its evidence: it leaves right after."""
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..basics.cli_options import Range, check_fields, option, switch
-from ..errors import UsageError, invalid_choice
-from ..basics.validators import (MAX_NODES, MAX_TIMEOUT_S, argv_text, check_nproc, check_number, is_whole_number,
-                                number_text)
+from ..errors import UsageError
+from ..basics.validators import (MAX_NODES, MAX_TIMEOUT_S, argv_text, check_choice, check_nproc, check_number,
+                                is_whole_number, number_text)
 
 
 MAX_RESTARTS = 10_000  # a restart takes seconds at least: more is a typo
@@ -30,8 +30,7 @@ class Target:
     args: tuple[str, ...] = ()
 
     def __post_init__(self):
-        if self.kind not in TARGET_KINDS:
-            raise invalid_choice("target kind", self.kind, TARGET_KINDS)
+        check_choice(self.kind, "target kind", TARGET_KINDS)
         object.__setattr__(self, "args", tuple(self.args))
 
     def boot_argv(self) -> list[str]:

@@ -152,7 +152,7 @@ def _choose_backend(opts: LaunchOptions, platform: Platform, shared: bool, daemo
                   f"one device is not documented, so ddplab runs it and reports what happens")
         return _single(platform.backend, reason, None, platform, warnings=(f"{lib} with several ranks per device "
                                                                             f"is unverified",))
-    if (version_tuple(_library_version(platform)[0]) or (0,)) >= rule.min_version:
+    if (version_tuple(library_version(platform)[0]) or (0,)) >= rule.min_version:
         return _shared_with_library(opts, platform, daemon)
     return _shared_refused_by_library(opts, platform, daemon, insisted)
 
@@ -183,7 +183,9 @@ def _single(backend: str, reason: str, daemon_kind: str | None, platform: Platfo
     return _Choice(backend, reason, warnings=warnings, sharing_daemon=daemon_kind, considered=(option,))
 
 
-def _library_version(platform: Platform) -> tuple[str | None, str]:
+def library_version(platform: Platform) -> tuple[str | None, str]:
+    """The version of the collective library the ranks will load: the copy torch binds to, else the one it was built
+    against; and which of the two it is, in words."""
     if platform.collective_loaded_version:
         return platform.collective_loaded_version, "loaded"
     return platform.collective_built_version, "built-in (loaded version unknown)"
@@ -261,7 +263,7 @@ def _shared_refused_by_library(opts: LaunchOptions, platform: Platform, daemon: 
 def _library_terms(platform: Platform) -> tuple[str, str, str]:
     """("<library> <version> (loaded)", the version several ranks per device need, the variables that allow it)."""
     rule = platform.spec.multi_rank
-    version, which = _library_version(platform)
+    version, which = library_version(platform)
     return f"{platform.collective_library} {version} ({which})", rule.version_needed, rule.switch
 
 

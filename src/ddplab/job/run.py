@@ -5,6 +5,7 @@ anything starts; ``write_reports`` writes <job dir>/report.json and report.html.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -14,12 +15,13 @@ from ..basics import redaction
 from ..errors import printable
 from ..basics.files import withhold_in_place, write_text_atomic
 from ..platform import Platform, detect, open_monitor
-from ..records import Check, Report
+from ..records import Report
 from ..records.launch import LaunchRecord
 from ..basics.rundir import RunDir
 from . import ras
 from .config import UserJobConfig
 from .outcome import build_record
+from .policy import library_version
 from .supervise import run_user_job
 from .torchrun_args import resolve
 
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 NAME = "launch"  # run ids read launch-<date>-<time>-<hex>, as the default directory's name does
 SUMMARY = "run your own training script as torchrun would, and name the rank that fails or hangs it"
 Config, Record = UserJobConfig, LaunchRecord
+checks, summary = LaunchRecord.checks, LaunchRecord.summary  # the kind's hooks (records.core) are the record's own
 OUT_OPTION = "--out"
 
 
@@ -39,18 +42,17 @@ def run(config: UserJobConfig, observer: "Observer | None" = None, platform: Pla
     # The job's secrets (its program's arguments, its ranks' environment) are withheld from its files and report.
     redaction.learn(request.target.args, {**os.environ, **request.worker_env})
     machine = platform or detect(with_memory=False)
-    ras_plan = ras.plan(request.ras, machine.spec.ras, machine.collective_library, _library_version(machine),
+    ras_plan = ras.plan(request.ras, machine.spec.ras, machine.collective_library, library_version(machine)[0],
                         {**os.environ, **request.worker_env})  # what the ranks will see
     job = RunDir.create(request.out, NAME, option=OUT_OPTION)
     console = observer.console if observer is not None else None
-    if console is not None:  # printable: the path is the user's words
-        console.print(printable(f"ddplab launch: job directory {job.path}"), markup=False, highlight=False)
-    monitor = open_monitor(machine.spec)
-    try:
-        outcome, sampler = run_user_job(request, job, monitor, ras_plan, device_type=machine.device_type,
-                                        say=_say(console))
-    finally:
-        monitor.close()
+    # What the job's console shows (the straggler watch's lines too, from its thread while the ranks print theirs);
+    # printable: the path and the lines hold the user's words.
+    say = None if console is None else lambda line: console.print(printable(line), markup=False, highlight=False)
+    if say is not None:
+        say(f"ddplab launch: job directory {job.path}")
+    with contextlib.closing(open_monitor(machine.spec)) as monitor:
+        outcome, sampler = run_user_job(request, job, monitor, ras_plan, device_type=machine.device_type, say=say)
     for log in job.path.rglob("*.log"):  # what the ranks printed, where --log-dir put it inside the job directory
         withhold_in_place(log)
     return build_record(outcome, sampler.timeseries(), ran_with=request.launch_config())
@@ -61,14 +63,6 @@ def config_as_run(config: UserJobConfig, record: LaunchRecord) -> UserJobConfig:
     return record.ran_with or config
 
 
-def checks(record: LaunchRecord) -> list[Check]:
-    return record.checks()
-
-
-def summary(record: LaunchRecord) -> str:
-    return record.summary()
-
-
 def write_reports(report: Report) -> None:
     """<job dir>/report.json and report.html (and the hang's timeline as a trace-event file beside the page)."""
     from ..report.page import write_page
@@ -76,15 +70,3 @@ def write_reports(report: Report) -> None:
     job = RunDir(Path(report.results.job_dir), report.results.run_id)
     write_text_atomic(job.report_file, json.dumps(report.to_json(), default=str))
     write_page(report, job.page_file)
-
-
-def _say(console):
-    """The straggler watch's live lines, on the console (from the watch's thread while the ranks print theirs)."""
-    if console is None:
-        return None
-    return lambda line: console.print(printable(line), markup=False, highlight=False)
-
-
-def _library_version(machine: Platform) -> str | None:
-    """The collective library the ranks will load: the copy torch binds to, else the one it was built against."""
-    return machine.collective_loaded_version or machine.collective_built_version

@@ -17,7 +17,7 @@ from ..records.config import LaunchOptions
 from ..basics.observer import QUIET, Observer  # noqa: F401 - every run's watcher; commands import it from here
 from ..platform import Platform
 from ..records.placement import Placement
-from ..records.session import RankReturn, SessionRecord
+from ..records.session import SessionRecord
 from ..basics.rundir import PLACEMENT_ENV, RunDir
 from ..supervision.sampler import RankSampler
 from .session_record import session_record, torchrun_job_ranks
@@ -48,12 +48,9 @@ class Session:
     job_states: dict[int, Any] = field(default_factory=dict)
 
     @property
-    def returns(self) -> list[RankReturn]:
-        return [self.outcome.return_values[r] for r in sorted(self.outcome.return_values)]
-
-    @property
     def results(self) -> list[Any]:
-        return [r.result for r in self.returns]
+        """What each rank's workload returned, by global rank."""
+        return [self.outcome.return_values[r].result for r in sorted(self.outcome.return_values)]
 
 
 def prepare(opts: LaunchOptions, with_memory: bool = False) -> tuple[Platform, Placement]:
@@ -100,7 +97,7 @@ def _tell_the_guardian(run: RunDir, daemon) -> None:
 
     from ..basics.files import write_text_atomic
 
-    entry = daemon.guardian_entry() if hasattr(daemon, "guardian_entry") else None
+    entry = daemon.guardian_entry()
     if entry is not None:
         with contextlib.suppress(Exception):  # the daemon is stopped in the launcher's finally all the same
             write_text_atomic(run.daemons_file, json.dumps([entry]))
@@ -108,25 +105,20 @@ def _tell_the_guardian(run: RunDir, daemon) -> None:
 
 def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: Observer = QUIET,
                  sample: bool = True, prepared: tuple[Platform, Placement] | None = None,
-                 controller: Callable[[RunDir], None] | None = None, make_daemon: Callable | None = None,
-                 sample_device_while_timing: bool = False, rank_env: dict[str, str] | None = None) -> Session:
-    """Start the planned ranks running ``workload``; return the session once they are all gone.
-
-    The sampler keeps out of the ranks' timed windows unless ``sample_device_while_timing``. ``controller(run)``
-    runs in a launcher-side thread while the ranks run (drills inject from there). ``rank_env``: variables every
-    rank sets before init, on top of the placement's."""
+                 sample_device_while_timing: bool = False) -> Session:
+    """Start the planned ranks running ``workload``; return the session once they are all gone. The sampler keeps
+    out of the ranks' timed windows unless ``sample_device_while_timing``."""
     from .worker import RankJob, rank_main
 
     if opts.started_by == "torchrun":
-        return _run_as_torchrun_rank(workload, opts, label, prepared, rank_env)
+        return _run_as_torchrun_rank(workload, opts, label, prepared)
 
     def entry(platform: Platform, placement: Placement) -> tuple:
         job = RankJob(workload=workload.name, settings=workload.settings, placement=placement,
                       timeout_s=opts.timeout_s, platform_backend=platform.backend)
         return rank_main, (job,), {}, job.describe()
 
-    return _supervised(entry, opts, label, observer, sample, prepared, controller, make_daemon,
-                       sample_device_while_timing, rank_env)
+    return _supervised(entry, opts, label, observer, sample, prepared, None, sample_device_while_timing, None)
 
 
 def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, observer: Observer = QUIET,
@@ -134,7 +126,9 @@ def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, ob
                controller: Callable[[RunDir], None] | None = None,
                rank_env: dict[str, str] | None = None, stragglers=None) -> Session:
     """The planned ranks running ``python -m module args`` as `ddplab launch` runs a script, the placement in
-    DDPLAB_DRILL_PLACEMENT (the drills do). ``stragglers``: the straggler watch's plan; None: not watched."""
+    DDPLAB_DRILL_PLACEMENT (the drills do). ``controller(run)`` runs in a launcher-side thread while the ranks run
+    (drills inject from there); ``rank_env``: variables every rank sets before init, on top of the placement's;
+    ``stragglers``: the straggler watch's plan, None: not watched."""
     import json
     import sys
 
@@ -145,11 +139,11 @@ def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, ob
         return sys.executable, ("-u", "-m", BOOT_MODULE, "-m", module, *args), env, \
             {"script": ["-m", module, *args], "placement": plan}
 
-    return _supervised(entry, opts, label, observer, True, prepared, controller, None, True, rank_env, stragglers)
+    return _supervised(entry, opts, label, observer, True, prepared, controller, True, rank_env, stragglers)
 
 
 def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, sample: bool,
-                prepared: tuple[Platform, Placement] | None, controller, make_daemon,
+                prepared: tuple[Platform, Placement] | None, controller,
                 sample_device_while_timing: bool, rank_env: dict[str, str] | None, stragglers=None) -> Session:
     """The planned ranks running what ``entry(platform, placement)`` says, under the one supervisor."""
     from ..report import terminal
@@ -157,11 +151,12 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
 
     platform, placement = prepared or prepare(opts)
     run = RunDir.create(opts.run_dir, label)
-    monitor = daemon = None
     console = observer.console
-    guardian = Guardian(run).__enter__()  # before the daemon: nothing the run starts outlives a SIGKILLed ddplab
-    try:
-        placement, daemon = start_sharing_daemon(opts, platform, placement, run, make_daemon)
+    with contextlib.ExitStack() as cleanup:  # on the way out: the monitor closed, the daemon stopped, the guardian
+        cleanup.enter_context(Guardian(run))  # before the daemon: nothing the run starts outlives a SIGKILLed ddplab
+        placement, daemon = start_sharing_daemon(opts, platform, placement, run)
+        if daemon is not None:  # never left behind, least of all one a crashed rank may have poisoned
+            cleanup.callback(daemon.stop)
         if rank_env:
             placement = replace(placement, env={**placement.env, **rank_env})
         if console is not None:
@@ -171,7 +166,7 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
         entrypoint, args, env, description = entry(platform, placement)
         # the lab's ranks import torch without numpy on a fresh system Python: no stray warning (a user's job is theirs)
         env = {**env, "PYTHONWARNINGS": numpy_warning.for_ranks(os.environ.get("PYTHONWARNINGS"))}
-        monitor = open_monitor(platform.spec)
+        monitor = cleanup.enter_context(contextlib.closing(open_monitor(platform.spec)))
         rdzv = Rendezvous.from_options(opts)
         with terminal.live_ranks(console if observer.live else None) as update:
             sampler = RankSampler(run, monitor, on_sample=update, enabled=sample,
@@ -182,12 +177,6 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
                                        job_id=rdzv.run_id or "", description=description, sampler=sampler,
                                        controller=controller, guardian=False, stragglers=stragglers))
             ended_at = time.time()
-    finally:
-        if monitor is not None:
-            monitor.close()
-        if daemon is not None:
-            daemon.stop()  # never leave a daemon behind, least of all one a crashed rank may have poisoned
-        guardian.__exit__(None, None, None)
     record = replace(session_record(placement, run, outcome, sampler, daemon.record() if daemon else None,
                              outcome.hang, opts.nnodes), platform=platform, culprit=outcome.culprit,
                      machines_lost=None if outcome.ok else outcome.machines_lost)
@@ -212,15 +201,13 @@ def lab_config(run: RunDir, nproc: int, rdzv: Rendezvous):
 
 
 def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
-                          prepared: tuple[Platform, Placement] | None, rank_env: dict[str, str] | None) -> Session:
+                          prepared: tuple[Platform, Placement] | None) -> Session:
     """ddplab started as one of torchrun's workers (torchrun watches; no sampler, supervisor or daemon of ddplab's):
     run the workload here as that rank. Every rank gets every rank's return; global rank 0 writes the report."""
     from ..platform import open_monitor
     from .worker import RankJob, rank_of_torchrun
 
     platform, placement = prepared or prepare(opts)
-    if rank_env:
-        placement = replace(placement, env={**placement.env, **rank_env})
     rank = int(os.environ["RANK"])
     # Every rank is a process of its own here: one run directory each (one directory holds one run).
     run = RunDir.create(os.path.join(opts.run_dir, f"rank{rank}") if opts.run_dir else None, label)
@@ -234,11 +221,8 @@ def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
         outcome.failures = {rank: _failed_here(exc)}
     outcome.duration_s = time.monotonic() - start
     outcome.listen = torchruns_store(opts.nnodes).record()
-    monitor = open_monitor(platform.spec)
-    try:
+    with contextlib.closing(open_monitor(platform.spec)) as monitor:
         sampler = RankSampler(run, monitor, enabled=False)  # torchrun's workers are not sampled
-    finally:
-        monitor.close()
     record = replace(session_record(placement, run, outcome, sampler, None, None, opts.nnodes), platform=platform,
                      ranks=torchrun_job_ranks(placement, outcome))
     return Session(platform, placement, run, outcome, record, time.time())

@@ -9,6 +9,7 @@ from ..records.placement import Placement
 from ..records.session import FailureRecord, RankOutcome, SessionRecord
 from ..basics.rundir import RunDir
 from ..supervision.sampler import RankSampler
+from ..supervision.elastic import ElasticFailure
 from ..supervision.job import JobOutcome
 
 
@@ -16,7 +17,7 @@ def torchrun_job_ranks(placement: Placement, outcome: JobOutcome) -> list[RankOu
     """Every rank of a torchrun job that this rank heard from (all of them when the job completed)."""
     if not outcome.return_values:
         return [RankOutcome(rank=r, local_rank=f.local_rank, pid=f.pid, device=None, peak_mem_bytes=None,
-                            status="failed", failure=FailureRecord(f.exitcode, f.signal, f.message[-1500:], ""))
+                            status="failed", failure=_failure_record(f))
                 for r, f in outcome.failures.items()]
     return [RankOutcome(rank=v.rank, local_rank=v.local_rank, pid=v.pid, device=v.device,
                         peak_mem_bytes=getattr(v.result, "peak_mem_bytes", None), status="finished",
@@ -73,9 +74,8 @@ def _node_base(outcome: JobOutcome, states: dict) -> int:
     return next(iter(states.values())).node_base if states else 0
 
 
-def _ended_well(outcome: JobOutcome, rank: int) -> bool:
-    end = outcome.ends.get(rank)
-    return end is not None and end.ok
+def _failure_record(failure: ElasticFailure) -> FailureRecord:
+    return FailureRecord(failure.exitcode, failure.signal, failure.message[-1500:], failure.log_tail)
 
 
 def _rank_outcomes(placement: Placement, run: RunDir, outcome: JobOutcome,
@@ -94,19 +94,19 @@ def _rank_outcomes(placement: Placement, run: RunDir, outcome: JobOutcome,
         failure = outcome.failures.get(rank)
         state = states.get(rank)
         pid = value.pid if value else (failure.pid if failure else pids.get(rank))
+        end = outcome.ends.get(rank)
         entries.append(RankOutcome(
             rank=rank, local_rank=local, pid=pid, device=placement.device_label(local),
             peak_mem_bytes=getattr(value.result, "peak_mem_bytes", None) if value else None,
-            status="finished" if value or _ended_well(outcome, rank) else ("failed" if failure
-                                                                             else "stopped by launcher"),
+            status="finished" if value or (end is not None and end.ok) else ("failed" if failure
+                                                                                else "stopped by launcher"),
             peaks=peaks.get(rank),
             world_size=value.world_size if value else None,
             hostname=value.hostname if value else (state.host if state else None),
             address=state.address if state else None,
             backend=value.backend if value else None,
             memory_cap_applied=value.memory_cap_applied if value else None,
-            failure=FailureRecord(failure.exitcode, failure.signal, failure.message[-1500:], failure.log_tail)
-            if failure else None,
+            failure=_failure_record(failure) if failure else None,
             result=value.result if value else None,
         ))
     return entries

@@ -82,7 +82,8 @@ class LaunchRequest:
 def resolve(config: UserJobConfig) -> LaunchRequest:
     """The request, or UsageError (exit 2) / EnvironmentUnsupported (exit 3) before anything starts."""
     check_target(config.target)
-    check_log_dir(config.torchrun.get("log_dir"))
+    if config.torchrun.get("log_dir") is not None:  # elastic creates it only once the ranks start: refused now
+        check_output_dir(check_path_text(config.torchrun["log_dir"], "--log-dir"), "--log-dir")
     options = standalone(dict(config.torchrun))
     check_rendezvous_backend(options["rdzv_backend"])
     elastic, worker_env = elastic_config(options, config.target)
@@ -104,12 +105,6 @@ def check_target(target: Target) -> None:
     elif not Path(target.name).exists():
         raise UsageError("script-not-found", f"script {target.name!r} does not exist (working directory "
                                              f"{os.getcwd()})", hint=f"usage: {LAUNCH_USAGE}")
-
-
-def check_log_dir(log_dir: str | None) -> None:
-    """torchrun's --log-dir, which elastic creates only when the ranks start: refused now if it cannot be written."""
-    if log_dir is not None:
-        check_output_dir(check_path_text(log_dir, "--log-dir"), "--log-dir")
 
 
 def _find_module(name: str):
@@ -134,22 +129,17 @@ def standalone(options: dict) -> dict:
 
 
 def check_rendezvous_backend(backend: str) -> None:
-    """A rendezvous backend torch's registry knows (plug-ins included) or torchrun names; torch itself finds out
-    only once the agent runs."""
-    known = rendezvous_backends()
-    if backend not in known:
-        raise UsageError("invalid-rdzv-backend", f"--rdzv-backend {backend}: valid backends are "
-                                                 f"{', '.join(known)}")
-
-
-def rendezvous_backends() -> tuple[str, ...]:
-    """torch's rendezvous registry and torchrun's names, sorted; not ddplab's own."""
+    """A rendezvous backend torch's registry knows (plug-ins included) or torchrun names, not ddplab's own; torch
+    itself finds out only once the agent runs."""
     from torch.distributed.elastic.rendezvous import rendezvous_handler_registry
 
     from ..cluster.rendezvous import OWN_BACKENDS
 
     registered = getattr(rendezvous_handler_registry, "_registry", {})  # no public listing in torch
-    return tuple(sorted((set(registered) - set(OWN_BACKENDS)) | set(TORCHRUN_BACKENDS)))
+    known = sorted((set(registered) - set(OWN_BACKENDS)) | set(TORCHRUN_BACKENDS))
+    if backend not in known:
+        raise UsageError("invalid-rdzv-backend", f"--rdzv-backend {backend}: valid backends are "
+                                                 f"{', '.join(known)}")
 
 
 def why_rendezvous_is_theirs(config) -> str | None:

@@ -113,7 +113,12 @@ def _run(job: RankJob, rank: int, local_rank: int, world_size: int, status: Beac
     own = RankReturn(rank=rank, local_rank=local_rank, world_size=world_size, pid=os.getpid(),
                      hostname=socket.gethostname(), device=str(runtime.device), backend=placement.backend,
                      memory_cap_applied=capped, result=result)
-    returns = _gather(own, runtime.device) if gather else {}
+    if gather:  # pickled, sized, padded and all_gathered (workloads/machines.py)
+        from ..workloads.machines import gather_objects
+
+        returns = {value.rank: value for value in gather_objects(own, runtime.device)}
+    else:
+        returns = {}
     # Only after success: destroying a communicator while peers wait inside a collective blocks, and would hide
     # this rank's own error.
     settle_before_destroying_gloo()
@@ -129,10 +134,3 @@ def settle_before_destroying_gloo() -> None:
 
     if dist.get_backend() == "gloo" and tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 8):
         time.sleep(0.1)
-
-
-def _gather(own: RankReturn, device) -> dict[int, RankReturn]:
-    """Every rank's return, by global rank (workloads/machines.py: pickled, sized, padded and all_gathered)."""
-    from ..workloads.machines import gather_objects
-
-    return {value.rank: value for value in gather_objects(own, device)}

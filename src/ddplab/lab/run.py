@@ -19,7 +19,7 @@ from ..basics import interrupts
 from .. import measurements
 from ..basics.cli_options import Range, check_fields, option
 from ..records.config import DEVICES, SECONDS
-from ..errors import DdplabError, ExitCode, UsageError, invalid_choice
+from ..errors import DdplabError, ExitCode
 from ..basics.files import DiskFull
 from ..measurements import LEFTOVERS, stage_checks
 from ..basics.observer import QUIET, Observer
@@ -29,7 +29,7 @@ from ..records.core import InSession, Interruptible, StartsRuns
 from ..records.run import RunRecord, StagePlan, StageRecord
 from ..report.progress import StageProgress
 from ..report.terminal import escape
-from ..basics.validators import MAX_NPROC, require
+from ..basics.validators import MAX_NPROC, check_choice, require
 
 NAME = COMMAND = "run"
 SUMMARY = "the whole lab in one command: env, DDP, storm, sweep, ceiling, contention, drills, report"
@@ -40,12 +40,10 @@ def _stage_kinds(text: str, flag: str) -> tuple[str, ...]:
     """--only: stage kinds separated by commas, each named once (the profile's own are checked by RunConfig)."""
     names = [k.strip() for k in text.split(",")]
     every = kinds("full")
-    if not all(names):
-        raise UsageError("invalid-stage-kind", f"{flag} {text!r} names no stage kind between its commas; valid "
-                                               f"choices: {', '.join(every)}")
-    for name in names:
-        if name not in every:  # ("drills", the stage's name in the report: maybe you meant "drill")
-            raise invalid_choice("stage kind", name, every)
+    require(all(names), "invalid-stage-kind", f"{flag} {text!r} names no stage kind between its commas; valid "
+                                              f"choices: {', '.join(every)}")
+    for name in names:  # ("drills", the stage's name in the report: maybe you meant "drill")
+        check_choice(name, "stage kind", every)
     return tuple(dict.fromkeys(names))
 
 

@@ -36,11 +36,6 @@ def exit_code(status: Status, fmt: str) -> int:
     return EXIT_CODES[fmt][status]
 
 
-def error_exit_code(fmt: str | None, ddplab_code: int) -> int:
-    """The exit code of an error (bad usage 2, cannot run 3, internal 70, interrupted 130) in ``fmt``."""
-    return UNKNOWN_EXIT[fmt] if fmt in RUNNER_FORMATS else ddplab_code
-
-
 def one_line(text: str) -> str:
     """Text a runner shows on one line: no line breaks, and no "|" (Nagios' perfdata separator)."""
     return " ".join(str(text).replace("|", "/").split())

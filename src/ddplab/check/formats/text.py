@@ -14,17 +14,13 @@ def status_text(status: Status) -> str:
     return f"[{STYLE[status]}]{status.label}[/]"
 
 
-def table(record: CheckRecord) -> Table:
-    t = Table(title="ddplab check", title_justify="left")
-    for col in ("stage", "check", "status", "value", "expected"):
-        t.add_column(col, overflow="fold")
-    for c in record.node_checks:
-        t.add_row(escape(c.stage), escape(c.name), status_text(c.status), escape(c.value), escape(c.threshold))
-    return t
-
-
 def render(record: CheckRecord, console) -> None:
-    console.print(table(record))
+    table = Table(title="ddplab check", title_justify="left")
+    for col in ("stage", "check", "status", "value", "expected"):
+        table.add_column(col, overflow="fold")
+    for c in record.node_checks:
+        table.add_row(escape(c.stage), escape(c.name), status_text(c.status), escape(c.value), escape(c.threshold))
+    console.print(table)
     if record.machine is not None:
         console.print(f"machine type: {escape(str(record.machine))}; expectations: "
                       f"{escape('; '.join(record.expectations))}")
