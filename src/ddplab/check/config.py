@@ -5,6 +5,7 @@ starts."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ..basics import validators
 from ..basics.cli_options import Range, check_fields, option
@@ -71,7 +72,7 @@ class CheckConfig:
     """Faults put in on purpose (tests; hidden option): INJECTIONS."""
     stages: list[StagePlan] = field(default_factory=list)
     """Filled in once the machine is known (the env stage): each stage's command line."""
-    profile = "check"  # not a field: the lab's word for what ran (lab.run_stages records it)
+    profile: ClassVar[str] = "check"  # the lab's word for what ran (lab.run_stages records it)
 
     def __post_init__(self):
         check_fields(self)

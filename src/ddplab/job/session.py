@@ -118,7 +118,8 @@ def run_workload(workload: Workload, opts: LaunchOptions, label: str, observer: 
                       timeout_s=opts.timeout_s, platform_backend=platform.backend)
         return rank_main, (job,), {}, job.describe()
 
-    return _supervised(entry, opts, label, observer, sample, prepared, None, sample_device_while_timing, None)
+    return _supervised(entry, opts, label, observer, sample, prepared, controller=None,
+                       sample_device_while_timing=sample_device_while_timing, rank_env=None)
 
 
 def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, observer: Observer = QUIET,
@@ -152,11 +153,10 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
     platform, placement = prepared or prepare(opts)
     run = RunDir.create(opts.run_dir, label)
     console = observer.console
-    with contextlib.ExitStack() as cleanup:  # on the way out: the monitor closed, the daemon stopped, the guardian
-        cleanup.enter_context(Guardian(run))  # before the daemon: nothing the run starts outlives a SIGKILLed ddplab
+    monitor = daemon = None
+    guardian = Guardian(run).__enter__()  # before the daemon: nothing the run starts outlives a SIGKILLed ddplab
+    try:
         placement, daemon = start_sharing_daemon(opts, platform, placement, run)
-        if daemon is not None:  # never left behind, least of all one a crashed rank may have poisoned
-            cleanup.callback(daemon.stop)
         if rank_env:
             placement = replace(placement, env={**placement.env, **rank_env})
         if console is not None:
@@ -166,7 +166,7 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
         entrypoint, args, env, description = entry(platform, placement)
         # the lab's ranks import torch without numpy on a fresh system Python: no stray warning (a user's job is theirs)
         env = {**env, "PYTHONWARNINGS": numpy_warning.for_ranks(os.environ.get("PYTHONWARNINGS"))}
-        monitor = cleanup.enter_context(contextlib.closing(open_monitor(platform.spec)))
+        monitor = open_monitor(platform.spec)
         rdzv = Rendezvous.from_options(opts)
         with terminal.live_ranks(console if observer.live else None) as update:
             sampler = RankSampler(run, monitor, on_sample=update, enabled=sample,
@@ -177,6 +177,14 @@ def _supervised(entry, opts: LaunchOptions, label: str, observer: Observer, samp
                                        job_id=rdzv.run_id or "", description=description, sampler=sampler,
                                        controller=controller, guardian=False, stragglers=stragglers))
             ended_at = time.time()
+    finally:
+        if monitor is not None:
+            monitor.close()
+        if daemon is not None:
+            daemon.stop()  # never leave a daemon behind, least of all one a crashed rank may have poisoned
+        # Not an ExitStack: if stopping the daemon raised (a second Ctrl+C during its 35 s quit), the guardian must
+        # not be told the run ended well, so that it ends the daemon itself once this launcher is gone.
+        guardian.__exit__(None, None, None)
     record = replace(session_record(placement, run, outcome, sampler, daemon.record() if daemon else None,
                              outcome.hang, opts.nnodes), platform=platform, culprit=outcome.culprit,
                      machines_lost=None if outcome.ok else outcome.machines_lost)
