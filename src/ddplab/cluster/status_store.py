@@ -37,6 +37,19 @@ def status_prefix(job: str = "", restart_count: int = 0) -> str:
     return f"{KEY_ROOT}/{job}/attempt_{restart_count}" if job else f"{KEY_ROOT}/attempt_{restart_count}"
 
 
+# The keys under a prefix, spelled once for the ranks that write them and the launchers that read them.
+def rank_key(prefix: str, rank: int) -> str:
+    return f"{prefix}/{rank}"
+
+
+def arrivals_key(prefix: str, rank: int) -> str:
+    return f"{prefix}/arrivals/{rank}"
+
+
+def world_size_key(prefix: str) -> str:
+    return f"{prefix}/world_size"
+
+
 def open_store(host: str, port: int, timeout_s: float = CONNECT_TIMEOUT_S):
     """A client connection of its own to the job's store (not the process group's)."""
     from torch.distributed import TCPStore
@@ -50,10 +63,10 @@ class StatusPublisher:
     def __init__(self, store, rank: int, job: str = "", restart_count: int = 0):
         self._store = store
         prefix = status_prefix(job, restart_count)
-        self._key = f"{prefix}/{rank}"
-        self._arrivals_key = f"{prefix}/arrivals/{rank}"
+        self._key = rank_key(prefix, rank)
+        self._arrivals_key = arrivals_key(prefix, rank)
         # Every rank writes the job's world size too, for a reader that has not been told it.
-        self._world_size_key = f"{prefix}/world_size"
+        self._world_size_key = world_size_key(prefix)
         self._lock = threading.Lock()  # the rank's heartbeat thread and its main thread both publish
         self._world_size_written = False
         self.publishes = 0
@@ -161,7 +174,7 @@ class JobStoreReader:
         """Every rank's published arrivals that are there, as the ranks wrote them, by global rank."""
         if not self.world_size:
             return {}
-        keys = {r: f"{self._prefix}/arrivals/{r}" for r in range(self.world_size)}
+        keys = {r: arrivals_key(self._prefix, r) for r in range(self.world_size)}
         present = {r: k for r, k in keys.items() if self._store.check([k])}
         return dict(zip(present, self._store.multi_get(list(present.values())))) if present else {}
 
@@ -173,14 +186,14 @@ class JobStoreReader:
         """One round trip when every rank has published; one check per rank otherwise (a get on a missing key
         would wait for the store's timeout)."""
         if self.world_size is None:
-            key = f"{self._prefix}/world_size"
+            key = world_size_key(self._prefix)
             if not self._store.check([key]):
                 return {}
             try:
                 self.world_size = int(self._store.get(key))
             except ValueError:
                 return {}
-        keys = [f"{self._prefix}/{r}" for r in range(self.world_size)]
+        keys = [rank_key(self._prefix, r) for r in range(self.world_size)]
         if self._store.check(keys):
             return _decoded(dict(zip(range(self.world_size), self._store.multi_get(keys))))
         present = {r: k for r, k in enumerate(keys) if self._store.check([k])}
