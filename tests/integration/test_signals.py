@@ -5,6 +5,7 @@ spawned ranks, pid files), never after a guessed sleep."""
 import glob
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -244,3 +245,86 @@ def test_ctrl_c_of_a_launch_blames_no_rank(tmp_path, target):
         assert r["stopped_by_launcher"] or r["ended_by"] == "ended (status not seen)", r
     assert "culprit" not in out and "first to fail" not in out
     assert settle(lambda: processes_under(out_dir)) == []
+
+
+def _tcp_of(pid: int, port: int, status: str) -> bool:
+    """Whether process ``pid`` has a TCP socket in ``status`` on ``port`` (its own, or the peer's)."""
+    try:
+        conns = psutil.Process(pid).net_connections(kind="tcp")
+    except psutil.NoSuchProcess:
+        return False
+    return any(c.status == status and port in (c.laddr.port, c.raddr.port if c.raddr else None) for c in conns)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("node_rank", [0, 1])
+def test_a_stop_while_torchs_static_rendezvous_waits_for_other_machines_is_seen_at_once(tmp_path, node_rank):
+    """torch's static rendezvous waits inside TCPStore's constructor, in C++, where no Python signal handler runs:
+    a stop was once seen only when that wait timed out (600 s, torch's default). Node 0 hosts the store and waits for
+    node 1, which never comes; node 1 reached a store (this test's socket) that never answers."""
+    (tmp_path / "idle.py").write_text(IDLE_RANKS)
+    port = _free_port()
+    silent_store = None
+    if node_rank == 1:
+        silent_store = socket.socket()
+        silent_store.bind(("127.0.0.1", port))
+        silent_store.listen()
+    out_dir = tmp_path / "job"
+    proc = start(["launch", "--nnodes", "2", "--node-rank", str(node_rank), "--master-addr", "127.0.0.1",
+                  "--master-port", str(port), "--nproc-per-node", "1", "--out", str(out_dir), "idle.py"], tmp_path)
+    try:
+        # waiting: node 0 listens as the store; node 1 is connected to it
+        wait_for(lambda: _tcp_of(proc.pid, port, psutil.CONN_LISTEN if node_rank == 0 else psutil.CONN_ESTABLISHED),
+                 proc)
+        os.kill(proc.pid, signal.SIGTERM)
+        out = finish(proc, tmp_path, timeout=60)  # not the rendezvous' 600 s
+    finally:
+        if silent_store:
+            silent_store.close()
+        if proc.poll() is None:  # the stop was not seen: end it here, not at the rendezvous' timeout
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out[-3000:]
+    results = load_json(out_dir / "report.json")["results"]
+    assert results["outcome"] == "interrupted" and results["ranks"] == [], results
+    assert "SIGTERM" in results["launcher_error"]
+    assert "Traceback" not in out
+    assert settle(lambda: processes_under(out_dir)) == []
+
+
+RANK_SUM = """\
+import os, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+total = torch.ones(1) * (dist.get_rank() + 1)
+dist.all_reduce(total)
+with open(f"sum.{os.environ['RANK']}", "w") as f:
+    f.write(f"{os.environ['RANK']} {os.environ['WORLD_SIZE']} {os.environ['MASTER_ADDR']} {os.environ['MASTER_PORT']} "
+            f"{total.item()}")
+dist.destroy_process_group()
+"""
+
+
+def test_two_launches_meet_through_torchs_static_rendezvous(tmp_path):
+    """The static rendezvous' wait runs in a helper thread (above); the meeting is still torch's: two launchers,
+    nodes 0 and 1, give their ranks the global ranks and the env:// contract torchrun gives."""
+    (tmp_path / "sum.py").write_text(RANK_SUM)
+    port = _free_port()
+    launches = [subprocess.Popen([sys.executable, "-m", "ddplab", "launch", "--nnodes", "2", "--node-rank", str(node),
+                                  "--master-addr", "127.0.0.1", "--master-port", str(port), "--nproc-per-node", "1",
+                                  "--out", str(tmp_path / f"node{node}"), "sum.py"],
+                                 cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                for node in (0, 1)]
+    try:
+        outputs = [launch.communicate(timeout=120)[0] for launch in launches]
+    finally:
+        for launch in launches:
+            launch.kill()
+            launch.wait()
+    assert [launch.returncode for launch in launches] == [0, 0], outputs
+    seen = sorted((tmp_path / f"sum.{rank}").read_text() for rank in (0, 1))
+    assert seen == [f"0 2 127.0.0.1 {port} 3.0", f"1 2 127.0.0.1 {port} 3.0"]
