@@ -2,7 +2,10 @@
 alternating, several pairs; each run's median step time from rank 0, then the pairs' spread.
 
     python scripts/bench/launch_overhead.py [--nproc 2] [--steps 300] [--pairs 8] [--busy]
-                                            [--ddplab-args=--no-stragglers] [--json out.json]
+                                            [--ddplab-args=--no-stragglers] [--torchrun-env K=V ...] [--json out.json]
+
+``--torchrun-env``: torchrun's ranks also get these variables, e.g. TORCH_FR_BUFFER_SIZE=2000 (the flight recorder ddplab
+turns on), so that the pairs measure what the rest of ddplab costs.
 
 ``--busy``: the ranks keep every core of the host busy (each rank computes with cores / nproc threads,
 OMP_NUM_THREADS, under both launchers), as CPU training, data loaders and tokenisers do: there a launcher's
@@ -59,6 +62,7 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--busy", action="store_true", help="the ranks keep every core busy (OMP_NUM_THREADS)")
     parser.add_argument("--ddplab-args", default="", help="more options for ddplab launch, e.g. --no-stragglers")
+    parser.add_argument("--torchrun-env", nargs="*", default=[], metavar="K=V", help="more environment for torchrun")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
@@ -66,6 +70,7 @@ def main() -> int:
     cores = os.cpu_count() or 1
     if args.busy:
         env["OMP_NUM_THREADS"] = str(max(1, cores // args.nproc))
+    torchrun_env = {**env, **dict(kv.split("=", 1) for kv in args.torchrun_env)}
     script = ["examples/healthy_mlp.py", "--steps", str(args.steps)]
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(args.nproc),
                 *script]
@@ -75,10 +80,10 @@ def main() -> int:
             launch = [sys.executable, "-m", "ddplab", "launch", "--nproc-per-node", str(args.nproc), "--out",
                       f"{tmp}/launch-{i}", *shlex.split(args.ddplab_args), "--", *script]
             # alternate which goes first: a machine warming up (or cooling down) favours neither
-            order = [("torchrun_ms", torchrun), ("ddplab_launch_ms", launch)]
+            order = [("torchrun_ms", torchrun, torchrun_env), ("ddplab_launch_ms", launch, env)]
             pair = {"load_before": os.getloadavg()[0]}
-            for key, command in (order if i % 2 == 0 else order[::-1]):
-                pair[key] = median_ms(command, args.timeout, env)
+            for key, command, environ in (order if i % 2 == 0 else order[::-1]):
+                pair[key] = median_ms(command, args.timeout, environ)
             if pair["torchrun_ms"] and pair["ddplab_launch_ms"]:
                 pair["overhead_pct"] = 100 * (pair["ddplab_launch_ms"] / pair["torchrun_ms"] - 1)
             pairs.append(pair)
@@ -86,7 +91,8 @@ def main() -> int:
                   f"{pair.get('overhead_pct', float('nan')):+.2f} %", flush=True)
     ok = [p for p in pairs if "overhead_pct" in p]
     summary = {"nproc": args.nproc, "steps": args.steps, "busy": args.busy, "cores": cores,
-               "omp_num_threads": env.get("OMP_NUM_THREADS"), "ddplab_args": args.ddplab_args, "pairs": pairs,
+               "omp_num_threads": env.get("OMP_NUM_THREADS"), "ddplab_args": args.ddplab_args,
+               "torchrun_env": args.torchrun_env, "pairs": pairs,
                "when": time.strftime("%Y-%m-%d %H:%M"),
                "method": "rank 0's median step time of examples/healthy_mlp.py per run, torchrun and ddplab launch "
                          "alternating (each pair's first alternates); per pair ddplab / torchrun - 1; median of pairs"}

@@ -28,7 +28,7 @@ full)
   echo "full profile ($tag): rc=$? in $(( $(date +%s) - start )) s"
   grep -E "^verdict|PASS|FAIL|WARN" "$res/full_$tag.log" | tail -25
   cp "$res/full_$tag/report.json" "$OUT/full_${tag}_report.json" 2>/dev/null; cp "$res/full_$tag.log" "$OUT/"
-  timeout 200 $py -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu_train.py -k "sigkill" -s 2>&1 | tail -8
+  timeout 200 $py -m pytest -q -p no:cacheprovider -o addopts= -m gpu tests/gpu/test_gpu_train.py -k "sigkill" -s 2>&1 | tail -8
   ;;
 more)
   start=$(date +%s)
