@@ -23,6 +23,7 @@ docs/RESULTS.md with the machine they came from.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -34,18 +35,38 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 ROOT = Path(__file__).resolve().parents[2]
 RESULT = re.compile(r"RESULT (\{.*\})")
 SAME_SPEED = 0.15  # two runs at the same step mode differ by a few %; the modes of 3 ranks on one GPU by 40 %
 
 
-def median_ms(command: list[str], timeout_s: float, env: dict[str, str]) -> float | None:
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT, env=env)
-    found = RESULT.search(done.stdout)
+def timed_run(command: list[str], timeout_s: float, env: dict[str, str]) -> tuple[float | None, float | None]:
+    """Rank 0's median step (ms), and the launcher's own CPU (user + system, its ranks not counted) as a share of
+    one core over the middle of the run (30 % to 90 % of its wall time: past both launchers' start, which imports
+    torch, and before their teardown), read from /proc every 0.2 s."""
+    samples = []  # (seconds since start, the launcher's CPU seconds)
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env)
+        launcher, start = psutil.Process(proc.pid), time.monotonic()
+        while proc.poll() is None and time.monotonic() - start < timeout_s:
+            with contextlib.suppress(psutil.Error):
+                cpu = launcher.cpu_times()
+                samples.append((time.monotonic() - start, cpu.user + cpu.system))
+            time.sleep(0.2)
+        proc.kill()
+        proc.wait()
+        out.seek(0)
+        text = out.read()
+    found = RESULT.search(text)
     if not found:
-        print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
-        return None
-    return json.loads(found.group(1))["median_ms"]
+        print(text[-4000:], file=sys.stderr)
+        return None, None
+    wall = samples[-1][0] if samples else 0
+    middle = [s for s in samples if 0.3 * wall <= s[0] <= 0.9 * wall]
+    share = (middle[-1][1] - middle[0][1]) / (middle[-1][0] - middle[0][0]) if len(middle) > 2 else None
+    return json.loads(found.group(1))["median_ms"], share
 
 
 def spread(values: list[float]) -> dict:
@@ -83,7 +104,7 @@ def main() -> int:
             order = [("torchrun_ms", torchrun, torchrun_env), ("ddplab_launch_ms", launch, env)]
             pair = {"load_before": os.getloadavg()[0]}
             for key, command, environ in (order if i % 2 == 0 else order[::-1]):
-                pair[key] = median_ms(command, args.timeout, environ)
+                pair[key], pair[key.replace("_ms", "_cpu_share")] = timed_run(command, args.timeout, environ)
             if pair["torchrun_ms"] and pair["ddplab_launch_ms"]:
                 pair["overhead_pct"] = 100 * (pair["ddplab_launch_ms"] / pair["torchrun_ms"] - 1)
             pairs.append(pair)
@@ -100,6 +121,9 @@ def main() -> int:
         summary["overhead_pct"] = spread([p["overhead_pct"] for p in ok])
         summary["torchrun_ms"] = spread([p["torchrun_ms"] for p in ok])
         summary["ddplab_launch_ms"] = spread([p["ddplab_launch_ms"] for p in ok])
+        for key in ("torchrun_cpu_share", "ddplab_launch_cpu_share"):  # the launcher's own CPU, a share of a core
+            shares = [p[key] for p in ok if p.get(key) is not None]
+            summary[key] = spread(shares) if shares else None
         same = [p["overhead_pct"] for p in ok if abs(p["overhead_pct"]) < 100 * SAME_SPEED]
         summary["same_speed_pairs"] = len(same)
         if same:
@@ -111,6 +135,10 @@ def main() -> int:
         print(f"overhead: median {o['median']:+.2f} % over {len(ok)} pairs (min {o['min']:+.2f}, max {o['max']:+.2f}, "
               f"middle half {o['middle_half'][0]:+.2f} .. {o['middle_half'][1]:+.2f}); median step torchrun "
               f"{summary['torchrun_ms']['median']:.3f} ms, ddplab {summary['ddplab_launch_ms']['median']:.3f} ms")
+        if summary["torchrun_cpu_share"] and summary["ddplab_launch_cpu_share"]:
+            print(f"launcher's own CPU, median share of a core mid-run: torchrun "
+                  f"{100 * summary['torchrun_cpu_share']['median']:.2f} %, ddplab "
+                  f"{100 * summary['ddplab_launch_cpu_share']['median']:.2f} %")
         if same and len(same) < len(ok):
             s = summary["same_speed_overhead_pct"]
             print(f"pairs at the same speed: {len(same)} of {len(ok)}, median {s['median']:+.2f} % (min {s['min']:+.2f}, "
