@@ -262,11 +262,21 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.mark.parametrize("node_rank", [0, 1])
-def test_a_stop_while_torchs_static_rendezvous_waits_for_other_machines_is_seen_at_once(tmp_path, node_rank):
-    """torch's static rendezvous waits inside TCPStore's constructor, in C++, where no Python signal handler runs:
-    a stop was once seen only when that wait timed out (600 s, torch's default). Node 0 hosts the store and waits for
-    node 1, which never comes; node 1 reached a store (this test's socket) that never answers."""
+# How a launch waits for another machine: hosting torch's static store (node 0), or connected to a store that never
+# answers (a machine that hangs) as node 1 of a static or a c10d rendezvous.
+RENDEZVOUS_WAITS = {
+    "static, hosting": (0, ["--master-addr", "127.0.0.1", "--master-port", "{port}"]),
+    "static, joining": (1, ["--master-addr", "127.0.0.1", "--master-port", "{port}"]),
+    "c10d, joining": (1, ["--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:{port}",
+                          "--rdzv-conf", "read_timeout=600"]),  # torch's default, 60 s, is near the test's wait
+}
+
+
+@pytest.mark.parametrize("wait", sorted(RENDEZVOUS_WAITS))
+def test_a_stop_while_a_rendezvous_waits_for_other_machines_is_seen_at_once(tmp_path, wait):
+    """torch's rendezvous handlers wait inside TCPStore calls, in C++, where no Python signal handler runs: a stop
+    was once seen only when that wait timed out (here 600 s)."""
+    node_rank, options = RENDEZVOUS_WAITS[wait]
     (tmp_path / "idle.py").write_text(IDLE_RANKS)
     port = _free_port()
     silent_store = None
@@ -275,14 +285,14 @@ def test_a_stop_while_torchs_static_rendezvous_waits_for_other_machines_is_seen_
         silent_store.bind(("127.0.0.1", port))
         silent_store.listen()
     out_dir = tmp_path / "job"
-    proc = start(["launch", "--nnodes", "2", "--node-rank", str(node_rank), "--master-addr", "127.0.0.1",
-                  "--master-port", str(port), "--nproc-per-node", "1", "--out", str(out_dir), "idle.py"], tmp_path)
+    proc = start(["launch", "--nnodes", "2", "--node-rank", str(node_rank), *[o.format(port=port) for o in options],
+                  "--nproc-per-node", "1", "--out", str(out_dir), "idle.py"], tmp_path)
     try:
         # waiting: node 0 listens as the store; node 1 is connected to it
         wait_for(lambda: _tcp_of(proc.pid, port, psutil.CONN_LISTEN if node_rank == 0 else psutil.CONN_ESTABLISHED),
                  proc)
         os.kill(proc.pid, signal.SIGTERM)
-        out = finish(proc, tmp_path, timeout=60)  # not the rendezvous' 600 s
+        out = finish(proc, tmp_path, timeout=30)  # not the rendezvous' 600 s
     finally:
         if silent_store:
             silent_store.close()

@@ -4,7 +4,7 @@
 SIGINT, SIGTERM and SIGHUP are ddplab's during a launch too: elastic handles only SIGQUIT, a stop signal is raised
 as elastic's own SignalException so that elastic tears the ranks down, and elastic's handlers are put back
 afterwards. Ranks start with SIGINT blocked (Ctrl+C reaches the whole process group; the launcher decides).
-A stop reaches a launch still waiting for other machines too: see ``_static_rendezvous_in_a_thread``.
+A stop reaches a launch still waiting for other machines too (rendezvous_wait.py).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from ..basics.files import raise_if_full
 from ..basics.rundir import RunDir
 from .exits import signal_name
 from .reaping import run_processes, terminate_then_kill
+from .rendezvous_wait import rendezvous_in_a_thread
 
 # Elastic keeps this one; the stop signals are ddplab's (see the module docstring).
 ELASTIC_SIGNALS = "SIGQUIT"
@@ -89,7 +90,7 @@ def run(config, entrypoint, args: tuple, run_dir: RunDir, env: dict[str, str]) -
     # elastic never removes its handlers, which would turn the next Ctrl+C into a SignalException after the launch.
     with _ranks_start_with_sigint_blocked(), environ_set({**env, ELASTIC_SIGNALS_ENV: ELASTIC_SIGNALS}), \
             interrupts.handlers_restored((signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)), \
-            _static_rendezvous_in_a_thread():
+            rendezvous_in_a_thread():
         try:
             with interrupts.raising(stop_ranks):  # raises at once if a stop came before the launch
                 values = elastic_launch(config, entrypoint)(*args)
@@ -107,56 +108,6 @@ def run(config, entrypoint, args: tuple, run_dir: RunDir, env: dict[str, str]) -
             _end_unregistered_ranks(run_dir)
             _raise_if_disk_full(run_dir)
             return ElasticOutcome(False, time.monotonic() - start, launcher_error=f"{type(exc).__name__}: {exc}")
-
-
-@contextlib.contextmanager
-def _static_rendezvous_in_a_thread():
-    """torch's static rendezvous waits for the other machines inside TCPStore's constructor, in C++, where Python
-    runs no signal handler: a stop would be seen only when that wait timed out (torchrun, which has no handler then,
-    dies of it without a word). During the launch, that handler's wait runs in a helper thread while the launcher
-    waits in Python, where the stop is raised like any other. The handler is torch's own, and so is its backend name,
-    from which elastic derives the ranks' MASTER_ADDR and MASTER_PORT."""
-    from torch.distributed.elastic.rendezvous import registry
-
-    create = registry.get_rendezvous_handler  # launch_agent calls it through the module: replaced for the launch
-
-    def create_waiting_in_a_thread(params):
-        handler = create(params)
-        return _WaitsInAThread(handler) if params.backend == "static" else handler
-
-    registry.get_rendezvous_handler = create_waiting_in_a_thread
-    try:
-        yield
-    finally:
-        registry.get_rendezvous_handler = create
-
-
-class _WaitsInAThread:
-    """A rendezvous handler whose ``next_rendezvous`` runs in a daemon thread (abandoned if a stop comes first: the
-    process ends soon after, and its listening socket with it); everything else is the handler's."""
-
-    def __init__(self, handler):
-        self._handler = handler
-
-    def __getattr__(self, name):
-        return getattr(self._handler, name)
-
-    def next_rendezvous(self):
-        met: dict[str, Any] = {}
-
-        def meet() -> None:
-            try:
-                met["info"] = self._handler.next_rendezvous()
-            except BaseException as exc:  # handed to the launcher's thread, which raises it
-                met["error"] = exc
-
-        waiter = threading.Thread(target=meet, name="ddplab-rendezvous", daemon=True)
-        waiter.start()
-        while waiter.is_alive():
-            waiter.join(0.2)  # back in Python five times a second: a stop signal's handler runs here
-        if "error" in met:
-            raise met["error"]
-        return met["info"]
 
 
 def _failures(run_dir: RunDir, exc) -> dict[int, ElasticFailure]:

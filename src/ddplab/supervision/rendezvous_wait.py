@@ -1,0 +1,65 @@
+"""A launch's rendezvous waits where a stop signal can reach it.
+
+torch's rendezvous handlers wait for the other machines inside TCPStore calls, in C++, where Python runs no signal
+handler: the static rendezvous in ``next_rendezvous`` (the store's constructor waits for every node), the c10d one
+while its handler is made (connecting to a store that accepts but does not answer). A stop would be seen only when
+that wait timed out (torch's default: 600 s for the static rendezvous; torchrun, which has no handler then, dies of
+the signal without a word). During a launch, making the handler and each ``next_rendezvous`` run in a helper thread
+while the launcher waits in Python, where the stop is raised like any other. The handlers are torch's own, with
+their backend names, from which elastic derives the ranks' MASTER_ADDR and MASTER_PORT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Callable
+
+POLL_S = 0.2  # how often the launcher's thread is back in Python while it waits
+
+
+@contextlib.contextmanager
+def rendezvous_in_a_thread():
+    """Inside the block, elastic's rendezvous handlers are made, and meet, in a helper thread (module docstring)."""
+    from torch.distributed.elastic.rendezvous import registry
+
+    create = registry.get_rendezvous_handler  # launch_agent calls it through the module: replaced for the launch
+    registry.get_rendezvous_handler = lambda params: _MeetsInAThread(in_a_thread(create, params))
+    try:
+        yield
+    finally:
+        registry.get_rendezvous_handler = create
+
+
+def in_a_thread(call: Callable[..., Any], *args) -> Any:
+    """``call(*args)`` in a daemon thread while this one waits in Python; its value, or its exception raised here.
+    A stop signal's exception leaves the thread behind, still waiting: the launch ends soon after, and the process
+    with its sockets."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call(*args)
+        except BaseException as exc:  # handed to the waiting thread, which raises it
+            outcome["error"] = exc
+
+    helper = threading.Thread(target=run, name="ddplab-rendezvous", daemon=True)
+    helper.start()
+    while helper.is_alive():
+        helper.join(POLL_S)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+class _MeetsInAThread:
+    """A rendezvous handler whose ``next_rendezvous`` runs in a helper thread; everything else is the handler's."""
+
+    def __init__(self, handler):
+        self._handler = handler
+
+    def __getattr__(self, name):
+        return getattr(self._handler, name)
+
+    def next_rendezvous(self):
+        return in_a_thread(self._handler.next_rendezvous)
