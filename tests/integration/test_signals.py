@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from ddplab.supervision import outside_stacks
 from tests.conftest import load_json
 
 pytestmark = pytest.mark.slow
@@ -308,33 +309,54 @@ def test_a_stop_while_a_rendezvous_waits_for_other_machines_is_seen_at_once(tmp_
 
 
 RANK_SUM = """\
-import os, torch, torch.distributed as dist
+import os, pathlib, time, torch, torch.distributed as dist
 dist.init_process_group("gloo")
 total = torch.ones(1) * (dist.get_rank() + 1)
 dist.all_reduce(total)
-with open(f"sum.{os.environ['RANK']}", "w") as f:
-    f.write(f"{os.environ['RANK']} {os.environ['WORLD_SIZE']} {os.environ['MASTER_ADDR']} {os.environ['MASTER_PORT']} "
-            f"{total.item()}")
 dist.destroy_process_group()
+pathlib.Path(f"sum.{os.environ['RANK']}").write_text(
+    f"{os.environ['RANK']} {os.environ['WORLD_SIZE']} {os.environ['MASTER_ADDR']} {os.environ['MASTER_PORT']} {total.item()}")
+while os.environ["GROUP_RANK"] == "1" and not os.path.exists("release"):  # node 1's rank: until the test says
+    time.sleep(0.05)
 """
 
 
-def test_two_launches_meet_through_torchs_static_rendezvous(tmp_path):
-    """The static rendezvous' wait runs in a helper thread (above); the meeting is still torch's: two launchers,
-    nodes 0 and 1, give their ranks the global ranks and the env:// contract torchrun gives."""
+def _in_the_exit_barrier(launcher: subprocess.Popen) -> bool:
+    """Whether elastic's exit barrier is on one of the launcher's stacks, as py-spy reads them."""
+    py_spy = outside_stacks.find()
+    assert py_spy, "py-spy is in the test extras: pip install -e '.[test]'"
+    dump = subprocess.run([py_spy, "dump", "--pid", str(launcher.pid)], capture_output=True, text=True, timeout=60)
+    return "_exit_barrier" in dump.stdout
+
+
+def test_two_launches_meet_and_a_stop_in_the_exit_barrier_is_seen_at_once(tmp_path):
+    """Two launchers, nodes 0 and 1, meet through torch's static rendezvous (made and met in a helper thread): their
+    ranks get the global ranks and the env:// contract torchrun gives. Node 0's rank ends first; its launcher then
+    waits in elastic's exit barrier for node 1 (in C++; 300 s by default), where a stop is seen at once too."""
     (tmp_path / "sum.py").write_text(RANK_SUM)
     port = _free_port()
-    launches = [subprocess.Popen([sys.executable, "-m", "ddplab", "launch", "--nnodes", "2", "--node-rank", str(node),
-                                  "--master-addr", "127.0.0.1", "--master-port", str(port), "--nproc-per-node", "1",
-                                  "--out", str(tmp_path / f"node{node}"), "sum.py"],
-                                 cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                for node in (0, 1)]
+    launches = []
+    for node in (0, 1):
+        log = open(tmp_path / f"node{node}.txt", "w")
+        launches.append(subprocess.Popen(
+            [sys.executable, "-m", "ddplab", "launch", "--nnodes", "2", "--node-rank", str(node), "--master-addr",
+             "127.0.0.1", "--master-port", str(port), "--nproc-per-node", "1", "--out", str(tmp_path / f"node{node}"),
+             "sum.py"], cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+    node0, node1 = launches
     try:
-        outputs = [launch.communicate(timeout=120)[0] for launch in launches]
+        wait_for(lambda: (tmp_path / "sum.1").exists() and _in_the_exit_barrier(node0), node0, timeout=120)
+        os.kill(node0.pid, signal.SIGTERM)
+        node0.wait(timeout=30)  # not the exit barrier's 300 s
+        (tmp_path / "release").touch()
+        node1.wait(timeout=60)  # its barrier's store, hosted by node 0, is gone: elastic lets it go
     finally:
         for launch in launches:
-            launch.kill()
-            launch.wait()
-    assert [launch.returncode for launch in launches] == [0, 0], outputs
+            if launch.poll() is None:
+                launch.kill()
+                launch.wait()
+    outputs = [(tmp_path / f"node{node}.txt").read_text() for node in (0, 1)]
+    assert (node0.returncode, node1.returncode) == (130, 0), outputs
     seen = sorted((tmp_path / f"sum.{rank}").read_text() for rank in (0, 1))
     assert seen == [f"0 2 127.0.0.1 {port} 3.0", f"1 2 127.0.0.1 {port} 3.0"]
+    assert load_json(tmp_path / "node0" / "report.json")["results"]["outcome"] == "interrupted"
+    assert settle(lambda: processes_under(tmp_path)) == []

@@ -4,7 +4,7 @@
 SIGINT, SIGTERM and SIGHUP are ddplab's during a launch too: elastic handles only SIGQUIT, a stop signal is raised
 as elastic's own SignalException so that elastic tears the ranks down, and elastic's handlers are put back
 afterwards. Ranks start with SIGINT blocked (Ctrl+C reaches the whole process group; the launcher decides).
-A stop reaches a launch still waiting for other machines too (rendezvous_wait.py).
+A stop reaches a launch still waiting for other machines too (machine_waits.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ..basics.files import raise_if_full
 from ..basics.rundir import RunDir
 from .exits import signal_name
 from .reaping import run_processes, terminate_then_kill
-from .rendezvous_wait import rendezvous_in_a_thread
+from .machine_waits import waits_in_a_thread
 
 # Elastic keeps this one; the stop signals are ddplab's (see the module docstring).
 ELASTIC_SIGNALS = "SIGQUIT"
@@ -90,7 +90,7 @@ def run(config, entrypoint, args: tuple, run_dir: RunDir, env: dict[str, str]) -
     # elastic never removes its handlers, which would turn the next Ctrl+C into a SignalException after the launch.
     with _ranks_start_with_sigint_blocked(), environ_set({**env, ELASTIC_SIGNALS_ENV: ELASTIC_SIGNALS}), \
             interrupts.handlers_restored((signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)), \
-            rendezvous_in_a_thread():
+            waits_in_a_thread():
         try:
             with interrupts.raising(stop_ranks):  # raises at once if a stop came before the launch
                 values = elastic_launch(config, entrypoint)(*args)
