@@ -59,7 +59,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 @interrupts.owned  # from the first line: Ctrl+C, SIGTERM and SIGHUP become an orderly stop (basics/interrupts.py)
 def main(argv: list[str] | None = None) -> int:
     with stdout_reader_may_leave():
-        return _main(sys.argv[1:] if argv is None else argv)
+        exit_code = _main(sys.argv[1:] if argv is None else argv)
+        _leave_now_if_torch_still_waits(exit_code)
+        return exit_code
+
+
+def _leave_now_if_torch_still_waits(exit_code: int) -> None:
+    """A stop while elastic waited for other machines leaves that wait running in torch's C++, which aborts the
+    process if it comes back while the interpreter shuts down (supervision/machine_waits.py): everything is written,
+    so leave without the shutdown. Only a process that launched imported that module, and a command that reads
+    reports must not import it."""
+    machine_waits = sys.modules.get("ddplab.supervision.machine_waits")
+    if machine_waits is not None and machine_waits.left_waiting_in_torch():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(int(exit_code))
 
 
 def _main(argv: list[str]) -> int:

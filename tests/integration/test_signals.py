@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from ddplab.supervision import outside_stacks
-from tests.conftest import load_json
+from tests.conftest import connections, load_json
 
 pytestmark = pytest.mark.slow
 
@@ -251,7 +251,7 @@ def test_ctrl_c_of_a_launch_blames_no_rank(tmp_path, target):
 def _tcp_of(pid: int, port: int, status: str) -> bool:
     """Whether process ``pid`` has a TCP socket in ``status`` on ``port`` (its own, or the peer's)."""
     try:
-        conns = psutil.Process(pid).net_connections(kind="tcp")
+        conns = connections(psutil.Process(pid), kind="tcp")
     except psutil.NoSuchProcess:
         return False
     return any(c.status == status and port in (c.laddr.port, c.raddr.port if c.raddr else None) for c in conns)
@@ -261,6 +261,24 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+# Node 1 as torch's static rendezvous makes it (a TCPStore client of a store for 2), arriving once node 0's report is
+# written: while node 0's interpreter shuts down.
+LATE_NODE = """\
+import datetime, os, sys, time
+import torch.distributed as dist
+report, port = sys.argv[1], int(sys.argv[2])
+print("imported", flush=True)
+deadline = time.monotonic() + 120  # never left behind by a test that failed before the report
+while not os.path.exists(report) and time.monotonic() < deadline:
+    time.sleep(0.005)
+time.sleep(0.15)
+try:
+    dist.TCPStore("127.0.0.1", port, 2, False, datetime.timedelta(seconds=1))
+except Exception:  # node 0 was gone already
+    pass
+"""
 
 
 # How a launch waits for another machine: hosting torch's static store (node 0), or connected to a store that never
@@ -276,16 +294,21 @@ RENDEZVOUS_WAITS = {
 @pytest.mark.parametrize("wait", sorted(RENDEZVOUS_WAITS))
 def test_a_stop_while_a_rendezvous_waits_for_other_machines_is_seen_at_once(tmp_path, wait):
     """torch's rendezvous handlers wait inside TCPStore calls, in C++, where no Python signal handler runs: a stop
-    was once seen only when that wait timed out (here 600 s)."""
+    was once seen only when that wait timed out (here 600 s). Node 0's node 1 comes only as node 0 leaves: its wait,
+    given up in a helper thread, then returned into an interpreter shutting down, which aborted the process (134)."""
     node_rank, options = RENDEZVOUS_WAITS[wait]
     (tmp_path / "idle.py").write_text(IDLE_RANKS)
     port = _free_port()
-    silent_store = None
+    out_dir = tmp_path / "job"
+    silent_store = late_node = None
     if node_rank == 1:
         silent_store = socket.socket()
         silent_store.bind(("127.0.0.1", port))
         silent_store.listen()
-    out_dir = tmp_path / "job"
+    else:
+        late_node = subprocess.Popen([sys.executable, "-c", LATE_NODE, str(out_dir / "report.json"), str(port)],
+                                     stdout=subprocess.PIPE, text=True)
+        assert late_node.stdout.readline().strip() == "imported"
     proc = start(["launch", "--nnodes", "2", "--node-rank", str(node_rank), *[o.format(port=port) for o in options],
                   "--nproc-per-node", "1", "--out", str(out_dir), "idle.py"], tmp_path)
     try:
@@ -297,6 +320,9 @@ def test_a_stop_while_a_rendezvous_waits_for_other_machines_is_seen_at_once(tmp_
     finally:
         if silent_store:
             silent_store.close()
+        if late_node:
+            late_node.kill()
+            late_node.wait()
         if proc.poll() is None:  # the stop was not seen: end it here, not at the rendezvous' timeout
             proc.kill()
             proc.wait()

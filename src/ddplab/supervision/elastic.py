@@ -88,11 +88,13 @@ def run(config, entrypoint, args: tuple, run_dir: RunDir, env: dict[str, str]) -
     start = time.monotonic()
     # environ_set: the ranks inherit ``env`` at exec, so it shows in /proc/<pid>/environ. handlers_restored:
     # elastic never removes its handlers, which would turn the next Ctrl+C into a SignalException after the launch.
-    with _ranks_start_with_sigint_blocked(), environ_set({**env, ELASTIC_SIGNALS_ENV: ELASTIC_SIGNALS}), \
+    with environ_set({**env, ELASTIC_SIGNALS_ENV: ELASTIC_SIGNALS}), \
             interrupts.handlers_restored((signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)), \
             waits_in_a_thread():
         try:
-            with interrupts.raising(stop_ranks):  # raises at once if a stop came before the launch
+            # raising first: it raises at once if a stop came before the launch, and a SIGINT held back by the blocked
+            # mask reaches it when the mask is restored, still inside the launch (a second signal there is absorbed)
+            with interrupts.raising(stop_ranks), _ranks_start_with_sigint_blocked():
                 values = elastic_launch(config, entrypoint)(*args)
             return ElasticOutcome(True, time.monotonic() - start,
                                   return_values={int(k): v for k, v in (values or {}).items()})
@@ -170,8 +172,8 @@ def _ranks_start_with_sigint_blocked():
     try:
         yield
     finally:
+        done.set()  # first: a SIGINT held back is handled (and may raise) when the mask is restored
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-        done.set()
 
 
 def _quiet_elastic_logging() -> None:

@@ -18,6 +18,7 @@ import threading
 from typing import Any, Callable
 
 POLL_S = 0.2  # how often the launcher's thread is back in Python while it waits
+_LEFT_WAITING = threading.Event()  # a stop left a wait in torch's C++: see ``left_waiting_in_torch``
 
 
 @contextlib.contextmanager
@@ -42,7 +43,7 @@ def waits_in_a_thread():
 def in_a_thread(call: Callable[..., Any], *args) -> Any:
     """``call(*args)`` in a daemon thread while this one waits in Python; its value, or its exception raised here.
     A stop signal's exception leaves the thread behind, still waiting: the launch ends soon after, and the process
-    with its sockets."""
+    with its sockets (``left_waiting_in_torch``)."""
     outcome: dict[str, Any] = {}
 
     def run() -> None:
@@ -53,11 +54,24 @@ def in_a_thread(call: Callable[..., Any], *args) -> Any:
 
     helper = threading.Thread(target=run, name="ddplab-machine-wait", daemon=True)
     helper.start()
-    while helper.is_alive():
-        helper.join(POLL_S)
+    try:
+        while helper.is_alive():
+            helper.join(POLL_S)
+    except BaseException:
+        if not outcome:  # still in torch's wait (is_alive can already say no: the exception came inside join)
+            _LEFT_WAITING.set()
+        raise
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+def left_waiting_in_torch() -> bool:
+    """Whether a stop left a wait running in torch's C++. Should the other machine arrive while the interpreter shuts
+    down, that thread would come back into Python then, be ended inside pybind11's GIL guard and abort the process
+    (SIGABRT, "terminate called without an active exception", instead of exit 130): such a process leaves without
+    the interpreter's shutdown, once its report is written (cli.main)."""
+    return _LEFT_WAITING.is_set()
 
 
 class _MeetsInAThread:
