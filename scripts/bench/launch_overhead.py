@@ -4,8 +4,8 @@ alternating, several pairs; each run's median step time from rank 0, then the pa
     python scripts/bench/launch_overhead.py [--nproc 2] [--steps 300] [--pairs 8] [--busy]
                                             [--ddplab-args=--no-stragglers] [--torchrun-env K=V ...] [--json out.json]
 
-``--torchrun-env``: torchrun's ranks also get these variables, e.g. TORCH_FR_BUFFER_SIZE=2000 (the flight recorder ddplab
-turns on), so that the pairs measure what the rest of ddplab costs.
+``--torchrun-env``: torchrun's ranks also get these variables, e.g. TORCH_FR_BUFFER_SIZE=2000 (the flight recorder
+ddplab turns on), so that the pairs measure what the rest of ddplab costs.
 
 ``--busy``: the ranks keep every core of the host busy (each rank computes with cores / nproc threads,
 OMP_NUM_THREADS, under both launchers), as CPU training, data loaders and tokenisers do: there a launcher's

@@ -18,7 +18,7 @@ import threading
 from typing import Any, Callable
 
 POLL_S = 0.2  # how often the launcher's thread is back in Python while it waits
-_LEFT_WAITING = threading.Event()  # a stop left a wait in torch's C++: see ``left_waiting_in_torch``
+_GIVEN_UP: list[dict[str, Any]] = []  # the outcomes of waits a stop gave up: empty while in torch's C++
 
 
 @contextlib.contextmanager
@@ -58,8 +58,7 @@ def in_a_thread(call: Callable[..., Any], *args) -> Any:
         while helper.is_alive():
             helper.join(POLL_S)
     except BaseException:
-        if not outcome:  # still in torch's wait (is_alive can already say no: the exception came inside join)
-            _LEFT_WAITING.set()
+        _GIVEN_UP.append(outcome)  # (is_alive can already say no: the exception came inside join)
         raise
     if "error" in outcome:
         raise outcome["error"]
@@ -67,11 +66,11 @@ def in_a_thread(call: Callable[..., Any], *args) -> Any:
 
 
 def left_waiting_in_torch() -> bool:
-    """Whether a stop left a wait running in torch's C++. Should the other machine arrive while the interpreter shuts
-    down, that thread would come back into Python then, be ended inside pybind11's GIL guard and abort the process
-    (SIGABRT, "terminate called without an active exception", instead of exit 130): such a process leaves without
-    the interpreter's shutdown, once its report is written (cli.main)."""
-    return _LEFT_WAITING.is_set()
+    """Whether a wait a stop gave up is still running in torch's C++. Should the other machine arrive while the
+    interpreter shuts down, that thread would come back into Python then, be ended inside pybind11's GIL guard and
+    abort the process (SIGABRT, "terminate called without an active exception", instead of exit 130): such a process
+    leaves without the interpreter's shutdown, once its report is written (cli.main)."""
+    return any(not outcome for outcome in _GIVEN_UP)
 
 
 class _MeetsInAThread:
