@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -77,6 +78,13 @@ def processes_with_env(key: str, value: str) -> list[psutil.Process]:
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
             continue
     return found
+
+
+def free_loopback_port() -> int:
+    """A port free on 127.0.0.1 now (the kernel's pick), for a job the test starts to listen on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def connections(proc: psutil.Process, kind: str = "inet") -> list:

@@ -16,27 +16,20 @@ and neither launcher may wait for the late rank's delay to run out.
 """
 
 import os
-import socket
 import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import load_json
+from tests.conftest import free_loopback_port, load_json
 
 pytestmark = pytest.mark.slow
 TIMEOUT = "6"
 LATE_S = float(TIMEOUT) + 60  # the late rank's delay before init (drills/runner.py: late_s)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_the_victims_launcher_names_global_rank_1(tmp_path):
-    endpoint = f"127.0.0.1:{_free_port()}"
+    endpoint = f"127.0.0.1:{free_loopback_port()}"
     env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="200")
     launchers = []
     for name in ("first", "second"):

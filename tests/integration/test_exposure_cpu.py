@@ -2,7 +2,6 @@
 
 import ipaddress
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -12,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import PLANTED_SECRETS, REDACTED_BY_VALUE, connections, load_json, run_cli
+from tests.conftest import PLANTED_SECRETS, REDACTED_BY_VALUE, connections, free_loopback_port, load_json, run_cli
 
 ENV_JOB = Path(__file__).resolve().parent / "env_job.py"
 
@@ -124,7 +123,7 @@ def test_single_machine_launch_listens_on_loopback_only(tmp_path, rendezvous):
     """`ddplab launch` of a user's script that meets through env:// (init_process_group("gloo")): every socket of
     the launcher and its ranks listens on loopback, the ranks get the same env:// contract as from torchrun,
     and the report says where the job listened."""
-    port = _free_loopback_port()
+    port = free_loopback_port()
     options = [a.format(port=port) for a in LAUNCH_RENDEZVOUS[rendezvous]]
     job = tmp_path / "job"
     launcher, stdout, stderr, watcher = _run_watched(
@@ -154,12 +153,6 @@ def test_single_machine_launch_listens_on_loopback_only(tmp_path, rendezvous):
     assert {(h["MASTER_ADDR"], h["MASTER_PORT"], h["TORCHELASTIC_USE_AGENT_STORE"], h["GLOO_SOCKET_IFNAME"])
             for h in handed} == {("127.0.0.1", str(listen["port"]), "True", _loopback_interface())}
     assert all(h["sum"] == [32.0] * 4 for h in handed)  # five all_reduces of ones over two ranks: 2**5
-
-
-def _free_loopback_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.slow

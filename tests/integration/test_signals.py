@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from ddplab.supervision import outside_stacks
-from tests.conftest import connections, load_json
+from tests.conftest import connections, free_loopback_port, load_json
 
 pytestmark = pytest.mark.slow
 
@@ -257,12 +257,6 @@ def _tcp_of(pid: int, port: int, status: str) -> bool:
     return any(c.status == status and port in (c.laddr.port, c.raddr.port if c.raddr else None) for c in conns)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 # Node 1 as torch's static rendezvous makes it (a TCPStore client of a store for 2), arriving once node 0's report is
 # written: while node 0's interpreter shuts down.
 LATE_NODE = """\
@@ -298,7 +292,7 @@ def test_a_stop_while_a_rendezvous_waits_for_other_machines_is_seen_at_once(tmp_
     given up in a helper thread, then returned into an interpreter shutting down, which aborted the process (134)."""
     node_rank, options = RENDEZVOUS_WAITS[wait]
     (tmp_path / "idle.py").write_text(IDLE_RANKS)
-    port = _free_port()
+    port = free_loopback_port()
     out_dir = tmp_path / "job"
     silent_store = late_node = None
     if node_rank == 1:
@@ -360,7 +354,7 @@ def test_two_launches_meet_and_a_stop_in_the_exit_barrier_is_seen_at_once(tmp_pa
     ranks get the global ranks and the env:// contract torchrun gives. Node 0's rank ends first; its launcher then
     waits in elastic's exit barrier for node 1 (in C++; 300 s by default), where a stop is seen at once too."""
     (tmp_path / "sum.py").write_text(RANK_SUM)
-    port = _free_port()
+    port = free_loopback_port()
     launches = []
     for node in (0, 1):
         log = open(tmp_path / f"node{node}.txt", "w")

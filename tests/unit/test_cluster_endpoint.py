@@ -17,6 +17,7 @@ from ddplab.cluster.endpoint import (
 )
 from ddplab.cluster.exposure import StoreAddressInUse, bind_store_socket
 from ddplab.errors import EnvironmentUnsupported, ExitCode, UsageError
+from tests.conftest import free_loopback_port
 
 # Two "machines" as in docs/background.md section 6: each sees only its own addresses.
 MACHINE_A = {"lo": ("127.0.0.1", "::1"), "eth0": ("10.9.0.1", "fe80::1")}
@@ -199,14 +200,8 @@ def test_a_silent_address_is_retried_and_named_as_such():
     assert "(2 attempt(s))" in caught.value.message
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_waiting_for_a_real_closed_port_is_bounded_and_a_real_listener_answers():
-    port = _free_port()
+    port = free_loopback_port()
     plan = plan_store(f"127.0.0.1:{port}", "no")
     start = time.monotonic()
     with pytest.raises(EnvironmentUnsupported) as caught:
@@ -218,7 +213,7 @@ def test_waiting_for_a_real_closed_port_is_bounded_and_a_real_listener_answers()
 
 
 def test_the_store_socket_listens_on_the_plans_address_only():
-    port = _free_port()
+    port = free_loopback_port()
     plan = plan_store(f"127.0.0.1:{port}")
     with bind_store_socket(plan) as sock:
         assert sock.getsockname() == ("127.0.0.1", port)  # not 0.0.0.0: one address

@@ -8,12 +8,7 @@ from ddplab.cluster import rendezvous
 from ddplab.cluster.exposure import bind_loopback, host_or_reach
 from ddplab.cluster.endpoint import plan_store
 from ddplab.errors import EnvironmentUnsupported, ExitCode
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.conftest import free_loopback_port
 
 
 def _listening_address(fd: int) -> tuple[str, int]:
@@ -22,7 +17,7 @@ def _listening_address(fd: int) -> tuple[str, int]:
 
 
 def test_the_host_hands_elastic_a_socket_bound_to_the_endpoint_address_and_closes_it_after():
-    port = _free_port()
+    port = free_loopback_port()
     with host_or_reach(plan_store(f"127.0.0.1:{port}"), wait_s=1) as meeting:
         fd = meeting.rdzv_configs[rendezvous.LISTEN_FD_KEY]
         assert _listening_address(fd) == ("127.0.0.1", port)
@@ -33,7 +28,7 @@ def test_the_host_hands_elastic_a_socket_bound_to_the_endpoint_address_and_close
 
 
 def test_a_second_launcher_on_the_same_machine_joins_the_store_the_first_hosts():
-    port = _free_port()
+    port = free_loopback_port()
     plan = plan_store(f"127.0.0.1:{port}")
     with host_or_reach(plan, wait_s=1), host_or_reach(plan, wait_s=1) as second:
         assert rendezvous.LISTEN_FD_KEY not in second.rdzv_configs
@@ -43,7 +38,7 @@ def test_a_second_launcher_on_the_same_machine_joins_the_store_the_first_hosts()
 
 
 def test_rdzv_host_yes_on_a_taken_port_is_exit_3():
-    port = _free_port()
+    port = free_loopback_port()
     with socket.create_server(("127.0.0.1", port)):
         with pytest.raises(EnvironmentUnsupported) as caught:
             with host_or_reach(plan_store(f"127.0.0.1:{port}", "yes"), wait_s=1):
@@ -53,7 +48,7 @@ def test_rdzv_host_yes_on_a_taken_port_is_exit_3():
 
 
 def test_rdzv_host_no_with_nobody_hosting_waits_then_names_the_endpoint():
-    port = _free_port()
+    port = free_loopback_port()
     with pytest.raises(EnvironmentUnsupported) as caught:
         with host_or_reach(plan_store(f"127.0.0.1:{port}", "no"), wait_s=1):
             pass
@@ -70,7 +65,7 @@ def test_across_machines_a_launcher_waits_for_the_store_to_serve_its_own_session
 
     from torch.distributed import TCPStore
 
-    port = _free_port()
+    port = free_loopback_port()
     listener = bind_loopback(port)
     server = TCPStore("127.0.0.1", port, None, True, timedelta(seconds=10), wait_for_workers=False,
                       master_listen_fd=__import__("os").dup(listener.fileno()))
