@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import load_json, processes_with_env, run_cli, survivors
+from tests.conftest import free_loopback_port, load_json, processes_with_env, run_cli, survivors
 
 pytestmark = pytest.mark.slow
 
@@ -196,3 +196,41 @@ def _alive(proc: psutil.Process) -> bool:
     except psutil.NoSuchProcess:
         return False
 
+
+
+# Node 0's rank sits in its own code before init_process_group; node 1's rank waits in it for node 0's.
+NODE_0_NEVER_INITS = """\
+import os, time
+import torch.distributed as dist
+if os.environ["GROUP_RANK"] == "0":
+    time.sleep(600)
+dist.init_process_group("gloo")
+"""
+
+
+def test_a_machine_whose_ranks_wait_in_init_names_the_rank_of_another_machine(tmp_path):
+    """Two launchers on torch's static rendezvous, one rank each; node 0's rank never calls init_process_group.
+    Node 1's judge sees only its own rank, waiting in init_process_group, and names the global rank it waits for,
+    on the other machine (it once said "no rank stands out: the library or the link is stuck"). Node 0's judge
+    sees no wait (its rank is in its own code), so the test stops it."""
+    (tmp_path / "job.py").write_text(NODE_0_NEVER_INITS)
+    port = free_loopback_port()
+    node0, node1 = [subprocess.Popen(
+        [sys.executable, "-m", "ddplab", "launch", "--nnodes", "2", "--node-rank", str(node), "--master-addr",
+         "127.0.0.1", "--master-port", str(port), "--nproc-per-node", "1", "--hang-timeout", str(HANG_TIMEOUT_S),
+         "--out", str(tmp_path / f"node{node}"), "job.py"], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True) for node in (0, 1)]
+    try:
+        output = node1.communicate(timeout=120)[0]
+        node0.send_signal(signal.SIGTERM)
+        node0.communicate(timeout=60)
+    finally:
+        for launch in (node0, node1):
+            if launch.poll() is None:
+                launch.kill()
+                launch.wait()
+    assert (node1.returncode, node0.returncode) == (1, 130), output
+    culprit = load_json(tmp_path / "node1" / "report.json")["results"]["culprit"]
+    assert (culprit["ranks"], culprit["kind"]) == ([0], "never-reached-init"), culprit
+    assert culprit["reason"] == ("rank(s) 0 never reached init_process_group, where every rank of this machine waits "
+                                 "for them (ranks of other machines)")

@@ -35,9 +35,24 @@ def test_a_machine_whose_ranks_all_sleep_before_init_names_them():
 
 
 def test_ranks_stuck_in_init_together_are_still_the_library_or_the_link():
-    states = {0: _state(0, 0, "in-init"), 1: _state(1, 1, "in-init")}
+    states = {0: _state(0, 0, "in-init", world_size=2), 1: _state(1, 1, "in-init", world_size=2)}
     culprits, why = name_culprits(states, local_count=2, now=NOW, stale_s=2)
     assert culprits == [0, 1] and "same collective" in why
+
+
+def test_one_machine_of_a_larger_job_all_in_init_names_the_ranks_of_the_other_machines():
+    """Node 1 of 2 (ranks 2, 3 of 4), both waiting in init_process_group: the ranks it waits for are elsewhere.
+    Seen when node 0 was stopped just after the two met: node 1's ranks waited for its store until torch's timeout."""
+    states = {r: _state(r, r - 2, "in-init", world_size=4) for r in (2, 3)}
+    culprits, why = name_culprits(states, local_count=2, now=NOW, stale_s=2)
+    assert culprits == [0, 1] and why == status.NOT_JOINED_FROM_ELSEWHERE
+    assert status.kind_of(why) == "never-reached-init"
+
+
+def test_one_machine_of_a_larger_job_with_a_rank_before_init_names_its_own_rank():
+    states = {2: _state(2, 0, "in-init", world_size=4), 3: _state(3, 1, "before-init", world_size=4)}
+    culprits, why = name_culprits(states, local_count=2, now=NOW, stale_s=2)
+    assert culprits == [3] and why == "never reached init_process_group while the others waited in it"
 
 
 def test_ranks_all_silent_at_once_are_not_all_frozen_culprits():

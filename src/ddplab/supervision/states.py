@@ -220,6 +220,9 @@ def _holding_up(states: dict[int, RankState], waiting_phases: tuple[str, ...]) -
         return sorted(not_in_init), "never reached init_process_group while the others waited in it"
     if not_in_init:  # every rank here: the ranks waiting for them, if any, are on other machines
         return sorted(not_in_init), "never reached init_process_group"
+    elsewhere = _ranks_elsewhere(states)
+    if elsewhere and all(phase_of(s) == "in-init" for s in states.values()):
+        return elsewhere, NOT_JOINED_FROM_ELSEWHERE
     entered = {r: s.seq for r, s in states.items()}
     low = min(entered.values())
     if low < max(entered.values()):
@@ -240,6 +243,16 @@ def _holding_up(states: dict[int, RankState], waiting_phases: tuple[str, ...]) -
 
 
 ALL_IN_ONE_COLLECTIVE = "every rank is inside the same collective (the library or the link is stuck)"
+# Every rank seen (one machine's, of a job across machines) waits in init_process_group for the ranks it cannot see.
+NOT_JOINED_FROM_ELSEWHERE = ("never reached init_process_group, where every rank of this machine waits for them "
+                             "(ranks of other machines)")
+
+
+def _ranks_elsewhere(states: dict[int, RankState]) -> list[int]:
+    """The job's ranks no status here speaks for, by the world size the ranks were given; [] where unknown."""
+    sizes = {s.world_size for s in states.values()}
+    size = sizes.pop() if len(sizes) == 1 else None
+    return sorted(set(range(size)) - set(states)) if size else []
 
 
 def failed_elsewhere(job: dict[int, RankState], mine: dict[int, RankState]) -> list[int]:
