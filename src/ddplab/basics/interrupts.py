@@ -5,7 +5,9 @@ A stop signal must neither kill ddplab half-way (no report, ranks left behind) n
 *stop request*, acted on at the next safe point: while ranks run (inside ``raising``) it is raised at once, so
 elastic tears the ranks down and the launch returns "interrupted"; before a launch nothing starts; between stages
 or drills they stop and write a partial report. A second signal outside a launch raises KeyboardInterrupt (the
-way out of a slow step); inside a launch it is absorbed, elastic's teardown being bounded already. A command's own
+way out of a slow step), unless it came within REPEAT_S of the first: that is the same stop sent twice (a double
+Ctrl+C, `kill -TERM` then `kill -INT`), and cutting it short would lose the report it is writing. Inside a launch
+it is absorbed, elastic's teardown being bounded already. A command's own
 ``deadline`` is the same stop request, raised by a timer, so it ends ranks and stages exactly as Ctrl+C does.
 """
 
@@ -20,6 +22,7 @@ from typing import Callable
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 DEADLINE = "deadline"  # what ``requested`` says when a command's deadline, not a signal, asked for the stop
+REPEAT_S = 1.0  # a second stop signal this soon after the first is the same stop (module docstring)
 
 
 class _StopState:
@@ -129,5 +132,5 @@ def _request_stop(name: str) -> None:
             _state.raised_in_launch = True
             raise _state.raise_in_launch(name)
         return
-    if not first:
+    if not first and time.time() - _state.requested_at >= REPEAT_S:
         raise KeyboardInterrupt(f"{name} again: stopping at once")
