@@ -10,7 +10,7 @@ export PYTHONUNBUFFERED=1
 mkdir -p /tmp/r
 python3 -m pip install -q --no-index --no-build-isolation --no-deps -e . > /tmp/pip.log 2>&1 || echo "pip failed"
 python3 -c "import torch; print('torch', torch.__version__)"
-timeout 240 python3 -m pytest -q -p no:cacheprovider -o addopts= tests/integration/test_signals.py -k "rendezvous or exit_barrier" 2>&1 | tail -4
+timeout 240 python3 -m pytest -q -p no:cacheprovider -o addopts= tests/integration/test_machine_waits.py 2>&1 | tail -4
 echo "py-spy: $(command -v py-spy || echo none)"
 part=full TAG=s11 bash scripts/device/round_one_gpu.sh 2>&1 | grep -v -i whl
 start=$(date +%s%3N)
