@@ -76,6 +76,14 @@ def spread(values: list[float]) -> dict:
             "middle_half": [ordered[quarter], ordered[-1 - quarter]]}
 
 
+def _variable(text: str) -> tuple[str, str]:
+    """K=V for --torchrun-env; anything else is refused by argparse (exit 2) naming the value."""
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE (e.g. TORCH_FR_BUFFER_SIZE=2000)")
+    return name, value
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nproc", type=int, default=2)
@@ -83,7 +91,8 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--busy", action="store_true", help="the ranks keep every core busy (OMP_NUM_THREADS)")
     parser.add_argument("--ddplab-args", default="", help="more options for ddplab launch, e.g. --no-stragglers")
-    parser.add_argument("--torchrun-env", nargs="*", default=[], metavar="K=V", help="more environment for torchrun")
+    parser.add_argument("--torchrun-env", nargs="*", default=[], type=_variable, metavar="K=V",
+                        help="more environment for torchrun")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
@@ -91,7 +100,7 @@ def main() -> int:
     cores = os.cpu_count() or 1
     if args.busy:
         env["OMP_NUM_THREADS"] = str(max(1, cores // args.nproc))
-    torchrun_env = {**env, **dict(kv.split("=", 1) for kv in args.torchrun_env)}
+    torchrun_env = {**env, **dict(args.torchrun_env)}
     script = ["examples/healthy_mlp.py", "--steps", str(args.steps)]
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(args.nproc),
                 *script]
@@ -113,7 +122,7 @@ def main() -> int:
     ok = [p for p in pairs if "overhead_pct" in p]
     summary = {"nproc": args.nproc, "steps": args.steps, "busy": args.busy, "cores": cores,
                "omp_num_threads": env.get("OMP_NUM_THREADS"), "ddplab_args": args.ddplab_args,
-               "torchrun_env": args.torchrun_env, "pairs": pairs,
+               "torchrun_env": [f"{k}={v}" for k, v in args.torchrun_env], "pairs": pairs,
                "when": time.strftime("%Y-%m-%d %H:%M"),
                "method": "rank 0's median step time of examples/healthy_mlp.py per run, torchrun and ddplab launch "
                          "alternating (each pair's first alternates); per pair ddplab / torchrun - 1; median of pairs"}

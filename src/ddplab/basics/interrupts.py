@@ -7,8 +7,8 @@ elastic tears the ranks down and the launch returns "interrupted"; before a laun
 or drills they stop and write a partial report. A second signal outside a launch raises KeyboardInterrupt (the
 way out of a slow step), unless it came within REPEAT_S of the first: that is the same stop sent twice (a double
 Ctrl+C, `kill -TERM` then `kill -INT`), and cutting it short would lose the report it is writing. Inside a launch
-it is absorbed, elastic's teardown being bounded already. A command's own
-``deadline`` is the same stop request, raised by a timer, so it ends ranks and stages exactly as Ctrl+C does.
+it is absorbed, elastic's teardown being bounded already. A command's own ``deadline`` is the same stop request,
+raised by a timer, so it ends ranks and stages exactly as Ctrl+C does.
 """
 
 from __future__ import annotations
