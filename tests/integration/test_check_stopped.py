@@ -22,7 +22,7 @@ from ddplab.check import formats
 from ddplab.check.formats import npd
 from ddplab.cli import main
 from tests.conftest import PID_NAMESPACE, _pid_namespaces_work, load_json
-from tests.integration.test_signals import processes_under, settle, spawned_ranks, wait_for
+from tests.stopped_runs import processes_under, settle, spawned_ranks, wait_for
 from tests.runner_validators import junit_problems, promtool_problems
 from tests.unit.test_check_formats import parse_nagios
 

@@ -13,7 +13,7 @@ import pytest
 
 from ddplab.supervision import outside_stacks
 from tests.conftest import connections, free_loopback_port, load_json
-from tests.integration.test_signals import IDLE_RANKS, finish, processes_under, settle, start, wait_for
+from tests.stopped_runs import IDLE_RANKS, finish, processes_under, settle, start, wait_for
 
 pytestmark = pytest.mark.slow
 
