@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import UsageError
 from .launcher_env import (DEFAULT_PORT, MPIRUN, ONE_PER_RANK, ROLE_UNKNOWN, SLURM_ALLOCATION, SRUN, TORCHRUN,
                            LaunchContext, detect)
 
@@ -122,8 +123,6 @@ def resolve(context: LaunchContext, asked: Asked) -> Resolved:
       hosts the store (node rank 0) come from the launcher unless given.
     - several launchers per node, or nodes that disagree: refused (UsageError, exit 2) with ``mistakes``' words.
     """
-    from ..errors import UsageError
-
     if context.launcher == TORCHRUN and context.role == ONE_PER_RANK:
         return _as_torchrun_rank(context, asked)
     nnodes = asked.nnodes if asked.nnodes is not None else (context.nnodes or 1) if _per_node(context) else 1
@@ -167,8 +166,6 @@ def _refusal(context: LaunchContext, nnodes: int, asked: Asked) -> Mistake | Non
 
 
 def _as_torchrun_rank(context: LaunchContext, asked: Asked) -> Resolved:
-    from ..errors import UsageError
-
     theirs = {"--nproc": context.local_processes, "--nnodes": context.nnodes}
     for flag, given in (("--nproc", asked.nproc), ("--nnodes", asked.nnodes)):
         if given is not None and theirs[flag] is not None and given != theirs[flag]:

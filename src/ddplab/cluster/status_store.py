@@ -172,19 +172,13 @@ class JobStoreReader:
 
     def read_arrivals(self) -> dict[int, bytes]:
         """Every rank's published arrivals that are there, as the ranks wrote them, by global rank."""
-        if not self.world_size:
-            return {}
-        keys = {r: arrivals_key(self._prefix, r) for r in range(self.world_size)}
-        present = {r: k for r, k in keys.items() if self._store.check([k])}
-        return dict(zip(present, self._store.multi_get(list(present.values())))) if present else {}
+        return self._present({r: arrivals_key(self._prefix, r) for r in range(self.world_size or 0)})
 
     def write_stragglers(self, text: str) -> None:
         """The straggler watch's findings as they stand, for every machine of the job."""
         self._store.set(f"{self._prefix}/stragglers", text)
 
     def _fetch(self) -> dict[int, RankState]:
-        """One round trip when every rank has published; one check per rank otherwise (a get on a missing key
-        would wait for the store's timeout)."""
         if self.world_size is None:
             key = world_size_key(self._prefix)
             if not self._store.check([key]):
@@ -193,12 +187,14 @@ class JobStoreReader:
                 self.world_size = int(self._store.get(key))
             except ValueError:
                 return {}
-        keys = [rank_key(self._prefix, r) for r in range(self.world_size)]
-        if self._store.check(keys):
-            return _decoded(dict(zip(range(self.world_size), self._store.multi_get(keys))))
-        present = {r: k for r, k in enumerate(keys) if self._store.check([k])}
-        values = self._store.multi_get(list(present.values())) if present else []
-        return _decoded(dict(zip(present, values)))
+        return _decoded(self._present({r: rank_key(self._prefix, r) for r in range(self.world_size)}))
+
+    def _present(self, keys: dict[int, str]) -> dict[int, bytes]:
+        """The values of those of ``keys`` that are there, by rank: one round trip when all are, one check per key
+        otherwise (a get on a missing key would wait for the store's timeout)."""
+        if not self._store.check(list(keys.values())):
+            keys = {r: k for r, k in keys.items() if self._store.check([k])}
+        return dict(zip(keys, self._store.multi_get(list(keys.values()))))
 
 
 def _on_this_clock(state: RankState, heard: float) -> RankState:
@@ -217,7 +213,7 @@ def _decoded(raw: Mapping[int, bytes]) -> dict[int, RankState]:
         try:
             record = from_json(RankState, json.loads(value))
         except (ValueError, TypeError, RecordError):
-            continue  # not ours, or half a value: skipped, as status.read_all skips an unreadable file
+            continue  # not ours, or half a value: skipped, as states.read_states skips an unreadable file
         if record.rank == rank:
             out[rank] = record
     return out

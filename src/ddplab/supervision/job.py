@@ -28,7 +28,7 @@ from ..basics.proc_stat import start_ticks
 from ..records.session import Listened
 from ..records.stragglers import StragglerReport
 from ..records.supervision import Culprit, Hang, LeftProcess, MachineLoss, RankEnd, RankState
-from ..basics.rundir import RunDir
+from ..basics.rundir import MARKER_ENVS, RunDir
 from . import arrivals, elastic, judge
 from .evidence import RankEvidence, gather, requested
 from .family import set_child_subreaper
@@ -301,8 +301,6 @@ class Guardian:
         self.proc: subprocess.Popen | None = None
 
     def __enter__(self) -> "Guardian":
-        from ..basics.rundir import MARKER_ENVS
-
         env = {k: v for k, v in os.environ.items() if k not in MARKER_ENVS}  # never mistaken for the job's
         try:
             self.proc = subprocess.Popen([sys.executable, "-m", "ddplab.supervision.guardian", str(self.run.path),
