@@ -55,7 +55,7 @@ def json_on_stdout(args) -> bool:
     return getattr(args, "format", "text") == "json" or getattr(args, "json", None) == STDOUT
 
 
-def check_output_options(args, formats: tuple[str, ...] = OUTPUT_FORMATS) -> None:
+def check_output_options(args, formats: tuple[str, ...]) -> None:
     """--format is one of ``formats`` (a command's own, as `check`'s), and standard output has one writer: --json -
     beside a --format that writes there is refused (exit 2)."""
     fmt = getattr(args, "format", None)
