@@ -55,7 +55,7 @@ def json_on_stdout(args) -> bool:
     return getattr(args, "format", "text") == "json" or getattr(args, "json", None) == STDOUT
 
 
-def check_output_options(args, formats: tuple[str, ...] = OUTPUT_FORMATS) -> None:
+def check_output_options(args, formats: tuple[str, ...]) -> None:
     """--format is one of ``formats`` (a command's own, as `check`'s), and standard output has one writer: --json -
     beside a --format that writes there is refused (exit 2)."""
     fmt = getattr(args, "format", None)
@@ -69,17 +69,24 @@ def check_output_options(args, formats: tuple[str, ...] = OUTPUT_FORMATS) -> Non
 
 def finish(report, render, args, console, run_dir: str | os.PathLike | None = None) -> int:
     """How a command that shows one report ends: the report in its run directory (where it has one), the --json copy,
-    the JSON on standard output for --format json; then terminal.finish."""
+    the JSON on standard output for --format json; then shown, and its verdict as the exit code (130 when a stop
+    signal reached it). Written first: a verdict is printed only once its report is stored, never a PASS followed by
+    a write error."""
+    from ..basics.files import write_json
+
     record = None
     if run_dir:  # the run directory's layout, only for a command that has one
         from ..basics.rundir import REPORT_FILE
 
         record = Path(run_dir) / REPORT_FILE
     files = [path for path in (record, getattr(args, "json", None)) if path and str(path) != STDOUT]
-    code = terminal.finish(report, render, console, files=files, to_stdout=json_on_stdout(args))
+    doc = report.to_json()
+    for path in files + ([STDOUT] if json_on_stdout(args) else []):
+        write_json(doc, path)
+    render(report, console)
     if record is not None:
         console.print(f"report: {printable(str(record))}", markup=False, highlight=False, soft_wrap=True)
-    return code
+    return terminal.stopped_exit_code(report.verdict.exit_code)
 
 
 def run_directory(config, record) -> Path | None:

@@ -93,12 +93,12 @@ def _ticks(lo: float, hi: float, log: bool, unit: str) -> list[float]:
     return log_ticks(lo, hi, unit) if log else linear_ticks(lo, hi)
 
 
-def _legend(entries: list[tuple[str, str, str]], width: int = W) -> list[Markup]:
+def _legend(entries: list[tuple[str, str, str]]) -> list[Markup]:
     """(label, colour, dash pattern) entries in a row above the plot, wrapping onto a second row."""
     out, x, y = [], LEFT, 14
     for label, color, dashed in entries:
         size = 26 + 6.2 * len(label)
-        if x + size > width - RIGHT and x > LEFT:
+        if x + size > W - RIGHT and x > LEFT:
             x, y = LEFT, y + 14
         out.append(h("<line x1='{x:.1f}' y1='{y:.1f}' x2='{x2:.1f}' y2='{y:.1f}' stroke='{c}' stroke-width='2' "
                      "stroke-dasharray='{d}'/><text class='legend' x='{tx:.1f}' y='{ty:.1f}' fill='{c}'>{label}</text>",

@@ -186,7 +186,7 @@ def moments(record: LaunchRecord) -> list[Mark]:
     return [Mark(label, at - started, kind) for label, at, kind in launcher_moments(record)]
 
 
-def lane_timeline(record: LaunchRecord, base_dir: Path | None, trace_name: str = "") -> LaneTimeline | None:
+def lane_timeline(record: LaunchRecord, base_dir: Path | None, trace_name: str) -> LaneTimeline | None:
     """The page's drawing of the job's last collectives, or None when no rank left a record with an entry (a job
     stuck before its first collective dumps records that hold none)."""
     by_rank, _ = entries_of(record, base_dir)
@@ -229,7 +229,7 @@ def _backend_note(by_rank: dict[int, list[Entry]]) -> str:
                              "to the next one's enqueue.")
 
 
-def trace_events(record: LaunchRecord, base_dir: Path | None, version: str = "") -> dict | None:
+def trace_events(record: LaunchRecord, base_dir: Path | None, version: str) -> dict | None:
     """The Chrome trace-event document of every rank's entries, or None when no rank left a readable record."""
     by_rank, dumped = entries_of(record, base_dir)
     origin = _origin(by_rank)
@@ -261,7 +261,7 @@ def trace_events(record: LaunchRecord, base_dir: Path | None, version: str = "")
     for label, at, _ in launcher_moments(record):
         if at:
             events.append(_instant(label, at, origin, None))
-    other = {"tool": f"ddplab {version}".strip(), "run_id": record.run_id, "outcome": record.outcome,
+    other = {"tool": f"ddplab {version}", "run_id": record.run_id, "outcome": record.outcome,
              "origin_unix_ns": origin, "culprit_ranks": sorted(culprits),
              "culprit_reason": record.culprit.reason if record.culprit else None}
     return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}

@@ -182,21 +182,6 @@ def footer(console, session, verdict, summary: str) -> None:
     console.print(f"verdict: {verdict_text(verdict)} - {escape(summary)}")
 
 
-def finish(report, render, console, files=(), to_stdout: bool = False) -> int:
-    """What every command ends with: write the report (to each of ``files``, then standard output if ``to_stdout``),
-    show it, map its verdict to an exit code (130 when a stop signal reached it). Written first: a verdict is printed
-    only once its report is stored, never a PASS followed by a write error."""
-    from ..basics.files import STDOUT, write_json
-
-    doc = report.to_json()
-    for path in files:
-        write_json(doc, path)
-    if to_stdout:
-        write_json(doc, STDOUT)
-    render(report, console)
-    return stopped_exit_code(report.verdict.exit_code)
-
-
 def stopped_exit_code(code: int) -> int:
     """``code``, or 130 when a stop signal came while the command ran."""
     stop = interrupts.requested()
