@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import invalid_choice
 from ..records import Check, Report, Verdict
-from ..records.core import make_report, platform_of, rows_of, verdict_of
+from ..records.core import make_report, rows_of, verdict_of
 
 if TYPE_CHECKING:
     from ..records.run import StageRecord
@@ -116,4 +116,4 @@ def _judged_stage(stage: StageRecord) -> StageRecord:
 verdict = verdict_of
 report = make_report  # the JSON document of one measurement: its config, the platform, the record, its checks
 
-__all__ = ["Check", "MEASUREMENTS", "get", "make_report", "platform_of", "register", "report", "verdict"]
+__all__ = ["Check", "MEASUREMENTS", "get", "make_report", "register", "report", "verdict"]

@@ -1,6 +1,6 @@
 """Workloads a rank can run. Name -> module, imported lazily (torch stays out of --help).
 
-Each module exposes ``SUMMARY`` and ``run(ctx: worker.RankContext) -> dict``.
+Each module exposes ``run(ctx: worker.RankContext)``, which returns the rank's result record (records/).
 """
 
 from __future__ import annotations

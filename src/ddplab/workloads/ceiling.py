@@ -13,8 +13,6 @@ from dataclasses import asdict
 
 from ..records.ceiling import CeilingRankResult, CeilingSettings, CopyRate, DeviceCopy
 
-SUMMARY = "device copy bandwidth (the loopback ceiling) and host<->device bandwidth"
-
 
 def copy_rate(runtime, size_bytes: int, iters: int = 20, src_device=None, dst_device=None) -> CopyRate:
     import torch

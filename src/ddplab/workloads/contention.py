@@ -15,7 +15,6 @@ from pathlib import Path
 from ..records.contention import ContentionRankResult, ContentionSettings, MatmulRate
 from .common import barrier
 
-SUMMARY = "K processes computing on one device vs one alone: efficiency and slowdown"
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 
 

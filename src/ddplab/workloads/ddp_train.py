@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from ..records.train import TrainRankResult, TrainSettings
 from .machines import gather_objects, job_places
 
-SUMMARY = "DDP training with gradient-synchronisation proof"
 TIMING_METHOD = ("blocking: zero_grad+forward+backward(all_reduce)+step, host perf_counter, "
                  "device synchronised before and after each step")
 GRAD_RTOL = 1e-4  # float32 sums in a different order differ by ~1e-7 relative; 1e-4 leaves margin

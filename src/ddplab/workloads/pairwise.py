@@ -7,8 +7,6 @@ from __future__ import annotations
 from ..records.pairwise import PairwiseRankResult
 from .machines import pair_rounds
 
-SUMMARY = "all_reduce between every pair of machines, one rank on each"
-
 
 def run(ctx) -> PairwiseRankResult:
     job = pair_rounds(ctx, ctx.settings)

@@ -21,8 +21,6 @@ from ..records.session import Distribution
 from .common import barrier, blocking_us, device_event_us, histogram, pipelined_us
 from .machines import storm_groups
 
-SUMMARY = "10,000 tiny all_reduces: mean latency, per-op distribution, CPU cost, device time"
-
 
 def run(ctx) -> StormRankResult:
     """The storm through the configured engine(s); with both, the result is torch's with the library's beside it."""

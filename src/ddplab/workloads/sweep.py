@@ -21,7 +21,6 @@ from .common import barrier, timed_repetition
 from .machines import sweep_groups
 from .memory import SizePlanner
 
-SUMMARY = "nccl-tests-style sweep of collectives over message sizes"
 CEILING_ITERS = 10
 
 
