@@ -2,24 +2,11 @@
 
 Reports travel (they are attached to bug reports), and a job directory is read by whoever can read the disk, so
 anything copied from the machine or the command line into them is withheld when its NAME says it is a secret or
-its VALUE looks like a credential, whatever let it through (docs/exposure.md). One set of rules for everything:
-
-- environment variables (``redact``): the whole value is withheld;
-- command lines (``redact_argv``): the value after a secret-named flag (``--api-key X``, ``--token=X``,
-  ``db.password=X``, ``-p X``) and every credential-shaped value; the rest is kept, so it still says what ran;
-- free text (``redact_text``: an error message, a traceback): credential-shaped parts and the values of
-  secret-named ``name=value`` pairs;
-- this process's own secrets (``learn``, ``withhold_known``): a value withheld from this process's command line
-  or environment is withheld wherever it appears again (a rank's error message quoting its token). Each process
-  learns them from its own command line and environment, which hold the same secrets, so nothing carries the
-  values between processes. ``files.write_text_atomic`` withholds them in plain, JSON and HTML spellings.
-
-A name is secret when one of its words (split at ``-``, ``_``, ``.`` and camelCase) is a secret word (token,
-secret, password, credentials, a key of a known kind, auth, pwd, session ...), also as a word's end (``hftoken``).
-Plurals that count (``--max-tokens``) and words that merely begin with one (``--tokenizer``) are not. A name whose
-last word says the value only points at the secret (``--key-file``, ``--token-env``) keeps its value, which is
-still checked for a credential's shape: hiding it would hide which file the job read. Over-cautious cases
-(``--sort-key length``) are the price: a withheld ordinary value costs less than a leaked key.
+its VALUE looks like a credential, whatever let it through. One set of rules for environment variables
+(``redact``), command lines (``redact_argv``), free text (``redact_text``) and this process's own secrets wherever
+they appear again (``learn``, ``withhold_known``): docs/exposure.md, "Secrets in reports", says which names are
+secret and what each one withholds. The rules err on the side of hiding (``--sort-key length`` is withheld): a
+withheld ordinary value costs less than a leaked key.
 
 Every rule runs in time linear in its input: no pattern starts again inside a word it already read, and nothing
 recurses on what it found.
@@ -86,7 +73,7 @@ _PLACES_PREFIXES = ("XDG_SESSION_",)
 
 
 def secret_name(name: str) -> bool:
-    """Does this variable's, option's or key's name say its value is a secret (module docstring)?"""
+    """Does this variable's, option's or key's name say its value is a secret (docs/exposure.md)?"""
     words = [w.lower() for w in _WORD_BREAK.split(name) if w]
     if not words or words[-1] in _POINTER_WORDS or words[-1] in _NOT_A_VALUE_WORDS:
         return False

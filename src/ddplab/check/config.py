@@ -95,9 +95,6 @@ class CheckConfig:
         return LaunchOptions(nproc=1, device=self.device, nnodes=self.nnodes, rdzv_endpoint=self.rdzv_endpoint,
                              rdzv_id=self.rdzv_id, rdzv_host=self.rdzv_host)
 
-    def to_argv(self) -> list[str]:
-        return []
-
 
 def parse_injection(spec: str) -> tuple[str, str | None]:
     """"slow:all_reduce" -> ("slow", "all_reduce"); "leftover" -> ("leftover", None)."""

@@ -14,6 +14,7 @@ from ..errors import EnvironmentUnsupported, UsageError
 from ..platform import Platform
 from ..platform.collective_lib import version_tuple
 from ..platform.vendors import SharedDeviceCosts
+from ..basics.sizes import human_bytes
 from ..records.placement import PRIVATE_DAEMON, RUNNING_DAEMON, Option, Placement
 
 _EPS = 1e-9
@@ -298,8 +299,6 @@ def require_fits(platform: Platform, placement: Placement, bytes_per_rank: int, 
                  hint: str) -> None:
     """Refuse, before any rank starts, buffers that the memory the ranks run on cannot hold: the host's available
     memory, or a device's free memory shared by its ranks, each held to its cap. A size not read is not judged."""
-    from ..basics.sizes import human_bytes
-
     indices = placement.device_indices
     for index in sorted(set(indices)):
         device = platform.devices[0 if placement.host_only else index] if platform.devices else None

@@ -81,18 +81,13 @@ def plan(asked: bool, service: RasService | None, library: str | None, library_v
     if environ.get(service.enable_env, "").strip() in service.disabled_values:
         return RasPlan(service, library_version,
                        why_not=f"switched off for this job: {service.enable_env}={environ[service.enable_env]}")
-    host, port = parse_address(environ.get(service.address_env) or service.default_address, service)
-    return RasPlan(service, library_version, host, port)
-
-
-def parse_address(text: str, service: RasService) -> tuple[str, int]:
-    """host:port (an IPv6 host in brackets, e.g. [::1]:28028)."""
-    found = split_endpoint(text.strip())
+    text = environ.get(service.address_env) or service.default_address
+    found = split_endpoint(text.strip())  # host:port, an IPv6 host in brackets ([::1]:28028)
     if found is None:
         raise UsageError("invalid-ras-address", f"{service.address_env}={text!r}: --ras needs host:port there "
                                                 f"(port 1-65535), e.g. {service.default_address}",
                          hint=f"fix {service.address_env}, or leave it unset for {service.default_address}")
-    return found
+    return RasPlan(service, library_version, *found)
 
 
 def exchange(p: RasPlan) -> RasAnswer:

@@ -7,20 +7,27 @@ rank's ``RankReturn`` and the launch's live objects).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import sys
 import time
+import traceback
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ..basics import numpy_warning
+from ..basics.files import write_text_atomic
+from ..basics.proc_stat import start_ticks
 from ..records.config import LaunchOptions
 from ..basics.observer import QUIET, Observer  # noqa: F401 - every run's watcher; commands import it from here
-from ..platform import Platform
+from ..platform import Platform, detect
 from ..records.placement import Placement
 from ..records.session import SessionRecord
 from ..basics.rundir import PLACEMENT_ENV, RunDir
 from ..supervision.sampler import RankSampler
 from .session_record import session_record, torchrun_job_ranks
+from ..supervision import elastic
+from ..supervision.elastic import ElasticFailure
 from ..supervision.job import Guardian, JobOutcome, run_job
 from ..cluster.exposure import Rendezvous, torchruns_store, where_to_listen
 from .supervise import BOOT_MODULE, job_spec
@@ -55,7 +62,6 @@ class Session:
 
 def prepare(opts: LaunchOptions, with_memory: bool = False) -> tuple[Platform, Placement]:
     """Everything that can refuse the request, before anything is started or written."""
-    from ..platform import detect
     from .policy import plan
 
     platform = detect(opts.device, with_memory=with_memory)
@@ -75,8 +81,6 @@ def start_sharing_daemon(opts: LaunchOptions, platform: Platform, placement: Pla
     if make_daemon is not None:
         daemon = make_daemon(platform.spec, run.sharing_daemon_dir)
     else:  # carrying the run's markers: `ddplab clean` tells one left by a launcher that is gone
-        from ..basics.proc_stat import start_ticks
-
         daemon = daemon_mod.PrivateDaemon(platform.spec, run.sharing_daemon_dir,
                                           run.marker_env(os.getpid(), start_ticks(os.getpid())))
     try:
@@ -93,10 +97,6 @@ def start_sharing_daemon(opts: LaunchOptions, platform: Platform, placement: Pla
 
 def _tell_the_guardian(run: RunDir, daemon) -> None:
     """daemons.json: how the run's guardian stops this daemon if the launcher dies without stopping it."""
-    import json
-
-    from ..basics.files import write_text_atomic
-
     entry = daemon.guardian_entry()
     if entry is not None:
         with contextlib.suppress(Exception):  # the daemon is stopped in the launcher's finally all the same
@@ -130,8 +130,6 @@ def run_script(module: str, args: list[str], opts: LaunchOptions, label: str, ob
     DDPLAB_DRILL_PLACEMENT (the drills do). ``controller(run)`` runs in a launcher-side thread while the ranks run
     (drills inject from there); ``rank_env``: variables every rank sets before init, on top of the placement's;
     ``stragglers``: the straggler watch's plan, None: not watched."""
-    import json
-    import sys
 
     def entry(platform: Platform, placement: Placement) -> tuple:
         plan = {"backend": placement.backend, "device_type": placement.device_type,
@@ -197,8 +195,6 @@ def lab_config(run: RunDir, nproc: int, rdzv: Rendezvous):
     replaces with ddplab's own (job/supervise.job_spec); every rank's output in the run's logs."""
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
 
-    from ..supervision import elastic
-
     return elastic.launch_config(
         min_nodes=rdzv.nnodes, max_nodes=rdzv.nnodes, nproc_per_node=nproc, run_id=rdzv.run_id or run.run_id,
         rdzv_backend="c10d", rdzv_endpoint=rdzv.endpoint,
@@ -237,9 +233,5 @@ def _run_as_torchrun_rank(workload: Workload, opts: LaunchOptions, label: str,
 
 
 def _failed_here(exc: BaseException):
-    import traceback
-
-    from ..supervision.elastic import ElasticFailure
-
     return ElasticFailure(local_rank=int(os.environ.get("LOCAL_RANK", "0")), pid=os.getpid(), exitcode=1, signal=None,
                           message="".join(traceback.format_exception(exc)), timestamp=time.time())

@@ -11,6 +11,7 @@ from ..basics.rundir import RunDir
 from ..supervision.sampler import RankSampler
 from ..supervision.elastic import ElasticFailure
 from ..supervision.job import JobOutcome
+from ..supervision.states import read_states
 
 
 def torchrun_job_ranks(placement: Placement, outcome: JobOutcome) -> list[RankOutcome]:
@@ -81,8 +82,6 @@ def _failure_record(failure: ElasticFailure) -> FailureRecord:
 def _rank_outcomes(placement: Placement, run: RunDir, outcome: JobOutcome,
                    sampler: RankSampler) -> list[RankOutcome]:
     """One entry per rank this launcher started, finished or not: identity, status, sampler peaks, result."""
-    from ..supervision.states import read_states
-
     peaks = sampler.peaks()
     pids = run.rank_pids()
     states = read_states(run)  # where each rank ran, for the ranks that did not return

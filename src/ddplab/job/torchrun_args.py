@@ -19,6 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ..basics.files import check_output_dir
+from ..basics.redaction import redact, redact_argv, redact_text
 from ..cluster.exposure import LOOPBACK_HOST
 from ..basics.validators import MAX_NODES, MAX_NPROC, check_nproc, check_path_text, is_digits
 from .config import LAUNCH_USAGE, Target, UserJobConfig
@@ -69,8 +70,6 @@ class LaunchRequest:
     def launch_config(self) -> UserJobConfig:
         """The request as the report shows it, with secrets withheld from the program's arguments and torchrun's
         options (a rendezvous endpoint's ``user:password@``); the job itself runs with ``target`` as typed."""
-        from ..basics.redaction import redact, redact_argv, redact_text
-
         target = replace(self.target, args=tuple(redact_argv(self.target.args)))
         torchrun = {name: redact_text(value) if isinstance(value, str) else value
                     for name, value in self.torchrun.items()}

@@ -22,6 +22,7 @@ import datetime
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from ...basics.files import write_text_atomic
 from ...records import Verdict
 from ..record import CheckRecord, NodeCheck, Status
 
@@ -66,6 +67,4 @@ def _skipped(check: NodeCheck) -> bool:
 
 
 def write(record: CheckRecord, path: str | Path, hostname: str = "") -> Path:
-    from ...basics.files import write_text_atomic
-
     return write_text_atomic(path, render(record, hostname), make_parents=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ... import __version__
+from ...basics.files import make_directory
 from ..record import CheckRecord
 
 FILE_NAME = "ddplab_check.prom"
@@ -85,8 +86,6 @@ def render(record: CheckRecord) -> str:
 def write(record: CheckRecord, directory: str | Path) -> Path:
     """DIR/ddplab_check.prom, replaced at once."""
     from prometheus_client import write_to_textfile
-
-    from ...basics.files import make_directory
 
     make_directory(Path(directory), "--textfile-dir")
     path = Path(directory) / FILE_NAME
