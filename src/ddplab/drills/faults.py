@@ -19,6 +19,8 @@ import sys
 import threading
 import time
 
+from ..platform.runtime import synchronize_device
+
 # fault -> what the victim does, in the words of the fault table
 FAULTS = {
     "none": "nothing: a healthy run",
@@ -295,11 +297,11 @@ class Faults:
 
         if getattr(self, "_matmuls", None) is None:
             a = torch.randn(1024, 1024, device=device)
-            torch.accelerator.synchronize(device)
+            synchronize_device(device)
             started, count = time.perf_counter(), 20
             for _ in range(count):
                 a = torch.tanh(a @ a)
-            torch.accelerator.synchronize(device)
+            synchronize_device(device)
             each = (time.perf_counter() - started) / count
             self._matmuls = (a, max(1, round(self._extra_s / each)))
         a, count = self._matmuls
@@ -376,13 +378,11 @@ def _compute_for(seconds: float, device) -> None:
     """Matrix multiplies on ``device`` until ``seconds`` have passed (the device synchronised after each)."""
     import torch
 
-    on_device = device is not None and device.type != "cpu"
     a = torch.randn(256, 256, device=device)
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
         a = torch.tanh(a @ a)
-        if on_device:
-            torch.accelerator.synchronize(device)
+        synchronize_device(device)
 
 
 def _out_of_memory(rank: int, device, cap: int | None) -> None:

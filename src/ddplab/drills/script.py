@@ -24,6 +24,7 @@ from pathlib import Path
 from ..basics.files import write_text_atomic
 from ..basics.rundir import PLACEMENT_ENV, RUN_DIR_ENV
 from ..errors import DdplabError
+from ..platform.runtime import synchronize_device
 from . import faults as fault_table
 
 COLLECTIVE_FAULTS = ("skip_continue", "mismatch", "desync")
@@ -85,7 +86,6 @@ def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     faults = fault_table.Faults(args)
     faults.at_start()
-    import torch
     import torch.distributed as dist
 
     from ddplab.workloads.ddp_train import Trainer, build_model
@@ -112,8 +112,7 @@ def main(argv: list[str] | None = None) -> None:
             faults.data_ended(step)
             break
         _collective_fault(faults, step, device)
-        if device.type != "cpu":
-            torch.accelerator.synchronize(device)
+        synchronize_device(device)
         step_times_us.append((time.perf_counter() - started) * 1e6)
     _write(RESULT_FILE, {"latencies_us": step_times_us, "loop_s": time.perf_counter() - loop_started})
     print(f"[rank {faults.rank}] finished {len(step_times_us)} steps", flush=True)

@@ -12,6 +12,15 @@ import sys
 from .vendors import HOST_CPU
 
 
+def synchronize_device(device) -> None:
+    """Wait for the work queued on ``device`` (a torch.device; the host has none). Through the device's torch
+    module, which torch 2.4 has: ``torch.accelerator`` came in 2.6."""
+    import torch
+
+    if device is not None and device.type != HOST_CPU.device_type:
+        torch.get_device_module(device.type).synchronize(device.index)
+
+
 class DeviceRuntime:
     def __init__(self, device_type: str, index: int):
         import torch
