@@ -21,6 +21,24 @@ def synchronize_device(device) -> None:
         torch.get_device_module(device.type).synchronize(device.index)
 
 
+def device_for_local_rank(local_rank: int):
+    """(torch.device, backend) as a typical training script picks them where no plan says: this machine's
+    accelerator, its devices shared round-robin by local rank (this rank's made current), with torch's default
+    backend for it; else the host, with gloo. The accelerator is found as the probe finds it: torch 2.4 and 2.5 have
+    no ``torch.accelerator``, and ``current_accelerator()`` alone fails or lies on a host without a device."""
+    import torch
+    import torch.distributed as dist
+
+    from .probe import available_accelerator
+
+    device_type, count = available_accelerator(torch)
+    if device_type is None or count < 1:
+        return torch.device(HOST_CPU.device_type), HOST_CPU.backend
+    runtime = DeviceRuntime(device_type, local_rank % count)
+    runtime.activate()
+    return runtime.device, dist.Backend.default_device_backend_map[device_type]
+
+
 class DeviceRuntime:
     def __init__(self, device_type: str, index: int):
         import torch
