@@ -64,3 +64,26 @@ def test_a_torch_without_torch_accelerator_still_finds_the_devices(unplanned, mo
     monkeypatch.setattr(torch, "get_device_module", lambda kind: module)
     device, backend, cap = script._device_and_backend()
     assert (device, backend, cap, module.current) == (torch.device("xpu", 1), "xccl", None, [1])
+
+
+def test_the_accelerate_job_asks_for_the_device_on_a_torch_without_torch_accelerator(unplanned, monkeypatch):
+    """Accelerate is told to stay on the host only where there is no accelerator: on torch 2.4 and 2.5 it once
+    always was, a GPU beside it or not."""
+    accelerate = pytest.importorskip("accelerate")
+    from ddplab.drills import accelerate_job
+
+    asked: list[bool] = []
+
+    class _Stop(Exception):
+        pass
+
+    def accelerator(cpu: bool):
+        asked.append(cpu)
+        raise _Stop
+
+    monkeypatch.delattr(torch, "accelerator", raising=False)
+    monkeypatch.setattr(torch, "xpu", _DeviceModule(count=1))
+    monkeypatch.setattr(accelerate, "Accelerator", accelerator)
+    with pytest.raises(_Stop):
+        accelerate_job.main([])
+    assert asked == [False]

@@ -13,7 +13,7 @@ import sys
 
 _HOMES = {
     "DeviceInfo": "facts", "Platform": "facts",
-    "Probe": "probe", "describe": "probe", "gather_probe": "probe", "whitelisted_environ": "probe",
+    "Probe": "probe", "available_accelerator": "probe", "describe": "probe", "gather_probe": "probe", "whitelisted_environ": "probe",
     "DeviceMonitor": "device_monitor", "DeviceSample": "device_monitor", "open_monitor": "device_monitor",
     "DeviceRuntime": "runtime", "synchronize_device": "runtime", "device_for_local_rank": "runtime", "VENDORS": "vendors",
 }
