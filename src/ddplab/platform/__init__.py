@@ -13,9 +13,11 @@ import sys
 
 _HOMES = {
     "DeviceInfo": "facts", "Platform": "facts",
-    "Probe": "probe", "available_accelerator": "probe", "describe": "probe", "gather_probe": "probe", "whitelisted_environ": "probe",
+    "Probe": "probe", "describe": "probe", "gather_probe": "probe", "whitelisted_environ": "probe",
+    "available_accelerator": "probe",
     "DeviceMonitor": "device_monitor", "DeviceSample": "device_monitor", "open_monitor": "device_monitor",
-    "DeviceRuntime": "runtime", "synchronize_device": "runtime", "device_for_local_rank": "runtime", "VENDORS": "vendors",
+    "DeviceRuntime": "runtime", "synchronize_device": "runtime", "device_for_local_rank": "runtime",
+    "fsdp2_unsupported": "runtime", "VENDORS": "vendors",
 }
 
 
