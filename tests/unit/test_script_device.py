@@ -4,6 +4,7 @@ test plays one torch release's ``torch.accelerator`` (read in its sources) on th
 
 import pytest
 import torch
+import torch.distributed
 
 from ddplab.basics.rundir import PLACEMENT_ENV
 from ddplab.drills import script
@@ -57,9 +58,11 @@ def test_a_host_without_a_device_trains_on_the_host_with_gloo(unplanned, monkeyp
 
 
 def test_a_torch_without_torch_accelerator_still_finds_the_devices(unplanned, monkeypatch):
-    """torch 2.4 and 2.5: no torch.accelerator; the device's own module says what there is."""
+    """torch 2.4 and 2.5: no torch.accelerator; the device's own module says what there is, and torch 2.4's map of
+    default backends names cpu and cuda only: the vendor's backend is taken for any other device."""
     module = _DeviceModule(count=2)
     monkeypatch.delattr(torch, "accelerator", raising=False)
+    monkeypatch.setattr(torch.distributed.Backend, "default_device_backend_map", {"cpu": "gloo", "cuda": "nccl"})
     monkeypatch.setattr(torch, "xpu", module)
     monkeypatch.setattr(torch, "get_device_module", lambda kind: module)
     device, backend, cap = script._device_and_backend()

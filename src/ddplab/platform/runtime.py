@@ -9,7 +9,7 @@ from __future__ import annotations
 import resource
 import sys
 
-from .vendors import HOST_CPU, NVIDIA
+from .vendors import HOST_CPU, NVIDIA, VENDORS
 
 # The oldest torch whose FSDP2 (fully_shard) runs elsewhere than on NVIDIA's devices: 2.4 and 2.5 make CUDA streams
 # whatever the mesh's device (read in their sources); 2.6 asks the device's own module, but the host's streams
@@ -60,7 +60,10 @@ def device_for_local_rank(local_rank: int):
         return torch.device(HOST_CPU.device_type), HOST_CPU.backend
     runtime = DeviceRuntime(device_type, local_rank % count)
     runtime.activate()
-    return runtime.device, dist.Backend.default_device_backend_map[device_type]
+    # torch's own map, as init_process_group reads it; where this torch maps no backend to the device (torch 2.4 maps
+    # cpu and cuda only), the vendor's
+    backend = dist.Backend.default_device_backend_map.get(device_type) or VENDORS.get(device_type, HOST_CPU).backend
+    return runtime.device, backend
 
 
 class DeviceRuntime:
