@@ -17,9 +17,11 @@ def main(argv: list[str] | None = None) -> None:
     import torch
     from accelerate import Accelerator
 
+    from ddplab.platform import available_accelerator
     from ddplab.workloads.ddp_train import build_model
 
-    accelerator = Accelerator(cpu=not torch.accelerator.is_available() if hasattr(torch, "accelerator") else True)
+    device_type, _ = available_accelerator(torch)  # torch 2.4 and 2.5 have no torch.accelerator
+    accelerator = Accelerator(cpu=device_type is None)
     model, _ = build_model("mlp", faults.model_width(args.width))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.001)
     model, optimizer = accelerator.prepare(model, optimizer)

@@ -24,7 +24,7 @@ from pathlib import Path
 from ..basics.files import write_text_atomic
 from ..basics.rundir import PLACEMENT_ENV, RUN_DIR_ENV
 from ..errors import DdplabError
-from ..platform.runtime import synchronize_device
+from ..platform.runtime import DeviceRuntime, device_for_local_rank, synchronize_device
 from . import faults as fault_table
 
 COLLECTIVE_FAULTS = ("skip_continue", "mismatch", "desync")
@@ -61,25 +61,16 @@ def _write(name: str, value) -> None:
 
 def _device_and_backend():
     """(device, backend, memory cap in bytes or None), from the drill's plan or as a typical script decides."""
-    import torch
-    import torch.distributed as dist
-
     plan = json.loads(os.environ.get(PLACEMENT_ENV) or "{}")
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if plan:
-        from ddplab.platform import DeviceRuntime
-
         runtime = DeviceRuntime(plan["device_type"], plan["devices"][local_rank])
         runtime.activate()
         runtime.cap_memory(plan.get("memory_fraction"))
         return runtime.device, plan["backend"], runtime.allocator_cap_bytes()
-    accelerator = torch.accelerator.current_accelerator() if hasattr(torch, "accelerator") else None
-    if accelerator is not None:  # several ranks share the devices there are (NCCL >= 2.30 takes them)
-        index = local_rank % torch.accelerator.device_count()
-        torch.accelerator.set_device_index(index)
-        device = torch.device(accelerator.type, index)
-        return device, dist.get_default_backend_for_device(device), None
-    return torch.device("cpu"), "gloo", None
+    # several ranks share the devices there are (NCCL >= 2.30 takes them)
+    device, backend = device_for_local_rank(local_rank)
+    return device, backend, None
 
 
 def main(argv: list[str] | None = None) -> None:

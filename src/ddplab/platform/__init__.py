@@ -14,8 +14,10 @@ import sys
 _HOMES = {
     "DeviceInfo": "facts", "Platform": "facts",
     "Probe": "probe", "describe": "probe", "gather_probe": "probe", "whitelisted_environ": "probe",
+    "available_accelerator": "probe",
     "DeviceMonitor": "device_monitor", "DeviceSample": "device_monitor", "open_monitor": "device_monitor",
-    "DeviceRuntime": "runtime", "synchronize_device": "runtime", "VENDORS": "vendors",
+    "DeviceRuntime": "runtime", "synchronize_device": "runtime", "device_for_local_rank": "runtime",
+    "fsdp2_unsupported": "runtime", "VENDORS": "vendors",
 }
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import sys
 
+from .vendors import HOST_CPU
+
 # Every name torch reads for the same setting, current name first (the older, NCCL's, are the only ones before 2.9).
 BUFFER_SIZE_ENV = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 DUMP_FILE_ENV = ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
@@ -116,14 +118,26 @@ def _dumps(names: tuple[str, ...], decode):
 
 def why_no_entries(environ: dict[str, str]) -> str | None:
     """Why a rank inside its process group has no recorded collectives, where that is known for good: the user
-    switched the recorder off, or this torch has no recorder for host backends. None: none recorded yet."""
+    switched the recorder off, or this torch has no recorder for the group's backend: none at all, or a group on the
+    host's backend without the generic recorder (torch before 2.8 built for a device has the vendor's recorder
+    only). None: none recorded yet."""
     setting = user_buffer_setting(environ)
     if setting is not None and setting.partition("=")[2].strip() == "0":
         return f"the flight recorder is off ({setting})"
     c10d = _c10d()
-    if c10d is not None and not any(hasattr(c10d, name) for name in PICKLE_DUMPERS):
+    if c10d is not None and (not any(hasattr(c10d, name) for name in PICKLE_DUMPERS) or (
+            not hasattr(c10d, GENERIC_RECORDER) and _group_backend() == HOST_CPU.backend)):
         return "this torch has no flight recorder for the job's backend (gloo's arrived in torch 2.8)"
     return None
+
+
+def _group_backend() -> str | None:
+    """The default process group's backend in this process, or None; never imports torch (``_c10d``)."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        return str(dist.get_backend()) if dist is not None and dist.is_initialized() else None
+    except Exception:  # a group being torn down: not known
+        return None
 
 
 def enqueued_by_group(entries: list[dict]) -> dict[str, list[int]]:

@@ -112,7 +112,7 @@ def gather_probe(with_memory: bool = True) -> Probe:
     import torch.distributed as dist
 
     plugins, plugin_errors = _import_plugins()
-    accelerator, count = _accelerator(torch)
+    accelerator, count = available_accelerator(torch)
     vendor = VENDORS.get(accelerator or "", HOST_CPU)
     devices = _devices(torch, accelerator, count, with_memory)
     libraries = (collective_lib.find_copies(vendor.library_names, vendor.version_symbol,
@@ -178,7 +178,10 @@ def _import_plugins() -> tuple[dict[str, str | None], dict[str, str]]:
     return versions, errors
 
 
-def _accelerator(torch) -> tuple[str | None, int]:
+def available_accelerator(torch) -> tuple[str | None, int]:
+    """(device type, device count) of the accelerator this process can use now; (None, 0) where there is none.
+    ``current_accelerator()`` is asked only once ``is_available()`` said yes: torch 2.6 raises on a host without a
+    device, and from 2.7 it names the accelerator torch was built for, present or not."""
     acc_api = getattr(torch, "accelerator", None)
     if acc_api is not None and hasattr(acc_api, "current_accelerator"):
         if not acc_api.is_available():

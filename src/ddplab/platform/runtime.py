@@ -9,7 +9,13 @@ from __future__ import annotations
 import resource
 import sys
 
-from .vendors import HOST_CPU
+from .vendors import HOST_CPU, NVIDIA, VENDORS
+
+# The oldest torch whose FSDP2 (fully_shard) runs elsewhere than on NVIDIA's devices: 2.4 and 2.5 make CUDA streams
+# whatever the mesh's device (read in their sources); 2.6 asks the device's own module, but the host's streams
+# there have no record_event, so on the host it fails at the first forward (measured: 2.4.1, 2.6.0 fail, 2.7.1 runs).
+FSDP2_ON_ANY_DEVICE_SINCE = (2, 6)
+FSDP2_ON_HOST_SINCE = (2, 7)
 
 
 def synchronize_device(device) -> None:
@@ -19,6 +25,45 @@ def synchronize_device(device) -> None:
 
     if device is not None and device.type != HOST_CPU.device_type:
         torch.get_device_module(device.type).synchronize(device.index)
+
+
+def fsdp2_unsupported(device_type: str, torch_version: str | None = None) -> str | None:
+    """Why this torch's FSDP2 cannot shard a model on ``device_type``, in one sentence, or None where it can."""
+    from ..basics.torch_floor import release
+
+    if torch_version is None:
+        import torch
+
+        torch_version = str(torch.__version__)
+    if device_type == NVIDIA.device_type:
+        return None
+    needed = FSDP2_ON_HOST_SINCE if device_type == HOST_CPU.device_type else FSDP2_ON_ANY_DEVICE_SINCE
+    found = release(torch_version)
+    if found is None or found >= needed:
+        return None
+    return (f"FSDP2 (fully_shard) on {device_type} needs torch {needed[0]}.{needed[1]} or newer; this is torch "
+            f"{torch_version}")
+
+
+def device_for_local_rank(local_rank: int):
+    """(torch.device, backend) as a typical training script picks them where no plan says: this machine's
+    accelerator, its devices shared round-robin by local rank (this rank's made current), with torch's default
+    backend for it; else the host, with gloo. The accelerator is found as the probe finds it: torch 2.4 and 2.5 have
+    no ``torch.accelerator``, and ``current_accelerator()`` alone fails or lies on a host without a device."""
+    import torch
+    import torch.distributed as dist
+
+    from .probe import available_accelerator
+
+    device_type, count = available_accelerator(torch)
+    if device_type is None or count < 1:
+        return torch.device(HOST_CPU.device_type), HOST_CPU.backend
+    runtime = DeviceRuntime(device_type, local_rank % count)
+    runtime.activate()
+    # torch's own map, as init_process_group reads it; where this torch maps no backend to the device (torch 2.4 maps
+    # cpu and cuda only), the vendor's
+    backend = dist.Backend.default_device_backend_map.get(device_type) or VENDORS.get(device_type, HOST_CPU).backend
+    return runtime.device, backend
 
 
 class DeviceRuntime:

@@ -94,7 +94,7 @@ def run(config, entrypoint, args: tuple, run_dir: RunDir, env: dict[str, str]) -
         try:
             # raising first: it raises at once if a stop came before the launch, and a SIGINT held back by the blocked
             # mask reaches it when the mask is restored, still inside the launch (a second signal there is absorbed)
-            with interrupts.raising(stop_ranks), _ranks_start_with_sigint_blocked():
+            with interrupts.raising(stop_ranks), _ranks_start_with_sigint_blocked(), _stop_signals_stay_ours():
                 values = elastic_launch(config, entrypoint)(*args)
             return ElasticOutcome(True, time.monotonic() - start,
                                   return_values={int(k): v for k, v in (values or {}).items()})
@@ -151,6 +151,31 @@ def _end_unregistered_ranks(run_dir: RunDir, grace_s: float = 3.0) -> None:
 def _raise_if_disk_full(run_dir: RunDir) -> None:
     """Name a full disk (exit 3): elastic fails on the empty error file of a rank that hit ENOSPC (JSONDecodeError)."""
     raise_if_full(run_dir.path, "the run directory: ranks' pid, status, log and error files")
+
+
+@contextlib.contextmanager
+def _stop_signals_stay_ours():
+    """Elastic's handler, for a stop signal that had one of ddplab's, hands the signal to ddplab's. Torch before 2.10
+    has no LaunchConfig.signals_to_handle: it installs its handler for SIGINT, SIGTERM, SIGHUP and SIGQUIT when the
+    ranks start, and stops them with the signal it got. The ranks ignore SIGINT, so a Ctrl+C took elastic's 30 s
+    grace and then SIGKILL. Elastic installs its handler by name when it starts the ranks, so that name is what
+    changes, for the launch only."""
+    from torch.distributed.elastic.multiprocessing import api
+
+    elastics = getattr(api, "_terminate_process_handler", None)
+    ours = {s: h for s in interrupts.STOP_SIGNALS if callable(h := signal.getsignal(s))}
+    if elastics is None or not ours:
+        yield
+        return
+
+    def handler(signum, frame):
+        return ours.get(signum, elastics)(signum, frame)
+
+    api._terminate_process_handler = handler
+    try:
+        yield
+    finally:
+        api._terminate_process_handler = elastics
 
 
 @contextlib.contextmanager

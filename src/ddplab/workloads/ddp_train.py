@@ -53,6 +53,13 @@ class Trainer:
         if wrap == "fsdp2":
             from torch.distributed.device_mesh import init_device_mesh
 
+            from ..errors import EnvironmentUnsupported
+            from ..platform import fsdp2_unsupported
+
+            reason = fsdp2_unsupported(device.type)
+            if reason:
+                raise EnvironmentUnsupported("fsdp2-unsupported", reason)
+
             try:
                 from torch.distributed.fsdp import fully_shard
             except ImportError:  # torch < 2.6 keeps it under _composable
