@@ -80,6 +80,21 @@ def processes_with_env(key: str, value: str) -> list[psutil.Process]:
     return found
 
 
+# A node's own bounds, as a platform team writes them per machine type, far from this host's speed: the built-in ones
+# (the storm's 1000 us line for gloo on the host, busbw as a share of the copy ceiling) are the host's speed, and a
+# machine shared with another test process crossed the storm's (1018.9 and 1156 us). For checks whose test is not
+# about those numbers; the built-in bounds are tested with the degraded node and in tests/unit.
+LOOSE_THRESHOLDS = ('[[machine]]\ndevice = "*"\n\n[[machine.latency]]\nquantile = "mean"\nwarning = 1000000.0\n\n'
+                    '[[machine.busbw]]\nop = "*"\nwarning = 0.000001\n')
+
+
+def loose_thresholds(directory: Path) -> str:
+    """LOOSE_THRESHOLDS written into ``directory``; the path, for `ddplab check --thresholds`."""
+    path = directory / "thresholds.toml"
+    path.write_text(LOOSE_THRESHOLDS)
+    return str(path)
+
+
 def free_loopback_port() -> int:
     """A port free on 127.0.0.1 now (the kernel's pick), for a job the test starts to listen on."""
     with socket.socket() as sock:

@@ -21,7 +21,7 @@ from ddplab.reading.catalog import read_report
 from ddplab.check import formats
 from ddplab.check.formats import npd
 from ddplab.cli import main
-from tests.conftest import PID_NAMESPACE, _pid_namespaces_work, load_json
+from tests.conftest import PID_NAMESPACE, _pid_namespaces_work, load_json, loose_thresholds
 from tests.stopped_runs import processes_under, settle, spawned_ranks, wait_for
 from tests.runner_validators import junit_problems, promtool_problems
 from tests.unit.test_check_formats import parse_nagios
@@ -38,7 +38,8 @@ def start_check(d, *args) -> subprocess.Popen:
     prefix = PID_NAMESPACE if _pid_namespaces_work() else []
     env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="200")
     return subprocess.Popen([*prefix, sys.executable, "-m", "ddplab", "check", "--out", str(d / "out"),
-                             "--textfile-dir", str(d / "textfile"), "--junit", str(d / "junit.xml"), *args],
+                             "--textfile-dir", str(d / "textfile"), "--junit", str(d / "junit.xml"),
+                             "--thresholds", loose_thresholds(d), *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=d, env=env)
 
 
