@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import sys
 import tempfile
@@ -61,7 +62,17 @@ def main(argv: list[str] | None = None) -> int:
     with stdout_reader_may_leave():
         exit_code = _main(sys.argv[1:] if argv is None else argv)
         _leave_now_if_torch_still_waits(exit_code)
-        return exit_code
+    if argv is None:  # the program itself, not a caller in the same process
+        _skip_the_collection_at_exit()
+    return exit_code
+
+
+def _skip_the_collection_at_exit() -> None:
+    """The interpreter's shutdown collects every object it tracks, several times: with torch imported that took
+    about 0.25 s of each command's exit (0.36 s against 0.12 s for `import torch` alone). Everything the command
+    writes is closed by now and atexit's handlers still run; frozen objects are only left out of those
+    collections."""
+    gc.freeze()
 
 
 def _leave_now_if_torch_still_waits(exit_code: int) -> None:

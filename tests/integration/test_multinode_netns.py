@@ -106,9 +106,8 @@ def test_ctrl_c_while_waiting_for_the_store_stops_at_once_with_an_interrupted_re
     a, b = machines(2)  # a is there, but nobody listens on it: b keeps waiting for the store
     proc = _train(b, tmp_path, "b", f"{a.address}:{PORT}")
     deadline = time.monotonic() + 60
-    while not (tmp_path / "b" / "run-id").exists() and time.monotonic() < deadline:  # the run has started
+    while not _refused_a_connection(a) and time.monotonic() < deadline:  # b's first try: now inside the wait
         time.sleep(0.1)
-    time.sleep(2)  # now inside the wait (the launch itself takes a fraction of that to get there)
     assert proc.poll() is None
     stopped_at = time.monotonic()
     proc.send_signal(signal.SIGINT)
@@ -120,6 +119,14 @@ def test_ctrl_c_while_waiting_for_the_store_stops_at_once_with_an_interrupted_re
     assert doc["results"]["launcher_error"] == f"interrupted: SIGINT while waiting for the store at {a.address}:{PORT}"
     assert doc["results"]["listen"]["across_machines"]["hosts_store"] is False
     assert b.left_running() == []
+
+
+def _refused_a_connection(machine) -> bool:
+    """Whether ``machine`` has answered a TCP connection with a reset (nothing listens on its port): where nothing
+    else runs, the first of these is a launcher's first try to reach the store, made only inside its wait for it."""
+    snmp = machine.run(["cat", "/proc/net/snmp"]).stdout.splitlines()  # the counters of the machine's namespace
+    names, values = (line.split()[1:] for line in snmp if line.startswith("Tcp:"))
+    return int(dict(zip(names, values))["OutRsts"]) > 0
 
 
 def _srun_environment(node: int) -> dict[str, str]:

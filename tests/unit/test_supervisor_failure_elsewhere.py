@@ -10,6 +10,7 @@ import threading
 import time
 from dataclasses import replace
 
+import pytest
 from torch.distributed import HashStore
 
 from ddplab.supervision import states as status
@@ -92,6 +93,7 @@ def _victims_launcher(tmp_path) -> RunDir:
     return run
 
 
+@pytest.mark.usefixtures("stand_ins_never_answer")  # tests/unit/conftest.py
 def test_the_victims_launcher_ends_its_own_rank_when_the_other_machines_rank_failed(tmp_path):
     store = HashStore()
     StatusPublisher(store, 0, job=JOB).publish(_rank0_gave_up_in_init(time.time()))

@@ -5,6 +5,8 @@ import json
 import subprocess
 import time
 
+import pytest
+
 from ddplab.supervision import states as status
 from ddplab.records.codec import to_json
 from ddplab.records.supervision import RankState
@@ -34,6 +36,7 @@ def test_culprits_are_named_by_global_rank_among_this_machines_ranks(tmp_path):
     assert culprits == [3] and "entered 5 collectives while others entered 6" in why
 
 
+@pytest.mark.usefixtures("stand_ins_never_answer")  # tests/unit/conftest.py
 def test_the_second_machines_supervisor_names_its_stalled_global_rank(tmp_path):
     run = RunDir.create(tmp_path / "node1", "drill")
     ranks = [subprocess.Popen(["sleep", "60"]) for _ in range(2)]  # stand-ins for the two ranks' processes

@@ -24,13 +24,7 @@ JOB = "ddplab-10.9.0.1:29400"
 MACHINES = {0: "10.9.0.1", 1: "10.9.0.1", 2: "10.9.0.2", 3: "10.9.0.2"}
 
 
-@pytest.fixture(autouse=True)
-def _stand_ins_never_answer(monkeypatch):
-    """The ranks here are stand-ins (``sleep``) that never answer a dump request: the watcher's 3 s wait for their
-    answers tests nothing here (ranks answering: test_job_boot.py, test_launch_cpu.py), and cost the suite 12 s."""
-    monkeypatch.setattr(ddplab.supervision.watcher, "DUMP_WAIT_S", 0.3)
-    # nor does the declaring machine's wait for a machine that is not watching (the tests that run one alone)
-    monkeypatch.setattr(ddplab.supervision.watcher, "FOLLOW_WAIT_S", 0.5)
+pytestmark = pytest.mark.usefixtures("stand_ins_never_answer")  # tests/unit/conftest.py
 
 
 def _machine(tmp_path, name: str, ranks: list[int], pids: dict[int, int]) -> RunDir:
