@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..basics import interrupts
-from ..supervision import reaping
+from ..supervision import guardian, reaping
 from ..records.train import TrainConfig
 from ..records.drill import ChildLauncherDetails, DrillOutcome, Injection
 from ..basics.rundir import RunDir
@@ -24,6 +24,8 @@ from .mechanisms import excerpt
 
 CHILD_STEPS = 1_000_000  # far more than the drill waits for: the child trains until it is signalled
 EXIT_WAIT_S = 60.0
+# for the guardian of a launcher that died: it settles, ends what is left with two grace periods, stops daemons
+GUARDIAN_WAIT_S = guardian.SETTLE_S + 2 * guardian.GRACE_S + guardian.DAEMON_STOP_S + 2
 
 
 def start(argv: list[str]) -> subprocess.Popen:
@@ -52,6 +54,13 @@ def wait_exit(child: subprocess.Popen, timeout_s: float) -> int | None:
     return child.poll()
 
 
+def wait_for_its_guardian(child_run: RunDir | None) -> None:
+    """Once the child launcher is gone: its guardian, which sweeps after a launcher that died (SIGKILL), is part of
+    what the drill started, and done before the drill looks for what was left."""
+    if child_run is not None:
+        guardian.wait_finished(child_run.path, child_run.run_id, GUARDIAN_WAIT_S)
+
+
 def wait_for_run(path: Path, child: subprocess.Popen) -> RunDir | None:
     """The run the child launcher claims at ``path``; None if it exits, a stop is requested, or time runs out."""
     deadline = time.monotonic() + runner.READY_TIMEOUT_S
@@ -71,7 +80,7 @@ def signal_train(ctx: runner.DrillContext, sig: int, detected_by: str) -> DrillO
     train = TrainConfig(launch=replace(ctx.config.launch, run_dir=str(child_dir), hang_timeout_s=None),
                         steps=CHILD_STEPS)
     pids: list[int] = []
-    run_id = injected_at = gone_at = child_exit = None
+    child_run = run_id = injected_at = gone_at = child_exit = None
     with runner.DeviceMemory(ctx.platform) as memory:
         child = start(["-m", "ddplab", "train", *train.to_argv(), "--json", str(report)])
         try:
@@ -86,6 +95,7 @@ def signal_train(ctx: runner.DrillContext, sig: int, detected_by: str) -> DrillO
         finally:
             if child_exit is None:  # never signalled, stuck, or this drill is being stopped: end it and its ranks
                 end(child)
+        wait_for_its_guardian(child_run)
         leaks = reaping.leaked(run_id, pids)
         reaping.end_processes(leaks)
         log = child.stdout.read() if child.stdout else ""  # after the leaks end: they may hold the pipe open

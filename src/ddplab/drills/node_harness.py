@@ -54,6 +54,7 @@ def run(ctx: runner.DrillContext, fault: NodeFault) -> DrillOutcome:
     train = TrainConfig(launch=replace(ctx.config.launch, run_dir=str(child_dir), rdzv_id=ctx.session_id(ctx.name)),
                         steps=child_launcher.CHILD_STEPS)
     pids: dict[int, int] = {}
+    child_run = None
     run_id = injected_at = what = gone_at = child_exit = None
     phases = _Phases(run_dir / "harness-phases.json")
     with runner.DeviceMemory(ctx.platform) as memory:
@@ -78,6 +79,7 @@ def run(ctx: runner.DrillContext, fault: NodeFault) -> DrillOutcome:
             if child_exit is None:  # stuck, never started, or this drill is being stopped: end it and its ranks
                 child_launcher.end(child)
                 phases.note("launcher ended by the harness")
+        child_launcher.wait_for_its_guardian(child_run)
         leaks = reaping.leaked(run_id, list(pids.values()))
         reaping.end_processes(leaks)
         phases.note("leftovers ended")

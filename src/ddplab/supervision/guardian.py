@@ -26,6 +26,7 @@ from ..basics.proc_stat import start_ticks, still
 
 RUN_ID_ENV = "DDPLAB_RUN_ID"  # rundir.RUN_ID_ENV (not imported: this process starts with the stdlib only)
 DONE = b"done"
+MODULE = "ddplab.supervision.guardian"  # as job.Guardian starts it: python -m MODULE RUN_DIR RUN_ID
 SETTLE_S = 0.3  # the ranks' parent-death guard fires at once; give it a moment before looking
 GRACE_S = 2.0
 DAEMON_STOP_S = 10.0
@@ -45,6 +46,34 @@ def marked(run_id: str) -> dict[int, int | None]:
         except OSError:
             continue
     return found
+
+
+def still_running(run_dir: Path, run_id: str) -> list[int]:
+    """The guardians of this run still at work: their command line names the run's directory and id."""
+    wanted = (MODULE.encode(), str(run_dir).encode(), run_id.encode())
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if all(w in args for w in wanted):
+            found.append(int(entry))
+    return found
+
+
+def wait_finished(run_dir: Path, run_id: str, wait_s: float) -> bool:
+    """Wait, at most ``wait_s``, until no guardian of this run is at work (one whose launcher died sweeps for
+    SETTLE_S and up to two grace periods more); whether none is."""
+    deadline = time.monotonic() + wait_s
+    while still_running(run_dir, run_id):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _read_json(path: Path):

@@ -29,7 +29,7 @@ from ..records.session import Listened
 from ..records.stragglers import StragglerReport
 from ..records.supervision import Culprit, Hang, LeftProcess, MachineLoss, RankEnd, RankState
 from ..basics.rundir import MARKER_ENVS, RunDir
-from . import arrivals, elastic, judge
+from . import arrivals, elastic, guardian, judge
 from .evidence import RankEvidence, gather, requested
 from .family import set_child_subreaper
 from .states import read_states
@@ -303,7 +303,7 @@ class Guardian:
     def __enter__(self) -> "Guardian":
         env = {k: v for k, v in os.environ.items() if k not in MARKER_ENVS}  # never mistaken for the job's
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "ddplab.supervision.guardian", str(self.run.path),
+            self.proc = subprocess.Popen([sys.executable, "-m", guardian.MODULE, str(self.run.path),
                                           self.run.run_id], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, env=env, close_fds=True,
                                          start_new_session=True)  # a terminal's Ctrl+C is the launcher's
