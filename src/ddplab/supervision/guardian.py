@@ -32,37 +32,28 @@ GRACE_S = 2.0
 DAEMON_STOP_S = 10.0
 
 
-def marked(run_id: str) -> dict[int, int | None]:
-    """Every process carrying the run id (pid -> start ticks), not this one."""
-    found = {}
-    needle = f"{RUN_ID_ENV}={run_id}".encode()
+def _processes_reading(name: str):
+    """(pid, the NUL-separated fields of /proc/PID/NAME) of every process whose file can be read, not this one."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                if needle in f.read().split(b"\0"):
-                    found[int(entry)] = start_ticks(int(entry))
+            with open(f"/proc/{entry}/{name}", "rb") as f:
+                yield int(entry), f.read().split(b"\0")
         except OSError:
             continue
-    return found
+
+
+def marked(run_id: str) -> dict[int, int | None]:
+    """Every process carrying the run id (pid -> start ticks), not this one."""
+    needle = f"{RUN_ID_ENV}={run_id}".encode()
+    return {pid: start_ticks(pid) for pid, env in _processes_reading("environ") if needle in env}
 
 
 def still_running(run_dir: Path, run_id: str) -> list[int]:
     """The guardians of this run still at work: their command line names the run's directory and id."""
     wanted = (MODULE.encode(), str(run_dir).encode(), run_id.encode())
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        if all(w in args for w in wanted):
-            found.append(int(entry))
-    return found
+    return [pid for pid, args in _processes_reading("cmdline") if all(w in args for w in wanted)]
 
 
 def wait_finished(run_dir: Path, run_id: str, wait_s: float) -> bool:
